@@ -1,0 +1,106 @@
+//! The clock every measurement reads.
+//!
+//! `Monotonic` is the real one: nanoseconds since an origin `Instant`, shared by every worker of a
+//! case so their times are comparable. `Virtual` is a counter that only moves when a driver says
+//! time passed (the `mock:` target does): with it the engine, the reports and the CLI produce
+//! exact, repeatable numbers in tests, with no sleeping. Each worker gets its own virtual clock,
+//! as each real client has its own timeline.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A source of nanosecond timestamps for one worker.
+#[derive(Debug, Clone)]
+pub enum Clock {
+    /// Real time since `origin`.
+    Monotonic(Instant),
+    /// Simulated time, advanced by the driver.
+    Virtual(Arc<AtomicU64>),
+}
+
+/// Below this remaining wait the pacer spins instead of sleeping: sleeps overshoot by ~50-100 µs.
+const SPIN_BELOW: Duration = Duration::from_micros(200);
+
+impl Clock {
+    /// A real clock whose zero is now.
+    pub fn monotonic() -> Clock {
+        Clock::Monotonic(Instant::now())
+    }
+
+    /// A simulated clock at zero.
+    pub fn new_virtual() -> Clock {
+        Clock::Virtual(Arc::new(AtomicU64::new(0)))
+    }
+
+    /// Nanoseconds since the clock's zero.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        match self {
+            Clock::Monotonic(origin) => origin.elapsed().as_nanos() as u64,
+            Clock::Virtual(t) => t.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Lets `ns` nanoseconds pass: moves a virtual clock forward, sleeps on a real one.
+    pub fn advance(&self, ns: u64) {
+        match self {
+            Clock::Monotonic(_) => std::thread::sleep(Duration::from_nanos(ns)),
+            Clock::Virtual(t) => {
+                t.fetch_add(ns, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Waits until the clock reads at least `t_ns`. Returns at once if that moment has passed.
+    /// Sleeps for the bulk of a long wait, then spins, so it wakes within a microsecond or two.
+    pub fn wait_until(&self, t_ns: u64) {
+        match self {
+            Clock::Virtual(t) => {
+                t.fetch_max(t_ns, Ordering::Relaxed);
+            }
+            Clock::Monotonic(_) => loop {
+                let now = self.now_ns();
+                if now >= t_ns {
+                    return;
+                }
+                let left = Duration::from_nanos(t_ns - now);
+                if left > SPIN_BELOW {
+                    std::thread::sleep(left - SPIN_BELOW / 2);
+                } else {
+                    std::hint::spin_loop();
+                }
+            },
+        }
+    }
+
+    /// True for a simulated clock.
+    pub fn is_virtual(&self) -> bool {
+        matches!(self, Clock::Virtual(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn virtual_clock_moves_only_when_told() {
+        let c = Clock::new_virtual();
+        assert_eq!(c.now_ns(), 0);
+        c.advance(1_500);
+        assert_eq!(c.now_ns(), 1_500);
+        c.wait_until(1_000);
+        assert_eq!(c.now_ns(), 1_500, "waiting for the past does not move time");
+        c.wait_until(9_000);
+        assert_eq!(c.now_ns(), 9_000);
+    }
+
+    #[test]
+    fn monotonic_wait_until_does_not_return_early() {
+        let c = Clock::monotonic();
+        let target = c.now_ns() + 2_000_000;
+        c.wait_until(target);
+        assert!(c.now_ns() >= target);
+    }
+}

@@ -1,0 +1,266 @@
+//! The contract between the engine and the drivers (`crates/targets`).
+//!
+//! A driver turns a URL and options into a [`TargetConfig`] without touching anything (that is
+//! what `dyno validate` runs). Opening a config claims a namespace and yields a [`Store`]; a store
+//! hands out [`Session`]s, one per client, used from that client's thread only. Every operation
+//! returns `Result<_, OpError>`: a failure is data, classified by [`ErrorClass`], never a panic.
+
+use crate::clock::Clock;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+pub use results::Namespace;
+
+/// Operation families a driver can support.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// get / put / delete / commit a batch.
+    Kv,
+    /// Objects with references.
+    Graph,
+    /// mkdir / stat / list.
+    Namespace,
+    /// Send a request, read a response.
+    Request,
+}
+
+impl Family {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Kv => "kv",
+            Family::Graph => "graph",
+            Family::Namespace => "namespace",
+            Family::Request => "request",
+        }
+    }
+}
+
+/// One option a driver accepts, for `dyno targets` and for "did you mean" hints.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionSpec {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+/// What `dyno targets` prints about a driver.
+#[derive(Debug)]
+pub struct DriverInfo {
+    /// The URL scheme, without the colon.
+    pub scheme: &'static str,
+    /// One line on what it is.
+    pub summary: &'static str,
+    /// Accepted URL forms.
+    pub forms: &'static [&'static str],
+    pub families: &'static [Family],
+    pub options: &'static [OptionSpec],
+}
+
+/// The classes failed operations are counted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorClass {
+    /// A key that should exist does not.
+    NotFound,
+    /// Data read back differs from what was written.
+    Corrupt,
+    /// An I/O error from the operating system.
+    Io,
+    /// No answer in time.
+    Timeout,
+    /// The target refused the connection.
+    Refused,
+    /// The connection was reset or closed mid-operation.
+    Reset,
+    /// The target answered something the protocol does not allow.
+    Protocol,
+    /// The target answered with an error of its own (non-2xx, SQL error …).
+    Application,
+    /// The store is full or a limit was hit.
+    Full,
+}
+
+impl ErrorClass {
+    pub const COUNT: usize = 9;
+    pub const ALL: [ErrorClass; Self::COUNT] = [
+        ErrorClass::NotFound,
+        ErrorClass::Corrupt,
+        ErrorClass::Io,
+        ErrorClass::Timeout,
+        ErrorClass::Refused,
+        ErrorClass::Reset,
+        ErrorClass::Protocol,
+        ErrorClass::Application,
+        ErrorClass::Full,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::NotFound => "not_found",
+            ErrorClass::Corrupt => "corrupt",
+            ErrorClass::Io => "io",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Refused => "refused",
+            ErrorClass::Reset => "reset",
+            ErrorClass::Protocol => "protocol",
+            ErrorClass::Application => "application",
+            ErrorClass::Full => "full",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ErrorClass> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// The class of an I/O error by its kind.
+    pub fn of_io(e: &std::io::Error) -> ErrorClass {
+        use std::io::ErrorKind as K;
+        match e.kind() {
+            K::NotFound => ErrorClass::NotFound,
+            K::TimedOut | K::WouldBlock => ErrorClass::Timeout,
+            K::ConnectionRefused => ErrorClass::Refused,
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+                ErrorClass::Reset
+            }
+            K::StorageFull | K::QuotaExceeded => ErrorClass::Full,
+            _ => ErrorClass::Io,
+        }
+    }
+}
+
+/// A failed operation. The message is built only on the failure path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpError {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+impl OpError {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> OpError {
+        OpError {
+            class,
+            message: message.into(),
+        }
+    }
+
+    pub fn io(context: &str, e: &std::io::Error) -> OpError {
+        OpError::new(ErrorClass::of_io(e), format!("{context}: {e}"))
+    }
+}
+
+impl fmt::Display for OpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.class.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for OpError {}
+
+/// A driver's complaint about its configuration; the plan resolver adds the place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The option at fault, or `None` for the URL itself.
+    pub option: Option<String>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl ConfigError {
+    pub fn url(message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            option: None,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn option(name: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            option: Some(name.to_string()),
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> ConfigError {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// Why a target could not be opened or closed (refusal to touch foreign data included).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct DriverError {
+    pub message: String,
+}
+
+impl DriverError {
+    pub fn new(message: impl Into<String>) -> DriverError {
+        DriverError {
+            message: message.into(),
+        }
+    }
+}
+
+/// Transaction kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxMode {
+    Read,
+    Write,
+}
+
+/// A configured target: validated, not yet touched.
+pub trait TargetConfig: Send + Sync {
+    /// The durability class, as the table's column header shows it (e.g. `WAL sync=NORMAL`).
+    fn durability(&self) -> String;
+    /// Every option with its resolved value, defaults included.
+    fn options(&self) -> BTreeMap<String, String>;
+    /// The path data will live in, when known before opening (for the filesystem type).
+    fn data_path(&self) -> Option<PathBuf>;
+    /// True when the driver runs on a virtual clock (exact, simulated latencies).
+    fn virtual_time(&self) -> bool {
+        false
+    }
+    /// Checks, reading only, that opening would be allowed (e.g. the file is dyno's). Changes nothing.
+    fn preflight(&self) -> Result<(), DriverError> {
+        Ok(())
+    }
+    /// Claims the namespace (creating it, or proving dyno created it) and opens the store.
+    fn open(&self) -> Result<Box<dyn Store>, DriverError>;
+}
+
+/// What reaching the cold state did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheDrop {
+    /// Caches dropped; the text says which, and what verified it.
+    Done(String),
+    /// This target cannot be made cold; the text says why.
+    NotReachable(String),
+}
+
+/// An opened namespace on a store, shared by every client of a case.
+pub trait Store: Send + Sync {
+    /// Where the data lives, and whether dyno created it.
+    fn namespace(&self) -> Namespace;
+    /// Versions of the software under test.
+    fn versions(&self) -> BTreeMap<String, String>;
+    /// Opens a client session. `clock` is the worker's clock (a virtual-time driver advances it).
+    fn connect(&self, clock: &Clock) -> Result<Box<dyn Session>, OpError>;
+    /// Drops every cache below dyno's client cache. Called with no session open.
+    fn drop_caches(&self) -> Result<CacheDrop, OpError>;
+    /// Releases the store; deletes the namespace if it was temporary.
+    fn close(self: Box<Self>) -> Result<(), DriverError>;
+}
+
+/// One client's connection. Used from one thread; every call may fail, none may panic.
+pub trait Session: Send {
+    fn begin(&mut self, mode: TxMode) -> Result<(), OpError>;
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError>;
+    /// Reads `key` into `out` (cleared first).
+    fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError>;
+    fn delete(&mut self, key: u64) -> Result<(), OpError>;
+    fn commit(&mut self) -> Result<(), OpError>;
+    /// Reads this session made against the storage so far (the steamin check reads it).
+    fn storage_reads(&self) -> u64;
+}

@@ -1,0 +1,28 @@
+//! dyno's engine: plans, the drivers' contract, the worker loop, measurement and suites.
+//!
+//! The engine knows nothing of how results are shown: it produces [`results::RunRecord`]s and
+//! hands each to a sink as soon as a case ends.
+//!
+//! # Layout
+//!
+//! - [`plan`]: raw plans (TOML or flags), their one validation, resolved plans.
+//! - [`driver`]: the traits every target implements (`TargetConfig`, `Store`, `Session`).
+//! - [`clock`]: the monotonic clock, and a virtual one for exact tests.
+//! - [`worker`]: the one worker loop (schedule × stop condition).
+//! - [`recorder`]: per-worker histograms and counters.
+//! - [`shootout`]: the `shootout` suite (zodbshootout's six tests).
+//! - [`runner`]: runs a plan, target by target, and builds the run record.
+//! - [`env`], [`pagecache`]: the machine's description; dropping and verifying the page cache.
+//! - [`units`], [`suggest`]: parsing durations and sizes; "did you mean".
+
+pub mod clock;
+pub mod driver;
+pub mod env;
+pub mod pagecache;
+pub mod plan;
+pub mod recorder;
+pub mod runner;
+pub mod shootout;
+pub mod suggest;
+pub mod units;
+pub mod worker;

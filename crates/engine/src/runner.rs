@@ -1,0 +1,243 @@
+//! Runs a resolved plan and builds its run record.
+//!
+//! Before anything is written, every target is preflighted (read-only): if one would refuse —
+//! a database or directory dyno did not create — the run stops there and touches nothing. Then
+//! targets run one after another, each in its own store. Every case of the plan is in the record
+//! from the start, marked `interrupted` until its last repetition is done, and the record is handed
+//! to the sink after every repetition: a run cut off at any moment leaves a true record behind.
+
+use crate::plan::Plan;
+use crate::recorder::Recorder;
+use crate::shootout::{Params, Shootout, Test, TestOutcome};
+use results::{Case, DynoInfo, Namespace, RunRecord, SCHEMA, Status};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A target refused to be opened (dyno did not create it); nothing was touched.
+    #[error("target {name} ({url}): {message}")]
+    Refused {
+        name: String,
+        url: String,
+        message: String,
+    },
+    /// The record could not be written.
+    #[error("writing the run record: {0}")]
+    Sink(String),
+}
+
+/// A finished (or interrupted) run.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub record: RunRecord,
+    /// Problems that did not stop the run (e.g. a temporary namespace that could not be deleted).
+    pub warnings: Vec<String>,
+}
+
+fn now_utc() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// What each case of one target accumulates over repetitions.
+struct CaseAcc {
+    recorder: Recorder,
+    failure: Option<String>,
+    na: Option<String>,
+    interrupted: bool,
+}
+
+/// Runs `plan`, handing the record to `sink` after every repetition and at the end.
+pub fn run(
+    plan: &Plan,
+    dyno: DynoInfo,
+    interrupt: &AtomicBool,
+    sink: &mut dyn FnMut(&RunRecord) -> Result<(), String>,
+) -> Result<RunOutcome, RunError> {
+    for t in &plan.targets {
+        t.config.preflight().map_err(|e| RunError::Refused {
+            name: t.name.clone(),
+            url: results::redact_url(&t.url),
+            message: e.message,
+        })?;
+    }
+
+    let paths: BTreeMap<String, Option<std::path::PathBuf>> = plan
+        .targets
+        .iter()
+        .map(|t| (t.name.clone(), t.config.data_path()))
+        .collect();
+    let mut record = RunRecord {
+        schema: SCHEMA.to_string(),
+        dyno,
+        started: now_utc(),
+        finished: None,
+        interrupted: false,
+        environment: crate::env::environment(&paths),
+        plan: plan.record(),
+        cases: Vec::new(),
+    };
+    for t in &plan.targets {
+        for test in Test::ALL {
+            record.cases.push(Case {
+                target: t.name.clone(),
+                url: results::redact_url(&t.url),
+                suite: plan.suite.clone(),
+                test: test.name().to_string(),
+                topology: "inproc".to_string(),
+                status: Status::Interrupted,
+                reason: Some("the run ended before this case finished".to_string()),
+                durability: t.config.durability(),
+                versions: BTreeMap::new(),
+                namespace: Namespace {
+                    location: String::new(),
+                    created_by_dyno: false,
+                    temporary: false,
+                },
+                cache: None,
+                warmup: None,
+                reps: Vec::new(),
+                summary: None,
+                errors: BTreeMap::new(),
+                error_examples: BTreeMap::new(),
+                histogram: None,
+            });
+        }
+    }
+    sink(&record).map_err(RunError::Sink)?;
+
+    let params = Params {
+        objects: plan.objects,
+        concurrency: plan.concurrency,
+        size: plan.size,
+        seed: plan.seed,
+    };
+    let mut warnings = Vec::new();
+    for (ti, t) in plan.targets.iter().enumerate() {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let first = ti * Test::ALL.len();
+        let cases = first..first + Test::ALL.len();
+        let store = match t.config.open() {
+            Ok(s) => s,
+            Err(e) => {
+                for c in &mut record.cases[cases] {
+                    c.status = Status::Failed;
+                    c.reason = Some(format!("could not open the target: {e}"));
+                }
+                sink(&record).map_err(RunError::Sink)?;
+                continue;
+            }
+        };
+        let namespace = store.namespace();
+        let versions = store.versions();
+        for c in &mut record.cases[cases.clone()] {
+            c.namespace = namespace.clone();
+            c.versions = versions.clone();
+        }
+
+        let mut acc: Vec<CaseAcc> = Test::ALL
+            .iter()
+            .map(|_| CaseAcc {
+                recorder: Recorder::new(),
+                failure: None,
+                na: None,
+                interrupted: false,
+            })
+            .collect();
+        let mut suite = Shootout::new(&*store, params, t.config.virtual_time(), interrupt);
+        let total = plan.reps + u32::from(plan.warmup);
+        for r in 0..total {
+            let measured = !(plan.warmup && r == 0);
+            suite.run_rep(r, |o: TestOutcome| {
+                let i = Test::ALL.iter().position(|t| *t == o.test).expect("a suite test");
+                let case = &mut record.cases[first + i];
+                let a = &mut acc[i];
+                if o.cache.is_some() {
+                    case.cache = o.cache;
+                }
+                match o.status {
+                    Status::Na => a.na = o.reason,
+                    Status::Interrupted => a.interrupted = true,
+                    Status::Failed if a.failure.is_none() => {
+                        a.failure = o.reason.map(|r| {
+                            if measured { r } else { format!("during warm-up: {r}") }
+                        })
+                    }
+                    _ => {}
+                }
+                if measured {
+                    a.recorder.merge(&o.recorder);
+                    case.reps.extend(o.rep);
+                } else {
+                    case.warmup = o.rep;
+                }
+            });
+            sink(&record).map_err(RunError::Sink)?;
+            if interrupt.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        drop(suite);
+        for (i, a) in acc.into_iter().enumerate() {
+            finish_case(&mut record.cases[first + i], a, plan.reps);
+        }
+        if let Err(e) = store.close() {
+            warnings.push(format!("target {}: {e}", t.name));
+        }
+        sink(&record).map_err(RunError::Sink)?;
+    }
+
+    record.interrupted = interrupt.load(Ordering::Relaxed);
+    record.finished = Some(now_utc());
+    sink(&record).map_err(RunError::Sink)?;
+    Ok(RunOutcome { record, warnings })
+}
+
+fn finish_case(case: &mut Case, a: CaseAcc, reps: u32) {
+    let (status, reason) = if let Some(why) = a.na {
+        (Status::Na, Some(why))
+    } else if a.interrupted || (case.reps.len() as u32) < reps && a.failure.is_none() {
+        (
+            Status::Interrupted,
+            Some(format!(
+                "stopped by the user after {} of {reps} repetitions",
+                case.reps.len()
+            )),
+        )
+    } else if let Some(why) = a.failure {
+        (Status::Failed, Some(why))
+    } else {
+        (Status::Ok, None)
+    };
+    case.status = status;
+    case.reason = reason;
+    let rates: Vec<f64> = case
+        .reps
+        .iter()
+        .filter(|r| r.wall_ns > 0)
+        .map(|r| r.ops_per_s)
+        .collect();
+    let latency = results::stats::latency_summary(&a.recorder.latency);
+    case.summary = match (results::stats::spread(&rates), latency) {
+        (Some(ops_per_s), Some(latency_ns)) => Some(results::Summary {
+            ops_per_s,
+            latency_ns,
+        }),
+        _ => None,
+    };
+    case.histogram = (!a.recorder.latency.is_empty())
+        .then(|| results::histogram::encode(&a.recorder.latency));
+    for class in crate::driver::ErrorClass::ALL {
+        let n = a.recorder.errors[class as usize];
+        if n > 0 {
+            case.errors.insert(class.as_str().to_string(), n);
+        }
+        if let Some(m) = &a.recorder.examples[class as usize] {
+            case.error_examples
+                .insert(class.as_str().to_string(), m.clone());
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Parsing the human units of plan files and URL options: durations and sizes.
+
+use std::time::Duration;
+
+/// Parses `250ns`, `100us`, `1.5ms`, `2s`, `1m`, `1h` (a bare `0` is zero).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if t == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("{text:?} has no unit; write e.g. 100us, 2ms or 1s"))?;
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration; write e.g. 100us, 2ms or 1s"))?;
+    let ns_per = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        u => return Err(format!("unknown time unit {u:?} in {text:?}; use ns, us, ms, s, m or h")),
+    };
+    let ns = n * ns_per;
+    if !ns.is_finite() || ns > 1e18 {
+        return Err(format!("{text:?} is too long"));
+    }
+    Ok(Duration::from_nanos(ns.round() as u64))
+}
+
+/// Parses a byte count: `300`, `4KiB`, `1MiB`, `1GiB`, `10kB` (powers of 1000 for kB/MB/GB).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size; write e.g. 300, 4KiB or 1MiB"))?;
+    let mul = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "kB" | "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        u => return Err(format!("unknown size unit {u:?} in {text:?}; use B, KiB, MiB, GiB, kB, MB or GB")),
+    };
+    n.checked_mul(mul).ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// Parses `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`).
+pub fn parse_bool(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(format!("{text:?} is not a boolean; write true or false")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("100us"), Ok(Duration::from_micros(100)));
+        assert_eq!(parse_duration("1.5ms"), Ok(Duration::from_micros(1500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("10").unwrap_err().contains("no unit"));
+        assert!(parse_duration("3 parsecs").unwrap_err().contains("unknown time unit"));
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("300"), Ok(300));
+        assert_eq!(parse_size("4KiB"), Ok(4096));
+        assert_eq!(parse_size("10kB"), Ok(10_000));
+        assert!(parse_size("4 KB?").is_err());
+        assert!(parse_size("x").is_err());
+    }
+
+    #[test]
+    fn bools() {
+        assert_eq!(parse_bool("on"), Ok(true));
+        assert_eq!(parse_bool("false"), Ok(false));
+        assert!(parse_bool("maybe").is_err());
+    }
+}

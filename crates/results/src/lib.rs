@@ -1,0 +1,20 @@
+//! The run record: what one dyno run produced, in one documented serde structure.
+//!
+//! Measurement writes these records and reporting only reads them; a report can be rendered again
+//! from the record alone, years later. The JSON contract is `schema/dyno.run-1.schema.json`, and the
+//! tests validate every record dyno writes against it.
+//!
+//! # Layout
+//!
+//! - [`record`]: the types of the record (`RunRecord`, `Case`, `Rep`, `Summary` …), every field documented.
+//! - [`stats`]: pure statistics over samples (spread of repetitions, percentiles of a histogram).
+//! - [`histogram`]: the latency histogram type and its portable encoding (HdrHistogram V2, deflate, base64).
+//! - [`store`]: writing a record atomically, and reading the records of a results directory back.
+
+pub mod histogram;
+pub mod record;
+pub mod stats;
+pub mod store;
+
+pub use histogram::{Histogram, new_histogram};
+pub use record::*;

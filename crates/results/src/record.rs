@@ -1,0 +1,284 @@
+//! The types of a run record. The JSON written to disk is exactly these structures.
+//!
+//! Durations are integers in nanoseconds (`_ns`), rates are per second (`_per_s`), sizes are bytes
+//! (`_bytes`). Every field is documented here and in `schema/dyno.run-1.schema.json`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The value of [`RunRecord::schema`] this crate writes and reads.
+pub const SCHEMA: &str = "dyno.run/1";
+
+/// Everything one `dyno run` produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRecord {
+    /// The contract this record follows: always [`SCHEMA`].
+    pub schema: String,
+    /// Which dyno produced the record.
+    pub dyno: DynoInfo,
+    /// When the run started, UTC, RFC 3339.
+    pub started: String,
+    /// When the run ended, UTC, RFC 3339; `null` while it runs or if it was cut off.
+    pub finished: Option<String>,
+    /// True when the run was stopped by the user (Ctrl-C) before every case ended.
+    pub interrupted: bool,
+    /// The machine the run happened on.
+    pub environment: Environment,
+    /// The plan, fully resolved: every default filled in.
+    pub plan: PlanRecord,
+    /// One entry per cell of the plan (target × test), in the order they ran.
+    pub cases: Vec<Case>,
+}
+
+/// The dyno build that produced a record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DynoInfo {
+    /// The crate version, e.g. `0.1.0`.
+    pub version: String,
+    /// The git commit dyno was built from, or `unknown` outside a git checkout.
+    pub commit: String,
+}
+
+/// The machine a run happened on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// The CPU model name as the kernel reports it.
+    pub cpu_model: String,
+    /// Logical CPUs available to dyno.
+    pub cores: u32,
+    /// Physical memory in bytes.
+    pub memory_bytes: u64,
+    /// The operating system (distribution name and version).
+    pub os: String,
+    /// The kernel release.
+    pub kernel: String,
+    /// For each target (by name), the filesystem type of the path it stores data in, or `none`.
+    pub filesystems: BTreeMap<String, String>,
+}
+
+/// The resolved plan a run followed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanRecord {
+    /// Where the plan came from: a plan file's path, or `command line`.
+    pub source: String,
+    /// The suite that ran, e.g. `shootout`.
+    pub suite: String,
+    /// Objects each client writes and reads per test.
+    pub objects: u64,
+    /// Concurrent clients per test.
+    pub concurrency: u32,
+    /// Size of each object in bytes.
+    pub size_bytes: u64,
+    /// Measured repetitions of each test.
+    pub reps: u32,
+    /// Whether one unmeasured warm-up repetition ran first.
+    pub warmup: bool,
+    /// The seed of every pseudo-random choice (object contents).
+    pub seed: u64,
+    /// The targets, in column order.
+    pub targets: Vec<TargetRecord>,
+}
+
+/// One target of a plan, as resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetRecord {
+    /// The column name.
+    pub name: String,
+    /// The URL, with any password replaced by `***`.
+    pub url: String,
+    /// Every driver option with its resolved value (defaults included).
+    pub options: BTreeMap<String, String>,
+    /// The durability class, e.g. `WAL sync=NORMAL`.
+    pub durability: String,
+}
+
+/// The outcome class of a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Every repetition ran and every operation succeeded.
+    Ok,
+    /// The target cannot reach the state this test needs; `reason` says why.
+    Na,
+    /// The case ran but did not measure what it should (errors, a failed check); `reason` says what.
+    Failed,
+    /// The run stopped before this case finished all its repetitions.
+    Interrupted,
+}
+
+impl Status {
+    /// The lowercase word used in the record and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Na => "na",
+            Status::Failed => "failed",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Where a target keeps dyno's data, and whether dyno made that place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Namespace {
+    /// The file, directory, table or prefix dyno works in.
+    pub location: String,
+    /// True when dyno created it (in this run or an earlier one, proven by its marker).
+    pub created_by_dyno: bool,
+    /// True when it was a fresh temporary namespace, deleted after the run.
+    pub temporary: bool,
+}
+
+/// One cell of the plan: one test on one target, over all repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// The target's name (the column).
+    pub target: String,
+    /// The target's URL, password redacted.
+    pub url: String,
+    /// The suite, e.g. `shootout`.
+    pub suite: String,
+    /// The test within the suite, e.g. `cold`.
+    pub test: String,
+    /// Where client and target sat: `inproc` for embedded targets.
+    pub topology: String,
+    /// Outcome class.
+    pub status: Status,
+    /// Why the status is not `ok`; `null` when it is.
+    pub reason: Option<String>,
+    /// The durability class of the target, e.g. `WAL sync=NORMAL`.
+    pub durability: String,
+    /// Versions of the target's software, e.g. `{"sqlite": "3.46.0"}`.
+    pub versions: BTreeMap<String, String>,
+    /// Where the data lived.
+    pub namespace: Namespace,
+    /// How the cache state this test names was reached and verified; `null` when nothing was done.
+    pub cache: Option<String>,
+    /// The unmeasured warm-up repetition, when one ran. Excluded from `summary`.
+    pub warmup: Option<Rep>,
+    /// Every measured repetition, in order.
+    pub reps: Vec<Rep>,
+    /// Figures over the measured repetitions; `null` when none completed.
+    pub summary: Option<Summary>,
+    /// Failed operations by error class (e.g. `timeout`), over the measured repetitions.
+    pub errors: BTreeMap<String, u64>,
+    /// The first message seen for each error class.
+    pub error_examples: BTreeMap<String, String>,
+    /// The merged latency histogram of all measured repetitions: HdrHistogram V2, deflate, base64.
+    pub histogram: Option<String>,
+}
+
+/// One repetition of one test on one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rep {
+    /// Objects processed by all clients together.
+    pub objects: u64,
+    /// Concurrent clients.
+    pub clients: u32,
+    /// Wall time of the slowest client, from the common start to its last commit.
+    pub wall_ns: u64,
+    /// Each client's own time, in client order.
+    pub client_ns: Vec<u64>,
+    /// `objects` / `wall_ns`, per second.
+    pub ops_per_s: f64,
+    /// The slowest client's time in begin + commit.
+    pub commit_ns: u64,
+    /// Reads that reached the storage below dyno's client object cache.
+    pub storage_reads: u64,
+    /// Operations that failed.
+    pub errors: u64,
+    /// Percentiles of this repetition's per-object operations.
+    pub latency_ns: Option<LatencySummary>,
+}
+
+/// The summary of a case over its measured repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    /// Spread of the repetitions' rates.
+    pub ops_per_s: Spread,
+    /// Percentiles of all operations of all measured repetitions (merged histogram).
+    pub latency_ns: LatencySummary,
+}
+
+/// The spread of a figure over repetitions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spread {
+    /// The best repetition (highest rate), as zodbshootout reports.
+    pub best: f64,
+    /// The median repetition.
+    pub median: f64,
+    /// The lowest.
+    pub min: f64,
+    /// The highest.
+    pub max: f64,
+}
+
+/// Latency percentiles in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencySummary {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub p9999: u64,
+    pub max: u64,
+    pub mean: f64,
+    /// Operations recorded.
+    pub count: u64,
+}
+
+/// Replaces the password of a URL (`scheme://user:password@host`) with `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let Some(at) = authority.rfind('@') else {
+        return url.to_string();
+    };
+    let userinfo = &authority[..at];
+    let Some(colon) = userinfo.find(':') else {
+        return url.to_string();
+    };
+    format!(
+        "{}{}:***{}",
+        &url[..scheme_end + 3],
+        &userinfo[..colon],
+        &rest[at..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_and_nothing_else_changes() {
+        assert_eq!(
+            redact_url("postgres://bob:s3cret@127.0.0.1:5432/db"),
+            "postgres://bob:***@127.0.0.1:5432/db"
+        );
+        assert_eq!(
+            redact_url("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
+        );
+        assert_eq!(redact_url("sqlite:/tmp/a.db"), "sqlite:/tmp/a.db");
+        assert_eq!(
+            redact_url("http://u@h/p?x=a:b@c"),
+            "http://u@h/p?x=a:b@c"
+        );
+    }
+}
