@@ -1,3 +1,18 @@
-fn main() {
-    println!("Hello, world!");
+//! `dyno`: parse the command line, run the command, print one error and exit non-zero on failure.
+
+mod cli;
+mod commands;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
 }

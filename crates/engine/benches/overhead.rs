@@ -53,10 +53,17 @@ fn main() {
     for round in 0..7 {
         rec.reset();
         let t = Instant::now();
-        let end = worker::run(&clock, Schedule::Closed, Stop::Count(ops), &stop, &mut rec, |i| {
-            session.get(black_box(i), &mut buf)?;
-            Ok(0)
-        });
+        let end = worker::run(
+            &clock,
+            Schedule::Closed,
+            Stop::Count(ops),
+            &stop,
+            &mut rec,
+            |i| {
+                session.get(black_box(i), &mut buf)?;
+                Ok(0)
+            },
+        );
         let ns = t.elapsed().as_nanos() as f64 / end.ops as f64;
         assert_eq!(rec.latency.len(), ops, "every operation recorded");
         if round > 0 {

@@ -111,29 +111,6 @@ impl PlanError {
 /// The suites dyno knows.
 pub const SUITES: &[&str] = &["shootout"];
 
-/// Output formats of the renderers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Markdown,
-    Csv,
-    Json,
-}
-
-impl Format {
-    pub const NAMES: &[&str] = &["table", "markdown", "csv", "json"];
-
-    pub fn parse(s: &str) -> Option<Format> {
-        match s {
-            "table" => Some(Format::Table),
-            "markdown" | "md" => Some(Format::Markdown),
-            "csv" => Some(Format::Csv),
-            "json" => Some(Format::Json),
-            _ => None,
-        }
-    }
-}
-
 /// One target as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawTarget {
@@ -209,7 +186,8 @@ pub struct Plan {
     pub seed: u64,
     pub targets: Vec<PlanTarget>,
     pub out: Option<PathBuf>,
-    pub format: Format,
+    /// The output format as written; the renderers (not the engine) know the names.
+    pub format: Option<Sp<String>>,
 }
 
 /// zodbshootout's defaults: 1000 objects per client, 2 clients, 300-byte objects, best of 3.
@@ -356,7 +334,9 @@ impl RawPlan {
                                 DeValue::Boolean(b) => plan.warmup = Some(Sp::new(*b, at)),
                                 other => return Err(wrong_type(&src, k, v, other, "a boolean")),
                             },
-                            other => return Err(unknown_key(&src, k, other, "[suite]", SUITE_KEYS)),
+                            other => {
+                                return Err(unknown_key(&src, k, other, "[suite]", SUITE_KEYS));
+                            }
                         }
                     }
                 }
@@ -379,7 +359,15 @@ impl RawPlan {
                         plan.targets.push(target_from_toml(&src, name, body)?);
                     }
                 }
-                other => return Err(unknown_key(&src, key, other, "the plan's top level", TOP_KEYS)),
+                other => {
+                    return Err(unknown_key(
+                        &src,
+                        key,
+                        other,
+                        "the plan's top level",
+                        TOP_KEYS,
+                    ));
+                }
             }
         }
         Ok(plan)
@@ -465,20 +453,6 @@ impl RawPlan {
             )
             .hint("lower one of objects (-n), concurrency (-c) or size"));
         }
-        let format = match self.format {
-            None => Format::Table,
-            Some(f) => Format::parse(&f.value).ok_or_else(|| {
-                PlanError::new(
-                    f.at,
-                    format!(
-                        "unknown format {:?}; {}formats: {}",
-                        f.value,
-                        did_you_mean(&f.value, Format::NAMES.iter().copied()),
-                        Format::NAMES.join(", ")
-                    ),
-                )
-            })?,
-        };
         let out = match self.out {
             Some(o) if o.value.trim().is_empty() => {
                 return Err(PlanError::new(o.at, "output directory is empty")
@@ -519,7 +493,7 @@ impl RawPlan {
             seed,
             targets,
             out,
-            format,
+            format: self.format,
         })
     }
 }
@@ -550,8 +524,17 @@ fn bounded(
     Ok(v.value as u64)
 }
 
-/// Splits `scheme:rest?k=v&k2=v2` into its parts.
-pub fn split_url(url: &str) -> Option<(&str, &str, Vec<(&str, &str)>)> {
+/// The parts of a target URL `scheme:rest?k=v&k2=v2`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlParts<'a> {
+    pub scheme: &'a str,
+    pub rest: &'a str,
+    /// Query options in order; a bare `k` means `k=true`.
+    pub query: Vec<(&'a str, &'a str)>,
+}
+
+/// Splits `scheme:rest?k=v&k2=v2` into its parts; `None` when there is no valid scheme.
+pub fn split_url(url: &str) -> Option<UrlParts<'_>> {
     let colon = url.find(':')?;
     let scheme = &url[..colon];
     if scheme.is_empty()
@@ -566,12 +549,16 @@ pub fn split_url(url: &str) -> Option<(&str, &str, Vec<(&str, &str)>)> {
         Some(q) => (&rest[..q], &rest[q + 1..]),
         None => (rest, ""),
     };
-    let pairs = query
+    let query = query
         .split('&')
         .filter(|p| !p.is_empty())
         .map(|p| p.split_once('=').unwrap_or((p, "true")))
         .collect();
-    Some((scheme, rest, pairs))
+    Some(UrlParts {
+        scheme,
+        rest,
+        query,
+    })
 }
 
 fn valid_name(name: &str) -> bool {
@@ -589,7 +576,12 @@ fn resolve_target(
 ) -> Result<PlanTarget, PlanError> {
     let schemes = resolver.schemes();
     let url = &raw.url;
-    let Some((scheme, rest, query)) = split_url(&url.value) else {
+    let Some(UrlParts {
+        scheme,
+        rest,
+        query,
+    }) = split_url(&url.value)
+    else {
         return Err(PlanError::new(
             url.at.clone(),
             format!("{:?} is not a target URL", url.value),
@@ -627,24 +619,22 @@ fn resolve_target(
         options.insert(k.value.clone(), v.value.clone());
         origins.insert(k.value.clone(), v.at.clone());
     }
-    let config = resolver
-        .configure(scheme, rest, &options)
-        .map_err(|e| {
-            let at = e
-                .option
-                .as_ref()
-                .and_then(|o| origins.get(o).cloned())
-                .unwrap_or_else(|| url.at.clone());
-            let message = match &e.option {
-                Some(o) => format!("{scheme}: option {o}: {}", e.message),
-                None => format!("{}: {}", url.value, e.message),
-            };
-            PlanError {
-                at,
-                message,
-                hint: e.hint,
-            }
-        })?;
+    let config = resolver.configure(scheme, rest, &options).map_err(|e| {
+        let at = e
+            .option
+            .as_ref()
+            .and_then(|o| origins.get(o).cloned())
+            .unwrap_or_else(|| url.at.clone());
+        let message = match &e.option {
+            Some(o) => format!("{scheme}: option {o}: {}", e.message),
+            None => format!("{}: {}", url.value, e.message),
+        };
+        PlanError {
+            at,
+            message,
+            hint: e.hint,
+        }
+    })?;
     let (name, name_at) = match raw.name {
         Some(n) => (n.value, n.at),
         None => {
@@ -658,15 +648,16 @@ fn resolve_target(
         }
     };
     if !valid_name(&name) {
-        return Err(PlanError::new(
-            name_at,
-            format!("target name {name:?} is not allowed"),
-        )
-        .hint("use up to 64 letters, digits, '_', '-' or '.'"));
+        return Err(
+            PlanError::new(name_at, format!("target name {name:?} is not allowed"))
+                .hint("use up to 64 letters, digits, '_', '-' or '.'"),
+        );
     }
     if earlier.iter().any(|t| t.name == name) {
-        return Err(PlanError::new(name_at, format!("target name {name:?} is used twice"))
-            .hint("give each target its own name"));
+        return Err(
+            PlanError::new(name_at, format!("target name {name:?} is used twice"))
+                .hint("give each target its own name"),
+        );
     }
     Ok(PlanTarget {
         name,
@@ -708,7 +699,10 @@ fn expect_int(
 ) -> Result<i64, PlanError> {
     match v.get_ref() {
         DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix()).map_err(|_| {
-            PlanError::new(src.at(v.span()), format!("`{}` is out of range", k.get_ref()))
+            PlanError::new(
+                src.at(v.span()),
+                format!("`{}` is out of range", k.get_ref()),
+            )
         }),
         other => Err(wrong_type(src, k, v, other, "an integer")),
     }

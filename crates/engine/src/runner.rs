@@ -152,7 +152,10 @@ pub fn run(
         for r in 0..total {
             let measured = !(plan.warmup && r == 0);
             suite.run_rep(r, |o: TestOutcome| {
-                let i = Test::ALL.iter().position(|t| *t == o.test).expect("a suite test");
+                let i = Test::ALL
+                    .iter()
+                    .position(|t| *t == o.test)
+                    .expect("a suite test");
                 let case = &mut record.cases[first + i];
                 let a = &mut acc[i];
                 if o.cache.is_some() {
@@ -163,7 +166,11 @@ pub fn run(
                     Status::Interrupted => a.interrupted = true,
                     Status::Failed if a.failure.is_none() => {
                         a.failure = o.reason.map(|r| {
-                            if measured { r } else { format!("during warm-up: {r}") }
+                            if measured {
+                                r
+                            } else {
+                                format!("during warm-up: {r}")
+                            }
                         })
                     }
                     _ => {}
@@ -228,8 +235,8 @@ fn finish_case(case: &mut Case, a: CaseAcc, reps: u32) {
         }),
         _ => None,
     };
-    case.histogram = (!a.recorder.latency.is_empty())
-        .then(|| results::histogram::encode(&a.recorder.latency));
+    case.histogram =
+        (!a.recorder.latency.is_empty()).then(|| results::histogram::encode(&a.recorder.latency));
     for class in crate::driver::ErrorClass::ALL {
         let n = a.recorder.errors[class as usize];
         if n > 0 {

@@ -119,10 +119,7 @@ fn stamp(value: &mut [u8], key: u64, version: u64) {
 /// Checks an object read back: its length and header.
 #[inline]
 fn verify(obj: &[u8], key: u64, version: u64, size: usize) -> Result<(), OpError> {
-    if obj.len() == size
-        && obj[..8] == key.to_le_bytes()
-        && obj[8..16] == version.to_le_bytes()
-    {
+    if obj.len() == size && obj[..8] == key.to_le_bytes() && obj[8..16] == version.to_le_bytes() {
         return Ok(());
     }
     Err(corrupt(obj, key, version, size))
@@ -214,7 +211,9 @@ impl Client {
         if self.session.is_none() {
             match store.connect(&self.clock) {
                 Ok(s) => self.session = Some(s),
-                Err(e) => self.fatal = Some(format!("client {} could not connect: {e}", self.index)),
+                Err(e) => {
+                    self.fatal = Some(format!("client {} could not connect: {e}", self.index))
+                }
             }
         }
         barrier.wait();
@@ -396,7 +395,9 @@ impl<'a> Shootout<'a> {
                 let barrier = &barrier;
                 std::thread::Builder::new()
                     .name(format!("dyno-client-{}", c.index))
-                    .spawn_scoped(s, move || c.run(test, rep, params, store, barrier, interrupt))
+                    .spawn_scoped(s, move || {
+                        c.run(test, rep, params, store, barrier, interrupt)
+                    })
                     .expect("spawning a client thread");
             }
         });
@@ -513,9 +514,19 @@ mod tests {
         let mut v = vec![0u8; 32];
         stamp(&mut v, 42, 2);
         assert!(verify(&v, 42, 2, 32).is_ok());
-        assert!(verify(&v, 42, 1, 32).unwrap_err().message.contains("version 2"));
+        assert!(
+            verify(&v, 42, 1, 32)
+                .unwrap_err()
+                .message
+                .contains("version 2")
+        );
         assert!(verify(&v, 43, 2, 32).is_err());
-        assert!(verify(&v[..31], 42, 2, 32).unwrap_err().message.contains("31 bytes"));
+        assert!(
+            verify(&v[..31], 42, 2, 32)
+                .unwrap_err()
+                .message
+                .contains("31 bytes")
+        );
     }
 
     #[test]

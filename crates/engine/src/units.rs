@@ -22,7 +22,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" => 1e9,
         "m" | "min" => 60e9,
         "h" => 3600e9,
-        u => return Err(format!("unknown time unit {u:?} in {text:?}; use ns, us, ms, s, m or h")),
+        u => {
+            return Err(format!(
+                "unknown time unit {u:?} in {text:?}; use ns, us, ms, s, m or h"
+            ));
+        }
     };
     let ns = n * ns_per;
     if !ns.is_finite() || ns > 1e18 {
@@ -47,9 +51,14 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "kB" | "KB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        u => return Err(format!("unknown size unit {u:?} in {text:?}; use B, KiB, MiB, GiB, kB, MB or GB")),
+        u => {
+            return Err(format!(
+                "unknown size unit {u:?} in {text:?}; use B, KiB, MiB, GiB, kB, MB or GB"
+            ));
+        }
     };
-    n.checked_mul(mul).ok_or_else(|| format!("{text:?} is too large"))
+    n.checked_mul(mul)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// Parses `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`).
@@ -72,7 +81,11 @@ mod tests {
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert!(parse_duration("10").unwrap_err().contains("no unit"));
-        assert!(parse_duration("3 parsecs").unwrap_err().contains("unknown time unit"));
+        assert!(
+            parse_duration("3 parsecs")
+                .unwrap_err()
+                .contains("unknown time unit")
+        );
     }
 
     #[test]

@@ -116,10 +116,17 @@ mod tests {
         let clock = Clock::new_virtual();
         let mut rec = Recorder::new();
         let stop = AtomicBool::new(false);
-        let end = run(&clock, Schedule::Closed, Stop::Count(100), &stop, &mut rec, |_| {
-            clock.advance(1_000);
-            Ok(8)
-        });
+        let end = run(
+            &clock,
+            Schedule::Closed,
+            Stop::Count(100),
+            &stop,
+            &mut rec,
+            |_| {
+                clock.advance(1_000);
+                Ok(8)
+            },
+        );
         assert_eq!(end.ops, 100);
         assert_eq!(end.elapsed_ns(), 100_000);
         assert_eq!(rec.latency.len(), 100);
@@ -185,12 +192,19 @@ mod tests {
         let clock = Clock::new_virtual();
         let mut rec = Recorder::new();
         let stop = AtomicBool::new(false);
-        let end = run(&clock, Schedule::Closed, Stop::Count(1_000), &stop, &mut rec, |i| {
-            if i == 5 {
-                stop.store(true, Ordering::Relaxed);
-            }
-            Ok(0)
-        });
+        let end = run(
+            &clock,
+            Schedule::Closed,
+            Stop::Count(1_000),
+            &stop,
+            &mut rec,
+            |i| {
+                if i == 5 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                Ok(0)
+            },
+        );
         assert!(end.interrupted);
         assert_eq!(end.ops, 6);
     }

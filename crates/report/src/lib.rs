@@ -1,14 +1,60 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! Renderers of run records. They only read records: nothing here measures or runs anything, so a
+//! run saved years ago renders the same as it did the day it ran.
+//!
+//! # Layout
+//!
+//! - [`Format`] and [`render`]: pick a renderer by name and write records to any `Write`.
+//! - [`table`]: the shootout table for terminals and its Markdown twin (same cells, same notes).
+//! - [`csv`]: one row per case, raw numbers, for spreadsheets and scripts.
+//! - [`units`]: thousands separators and human latency units.
+
+pub mod csv;
+pub mod table;
+pub mod units;
+
+use results::RunRecord;
+use std::io::{self, Write};
+
+/// The output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned text for a terminal.
+    Table,
+    /// GitHub-flavoured Markdown tables.
+    Markdown,
+    /// One row per case.
+    Csv,
+    /// The records themselves, one JSON document per line.
+    Json,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl Format {
+    pub const NAMES: &[&str] = &["table", "markdown", "csv", "json"];
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+    pub fn parse(name: &str) -> Option<Format> {
+        match name {
+            "table" => Some(Format::Table),
+            "markdown" | "md" => Some(Format::Markdown),
+            "csv" => Some(Format::Csv),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+}
+
+/// Writes `records` in `format`.
+pub fn render(format: Format, records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
+    match format {
+        Format::Table => records
+            .iter()
+            .try_for_each(|r| table::render(r, table::Style::Text, out)),
+        Format::Markdown => records
+            .iter()
+            .try_for_each(|r| table::render(r, table::Style::Markdown, out)),
+        Format::Csv => csv::render(records, out),
+        Format::Json => records.iter().try_for_each(|r| {
+            serde_json::to_writer(&mut *out, r)?;
+            writeln!(out)
+        }),
     }
 }

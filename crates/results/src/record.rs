@@ -276,9 +276,6 @@ mod tests {
             "redis://127.0.0.1:6379"
         );
         assert_eq!(redact_url("sqlite:/tmp/a.db"), "sqlite:/tmp/a.db");
-        assert_eq!(
-            redact_url("http://u@h/p?x=a:b@c"),
-            "http://u@h/p?x=a:b@c"
-        );
+        assert_eq!(redact_url("http://u@h/p?x=a:b@c"), "http://u@h/p?x=a:b@c");
     }
 }

@@ -25,9 +25,13 @@ pub enum StoreError {
         path: PathBuf,
         source: serde_json::Error,
     },
-    #[error("{path}: record schema is {found:?}, this dyno reads {SCHEMA:?}; use the dyno that wrote it")]
+    #[error(
+        "{path}: record schema is {found:?}, this dyno reads {SCHEMA:?}; use the dyno that wrote it"
+    )]
     Schema { path: PathBuf, found: String },
-    #[error("{path}: no dyno run records here (looked for {RECORD_FILE} in it and in its subdirectories)")]
+    #[error(
+        "{path}: no dyno run records here (looked for {RECORD_FILE} in it and in its subdirectories)"
+    )]
     Empty { path: PathBuf },
 }
 
@@ -44,7 +48,9 @@ pub fn write_atomic(path: &Path, record: &RunRecord) -> Result<(), StoreError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
         ".{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("record")
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("record")
     ));
     let mut f = fs::File::create(&tmp).map_err(io(&tmp))?;
     f.write_all(&bytes).map_err(io(&tmp))?;

@@ -1,14 +1,86 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! dyno's drivers, one file per kind of target, and the registry that resolves a URL to one.
+//!
+//! Every driver keeps to the same rules: it validates its URL and options without touching
+//! anything ([`engine::plan::Resolver::configure`]); it writes only inside a namespace it created
+//! (a `dyno_` prefixed file, directory or table, proven by a marker) and refuses anything else;
+//! every failure is an [`engine::driver::OpError`] with a class, never a panic.
+//!
+//! # Layout
+//!
+//! - [`mem`]: an in-process hash map, the floor every other column is read against.
+//! - [`mock`]: latencies and failures set by options, on a virtual clock, for exact tests.
+//! - [`sqlite`]: SQLite through rusqlite (bundled).
+//! - [`fs`]: one file per object in a directory.
+//! - [`lmdb`]: LMDB through heed, the embedded ordered key-value engine (chosen over redb by
+//!   measurement; see the README).
+//! - `redb` (feature `redb`): redb, kept to reproduce that measurement.
+//! - [`namespace`]: claiming directories and temporary namespaces; [`options`]: option parsing.
+
+pub mod fs;
+pub mod lmdb;
+pub mod mem;
+pub mod mock;
+pub mod namespace;
+pub mod options;
+#[cfg(feature = "redb")]
+pub mod redb;
+pub mod sqlite;
+
+use engine::driver::{ConfigError, DriverInfo, TargetConfig};
+use engine::plan::Resolver;
+use std::collections::BTreeMap;
+
+/// A kind of target: its description and a pure configuration step.
+pub trait Driver: Sync {
+    fn info(&self) -> &'static DriverInfo;
+    /// Validates `rest` (what follows `scheme:` in the URL) and the options. Touches nothing.
+    fn configure(
+        &self,
+        rest: &str,
+        options: &BTreeMap<String, String>,
+    ) -> Result<Box<dyn TargetConfig>, ConfigError>;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Every driver built into this dyno.
+pub fn drivers() -> Vec<&'static dyn Driver> {
+    #[allow(unused_mut)]
+    let mut all: Vec<&'static dyn Driver> = vec![
+        &mem::Mem,
+        &sqlite::Sqlite,
+        &fs::Fs,
+        &lmdb::Lmdb,
+        &mock::Mock,
+    ];
+    #[cfg(feature = "redb")]
+    all.push(&redb::Redb);
+    all
+}
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+/// The targets `dyno run` uses when none is named: each in a fresh temporary namespace.
+pub const DEFAULT_URLS: &[&str] = &["mem:", "sqlite:", "fs:", "lmdb:"];
+
+/// Resolves URLs through [`drivers`].
+pub struct Registry;
+
+impl Resolver for Registry {
+    fn schemes(&self) -> Vec<&'static str> {
+        drivers().iter().map(|d| d.info().scheme).collect()
+    }
+
+    fn default_urls(&self) -> Vec<&'static str> {
+        DEFAULT_URLS.to_vec()
+    }
+
+    fn configure(
+        &self,
+        scheme: &str,
+        rest: &str,
+        options: &BTreeMap<String, String>,
+    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
+        let driver = drivers()
+            .into_iter()
+            .find(|d| d.info().scheme == scheme)
+            .ok_or_else(|| ConfigError::url(format!("no driver for scheme {scheme:?}")))?;
+        driver.configure(rest, options)
     }
 }

@@ -1,0 +1,246 @@
+//! The commands: glue between the command line, the engine, the drivers and the renderers.
+
+use crate::cli::{Cli, Command, RunArgs};
+use anyhow::{Context, Result, anyhow, bail};
+use engine::plan::{Origin, Plan, PlanError, RawPlan, RawTarget, Sp};
+use report::Format;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Set by Ctrl-C; every worker checks it between operations.
+static INTERRUPT: AtomicBool = AtomicBool::new(false);
+
+/// The exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: u8 = 130;
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run_cmd(args),
+        Command::Validate { plan } => validate(&plan),
+        Command::Report { dir, format } => report_cmd(&dir, &format),
+        Command::Targets => targets_cmd(),
+    }
+}
+
+/// A resolved plan and its output format: what `run` executes and `validate` checks.
+struct Resolved {
+    plan: Plan,
+    format: Format,
+}
+
+fn parse_format(f: Option<&Sp<String>>) -> Result<Format, PlanError> {
+    let Some(f) = f else { return Ok(Format::Table) };
+    Format::parse(&f.value).ok_or_else(|| {
+        PlanError::new(
+            f.at.clone(),
+            format!(
+                "unknown format {:?}; {}formats: {}",
+                f.value,
+                engine::suggest::did_you_mean(&f.value, Format::NAMES.iter().copied()),
+                Format::NAMES.join(", ")
+            ),
+        )
+    })
+}
+
+/// The single place where input is checked, for `run` and `validate` alike.
+fn resolve(raw: RawPlan) -> Result<Resolved, PlanError> {
+    let plan = raw.resolve(&targets::Registry)?;
+    let format = parse_format(plan.format.as_ref())?;
+    Ok(Resolved { plan, format })
+}
+
+/// Builds the raw plan from the command line: a plan file, or target URLs, then the flags.
+fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
+    let is_plan = |s: &str| s.ends_with(".toml");
+    let mut raw = match a.targets.iter().position(|t| is_plan(t)) {
+        Some(0) if a.targets.len() == 1 => RawPlan::from_file(Path::new(&a.targets[0]))?,
+        Some(_) => {
+            return Err(PlanError::new(
+                Origin::Arg(1),
+                "a plan file and target URLs were both given",
+            )
+            .hint("name the targets in the plan's [targets.NAME] sections, or give URLs alone")
+            .into());
+        }
+        None => RawPlan {
+            targets: a
+                .targets
+                .iter()
+                .enumerate()
+                .map(|(i, url)| RawTarget {
+                    name: None,
+                    url: Sp::new(url.clone(), Origin::Arg(i + 1)),
+                    options: Vec::new(),
+                })
+                .collect(),
+            ..RawPlan::default()
+        },
+    };
+    let flag = |v: Option<i64>, name: &'static str| v.map(|v| Sp::new(v, Origin::Flag(name)));
+    let sflag =
+        |v: &Option<String>, name: &'static str| v.clone().map(|v| Sp::new(v, Origin::Flag(name)));
+    raw.objects = flag(a.objects, "--objects").or(raw.objects);
+    raw.concurrency = flag(a.concurrency, "--concurrency").or(raw.concurrency);
+    raw.reps = flag(a.reps, "--reps").or(raw.reps);
+    raw.size = flag(a.size, "--size").or(raw.size);
+    raw.seed = flag(a.seed, "--seed").or(raw.seed);
+    raw.suite = sflag(&a.suite, "--suite").or(raw.suite);
+    raw.out = sflag(&a.out, "--out").or(raw.out);
+    raw.format = sflag(&a.format, "--format").or(raw.format);
+    if a.no_warmup {
+        raw.warmup = Some(Sp::new(false, Origin::Flag("--no-warmup")));
+    }
+    raw.quick |= a.quick;
+    Ok(raw)
+}
+
+/// `./dyno-results/<UTC time>/`, made unique if two runs start in the same second.
+fn default_out_dir() -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(':', "-");
+    let base = PathBuf::from("dyno-results");
+    let mut dir = base.join(&stamp);
+    let mut k = 2;
+    while dir.exists() {
+        dir = base.join(format!("{stamp}-{k}"));
+        k += 1;
+    }
+    dir
+}
+
+fn run_cmd(args: RunArgs) -> Result<ExitCode> {
+    let Resolved { plan, format } = resolve(raw_from_args(&args)?)?;
+    let out_dir = plan.out.clone().unwrap_or_else(default_out_dir);
+    std::fs::create_dir_all(&out_dir)
+        .with_context(|| format!("creating the results directory {}", out_dir.display()))?;
+    let record_path = out_dir.join(results::store::RECORD_FILE);
+
+    static PRESSES: AtomicUsize = AtomicUsize::new(0);
+    ctrlc::set_handler(|| {
+        if PRESSES.fetch_add(1, Ordering::SeqCst) == 0 {
+            INTERRUPT.store(true, Ordering::SeqCst);
+            eprintln!("\ndyno: stopping after the current operation; finished cases are kept (Ctrl-C again to quit now)");
+        } else {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+    .context("installing the Ctrl-C handler")?;
+
+    eprintln!(
+        "dyno: {} on {} target(s): {}; record: {}",
+        plan.suite,
+        plan.targets.len(),
+        plan.targets
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        record_path.display()
+    );
+    let dyno = results::DynoInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        commit: env!("DYNO_COMMIT").to_string(),
+    };
+    let mut sink = |r: &results::RunRecord| {
+        results::store::write_atomic(&record_path, r).map_err(|e| e.to_string())
+    };
+    let outcome = engine::runner::run(&plan, dyno, &INTERRUPT, &mut sink)?;
+    for w in &outcome.warnings {
+        eprintln!("dyno: warning: {w}");
+    }
+
+    let mut stdout = std::io::stdout().lock();
+    report::render(format, std::slice::from_ref(&outcome.record), &mut stdout)
+        .context("writing the report")?;
+    stdout.flush().ok();
+
+    let failed = outcome
+        .record
+        .cases
+        .iter()
+        .filter(|c| c.status == results::Status::Failed)
+        .count();
+    if failed > 0 {
+        eprintln!("dyno: {failed} case(s) failed; the notes under the table say why");
+    }
+    eprintln!("dyno: record written to {}", record_path.display());
+    if outcome.record.interrupted {
+        eprintln!("dyno: interrupted");
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn validate(path: &Path) -> Result<ExitCode> {
+    let Resolved { plan, format } = resolve(RawPlan::from_file(path)?)?;
+    for t in &plan.targets {
+        t.config
+            .preflight()
+            .map_err(|e| anyhow!("target {} ({}): {}", t.name, t.url, e.message))?;
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}: ok — suite {}, {} objects × {} clients, {} B, {} repetition(s){}, format {format:?}",
+        path.display(),
+        plan.suite,
+        plan.objects,
+        plan.concurrency,
+        plan.size,
+        plan.reps,
+        if plan.warmup { " + warm-up" } else { "" }
+    )?;
+    for t in &plan.targets {
+        let opts: Vec<String> = t
+            .config
+            .options()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        writeln!(
+            out,
+            "  {:<12} {:<40} {} [{}]",
+            t.name,
+            results::redact_url(&t.url),
+            t.config.durability(),
+            opts.join(" ")
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report_cmd(dir: &Path, format: &str) -> Result<ExitCode> {
+    let format = parse_format(Some(&Sp::new(format.to_string(), Origin::Flag("--format"))))?;
+    let records = results::store::load(dir)?;
+    let mut out = std::io::stdout().lock();
+    report::render(format, &records, &mut out).context("writing the report")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn targets_cmd() -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    for d in targets::drivers() {
+        let i = d.info();
+        let families: Vec<&str> = i.families.iter().map(|f| f.as_str()).collect();
+        writeln!(out, "{}:  {}", i.scheme, i.summary)?;
+        writeln!(out, "    families: {}", families.join(", "))?;
+        writeln!(out, "    forms:    {}", i.forms.join("   "))?;
+        for o in i.options {
+            let default = if o.default.is_empty() {
+                String::new()
+            } else {
+                format!(" [default: {}]", o.default)
+            };
+            writeln!(out, "    {:<15} {}{default}", o.name, o.help)?;
+        }
+        writeln!(out)?;
+    }
+    if targets::drivers().is_empty() {
+        bail!("no drivers are built in");
+    }
+    Ok(ExitCode::SUCCESS)
+}

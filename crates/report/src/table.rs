@@ -1,0 +1,229 @@
+//! The shootout table, as zodbshootout prints it (rows = tests, columns = targets, objects per
+//! second, best repetition), then a latency table (p50 / p99 / p99.9 per object operation), then
+//! notes: every `n/a`, failure and cache state with its reason. Text and Markdown share the cells.
+
+use crate::units;
+use results::{Case, RunRecord, Status};
+use std::io::{self, Write};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Text,
+    Markdown,
+}
+
+/// The targets in column order, with their durability.
+fn columns(r: &RunRecord) -> Vec<(&str, &str)> {
+    r.plan
+        .targets
+        .iter()
+        .map(|t| (t.name.as_str(), t.durability.as_str()))
+        .collect()
+}
+
+/// The tests in row order (the order cases ran).
+fn rows(r: &RunRecord) -> Vec<&str> {
+    let mut tests: Vec<&str> = Vec::new();
+    for c in &r.cases {
+        if !tests.contains(&c.test.as_str()) {
+            tests.push(&c.test);
+        }
+    }
+    tests
+}
+
+fn case<'a>(r: &'a RunRecord, target: &str, test: &str) -> Option<&'a Case> {
+    r.cases
+        .iter()
+        .find(|c| c.target == target && c.test == test)
+}
+
+/// What a cell shows when there is no number.
+fn status_word(c: &Case) -> Option<&'static str> {
+    match c.status {
+        Status::Ok => None,
+        Status::Na => Some("n/a"),
+        Status::Failed => Some("failed"),
+        Status::Interrupted => Some("interrupted"),
+    }
+}
+
+fn rate_cell(c: Option<&Case>) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) => match (status_word(c), &c.summary) {
+            (None, Some(s)) => units::rate(s.ops_per_s.best),
+            (Some(w), _) => w.into(),
+            (None, None) => "-".into(),
+        },
+    }
+}
+
+fn latency_cell(c: Option<&Case>) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) => match (status_word(c), &c.summary) {
+            (None, Some(s)) => format!(
+                "{} / {} / {}",
+                units::latency(s.latency_ns.p50),
+                units::latency(s.latency_ns.p99),
+                units::latency(s.latency_ns.p999)
+            ),
+            (Some(w), _) => w.into(),
+            (None, None) => "-".into(),
+        },
+    }
+}
+
+/// Writes a grid; the first column is left-aligned, the others right-aligned.
+fn grid(
+    out: &mut dyn Write,
+    style: Style,
+    header: &[Vec<String>],
+    body: &[Vec<String>],
+) -> io::Result<()> {
+    let n = header[0].len();
+    let width: Vec<usize> = (0..n)
+        .map(|i| {
+            header
+                .iter()
+                .chain(body)
+                .map(|row| row[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let cell = |i: usize, s: &str| {
+        let pad = width[i] - s.chars().count();
+        if i == 0 {
+            format!("{s}{}", " ".repeat(pad))
+        } else {
+            format!("{}{s}", " ".repeat(pad))
+        }
+    };
+    match style {
+        Style::Text => {
+            for row in header {
+                let line: Vec<String> = row.iter().enumerate().map(|(i, s)| cell(i, s)).collect();
+                writeln!(out, "{}", line.join("  ").trim_end())?;
+            }
+            let rule: Vec<String> = width.iter().map(|w| "-".repeat(*w)).collect();
+            writeln!(out, "{}", rule.join("  "))?;
+            for row in body {
+                let line: Vec<String> = row.iter().enumerate().map(|(i, s)| cell(i, s)).collect();
+                writeln!(out, "{}", line.join("  "))?;
+            }
+        }
+        Style::Markdown => {
+            // Markdown has one header row: join the header lines with a line break.
+            let head: Vec<String> = (0..n)
+                .map(|i| {
+                    header
+                        .iter()
+                        .map(|r| r[i].as_str())
+                        .filter(|s| !s.is_empty())
+                        .collect::<Vec<_>>()
+                        .join("<br>")
+                })
+                .collect();
+            writeln!(out, "| {} |", head.join(" | "))?;
+            let align: Vec<&str> = (0..n)
+                .map(|i| if i == 0 { ":---" } else { "---:" })
+                .collect();
+            writeln!(out, "| {} |", align.join(" | "))?;
+            for row in body {
+                writeln!(out, "| {} |", row.join(" | "))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Renders one run: title, rate table, latency table, notes.
+pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    let p = &r.plan;
+    let cols = columns(r);
+    let tests = rows(r);
+    let reps = if p.reps == 1 {
+        "1 repetition".to_string()
+    } else {
+        format!("best of {}", p.reps)
+    };
+    let title = format!(
+        "dyno {} · {} objects × {} clients · {} B objects · {reps}",
+        p.suite, p.objects, p.concurrency, p.size_bytes
+    );
+    let (h1, h2) = match style {
+        Style::Text => (title, String::new()),
+        Style::Markdown => (format!("### {title}"), "#### ".to_string()),
+    };
+    writeln!(out, "{h1}")?;
+    writeln!(out)?;
+    writeln!(out, "{h2}objects/s")?;
+    if style == Style::Markdown {
+        writeln!(out)?;
+    }
+    let header = vec![
+        std::iter::once("test".to_string())
+            .chain(cols.iter().map(|(n, _)| n.to_string()))
+            .collect::<Vec<_>>(),
+        std::iter::once(String::new())
+            .chain(cols.iter().map(|(_, d)| d.to_string()))
+            .collect(),
+    ];
+    let body: Vec<Vec<String>> = tests
+        .iter()
+        .map(|t| {
+            std::iter::once(t.to_string())
+                .chain(cols.iter().map(|(n, _)| rate_cell(case(r, n, t))))
+                .collect()
+        })
+        .collect();
+    grid(out, style, &header, &body)?;
+
+    writeln!(out)?;
+    writeln!(out, "{h2}latency per object operation: p50 / p99 / p99.9")?;
+    if style == Style::Markdown {
+        writeln!(out)?;
+    }
+    let body: Vec<Vec<String>> = tests
+        .iter()
+        .map(|t| {
+            std::iter::once(t.to_string())
+                .chain(cols.iter().map(|(n, _)| latency_cell(case(r, n, t))))
+                .collect()
+        })
+        .collect();
+    grid(out, style, &header[..1], &body)?;
+
+    let notes: Vec<String> = r
+        .cases
+        .iter()
+        .filter_map(|c| {
+            let word = status_word(c);
+            let text = match (word, &c.reason, &c.cache) {
+                (Some(w), Some(why), _) => format!("{w}: {why}"),
+                (Some(w), None, _) => w.to_string(),
+                (None, _, Some(cache)) => cache.clone(),
+                (None, _, None) => return None,
+            };
+            Some(format!("{} {}: {text}", c.target, c.test))
+        })
+        .collect();
+    if !notes.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{h2}notes")?;
+        if style == Style::Markdown {
+            writeln!(out)?;
+        }
+        for n in notes {
+            writeln!(out, "- {n}")?;
+        }
+    }
+    if r.interrupted {
+        writeln!(out)?;
+        writeln!(out, "(the run was interrupted; finished cases are kept)")?;
+    }
+    writeln!(out)?;
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! Numbers for people: thousands separators, latencies in the unit that fits.
+
+/// `1234567.8` → `1,234,568`; below 100 one decimal is kept (`12.5`).
+pub fn rate(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v < 100.0 {
+        return format!("{v:.1}");
+    }
+    let digits = format!("{:.0}", v);
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Nanoseconds in the largest unit that keeps three significant digits: `850ns`, `12.3µs`,
+/// `1.23ms`, `2.50s`.
+pub fn latency(ns: u64) -> String {
+    let v = ns as f64;
+    let (value, unit) = if ns < 1_000 {
+        return format!("{ns}ns");
+    } else if ns < 1_000_000 {
+        (v / 1e3, "µs")
+    } else if ns < 1_000_000_000 {
+        (v / 1e6, "ms")
+    } else {
+        (v / 1e9, "s")
+    };
+    if value < 10.0 {
+        format!("{value:.2}{unit}")
+    } else if value < 100.0 {
+        format!("{value:.1}{unit}")
+    } else {
+        format!("{value:.0}{unit}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_have_separators() {
+        assert_eq!(rate(1_234_567.8), "1,234,568");
+        assert_eq!(rate(999.4), "999");
+        assert_eq!(rate(1000.0), "1,000");
+        assert_eq!(rate(12.25), "12.2");
+        assert_eq!(rate(f64::NAN), "-");
+    }
+
+    #[test]
+    fn latencies_pick_their_unit() {
+        assert_eq!(latency(850), "850ns");
+        assert_eq!(latency(12_345), "12.3µs");
+        assert_eq!(latency(1_234_567), "1.23ms");
+        assert_eq!(latency(250_000_000), "250ms");
+        assert_eq!(latency(2_500_000_000), "2.50s");
+    }
+}

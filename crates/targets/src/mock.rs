@@ -1,0 +1,250 @@
+//! `mock:` — a target whose latencies and failures are set by options, for exact tests.
+//!
+//! It stores objects for real (in the same sharded map as `mem:`), so reads are verified like any
+//! target's, but time is virtual by default: each operation advances the client's clock by exactly
+//! the configured latency and nothing sleeps, so rates and percentiles come out exact and a test
+//! with a 1 s latency takes microseconds. `clock=real` sleeps instead (for Ctrl-C tests).
+//!
+//! `mock:?latency=100us&slow_every=100&slow_latency=10ms&fail_every=50&fail_class=timeout&cold=na`
+
+use crate::mem::Shards;
+use crate::options::Opts;
+use engine::clock::Clock;
+use engine::driver::{
+    CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
+    OptionSpec, Session, Store, TargetConfig, TxMode,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub struct Mock;
+
+static INFO: DriverInfo = DriverInfo {
+    scheme: "mock",
+    summary: "simulated target: exact latencies and failures from options, on a virtual clock",
+    forms: &["mock:", "mock:?latency=100us&fail_every=100"],
+    families: &[Family::Kv],
+    options: &[
+        OptionSpec {
+            name: "latency",
+            default: "0",
+            help: "time every operation takes",
+        },
+        OptionSpec {
+            name: "get_latency",
+            default: "",
+            help: "time a get takes (default: latency)",
+        },
+        OptionSpec {
+            name: "put_latency",
+            default: "",
+            help: "time a put takes (default: latency)",
+        },
+        OptionSpec {
+            name: "commit_latency",
+            default: "0",
+            help: "time begin + commit take",
+        },
+        OptionSpec {
+            name: "slow_every",
+            default: "0",
+            help: "every Nth operation of a session is slow (0: never)",
+        },
+        OptionSpec {
+            name: "slow_latency",
+            default: "0",
+            help: "time a slow operation takes",
+        },
+        OptionSpec {
+            name: "fail_every",
+            default: "0",
+            help: "every Nth operation of a session fails (0: never)",
+        },
+        OptionSpec {
+            name: "fail_class",
+            default: "io",
+            help: "error class of those failures",
+        },
+        OptionSpec {
+            name: "cold",
+            default: "ok",
+            help: "ok, or na: the cold state is unreachable",
+        },
+        OptionSpec {
+            name: "clock",
+            default: "virtual",
+            help: "virtual (exact, instant) or real (sleeps)",
+        },
+    ],
+};
+
+#[derive(Debug, Clone)]
+struct MockParams {
+    get_ns: u64,
+    put_ns: u64,
+    commit_ns: u64,
+    slow_every: u64,
+    slow_ns: u64,
+    fail_every: u64,
+    fail_class: ErrorClass,
+    cold_na: bool,
+    real_clock: bool,
+    resolved: BTreeMap<String, String>,
+}
+
+impl crate::Driver for Mock {
+    fn info(&self) -> &'static DriverInfo {
+        &INFO
+    }
+
+    fn configure(
+        &self,
+        rest: &str,
+        options: &BTreeMap<String, String>,
+    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
+        if !rest.is_empty() {
+            return Err(ConfigError::url("mock: takes no path, only options")
+                .hint("write e.g. mock:?latency=100us"));
+        }
+        let o = Opts::new("mock", options, INFO.options)?;
+        let ns =
+            |name: &str| -> Result<u64, ConfigError> { Ok(o.duration(name)?.as_nanos() as u64) };
+        let latency = ns("latency")?;
+        let or_latency = |name: &str| -> Result<u64, ConfigError> {
+            if o.text(name).is_empty() {
+                Ok(latency)
+            } else {
+                ns(name)
+            }
+        };
+        Ok(Box::new(MockConfig(MockParams {
+            get_ns: or_latency("get_latency")?,
+            put_ns: or_latency("put_latency")?,
+            commit_ns: ns("commit_latency")?,
+            slow_every: o.count("slow_every")?,
+            slow_ns: ns("slow_latency")?,
+            fail_every: o.count("fail_every")?,
+            fail_class: o.error_class("fail_class")?,
+            cold_na: o.choice("cold", &["ok", "na"])? == "na",
+            real_clock: o.choice("clock", &["virtual", "real"])? == "real",
+            resolved: o.resolved(),
+        })))
+    }
+}
+
+struct MockConfig(MockParams);
+
+impl TargetConfig for MockConfig {
+    fn durability(&self) -> String {
+        "simulated".into()
+    }
+    fn options(&self) -> BTreeMap<String, String> {
+        self.0.resolved.clone()
+    }
+    fn data_path(&self) -> Option<PathBuf> {
+        None
+    }
+    fn virtual_time(&self) -> bool {
+        !self.0.real_clock
+    }
+    fn open(&self) -> Result<Box<dyn Store>, DriverError> {
+        Ok(Box::new(MockStore {
+            params: Arc::new(self.0.clone()),
+            map: Arc::new(Shards::default()),
+        }))
+    }
+}
+
+struct MockStore {
+    params: Arc<MockParams>,
+    map: Arc<Shards>,
+}
+
+impl Store for MockStore {
+    fn namespace(&self) -> Namespace {
+        Namespace {
+            location: "process memory (mock)".into(),
+            created_by_dyno: true,
+            temporary: true,
+        }
+    }
+    fn versions(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("dyno".to_string(), env!("CARGO_PKG_VERSION").to_string())])
+    }
+    fn connect(&self, clock: &Clock) -> Result<Box<dyn Session>, OpError> {
+        Ok(Box::new(MockSession {
+            params: self.params.clone(),
+            map: self.map.clone(),
+            clock: clock.clone(),
+            ops: 0,
+            reads: 0,
+        }))
+    }
+    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
+        Ok(if self.params.cold_na {
+            CacheDrop::NotReachable("mock: configured with cold=na".into())
+        } else {
+            CacheDrop::Done("mock: simulated storage cache dropped".into())
+        })
+    }
+    fn close(self: Box<Self>) -> Result<(), DriverError> {
+        Ok(())
+    }
+}
+
+struct MockSession {
+    params: Arc<MockParams>,
+    map: Arc<Shards>,
+    clock: Clock,
+    ops: u64,
+    reads: u64,
+}
+
+impl MockSession {
+    /// Spends an operation's time; says whether it must fail.
+    fn spend(&mut self, normal_ns: u64) -> Result<(), OpError> {
+        self.ops += 1;
+        let p = &self.params;
+        let slow = p.slow_every > 0 && self.ops.is_multiple_of(p.slow_every);
+        self.clock.advance(if slow { p.slow_ns } else { normal_ns });
+        if p.fail_every > 0 && self.ops.is_multiple_of(p.fail_every) {
+            return Err(OpError::new(
+                p.fail_class,
+                format!(
+                    "mock: operation {} fails (fail_every={})",
+                    self.ops, p.fail_every
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Session for MockSession {
+    fn begin(&mut self, _: TxMode) -> Result<(), OpError> {
+        self.clock.advance(self.params.commit_ns / 2);
+        Ok(())
+    }
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        self.spend(self.params.put_ns)?;
+        self.map.put(key, value)
+    }
+    fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+        self.reads += 1;
+        self.spend(self.params.get_ns)?;
+        self.map.get(key, out)
+    }
+    fn delete(&mut self, key: u64) -> Result<(), OpError> {
+        self.spend(self.params.put_ns)?;
+        self.map.delete(key)
+    }
+    fn commit(&mut self) -> Result<(), OpError> {
+        self.clock
+            .advance(self.params.commit_ns - self.params.commit_ns / 2);
+        Ok(())
+    }
+    fn storage_reads(&self) -> u64 {
+        self.reads
+    }
+}
