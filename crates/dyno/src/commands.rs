@@ -1,7 +1,7 @@
 //! The commands: glue between the command line, the engine, the drivers and the renderers.
 
 use crate::cli::{Cli, Command, RunArgs};
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use engine::plan::{Origin, Plan, PlanError, RawPlan, RawTarget, Sp};
 use report::Format;
 use std::io::Write;
@@ -114,6 +114,7 @@ fn default_out_dir() -> PathBuf {
 
 fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let Resolved { plan, format } = resolve(raw_from_args(&args)?)?;
+    engine::runner::preflight(&plan)?;
     let out_dir = plan.out.clone().unwrap_or_else(default_out_dir);
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("creating the results directory {}", out_dir.display()))?;
@@ -177,11 +178,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
 
 fn validate(path: &Path) -> Result<ExitCode> {
     let Resolved { plan, format } = resolve(RawPlan::from_file(path)?)?;
-    for t in &plan.targets {
-        t.config
-            .preflight()
-            .map_err(|e| anyhow!("target {} ({}): {}", t.name, t.url, e.message))?;
-    }
+    engine::runner::preflight(&plan)?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

@@ -1,10 +1,11 @@
 //! The clock every measurement reads.
 //!
 //! `Monotonic` is the real one: nanoseconds since an origin `Instant`, shared by every worker of a
-//! case so their times are comparable. `Virtual` is a counter that only moves when a driver says
-//! time passed (the `mock:` target does): with it the engine, the reports and the CLI produce
-//! exact, repeatable numbers in tests, with no sleeping. Each worker gets its own virtual clock,
-//! as each real client has its own timeline.
+//! case so their times are comparable. `Virtual` is a counter that moves when a driver says time
+//! passed (the `mock:` target does), plus [`VIRTUAL_READ_NS`] each time it is read: with it the
+//! engine, the reports and the CLI produce exact, repeatable numbers in tests, with no sleeping,
+//! and work the driver does not charge for (a client-cache hit) still takes a known, non-zero
+//! time. Each worker gets its own virtual clock, as each real client has its own timeline.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +19,9 @@ pub enum Clock {
     /// Simulated time, advanced by the driver.
     Virtual(Arc<AtomicU64>),
 }
+
+/// What reading a virtual clock costs, in virtual nanoseconds.
+pub const VIRTUAL_READ_NS: u64 = 1;
 
 /// Below this remaining wait the pacer spins instead of sleeping: sleeps overshoot by ~50-100 µs.
 const SPIN_BELOW: Duration = Duration::from_micros(200);
@@ -38,7 +42,7 @@ impl Clock {
     pub fn now_ns(&self) -> u64 {
         match self {
             Clock::Monotonic(origin) => origin.elapsed().as_nanos() as u64,
-            Clock::Virtual(t) => t.load(Ordering::Relaxed),
+            Clock::Virtual(t) => t.fetch_add(VIRTUAL_READ_NS, Ordering::Relaxed) + VIRTUAL_READ_NS,
         }
     }
 
@@ -87,13 +91,13 @@ mod tests {
     #[test]
     fn virtual_clock_moves_only_when_told() {
         let c = Clock::new_virtual();
-        assert_eq!(c.now_ns(), 0);
+        assert_eq!(c.now_ns(), 1, "a reading costs 1 ns");
         c.advance(1_500);
-        assert_eq!(c.now_ns(), 1_500);
+        assert_eq!(c.now_ns(), 1_502);
         c.wait_until(1_000);
-        assert_eq!(c.now_ns(), 1_500, "waiting for the past does not move time");
+        assert_eq!(c.now_ns(), 1_503, "waiting for the past does not move time");
         c.wait_until(9_000);
-        assert_eq!(c.now_ns(), 9_000);
+        assert_eq!(c.now_ns(), 9_001);
     }
 
     #[test]

@@ -804,3 +804,291 @@ fn target_from_toml(
         options,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::{DriverError, Store};
+
+    struct FakeConfig(BTreeMap<String, String>);
+
+    impl TargetConfig for FakeConfig {
+        fn durability(&self) -> String {
+            "fake".into()
+        }
+        fn options(&self) -> BTreeMap<String, String> {
+            self.0.clone()
+        }
+        fn data_path(&self) -> Option<PathBuf> {
+            None
+        }
+        fn open(&self) -> Result<Box<dyn Store>, DriverError> {
+            Err(DriverError::new("fake targets do not open"))
+        }
+    }
+
+    /// Two schemes: `mem` (no options) and `sqlite` (option `synchronous` = normal | full).
+    struct Fake;
+
+    impl Resolver for Fake {
+        fn schemes(&self) -> Vec<&'static str> {
+            vec!["mem", "sqlite"]
+        }
+        fn default_urls(&self) -> Vec<&'static str> {
+            vec!["mem:", "sqlite:"]
+        }
+        fn configure(
+            &self,
+            scheme: &str,
+            _rest: &str,
+            options: &BTreeMap<String, String>,
+        ) -> Result<Box<dyn TargetConfig>, ConfigError> {
+            for (k, v) in options {
+                if scheme != "sqlite" || k != "synchronous" {
+                    return Err(ConfigError::option(k, "unknown option"));
+                }
+                if v != "normal" && v != "full" {
+                    return Err(ConfigError::option(k, format!("{v:?} is not allowed"))
+                        .hint("choose normal or full"));
+                }
+            }
+            Ok(Box::new(FakeConfig(options.clone())))
+        }
+    }
+
+    fn parse(text: &str) -> Result<RawPlan, PlanError> {
+        RawPlan::from_toml(Path::new("plan.toml"), text)
+    }
+
+    fn resolve(text: &str) -> Result<Plan, PlanError> {
+        parse(text)?.resolve(&Fake)
+    }
+
+    fn err(text: &str) -> String {
+        resolve(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_empty_plan_gets_zodbshootouts_defaults_and_the_default_targets() {
+        let p = resolve("").unwrap();
+        assert_eq!(p.suite, "shootout");
+        assert_eq!(
+            (p.objects, p.concurrency, p.size, p.reps, p.warmup, p.seed),
+            (1000, 2, 300, 3, true, 1)
+        );
+        let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["mem", "sqlite"]);
+        assert_eq!(p.source, "plan.toml");
+        assert!(p.format.is_none() && p.out.is_none());
+    }
+
+    #[test]
+    fn quick_lowers_defaults_but_not_explicit_values() {
+        let mut raw = parse("[suite]\nreps = 2\n").unwrap();
+        raw.quick = true;
+        let p = raw.resolve(&Fake).unwrap();
+        assert_eq!((p.objects, p.reps), (QUICK_OBJECTS, 2));
+    }
+
+    #[test]
+    fn a_full_plan_keeps_target_order_names_and_options() {
+        let p = resolve(
+            r#"
+[suite]
+name = "shootout"
+objects = 50
+concurrency = 4
+size = 1024
+reps = 5
+warmup = false
+seed = 7
+
+[output]
+dir = "out"
+format = "csv"
+
+[targets.zeta]
+url = "sqlite:/tmp/z.db"
+synchronous = "full"
+
+[targets.alpha]
+url = "mem:"
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.objects, p.concurrency, p.size, p.reps, p.warmup, p.seed),
+            (50, 4, 1024, 5, false, 7)
+        );
+        let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["zeta", "alpha"], "columns keep the file's order");
+        assert_eq!(p.targets[0].config.options()["synchronous"], "full");
+        assert_eq!(p.out, Some(PathBuf::from("out")));
+        assert_eq!(p.format.as_ref().map(|f| f.value.as_str()), Some("csv"));
+        let rec = p.record();
+        assert_eq!(rec.targets[0].url, "sqlite:/tmp/z.db");
+        assert_eq!(rec.size_bytes, 1024);
+    }
+
+    #[test]
+    fn url_query_options_reach_the_driver() {
+        let mut raw = RawPlan::default();
+        raw.targets.push(RawTarget {
+            name: None,
+            url: Sp::new("sqlite:/x.db?synchronous=full".into(), Origin::Arg(1)),
+            options: vec![],
+        });
+        raw.targets.push(RawTarget {
+            name: None,
+            url: Sp::new("sqlite:/y.db".into(), Origin::Arg(2)),
+            options: vec![],
+        });
+        let p = raw.resolve(&Fake).unwrap();
+        assert_eq!(p.targets[0].config.options()["synchronous"], "full");
+        assert_eq!(
+            p.targets[1].name, "sqlite-2",
+            "same scheme twice gets a suffix"
+        );
+        assert_eq!(p.source, "command line");
+    }
+
+    #[test]
+    fn invalid_toml_names_line_and_column() {
+        let e = err("[suite]\nobjects = = 3\n");
+        assert!(e.starts_with("plan.toml:2:11: invalid TOML:"), "{e}");
+        assert!(e.contains("hint: see the plan format"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_a_suggestion() {
+        assert_eq!(
+            err("[suite]\nobjets = 3\n"),
+            "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
+             name, objects, concurrency, size, reps, warmup, seed"
+        );
+        assert_eq!(
+            err("[sute]\n"),
+            "plan.toml:1:2: unknown key `sute` in the plan's top level; did you mean \"suite\"? \
+             known keys: suite, output, targets"
+        );
+        assert_eq!(
+            err("[output]\nfmt = \"csv\"\n"),
+            "plan.toml:2:1: unknown key `fmt` in [output]; known keys: dir, format"
+        );
+    }
+
+    #[test]
+    fn wrong_types_say_what_to_write() {
+        assert_eq!(
+            err("[suite]\nobjects = \"10\"\n"),
+            "plan.toml:2:11: `objects` must be an integer, not a string\n  hint: write e.g. \
+             objects = 1000 (no quotes)"
+        );
+        assert_eq!(
+            err("[suite]\nwarmup = 1\n"),
+            "plan.toml:2:10: `warmup` must be a boolean, not an integer\n  hint: write warmup = \
+             true or warmup = false"
+        );
+        assert_eq!(
+            err("suite = 3\n"),
+            "plan.toml:1:9: `suite` must be a table, not an integer\n  hint: write it as a [suite] section"
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_give_the_bound_and_the_default() {
+        assert_eq!(
+            err("[suite]\nobjects = 0\n"),
+            "plan.toml:2:11: objects must be at least 1, got 0\n  hint: the default is 1000"
+        );
+        assert_eq!(
+            err("[suite]\nconcurrency = 5000\n"),
+            "plan.toml:2:15: concurrency must be at most 1024, got 5000\n  hint: each client is \
+             an OS thread; the default is 2"
+        );
+        assert!(err("[suite]\nsize = 8\n").starts_with("plan.toml:2:8: size must be at least 16"));
+        assert!(err("[suite]\nreps = 0\n").starts_with("plan.toml:2:8: reps must be at least 1"));
+        assert_eq!(
+            err("[suite]\nseed = -1\n"),
+            "plan.toml:2:8: seed must not be negative\n  hint: use any integer from 0 to 2^63-1"
+        );
+        let e = err("[suite]\nobjects = 1000000\nconcurrency = 100\n");
+        assert!(
+            e.starts_with("plan.toml:2:11: objects × concurrency × size"),
+            "{e}"
+        );
+        assert!(e.contains("hint: lower one of"), "{e}");
+        assert_eq!(
+            err("[output]\ndir = \" \"\n"),
+            "plan.toml:2:7: output directory is empty\n  hint: name a directory, or leave it out \
+             for ./dyno-results/<time>/"
+        );
+    }
+
+    #[test]
+    fn unknown_suite_and_scheme_get_suggestions() {
+        assert_eq!(
+            err("[suite]\nname = \"shootot\"\n"),
+            "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout"
+        );
+        let e = err("[targets.a]\nurl = \"sqlit:/tmp/a.db\"\n");
+        assert!(
+            e.starts_with(
+                "plan.toml:2:7: unknown target scheme \"sqlit\"; did you mean \"sqlite\"? schemes: mem, sqlite"
+            ),
+            "{e}"
+        );
+        let e = err("[targets.a]\nurl = \"/tmp/a.db\"\n");
+        assert!(
+            e.starts_with("plan.toml:2:7: \"/tmp/a.db\" is not a target URL"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn target_problems_point_at_the_target_or_the_option() {
+        assert_eq!(
+            err("[targets.a]\nsynchronous = \"full\"\n"),
+            "plan.toml:1:10: target `a` has no url\n  hint: add e.g. url = \"sqlite:/tmp/dyno.db\" to it"
+        );
+        assert_eq!(
+            err("[targets.a]\nurl = \"sqlite:/a.db\"\nsynchronous = \"fast\"\n"),
+            "plan.toml:3:15: sqlite: option synchronous: \"fast\" is not allowed\n  hint: choose normal or full"
+        );
+        assert_eq!(
+            err("[targets.a]\nurl = \"sqlite:/a.db?synchronous=full\"\nsynchronous = \"full\"\n"),
+            "plan.toml:3:1: option \"synchronous\" is set both here and in the URL\n  hint: keep one of the two"
+        );
+        assert_eq!(
+            err("[targets.\"a b\"]\nurl = \"mem:\"\n"),
+            "plan.toml:1:10: target name \"a b\" is not allowed\n  hint: use up to 64 letters, \
+             digits, '_', '-' or '.'"
+        );
+        assert_eq!(
+            err("[targets.a]\nurl = \"mem:\"\nsize = [1]\n"),
+            "plan.toml:3:8: target option `size` must be a string, number or boolean, not an array"
+        );
+    }
+
+    #[test]
+    fn flags_are_named_as_flags() {
+        let raw = RawPlan {
+            objects: Some(Sp::new(-5, Origin::Flag("--objects"))),
+            ..RawPlan::default()
+        };
+        assert_eq!(
+            raw.resolve(&Fake).unwrap_err().to_string(),
+            "--objects: objects must be at least 1, got -5\n  hint: the default is 1000"
+        );
+    }
+
+    #[test]
+    fn split_url_parts() {
+        let u = split_url("sqlite:/tmp/a.db?synchronous=full&x").unwrap();
+        assert_eq!(u.scheme, "sqlite");
+        assert_eq!(u.rest, "/tmp/a.db");
+        assert_eq!(u.query, [("synchronous", "full"), ("x", "true")]);
+        assert!(split_url("/tmp/a").is_none());
+        assert!(split_url(":x").is_none());
+    }
+}

@@ -44,8 +44,23 @@ fn now_utc() -> String {
 struct CaseAcc {
     recorder: Recorder,
     failure: Option<String>,
+    /// Whether `failure` came from a measured repetition (not the warm-up).
+    failure_measured: bool,
     na: Option<String>,
     interrupted: bool,
+}
+
+/// Checks, reading only, that every target may be opened. `run` does it first; callers that
+/// create anything of their own (a results directory) call it before that.
+pub fn preflight(plan: &Plan) -> Result<(), RunError> {
+    for t in &plan.targets {
+        t.config.preflight().map_err(|e| RunError::Refused {
+            name: t.name.clone(),
+            url: results::redact_url(&t.url),
+            message: e.message,
+        })?;
+    }
+    Ok(())
 }
 
 /// Runs `plan`, handing the record to `sink` after every repetition and at the end.
@@ -55,13 +70,7 @@ pub fn run(
     interrupt: &AtomicBool,
     sink: &mut dyn FnMut(&RunRecord) -> Result<(), String>,
 ) -> Result<RunOutcome, RunError> {
-    for t in &plan.targets {
-        t.config.preflight().map_err(|e| RunError::Refused {
-            name: t.name.clone(),
-            url: results::redact_url(&t.url),
-            message: e.message,
-        })?;
-    }
+    preflight(plan)?;
 
     let paths: BTreeMap<String, Option<std::path::PathBuf>> = plan
         .targets
@@ -143,6 +152,7 @@ pub fn run(
             .map(|_| CaseAcc {
                 recorder: Recorder::new(),
                 failure: None,
+                failure_measured: false,
                 na: None,
                 interrupted: false,
             })
@@ -164,7 +174,9 @@ pub fn run(
                 match o.status {
                     Status::Na => a.na = o.reason,
                     Status::Interrupted => a.interrupted = true,
-                    Status::Failed if a.failure.is_none() => {
+                    // A measured repetition's failure wins over the warm-up's.
+                    Status::Failed if a.failure.is_none() || (measured && !a.failure_measured) => {
+                        a.failure_measured = measured;
                         a.failure = o.reason.map(|r| {
                             if measured {
                                 r

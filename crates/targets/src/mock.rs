@@ -6,6 +6,9 @@
 //! with a 1 s latency takes microseconds. `clock=real` sleeps instead (for Ctrl-C tests).
 //!
 //! `mock:?latency=100us&slow_every=100&slow_latency=10ms&fail_every=50&fail_class=timeout&cold=na`
+//!
+//! `corrupt_every=N` hands back a damaged copy on every Nth read of a session, to prove that dyno
+//! checks what it reads.
 
 use crate::mem::Shards;
 use crate::options::Opts;
@@ -67,6 +70,11 @@ static INFO: DriverInfo = DriverInfo {
             help: "error class of those failures",
         },
         OptionSpec {
+            name: "corrupt_every",
+            default: "0",
+            help: "every Nth get of a session returns a damaged copy (0: never)",
+        },
+        OptionSpec {
             name: "cold",
             default: "ok",
             help: "ok, or na: the cold state is unreachable",
@@ -88,6 +96,7 @@ struct MockParams {
     slow_ns: u64,
     fail_every: u64,
     fail_class: ErrorClass,
+    corrupt_every: u64,
     cold_na: bool,
     real_clock: bool,
     resolved: BTreeMap<String, String>,
@@ -126,6 +135,7 @@ impl crate::Driver for Mock {
             slow_ns: ns("slow_latency")?,
             fail_every: o.count("fail_every")?,
             fail_class: o.error_class("fail_class")?,
+            corrupt_every: o.count("corrupt_every")?,
             cold_na: o.choice("cold", &["ok", "na"])? == "na",
             real_clock: o.choice("clock", &["virtual", "real"])? == "real",
             resolved: o.resolved(),
@@ -233,7 +243,15 @@ impl Session for MockSession {
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
         self.reads += 1;
         self.spend(self.params.get_ns)?;
-        self.map.get(key, out)
+        self.map.get(key, out)?;
+        let every = self.params.corrupt_every;
+        if every > 0 && self.reads.is_multiple_of(every) {
+            // Damage the copy, never the stored object: flip the first byte of its version.
+            if let Some(b) = out.get_mut(8) {
+                *b ^= 0xFF;
+            }
+        }
+        Ok(())
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         self.spend(self.params.put_ns)?;

@@ -1,0 +1,76 @@
+//! Helpers shared by the integration tests: running the real binary, reading its record, and
+//! checking it against the JSON Schema contract.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+/// The dyno binary, run in `cwd`, with temporary namespaces created under `cwd/tmp`.
+pub fn dyno(cwd: &Path) -> Command {
+    let tmp = cwd.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut c = Command::cargo_bin("dyno").unwrap();
+    c.current_dir(cwd).env("TMPDIR", &tmp);
+    c
+}
+
+/// Reads `dir/run.json`.
+pub fn record(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Fails with every violation when `record` does not follow `dyno.run-1.schema.json`.
+pub fn assert_schema_valid(record: &Value) {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/schema/dyno.run-1.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).expect("the schema itself is valid");
+    let errors: Vec<String> = v
+        .iter_errors(record)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "record violates the schema:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// The rows of the rate table: test name and one cell per target.
+pub fn rate_rows(stdout: &str) -> Vec<Vec<String>> {
+    let mut lines = stdout.lines().skip_while(|l| *l != "objects/s").skip(1);
+    let mut rows = Vec::new();
+    // Two header lines, then the rule, then the rows until a blank line.
+    let _ = lines.by_ref().take_while(|l| !l.starts_with("---")).count();
+    for l in lines {
+        if l.trim().is_empty() {
+            break;
+        }
+        rows.push(l.split_whitespace().map(str::to_string).collect());
+    }
+    rows
+}
+
+/// True for `1,234,567`, `999`, `12.5`.
+pub fn is_rate(cell: &str) -> bool {
+    let digits = cell.replace(',', "");
+    !digits.is_empty()
+        && digits.parse::<f64>().is_ok()
+        && cell
+            .split(',')
+            .skip(1)
+            .all(|g| g.len() == 3 && g.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// The case of `target` and `test` in a record.
+pub fn case<'a>(record: &'a Value, target: &str, test: &str) -> &'a Value {
+    record["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["target"] == target && c["test"] == test)
+        .unwrap_or_else(|| panic!("no case {target} {test}"))
+}

@@ -1,0 +1,176 @@
+//! Every driver keeps the same contract: what is put is read back, a missing key is `not_found`,
+//! deletes delete, the cold state is reached (or declared unreachable) and data survives it, and a
+//! temporary namespace is gone after close.
+
+use engine::clock::Clock;
+use engine::driver::{CacheDrop, ErrorClass, TargetConfig, TxMode};
+use engine::plan::Resolver;
+use std::collections::BTreeMap;
+use targets::Registry;
+
+fn config(url: &str) -> Box<dyn TargetConfig> {
+    let parts = engine::plan::split_url(url).expect("a URL");
+    let opts: BTreeMap<String, String> = parts
+        .query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Registry
+        .configure(parts.scheme, parts.rest, &opts)
+        .unwrap_or_else(|e| panic!("{url}: {e:?}"))
+}
+
+fn contract(url: &str) {
+    let store = config(url).open().unwrap_or_else(|e| panic!("{url}: {e}"));
+    let ns = store.namespace();
+    assert!(ns.created_by_dyno, "{url}");
+    let clock = Clock::monotonic();
+    let mut s = store.connect(&clock).unwrap();
+    let mut buf = Vec::new();
+
+    s.begin(TxMode::Write).unwrap();
+    for k in [1u64, 2, 1 << 40] {
+        s.put(k, &vec![k as u8; 300]).unwrap();
+    }
+    s.put(2, b"overwritten").unwrap();
+    s.commit().unwrap();
+
+    s.begin(TxMode::Read).unwrap();
+    s.get(1, &mut buf).unwrap();
+    assert_eq!(buf, vec![1u8; 300], "{url}");
+    s.get(2, &mut buf).unwrap();
+    assert_eq!(buf, b"overwritten", "{url}");
+    let e = s.get(99, &mut buf).unwrap_err();
+    assert_eq!(e.class, ErrorClass::NotFound, "{url}: {e}");
+    s.commit().unwrap();
+    assert_eq!(s.storage_reads(), 3, "{url}: every get is counted");
+
+    s.begin(TxMode::Write).unwrap();
+    s.delete(1).unwrap();
+    assert_eq!(
+        s.delete(1).unwrap_err().class,
+        ErrorClass::NotFound,
+        "{url}"
+    );
+    s.commit().unwrap();
+    drop(s);
+
+    match store.drop_caches().unwrap() {
+        CacheDrop::Done(what) => assert!(!what.is_empty(), "{url}"),
+        CacheDrop::NotReachable(why) => assert!(url.starts_with("mem:"), "{url}: {why}"),
+    }
+    let mut s = store.connect(&clock).unwrap();
+    s.begin(TxMode::Read).unwrap();
+    assert_eq!(
+        s.get(1, &mut buf).unwrap_err().class,
+        ErrorClass::NotFound,
+        "{url}"
+    );
+    s.get(1 << 40, &mut buf).unwrap();
+    assert_eq!(buf, vec![0u8; 300], "{url}: data survives the cold drop");
+    s.commit().unwrap();
+    drop(s);
+
+    let location = ns.location.split(' ').next().unwrap().to_string();
+    store.close().unwrap();
+    if ns.temporary && location.starts_with('/') {
+        assert!(
+            !std::path::Path::new(&location).exists(),
+            "{url}: temporary namespace {location} removed"
+        );
+    }
+}
+
+#[test]
+fn mem() {
+    contract("mem:");
+}
+
+#[test]
+fn mock() {
+    contract("mock:?latency=1us");
+}
+
+#[test]
+fn sqlite() {
+    contract("sqlite:");
+    contract("sqlite:?journal_mode=delete&synchronous=full");
+}
+
+#[test]
+fn fs() {
+    contract("fs:");
+    contract("fs:?fsync=true");
+}
+
+#[test]
+fn lmdb() {
+    contract("lmdb:");
+    contract("lmdb:?sync=false");
+}
+
+#[cfg(feature = "redb")]
+#[test]
+fn redb() {
+    contract("redb:");
+    contract("redb:?durability=none");
+}
+
+#[test]
+fn a_dyno_namespace_can_be_reused_by_a_later_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in [
+        format!("sqlite:{}/dyno.db", dir.path().display()),
+        format!("fs:{}/tree", dir.path().display()),
+        format!("lmdb:{}/lmdb", dir.path().display()),
+    ] {
+        for _ in 0..2 {
+            let c = config(&url);
+            c.preflight().unwrap();
+            let store = c.open().unwrap();
+            assert!(!store.namespace().temporary);
+            store.close().unwrap();
+        }
+    }
+}
+
+#[test]
+fn unknown_options_and_bad_values_are_refused_before_anything_is_touched() {
+    let e = Registry
+        .configure(
+            "sqlite",
+            "",
+            &BTreeMap::from([("synchronus".into(), "full".into())]),
+        )
+        .err()
+        .unwrap();
+    assert_eq!(e.option.as_deref(), Some("synchronus"));
+    assert!(
+        e.message.contains("did you mean \"synchronous\"?"),
+        "{}",
+        e.message
+    );
+    let e = Registry
+        .configure(
+            "fs",
+            "",
+            &BTreeMap::from([("fsync".into(), "maybe".into())]),
+        )
+        .err()
+        .unwrap();
+    assert!(e.message.contains("not a boolean"), "{}", e.message);
+    let e = Registry
+        .configure(
+            "mock",
+            "",
+            &BTreeMap::from([("fail_class".into(), "timout".into())]),
+        )
+        .err()
+        .unwrap();
+    assert!(
+        e.message.contains("did you mean \"timeout\"?"),
+        "{}",
+        e.message
+    );
+    assert!(Registry.configure("mem", "/x", &BTreeMap::new()).is_err());
+}
