@@ -47,12 +47,11 @@ fn ctrl_c_keeps_finished_cases_and_marks_the_running_one() {
     let start = Instant::now();
     loop {
         assert!(start.elapsed() < LIMIT, "mem never finished");
-        if let Ok(text) = std::fs::read_to_string(out.join("run.json")) {
-            if let Ok(rec) = serde_json::from_str::<serde_json::Value>(&text) {
-                if all_ok(&rec, "mem") {
-                    break;
-                }
-            }
+        let rec = std::fs::read_to_string(out.join("run.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        if rec.is_some_and(|r| all_ok(&r, "mem")) {
+            break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
