@@ -361,3 +361,36 @@ fn targets_lists_every_driver() {
     assert!(out.contains("families: kv"));
     assert!(out.contains("synchronous") && out.contains("[default: normal]"));
 }
+
+#[test]
+fn a_panicking_driver_fails_its_case_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    dyno(dir.path())
+        .args([
+            "run",
+            "mock:?panic_every=30",
+            "mem:",
+            "-n",
+            "20",
+            "-r",
+            "1",
+            "--no-warmup",
+            "-o",
+            "o",
+        ])
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    // Each session's 30th operation is its 10th update: both clients panic there.
+    let update = case(&rec, "mock", "update");
+    assert_eq!(update["status"], "failed");
+    let reason = update["reason"].as_str().unwrap();
+    assert!(
+        reason
+            .contains("client 0: the driver panicked: mock: operation 30 panics (panic_every=30)"),
+        "{reason}"
+    );
+    assert_eq!(case(&rec, "mock", "add")["status"], "ok");
+    assert_eq!(case(&rec, "mem", "update")["status"], "ok");
+}

@@ -111,9 +111,12 @@ pub fn describe(r: &Residency, fs: &str, what: &str) -> Result<String, String> {
         ));
     }
     Ok(format!(
-        "{what}: page cache dropped (fdatasync + posix_fadvise DONTNEED on {} files); \
+        "{what}: page cache dropped (fdatasync + posix_fadvise DONTNEED on {} file{}); \
          mincore: {} of {} pages resident after",
-        r.files, r.resident, r.pages
+        r.files,
+        if r.files == 1 { "" } else { "s" },
+        r.resident,
+        r.pages
     ))
 }
 

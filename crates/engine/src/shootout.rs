@@ -21,6 +21,7 @@ use crate::driver::{CacheDrop, ErrorClass, OpError, Session, Store, TxMode};
 use crate::recorder::{Outcome, Recorder};
 use crate::worker::{self, Schedule, Stop};
 use results::{Histogram, Rep, Status};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Barrier;
 use std::sync::atomic::AtomicBool;
 
@@ -197,7 +198,9 @@ impl Client {
         self.interrupted = false;
     }
 
-    /// Runs one test for this client; the barrier makes every client start together.
+    /// Runs one test for this client; the barrier makes every client start together. A driver
+    /// that panics fails this client's test (and loses its session); it never takes dyno down, nor
+    /// leaves the other clients waiting at the barrier.
     fn run(
         &mut self,
         test: Test,
@@ -209,14 +212,37 @@ impl Client {
     ) {
         self.reset_measurements();
         if self.session.is_none() {
-            match store.connect(&self.clock) {
-                Ok(s) => self.session = Some(s),
-                Err(e) => {
+            match catch_unwind(AssertUnwindSafe(|| store.connect(&self.clock))) {
+                Ok(Ok(s)) => self.session = Some(s),
+                Ok(Err(e)) => {
                     self.fatal = Some(format!("client {} could not connect: {e}", self.index))
+                }
+                Err(panic) => {
+                    self.fatal = Some(format!(
+                        "client {}: the driver panicked while connecting: {}",
+                        self.index,
+                        panic_message(&panic)
+                    ))
                 }
             }
         }
         barrier.wait();
+        if self.session.is_none() {
+            return;
+        }
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.measure(test, rep, p, interrupt)))
+        {
+            self.session = None;
+            self.fatal = Some(format!(
+                "client {}: the driver panicked: {}",
+                self.index,
+                panic_message(&panic)
+            ));
+        }
+    }
+
+    /// The timed part of a test: begin, the operations, commit.
+    fn measure(&mut self, test: Test, rep: u32, p: &Params, interrupt: &AtomicBool) {
         let Some(session) = self.session.as_deref_mut() else {
             return;
         };
@@ -469,6 +495,14 @@ impl<'a> Shootout<'a> {
             recorder,
         }
     }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 fn error_reason(rec: &Recorder, ops: u64) -> String {

@@ -158,7 +158,14 @@ impl Store for LmdbStore {
         }
     }
     fn versions(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([("heed".to_string(), env!("DYNO_VERSION_HEED").to_string())])
+        let v = heed::lmdb_version();
+        BTreeMap::from([
+            (
+                "lmdb".to_string(),
+                format!("{}.{}.{}", v.major, v.minor, v.patch),
+            ),
+            ("heed".to_string(), env!("DYNO_VERSION_HEED").to_string()),
+        ])
     }
     fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
         let guard = self.env.lock().map_err(|_| closed())?;

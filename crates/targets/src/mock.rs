@@ -70,6 +70,11 @@ static INFO: DriverInfo = DriverInfo {
             help: "error class of those failures",
         },
         OptionSpec {
+            name: "panic_every",
+            default: "0",
+            help: "every Nth operation of a session panics, as a buggy driver would (0: never)",
+        },
+        OptionSpec {
             name: "corrupt_every",
             default: "0",
             help: "every Nth get of a session returns a damaged copy (0: never)",
@@ -97,6 +102,7 @@ struct MockParams {
     fail_every: u64,
     fail_class: ErrorClass,
     corrupt_every: u64,
+    panic_every: u64,
     cold_na: bool,
     real_clock: bool,
     resolved: BTreeMap<String, String>,
@@ -136,6 +142,7 @@ impl crate::Driver for Mock {
             fail_every: o.count("fail_every")?,
             fail_class: o.error_class("fail_class")?,
             corrupt_every: o.count("corrupt_every")?,
+            panic_every: o.count("panic_every")?,
             cold_na: o.choice("cold", &["ok", "na"])? == "na",
             real_clock: o.choice("clock", &["virtual", "real"])? == "real",
             resolved: o.resolved(),
@@ -218,6 +225,12 @@ impl MockSession {
         let p = &self.params;
         let slow = p.slow_every > 0 && self.ops.is_multiple_of(p.slow_every);
         self.clock.advance(if slow { p.slow_ns } else { normal_ns });
+        if p.panic_every > 0 && self.ops.is_multiple_of(p.panic_every) {
+            panic!(
+                "mock: operation {} panics (panic_every={})",
+                self.ops, p.panic_every
+            );
+        }
         if p.fail_every > 0 && self.ops.is_multiple_of(p.fail_every) {
             return Err(OpError::new(
                 p.fail_class,

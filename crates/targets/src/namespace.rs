@@ -144,9 +144,11 @@ impl Place {
         }
     }
 
+    /// Where the data will live: the user's path, or the temporary directory a temporary
+    /// namespace will be created in (for the filesystem type in the record).
     pub fn path(&self) -> Option<PathBuf> {
         match self {
-            Place::Temporary => None,
+            Place::Temporary => Some(std::env::temp_dir()),
             Place::At(p) => Some(p.clone()),
         }
     }
