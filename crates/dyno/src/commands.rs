@@ -221,7 +221,7 @@ fn report_cmd(dir: &Path, format: &str) -> Result<ExitCode> {
 fn targets_cmd() -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     for d in targets::drivers() {
-        let i = d.info();
+        let i = d.info;
         let families: Vec<&str> = i.families.iter().map(|f| f.as_str()).collect();
         writeln!(out, "{}:  {}", i.scheme, i.summary)?;
         writeln!(out, "    families: {}", families.join(", "))?;

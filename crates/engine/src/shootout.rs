@@ -260,42 +260,31 @@ impl Client {
         }
         let t_begun = clock.now_ns();
         let (client, size) = (self.index, p.size);
-        let end = if test.writes() {
-            let version = if test == Test::Add { 1 } else { 2 };
-            let value = &mut self.value;
-            worker::run(
-                clock,
-                Schedule::Closed,
-                Stop::Count(p.objects),
-                interrupt,
-                &mut self.rec,
-                |i| -> Outcome {
-                    let k = key(rep, client, i);
+        let writes = test.writes();
+        let version = if test == Test::Add { 1 } else { 2 };
+        let (cache, buf, value) = (&mut self.cache, &mut self.buf, &mut self.value);
+        let end = worker::run(
+            clock,
+            Schedule::Closed,
+            Stop::Count(p.objects),
+            interrupt,
+            &mut self.rec,
+            |i| -> Outcome {
+                let k = key(rep, client, i);
+                if writes {
                     stamp(value, k, version);
                     session.put(k, value)?;
-                    Ok(size as u64)
-                },
-            )
-        } else {
-            let (cache, buf) = (&mut self.cache, &mut self.buf);
-            worker::run(
-                clock,
-                Schedule::Closed,
-                Stop::Count(p.objects),
-                interrupt,
-                &mut self.rec,
-                |i| -> Outcome {
-                    if let Some(obj) = cache.get(i as usize) {
-                        return Ok(std::hint::black_box(obj).len() as u64);
-                    }
-                    let k = key(rep, client, i);
-                    session.get(k, buf)?;
-                    verify(buf, k, 2, size)?;
-                    cache.put(i as usize, buf);
-                    Ok(size as u64)
-                },
-            )
-        };
+                    return Ok(size as u64);
+                }
+                if let Some(obj) = cache.get(i as usize) {
+                    return Ok(std::hint::black_box(obj).len() as u64);
+                }
+                session.get(k, buf)?;
+                verify(buf, k, version, size)?;
+                cache.put(i as usize, buf);
+                Ok(size as u64)
+            },
+        );
         let t_committing = clock.now_ns();
         let committed = session.commit();
         let t1 = clock.now_ns();
@@ -321,6 +310,20 @@ pub struct TestOutcome {
     pub rep: Option<Rep>,
     /// All clients' operations merged.
     pub recorder: Recorder,
+}
+
+impl TestOutcome {
+    /// A test that did not run, and why.
+    fn not_run(test: Test, status: Status, reason: String) -> TestOutcome {
+        TestOutcome {
+            test,
+            status,
+            reason: Some(reason),
+            cache: None,
+            rep: None,
+            recorder: Recorder::new(),
+        }
+    }
 }
 
 /// Runs the suite's repetitions on one opened store.
@@ -391,24 +394,14 @@ impl<'a> Shootout<'a> {
                         ))
                     }
                     Ok(CacheDrop::NotReachable(why)) => {
-                        return TestOutcome {
-                            test,
-                            status: Status::Na,
-                            reason: Some(why),
-                            cache: None,
-                            rep: None,
-                            recorder: Recorder::new(),
-                        };
+                        return TestOutcome::not_run(test, Status::Na, why);
                     }
                     Err(e) => {
-                        return TestOutcome {
+                        return TestOutcome::not_run(
                             test,
-                            status: Status::Failed,
-                            reason: Some(format!("dropping the caches failed: {e}")),
-                            cache: None,
-                            rep: None,
-                            recorder: Recorder::new(),
-                        };
+                            Status::Failed,
+                            format!("dropping the caches failed: {e}"),
+                        );
                     }
                 }
             }

@@ -17,9 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-pub struct Fs;
-
-static INFO: DriverInfo = DriverInfo {
+pub static INFO: DriverInfo = DriverInfo {
     scheme: "fs",
     summary: "one file per object in a directory dyno creates (or finds empty)",
     forms: &["fs:", "fs:/path/to/dir", "fs:/path/to/dir?fsync=true"],
@@ -41,23 +39,17 @@ struct Config {
     resolved: BTreeMap<String, String>,
 }
 
-impl crate::Driver for Fs {
-    fn info(&self) -> &'static DriverInfo {
-        &INFO
-    }
-
-    fn configure(
-        &self,
-        rest: &str,
-        options: &BTreeMap<String, String>,
-    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
-        let o = Opts::new("fs", options, INFO.options)?;
-        Ok(Box::new(Config {
-            place: Place::parse(rest),
-            fsync: o.bool("fsync")?,
-            resolved: o.resolved(),
-        }))
-    }
+/// Validates `rest` (what follows `fs:`) and the options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let o = Opts::new("fs", options, INFO.options)?;
+    Ok(Box::new(Config {
+        place: Place::parse(rest),
+        fsync: o.bool("fsync")?,
+        resolved: o.resolved(),
+    }))
 }
 
 impl TargetConfig for Config {

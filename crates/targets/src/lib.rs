@@ -30,29 +30,46 @@ use engine::driver::{ConfigError, DriverInfo, TargetConfig};
 use engine::plan::Resolver;
 use std::collections::BTreeMap;
 
+/// Validates what follows `scheme:` in a URL, and the options. Touches nothing.
+pub type Configure =
+    fn(&str, &BTreeMap<String, String>) -> Result<Box<dyn TargetConfig>, ConfigError>;
+
 /// A kind of target: its description and a pure configuration step.
-pub trait Driver: Sync {
-    fn info(&self) -> &'static DriverInfo;
-    /// Validates `rest` (what follows `scheme:` in the URL) and the options. Touches nothing.
-    fn configure(
-        &self,
-        rest: &str,
-        options: &BTreeMap<String, String>,
-    ) -> Result<Box<dyn TargetConfig>, ConfigError>;
+pub struct Driver {
+    pub info: &'static DriverInfo,
+    pub configure: Configure,
 }
 
-/// Every driver built into this dyno.
-pub fn drivers() -> Vec<&'static dyn Driver> {
+/// Every driver built into this dyno, in the order `dyno targets` lists them.
+pub fn drivers() -> Vec<Driver> {
     #[allow(unused_mut)]
-    let mut all: Vec<&'static dyn Driver> = vec![
-        &mem::Mem,
-        &sqlite::Sqlite,
-        &fs::Fs,
-        &lmdb::Lmdb,
-        &mock::Mock,
+    let mut all = vec![
+        Driver {
+            info: &mem::INFO,
+            configure: mem::configure,
+        },
+        Driver {
+            info: &sqlite::INFO,
+            configure: sqlite::configure,
+        },
+        Driver {
+            info: &fs::INFO,
+            configure: fs::configure,
+        },
+        Driver {
+            info: &lmdb::INFO,
+            configure: lmdb::configure,
+        },
+        Driver {
+            info: &mock::INFO,
+            configure: mock::configure,
+        },
     ];
     #[cfg(feature = "redb")]
-    all.push(&redb::Redb);
+    all.push(Driver {
+        info: &redb::INFO,
+        configure: redb::configure,
+    });
     all
 }
 
@@ -64,7 +81,7 @@ pub struct Registry;
 
 impl Resolver for Registry {
     fn schemes(&self) -> Vec<&'static str> {
-        drivers().iter().map(|d| d.info().scheme).collect()
+        drivers().iter().map(|d| d.info.scheme).collect()
     }
 
     fn default_urls(&self) -> Vec<&'static str> {
@@ -79,8 +96,8 @@ impl Resolver for Registry {
     ) -> Result<Box<dyn TargetConfig>, ConfigError> {
         let driver = drivers()
             .into_iter()
-            .find(|d| d.info().scheme == scheme)
+            .find(|d| d.info.scheme == scheme)
             .ok_or_else(|| ConfigError::url(format!("no driver for scheme {scheme:?}")))?;
-        driver.configure(rest, options)
+        (driver.configure)(rest, options)
     }
 }

@@ -19,9 +19,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-pub struct Lmdb;
-
-static INFO: DriverInfo = DriverInfo {
+pub static INFO: DriverInfo = DriverInfo {
     scheme: "lmdb",
     summary: "LMDB through heed (memory-mapped B+tree)",
     forms: &["lmdb:", "lmdb:/path/to/dir", "lmdb:/path/to/dir?sync=false"],
@@ -45,23 +43,17 @@ struct Config {
     resolved: BTreeMap<String, String>,
 }
 
-impl crate::Driver for Lmdb {
-    fn info(&self) -> &'static DriverInfo {
-        &INFO
-    }
-
-    fn configure(
-        &self,
-        rest: &str,
-        options: &BTreeMap<String, String>,
-    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
-        let o = Opts::new("lmdb", options, INFO.options)?;
-        Ok(Box::new(Config {
-            place: Place::parse(rest),
-            sync: o.bool("sync")?,
-            resolved: o.resolved(),
-        }))
-    }
+/// Validates `rest` (what follows `lmdb:`) and the options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let o = Opts::new("lmdb", options, INFO.options)?;
+    Ok(Box::new(Config {
+        place: Place::parse(rest),
+        sync: o.bool("sync")?,
+        resolved: o.resolved(),
+    }))
 }
 
 fn op_error(e: heed::Error) -> OpError {

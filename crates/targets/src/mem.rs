@@ -85,9 +85,7 @@ impl Shards {
     }
 }
 
-pub struct Mem;
-
-static INFO: DriverInfo = DriverInfo {
+pub static INFO: DriverInfo = DriverInfo {
     scheme: "mem",
     summary: "in-process hash map; no I/O, no serialization: the floor to read other columns against",
     forms: &["mem:"],
@@ -95,22 +93,16 @@ static INFO: DriverInfo = DriverInfo {
     options: &[],
 };
 
-impl crate::Driver for Mem {
-    fn info(&self) -> &'static DriverInfo {
-        &INFO
+/// Validates `rest` (what follows `mem:`) and the options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    crate::options::Opts::new("mem", options, INFO.options)?;
+    if !rest.is_empty() {
+        return Err(ConfigError::url("mem: takes no path").hint("write just mem:"));
     }
-
-    fn configure(
-        &self,
-        rest: &str,
-        options: &BTreeMap<String, String>,
-    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
-        crate::options::Opts::new("mem", options, INFO.options)?;
-        if !rest.is_empty() {
-            return Err(ConfigError::url("mem: takes no path").hint("write just mem:"));
-        }
-        Ok(Box::new(MemConfig))
-    }
+    Ok(Box::new(MemConfig))
 }
 
 struct MemConfig;

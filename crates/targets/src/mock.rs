@@ -21,9 +21,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub struct Mock;
-
-static INFO: DriverInfo = DriverInfo {
+pub static INFO: DriverInfo = DriverInfo {
     scheme: "mock",
     summary: "simulated target: exact latencies and failures from options, on a virtual clock",
     forms: &["mock:", "mock:?latency=100us&fail_every=100"],
@@ -108,46 +106,39 @@ struct MockParams {
     resolved: BTreeMap<String, String>,
 }
 
-impl crate::Driver for Mock {
-    fn info(&self) -> &'static DriverInfo {
-        &INFO
+/// Validates `rest` (what follows `mock:`) and the options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    if !rest.is_empty() {
+        return Err(ConfigError::url("mock: takes no path, only options")
+            .hint("write e.g. mock:?latency=100us"));
     }
-
-    fn configure(
-        &self,
-        rest: &str,
-        options: &BTreeMap<String, String>,
-    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
-        if !rest.is_empty() {
-            return Err(ConfigError::url("mock: takes no path, only options")
-                .hint("write e.g. mock:?latency=100us"));
+    let o = Opts::new("mock", options, INFO.options)?;
+    let ns = |name: &str| -> Result<u64, ConfigError> { Ok(o.duration(name)?.as_nanos() as u64) };
+    let latency = ns("latency")?;
+    let or_latency = |name: &str| -> Result<u64, ConfigError> {
+        if o.text(name).is_empty() {
+            Ok(latency)
+        } else {
+            ns(name)
         }
-        let o = Opts::new("mock", options, INFO.options)?;
-        let ns =
-            |name: &str| -> Result<u64, ConfigError> { Ok(o.duration(name)?.as_nanos() as u64) };
-        let latency = ns("latency")?;
-        let or_latency = |name: &str| -> Result<u64, ConfigError> {
-            if o.text(name).is_empty() {
-                Ok(latency)
-            } else {
-                ns(name)
-            }
-        };
-        Ok(Box::new(MockConfig(MockParams {
-            get_ns: or_latency("get_latency")?,
-            put_ns: or_latency("put_latency")?,
-            commit_ns: ns("commit_latency")?,
-            slow_every: o.count("slow_every")?,
-            slow_ns: ns("slow_latency")?,
-            fail_every: o.count("fail_every")?,
-            fail_class: o.error_class("fail_class")?,
-            corrupt_every: o.count("corrupt_every")?,
-            panic_every: o.count("panic_every")?,
-            cold_na: o.choice("cold", &["ok", "na"])? == "na",
-            real_clock: o.choice("clock", &["virtual", "real"])? == "real",
-            resolved: o.resolved(),
-        })))
-    }
+    };
+    Ok(Box::new(MockConfig(MockParams {
+        get_ns: or_latency("get_latency")?,
+        put_ns: or_latency("put_latency")?,
+        commit_ns: ns("commit_latency")?,
+        slow_every: o.count("slow_every")?,
+        slow_ns: ns("slow_latency")?,
+        fail_every: o.count("fail_every")?,
+        fail_class: o.error_class("fail_class")?,
+        corrupt_every: o.count("corrupt_every")?,
+        panic_every: o.count("panic_every")?,
+        cold_na: o.choice("cold", &["ok", "na"])? == "na",
+        real_clock: o.choice("clock", &["virtual", "real"])? == "real",
+        resolved: o.resolved(),
+    })))
 }
 
 struct MockConfig(MockParams);

@@ -20,9 +20,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-pub struct Redb;
-
-static INFO: DriverInfo = DriverInfo {
+pub static INFO: DriverInfo = DriverInfo {
     scheme: "redb",
     summary: "redb, an embedded ordered key-value engine (pure Rust, copy-on-write B-trees)",
     forms: &[
@@ -58,24 +56,18 @@ struct Config {
     resolved: BTreeMap<String, String>,
 }
 
-impl crate::Driver for Redb {
-    fn info(&self) -> &'static DriverInfo {
-        &INFO
-    }
-
-    fn configure(
-        &self,
-        rest: &str,
-        options: &BTreeMap<String, String>,
-    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
-        let o = Opts::new("redb", options, INFO.options)?;
-        Ok(Box::new(Config {
-            place: Place::parse(rest),
-            durable: o.choice("durability", &["immediate", "none"])? == "immediate",
-            cache_size: o.size("cache_size")? as usize,
-            resolved: o.resolved(),
-        }))
-    }
+/// Validates `rest` (what follows `redb:`) and the options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let o = Opts::new("redb", options, INFO.options)?;
+    Ok(Box::new(Config {
+        place: Place::parse(rest),
+        durable: o.choice("durability", &["immediate", "none"])? == "immediate",
+        cache_size: o.size("cache_size")? as usize,
+        resolved: o.resolved(),
+    }))
 }
 
 fn err(context: impl std::fmt::Display) -> impl Fn(redb::Error) -> DriverError {

@@ -19,9 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub struct Sqlite;
-
-static INFO: DriverInfo = DriverInfo {
+pub static INFO: DriverInfo = DriverInfo {
     scheme: "sqlite",
     summary: "SQLite (bundled) through rusqlite; one connection per client",
     forms: &[
@@ -67,29 +65,23 @@ struct Config {
     resolved: BTreeMap<String, String>,
 }
 
-impl crate::Driver for Sqlite {
-    fn info(&self) -> &'static DriverInfo {
-        &INFO
-    }
-
-    fn configure(
-        &self,
-        rest: &str,
-        options: &BTreeMap<String, String>,
-    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
-        let o = Opts::new("sqlite", options, INFO.options)?;
-        let cache_size = o.text("cache_size").parse::<i64>().map_err(|_| {
-            ConfigError::option("cache_size", "must be a whole number (pages, or -KiB)")
-        })?;
-        Ok(Box::new(Config {
-            place: Place::parse(rest),
-            journal_mode: o.choice("journal_mode", JOURNAL_MODES)?,
-            synchronous: o.choice("synchronous", SYNC_MODES)?,
-            cache_size,
-            busy_timeout: o.duration("busy_timeout")?,
-            resolved: o.resolved(),
-        }))
-    }
+/// Validates `rest` (what follows `sqlite:`) and the options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let o = Opts::new("sqlite", options, INFO.options)?;
+    let cache_size = o.text("cache_size").parse::<i64>().map_err(|_| {
+        ConfigError::option("cache_size", "must be a whole number (pages, or -KiB)")
+    })?;
+    Ok(Box::new(Config {
+        place: Place::parse(rest),
+        journal_mode: o.choice("journal_mode", JOURNAL_MODES)?,
+        synchronous: o.choice("synchronous", SYNC_MODES)?,
+        cache_size,
+        busy_timeout: o.duration("busy_timeout")?,
+        resolved: o.resolved(),
+    }))
 }
 
 /// Adds the place to a SQLite error.
