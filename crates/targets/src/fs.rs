@@ -63,19 +63,10 @@ impl TargetConfig for Config {
         self.place.path()
     }
     fn preflight(&self) -> Result<(), DriverError> {
-        match &self.place {
-            Place::Temporary => Ok(()),
-            Place::At(p) => namespace::check_dir(p).map(|_| ()),
-        }
+        self.place.check_dir()
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
-        let (root, temporary) = match &self.place {
-            Place::Temporary => (namespace::temp_dir("fs")?, true),
-            Place::At(p) => {
-                namespace::claim_dir(p)?;
-                (p.clone(), false)
-            }
-        };
+        let (root, temporary) = self.place.claim_dir("fs")?;
         let objects = root.join(OBJECTS);
         if objects.exists() {
             std::fs::remove_dir_all(&objects).map_err(|e| {

@@ -99,19 +99,10 @@ impl TargetConfig for Config {
         self.place.path()
     }
     fn preflight(&self) -> Result<(), DriverError> {
-        match &self.place {
-            Place::Temporary => Ok(()),
-            Place::At(p) => namespace::check_dir(p).map(|_| ()),
-        }
+        self.place.check_dir()
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
-        let (dir, temporary) = match &self.place {
-            Place::Temporary => (namespace::temp_dir("lmdb")?, true),
-            Place::At(p) => {
-                namespace::claim_dir(p)?;
-                (p.clone(), false)
-            }
-        };
+        let (dir, temporary) = self.place.claim_dir("lmdb")?;
         let (env, db) = self
             .open_env(&dir)
             .map_err(|e| DriverError::new(format!("{}: {e}", dir.display())))?;

@@ -152,6 +152,26 @@ impl Place {
             Place::At(p) => Some(p.clone()),
         }
     }
+
+    /// For stores kept in a directory: checks, reading only, that it may be claimed.
+    pub fn check_dir(&self) -> Result<(), DriverError> {
+        match self {
+            Place::Temporary => Ok(()),
+            Place::At(p) => check_dir(p).map(|_| ()),
+        }
+    }
+
+    /// For stores kept in a directory: a fresh temporary one, or the user's claimed. Returns the
+    /// directory and whether it is temporary (deleted at close).
+    pub fn claim_dir(&self, scheme: &str) -> Result<(PathBuf, bool), DriverError> {
+        match self {
+            Place::Temporary => Ok((temp_dir(scheme)?, true)),
+            Place::At(p) => {
+                claim_dir(p)?;
+                Ok((p.clone(), false))
+            }
+        }
+    }
 }
 
 #[cfg(test)]
