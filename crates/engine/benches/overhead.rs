@@ -55,7 +55,7 @@ fn main() {
         let t = Instant::now();
         let end = worker::run(
             &clock,
-            Schedule::Closed,
+            &mut Schedule::Closed,
             Stop::Count(ops),
             &stop,
             &mut rec,

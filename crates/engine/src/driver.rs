@@ -6,6 +6,7 @@
 //! returns `Result<_, OpError>`: a failure is data, classified by [`ErrorClass`], never a panic.
 
 use crate::clock::Clock;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -128,15 +129,17 @@ impl ErrorClass {
     }
 }
 
-/// A failed operation. The message is built only on the failure path.
+/// A failed operation. The message is built only on the failure path, and a fixed message
+/// (`&'static str`) costs no allocation at all — a target answering errors at full speed does not
+/// make dyno allocate per request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpError {
     pub class: ErrorClass,
-    pub message: String,
+    pub message: Cow<'static, str>,
 }
 
 impl OpError {
-    pub fn new(class: ErrorClass, message: impl Into<String>) -> OpError {
+    pub fn new(class: ErrorClass, message: impl Into<Cow<'static, str>>) -> OpError {
         OpError {
             class,
             message: message.into(),

@@ -8,7 +8,7 @@
 //! - [`plan`]: raw plans (TOML or flags), their one validation, resolved plans.
 //! - [`driver`]: the traits every target implements (`TargetConfig`, `Store`, `Session`).
 //! - [`clock`]: the monotonic clock, and a virtual one for exact tests.
-//! - [`worker`]: the one worker loop (schedule × stop condition).
+//! - [`worker`]: the one worker loop (schedule × stop condition); [`schedule`]: open-loop arrivals.
 //! - [`recorder`]: per-worker histograms and counters.
 //! - [`shootout`]: the `shootout` suite (zodbshootout's six tests).
 //! - [`runner`]: runs a plan, target by target, and builds the run record.
@@ -22,6 +22,7 @@ pub mod pagecache;
 pub mod plan;
 pub mod recorder;
 pub mod runner;
+pub mod schedule;
 pub mod shootout;
 pub mod suggest;
 pub mod units;

@@ -57,7 +57,7 @@ impl Recorder {
         let i = e.class as usize;
         self.errors[i] += 1;
         if self.examples[i].is_none() {
-            self.examples[i] = Some(e.message);
+            self.examples[i] = Some(e.message.into_owned());
         }
     }
 

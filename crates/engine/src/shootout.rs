@@ -265,7 +265,7 @@ impl Client {
         let (cache, buf, value) = (&mut self.cache, &mut self.buf, &mut self.value);
         let end = worker::run(
             clock,
-            Schedule::Closed,
+            &mut Schedule::Closed,
             Stop::Count(p.objects),
             interrupt,
             &mut self.rec,

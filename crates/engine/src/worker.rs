@@ -11,15 +11,33 @@
 
 use crate::clock::Clock;
 use crate::recorder::{Outcome, Recorder};
+use crate::schedule::Arrivals;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// When operations are meant to start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Schedule {
     /// Each operation starts when the previous one ends.
     Closed,
-    /// Operations start every `interval_ns`, whether or not the previous one has ended.
-    Open { interval_ns: u64 },
+    /// Operations start at the arrival times, whether or not the previous one has ended.
+    Open(Arrivals),
+}
+
+impl Schedule {
+    /// The intended start of the next operation: in a closed loop the end of the previous one
+    /// (`prev_done`), in an open loop the next arrival after `start`; `None` when an open
+    /// schedule has run out.
+    #[inline]
+    pub fn next(&mut self, start: u64, prev_done: u64) -> Option<u64> {
+        match self {
+            Schedule::Closed => Some(prev_done),
+            Schedule::Open(a) => a.next_ns().map(|t| start + t),
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        matches!(self, Schedule::Open(_))
+    }
 }
 
 /// When the loop ends.
@@ -29,6 +47,17 @@ pub enum Stop {
     Count(u64),
     /// At the first operation intended to start this long after the loop's start.
     Duration { ns: u64 },
+}
+
+impl Stop {
+    /// True when operation `i`, intended `since_start_ns` after the start, must not run.
+    #[inline]
+    pub fn reached(self, i: u64, since_start_ns: u64) -> bool {
+        match self {
+            Stop::Count(n) => i >= n,
+            Stop::Duration { ns } => since_start_ns >= ns,
+        }
+    }
 }
 
 /// How a loop ended.
@@ -54,7 +83,7 @@ impl LoopEnd {
 #[inline]
 pub fn run<F>(
     clock: &Clock,
-    schedule: Schedule,
+    schedule: &mut Schedule,
     stop: Stop,
     interrupt: &AtomicBool,
     rec: &mut Recorder,
@@ -67,32 +96,27 @@ where
     let mut prev_done = start;
     let mut i: u64 = 0;
     let mut interrupted = false;
+    let open = schedule.is_open();
     loop {
-        let intended = match schedule {
-            Schedule::Closed => prev_done,
-            Schedule::Open { interval_ns } => start + i * interval_ns,
+        let Some(intended) = schedule.next(start, prev_done) else {
+            break;
         };
-        let reached = match stop {
-            Stop::Count(n) => i >= n,
-            Stop::Duration { ns } => intended - start >= ns,
-        };
-        if reached {
+        if stop.reached(i, intended - start) {
             break;
         }
         if interrupt.load(Ordering::Relaxed) {
             interrupted = true;
             break;
         }
-        let sent = match schedule {
-            Schedule::Closed => intended,
-            Schedule::Open { .. } => {
-                clock.wait_until(intended);
-                clock.now_ns()
-            }
+        let sent = if open {
+            clock.wait_until(intended);
+            clock.now_ns()
+        } else {
+            intended
         };
         let outcome = op(i);
         let done = clock.now_ns();
-        if let Schedule::Open { .. } = schedule {
+        if open {
             rec.service.saturating_record((done - sent).max(1));
         }
         rec.record(done - intended, outcome);
@@ -110,6 +134,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::{ArrivalKind, RateProfile};
 
     #[test]
     fn closed_loop_count_records_each_operation_once() {
@@ -118,7 +143,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let end = run(
             &clock,
-            Schedule::Closed,
+            &mut Schedule::Closed,
             Stop::Count(100),
             &stop,
             &mut rec,
@@ -144,7 +169,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let end = run(
             &clock,
-            Schedule::Closed,
+            &mut Schedule::Closed,
             Stop::Duration { ns: 10_000 },
             &stop,
             &mut rec,
@@ -166,9 +191,11 @@ mod tests {
         let stop = AtomicBool::new(false);
         let end = run(
             &clock,
-            Schedule::Open {
-                interval_ns: 1_000_000,
-            },
+            &mut Schedule::Open(Arrivals::new(
+                RateProfile::constant(1_000.0, 10_000_000_000),
+                ArrivalKind::Constant,
+                1,
+            )),
             Stop::Count(1_000),
             &stop,
             &mut rec,
@@ -195,7 +222,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let end = run(
             &clock,
-            Schedule::Closed,
+            &mut Schedule::Closed,
             Stop::Count(1_000),
             &stop,
             &mut rec,
