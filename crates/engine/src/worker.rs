@@ -97,10 +97,7 @@ where
     let mut i: u64 = 0;
     let mut interrupted = false;
     let open = schedule.is_open();
-    loop {
-        let Some(intended) = schedule.next(start, prev_done) else {
-            break;
-        };
+    while let Some(intended) = schedule.next(start, prev_done) {
         if stop.reached(i, intended - start) {
             break;
         }
