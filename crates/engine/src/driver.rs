@@ -50,6 +50,9 @@ pub struct OptionSpec {
 pub struct DriverInfo {
     /// The URL scheme, without the colon.
     pub scheme: &'static str,
+    /// Whether `?k=v` in the URL sets driver options (false for `http:`, whose query is part of
+    /// the request; its options come from flags or the plan).
+    pub query_options: bool,
     /// One line on what it is.
     pub summary: &'static str,
     /// Accepted URL forms.
@@ -229,8 +232,28 @@ pub trait TargetConfig: Send + Sync {
     fn preflight(&self) -> Result<(), DriverError> {
         Ok(())
     }
-    /// Claims the namespace (creating it, or proving dyno created it) and opens the store.
-    fn open(&self) -> Result<Box<dyn Store>, DriverError>;
+    /// The operation families this target speaks.
+    fn families(&self) -> &'static [Family] {
+        &[Family::Kv]
+    }
+    /// Claims the namespace (creating it, or proving dyno created it) and opens the store
+    /// (`kv` targets).
+    fn open(&self) -> Result<Box<dyn Store>, DriverError> {
+        Err(DriverError::new("this target does not speak the kv family"))
+    }
+    /// Where to send requests and how (`request` targets). Resolves the address.
+    fn endpoint(&self) -> Result<Endpoint, DriverError> {
+        Err(DriverError::new(
+            "this target does not speak the request family",
+        ))
+    }
+}
+
+/// A request/response target, ready for the event loop.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub addr: std::net::SocketAddr,
+    pub protocol: std::sync::Arc<dyn crate::load::Protocol>,
 }
 
 /// What reaching the cold state did.

@@ -10,6 +10,7 @@
 //! - [`clock`]: the monotonic clock, and a virtual one for exact tests.
 //! - [`worker`]: the one worker loop (schedule × stop condition); [`schedule`]: open-loop arrivals.
 //! - [`recorder`]: per-worker histograms and counters.
+//! - [`load`]: the event-loop engine for request/response targets (closed and open loop).
 //! - [`shootout`]: the `shootout` suite (zodbshootout's six tests).
 //! - [`runner`]: runs a plan, target by target, and builds the run record.
 //! - [`env`], [`pagecache`]: the machine's description; dropping and verifying the page cache.
@@ -18,6 +19,7 @@
 pub mod clock;
 pub mod driver;
 pub mod env;
+pub mod load;
 pub mod pagecache;
 pub mod plan;
 pub mod recorder;

@@ -144,6 +144,11 @@ pub struct RawPlan {
 pub trait Resolver {
     /// Known URL schemes, for "did you mean".
     fn schemes(&self) -> Vec<&'static str>;
+    /// Whether a `?query` in this scheme's URLs holds driver options (else it stays in the URL).
+    fn query_options(&self, scheme: &str) -> bool {
+        let _ = scheme;
+        true
+    }
     /// URLs used when the plan names no target.
     fn default_urls(&self) -> Vec<&'static str>;
     /// Validates `scheme:rest` with `options` and returns the configured target. Touches nothing.
@@ -602,6 +607,12 @@ fn resolve_target(
         )
         .hint("`dyno targets` lists every driver and its URL forms"));
     }
+    let (rest, query) = if resolver.query_options(scheme) {
+        (rest, query)
+    } else {
+        let after_colon = &url.value[scheme.len() + 1..];
+        (after_colon, Vec::new())
+    };
     let mut options = BTreeMap::new();
     let mut origins: BTreeMap<String, Origin> = BTreeMap::new();
     for (k, v) in query {

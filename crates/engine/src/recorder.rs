@@ -52,6 +52,13 @@ impl Recorder {
         }
     }
 
+    /// Counts a failed operation that has no latency to record (no response ever came).
+    #[cold]
+    pub fn fail(&mut self, e: OpError) {
+        self.ops += 1;
+        self.error(e);
+    }
+
     #[cold]
     fn error(&mut self, e: OpError) {
         let i = e.class as usize;

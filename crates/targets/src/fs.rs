@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "fs",
+    query_options: true,
     summary: "one file per object in a directory dyno creates (or finds empty)",
     forms: &["fs:", "fs:/path/to/dir", "fs:/path/to/dir?fsync=true"],
     families: &[Family::Kv],

@@ -17,6 +17,7 @@
 //! - [`namespace`]: claiming directories and temporary namespaces; [`options`]: option parsing.
 
 pub mod fs;
+pub mod http;
 pub mod lmdb;
 pub mod mem;
 pub mod mock;
@@ -25,6 +26,7 @@ pub mod options;
 #[cfg(feature = "redb")]
 pub mod redb;
 pub mod sqlite;
+pub mod tcp;
 
 use engine::driver::{ConfigError, DriverInfo, TargetConfig};
 use engine::plan::Resolver;
@@ -64,6 +66,14 @@ pub fn drivers() -> Vec<Driver> {
             info: &mock::INFO,
             configure: mock::configure,
         },
+        Driver {
+            info: &http::INFO,
+            configure: http::configure,
+        },
+        Driver {
+            info: &tcp::INFO,
+            configure: tcp::configure,
+        },
     ];
     #[cfg(feature = "redb")]
     all.push(Driver {
@@ -82,6 +92,13 @@ pub struct Registry;
 impl Resolver for Registry {
     fn schemes(&self) -> Vec<&'static str> {
         drivers().iter().map(|d| d.info.scheme).collect()
+    }
+
+    fn query_options(&self, scheme: &str) -> bool {
+        drivers()
+            .iter()
+            .find(|d| d.info.scheme == scheme)
+            .is_none_or(|d| d.info.query_options)
     }
 
     fn default_urls(&self) -> Vec<&'static str> {

@@ -21,6 +21,7 @@ use std::sync::Mutex;
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "lmdb",
+    query_options: true,
     summary: "LMDB through heed (memory-mapped B+tree)",
     forms: &["lmdb:", "lmdb:/path/to/dir", "lmdb:/path/to/dir?sync=false"],
     families: &[Family::Kv],

@@ -87,6 +87,7 @@ impl Shards {
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "mem",
+    query_options: true,
     summary: "in-process hash map; no I/O, no serialization: the floor to read other columns against",
     forms: &["mem:"],
     families: &[Family::Kv],

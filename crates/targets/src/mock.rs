@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "mock",
+    query_options: true,
     summary: "simulated target: exact latencies and failures from options, on a virtual clock",
     forms: &["mock:", "mock:?latency=100us&fail_every=100"],
     families: &[Family::Kv],

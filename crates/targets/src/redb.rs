@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "redb",
+    query_options: true,
     summary: "redb, an embedded ordered key-value engine (pure Rust, copy-on-write B-trees)",
     forms: &[
         "redb:",

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "sqlite",
+    query_options: true,
     summary: "SQLite (bundled) through rusqlite; one connection per client",
     forms: &[
         "sqlite:",

@@ -1,0 +1,942 @@
+//! The event-loop engine for request/response targets (`http://`, `tcp://`).
+//!
+//! One thread per core, each running one poll loop over many non-blocking connections. The
+//! schedule, the stop condition and the recorder are the same pieces the blocking worker loop uses
+//! ([`Schedule::next`], [`Stop::reached`], [`Recorder`]); what differs is that a thread has many
+//! operations in flight at once.
+//!
+//! - **Closed loop** (wrk's model, or gobench's N clients × M requests): each connection sends its
+//!   next request when its previous response ends; latency runs from that moment.
+//! - **Open loop** (wrk2's model): requests are due at the arrival times of a rate profile. A due
+//!   request takes an idle connection, or opens a new one (up to the connection limit), or waits in
+//!   a queue for the next free connection. Latency always runs from the *intended* time, so time
+//!   spent queued behind a stalled target is charged to it (coordinated omission is never hidden);
+//!   the service time from the actual send is recorded beside it.
+//!
+//! Every thread also measures itself: how late it dispatched each due request (the schedule lag,
+//! which only the generator can cause) and the CPU it used, so a run whose generator could not keep
+//! up says so. Network failures (refused, reset, timeout, broken responses) are counted by class;
+//! nothing a server sends can crash or hang the loop: responses are bounded by the reader, every
+//! request by the timeout, and the whole run by its stop condition plus one timeout to drain.
+
+pub mod protocol;
+mod timer;
+
+pub use protocol::{Feed, Protocol, ResponseReader};
+pub use timer::{process_cpu_ns, thread_cpu_ns};
+
+use crate::clock::Clock;
+use crate::driver::{ErrorClass, OpError};
+use crate::recorder::Recorder;
+use crate::schedule::{ArrivalKind, Arrivals, RateProfile};
+use crate::worker::{Schedule, Stop};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use results::Histogram;
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+/// Requests waiting for a connection, per thread. Past this many the target is so far behind that
+/// further requests are counted as dropped instead of queued (8 bytes each: 8 MiB per thread).
+pub const MAX_BACKLOG: usize = 1 << 20;
+/// Bytes read from a socket at a time (one buffer per thread, shared by its connections).
+const READ_CHUNK: usize = 64 << 10;
+/// How often in-flight requests are checked against the timeout.
+const SCAN_NS: u64 = 10_000_000;
+/// After a refused or failed connection, a closed-loop client waits this long before trying
+/// again, so a dead target costs errors, not a spinning CPU.
+const RETRY_PAUSE_NS: u64 = 10_000_000;
+/// Events taken from the kernel per poll.
+const EVENTS: usize = 1024;
+/// The token of a thread's timer.
+const TIMER: Token = Token(usize::MAX);
+
+/// How load is offered.
+#[derive(Debug, Clone)]
+pub enum LoadMode {
+    /// `connections` connections, each sending its next request when the previous one ends,
+    /// until `stop` (a duration for all, or a count of requests per connection).
+    Closed { connections: usize, stop: Stop },
+    /// Requests at the arrival times of `profile`; `connections` are opened up front, more as
+    /// needed up to `max_connections`. `stop` may end it before the profile does.
+    Open {
+        profile: RateProfile,
+        arrival: ArrivalKind,
+        seed: u64,
+        connections: usize,
+        max_connections: usize,
+        stop: Option<Stop>,
+    },
+}
+
+/// Everything one load run needs.
+#[derive(Clone)]
+pub struct LoadSpec {
+    pub addr: SocketAddr,
+    pub protocol: Arc<dyn Protocol>,
+    pub threads: usize,
+    pub mode: LoadMode,
+    /// A request with no complete response this long after it started is a `timeout`.
+    pub timeout: Duration,
+    /// Length of the intervals of the time series (and of the `.hlog`).
+    pub interval: Duration,
+}
+
+/// Counts of one run (summed over threads).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    /// Requests started (sent, or attempted when the connection failed).
+    pub requests: u64,
+    /// Complete responses, whatever their status.
+    pub responses: u64,
+    /// Complete responses that report success (HTTP 2xx; any complete frame for tcp).
+    pub ok: u64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// Connections established.
+    pub connects: u64,
+    /// Requests that were due but never sent: the queue was full, or the run ended first.
+    pub unsent: u64,
+    /// Time-weighted mean of requests outstanding (in flight or queued), summed over threads.
+    pub outstanding_mean: f64,
+    /// The largest number outstanding at once on any thread, summed over threads: an upper bound.
+    pub outstanding_max: u64,
+}
+
+/// One interval of the time series.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Latencies of the responses completed in the interval.
+    pub latency: Histogram,
+    pub responses: u64,
+    pub errors: u64,
+    pub connects: u64,
+}
+
+/// How the generator itself did.
+#[derive(Debug, Clone)]
+pub struct SelfCheck {
+    /// Open loop: how late each due request was dispatched by dyno itself (not by queueing).
+    pub lag: Histogram,
+    /// Open loop: the requests the profile asked for, per second (`None` in closed loop).
+    pub intended_per_s: Option<f64>,
+    /// Requests started per second.
+    pub achieved_per_s: f64,
+    /// CPU time of dyno's process during the run: user and system, ns.
+    pub cpu_user_ns: u64,
+    pub cpu_sys_ns: u64,
+    /// The busiest load thread's CPU time over its wall time.
+    pub busiest_thread: f64,
+}
+
+/// What a load run produced.
+#[derive(Debug, Clone)]
+pub struct LoadResult {
+    /// Latency (from the intended start) and service time (from the actual send) of every
+    /// response, and failures by class.
+    pub recorder: Recorder,
+    pub counters: Counters,
+    pub intervals: Vec<Interval>,
+    pub check: SelfCheck,
+    pub wall_ns: u64,
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// No socket.
+    Closed,
+    /// Connecting; the request goes out once connected.
+    Connecting,
+    /// Writing the request.
+    Writing,
+    /// Reading the response.
+    Reading,
+    /// Connected, no request in flight.
+    Idle,
+}
+
+struct Conn {
+    stream: Option<TcpStream>,
+    state: State,
+    reader: Box<dyn ResponseReader>,
+    written: usize,
+    /// When the request in flight was due (latency starts here).
+    intended: u64,
+    /// When the connection started working on it (the timeout starts here).
+    started: u64,
+    /// When its first byte was written (service time starts here).
+    sent: u64,
+    /// Closed loop: requests this connection may still start (`u64::MAX` for a duration stop).
+    remaining: u64,
+    /// Closed loop: when the next request is due, after a failure pause.
+    retry_at: Option<u64>,
+}
+
+impl Conn {
+    fn busy(&self) -> bool {
+        matches!(
+            self.state,
+            State::Connecting | State::Writing | State::Reading
+        )
+    }
+}
+
+/// One thread's share of a run.
+struct Share {
+    index: usize,
+    connections: usize,
+    max_connections: usize,
+    schedule: Schedule,
+    stop: Option<Stop>,
+    closed_remaining: u64,
+}
+
+struct Worker<'a> {
+    spec: &'a LoadSpec,
+    clock: Clock,
+    poll: Poll,
+    timer: timer::Timer,
+    conns: Vec<Conn>,
+    idle: Vec<usize>,
+    backlog: VecDeque<u64>,
+    rec: Recorder,
+    lag: Histogram,
+    counters: Counters,
+    buf: Vec<u8>,
+    open: bool,
+    max_connections: usize,
+    // Intervals.
+    interval_ns: u64,
+    interval_index: u64,
+    interval_hist: Histogram,
+    interval_counts: (u64, u64, u64),
+    intervals: Vec<Interval>,
+    // Outstanding requests, time-weighted.
+    outstanding: u64,
+    outstanding_since: u64,
+    outstanding_area: f64,
+    start: u64,
+    issuing: bool,
+    closed_stop: Option<Stop>,
+    /// Connections with a `retry_at` set (the loops over them are skipped when zero).
+    pausing: usize,
+}
+
+struct WorkerResult {
+    rec: Recorder,
+    lag: Histogram,
+    counters: Counters,
+    intervals: Vec<Interval>,
+    cpu_ns: u64,
+    wall_ns: u64,
+    interrupted: bool,
+}
+
+fn io_err(context: &'static str, e: &io::Error) -> OpError {
+    OpError::new(ErrorClass::of_io(e), format!("{context}: {e}"))
+}
+
+impl<'a> Worker<'a> {
+    fn new(spec: &'a LoadSpec, clock: Clock, share: &Share) -> io::Result<Worker<'a>> {
+        let poll = Poll::new()?;
+        let timer = timer::Timer::new(poll.registry(), TIMER)?;
+        Ok(Worker {
+            spec,
+            clock,
+            poll,
+            timer,
+            conns: Vec::with_capacity(share.max_connections),
+            idle: Vec::with_capacity(share.max_connections),
+            backlog: VecDeque::new(),
+            rec: Recorder::new(),
+            lag: results::new_histogram(),
+            counters: Counters::default(),
+            buf: vec![0; READ_CHUNK],
+            open: share.schedule.is_open(),
+            max_connections: share.max_connections,
+            interval_ns: spec.interval.as_nanos().max(1_000_000) as u64,
+            interval_index: 0,
+            interval_hist: results::new_histogram(),
+            interval_counts: (0, 0, 0),
+            intervals: Vec::new(),
+            outstanding: 0,
+            outstanding_since: 0,
+            outstanding_area: 0.0,
+            start: 0,
+            issuing: true,
+            closed_stop: None,
+            pausing: 0,
+        })
+    }
+
+    fn add_conn(&mut self, remaining: u64) -> usize {
+        self.conns.push(Conn {
+            stream: None,
+            state: State::Closed,
+            reader: self.spec.protocol.reader(),
+            written: 0,
+            intended: 0,
+            started: 0,
+            sent: 0,
+            remaining,
+            retry_at: None,
+        });
+        self.conns.len() - 1
+    }
+
+    fn set_outstanding(&mut self, now: u64, n: u64) {
+        self.outstanding_area +=
+            self.outstanding as f64 * now.saturating_sub(self.outstanding_since) as f64;
+        self.outstanding_since = now;
+        self.outstanding = n;
+        self.counters.outstanding_max = self.counters.outstanding_max.max(n);
+    }
+
+    fn in_flight(&self) -> u64 {
+        self.conns.iter().filter(|c| c.busy()).count() as u64
+    }
+
+    /// Starts request `intended` on connection `ci`, connecting first if needed.
+    fn start(&mut self, ci: usize, intended: u64, now: u64) {
+        self.counters.requests += 1;
+        let c = &mut self.conns[ci];
+        if c.remaining != u64::MAX {
+            c.remaining -= 1;
+        }
+        c.intended = intended;
+        c.started = now;
+        c.written = 0;
+        c.reader.reset();
+        if c.stream.is_none() {
+            match TcpStream::connect(self.spec.addr) {
+                Ok(mut s) => {
+                    if let Err(e) = self.poll.registry().register(
+                        &mut s,
+                        Token(ci),
+                        Interest::READABLE | Interest::WRITABLE,
+                    ) {
+                        self.fail(ci, io_err("register", &e), now);
+                        return;
+                    }
+                    let c = &mut self.conns[ci];
+                    c.stream = Some(s);
+                    c.state = State::Connecting;
+                }
+                Err(e) => {
+                    self.fail(ci, io_err("connect", &e), now);
+                    return;
+                }
+            }
+        } else {
+            c.state = State::Writing;
+            self.write(ci, now);
+        }
+        let n = self.outstanding + 1;
+        self.set_outstanding(now, n);
+    }
+
+    /// Writes what is left of the request; moves to reading once it is all out.
+    fn write(&mut self, ci: usize, now: u64) {
+        let req = self.spec.protocol.request();
+        let c = &mut self.conns[ci];
+        let Some(stream) = c.stream.as_mut() else {
+            return;
+        };
+        if c.written == 0 {
+            c.sent = now;
+        }
+        while c.written < req.len() {
+            match stream.write(&req[c.written..]) {
+                Ok(0) => {
+                    let e = OpError::new(ErrorClass::Reset, "connection closed while sending");
+                    self.fail(ci, e, now);
+                    return;
+                }
+                Ok(n) => {
+                    c.written += n;
+                    self.counters.bytes_out += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.fail(ci, io_err("send", &e), now);
+                    return;
+                }
+            }
+        }
+        c.state = State::Reading;
+    }
+
+    /// Reads what has arrived; completes the response when the reader says so.
+    fn read(&mut self, ci: usize, now: u64) {
+        loop {
+            let c = &mut self.conns[ci];
+            let Some(stream) = c.stream.as_mut() else {
+                return;
+            };
+            let (n, eof) = match stream.read(&mut self.buf) {
+                Ok(0) => (0, true),
+                Ok(n) => (n, false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if c.state == State::Reading || c.state == State::Writing {
+                        self.fail(ci, io_err("receive", &e), now);
+                    } else {
+                        self.drop_stream(ci);
+                    }
+                    return;
+                }
+            };
+            self.counters.bytes_in += n as u64;
+            if c.state != State::Reading {
+                // Bytes or a close while no request is in flight.
+                if n > 0 && c.state == State::Idle {
+                    // A server talking out of turn: the connection can no longer be trusted.
+                    self.drop_stream(ci);
+                    self.rec.fail(OpError::new(
+                        ErrorClass::Protocol,
+                        "bytes received with no request in flight",
+                    ));
+                } else if eof {
+                    self.drop_stream(ci);
+                }
+                return;
+            }
+            match c.reader.feed(&self.buf[..n], eof) {
+                Ok(Feed::More) if eof => {
+                    self.fail(
+                        ci,
+                        OpError::new(
+                            ErrorClass::Reset,
+                            "connection closed before the response ended",
+                        ),
+                        now,
+                    );
+                    return;
+                }
+                Ok(Feed::More) => {
+                    if eof {
+                        return;
+                    }
+                }
+                Ok(Feed::Done {
+                    used,
+                    outcome,
+                    keep_alive,
+                }) => {
+                    if used < n {
+                        self.fail(
+                            ci,
+                            OpError::new(ErrorClass::Protocol, "more bytes than the response"),
+                            now,
+                        );
+                        return;
+                    }
+                    self.complete(ci, outcome, keep_alive && !eof, now);
+                    return;
+                }
+                Err(e) => {
+                    self.fail(ci, e, now);
+                    return;
+                }
+            }
+            if eof {
+                return;
+            }
+        }
+    }
+
+    fn drop_stream(&mut self, ci: usize) {
+        let c = &mut self.conns[ci];
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        c.state = State::Closed;
+    }
+
+    /// A response ended.
+    fn complete(&mut self, ci: usize, outcome: Result<(), OpError>, keep_alive: bool, now: u64) {
+        let c = &mut self.conns[ci];
+        let latency = now.saturating_sub(c.intended);
+        let service = now.saturating_sub(c.sent);
+        self.counters.responses += 1;
+        if outcome.is_ok() {
+            self.counters.ok += 1;
+        }
+        self.rec.service.saturating_record(service.max(1));
+        self.rec.record(latency, outcome.map(|_| 0));
+        self.interval_hist.saturating_record(latency.max(1));
+        self.interval_counts.0 += 1;
+        let reuse = keep_alive && !self.spec.protocol.connection_per_request();
+        if reuse {
+            self.conns[ci].state = State::Idle;
+        } else {
+            self.drop_stream(ci);
+        }
+        let n = self.outstanding.saturating_sub(1);
+        self.set_outstanding(now, n);
+        self.next_for(ci, now);
+    }
+
+    /// A request failed: count it (no latency: there was no response), close the connection.
+    ///
+    /// A failure inside `start` itself (the connect call failed at once) never starts another
+    /// request from here, so failures cannot recurse: a closed-loop connection pauses, an
+    /// open-loop one goes back to the idle list for the next due request.
+    fn fail(&mut self, ci: usize, e: OpError, now: u64) {
+        let was_busy = self.conns[ci].busy();
+        let refused = e.class == ErrorClass::Refused;
+        self.rec.fail(e);
+        self.interval_counts.1 += 1;
+        self.drop_stream(ci);
+        if was_busy {
+            let n = self.outstanding.saturating_sub(1);
+            self.set_outstanding(now, n);
+        }
+        if self.open {
+            if was_busy {
+                self.next_for(ci, now);
+            } else {
+                self.idle.push(ci);
+            }
+        } else if refused || !was_busy {
+            if self.conns[ci].retry_at.is_none() {
+                self.pausing += 1;
+            }
+            self.conns[ci].retry_at = Some(now + RETRY_PAUSE_NS);
+        } else {
+            self.next_for(ci, now);
+        }
+    }
+
+    /// What a connection does after a request ended.
+    fn next_for(&mut self, ci: usize, now: u64) {
+        if self.open {
+            if let Some(intended) = self.backlog.pop_front() {
+                self.start(ci, intended, now);
+            } else {
+                self.idle.push(ci);
+            }
+            return;
+        }
+        if self.may_start(ci, now) {
+            self.start(ci, now, now);
+        }
+    }
+
+    /// Closed loop: whether connection `ci` may start another request now.
+    fn may_start(&self, ci: usize, now: u64) -> bool {
+        self.issuing && self.conns[ci].remaining > 0 && !self.closed_over(now)
+    }
+
+    /// Closed loop with a duration: true once it has passed.
+    fn closed_over(&self, now: u64) -> bool {
+        matches!(self.closed_stop, Some(Stop::Duration { ns }) if now - self.start >= ns)
+    }
+
+    /// An open-loop request is due at `intended`.
+    fn dispatch(&mut self, intended: u64, now: u64) {
+        self.lag
+            .saturating_record(now.saturating_sub(intended).max(1));
+        if let Some(ci) = self.idle.pop() {
+            self.start(ci, intended, now);
+        } else if self.conns.len() < self.max_connections {
+            let ci = self.add_conn(u64::MAX);
+            self.start(ci, intended, now);
+        } else if self.backlog.len() < MAX_BACKLOG {
+            self.backlog.push_back(intended);
+            let n = self.outstanding + 1;
+            self.set_outstanding(now, n);
+        } else {
+            self.counters.unsent += 1;
+        }
+    }
+
+    fn flush_interval(&mut self, now: u64) {
+        let start = self.start + self.interval_index * self.interval_ns;
+        let mut h = results::new_histogram();
+        std::mem::swap(&mut h, &mut self.interval_hist);
+        let (responses, errors, connects) = std::mem::take(&mut self.interval_counts);
+        self.intervals.push(Interval {
+            start_ns: start - self.start,
+            end_ns: (start + self.interval_ns).min(now) - self.start,
+            latency: h,
+            responses,
+            errors,
+            connects,
+        });
+        self.interval_index = (now - self.start) / self.interval_ns;
+    }
+
+    fn scan_timeouts(&mut self, now: u64) {
+        let timeout = self.spec.timeout.as_nanos() as u64;
+        for ci in 0..self.conns.len() {
+            let c = &self.conns[ci];
+            if c.busy() && now.saturating_sub(c.started) > timeout {
+                let e = OpError::new(
+                    ErrorClass::Timeout,
+                    "no complete response within the timeout",
+                );
+                self.fail(ci, e, now);
+            }
+        }
+    }
+
+    fn handle(&mut self, ci: usize, now: u64) {
+        let state = self.conns[ci].state;
+        if state == State::Connecting {
+            let c = &mut self.conns[ci];
+            let Some(s) = c.stream.as_ref() else { return };
+            match s.take_error() {
+                Ok(Some(e)) | Err(e) => {
+                    self.fail(ci, io_err("connect", &e), now);
+                    return;
+                }
+                Ok(None) => {}
+            }
+            match s.peer_addr() {
+                Ok(_) => {
+                    let _ = s.set_nodelay(true);
+                    self.counters.connects += 1;
+                    self.interval_counts.2 += 1;
+                    c.state = State::Writing;
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+                Err(e) => {
+                    self.fail(ci, io_err("connect", &e), now);
+                    return;
+                }
+            }
+        }
+        if self.conns[ci].state == State::Writing {
+            self.write(ci, now);
+        }
+        if matches!(self.conns[ci].state, State::Reading | State::Idle) {
+            self.read(ci, now);
+        }
+    }
+
+    fn run(
+        mut self,
+        mut share: Share,
+        barrier: &Barrier,
+        interrupt: &AtomicBool,
+    ) -> io::Result<WorkerResult> {
+        let mut events = Events::with_capacity(EVENTS);
+        barrier.wait();
+        let cpu0 = thread_cpu_ns();
+        let start = self.clock.now_ns();
+        self.start = start;
+        self.outstanding_since = start;
+        self.closed_stop = if self.open { None } else { share.stop };
+        let mut next_scan = start + SCAN_NS;
+        let mut next_arrival = if self.open {
+            share.schedule.next(start, start)
+        } else {
+            None
+        };
+        let mut arrivals_started: u64 = 0;
+        for _ in 0..share.connections {
+            let ci = self.add_conn(share.closed_remaining);
+            if self.open {
+                self.idle.push(ci);
+            } else if share.closed_remaining > 0 {
+                self.start(ci, start, start);
+            }
+        }
+        let drain_ns = self.spec.timeout.as_nanos() as u64;
+        let mut issuing_ended_at: Option<u64> = None;
+        let mut interrupted = false;
+        loop {
+            let now = self.clock.now_ns();
+            if interrupt.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            // Open loop: dispatch every request that is due.
+            while let Some(t) = next_arrival {
+                if t > now {
+                    break;
+                }
+                let stop_now = share
+                    .stop
+                    .is_some_and(|s| s.reached(arrivals_started, t - start));
+                if stop_now {
+                    next_arrival = None;
+                    break;
+                }
+                self.dispatch(t, now);
+                arrivals_started += 1;
+                next_arrival = share.schedule.next(start, now);
+            }
+            // Closed loop: connections pausing after a failure.
+            if self.pausing > 0 {
+                for ci in 0..self.conns.len() {
+                    if self.conns[ci].retry_at.is_some_and(|at| at <= now) {
+                        self.conns[ci].retry_at = None;
+                        self.pausing -= 1;
+                        if self.may_start(ci, now) {
+                            self.start(ci, now, now);
+                        }
+                    }
+                }
+            }
+            if now >= self.start + (self.interval_index + 1) * self.interval_ns {
+                self.flush_interval(now);
+            }
+            if now >= next_scan {
+                self.scan_timeouts(now);
+                next_scan = now + SCAN_NS;
+            }
+            // Is issuing over?
+            if self.issuing {
+                let over = if self.open {
+                    next_arrival.is_none()
+                } else {
+                    self.closed_over(now) || self.conns.iter().all(|c| c.remaining == 0)
+                };
+                if over {
+                    self.issuing = false;
+                    issuing_ended_at = Some(now);
+                }
+            }
+            if !self.issuing {
+                if self.in_flight() + self.backlog.len() as u64 == 0 {
+                    break;
+                }
+                if issuing_ended_at.is_some_and(|t| now > t + drain_ns) {
+                    break;
+                }
+            }
+            // Sleep until the next thing to do: an arrival, a retry, an interval, a scan.
+            let mut wake = next_scan.min(self.start + (self.interval_index + 1) * self.interval_ns);
+            if let Some(t) = next_arrival {
+                wake = wake.min(t);
+            }
+            if self.pausing > 0 {
+                for c in &self.conns {
+                    if let Some(t) = c.retry_at {
+                        wake = wake.min(t);
+                    }
+                }
+            }
+            let now = self.clock.now_ns();
+            let timeout = if wake <= now + timer::SPIN_BELOW_NS {
+                Some(Duration::ZERO)
+            } else {
+                self.timer.arm(wake, wake - now)?;
+                None
+            };
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            let now = self.clock.now_ns();
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    self.timer.acknowledge();
+                    continue;
+                }
+                self.handle(ev.token().0, now);
+            }
+        }
+        let end = self.clock.now_ns();
+        // Whatever is still in flight or queued never got its response.
+        let never = self.backlog.len() as u64;
+        self.counters.unsent += never;
+        if !interrupted {
+            for ci in 0..self.conns.len() {
+                if self.conns[ci].busy() {
+                    let e = OpError::new(ErrorClass::Timeout, "no response before the run ended");
+                    self.fail(ci, e, end);
+                }
+            }
+        }
+        self.set_outstanding(end, 0);
+        self.flush_interval(end);
+        let wall = end - start;
+        self.counters.outstanding_mean = if wall > 0 {
+            self.outstanding_area / wall as f64
+        } else {
+            0.0
+        };
+        Ok(WorkerResult {
+            rec: self.rec,
+            lag: self.lag,
+            counters: self.counters,
+            intervals: self.intervals,
+            cpu_ns: thread_cpu_ns() - cpu0,
+            wall_ns: wall,
+            interrupted,
+        })
+    }
+}
+
+/// Splits `n` into `parts` shares that differ by at most one.
+fn split(n: usize, parts: usize, i: usize) -> usize {
+    n / parts + usize::from(i < n % parts)
+}
+
+/// Runs a load and merges what every thread measured.
+pub fn run(spec: &LoadSpec, interrupt: &AtomicBool) -> io::Result<LoadResult> {
+    let threads = spec.threads.max(1);
+    let clock = Clock::monotonic();
+    let shares: Vec<Share> = (0..threads)
+        .map(|i| match &spec.mode {
+            LoadMode::Closed { connections, stop } => Share {
+                index: i,
+                connections: split(*connections, threads, i),
+                max_connections: split(*connections, threads, i),
+                schedule: Schedule::Closed,
+                stop: Some(*stop),
+                closed_remaining: match stop {
+                    Stop::Count(n) => *n,
+                    Stop::Duration { .. } => u64::MAX,
+                },
+            },
+            LoadMode::Open {
+                profile,
+                arrival,
+                seed,
+                connections,
+                max_connections,
+                stop,
+            } => Share {
+                index: i,
+                connections: split(*connections, threads, i),
+                max_connections: split(*max_connections, threads, i).max(1),
+                schedule: Schedule::Open(Arrivals::new(
+                    profile.scaled(1.0 / threads as f64),
+                    *arrival,
+                    seed.wrapping_add(i as u64 * 0x9E37_79B9),
+                )),
+                stop: stop.map(|s| match s {
+                    Stop::Count(n) => Stop::Count(split(n as usize, threads, i) as u64),
+                    d => d,
+                }),
+                closed_remaining: u64::MAX,
+            },
+        })
+        .collect();
+    let barrier = Barrier::new(threads + 1);
+    let (u0, s0) = process_cpu_ns();
+    let results: Vec<io::Result<WorkerResult>> = std::thread::scope(|s| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                let (clock, barrier) = (clock.clone(), &barrier);
+                std::thread::Builder::new()
+                    .name(format!("dyno-load-{}", share.index))
+                    .spawn_scoped(s, move || match Worker::new(spec, clock, &share) {
+                        Ok(w) => w.run(share, barrier, interrupt),
+                        Err(e) => {
+                            barrier.wait();
+                            Err(e)
+                        }
+                    })
+                    .expect("spawning a load thread")
+            })
+            .collect();
+        barrier.wait();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a load thread panicked")))
+            })
+            .collect()
+    });
+    let (u1, s1) = process_cpu_ns();
+    let mut parts = Vec::with_capacity(results.len());
+    for r in results {
+        parts.push(r?);
+    }
+
+    let mut recorder = Recorder::new();
+    let mut lag = results::new_histogram();
+    let mut counters = Counters::default();
+    let mut wall_ns = 0;
+    let mut busiest: f64 = 0.0;
+    let mut interrupted = false;
+    for p in &parts {
+        recorder.merge(&p.rec);
+        lag.add(&p.lag)
+            .expect("histograms of one range always merge");
+        let c = &p.counters;
+        counters.requests += c.requests;
+        counters.responses += c.responses;
+        counters.ok += c.ok;
+        counters.bytes_out += c.bytes_out;
+        counters.bytes_in += c.bytes_in;
+        counters.connects += c.connects;
+        counters.unsent += c.unsent;
+        counters.outstanding_mean += c.outstanding_mean;
+        counters.outstanding_max += c.outstanding_max;
+        wall_ns = wall_ns.max(p.wall_ns);
+        if p.wall_ns > 0 {
+            busiest = busiest.max(p.cpu_ns as f64 / p.wall_ns as f64);
+        }
+        interrupted |= p.interrupted;
+    }
+    let intervals = merge_intervals(&parts);
+    let intended_per_s = match &spec.mode {
+        LoadMode::Open { profile, .. } => {
+            let secs = profile.duration_ns() as f64 / 1e9;
+            (secs > 0.0).then(|| profile.expected_count() / secs)
+        }
+        LoadMode::Closed { .. } => None,
+    };
+    let achieved_per_s = if wall_ns > 0 {
+        counters.requests as f64 * 1e9 / wall_ns as f64
+    } else {
+        0.0
+    };
+    Ok(LoadResult {
+        recorder,
+        counters,
+        intervals,
+        check: SelfCheck {
+            lag,
+            intended_per_s,
+            achieved_per_s,
+            cpu_user_ns: u1 - u0,
+            cpu_sys_ns: s1 - s0,
+            busiest_thread: busiest,
+        },
+        wall_ns,
+        interrupted,
+    })
+}
+
+/// Adds the threads' intervals of the same index together.
+fn merge_intervals(parts: &[WorkerResult]) -> Vec<Interval> {
+    let n = parts.iter().map(|p| p.intervals.len()).max().unwrap_or(0);
+    let mut out: Vec<Interval> = Vec::with_capacity(n);
+    for p in parts {
+        for (k, iv) in p.intervals.iter().enumerate() {
+            if k < out.len() {
+                let o = &mut out[k];
+                o.latency
+                    .add(&iv.latency)
+                    .expect("histograms of one range always merge");
+                o.responses += iv.responses;
+                o.errors += iv.errors;
+                o.connects += iv.connects;
+                o.end_ns = o.end_ns.max(iv.end_ns);
+                o.start_ns = o.start_ns.min(iv.start_ns);
+            } else {
+                out.push(iv.clone());
+            }
+        }
+    }
+    out
+}
