@@ -1,6 +1,12 @@
-//! What dyno serves itself: the object-store benchmark host (`dyno serve`), the payload and HTTP
-//! reference servers, and the link emulator.
+//! What dyno serves itself.
 //!
-//! Empty for now: the benchmark host, remote targets and link emulation come with the `magma`
-//! suite (issue 3), the reference servers with request/response load (issue 4). The crate exists so
-//! the workspace has its final shape and dependencies keep pointing one way.
+//! # Layout
+//!
+//! - [`reference`]: the reference servers of `dyno serve --http` and `dyno serve --tcp`: a fixed
+//!   small JSON document (the cost of a trivial endpoint) or payloads of a stated size
+//!   distribution, optionally stalling P ms every Q s, or misbehaving on purpose (resets,
+//!   garbage) so dyno can be tested against bad servers.
+//!
+//! The object-store benchmark host and the link emulator come with the `magma` suite (issue 3).
+
+pub mod reference;

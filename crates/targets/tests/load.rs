@@ -1,0 +1,272 @@
+//! The event-loop engine against dyno's reference servers: every framing, keep-alive and a
+//! connection per request, closed and open loop, and servers that reset, send garbage, or are not
+//! there at all. Loopback only; every run is bounded by a count or a short duration.
+
+use engine::driver::ErrorClass;
+use engine::load::{self, LoadMode, LoadResult, LoadSpec};
+use engine::plan::Resolver;
+use engine::schedule::{ArrivalKind, RateProfile};
+use engine::worker::Stop;
+use host::reference::{Body, Fault, Kind, Server, Spec, TcpFraming};
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use targets::Registry;
+
+fn server(kind: Kind, body: Body, fault: Option<Fault>) -> Server {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    Server::start(
+        l,
+        Spec {
+            kind,
+            body,
+            stall: None,
+            fault,
+            seed: 3,
+        },
+    )
+    .unwrap()
+}
+
+fn spec(url: &str, opts: &[(&str, &str)], mode: LoadMode) -> LoadSpec {
+    let parts = engine::plan::split_url(url).unwrap();
+    let options: BTreeMap<String, String> = opts
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let rest = if Registry.query_options(parts.scheme) {
+        parts.rest
+    } else {
+        &url[parts.scheme.len() + 1..]
+    };
+    let ep = Registry
+        .configure(parts.scheme, rest, &options)
+        .unwrap()
+        .endpoint()
+        .unwrap();
+    LoadSpec {
+        addr: ep.addr,
+        protocol: ep.protocol,
+        threads: 2,
+        mode,
+        timeout: Duration::from_secs(2),
+        interval: Duration::from_millis(100),
+    }
+}
+
+fn closed(connections: usize, each: u64) -> LoadMode {
+    LoadMode::Closed {
+        connections,
+        stop: Stop::Count(each),
+    }
+}
+
+fn run(s: &LoadSpec) -> LoadResult {
+    load::run(s, &AtomicBool::new(false)).unwrap()
+}
+
+fn errors(r: &LoadResult, class: ErrorClass) -> u64 {
+    r.recorder.errors[class as usize]
+}
+
+#[test]
+fn http_keep_alive_gobench_model() {
+    let s = server(Kind::Http, Body::Json, None);
+    let url = format!("http://{}/build/version", s.addr());
+    let r = run(&spec(&url, &[], closed(4, 250)));
+    assert_eq!(r.counters.requests, 1000);
+    assert_eq!(r.counters.responses, 1000);
+    assert_eq!(r.counters.ok, 1000);
+    assert_eq!(r.recorder.error_count(), 0);
+    assert_eq!(
+        r.counters.connects, 4,
+        "keep-alive: one connection per client"
+    );
+    assert_eq!(r.recorder.latency.len(), 1000);
+    assert_eq!(r.recorder.service.len(), 1000);
+    assert!(r.counters.bytes_in > 1000 * 100);
+    assert!(!r.intervals.is_empty());
+    let in_intervals: u64 = r.intervals.iter().map(|i| i.responses).sum();
+    assert_eq!(in_intervals, 1000, "every response lands in one interval");
+}
+
+#[test]
+fn http_connection_per_request_and_non_2xx() {
+    let s = server(Kind::Http, Body::Json, None);
+    let url = format!("http://{}/status/404", s.addr());
+    let r = run(&spec(&url, &[("keepalive", "false")], closed(2, 50)));
+    assert_eq!(r.counters.responses, 100);
+    assert_eq!(r.counters.connects, 100, "a connection per request");
+    assert_eq!(r.counters.ok, 0);
+    assert_eq!(
+        errors(&r, ErrorClass::Application),
+        100,
+        "non-2xx are counted"
+    );
+    assert_eq!(
+        r.recorder.latency.len(),
+        100,
+        "non-2xx responses still have a latency"
+    );
+}
+
+#[test]
+fn http_duration_stop() {
+    let s = server(
+        Kind::Http,
+        Body::Sizes {
+            min: 100,
+            max: 5000,
+        },
+        None,
+    );
+    let url = format!("http://{}/", s.addr());
+    let mode = LoadMode::Closed {
+        connections: 8,
+        stop: Stop::Duration { ns: 300_000_000 },
+    };
+    let r = run(&spec(&url, &[], mode));
+    assert!(r.counters.responses > 100, "{}", r.counters.responses);
+    assert_eq!(r.recorder.error_count(), 0);
+    assert!(
+        r.wall_ns >= 300_000_000 && r.wall_ns < 2_000_000_000,
+        "{}",
+        r.wall_ns
+    );
+}
+
+#[test]
+fn tcp_framings() {
+    for (framing, on_connect, opts) in [
+        (
+            TcpFraming::Length4,
+            false,
+            vec![("payload", "GET\\n"), ("framing", "length:4")],
+        ),
+        (
+            TcpFraming::Line,
+            false,
+            vec![("payload", "GET\\n"), ("framing", "delimiter:\\n")],
+        ),
+        (TcpFraming::Close, true, vec![("framing", "close")]),
+    ] {
+        let s = server(
+            Kind::Tcp {
+                framing: framing.clone(),
+                on_connect,
+            },
+            Body::Sizes { min: 5, max: 20000 },
+            None,
+        );
+        let r = run(&spec(&format!("tcp://{}", s.addr()), &opts, closed(3, 40)));
+        assert_eq!(r.counters.responses, 120, "{framing:?}");
+        assert_eq!(
+            r.recorder.error_count(),
+            0,
+            "{framing:?}: {:?}",
+            r.recorder.examples
+        );
+        let expect_connects = if framing == TcpFraming::Close { 120 } else { 3 };
+        assert_eq!(r.counters.connects, expect_connects, "{framing:?}");
+        // Sizes drawn from 5..=20000: the mean is near 10,000.
+        let mean = r.counters.bytes_in as f64 / 120.0;
+        assert!((5_000.0..15_000.0).contains(&mean), "{framing:?}: {mean}");
+    }
+}
+
+#[test]
+fn resets_and_garbage_are_counted_and_the_run_goes_on() {
+    let s = server(Kind::Http, Body::Json, Some(Fault::Reset { every: 10 }));
+    let r = run(&spec(&format!("http://{}/", s.addr()), &[], closed(2, 100)));
+    assert_eq!(r.counters.requests, 200);
+    assert_eq!(
+        errors(&r, ErrorClass::Reset),
+        20,
+        "{:?}",
+        r.recorder.examples
+    );
+    assert_eq!(r.counters.ok, 180);
+
+    let s = server(Kind::Http, Body::Json, Some(Fault::Garbage { every: 4 }));
+    let r = run(&spec(&format!("http://{}/", s.addr()), &[], closed(1, 40)));
+    assert_eq!(
+        errors(&r, ErrorClass::Protocol),
+        10,
+        "{:?}",
+        r.recorder.examples
+    );
+    assert_eq!(r.counters.ok, 30);
+}
+
+#[test]
+fn a_server_that_is_not_there_costs_errors_not_a_hang() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    let r = run(&spec(&format!("http://{addr}/"), &[], closed(2, 5)));
+    assert_eq!(r.counters.requests, 10);
+    assert_eq!(errors(&r, ErrorClass::Refused), 10);
+    assert_eq!(r.counters.responses, 0);
+}
+
+#[test]
+fn a_server_that_never_answers_times_out() {
+    // A listener that accepts (the kernel does) but never reads or writes.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut s = spec(
+        &format!("http://{}/", l.local_addr().unwrap()),
+        &[],
+        closed(2, 1),
+    );
+    s.timeout = Duration::from_millis(200);
+    let r = run(&s);
+    assert_eq!(errors(&r, ErrorClass::Timeout), 2);
+    assert!(r.wall_ns < 1_000_000_000, "{}", r.wall_ns);
+}
+
+#[test]
+fn open_loop_offers_the_stated_rate() {
+    let s = server(Kind::Http, Body::Json, None);
+    let mode = LoadMode::Open {
+        profile: RateProfile::constant(2_000.0, 500_000_000),
+        arrival: ArrivalKind::Constant,
+        seed: 1,
+        connections: 4,
+        max_connections: 4,
+        stop: None,
+    };
+    let r = run(&spec(&format!("http://{}/", s.addr()), &[], mode));
+    assert!(
+        (990..=1010).contains(&r.counters.requests),
+        "{}",
+        r.counters.requests
+    );
+    assert_eq!(r.counters.ok, r.counters.requests);
+    assert_eq!(r.check.intended_per_s, Some(2_000.0));
+    assert_eq!(
+        r.check.lag.len(),
+        r.counters.requests,
+        "every arrival's dispatch lag is kept"
+    );
+    // Dispatch lag is dyno's own lateness: on an idle loopback it is microseconds.
+    assert!(
+        r.check.lag.value_at_quantile(0.5) < 1_000_000,
+        "{}",
+        r.check.lag.value_at_quantile(0.5)
+    );
+    let poisson = LoadMode::Open {
+        profile: RateProfile::constant(2_000.0, 500_000_000),
+        arrival: ArrivalKind::Poisson,
+        seed: 9,
+        connections: 4,
+        max_connections: 16,
+        stop: None,
+    };
+    let r = run(&spec(&format!("http://{}/", s.addr()), &[], poisson));
+    assert!(
+        (850..=1150).contains(&r.counters.requests),
+        "{}",
+        r.counters.requests
+    );
+}
