@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a suite on targets (URLs) or a plan file.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check a plan file without running anything (the checks `run` makes).
     Validate {
         /// The plan file (TOML).
@@ -39,6 +39,40 @@ pub enum Command {
     },
     /// List the drivers: URL forms, operation families and options.
     Targets,
+    /// Serve a reference server on this machine (for load tests): HTTP or TCP.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Serve HTTP/1.1 (the default).
+    #[arg(long, conflicts_with = "tcp")]
+    pub http: bool,
+    /// Serve raw TCP: each request is a line; the response is framed by --framing.
+    #[arg(long)]
+    pub tcp: bool,
+    /// Address to listen on [default: 127.0.0.1:8080 for HTTP, 127.0.0.1:7070 for TCP].
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// What a response holds: `json` (a fixed small document) or `sizes:MIN..MAX` (a payload of
+    /// a uniformly drawn size, in bytes).
+    #[arg(long, default_value = "json")]
+    pub body: String,
+    /// Stall every response due in a window: `PAUSE/EVERY`, e.g. 500ms/5s.
+    #[arg(long)]
+    pub stall: Option<String>,
+    /// Misbehave on every Nth request: `reset:N` or `garbage:N`.
+    #[arg(long)]
+    pub fault: Option<String>,
+    /// TCP response framing: `length:4`, `line` or `close`.
+    #[arg(long, default_value = "length:4")]
+    pub framing: String,
+    /// TCP: send the response as soon as a connection opens, with no request (then close).
+    #[arg(long)]
+    pub on_connect: bool,
+    /// Seed of the payload sizes and bytes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Debug, Args)]
@@ -52,8 +86,9 @@ pub struct RunArgs {
     /// Objects per client per test (zodbshootout's -n) [default: 1000; 100 with --quick].
     #[arg(long, short = 'n', allow_negative_numbers = true)]
     pub objects: Option<i64>,
-    /// Concurrent clients (zodbshootout's -c) [default: 2].
-    #[arg(long, short = 'c', allow_negative_numbers = true)]
+    /// Concurrent clients (zodbshootout's -c); connections for the load suite
+    /// [default: 2; 10 for load].
+    #[arg(long, short = 'c', allow_negative_numbers = true, visible_aliases = ["connections", "clients"])]
     pub concurrency: Option<i64>,
     /// Measured repetitions; the table shows the best [default: 3; 1 with --quick].
     #[arg(long, short = 'r', allow_negative_numbers = true)]
@@ -76,4 +111,62 @@ pub struct RunArgs {
     /// Output format: table, markdown, csv or json (json prints the record).
     #[arg(long, short = 'f')]
     pub format: Option<String>,
+
+    /// Load: how long to offer load, e.g. 10s or 2m [default: 10s; 2s with --quick].
+    #[arg(long, short = 'd', help_heading = "Load (http://, tcp://)")]
+    pub duration: Option<String>,
+    /// Load, closed loop: requests per connection instead of a duration (gobench's model).
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        help_heading = "Load (http://, tcp://)"
+    )]
+    pub requests: Option<i64>,
+    /// Load: an open loop at this many requests/s (`5000`), or ramping (`1000..20000`).
+    #[arg(long, help_heading = "Load (http://, tcp://)")]
+    pub rate: Option<String>,
+    /// Load: ramp from the first rate to the second over this long, then hold.
+    #[arg(long, help_heading = "Load (http://, tcp://)")]
+    pub ramp: Option<String>,
+    /// Load, open loop: `constant` or `poisson` arrivals [default: constant].
+    #[arg(long, help_heading = "Load (http://, tcp://)")]
+    pub arrival: Option<String>,
+    /// Load, open loop: open connections up to this many when all are busy [default: -c].
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        help_heading = "Load (http://, tcp://)"
+    )]
+    pub max_connections: Option<i64>,
+    /// Load: event-loop threads [default: the cores, at most one per connection].
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        help_heading = "Load (http://, tcp://)"
+    )]
+    pub threads: Option<i64>,
+    /// Load: a request unanswered this long is a timeout [default: 10s].
+    #[arg(long, help_heading = "Load (http://, tcp://)")]
+    pub timeout: Option<String>,
+    /// Load: length of the time-series intervals [default: 1s].
+    #[arg(long, help_heading = "Load (http://, tcp://)")]
+    pub interval: Option<String>,
+    /// Load: write an HdrHistogram interval log (.hlog) here.
+    #[arg(long, help_heading = "Load (http://, tcp://)")]
+    pub hlog: Option<String>,
+    /// HTTP: request method [default: GET].
+    #[arg(long, short = 'm', help_heading = "HTTP requests")]
+    pub method: Option<String>,
+    /// HTTP: an extra header, `Name: value` (repeat for more).
+    #[arg(long = "header", short = 'H', help_heading = "HTTP requests")]
+    pub headers: Vec<String>,
+    /// HTTP: request body.
+    #[arg(long, help_heading = "HTTP requests")]
+    pub body: Option<String>,
+    /// HTTP: read the request body from this file.
+    #[arg(long, help_heading = "HTTP requests")]
+    pub body_file: Option<String>,
+    /// HTTP: open a new connection for every request (`Connection: close`).
+    #[arg(long, help_heading = "HTTP requests")]
+    pub no_keepalive: bool,
 }

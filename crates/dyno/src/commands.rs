@@ -17,10 +17,11 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => run_cmd(args),
+        Command::Run(args) => run_cmd(*args),
         Command::Validate { plan } => validate(&plan),
         Command::Report { dir, format } => report_cmd(&dir, &format),
         Command::Targets => targets_cmd(),
+        Command::Serve(args) => crate::serve::serve(args),
     }
 }
 
@@ -82,6 +83,48 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     let flag = |v: Option<i64>, name: &'static str| v.map(|v| Sp::new(v, Origin::Flag(name)));
     let sflag =
         |v: &Option<String>, name: &'static str| v.clone().map(|v| Sp::new(v, Origin::Flag(name)));
+    // HTTP flags become options of every target named on the command line.
+    let mut http: Vec<(&'static str, String)> = Vec::new();
+    if let Some(m) = &a.method {
+        http.push(("method", m.clone()));
+    }
+    if !a.headers.is_empty() {
+        http.push(("headers", a.headers.join("\n")));
+    }
+    if let Some(b) = &a.body {
+        http.push(("body", b.clone()));
+    }
+    if let Some(f) = &a.body_file {
+        http.push(("body_file", f.clone()));
+    }
+    if a.no_keepalive {
+        http.push(("keepalive", "false".to_string()));
+    }
+    for (name, value) in http {
+        let flag = match name {
+            "method" => "--method",
+            "headers" => "--header",
+            "body" => "--body",
+            "body_file" => "--body-file",
+            _ => "--no-keepalive",
+        };
+        for t in &mut raw.targets {
+            t.options.push((
+                Sp::new(name.to_string(), Origin::Flag(flag)),
+                Sp::new(value.clone(), Origin::Flag(flag)),
+            ));
+        }
+    }
+    raw.duration = sflag(&a.duration, "--duration").or(raw.duration);
+    raw.requests = flag(a.requests, "--requests").or(raw.requests);
+    raw.rate = sflag(&a.rate, "--rate").or(raw.rate);
+    raw.ramp = sflag(&a.ramp, "--ramp").or(raw.ramp);
+    raw.arrival = sflag(&a.arrival, "--arrival").or(raw.arrival);
+    raw.max_connections = flag(a.max_connections, "--max-connections").or(raw.max_connections);
+    raw.threads = flag(a.threads, "--threads").or(raw.threads);
+    raw.timeout = sflag(&a.timeout, "--timeout").or(raw.timeout);
+    raw.interval = sflag(&a.interval, "--interval").or(raw.interval);
+    raw.hlog = sflag(&a.hlog, "--hlog").or(raw.hlog);
     raw.objects = flag(a.objects, "--objects").or(raw.objects);
     raw.concurrency = flag(a.concurrency, "--concurrency").or(raw.concurrency);
     raw.reps = flag(a.reps, "--reps").or(raw.reps);

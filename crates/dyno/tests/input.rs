@@ -173,7 +173,7 @@ fn bad_flags_name_the_flag() {
         (
             &["run", "--suite", "magma"],
             1,
-            "Error: --suite: unknown suite \"magma\"; suites: shootout\n",
+            "Error: --suite: unknown suite \"magma\"; suites: shootout, load\n",
         ),
         (
             &["run", "postgress://x"],

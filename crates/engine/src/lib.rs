@@ -12,6 +12,7 @@
 //! - [`recorder`]: per-worker histograms and counters.
 //! - [`load`]: the event-loop engine for request/response targets (closed and open loop).
 //! - [`shootout`]: the `shootout` suite (zodbshootout's six tests).
+//! - [`load_suite`]: the `load` suite: load runs turned into the record's figures.
 //! - [`runner`]: runs a plan, target by target, and builds the run record.
 //! - [`env`], [`pagecache`]: the machine's description; dropping and verifying the page cache.
 //! - [`units`], [`suggest`]: parsing durations and sizes; "did you mean".
@@ -20,6 +21,7 @@ pub mod clock;
 pub mod driver;
 pub mod env;
 pub mod load;
+pub mod load_suite;
 pub mod pagecache;
 pub mod plan;
 pub mod recorder;

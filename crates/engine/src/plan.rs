@@ -26,8 +26,10 @@
 //! synchronous = "full"   # any other key is a driver option
 //! ```
 
-use crate::driver::{ConfigError, TargetConfig};
+use crate::driver::{ConfigError, Family, TargetConfig};
+use crate::schedule::{ArrivalKind, RateProfile};
 use crate::suggest::did_you_mean;
+use crate::worker::Stop;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -108,8 +110,8 @@ impl PlanError {
     }
 }
 
-/// The suites dyno knows.
-pub const SUITES: &[&str] = &["shootout"];
+/// The suites dyno knows: `shootout` for stores (kv), `load` for services (request).
+pub const SUITES: &[&str] = &["shootout", "load"];
 
 /// One target as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,6 +140,51 @@ pub struct RawPlan {
     pub targets: Vec<RawTarget>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
+    // The load suite:
+    pub duration: Option<Sp<String>>,
+    /// Closed loop: requests per connection.
+    pub requests: Option<Sp<i64>>,
+    /// `5000` or `1000..20000` requests per second.
+    pub rate: Option<Sp<String>>,
+    pub ramp: Option<Sp<String>>,
+    pub stages: Vec<RawStage>,
+    pub arrival: Option<Sp<String>>,
+    pub max_connections: Option<Sp<i64>>,
+    pub threads: Option<Sp<i64>>,
+    pub timeout: Option<Sp<String>>,
+    pub interval: Option<Sp<String>>,
+    pub hlog: Option<Sp<String>>,
+}
+
+/// One stage of an open-loop profile, as written (`{ rate = "1000..5000", duration = "30s" }`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawStage {
+    pub rate: Sp<String>,
+    pub duration: Sp<String>,
+}
+
+/// How the load suite offers load.
+#[derive(Debug, Clone)]
+pub enum LoadModel {
+    /// Each connection sends its next request when its previous response ends.
+    Closed { stop: Stop },
+    /// Requests at the profile's arrival times; connections grow up to `max_connections`.
+    Open {
+        profile: RateProfile,
+        arrival: ArrivalKind,
+        max_connections: u64,
+    },
+}
+
+/// The load suite's resolved settings.
+#[derive(Debug, Clone)]
+pub struct LoadParams {
+    pub connections: u64,
+    pub threads: usize,
+    pub model: LoadModel,
+    pub timeout_ns: u64,
+    pub interval_ns: u64,
+    pub hlog: Option<PathBuf>,
 }
 
 /// What resolution needs from the drivers: their schemes and a pure `configure`.
@@ -193,6 +240,8 @@ pub struct Plan {
     pub out: Option<PathBuf>,
     /// The output format as written; the renderers (not the engine) know the names.
     pub format: Option<Sp<String>>,
+    /// The load suite's settings; `None` for other suites.
+    pub load: Option<LoadParams>,
 }
 
 /// zodbshootout's defaults: 1000 objects per client, 2 clients, 300-byte objects, best of 3.
@@ -217,6 +266,24 @@ pub const MAX_REPS: u32 = 1000;
 /// The client object caches hold every object of every client: bounded to keep dyno's memory sane.
 pub const MAX_CACHE_BYTES: u64 = 4 << 30;
 
+/// Load: wrk's default of 10 connections.
+pub const DEFAULT_CONNECTIONS: u64 = 10;
+/// Load: each connection takes a local port, and there are fewer than 65,536.
+pub const MAX_CONNECTIONS: u64 = 60_000;
+/// Load: wrk's default run of 10 s; `--quick` 2 s.
+pub const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
+pub const QUICK_DURATION_NS: u64 = 2_000_000_000;
+/// Load: a request unanswered after 10 s is a timeout (the seed's client waited 10 s).
+pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
+/// Load: one interval of the time series per second.
+pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000_000;
+pub const MIN_INTERVAL_NS: u64 = 10_000_000;
+pub const MAX_INTERVAL_NS: u64 = 3_600_000_000_000;
+/// Load: an event loop per thread; more threads than this only contend.
+pub const MAX_THREADS: usize = 256;
+/// Load: above 10 M requests/s the arrival clock itself could not keep time.
+pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
+
 impl Plan {
     /// The plan as the run record stores it.
     pub fn record(&self) -> results::PlanRecord {
@@ -239,6 +306,65 @@ impl Plan {
                     durability: t.config.durability(),
                 })
                 .collect(),
+            load: self.load.as_ref().map(|l| l.record()),
+        }
+    }
+}
+
+impl LoadParams {
+    /// The settings as the run record stores them.
+    pub fn record(&self) -> results::LoadPlanRecord {
+        let (model, max_connections, duration_ns, requests, stages, arrival) = match &self.model {
+            LoadModel::Closed { stop } => (
+                "closed",
+                self.connections,
+                match stop {
+                    Stop::Duration { ns } => Some(*ns),
+                    Stop::Count(_) => None,
+                },
+                match stop {
+                    Stop::Count(n) => Some(*n),
+                    Stop::Duration { .. } => None,
+                },
+                Vec::new(),
+                None,
+            ),
+            LoadModel::Open {
+                profile,
+                arrival,
+                max_connections,
+            } => (
+                "open",
+                *max_connections,
+                Some(profile.duration_ns()),
+                None,
+                profile
+                    .stages
+                    .iter()
+                    .map(|s| results::RateStage {
+                        duration_ns: s.duration_ns,
+                        from_per_s: s.from_per_s,
+                        to_per_s: s.to_per_s,
+                    })
+                    .collect(),
+                Some(match arrival {
+                    ArrivalKind::Constant => "constant".to_string(),
+                    ArrivalKind::Poisson => "poisson".to_string(),
+                }),
+            ),
+        };
+        results::LoadPlanRecord {
+            model: model.to_string(),
+            connections: self.connections,
+            max_connections,
+            threads: self.threads as u64,
+            duration_ns,
+            requests_per_connection: requests,
+            stages,
+            arrival,
+            timeout_ns: self.timeout_ns,
+            interval_ns: self.interval_ns,
+            hlog: self.hlog.as_ref().map(|p| p.display().to_string()),
         }
     }
 }
@@ -268,7 +394,20 @@ impl Source<'_> {
 
 type Spanned<T> = toml::Spanned<T>;
 
-const TOP_KEYS: &[&str] = &["suite", "output", "targets"];
+const TOP_KEYS: &[&str] = &["suite", "load", "output", "targets"];
+const LOAD_KEYS: &[&str] = &[
+    "duration",
+    "requests",
+    "rate",
+    "ramp",
+    "stages",
+    "arrival",
+    "max_connections",
+    "threads",
+    "timeout",
+    "interval",
+    "hlog",
+];
 const SUITE_KEYS: &[&str] = &[
     "name",
     "objects",
@@ -345,6 +484,36 @@ impl RawPlan {
                         }
                     }
                 }
+                "load" => {
+                    let table = expect_table(&src, "load", value)?;
+                    for (k, v) in table.iter() {
+                        let at = src.at(v.span());
+                        match k.get_ref().as_ref() {
+                            "duration" => {
+                                plan.duration = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
+                            "ramp" => plan.ramp = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "arrival" => plan.arrival = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "timeout" => plan.timeout = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "interval" => {
+                                plan.interval = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
+                            "hlog" => plan.hlog = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "requests" => {
+                                plan.requests = Some(Sp::new(expect_int(&src, k, v)?, at))
+                            }
+                            "max_connections" => {
+                                plan.max_connections = Some(Sp::new(expect_int(&src, k, v)?, at))
+                            }
+                            "threads" => plan.threads = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "rate" => {
+                                plan.rate = Some(Sp::new(expect_number_text(&src, k, v)?, at))
+                            }
+                            "stages" => plan.stages = stages_from_toml(&src, k, v)?,
+                            other => return Err(unknown_key(&src, k, other, "[load]", LOAD_KEYS)),
+                        }
+                    }
+                }
                 "output" => {
                     let table = expect_table(&src, "output", value)?;
                     for (k, v) in table.iter() {
@@ -380,12 +549,12 @@ impl RawPlan {
 
     /// Checks every value, fills defaults and configures each target through `resolver`.
     pub fn resolve(self, resolver: &dyn Resolver) -> Result<Plan, PlanError> {
-        let suite = match self.suite {
-            None => "shootout".to_string(),
-            Some(s) if SUITES.contains(&s.value.as_str()) => s.value,
+        let named = match &self.suite {
+            None => None,
+            Some(s) if SUITES.contains(&s.value.as_str()) => Some(s.clone()),
             Some(s) => {
                 return Err(PlanError::new(
-                    s.at,
+                    s.at.clone(),
                     format!(
                         "unknown suite {:?}; {}suites: {}",
                         s.value,
@@ -395,6 +564,102 @@ impl RawPlan {
                 ));
             }
         };
+        let out = match &self.out {
+            Some(o) if o.value.trim().is_empty() => {
+                return Err(PlanError::new(o.at.clone(), "output directory is empty")
+                    .hint("name a directory, or leave it out for ./dyno-results/<time>/"));
+            }
+            o => o.as_ref().map(|o| PathBuf::from(&o.value)),
+        };
+
+        // Targets first: their families decide the suite when none is named.
+        let raw_targets = if self.targets.is_empty() {
+            if let Some(s) = named.as_ref().filter(|s| s.value == "load") {
+                return Err(
+                    PlanError::new(s.at.clone(), "the load suite needs a target").hint(
+                        "name one, e.g. dyno run http://127.0.0.1:8080/ or tcp://127.0.0.1:7000",
+                    ),
+                );
+            }
+            resolver
+                .default_urls()
+                .into_iter()
+                .map(|u| RawTarget {
+                    name: None,
+                    url: Sp::new(u.to_string(), Origin::Default),
+                    options: Vec::new(),
+                })
+                .collect()
+        } else {
+            self.targets.clone()
+        };
+        let mut targets: Vec<PlanTarget> = Vec::new();
+        let mut target_at: Vec<Origin> = Vec::new();
+        for raw in raw_targets {
+            target_at.push(raw.url.at.clone());
+            let t = resolve_target(raw, resolver, &targets)?;
+            targets.push(t);
+        }
+        let suite = match named {
+            Some(s) => s.value,
+            None if targets
+                .iter()
+                .all(|t| t.config.families().contains(&Family::Request)) =>
+            {
+                "load".to_string()
+            }
+            None => "shootout".to_string(),
+        };
+        let family = if suite == "load" {
+            Family::Request
+        } else {
+            Family::Kv
+        };
+        for (t, at) in targets.iter().zip(&target_at) {
+            if !t.config.families().contains(&family) {
+                let speaks: Vec<&str> = t.config.families().iter().map(|f| f.as_str()).collect();
+                return Err(PlanError::new(
+                    at.clone(),
+                    format!(
+                        "target {} speaks {}; the {suite} suite needs {} targets",
+                        t.name,
+                        speaks.join(", "),
+                        family.as_str()
+                    ),
+                )
+                .hint(if family == Family::Request {
+                    "the load suite runs against http:// and tcp:// targets"
+                } else {
+                    "http:// and tcp:// targets run the load suite: give them in a run of their own"
+                }));
+            }
+        }
+        let load_suite = suite == "load";
+        if !load_suite {
+            self.no_load_options(&suite)?;
+        }
+
+        let (default_c, max_c, why_c) = if load_suite {
+            (
+                DEFAULT_CONNECTIONS,
+                MAX_CONNECTIONS,
+                "each connection takes a local port",
+            )
+        } else {
+            (
+                DEFAULT_CONCURRENCY as u64,
+                MAX_CONCURRENCY as u64,
+                "each client is an OS thread",
+            )
+        };
+        let concurrency = bounded(
+            self.concurrency.clone(),
+            "concurrency",
+            default_c,
+            1,
+            max_c,
+            why_c,
+        )? as u32;
         let objects = bounded(
             self.objects.clone(),
             "objects",
@@ -407,14 +672,6 @@ impl RawPlan {
             MAX_OBJECTS,
             "objects are numbered in 24 bits per client",
         )?;
-        let concurrency = bounded(
-            self.concurrency.clone(),
-            "concurrency",
-            DEFAULT_CONCURRENCY as u64,
-            1,
-            MAX_CONCURRENCY as u64,
-            "each client is an OS thread",
-        )? as u32;
         let size = bounded(
             self.size.clone(),
             "size",
@@ -423,67 +680,53 @@ impl RawPlan {
             MAX_SIZE as u64,
             "each object carries a 16-byte header that reads are verified against",
         )? as usize;
+        let default_reps = if self.quick || load_suite {
+            QUICK_REPS
+        } else {
+            DEFAULT_REPS
+        };
         let reps = bounded(
-            self.reps,
+            self.reps.clone(),
             "reps",
-            if self.quick { QUICK_REPS } else { DEFAULT_REPS } as u64,
+            default_reps as u64,
             1,
             MAX_REPS as u64,
-            "each repetition writes a fresh set of objects",
+            "each repetition runs the whole suite again",
         )? as u32;
-        let seed = match self.seed {
+        let seed = match &self.seed {
             None => DEFAULT_SEED,
             Some(s) if s.value >= 0 => s.value as u64,
             Some(s) => {
-                return Err(PlanError::new(s.at, "seed must not be negative")
+                return Err(PlanError::new(s.at.clone(), "seed must not be negative")
                     .hint("use any integer from 0 to 2^63-1"));
             }
         };
-        let cache_bytes = objects * concurrency as u64 * size as u64;
-        if cache_bytes > MAX_CACHE_BYTES {
-            let at = [&self.objects, &self.concurrency, &self.size]
-                .into_iter()
-                .flatten()
-                .map(|s| s.at.clone())
-                .next()
-                .unwrap_or(Origin::Default);
-            return Err(PlanError::new(
-                at,
-                format!(
-                    "objects × concurrency × size = {objects} × {concurrency} × {size} B = {} MiB, \
-                     over the {} MiB the client object caches may hold",
-                    cache_bytes >> 20,
-                    MAX_CACHE_BYTES >> 20
-                ),
-            )
-            .hint("lower one of objects (-n), concurrency (-c) or size"));
-        }
-        let out = match self.out {
-            Some(o) if o.value.trim().is_empty() => {
-                return Err(PlanError::new(o.at, "output directory is empty")
-                    .hint("name a directory, or leave it out for ./dyno-results/<time>/"));
+        if !load_suite {
+            let cache_bytes = objects * concurrency as u64 * size as u64;
+            if cache_bytes > MAX_CACHE_BYTES {
+                let at = [&self.objects, &self.concurrency, &self.size]
+                    .into_iter()
+                    .flatten()
+                    .map(|s| s.at.clone())
+                    .next()
+                    .unwrap_or(Origin::Default);
+                return Err(PlanError::new(
+                    at,
+                    format!(
+                        "objects × concurrency × size = {objects} × {concurrency} × {size} B = {} MiB, \
+                         over the {} MiB the client object caches may hold",
+                        cache_bytes >> 20,
+                        MAX_CACHE_BYTES >> 20
+                    ),
+                )
+                .hint("lower one of objects (-n), concurrency (-c) or size"));
             }
-            o => o.map(|o| PathBuf::from(o.value)),
-        };
-
-        let raw_targets = if self.targets.is_empty() {
-            resolver
-                .default_urls()
-                .into_iter()
-                .map(|u| RawTarget {
-                    name: None,
-                    url: Sp::new(u.to_string(), Origin::Default),
-                    options: Vec::new(),
-                })
-                .collect()
-        } else {
-            self.targets
-        };
-        let mut targets: Vec<PlanTarget> = Vec::new();
-        for raw in raw_targets {
-            let t = resolve_target(raw, resolver, &targets)?;
-            targets.push(t);
         }
+        let load = if load_suite {
+            Some(self.resolve_load(concurrency as u64)?)
+        } else {
+            None
+        };
 
         Ok(Plan {
             source: self
@@ -494,12 +737,278 @@ impl RawPlan {
             concurrency,
             size,
             reps,
-            warmup: self.warmup.is_none_or(|w| w.value),
+            // A load run has no warm-up unless asked: wrk, wrk2 and gobench have none.
+            warmup: self.warmup.map_or(!load_suite, |w| w.value),
             seed,
             targets,
             out,
             format: self.format,
+            load,
         })
+    }
+
+    /// Refuses load settings in a run that has no load suite.
+    fn no_load_options(&self, suite: &str) -> Result<(), PlanError> {
+        let given = [
+            (&self.duration, "duration"),
+            (&self.rate, "rate"),
+            (&self.ramp, "ramp"),
+            (&self.arrival, "arrival"),
+            (&self.timeout, "timeout"),
+            (&self.interval, "interval"),
+            (&self.hlog, "hlog"),
+        ]
+        .into_iter()
+        .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
+        .or_else(|| {
+            [
+                (&self.requests, "requests"),
+                (&self.max_connections, "max_connections"),
+                (&self.threads, "threads"),
+            ]
+            .into_iter()
+            .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
+        })
+        .or_else(|| self.stages.first().map(|s| (s.rate.at.clone(), "stages")));
+        match given {
+            Some((at, name)) => Err(PlanError::new(
+                at,
+                format!("{name} is a setting of the load suite, and this run is {suite}"),
+            )
+            .hint("load settings apply to http:// and tcp:// targets")),
+            None => Ok(()),
+        }
+    }
+
+    fn resolve_load(&self, connections: u64) -> Result<LoadParams, PlanError> {
+        let dur =
+            |v: &Option<Sp<String>>, name: &str| -> Result<Option<(u64, Origin)>, PlanError> {
+                match v {
+                    None => Ok(None),
+                    Some(s) => {
+                        let d = crate::units::parse_duration(&s.value)
+                            .map_err(|e| PlanError::new(s.at.clone(), format!("{name}: {e}")))?;
+                        if d.is_zero() {
+                            return Err(PlanError::new(
+                                s.at.clone(),
+                                format!("{name} must be more than 0"),
+                            ));
+                        }
+                        Ok(Some((d.as_nanos() as u64, s.at.clone())))
+                    }
+                }
+            };
+        let duration = dur(&self.duration, "duration")?;
+        let ramp = dur(&self.ramp, "ramp")?;
+        let timeout = dur(&self.timeout, "timeout")?.map_or(DEFAULT_TIMEOUT_NS, |d| d.0);
+        let interval = match dur(&self.interval, "interval")? {
+            None => DEFAULT_INTERVAL_NS,
+            Some((ns, at)) if !(MIN_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&ns) => {
+                return Err(PlanError::new(at, "interval must be between 10ms and 1h")
+                    .hint("the time series keeps one histogram per interval"));
+            }
+            Some((ns, _)) => ns,
+        };
+        let requests = match &self.requests {
+            None => None,
+            Some(r) if r.value < 1 => {
+                return Err(PlanError::new(
+                    r.at.clone(),
+                    format!("requests must be at least 1, got {}", r.value),
+                ));
+            }
+            Some(r) => Some((r.value as u64, r.at.clone())),
+        };
+        if let (Some((_, at)), Some(_)) = (&duration, &requests) {
+            return Err(PlanError::new(at.clone(), "both a duration and a request count were given")
+                .hint("a run ends by --duration (wrk's model) or by --requests per connection (gobench's), not both"));
+        }
+        let rate = match &self.rate {
+            None => None,
+            Some(r) => Some((
+                parse_rate(&r.value).map_err(|e| PlanError::new(r.at.clone(), e))?,
+                r.at.clone(),
+            )),
+        };
+        if let (Some((_, at)), Some(_)) = (&requests, &rate) {
+            return Err(PlanError::new(at.clone(), "--requests counts a closed loop's requests per connection; an open loop (--rate) runs for --duration")
+                .hint("drop --requests, and give --duration"));
+        }
+        if let (Some(s), Some((_, at))) = (self.stages.first(), &rate) {
+            let _ = s;
+            return Err(
+                PlanError::new(at.clone(), "both a rate and stages were given")
+                    .hint("stages describe the whole profile; drop rate"),
+            );
+        }
+        let quick_or_default = if self.quick {
+            QUICK_DURATION_NS
+        } else {
+            DEFAULT_DURATION_NS
+        };
+        let mut stages: Vec<crate::schedule::Stage> = Vec::new();
+        for st in &self.stages {
+            let (from, to) =
+                parse_rate(&st.rate.value).map_err(|e| PlanError::new(st.rate.at.clone(), e))?;
+            let d = crate::units::parse_duration(&st.duration.value).map_err(|e| {
+                PlanError::new(st.duration.at.clone(), format!("stage duration: {e}"))
+            })?;
+            if d.is_zero() {
+                return Err(PlanError::new(
+                    st.duration.at.clone(),
+                    "a stage lasts more than 0",
+                ));
+            }
+            stages.push(crate::schedule::Stage {
+                duration_ns: d.as_nanos() as u64,
+                from_per_s: from,
+                to_per_s: to,
+            });
+        }
+        if let Some(((from, to), at)) = &rate {
+            let total = duration.as_ref().map(|d| d.0);
+            match ramp {
+                Some((r, rat)) => {
+                    if from == to {
+                        return Err(
+                            PlanError::new(rat, "--ramp needs a rate range to ramp over")
+                                .hint("write --rate FROM..TO, e.g. --rate 1000..20000 --ramp 60s"),
+                        );
+                    }
+                    let total = total.unwrap_or(r);
+                    if total < r {
+                        return Err(PlanError::new(
+                            at.clone(),
+                            "the ramp is longer than the duration",
+                        )
+                        .hint("the duration covers the ramp, then holds the top rate"));
+                    }
+                    stages.push(crate::schedule::Stage {
+                        duration_ns: r,
+                        from_per_s: *from,
+                        to_per_s: *to,
+                    });
+                    if total > r {
+                        stages.push(crate::schedule::Stage {
+                            duration_ns: total - r,
+                            from_per_s: *to,
+                            to_per_s: *to,
+                        });
+                    }
+                }
+                None => stages.push(crate::schedule::Stage {
+                    duration_ns: total.unwrap_or(quick_or_default),
+                    from_per_s: *from,
+                    to_per_s: *to,
+                }),
+            }
+        } else if let Some((_, at)) = ramp {
+            return Err(PlanError::new(at, "--ramp needs --rate FROM..TO"));
+        }
+        let open = !stages.is_empty();
+        if let Some(a) = self.arrival.as_ref().filter(|_| !open) {
+            return Err(PlanError::new(
+                a.at.clone(),
+                "arrival applies to an open loop (--rate)",
+            ));
+        }
+        let arrival = match self
+            .arrival
+            .as_ref()
+            .map(|a| (a.value.as_str(), a.at.clone()))
+        {
+            None | Some(("constant", _)) => ArrivalKind::Constant,
+            Some(("poisson", _)) => ArrivalKind::Poisson,
+            Some((other, at)) => {
+                return Err(PlanError::new(
+                    at,
+                    format!(
+                        "unknown arrival {other:?}; {}arrivals: constant, poisson",
+                        did_you_mean(other, ["constant", "poisson"])
+                    ),
+                ));
+            }
+        };
+        let max_connections = match &self.max_connections {
+            None => connections,
+            Some(m) if m.value < connections as i64 => {
+                return Err(PlanError::new(
+                    m.at.clone(),
+                    format!("max_connections ({}) is below the connections opened up front ({connections})", m.value),
+                )
+                .hint("raise max_connections, or lower -c"));
+            }
+            Some(m) if m.value as u64 > MAX_CONNECTIONS => {
+                return Err(PlanError::new(
+                    m.at.clone(),
+                    format!("max_connections must be at most {MAX_CONNECTIONS}"),
+                ));
+            }
+            Some(m) => {
+                if !open {
+                    return Err(PlanError::new(
+                        m.at.clone(),
+                        "max_connections applies to an open loop (--rate)",
+                    )
+                    .hint("a closed loop keeps exactly -c connections"));
+                }
+                m.value as u64
+            }
+        };
+        let cores = crate::env::cores() as u64;
+        let threads = match &self.threads {
+            None => cores.min(if open { u64::MAX } else { connections }).max(1),
+            Some(t) if !(1..=MAX_THREADS as i64).contains(&t.value) => {
+                return Err(PlanError::new(
+                    t.at.clone(),
+                    format!("threads must be between 1 and {MAX_THREADS}"),
+                ));
+            }
+            Some(t) => t.value as u64,
+        } as usize;
+        let hlog = self.hlog.as_ref().map(|h| PathBuf::from(&h.value));
+        let stop_duration = duration.map(|d| d.0);
+        let model = if open {
+            LoadModel::Open {
+                profile: crate::schedule::RateProfile { stages },
+                arrival,
+                max_connections,
+            }
+        } else {
+            LoadModel::Closed {
+                stop: match requests {
+                    Some((n, _)) => crate::worker::Stop::Count(n),
+                    None => crate::worker::Stop::Duration {
+                        ns: stop_duration.unwrap_or(quick_or_default),
+                    },
+                },
+            }
+        };
+        Ok(LoadParams {
+            connections,
+            threads,
+            model,
+            timeout_ns: timeout,
+            interval_ns: interval,
+            hlog,
+        })
+    }
+}
+
+/// Parses `5000` or `1000..20000` (requests per second).
+fn parse_rate(text: &str) -> Result<(f64, f64), String> {
+    let one = |t: &str| -> Result<f64, String> {
+        let v: f64 = t.trim().parse().map_err(|_| format!("rate {text:?} is not a number of requests per second; write e.g. 5000 or 1000..20000"))?;
+        if !(v > 0.0 && v <= MAX_RATE_PER_S) {
+            return Err(format!(
+                "rate {text:?} must be above 0 and at most {MAX_RATE_PER_S} per second"
+            ));
+        }
+        Ok(v)
+    };
+    match text.split_once("..") {
+        Some((a, b)) => Ok((one(a)?, one(b)?)),
+        None => one(text).map(|v| (v, v)),
     }
 }
 
@@ -719,6 +1228,68 @@ fn expect_int(
     }
 }
 
+/// A rate written as a number (`5000`) or a string (`"1000..20000"`).
+fn expect_number_text(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<String, PlanError> {
+    match v.get_ref() {
+        DeValue::String(s) => Ok(s.to_string()),
+        DeValue::Integer(i) => Ok(i.to_string()),
+        DeValue::Float(f) => Ok(f.as_str().to_string()),
+        other => Err(wrong_type(src, k, v, other, "a number or a string")),
+    }
+}
+
+/// `stages = [{ rate = 1000, duration = "30s" }, { rate = "1000..5000", duration = "1m" }]`
+fn stages_from_toml(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<Vec<RawStage>, PlanError> {
+    let DeValue::Array(items) = v.get_ref() else {
+        return Err(wrong_type(src, k, v, v.get_ref(), "an array"));
+    };
+    let mut out = Vec::new();
+    for item in items.iter() {
+        let DeValue::Table(t) = item.get_ref() else {
+            return Err(
+                PlanError::new(src.at(item.span()), "a stage must be a table")
+                    .hint("write { rate = 1000, duration = \"30s\" }"),
+            );
+        };
+        let (mut rate, mut duration) = (None, None);
+        for (sk, sv) in t.iter() {
+            let at = src.at(sv.span());
+            match sk.get_ref().as_ref() {
+                "rate" => rate = Some(Sp::new(expect_number_text(src, sk, sv)?, at)),
+                "duration" => duration = Some(Sp::new(expect_str(src, sk, sv)?, at)),
+                other => {
+                    return Err(unknown_key(
+                        src,
+                        sk,
+                        other,
+                        "a stage",
+                        &["rate", "duration"],
+                    ));
+                }
+            }
+        }
+        match (rate, duration) {
+            (Some(rate), Some(duration)) => out.push(RawStage { rate, duration }),
+            _ => {
+                return Err(PlanError::new(
+                    src.at(item.span()),
+                    "a stage needs a rate and a duration",
+                )
+                .hint("write { rate = 1000, duration = \"30s\" }"));
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn wrong_type(
     src: &Source,
     k: &Spanned<std::borrow::Cow<str>>,
@@ -733,6 +1304,12 @@ fn wrong_type(
     .hint(match want {
         "an integer" => format!("write e.g. {} = 1000 (no quotes)", k.get_ref()),
         "a boolean" => format!("write {} = true or {} = false", k.get_ref(), k.get_ref()),
+        "an array" => format!("write e.g. {} = [ ... ]", k.get_ref()),
+        "a number or a string" => format!(
+            "write e.g. {} = 5000 or {} = \"1000..20000\"",
+            k.get_ref(),
+            k.get_ref()
+        ),
         _ => format!("write e.g. {} = \"…\" (in quotes)", k.get_ref()),
     })
 }
@@ -1040,7 +1617,7 @@ url = "mem:"
     fn unknown_suite_and_scheme_get_suggestions() {
         assert_eq!(
             err("[suite]\nname = \"shootot\"\n"),
-            "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout"
+            "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout, load"
         );
         let e = err("[targets.a]\nurl = \"sqlit:/tmp/a.db\"\n");
         assert!(

@@ -2,16 +2,29 @@
 //!
 //! Before anything is written, every target is preflighted (read-only): if one would refuse —
 //! a database or directory dyno did not create — the run stops there and touches nothing. Then
-//! targets run one after another, each in its own store. Every case of the plan is in the record
-//! from the start, marked `interrupted` until its last repetition is done, and the record is handed
-//! to the sink after every repetition: a run cut off at any moment leaves a true record behind.
+//! targets run one after another (a store each for `shootout`, an endpoint each for `load`).
+//! Every case of the plan is in the record from the start, marked `interrupted` until its last
+//! repetition is done, and the record is handed to the sink after every repetition: a run cut off
+//! at any moment leaves a true record behind.
 
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanTarget};
 use crate::recorder::Recorder;
 use crate::shootout::{Params, Shootout, Test, TestOutcome};
 use results::{Case, DynoInfo, Namespace, RunRecord, SCHEMA, Status};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The sink that receives the record after every repetition.
+pub type Sink<'a> = dyn FnMut(&RunRecord) -> Result<(), String> + 'a;
+
+/// The tests (rows) of a suite.
+fn tests_of(plan: &Plan) -> Vec<&'static str> {
+    if plan.suite == "load" {
+        vec!["load"]
+    } else {
+        Test::ALL.iter().map(|t| t.name()).collect()
+    }
+}
 
 /// Why a run could not go on.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +61,24 @@ struct CaseAcc {
     failure_measured: bool,
     na: Option<String>,
     interrupted: bool,
+    /// Why the figures cannot be trusted (the generator was the bottleneck).
+    invalid: Option<String>,
+}
+
+impl CaseAcc {
+    /// Keeps the reason of a failure; a measured repetition's failure wins over the warm-up's.
+    fn failed(&mut self, reason: Option<String>, measured: bool) {
+        if self.failure.is_none() || (measured && !self.failure_measured) {
+            self.failure_measured = measured;
+            self.failure = reason.map(|r| {
+                if measured {
+                    r
+                } else {
+                    format!("during warm-up: {r}")
+                }
+            });
+        }
+    }
 }
 
 /// Checks, reading only, that every target may be opened. `run` does it first; callers that
@@ -68,7 +99,7 @@ pub fn run(
     plan: &Plan,
     dyno: DynoInfo,
     interrupt: &AtomicBool,
-    sink: &mut dyn FnMut(&RunRecord) -> Result<(), String>,
+    sink: &mut Sink,
 ) -> Result<RunOutcome, RunError> {
     preflight(plan)?;
 
@@ -87,14 +118,20 @@ pub fn run(
         plan: plan.record(),
         cases: Vec::new(),
     };
+    let tests = tests_of(plan);
+    let topology = if plan.suite == "load" {
+        "loopback"
+    } else {
+        "inproc"
+    };
     for t in &plan.targets {
-        for test in Test::ALL {
+        for test in &tests {
             record.cases.push(Case {
                 target: t.name.clone(),
                 url: results::redact_url(&t.url),
                 suite: plan.suite.clone(),
-                test: test.name().to_string(),
-                topology: "inproc".to_string(),
+                test: test.to_string(),
+                topology: topology.to_string(),
                 status: Status::Interrupted,
                 reason: Some("the run ended before this case finished".to_string()),
                 durability: t.config.durability(),
@@ -116,95 +153,16 @@ pub fn run(
     }
     sink(&record).map_err(RunError::Sink)?;
 
-    let params = Params {
-        objects: plan.objects,
-        concurrency: plan.concurrency,
-        size: plan.size,
-        seed: plan.seed,
-    };
     let mut warnings = Vec::new();
     for (ti, t) in plan.targets.iter().enumerate() {
         if interrupt.load(Ordering::Relaxed) {
             break;
         }
-        let first = ti * Test::ALL.len();
-        let cases = first..first + Test::ALL.len();
-        let store = match t.config.open() {
-            Ok(s) => s,
-            Err(e) => {
-                for c in &mut record.cases[cases] {
-                    c.status = Status::Failed;
-                    c.reason = Some(format!("could not open the target: {e}"));
-                }
-                sink(&record).map_err(RunError::Sink)?;
-                continue;
-            }
-        };
-        let namespace = store.namespace();
-        let versions = store.versions();
-        for c in &mut record.cases[cases.clone()] {
-            c.namespace = namespace.clone();
-            c.versions = versions.clone();
-        }
-
-        let mut acc: Vec<CaseAcc> = Test::ALL
-            .iter()
-            .map(|_| CaseAcc {
-                recorder: Recorder::new(),
-                failure: None,
-                failure_measured: false,
-                na: None,
-                interrupted: false,
-            })
-            .collect();
-        let mut suite = Shootout::new(&*store, params, t.config.virtual_time(), interrupt);
-        let total = plan.reps + u32::from(plan.warmup);
-        for r in 0..total {
-            let measured = !(plan.warmup && r == 0);
-            suite.run_rep(r, |o: TestOutcome| {
-                let i = Test::ALL
-                    .iter()
-                    .position(|t| *t == o.test)
-                    .expect("a suite test");
-                let case = &mut record.cases[first + i];
-                let a = &mut acc[i];
-                if o.cache.is_some() {
-                    case.cache = o.cache;
-                }
-                match o.status {
-                    Status::Na => a.na = o.reason,
-                    Status::Interrupted => a.interrupted = true,
-                    // A measured repetition's failure wins over the warm-up's.
-                    Status::Failed if a.failure.is_none() || (measured && !a.failure_measured) => {
-                        a.failure_measured = measured;
-                        a.failure = o.reason.map(|r| {
-                            if measured {
-                                r
-                            } else {
-                                format!("during warm-up: {r}")
-                            }
-                        })
-                    }
-                    _ => {}
-                }
-                if measured {
-                    a.recorder.merge(&o.recorder);
-                    case.reps.extend(o.rep);
-                } else {
-                    case.warmup = o.rep;
-                }
-            });
-            sink(&record).map_err(RunError::Sink)?;
-            if interrupt.load(Ordering::Relaxed) {
-                break;
-            }
-        }
-        drop(suite);
-        for (i, a) in acc.into_iter().enumerate() {
-            finish_case(&mut record.cases[first + i], a, plan.reps);
-        }
-        if let Err(e) = store.close() {
-            warnings.push(format!("target {}: {e}", t.name));
+        let first = ti * tests.len();
+        if plan.suite == "load" {
+            load_target(plan, t, first, &mut record, sink, interrupt)?;
+        } else {
+            shootout_target(plan, t, first, &mut record, sink, interrupt, &mut warnings)?;
         }
         sink(&record).map_err(RunError::Sink)?;
     }
@@ -213,6 +171,180 @@ pub fn run(
     record.finished = Some(now_utc());
     sink(&record).map_err(RunError::Sink)?;
     Ok(RunOutcome { record, warnings })
+}
+
+fn new_acc() -> CaseAcc {
+    CaseAcc {
+        recorder: Recorder::new(),
+        failure: None,
+        failure_measured: false,
+        na: None,
+        interrupted: false,
+        invalid: None,
+    }
+}
+
+/// The shootout's six cases on one target, over every repetition.
+fn shootout_target(
+    plan: &Plan,
+    t: &PlanTarget,
+    first: usize,
+    record: &mut RunRecord,
+    sink: &mut Sink,
+    interrupt: &AtomicBool,
+    warnings: &mut Vec<String>,
+) -> Result<(), RunError> {
+    let cases = first..first + Test::ALL.len();
+    let store = match t.config.open() {
+        Ok(s) => s,
+        Err(e) => {
+            for c in &mut record.cases[cases] {
+                c.status = Status::Failed;
+                c.reason = Some(format!("could not open the target: {e}"));
+            }
+            return Ok(());
+        }
+    };
+    let namespace = store.namespace();
+    let versions = store.versions();
+    for c in &mut record.cases[cases.clone()] {
+        c.namespace = namespace.clone();
+        c.versions = versions.clone();
+    }
+    let params = Params {
+        objects: plan.objects,
+        concurrency: plan.concurrency,
+        size: plan.size,
+        seed: plan.seed,
+    };
+    let mut acc: Vec<CaseAcc> = Test::ALL.iter().map(|_| new_acc()).collect();
+    let mut suite = Shootout::new(&*store, params, t.config.virtual_time(), interrupt);
+    let total = plan.reps + u32::from(plan.warmup);
+    for r in 0..total {
+        let measured = !(plan.warmup && r == 0);
+        suite.run_rep(r, |o: TestOutcome| {
+            let i = Test::ALL
+                .iter()
+                .position(|t| *t == o.test)
+                .expect("a suite test");
+            let case = &mut record.cases[first + i];
+            let a = &mut acc[i];
+            if o.cache.is_some() {
+                case.cache = o.cache;
+            }
+            match o.status {
+                Status::Na => a.na = o.reason,
+                Status::Interrupted => a.interrupted = true,
+                Status::Failed => a.failed(o.reason, measured),
+                _ => {}
+            }
+            if measured {
+                a.recorder.merge(&o.recorder);
+                case.reps.extend(o.rep);
+            } else {
+                case.warmup = o.rep;
+            }
+        });
+        sink(record).map_err(RunError::Sink)?;
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    drop(suite);
+    for (i, a) in acc.into_iter().enumerate() {
+        finish_case(&mut record.cases[first + i], a, plan.reps);
+    }
+    if let Err(e) = store.close() {
+        warnings.push(format!("target {}: {e}", t.name));
+    }
+    Ok(())
+}
+
+/// The load suite's one case on one target, over every repetition.
+fn load_target(
+    plan: &Plan,
+    t: &PlanTarget,
+    first: usize,
+    record: &mut RunRecord,
+    sink: &mut Sink,
+    interrupt: &AtomicBool,
+) -> Result<(), RunError> {
+    let p = plan
+        .load
+        .as_ref()
+        .expect("a resolved load plan has load settings");
+    let case_i = first;
+    let ep = match t.config.endpoint() {
+        Ok(ep) => ep,
+        Err(e) => {
+            let c = &mut record.cases[case_i];
+            c.status = Status::Failed;
+            c.reason = Some(format!("could not reach the target: {e}"));
+            return Ok(());
+        }
+    };
+    record.cases[case_i].namespace = Namespace {
+        location: ep.addr.to_string(),
+        created_by_dyno: false,
+        temporary: false,
+    };
+    let mut a = new_acc();
+    let total = plan.reps + u32::from(plan.warmup);
+    let single = plan.targets.len() == 1 && total == 1;
+    for r in 0..total {
+        let measured = !(plan.warmup && r == 0);
+        let hlog = p
+            .hlog
+            .as_ref()
+            .map(|h| crate::load_suite::hlog_path(h, &t.name, r, single));
+        let comment = format!(
+            "dyno {} load of {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            t.name,
+            results::redact_url(&t.url)
+        );
+        let run = crate::load_suite::run_rep(
+            &ep,
+            p,
+            plan.seed.wrapping_add(u64::from(r)),
+            interrupt,
+            hlog.as_deref().map(|h| (h, comment.as_str())),
+        );
+        let run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                a.failed(Some(format!("the load could not run: {e}")), measured);
+                break;
+            }
+        };
+        let case = &mut record.cases[case_i];
+        if run.result.interrupted {
+            a.interrupted = true;
+        }
+        if let Some(l) = &run.rep.load {
+            if !l.generator.valid && a.invalid.is_none() {
+                a.invalid = l.generator.reason.clone();
+            }
+            if l.responses == 0 && l.requests > 0 {
+                a.failed(
+                    Some(format!("no response to any of {} requests", l.requests)),
+                    measured,
+                );
+            }
+        }
+        if measured {
+            a.recorder.merge(&run.result.recorder);
+            case.reps.push(run.rep);
+        } else {
+            case.warmup = Some(run.rep);
+        }
+        sink(record).map_err(RunError::Sink)?;
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    finish_case(&mut record.cases[case_i], a, plan.reps);
+    Ok(())
 }
 
 fn finish_case(case: &mut Case, a: CaseAcc, reps: u32) {
@@ -228,6 +360,8 @@ fn finish_case(case: &mut Case, a: CaseAcc, reps: u32) {
         )
     } else if let Some(why) = a.failure {
         (Status::Failed, Some(why))
+    } else if let Some(why) = a.invalid {
+        (Status::Invalid, Some(why))
     } else {
         (Status::Ok, None)
     };
@@ -244,6 +378,7 @@ fn finish_case(case: &mut Case, a: CaseAcc, reps: u32) {
         (Some(ops_per_s), Some(latency_ns)) => Some(results::Summary {
             ops_per_s,
             latency_ns,
+            service_ns: results::stats::latency_summary(&a.recorder.service),
         }),
         _ => None,
     };

@@ -447,6 +447,7 @@ impl<'a> Shootout<'a> {
             storage_reads,
             errors,
             latency_ns: results::stats::latency_summary(&recorder.latency),
+            load: None,
         };
 
         let fatal: Vec<&str> = self

@@ -137,13 +137,13 @@ impl Server {
                 max
             }
         };
-        if let Some(s) = spec.stall {
-            if s.every.is_zero() || s.pause >= s.every {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "a stall's pause must be shorter than its period",
-                ));
-            }
+        if let Some(s) = spec.stall
+            && (s.every.is_zero() || s.pause >= s.every)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a stall's pause must be shorter than its period",
+            ));
         }
         // Letters only: a payload never holds the line framing's newline.
         let mut state = spec.seed;
@@ -249,8 +249,10 @@ impl Shared {
     fn next_action(&self) -> Action {
         let n = self.stats.requests.fetch_add(1, Ordering::Relaxed) + 1;
         match self.spec.fault {
-            Some(Fault::Reset { every }) if every > 0 && n % every == 0 => Action::Reset,
-            Some(Fault::Garbage { every }) if every > 0 && n % every == 0 => Action::Garbage,
+            Some(Fault::Reset { every }) if every > 0 && n.is_multiple_of(every) => Action::Reset,
+            Some(Fault::Garbage { every }) if every > 0 && n.is_multiple_of(every) => {
+                Action::Garbage
+            }
             _ => Action::Answer,
         }
     }

@@ -3,7 +3,7 @@
 use results::RunRecord;
 use std::io::{self, Write};
 
-const HEADER: &str = "run_started,suite,target,durability,test,status,reps,ops_per_s_best,ops_per_s_median,ops_per_s_min,ops_per_s_max,p50_ns,p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,mean_ns,errors,reason";
+const HEADER: &str = "run_started,suite,target,durability,test,status,reps,ops_per_s_best,ops_per_s_median,ops_per_s_min,ops_per_s_max,p50_ns,p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,mean_ns,errors,reason,requests,ok,non_2xx,network_failed,unsent,service_p50_ns,service_p99_ns,generator_valid";
 
 /// Quotes a field when it holds a comma, quote or newline.
 fn field(s: &str) -> String {
@@ -37,9 +37,31 @@ pub fn render(records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
                 ),
                 None => (",,,".into(), ",,,,,,".into()),
             };
+            let load = c
+                .reps
+                .iter()
+                .filter_map(|r| r.load.as_ref())
+                .max_by(|a, b| a.responses_per_s.total_cmp(&b.responses_per_s))
+                .map_or_else(
+                    || ",,,,,,,".to_string(),
+                    |l| {
+                        let svc = l.service_ns.as_ref();
+                        format!(
+                            "{},{},{},{},{},{},{},{}",
+                            l.requests,
+                            l.ok,
+                            l.non_2xx,
+                            l.network_failed,
+                            l.unsent,
+                            svc.map_or(String::new(), |s| s.p50.to_string()),
+                            svc.map_or(String::new(), |s| s.p99.to_string()),
+                            l.generator.valid
+                        )
+                    },
+                );
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{rates},{lat},{},{}",
+                "{},{},{},{},{},{},{},{rates},{lat},{},{},{load}",
                 field(&r.started),
                 field(&c.suite),
                 field(&c.target),

@@ -39,12 +39,13 @@ fn case<'a>(r: &'a RunRecord, target: &str, test: &str) -> Option<&'a Case> {
 }
 
 /// What a cell shows when there is no number.
-fn status_word(c: &Case) -> Option<&'static str> {
+pub(crate) fn status_word(c: &Case) -> Option<&'static str> {
     match c.status {
         Status::Ok => None,
         Status::Na => Some("n/a"),
         Status::Failed => Some("failed"),
         Status::Interrupted => Some("interrupted"),
+        Status::Invalid => Some("invalid"),
     }
 }
 
@@ -76,7 +77,7 @@ fn latency_cell(c: Option<&Case>) -> String {
 }
 
 /// Writes a grid; the first column is left-aligned, the others right-aligned.
-fn grid(
+pub(crate) fn grid(
     out: &mut dyn Write,
     style: Style,
     header: &[Vec<String>],
@@ -141,6 +142,9 @@ fn grid(
 
 /// Renders one run: title, rate table, latency table, notes.
 pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    if r.plan.suite == "load" {
+        return crate::load_table::render(r, style, out);
+    }
     let p = &r.plan;
     let cols = columns(r);
     let tests = rows(r);

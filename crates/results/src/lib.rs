@@ -9,9 +9,11 @@
 //! - [`record`]: the types of the record (`RunRecord`, `Case`, `Rep`, `Summary` …), every field documented.
 //! - [`stats`]: pure statistics over samples (spread of repetitions, percentiles of a histogram).
 //! - [`histogram`]: the latency histogram type and its portable encoding (HdrHistogram V2, deflate, base64).
+//! - [`hlog`]: HdrHistogram interval logs.
 //! - [`store`]: writing a record atomically, and reading the records of a results directory back.
 
 pub mod histogram;
+pub mod hlog;
 pub mod record;
 pub mod stats;
 pub mod store;

@@ -81,6 +81,45 @@ pub struct PlanRecord {
     pub seed: u64,
     /// The targets, in column order.
     pub targets: Vec<TargetRecord>,
+    /// Request/response load settings (the `load` suite); `null` for other suites.
+    pub load: Option<LoadPlanRecord>,
+}
+
+/// How request/response load was offered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadPlanRecord {
+    /// `closed` (each connection waits for its response) or `open` (a stated arrival rate).
+    pub model: String,
+    /// Connections (closed loop), or connections opened up front (open loop).
+    pub connections: u64,
+    /// Open loop: the most connections opened when every one is busy.
+    pub max_connections: u64,
+    /// Load threads (event loops).
+    pub threads: u64,
+    /// How long load is offered; `null` when a request count ends the run.
+    pub duration_ns: Option<u64>,
+    /// Closed loop: requests per connection (gobench's model); `null` for a duration.
+    pub requests_per_connection: Option<u64>,
+    /// Open loop: the rate profile, one entry per stage.
+    pub stages: Vec<RateStage>,
+    /// Open loop: `constant` or `poisson` arrivals.
+    pub arrival: Option<String>,
+    /// A request with no complete response after this long is a timeout.
+    pub timeout_ns: u64,
+    /// Length of the time-series intervals.
+    pub interval_ns: u64,
+    /// Where the HdrHistogram interval log was written, if asked.
+    pub hlog: Option<String>,
+}
+
+/// One stage of an open-loop rate profile.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStage {
+    pub duration_ns: u64,
+    pub from_per_s: f64,
+    pub to_per_s: f64,
 }
 
 /// One target of a plan, as resolved.
@@ -109,6 +148,8 @@ pub enum Status {
     Failed,
     /// The run stopped before this case finished all its repetitions.
     Interrupted,
+    /// The figures exist but cannot be trusted: the load generator itself was the bottleneck.
+    Invalid,
 }
 
 impl Status {
@@ -119,6 +160,7 @@ impl Status {
             Status::Na => "na",
             Status::Failed => "failed",
             Status::Interrupted => "interrupted",
+            Status::Invalid => "invalid",
         }
     }
 }
@@ -197,6 +239,96 @@ pub struct Rep {
     pub errors: u64,
     /// Percentiles of this repetition's per-object operations.
     pub latency_ns: Option<LatencySummary>,
+    /// Request/response figures (the `load` suite); `null` for other suites.
+    pub load: Option<LoadRep>,
+}
+
+/// What one repetition of request/response load measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadRep {
+    /// Requests started.
+    pub requests: u64,
+    /// Complete responses of any status.
+    pub responses: u64,
+    /// Successful responses (HTTP 2xx; any complete frame for tcp).
+    pub ok: u64,
+    /// Complete responses reporting failure (HTTP non-2xx).
+    pub non_2xx: u64,
+    /// Requests with no complete response: refused, reset, timeout, broken response.
+    pub network_failed: u64,
+    /// Requests that were due but never sent (open loop: queue full, or the run ended first).
+    pub unsent: u64,
+    /// Requests that got no response at all: `network_failed` + `unsent`.
+    pub dropped: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Responses per second over the run.
+    pub responses_per_s: f64,
+    pub read_bytes_per_s: f64,
+    pub write_bytes_per_s: f64,
+    /// Connections established.
+    pub connects: u64,
+    /// Connections established per second, over the run and in the busiest interval.
+    pub connects_per_s: f64,
+    pub connects_peak_per_s: f64,
+    /// Requests outstanding (in flight or queued): time-weighted mean, and maximum (an upper
+    /// bound: the sum of each load thread's own maximum).
+    pub outstanding_mean: f64,
+    pub outstanding_max: u64,
+    /// Share of responses (0..1) whose latency was within 100 ms, 500 ms, 1 s, 2 s, 5 s, 8 s, 10 s.
+    pub within: Vec<WithinShare>,
+    /// Service time: from the actual send to the response (uncorrected; latency_ns is corrected).
+    pub service_ns: Option<LatencySummary>,
+    /// How the generator itself did.
+    pub generator: GeneratorCheck,
+    /// The time series, one entry per interval (at most the first 10,000 intervals).
+    pub intervals: Vec<IntervalRecord>,
+}
+
+/// The share of responses within a latency bound.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WithinShare {
+    pub le_ns: u64,
+    pub share: f64,
+}
+
+/// dyno's self-check: could the generator keep up?
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorCheck {
+    /// Open loop: the rate the profile asked for; `null` in closed loop.
+    pub intended_per_s: Option<f64>,
+    /// Requests started per second.
+    pub achieved_per_s: f64,
+    /// Open loop: how late dyno itself dispatched due requests (not queueing behind the target).
+    pub lag_ns: Option<LatencySummary>,
+    /// dyno's CPU during the run (all threads).
+    pub cpu_user_ns: u64,
+    pub cpu_sys_ns: u64,
+    /// CPU per request, user + system, in ns.
+    pub cpu_ns_per_request: f64,
+    /// The busiest load thread's CPU time over its wall time (0..1).
+    pub busiest_thread: f64,
+    /// False when the generator was the bottleneck; `reason` says how it was seen.
+    pub valid: bool,
+    pub reason: Option<String>,
+}
+
+/// One interval of the time series.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalRecord {
+    /// From the start of the repetition.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub responses: u64,
+    pub errors: u64,
+    pub connects: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
 }
 
 /// The summary of a case over its measured repetitions.
@@ -205,8 +337,11 @@ pub struct Rep {
 pub struct Summary {
     /// Spread of the repetitions' rates.
     pub ops_per_s: Spread,
-    /// Percentiles of all operations of all measured repetitions (merged histogram).
+    /// Percentiles of all operations of all measured repetitions (merged histogram). For load:
+    /// from each request's intended start (corrected for coordinated omission).
     pub latency_ns: LatencySummary,
+    /// Load: service time from the actual send (uncorrected); `null` for other suites.
+    pub service_ns: Option<LatencySummary>,
 }
 
 /// The spread of a figure over repetitions.

@@ -1,0 +1,95 @@
+//! `dyno serve`: a reference server on this machine, until Ctrl-C.
+
+use crate::cli::ServeArgs;
+use anyhow::{Context, Result, anyhow, bail};
+use host::reference::{Body, Fault, Kind, Server, Spec, Stall, TcpFraming};
+use std::net::TcpListener;
+use std::process::ExitCode;
+
+fn parse_body(text: &str) -> Result<Body> {
+    if text == "json" {
+        return Ok(Body::Json);
+    }
+    let range = text.strip_prefix("sizes:").ok_or_else(|| {
+        anyhow!("--body: {text:?} is neither json nor sizes:MIN..MAX (e.g. sizes:5..20000)")
+    })?;
+    let (a, b) = range.split_once("..").unwrap_or((range, range));
+    let n = |t: &str| engine::units::parse_size(t).map_err(|e| anyhow!("--body: {e}"));
+    Ok(Body::Sizes {
+        min: n(a)? as usize,
+        max: n(b)? as usize,
+    })
+}
+
+fn parse_stall(text: &str) -> Result<Stall> {
+    let (p, e) = text
+        .split_once('/')
+        .ok_or_else(|| anyhow!("--stall: write PAUSE/EVERY, e.g. 500ms/5s"))?;
+    let d = |t: &str| engine::units::parse_duration(t).map_err(|e| anyhow!("--stall: {e}"));
+    Ok(Stall {
+        pause: d(p)?,
+        every: d(e)?,
+    })
+}
+
+fn parse_fault(text: &str) -> Result<Fault> {
+    let (kind, n) = text
+        .split_once(':')
+        .ok_or_else(|| anyhow!("--fault: write reset:N or garbage:N"))?;
+    let every: u64 = n
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| anyhow!("--fault: {n:?} is not a whole number above 0"))?;
+    match kind {
+        "reset" => Ok(Fault::Reset { every }),
+        "garbage" => Ok(Fault::Garbage { every }),
+        _ => bail!("--fault: {kind:?} is not reset or garbage"),
+    }
+}
+
+pub fn serve(a: ServeArgs) -> Result<ExitCode> {
+    let kind = if a.tcp {
+        let framing = match a.framing.as_str() {
+            "length:4" => TcpFraming::Length4,
+            "line" => TcpFraming::Line,
+            "close" => TcpFraming::Close,
+            other => bail!("--framing: {other:?} is not length:4, line or close"),
+        };
+        Kind::Tcp {
+            framing,
+            on_connect: a.on_connect,
+        }
+    } else {
+        if a.on_connect {
+            bail!("--on-connect applies to --tcp");
+        }
+        Kind::Http
+    };
+    let spec = Spec {
+        kind,
+        body: parse_body(&a.body)?,
+        stall: a.stall.as_deref().map(parse_stall).transpose()?,
+        fault: a.fault.as_deref().map(parse_fault).transpose()?,
+        seed: a.seed,
+    };
+    let listen = a.listen.unwrap_or_else(|| {
+        if a.tcp {
+            "127.0.0.1:7070"
+        } else {
+            "127.0.0.1:8080"
+        }
+        .to_string()
+    });
+    let listener = TcpListener::bind(&listen).with_context(|| format!("--listen {listen}"))?;
+    let server = Server::start(listener, spec.clone()).context("starting the server")?;
+    let scheme = if a.tcp { "tcp" } else { "http" };
+    println!(
+        "dyno serve: {scheme}://{} ({:?}); Ctrl-C to stop",
+        server.addr(),
+        spec.body
+    );
+    ctrlc::set_handler(|| std::process::exit(0)).context("installing the Ctrl-C handler")?;
+    server.wait();
+    Ok(ExitCode::SUCCESS)
+}

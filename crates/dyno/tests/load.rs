@@ -1,0 +1,359 @@
+//! The load suite through the real binary, against reference servers this test starts on
+//! loopback. Every run is bounded by a duration or a count.
+
+mod common;
+
+use common::*;
+use host::reference::{Body, Kind, Server, Spec, Stall};
+use predicates::prelude::*;
+use serde_json::Value;
+use std::net::TcpListener;
+use std::time::Duration;
+
+fn server(body: Body, stall: Option<Stall>) -> Server {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    Server::start(
+        l,
+        Spec {
+            kind: Kind::Http,
+            body,
+            stall,
+            fault: None,
+            seed: 5,
+        },
+    )
+    .unwrap()
+}
+
+fn load_of(rec: &Value, target: &str) -> Value {
+    case(rec, target, "load")["reps"][0]["load"].clone()
+}
+
+#[test]
+fn closed_loop_for_a_duration_with_the_full_report() {
+    let s = server(Body::Json, None);
+    let dir = tempfile::tempdir().unwrap();
+    let a = dyno(dir.path())
+        .arg("run")
+        .arg(format!("http://{}/build/version", s.addr()))
+        .args([
+            "-d",
+            "1s",
+            "-c",
+            "8",
+            "-o",
+            "o",
+            "--hlog",
+            "lat.hlog",
+            "--interval",
+            "250ms",
+        ])
+        .assert()
+        .success();
+    let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    assert!(
+        out.starts_with("dyno load · closed loop, 8 connections, 1.00s · 1 repetition"),
+        "{out}"
+    );
+    for row in [
+        "requests",
+        "successful",
+        "network failed",
+        "bad requests (non-2xx)",
+        "rate (responses/s)",
+        "read throughput",
+        "write throughput",
+        "test time",
+        "connections/s (mean / peak)",
+        "outstanding (mean / max)",
+        "bytes moved (in + out)",
+        "bit rate (in + out)",
+        "dropped (no response)",
+        "latency p99.99",
+        "service time p99 (uncorrected)",
+        "within 100 ms",
+        "within 10 s",
+        "generator: CPU per request",
+        "generator: verdict",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(row)),
+            "row {row:?} missing:\n{out}"
+        );
+    }
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    assert_eq!(
+        rec["plan"]["suite"], "load",
+        "http targets pick the load suite"
+    );
+    assert_eq!(rec["plan"]["load"]["model"], "closed");
+    let c = case(&rec, "http", "load");
+    assert_eq!(c["topology"], "loopback");
+    assert!(
+        c["status"] == "ok" || c["status"] == "invalid",
+        "{}",
+        c["reason"]
+    );
+    let l = load_of(&rec, "http");
+    assert!(l["responses"].as_u64().unwrap() > 500);
+    assert_eq!(l["responses"], l["ok"]);
+    assert_eq!(l["connects"], 8);
+    assert_eq!(l["within"].as_array().unwrap().len(), 7);
+    assert!(
+        l["intervals"].as_array().unwrap().len() >= 4,
+        "250 ms intervals over 1 s"
+    );
+    assert!(c["summary"]["service_ns"].is_object());
+
+    // The interval log reads back with HdrHistogram's own parser, and holds every response.
+    let bytes = std::fs::read(dir.path().join("lat.hlog")).unwrap();
+    let mut total = 0;
+    for e in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&bytes) {
+        if let hdrhistogram::serialization::interval_log::LogEntry::Interval(h) = e.unwrap() {
+            total += results::histogram::decode(h.encoded_histogram())
+                .unwrap()
+                .len();
+        }
+    }
+    assert_eq!(total, l["responses"].as_u64().unwrap());
+}
+
+#[test]
+fn gobench_model_clients_times_requests() {
+    let s = server(Body::Sizes { min: 5, max: 20000 }, None);
+    let dir = tempfile::tempdir().unwrap();
+    dyno(dir.path())
+        .arg("run")
+        .arg(format!("http://{}/", s.addr()))
+        .args([
+            "--clients",
+            "5",
+            "--requests",
+            "200",
+            "-o",
+            "o",
+            "--no-keepalive",
+        ])
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    let l = load_of(&rec, "http");
+    assert_eq!(l["requests"], 1000);
+    assert_eq!(l["ok"], 1000);
+    assert_eq!(
+        l["connects"], 1000,
+        "--no-keepalive: a connection per request"
+    );
+    assert_eq!(rec["plan"]["load"]["requests_per_connection"], 200);
+}
+
+#[test]
+fn old_and_new_side_by_side_in_one_table() {
+    let old = server(
+        Body::Sizes {
+            min: 2000,
+            max: 2000,
+        },
+        None,
+    );
+    let new = server(Body::Json, None);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!(
+        "[suite]\nconcurrency = 4\n[load]\nrequests = 100\n\n[targets.old]\nurl = \"http://{}/\"\n\n[targets.new]\nurl = \"http://{}/\"\nheaders = \"X-Version: new\"\n",
+        old.addr(),
+        new.addr()
+    );
+    std::fs::write(dir.path().join("p.toml"), plan).unwrap();
+    let a = dyno(dir.path())
+        .args(["run", "p.toml", "-o", "o"])
+        .assert()
+        .success();
+    let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    let header = out.lines().nth(2).unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["old", "new"],
+        "{out}"
+    );
+    let requests = out.lines().find(|l| l.starts_with("requests")).unwrap();
+    assert_eq!(
+        requests.split_whitespace().collect::<Vec<_>>(),
+        ["requests", "400", "400"]
+    );
+    let rec = record(&dir.path().join("o"));
+    let (o, n) = (load_of(&rec, "old"), load_of(&rec, "new"));
+    assert!(o["bytes_in"].as_u64().unwrap() > 400 * 2000);
+    assert!(n["bytes_in"].as_u64().unwrap() < 400 * 200);
+}
+
+#[test]
+fn open_loop_reports_intended_and_achieved_rate() {
+    let s = server(Body::Json, None);
+    let dir = tempfile::tempdir().unwrap();
+    dyno(dir.path())
+        .arg("run")
+        .arg(format!("http://{}/", s.addr()))
+        .args([
+            "--rate",
+            "500",
+            "-d",
+            "1s",
+            "-c",
+            "4",
+            "--arrival",
+            "poisson",
+            "-o",
+            "o",
+        ])
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    assert_eq!(rec["plan"]["load"]["model"], "open");
+    assert_eq!(rec["plan"]["load"]["arrival"], "poisson");
+    let g = &load_of(&rec, "http")["generator"];
+    assert_eq!(g["intended_per_s"], 500.0);
+    let achieved = g["achieved_per_s"].as_f64().unwrap();
+    assert!((400.0..600.0).contains(&achieved), "{achieved}");
+    assert!(g["lag_ns"]["p99"].as_u64().is_some());
+    assert_eq!(g["valid"], true, "{}", g["reason"]);
+}
+
+#[test]
+fn coordinated_omission_is_corrected_against_a_stalling_server() {
+    // 500 ms stall every 5 s; 1000 requests/s for 10 s, which the server otherwise handles with
+    // ease. 10% of requests are due inside a stall and wait for its end (0..500 ms, uniformly),
+    // so the corrected p99 is 450 ms. The uncorrected service time does not see the queueing.
+    let stall = Stall {
+        pause: Duration::from_millis(500),
+        every: Duration::from_secs(5),
+    };
+    let s = server(Body::Json, Some(stall));
+    let dir = tempfile::tempdir().unwrap();
+    let a = dyno(dir.path())
+        .arg("run")
+        .arg(format!("http://{}/", s.addr()))
+        .args([
+            "--rate",
+            "1000",
+            "-d",
+            "10s",
+            "-c",
+            "10",
+            "--timeout",
+            "3s",
+            "-o",
+            "o",
+        ])
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("o"));
+    let c = case(&rec, "http", "load");
+    let p99 = c["summary"]["latency_ns"]["p99"].as_u64().unwrap() as f64 / 1e6;
+    let service_p99 = c["summary"]["service_ns"]["p99"].as_u64().unwrap() as f64 / 1e6;
+    let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    assert!(
+        (405.0..=495.0).contains(&p99),
+        "corrected p99 {p99} ms, expected 450 ± 10%\n{out}"
+    );
+    assert!(
+        service_p99 < 50.0,
+        "uncorrected p99 {service_p99} ms hides the stall\n{out}"
+    );
+    assert!(out.contains("service time p99 (uncorrected)"));
+    let l = load_of(&rec, "http");
+    assert_eq!(l["network_failed"], 0);
+    assert!((9_900..=10_100).contains(&l["requests"].as_u64().unwrap()));
+}
+
+#[test]
+fn load_settings_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "mem:", "--rate", "100"],
+            "Error: --rate: rate is a setting of the load suite, and this run is shootout",
+        ),
+        (
+            &["run", "http://127.0.0.1:9/", "-d", "1s", "--requests", "5"],
+            "Error: --duration: both a duration and a request count were given",
+        ),
+        (
+            &["run", "http://127.0.0.1:9/", "--rate", "fast"],
+            "Error: --rate: rate \"fast\" is not a number of requests per second",
+        ),
+        (
+            &[
+                "run",
+                "http://127.0.0.1:9/",
+                "--rate",
+                "100",
+                "--arrival",
+                "poison",
+            ],
+            "did you mean \"poisson\"?",
+        ),
+        (
+            &["run", "http://127.0.0.1:9/", "--ramp", "5s"],
+            "Error: --ramp: --ramp needs --rate FROM..TO",
+        ),
+        (
+            &[
+                "run",
+                "http://127.0.0.1:9/",
+                "-c",
+                "10",
+                "--rate",
+                "9",
+                "--max-connections",
+                "5",
+            ],
+            "below the connections opened up front",
+        ),
+        (
+            &["run", "http://127.0.0.1:9/", "mem:"],
+            "Error: TARGET argument 1: target http speaks request; the shootout suite needs kv targets",
+        ),
+        (
+            &["run", "--suite", "load"],
+            "Error: --suite: the load suite needs a target",
+        ),
+        (
+            &["run", "http://127.0.0.1:9/", "-H", "no colon"],
+            "http: option headers: \"no colon\" is not `Name: value`",
+        ),
+        (
+            &["run", "tcp://127.0.0.1:9?framing=lines"],
+            "tcp: option framing: \"lines\" is not a framing",
+        ),
+    ];
+    for (args, message) in cases {
+        dyno(dir.path())
+            .args(*args)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(*message));
+    }
+}
+
+#[test]
+fn a_dead_endpoint_fails_its_case_and_says_why() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    let dir = tempfile::tempdir().unwrap();
+    dyno(dir.path())
+        .arg("run")
+        .arg(format!("http://{addr}/"))
+        .args(["--requests", "3", "-c", "2", "-o", "o"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("6 × refused"));
+    let rec = record(&dir.path().join("o"));
+    let c = case(&rec, "http", "load");
+    assert_eq!(c["status"], "failed");
+    assert_eq!(c["reason"], "no response to any of 6 requests");
+    assert_eq!(c["errors"]["refused"], 6);
+}

@@ -1,0 +1,272 @@
+//! The `load` suite: request/response load on one target, repetition by repetition, turned into
+//! the run record's figures.
+//!
+//! What a repetition reports: gobench's fields (requests, successful, network failed, non-2xx,
+//! rate, read and write throughput, time), the seed's (connections per second sustained and in the
+//! busiest second, requests outstanding, bytes moved, the share of responses within 100 ms … 10 s,
+//! dropped requests), latency from the intended start (corrected) beside the service time from the
+//! actual send (uncorrected), a time series, and the generator's verdict on itself.
+
+use crate::driver::{Endpoint, ErrorClass};
+use crate::load::{self, LoadMode, LoadResult, LoadSpec};
+use crate::plan::{LoadModel, LoadParams};
+use crate::worker::Stop;
+use results::{GeneratorCheck, IntervalRecord, LoadRep, Rep, WithinShare};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, SystemTime};
+
+/// A load thread busier than this (CPU time over wall time) may have set the pace itself.
+pub const MAX_BUSY: f64 = 0.95;
+/// In open loop, dyno dispatching 1 % of requests later than this means it could not keep time.
+pub const MAX_LAG_P99_NS: u64 = 1_000_000;
+/// The record keeps at most this many intervals per repetition (the `.hlog` keeps them all).
+pub const MAX_RECORD_INTERVALS: usize = 10_000;
+/// The latency bounds of the seed's "completed within" table.
+pub const WITHIN_NS: [u64; 7] = [
+    100_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_000_000_000,
+    5_000_000_000,
+    8_000_000_000,
+    10_000_000_000,
+];
+
+/// What one repetition produced: the record's figures and the raw result.
+pub struct LoadRun {
+    pub rep: Rep,
+    pub result: LoadResult,
+    pub hlog: Option<PathBuf>,
+}
+
+fn spec(ep: &Endpoint, p: &LoadParams, seed: u64) -> LoadSpec {
+    let mode = match &p.model {
+        LoadModel::Closed { stop } => LoadMode::Closed {
+            connections: p.connections as usize,
+            stop: *stop,
+        },
+        LoadModel::Open {
+            profile,
+            arrival,
+            max_connections,
+        } => LoadMode::Open {
+            profile: profile.clone(),
+            arrival: *arrival,
+            seed,
+            connections: p.connections as usize,
+            max_connections: *max_connections as usize,
+            stop: None,
+        },
+    };
+    LoadSpec {
+        addr: ep.addr,
+        protocol: ep.protocol.clone(),
+        threads: p.threads,
+        mode,
+        timeout: Duration::from_nanos(p.timeout_ns),
+        interval: Duration::from_nanos(p.interval_ns),
+    }
+}
+
+/// Where the `.hlog` of `target`'s repetition goes: the path asked for when there is one target
+/// and one repetition, else that path with `.TARGET.REP` before its extension.
+pub fn hlog_path(asked: &Path, target: &str, rep: u32, single: bool) -> PathBuf {
+    if single {
+        return asked.to_path_buf();
+    }
+    let stem = asked.file_stem().and_then(|s| s.to_str()).unwrap_or("dyno");
+    let ext = asked.extension().and_then(|s| s.to_str()).unwrap_or("hlog");
+    asked.with_file_name(format!("{stem}.{target}.{rep}.{ext}"))
+}
+
+/// Runs one repetition against `ep`.
+pub fn run_rep(
+    ep: &Endpoint,
+    p: &LoadParams,
+    seed: u64,
+    interrupt: &AtomicBool,
+    hlog: Option<(&Path, &str)>,
+) -> std::io::Result<LoadRun> {
+    let started = SystemTime::now();
+    let result = load::run(&spec(ep, p, seed), interrupt)?;
+    let hlog = match hlog {
+        Some((path, comment)) => {
+            let ivs: Vec<results::hlog::LogInterval> = result
+                .intervals
+                .iter()
+                .map(|iv| results::hlog::LogInterval {
+                    start_ns: iv.start_ns,
+                    end_ns: iv.end_ns,
+                    histogram: &iv.latency,
+                })
+                .collect();
+            results::hlog::write(path, started, comment, &ivs)?;
+            Some(path.to_path_buf())
+        }
+        None => None,
+    };
+    let rep = rep_of(&result, p);
+    Ok(LoadRun { rep, result, hlog })
+}
+
+fn per_s(n: f64, ns: u64) -> f64 {
+    if ns == 0 { 0.0 } else { n * 1e9 / ns as f64 }
+}
+
+/// The record's figures of one load result.
+pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
+    let c = &r.counters;
+    let rec = &r.recorder;
+    let non_2xx = rec.errors[ErrorClass::Application as usize];
+    let network_failed = rec.error_count() - non_2xx;
+    let lat = &rec.latency;
+    let within = WITHIN_NS
+        .iter()
+        .map(|&le| WithinShare {
+            le_ns: le,
+            share: if lat.is_empty() {
+                0.0
+            } else {
+                lat.count_between(0, le) as f64 / lat.len() as f64
+            },
+        })
+        .collect();
+    let connects_peak_per_s = r
+        .intervals
+        .iter()
+        .filter(|iv| iv.end_ns > iv.start_ns)
+        .map(|iv| per_s(iv.connects as f64, iv.end_ns - iv.start_ns))
+        .fold(0.0, f64::max);
+    let intervals = r
+        .intervals
+        .iter()
+        .take(MAX_RECORD_INTERVALS)
+        .map(|iv| IntervalRecord {
+            start_ns: iv.start_ns,
+            end_ns: iv.end_ns,
+            responses: iv.responses,
+            errors: iv.errors,
+            connects: iv.connects,
+            p50_ns: iv.latency.value_at_quantile(0.5),
+            p99_ns: iv.latency.value_at_quantile(0.99),
+            max_ns: iv.latency.max(),
+        })
+        .collect();
+    let open = matches!(p.model, LoadModel::Open { .. });
+    let lag = results::stats::latency_summary(&r.check.lag);
+    let (valid, reason) = verdict(r, open);
+    let cpu = r.check.cpu_user_ns + r.check.cpu_sys_ns;
+    let load = LoadRep {
+        requests: c.requests,
+        responses: c.responses,
+        ok: c.ok,
+        non_2xx,
+        network_failed,
+        unsent: c.unsent,
+        dropped: network_failed + c.unsent,
+        bytes_in: c.bytes_in,
+        bytes_out: c.bytes_out,
+        responses_per_s: per_s(c.responses as f64, r.wall_ns),
+        read_bytes_per_s: per_s(c.bytes_in as f64, r.wall_ns),
+        write_bytes_per_s: per_s(c.bytes_out as f64, r.wall_ns),
+        connects: c.connects,
+        connects_per_s: per_s(c.connects as f64, r.wall_ns),
+        connects_peak_per_s,
+        outstanding_mean: c.outstanding_mean,
+        outstanding_max: c.outstanding_max,
+        within,
+        service_ns: results::stats::latency_summary(&rec.service),
+        generator: GeneratorCheck {
+            intended_per_s: r.check.intended_per_s,
+            achieved_per_s: r.check.achieved_per_s,
+            lag_ns: if open { lag } else { None },
+            cpu_user_ns: r.check.cpu_user_ns,
+            cpu_sys_ns: r.check.cpu_sys_ns,
+            cpu_ns_per_request: if c.requests > 0 {
+                cpu as f64 / c.requests as f64
+            } else {
+                0.0
+            },
+            busiest_thread: r.check.busiest_thread,
+            valid,
+            reason,
+        },
+        intervals,
+    };
+    Rep {
+        objects: c.responses,
+        clients: p.connections as u32,
+        wall_ns: r.wall_ns,
+        client_ns: Vec::new(),
+        ops_per_s: load.responses_per_s,
+        commit_ns: 0,
+        storage_reads: 0,
+        errors: rec.error_count(),
+        latency_ns: results::stats::latency_summary(lat),
+        load: Some(load),
+    }
+}
+
+/// Whether the generator kept up, and if not, how that was seen.
+fn verdict(r: &LoadResult, open: bool) -> (bool, Option<String>) {
+    if open {
+        let late = r.check.lag.value_at_quantile(0.99);
+        if !r.check.lag.is_empty() && late > MAX_LAG_P99_NS {
+            return (
+                false,
+                Some(format!(
+                    "dyno dispatched 1% of requests more than {:.1} ms late (its own schedule lag, not the target's): the generator could not keep the rate",
+                    late as f64 / 1e6
+                )),
+            );
+        }
+        return (true, None);
+    }
+    if r.check.busiest_thread >= MAX_BUSY {
+        return (
+            false,
+            Some(format!(
+                "a load thread was busy {:.0}% of the run: the generator, not the target, may have set the pace (add --threads or cores, or pin the target elsewhere)",
+                r.check.busiest_thread * 100.0
+            )),
+        );
+    }
+    (true, None)
+}
+
+/// The closed-loop stop as words, for messages.
+pub fn describe(p: &LoadParams) -> String {
+    match &p.model {
+        LoadModel::Closed {
+            stop: Stop::Duration { ns },
+        } => format!(
+            "closed loop, {} connections, {:.1} s",
+            p.connections,
+            *ns as f64 / 1e9
+        ),
+        LoadModel::Closed {
+            stop: Stop::Count(n),
+        } => format!("closed loop, {} connections × {n} requests", p.connections),
+        LoadModel::Open { profile, .. } => format!(
+            "open loop, {:.0} requests over {:.1} s",
+            profile.expected_count(),
+            profile.duration_ns() as f64 / 1e9
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hlog_paths_stay_apart_for_several_targets() {
+        let p = Path::new("/tmp/x/lat.hlog");
+        assert_eq!(hlog_path(p, "nginx", 1, true), Path::new("/tmp/x/lat.hlog"));
+        assert_eq!(
+            hlog_path(p, "nginx", 2, false),
+            Path::new("/tmp/x/lat.nginx.2.hlog")
+        );
+    }
+}

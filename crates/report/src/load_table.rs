@@ -1,0 +1,259 @@
+//! The load suite's table: one column per target (old and new implementation side by side), one
+//! row per figure — gobench's fields, the seed's (connections per second, outstanding requests,
+//! bytes moved, completed within 100 ms … 10 s), latency from the intended start (corrected)
+//! beside service time (uncorrected), and the generator's verdict on itself.
+
+use crate::table::{Style, grid, status_word};
+use crate::units;
+use results::{Case, LatencySummary, LoadRep, RunRecord};
+use std::io::{self, Write};
+
+/// The repetition a column shows: the best rate of the measured ones.
+fn best(c: &Case) -> Option<&LoadRep> {
+    c.reps
+        .iter()
+        .filter_map(|r| r.load.as_ref())
+        .max_by(|a, b| a.responses_per_s.total_cmp(&b.responses_per_s))
+}
+
+use units::count;
+
+fn pct(share: f64) -> String {
+    format!("{:.2}%", share * 100.0)
+}
+
+type Row = (&'static str, fn(&Case, &LoadRep) -> String);
+
+fn lat(s: Option<&LatencySummary>, f: fn(&LatencySummary) -> u64) -> String {
+    s.map_or("-".to_string(), |s| units::latency(f(s)))
+}
+
+const ROWS: &[Row] = &[
+    ("requests", |_, l| count(l.requests)),
+    ("successful", |_, l| count(l.ok)),
+    ("network failed", |_, l| count(l.network_failed)),
+    ("bad requests (non-2xx)", |_, l| count(l.non_2xx)),
+    ("unsent (queue full or run over)", |_, l| count(l.unsent)),
+    ("rate (responses/s)", |_, l| units::rate(l.responses_per_s)),
+    ("read throughput", |_, l| {
+        units::bytes_per_s(l.read_bytes_per_s)
+    }),
+    ("write throughput", |_, l| {
+        units::bytes_per_s(l.write_bytes_per_s)
+    }),
+    ("test time", |c, l| {
+        let _ = l;
+        c.reps
+            .iter()
+            .filter(|r| r.load.is_some())
+            .max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s))
+            .map_or("-".into(), |r| units::latency(r.wall_ns))
+    }),
+    ("connections/s (mean / peak)", |_, l| {
+        format!(
+            "{} / {}",
+            units::rate(l.connects_per_s),
+            units::rate(l.connects_peak_per_s)
+        )
+    }),
+    ("outstanding (mean / max)", |_, l| {
+        format!("{:.1} / {}", l.outstanding_mean, count(l.outstanding_max))
+    }),
+    ("bytes moved (in + out)", |_, l| {
+        units::bytes(l.bytes_in + l.bytes_out)
+    }),
+    ("bit rate (in + out)", |_, l| {
+        units::bits_per_s((l.read_bytes_per_s + l.write_bytes_per_s) * 8.0)
+    }),
+    ("dropped (no response)", |_, l| count(l.dropped)),
+    ("latency p50", |c, _| {
+        lat(c.summary.as_ref().map(|s| &s.latency_ns), |s| s.p50)
+    }),
+    ("latency p90", |c, _| {
+        lat(c.summary.as_ref().map(|s| &s.latency_ns), |s| s.p90)
+    }),
+    ("latency p99", |c, _| {
+        lat(c.summary.as_ref().map(|s| &s.latency_ns), |s| s.p99)
+    }),
+    ("latency p99.9", |c, _| {
+        lat(c.summary.as_ref().map(|s| &s.latency_ns), |s| s.p999)
+    }),
+    ("latency p99.99", |c, _| {
+        lat(c.summary.as_ref().map(|s| &s.latency_ns), |s| s.p9999)
+    }),
+    ("latency max", |c, _| {
+        lat(c.summary.as_ref().map(|s| &s.latency_ns), |s| s.max)
+    }),
+    ("service time p50 (uncorrected)", |c, _| {
+        lat(
+            c.summary.as_ref().and_then(|s| s.service_ns.as_ref()),
+            |s| s.p50,
+        )
+    }),
+    ("service time p99 (uncorrected)", |c, _| {
+        lat(
+            c.summary.as_ref().and_then(|s| s.service_ns.as_ref()),
+            |s| s.p99,
+        )
+    }),
+    ("service time max (uncorrected)", |c, _| {
+        lat(
+            c.summary.as_ref().and_then(|s| s.service_ns.as_ref()),
+            |s| s.max,
+        )
+    }),
+    ("within 100 ms", |_, l| within(l, 0)),
+    ("within 500 ms", |_, l| within(l, 1)),
+    ("within 1 s", |_, l| within(l, 2)),
+    ("within 2 s", |_, l| within(l, 3)),
+    ("within 5 s", |_, l| within(l, 4)),
+    ("within 8 s", |_, l| within(l, 5)),
+    ("within 10 s", |_, l| within(l, 6)),
+    ("generator: intended / achieved rate", |_, l| {
+        match l.generator.intended_per_s {
+            Some(i) => format!(
+                "{} / {}",
+                units::rate(i),
+                units::rate(l.generator.achieved_per_s)
+            ),
+            None => format!("closed / {}", units::rate(l.generator.achieved_per_s)),
+        }
+    }),
+    ("generator: schedule lag p99", |_, l| {
+        l.generator
+            .lag_ns
+            .as_ref()
+            .map_or("-".into(), |s| units::latency(s.p99))
+    }),
+    ("generator: CPU per request", |_, l| {
+        units::latency(l.generator.cpu_ns_per_request as u64)
+    }),
+    ("generator: busiest thread", |_, l| {
+        pct(l.generator.busiest_thread)
+    }),
+    ("generator: verdict", |_, l| {
+        if l.generator.valid {
+            "valid".into()
+        } else {
+            "INVALID (see notes)".into()
+        }
+    }),
+];
+
+fn within(l: &LoadRep, i: usize) -> String {
+    l.within.get(i).map_or("-".into(), |w| pct(w.share))
+}
+
+pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    let p = &r.plan;
+    let model = match &p.load {
+        Some(l) if l.model == "open" => {
+            let stages: Vec<String> = l
+                .stages
+                .iter()
+                .map(|s| {
+                    let rate = if s.from_per_s == s.to_per_s {
+                        format!("{} req/s", units::rate(s.from_per_s))
+                    } else {
+                        format!(
+                            "{}..{} req/s",
+                            units::rate(s.from_per_s),
+                            units::rate(s.to_per_s)
+                        )
+                    };
+                    format!("{rate} for {}", units::latency(s.duration_ns))
+                })
+                .collect();
+            format!(
+                "open loop ({}), {}, {} connections (up to {})",
+                l.arrival.as_deref().unwrap_or("constant"),
+                stages.join(" then "),
+                l.connections,
+                l.max_connections
+            )
+        }
+        Some(l) => match (l.requests_per_connection, l.duration_ns) {
+            (Some(n), _) => format!("closed loop, {} connections × {n} requests", l.connections),
+            (None, Some(d)) => format!(
+                "closed loop, {} connections, {}",
+                l.connections,
+                units::latency(d)
+            ),
+            _ => format!("closed loop, {} connections", l.connections),
+        },
+        None => "load".into(),
+    };
+    let reps = if p.reps == 1 {
+        "1 repetition".to_string()
+    } else {
+        format!("best of {} (latencies over all)", p.reps)
+    };
+    let title = format!("dyno load · {model} · {reps}");
+    let h2 = match style {
+        Style::Text => {
+            writeln!(out, "{title}")?;
+            ""
+        }
+        Style::Markdown => {
+            writeln!(out, "### {title}")?;
+            "#### "
+        }
+    };
+    writeln!(out)?;
+    let cases: Vec<&Case> = p
+        .targets
+        .iter()
+        .filter_map(|t| r.cases.iter().find(|c| c.target == t.name))
+        .collect();
+    let header = vec![
+        std::iter::once(String::new())
+            .chain(cases.iter().map(|c| c.target.clone()))
+            .collect::<Vec<_>>(),
+        std::iter::once(String::new())
+            .chain(cases.iter().map(|c| c.durability.clone()))
+            .collect(),
+    ];
+    let body: Vec<Vec<String>> = ROWS
+        .iter()
+        .map(|(name, f)| {
+            std::iter::once(name.to_string())
+                .chain(cases.iter().map(|c| match (status_word(c), best(c)) {
+                    (Some(w), None) => w.to_string(),
+                    (_, Some(l)) => f(c, l),
+                    (None, None) => "-".to_string(),
+                }))
+                .collect()
+        })
+        .collect();
+    grid(out, style, &header, &body)?;
+
+    let mut notes: Vec<String> = Vec::new();
+    for c in &cases {
+        if let (Some(w), Some(why)) = (status_word(c), &c.reason) {
+            notes.push(format!("{}: {w}: {why}", c.target));
+        }
+        for (class, n) in &c.errors {
+            let example = c.error_examples.get(class).map_or("", String::as_str);
+            notes.push(format!("{}: {n} × {class} (first: {example})", c.target));
+        }
+    }
+    if let Some(h) = p.load.as_ref().and_then(|l| l.hlog.as_ref()) {
+        notes.push(format!("interval log (HdrHistogram .hlog): {h}"));
+    }
+    if !notes.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{h2}notes")?;
+        if style == Style::Markdown {
+            writeln!(out)?;
+        }
+        for n in notes {
+            writeln!(out, "- {n}")?;
+        }
+    }
+    if r.interrupted {
+        writeln!(out)?;
+        writeln!(out, "(the run was interrupted; finished cases are kept)")?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
