@@ -1398,9 +1398,12 @@ mod tests {
     use super::*;
     use crate::driver::{DriverError, Store};
 
-    struct FakeConfig(BTreeMap<String, String>);
+    struct FakeConfig(BTreeMap<String, String>, &'static [Family]);
 
     impl TargetConfig for FakeConfig {
+        fn families(&self) -> &'static [Family] {
+            self.1
+        }
         fn durability(&self) -> String {
             "fake".into()
         }
@@ -1415,12 +1418,13 @@ mod tests {
         }
     }
 
-    /// Two schemes: `mem` (no options) and `sqlite` (option `synchronous` = normal | full).
+    /// Three schemes: `mem` (no options), `sqlite` (option `synchronous` = normal | full), and
+    /// `http` (request family).
     struct Fake;
 
     impl Resolver for Fake {
         fn schemes(&self) -> Vec<&'static str> {
-            vec!["mem", "sqlite"]
+            vec!["mem", "sqlite", "http"]
         }
         fn default_urls(&self) -> Vec<&'static str> {
             vec!["mem:", "sqlite:"]
@@ -1440,7 +1444,12 @@ mod tests {
                         .hint("choose normal or full"));
                 }
             }
-            Ok(Box::new(FakeConfig(options.clone())))
+            let families: &'static [Family] = if scheme == "http" {
+                &[Family::Request]
+            } else {
+                &[Family::Kv]
+            };
+            Ok(Box::new(FakeConfig(options.clone(), families)))
         }
     }
 
@@ -1557,7 +1566,7 @@ url = "mem:"
         assert_eq!(
             err("[sute]\n"),
             "plan.toml:1:2: unknown key `sute` in the plan's top level; did you mean \"suite\"? \
-             known keys: suite, output, targets"
+             known keys: suite, load, output, targets"
         );
         assert_eq!(
             err("[output]\nfmt = \"csv\"\n"),
@@ -1622,7 +1631,7 @@ url = "mem:"
         let e = err("[targets.a]\nurl = \"sqlit:/tmp/a.db\"\n");
         assert!(
             e.starts_with(
-                "plan.toml:2:7: unknown target scheme \"sqlit\"; did you mean \"sqlite\"? schemes: mem, sqlite"
+                "plan.toml:2:7: unknown target scheme \"sqlit\"; did you mean \"sqlite\"? schemes: mem, sqlite, http"
             ),
             "{e}"
         );
@@ -1667,6 +1676,89 @@ url = "mem:"
         assert_eq!(
             raw.resolve(&Fake).unwrap_err().to_string(),
             "--objects: objects must be at least 1, got -5\n  hint: the default is 1000"
+        );
+    }
+
+    #[test]
+    fn a_load_plan_with_stages_becomes_an_open_loop_profile() {
+        let p = resolve(
+            "[load]\nstages = [{ rate = 1000, duration = \"2s\" }, { rate = \"1000..3000\", duration = \"1s\" }]\narrival = \"poisson\"\n[targets.api]\nurl = \"http://h/\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.suite, "load", "request targets choose the load suite");
+        assert!(!p.warmup, "load has no warm-up unless asked");
+        assert_eq!((p.concurrency, p.reps), (10, 1));
+        let l = p.load.as_ref().unwrap();
+        let LoadModel::Open {
+            profile,
+            arrival,
+            max_connections,
+        } = &l.model
+        else {
+            panic!()
+        };
+        assert_eq!(*arrival, ArrivalKind::Poisson);
+        assert_eq!(*max_connections, 10);
+        assert_eq!(profile.stages.len(), 2);
+        assert_eq!(profile.expected_count(), 2000.0 + 2000.0);
+        let rec = p.record().load.unwrap();
+        assert_eq!((rec.model.as_str(), rec.stages.len()), ("open", 2));
+    }
+
+    #[test]
+    fn a_ramp_then_holds_the_top_rate_for_the_rest_of_the_duration() {
+        let p = resolve(
+            "[load]\nrate = \"1000..3000\"\nramp = \"1s\"\nduration = \"3s\"\n[targets.api]\nurl = \"http://h/\"\n",
+        )
+        .unwrap();
+        let LoadModel::Open { profile, .. } = &p.load.unwrap().model else {
+            panic!()
+        };
+        assert_eq!(profile.duration_ns(), 3_000_000_000);
+        assert_eq!(profile.rate_at(500_000_000), Some(2000.0));
+        assert_eq!(profile.rate_at(2_000_000_000), Some(3000.0));
+    }
+
+    #[test]
+    fn closed_loop_defaults_and_gobench_counts() {
+        let p = resolve("[targets.api]\nurl = \"http://h/\"\n").unwrap();
+        let l = p.load.unwrap();
+        assert!(matches!(
+            l.model,
+            LoadModel::Closed {
+                stop: Stop::Duration {
+                    ns: DEFAULT_DURATION_NS
+                }
+            }
+        ));
+        assert_eq!(l.timeout_ns, DEFAULT_TIMEOUT_NS);
+        let p = resolve("[load]\nrequests = 50\n[targets.api]\nurl = \"http://h/\"\n").unwrap();
+        assert!(matches!(
+            p.load.unwrap().model,
+            LoadModel::Closed {
+                stop: Stop::Count(50)
+            }
+        ));
+    }
+
+    #[test]
+    fn load_mistakes_are_named() {
+        assert_eq!(
+            err("[load]\nrat = 5\n[targets.api]\nurl = \"http://h/\"\n"),
+            "plan.toml:2:1: unknown key `rat` in [load]; did you mean \"rate\"? known keys: duration, \
+             requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog"
+        );
+        assert_eq!(
+            err("[load]\nstages = [{ rate = 5 }]\n[targets.api]\nurl = \"http://h/\"\n"),
+            "plan.toml:2:11: a stage needs a rate and a duration\n  hint: write { rate = 1000, duration = \"30s\" }"
+        );
+        assert_eq!(
+            err("[load]\nrate = 100\n"),
+            "plan.toml:2:8: rate is a setting of the load suite, and this run is shootout\n  hint: load settings apply to http:// and tcp:// targets"
+        );
+        assert_eq!(
+            err("[load]\ninterval = \"1ms\"\n[targets.api]\nurl = \"http://h/\"\n"),
+            "plan.toml:2:12: interval must be between 10ms and 1h\n  hint: the time series keeps one histogram per interval"
         );
     }
 
