@@ -74,3 +74,104 @@ pub fn case<'a>(record: &'a Value, target: &str, test: &str) -> &'a Value {
         .find(|c| c["target"] == target && c["test"] == test)
         .unwrap_or_else(|| panic!("no case {target} {test}"))
 }
+
+/// The 13 bytes of the static file nginx serves in tests and benchmarks.
+pub const HELLO: &[u8] = b"Hello, dyno!\n";
+
+/// A private nginx on a free loopback port, in a temporary directory; stopped (by its PID) on drop.
+pub struct Nginx {
+    pub port: u16,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx, or returns `None` (with a notice) when it is not installed. Under
+    /// `./scripts/test` (`DYNO_REQUIRE_SERVERS=1`) a missing nginx fails the test instead.
+    pub fn start() -> Option<Nginx> {
+        let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .into_iter()
+            .find(|p| Path::new(p).is_file());
+        let Some(bin) = bin else {
+            if std::env::var_os("DYNO_REQUIRE_SERVERS").is_some() {
+                panic!(
+                    "nginx is required here: ./scripts/test installs it (apt-get install nginx)"
+                );
+            }
+            eprintln!("notice: nginx is not installed; skipping (./scripts/test installs it)");
+            return None;
+        };
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            std::fs::create_dir(d.join("www")).unwrap();
+            std::fs::write(d.join("www/hello.txt"), HELLO).unwrap();
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let conf = format!(
+                "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+                 events {{ worker_connections 4096; }}\n\
+                 http {{\n  access_log off;\n  keepalive_requests 10000000;\n\
+                 client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
+                 uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+                 server {{\n    listen 127.0.0.1:{port};\n    root {d}/www;\n    location = /missing {{ return 404; }}\n  }}\n}}\n",
+                d = d.display()
+            );
+            std::fs::write(d.join("nginx.conf"), conf).unwrap();
+            let child = std::process::Command::new(bin)
+                .arg("-p")
+                .arg(d)
+                .arg("-c")
+                .arg(d.join("nginx.conf"))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("starting nginx");
+            let mut n = Nginx {
+                port,
+                child,
+                _dir: dir,
+            };
+            // Ready when it answers; give up on this port after 5 s.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = n.child.try_wait() {
+                    break; // it exited: the port was taken; try another
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Some(n);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            n.stop();
+        }
+        panic!("nginx did not start on any of 5 free ports");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn stop(&mut self) {
+        // SAFETY: signalling the nginx this helper started, by its PID.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
