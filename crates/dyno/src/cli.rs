@@ -64,7 +64,8 @@ pub struct ServeArgs {
     /// Misbehave on every Nth request: `reset:N` or `garbage:N`.
     #[arg(long)]
     pub fault: Option<String>,
-    /// TCP response framing: `length:4`, `line` or `close`.
+    /// TCP response framing: `length:4`, `line`, `close`, or `raw` (the payload alone; use
+    /// `--body sizes:N..N` and the client's `framing=fixed:N`).
     #[arg(long, default_value = "length:4")]
     pub framing: String,
     /// TCP: send the response as soon as a connection opens, with no request (then close).
@@ -99,9 +100,12 @@ pub struct RunArgs {
     /// Seed of the object contents [default: 1].
     #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<i64>,
-    /// Skip the unmeasured warm-up repetition.
-    #[arg(long)]
+    /// Skip the unmeasured warm-up repetition (shootout runs one by default).
+    #[arg(long, conflicts_with = "warmup")]
     pub no_warmup: bool,
+    /// Run one unmeasured warm-up repetition first (load runs none by default).
+    #[arg(long)]
+    pub warmup: bool,
     /// A fast look: 100 objects per client, one repetition (explicit values still win).
     #[arg(long, short = 'q')]
     pub quick: bool,

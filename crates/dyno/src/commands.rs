@@ -136,6 +136,9 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     if a.no_warmup {
         raw.warmup = Some(Sp::new(false, Origin::Flag("--no-warmup")));
     }
+    if a.warmup {
+        raw.warmup = Some(Sp::new(true, Origin::Flag("--warmup")));
+    }
     raw.quick |= a.quick;
     Ok(raw)
 }

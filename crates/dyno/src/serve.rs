@@ -54,7 +54,8 @@ pub fn serve(a: ServeArgs) -> Result<ExitCode> {
             "length:4" => TcpFraming::Length4,
             "line" => TcpFraming::Line,
             "close" => TcpFraming::Close,
-            other => bail!("--framing: {other:?} is not length:4, line or close"),
+            "raw" => TcpFraming::Raw,
+            other => bail!("--framing: {other:?} is not length:4, line, close or raw"),
         };
         Kind::Tcp {
             framing,

@@ -357,3 +357,40 @@ fn a_dead_endpoint_fails_its_case_and_says_why() {
     assert_eq!(c["reason"], "no response to any of 6 requests");
     assert_eq!(c["errors"]["refused"], 6);
 }
+
+#[test]
+fn a_generator_that_cannot_keep_up_marks_the_run_invalid() {
+    // Two million requests a second from one thread over 200 connections: each due request is
+    // really sent, so dyno's own dispatch falls behind, and the
+    // run must say that its figures measure dyno, not the target.
+    let s = server(Body::Json, None);
+    let dir = tempfile::tempdir().unwrap();
+    dyno(dir.path())
+        .arg("run")
+        .arg(format!("http://{}/", s.addr()))
+        .args([
+            "--rate",
+            "2000000",
+            "-d",
+            "300ms",
+            "-c",
+            "4",
+            "--threads",
+            "1",
+            "--timeout",
+            "1s",
+            "-o",
+            "o",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("INVALID (see notes)"))
+        .stdout(predicate::str::contains(
+            "the generator could not keep the rate",
+        ));
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    let c = case(&rec, "http", "load");
+    assert_eq!(c["status"], "invalid");
+    assert_eq!(c["reps"][0]["load"]["generator"]["valid"], false);
+}

@@ -64,6 +64,8 @@ pub enum TcpFraming {
     Line,
     /// The payload, then the server closes the connection.
     Close,
+    /// The payload alone, connection kept open (for clients that know the size: `fixed:N`).
+    Raw,
 }
 
 /// The protocol a server speaks.
@@ -358,6 +360,7 @@ fn serve_tcp(
                 out.write_all(payload)?;
                 return Ok(());
             }
+            TcpFraming::Raw => out.write_all(payload)?,
         }
         if on_connect {
             return Ok(());

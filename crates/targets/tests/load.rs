@@ -270,3 +270,44 @@ fn open_loop_offers_the_stated_rate() {
         r.counters.requests
     );
 }
+
+#[test]
+fn open_loop_opens_connections_up_to_the_limit_when_all_are_busy() {
+    // The server stalls for 300 ms at its start: every request due meanwhile needs a connection
+    // of its own, up to the limit of 12; the rest queue, and the queueing counts as latency.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let stall = host::reference::Stall {
+        pause: Duration::from_millis(300),
+        every: Duration::from_secs(60),
+    };
+    let s = Server::start(
+        l,
+        Spec {
+            kind: Kind::Http,
+            body: Body::Json,
+            stall: Some(stall),
+            fault: None,
+            seed: 1,
+        },
+    )
+    .unwrap();
+    let mode = LoadMode::Open {
+        profile: RateProfile::constant(200.0, 500_000_000),
+        arrival: ArrivalKind::Constant,
+        seed: 1,
+        connections: 2,
+        max_connections: 12,
+        stop: None,
+    };
+    let r = run(&spec(&format!("http://{}/", s.addr()), &[], mode));
+    assert_eq!(r.counters.connects, 12, "grew from 2 to the limit of 12");
+    assert_eq!(r.counters.ok, r.counters.requests);
+    assert!(
+        r.counters.outstanding_max > 12,
+        "requests queued beyond the connections"
+    );
+    assert!(
+        r.recorder.latency.max() > 200_000_000,
+        "queueing behind the stall is charged"
+    );
+}

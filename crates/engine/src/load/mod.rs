@@ -624,6 +624,36 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Open loop: connects the connections opened up front, before the measured start, so the
+    /// first requests do not pay for connecting. A connection that fails here is connected (and
+    /// its failure counted) when it is first used.
+    fn preconnect(&mut self, n: usize) {
+        for _ in 0..n {
+            let ci = self.add_conn(u64::MAX);
+            let connected =
+                std::net::TcpStream::connect_timeout(&self.spec.addr, self.spec.timeout).and_then(
+                    |s| {
+                        s.set_nodelay(true)?;
+                        s.set_nonblocking(true)?;
+                        let mut s = TcpStream::from_std(s);
+                        self.poll.registry().register(
+                            &mut s,
+                            Token(ci),
+                            Interest::READABLE | Interest::WRITABLE,
+                        )?;
+                        Ok(s)
+                    },
+                );
+            if let Ok(s) = connected {
+                let c = &mut self.conns[ci];
+                c.stream = Some(s);
+                c.state = State::Idle;
+                self.counters.connects += 1;
+            }
+            self.idle.push(ci);
+        }
+    }
+
     fn run(
         mut self,
         mut share: Share,
@@ -631,6 +661,9 @@ impl<'a> Worker<'a> {
         interrupt: &AtomicBool,
     ) -> io::Result<WorkerResult> {
         let mut events = Events::with_capacity(EVENTS);
+        if self.open {
+            self.preconnect(share.connections);
+        }
         barrier.wait();
         let cpu0 = thread_cpu_ns();
         let start = self.clock.now_ns();
@@ -644,12 +677,12 @@ impl<'a> Worker<'a> {
             None
         };
         let mut arrivals_started: u64 = 0;
-        for _ in 0..share.connections {
-            let ci = self.add_conn(share.closed_remaining);
-            if self.open {
-                self.idle.push(ci);
-            } else if share.closed_remaining > 0 {
-                self.start(ci, start, start);
+        if !self.open {
+            for _ in 0..share.connections {
+                let ci = self.add_conn(share.closed_remaining);
+                if share.closed_remaining > 0 {
+                    self.start(ci, start, start);
+                }
             }
         }
         let drain_ns = self.spec.timeout.as_nanos() as u64;
