@@ -521,6 +521,9 @@ impl<'a> Worker<'a> {
     fn next_for(&mut self, ci: usize, now: u64) {
         if self.open {
             if let Some(intended) = self.backlog.pop_front() {
+                // It was counted as outstanding when queued; `start` counts it again.
+                let n = self.outstanding.saturating_sub(1);
+                self.set_outstanding(now, n);
                 self.start(ci, intended, now);
             } else {
                 self.idle.push(ci);
