@@ -3,7 +3,7 @@
 //! bytes moved, completed within 100 ms … 10 s), latency from the intended start (corrected)
 //! beside service time (uncorrected), and the generator's verdict on itself.
 
-use crate::table::{Style, grid, status_word};
+use crate::table::{Style, footer, grid, status_word};
 use crate::units;
 use results::{Case, LatencySummary, LoadRep, RunRecord};
 use std::io::{self, Write};
@@ -189,16 +189,10 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
         format!("best of {} (latencies over all)", p.reps)
     };
     let title = format!("dyno load · {model} · {reps}");
-    let h2 = match style {
-        Style::Text => {
-            writeln!(out, "{title}")?;
-            ""
-        }
-        Style::Markdown => {
-            writeln!(out, "### {title}")?;
-            "#### "
-        }
-    };
+    match style {
+        Style::Text => writeln!(out, "{title}")?,
+        Style::Markdown => writeln!(out, "### {title}")?,
+    }
     writeln!(out)?;
     let cases: Vec<&Case> = p
         .targets
@@ -240,20 +234,5 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
     if let Some(h) = p.load.as_ref().and_then(|l| l.hlog.as_ref()) {
         notes.push(format!("interval log (HdrHistogram .hlog): {h}"));
     }
-    if !notes.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "{h2}notes")?;
-        if style == Style::Markdown {
-            writeln!(out)?;
-        }
-        for n in notes {
-            writeln!(out, "- {n}")?;
-        }
-    }
-    if r.interrupted {
-        writeln!(out)?;
-        writeln!(out, "(the run was interrupted; finished cases are kept)")?;
-    }
-    writeln!(out)?;
-    Ok(())
+    footer(out, style, &notes, r.interrupted)
 }

@@ -214,17 +214,27 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
             Some(format!("{} {}: {text}", c.target, c.test))
         })
         .collect();
+    footer(out, style, &notes, r.interrupted)
+}
+
+/// The notes under a table, and the interruption notice.
+pub(crate) fn footer(
+    out: &mut dyn Write,
+    style: Style,
+    notes: &[String],
+    interrupted: bool,
+) -> io::Result<()> {
     if !notes.is_empty() {
         writeln!(out)?;
-        writeln!(out, "{h2}notes")?;
-        if style == Style::Markdown {
-            writeln!(out)?;
+        match style {
+            Style::Text => writeln!(out, "notes")?,
+            Style::Markdown => writeln!(out, "#### notes\n")?,
         }
         for n in notes {
             writeln!(out, "- {n}")?;
         }
     }
-    if r.interrupted {
+    if interrupted {
         writeln!(out)?;
         writeln!(out, "(the run was interrupted; finished cases are kept)")?;
     }

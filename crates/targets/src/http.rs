@@ -18,7 +18,6 @@ use engine::driver::{
 };
 use engine::load::{Feed, Protocol, ResponseReader};
 use std::collections::BTreeMap;
-use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -182,28 +181,8 @@ impl TargetConfig for Config {
         INFO.families
     }
     fn endpoint(&self) -> Result<Endpoint, DriverError> {
-        let with_port = if self
-            .authority
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-        {
-            self.authority.clone()
-        } else {
-            format!("{}:80", self.authority)
-        };
-        let addr = with_port
-            .to_socket_addrs()
-            .map_err(|e| DriverError::new(format!("cannot resolve {}: {e}", self.authority)))?
-            .next()
-            .ok_or_else(|| {
-                DriverError::new(format!("{} resolves to no address", self.authority))
-            })?;
-        let body = match (&self.body, &self.body_file) {
-            (Some(b), _) => b.clone(),
-            (None, Some(f)) => std::fs::read(f)
-                .map_err(|e| DriverError::new(format!("body_file {}: {e}", f.display())))?,
-            (None, None) => Vec::new(),
-        };
+        let addr = crate::net::resolve(&self.authority, Some(80))?;
+        let body = crate::net::bytes(&self.body, &self.body_file, "body_file")?;
         let mut req = format!(
             "{} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: dyno/{}\r\n",
             self.method,

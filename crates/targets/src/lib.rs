@@ -14,7 +14,8 @@
 //! - [`lmdb`]: LMDB through heed, the embedded ordered key-value engine (chosen over redb by
 //!   measurement; see the README).
 //! - `redb` (feature `redb`): redb, kept to reproduce that measurement.
-//! - [`namespace`]: claiming directories and temporary namespaces; [`options`]: option parsing.
+//! - [`namespace`]: claiming directories and temporary namespaces; [`options`]: option parsing;
+//!   [`net`]: address resolution and request bodies for the request drivers.
 
 pub mod fs;
 pub mod http;
@@ -22,6 +23,7 @@ pub mod lmdb;
 pub mod mem;
 pub mod mock;
 pub mod namespace;
+pub mod net;
 pub mod options;
 #[cfg(feature = "redb")]
 pub mod redb;

@@ -20,7 +20,6 @@ use engine::driver::{
 };
 use engine::load::{Feed, Protocol, ResponseReader};
 use std::collections::BTreeMap;
-use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -208,20 +207,8 @@ impl TargetConfig for Config {
         INFO.families
     }
     fn endpoint(&self) -> Result<Endpoint, DriverError> {
-        let addr = self
-            .authority
-            .to_socket_addrs()
-            .map_err(|e| DriverError::new(format!("cannot resolve {}: {e}", self.authority)))?
-            .next()
-            .ok_or_else(|| {
-                DriverError::new(format!("{} resolves to no address", self.authority))
-            })?;
-        let payload = match (&self.payload, &self.payload_file) {
-            (Some(p), _) => p.clone(),
-            (None, Some(f)) => std::fs::read(f)
-                .map_err(|e| DriverError::new(format!("payload_file {}: {e}", f.display())))?,
-            (None, None) => Vec::new(),
-        };
+        let addr = crate::net::resolve(&self.authority, None)?;
+        let payload = crate::net::bytes(&self.payload, &self.payload_file, "payload_file")?;
         Ok(Endpoint {
             addr,
             protocol: Arc::new(Tcp {
