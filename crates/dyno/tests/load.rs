@@ -31,6 +31,7 @@ fn load_of(rec: &Value, target: &str) -> Value {
 
 #[test]
 fn closed_loop_for_a_duration_with_the_full_report() {
+    let _serial = serial();
     let s = server(Body::Json, None);
     let dir = tempfile::tempdir().unwrap();
     let a = dyno(dir.path())
@@ -121,6 +122,7 @@ fn closed_loop_for_a_duration_with_the_full_report() {
 
 #[test]
 fn gobench_model_clients_times_requests() {
+    let _serial = serial();
     let s = server(Body::Sizes { min: 5, max: 20000 }, None);
     let dir = tempfile::tempdir().unwrap();
     dyno(dir.path())
@@ -151,6 +153,7 @@ fn gobench_model_clients_times_requests() {
 
 #[test]
 fn old_and_new_side_by_side_in_one_table() {
+    let _serial = serial();
     let old = server(
         Body::Sizes {
             min: 2000,
@@ -190,6 +193,7 @@ fn old_and_new_side_by_side_in_one_table() {
 
 #[test]
 fn open_loop_reports_intended_and_achieved_rate() {
+    let _serial = serial();
     let s = server(Body::Json, None);
     let dir = tempfile::tempdir().unwrap();
     dyno(dir.path())
@@ -223,6 +227,7 @@ fn open_loop_reports_intended_and_achieved_rate() {
 
 #[test]
 fn coordinated_omission_is_corrected_against_a_stalling_server() {
+    let _serial = serial();
     // 500 ms stall every 5 s; 1000 requests/s for 10 s, which the server otherwise handles with
     // ease. 10% of requests are due inside a stall and wait for its end (0..500 ms, uniformly),
     // so the corrected p99 is 450 ms. The uncorrected service time does not see the queueing.
@@ -270,6 +275,7 @@ fn coordinated_omission_is_corrected_against_a_stalling_server() {
 
 #[test]
 fn load_settings_are_checked() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (
@@ -340,6 +346,7 @@ fn load_settings_are_checked() {
 
 #[test]
 fn a_dead_endpoint_fails_its_case_and_says_why() {
+    let _serial = serial();
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     drop(l);
@@ -360,6 +367,7 @@ fn a_dead_endpoint_fails_its_case_and_says_why() {
 
 #[test]
 fn a_generator_that_cannot_keep_up_marks_the_run_invalid() {
+    let _serial = serial();
     // Two million requests a second from one thread over 200 connections: each due request is
     // really sent, so dyno's own dispatch falls behind, and the
     // run must say that its figures measure dyno, not the target.

@@ -11,6 +11,7 @@ fn load(rec: &serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn keep_alive_against_nginx() {
+    let _serial = serial();
     let Some(n) = Nginx::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     dyno(dir.path())
@@ -37,6 +38,7 @@ fn keep_alive_against_nginx() {
 
 #[test]
 fn connection_per_request_against_nginx() {
+    let _serial = serial();
     let Some(n) = Nginx::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     dyno(dir.path())
@@ -60,6 +62,7 @@ fn connection_per_request_against_nginx() {
 
 #[test]
 fn non_2xx_from_nginx_are_bad_requests_not_network_failures() {
+    let _serial = serial();
     let Some(n) = Nginx::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     dyno(dir.path())
@@ -92,6 +95,7 @@ fn non_2xx_from_nginx_are_bad_requests_not_network_failures() {
 
 #[test]
 fn open_loop_against_nginx() {
+    let _serial = serial();
     let Some(n) = Nginx::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     dyno(dir.path())

@@ -62,7 +62,10 @@ fn closed(connections: usize, each: u64) -> LoadMode {
     }
 }
 
+/// Load runs measure timing: one at a time, so they do not take each other's CPU.
 fn run(s: &LoadSpec) -> LoadResult {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     load::run(s, &AtomicBool::new(false)).unwrap()
 }
 

@@ -175,3 +175,10 @@ impl Drop for Nginx {
         self.stop();
     }
 }
+
+/// Load tests measure timing: they run one at a time, so they do not take each other's CPU
+/// (the tests of one binary otherwise run in parallel on this 2-core machine).
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
