@@ -260,6 +260,50 @@ pub fn describe(p: &LoadParams) -> String {
 mod tests {
     use super::*;
 
+    fn result(lag_p99_ns: u64, busiest: f64) -> LoadResult {
+        let mut lag = results::new_histogram();
+        // 98 dispatches on time and 2 late: the 99th percentile is the late value.
+        lag.record_n(10_000, 98).unwrap();
+        lag.record_n(lag_p99_ns.max(1), 2).unwrap();
+        LoadResult {
+            recorder: crate::recorder::Recorder::new(),
+            counters: Default::default(),
+            intervals: Vec::new(),
+            check: crate::load::SelfCheck {
+                lag,
+                intended_per_s: Some(1000.0),
+                achieved_per_s: 1000.0,
+                cpu_user_ns: 0,
+                cpu_sys_ns: 0,
+                busiest_thread: busiest,
+            },
+            wall_ns: 1,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn the_generator_is_judged_by_its_own_lag_in_open_loop_and_its_cpu_in_closed() {
+        // Open loop: 1 % of dispatches 5 ms late is the generator's fault, whatever its CPU.
+        let (valid, why) = verdict(&result(5_000_000, 0.5), true);
+        assert!(!valid);
+        assert!(
+            why.unwrap()
+                .starts_with("dyno dispatched 1% of requests more than 5.0 ms late")
+        );
+        // 1 % at 0.5 ms is on time; a busy thread alone does not make an open loop invalid:
+        // requests waiting for a connection are the target's, charged to its latency.
+        assert_eq!(verdict(&result(500_000, 0.99), true), (true, None));
+        // Closed loop: a load thread busy 95 % or more may have set the pace.
+        let (valid, why) = verdict(&result(0, 0.97), false);
+        assert!(!valid);
+        assert!(
+            why.unwrap()
+                .starts_with("a load thread was busy 97% of the run")
+        );
+        assert_eq!(verdict(&result(0, 0.60), false), (true, None));
+    }
+
     #[test]
     fn hlog_paths_stay_apart_for_several_targets() {
         let p = Path::new("/tmp/x/lat.hlog");

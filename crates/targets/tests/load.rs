@@ -62,11 +62,15 @@ fn closed(connections: usize, each: u64) -> LoadMode {
     }
 }
 
-/// Load runs measure timing: one at a time, so they do not take each other's CPU.
 fn run(s: &LoadSpec) -> LoadResult {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     load::run(s, &AtomicBool::new(false)).unwrap()
+}
+
+/// Load tests measure timing: one at a time (taken before their servers start, whose stalls are
+/// timed from their start), so they do not take each other's CPU.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn errors(r: &LoadResult, class: ErrorClass) -> u64 {
@@ -75,6 +79,7 @@ fn errors(r: &LoadResult, class: ErrorClass) -> u64 {
 
 #[test]
 fn http_keep_alive_gobench_model() {
+    let _serial = serial();
     let s = server(Kind::Http, Body::Json, None);
     let url = format!("http://{}/build/version", s.addr());
     let r = run(&spec(&url, &[], closed(4, 250)));
@@ -96,6 +101,7 @@ fn http_keep_alive_gobench_model() {
 
 #[test]
 fn http_connection_per_request_and_non_2xx() {
+    let _serial = serial();
     let s = server(Kind::Http, Body::Json, None);
     let url = format!("http://{}/status/404", s.addr());
     let r = run(&spec(&url, &[("keepalive", "false")], closed(2, 50)));
@@ -116,6 +122,7 @@ fn http_connection_per_request_and_non_2xx() {
 
 #[test]
 fn http_duration_stop() {
+    let _serial = serial();
     let s = server(
         Kind::Http,
         Body::Sizes {
@@ -141,6 +148,7 @@ fn http_duration_stop() {
 
 #[test]
 fn tcp_framings() {
+    let _serial = serial();
     for (framing, on_connect, opts) in [
         (
             TcpFraming::Length4,
@@ -180,6 +188,7 @@ fn tcp_framings() {
 
 #[test]
 fn resets_and_garbage_are_counted_and_the_run_goes_on() {
+    let _serial = serial();
     let s = server(Kind::Http, Body::Json, Some(Fault::Reset { every: 10 }));
     let r = run(&spec(&format!("http://{}/", s.addr()), &[], closed(2, 100)));
     assert_eq!(r.counters.requests, 200);
@@ -204,6 +213,7 @@ fn resets_and_garbage_are_counted_and_the_run_goes_on() {
 
 #[test]
 fn a_server_that_is_not_there_costs_errors_not_a_hang() {
+    let _serial = serial();
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     drop(l);
@@ -215,6 +225,7 @@ fn a_server_that_is_not_there_costs_errors_not_a_hang() {
 
 #[test]
 fn a_server_that_never_answers_times_out() {
+    let _serial = serial();
     // A listener that accepts (the kernel does) but never reads or writes.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut s = spec(
@@ -230,6 +241,7 @@ fn a_server_that_never_answers_times_out() {
 
 #[test]
 fn open_loop_offers_the_stated_rate() {
+    let _serial = serial();
     let s = server(Kind::Http, Body::Json, None);
     let mode = LoadMode::Open {
         profile: RateProfile::constant(2_000.0, 500_000_000),
@@ -276,6 +288,7 @@ fn open_loop_offers_the_stated_rate() {
 
 #[test]
 fn open_loop_opens_connections_up_to_the_limit_when_all_are_busy() {
+    let _serial = serial();
     // The server stalls for 300 ms at its start: every request due meanwhile needs a connection
     // of its own, up to the limit of 12; the rest queue, and the queueing counts as latency.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
