@@ -41,6 +41,30 @@ pub enum Command {
     Targets,
     /// Serve a reference server on this machine (for load tests): HTTP or TCP.
     Serve(ServeArgs),
+    /// Emulate a network link: a TCP proxy adding delay, jitter and a bandwidth cap per direction.
+    Link(LinkArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LinkArgs {
+    /// Address to listen on, e.g. 127.0.0.1:9000.
+    #[arg(long)]
+    pub listen: String,
+    /// Where to forward each connection, e.g. 127.0.0.1:8080.
+    #[arg(long)]
+    pub to: String,
+    /// A preset: `lan` (0.25 ms one way, 1 Gbit/s) or `wan` (20 ms ± 2 ms, 50 Mbit/s).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// One-way delay, e.g. 20ms [default: 0, or the preset's].
+    #[arg(long)]
+    pub delay: Option<String>,
+    /// Each chunk's delay varies uniformly within ± this (bytes never reorder).
+    #[arg(long)]
+    pub jitter: Option<String>,
+    /// Bandwidth cap per direction, e.g. 50mbit, 1gbit, 512kbit [default: none].
+    #[arg(long)]
+    pub rate: Option<String>,
 }
 
 #[derive(Debug, Args)]

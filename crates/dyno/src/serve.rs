@@ -1,7 +1,8 @@
 //! `dyno serve`: a reference server on this machine, until Ctrl-C.
 
-use crate::cli::ServeArgs;
+use crate::cli::{LinkArgs, ServeArgs};
 use anyhow::{Context, Result, anyhow, bail};
+use host::link::{Link, LinkSpec};
 use host::reference::{Body, Fault, Kind, Server, Spec, Stall, TcpFraming};
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -92,5 +93,52 @@ pub fn serve(a: ServeArgs) -> Result<ExitCode> {
     );
     ctrlc::set_handler(|| std::process::exit(0)).context("installing the Ctrl-C handler")?;
     server.wait();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `dyno link`: proxies connections from `--listen` to `--to`, impaired, until Ctrl-C.
+pub fn link(a: LinkArgs) -> Result<ExitCode> {
+    let mut spec = match a.preset.as_deref() {
+        None => LinkSpec {
+            delay: std::time::Duration::ZERO,
+            jitter: std::time::Duration::ZERO,
+            rate_bits_per_s: None,
+            seed: 1,
+        },
+        Some("lan") => LinkSpec::lan(),
+        Some("wan") => LinkSpec::wan(),
+        Some(other) => bail!("--preset: {other:?} is not lan or wan"),
+    };
+    let d =
+        |flag: &str, t: &str| engine::units::parse_duration(t).map_err(|e| anyhow!("{flag}: {e}"));
+    if let Some(t) = &a.delay {
+        spec.delay = d("--delay", t)?;
+    }
+    if let Some(t) = &a.jitter {
+        spec.jitter = d("--jitter", t)?;
+    }
+    if let Some(t) = &a.rate {
+        let r = engine::units::parse_bitrate(t).map_err(|e| anyhow!("--rate: {e}"))?;
+        if r == 0 {
+            bail!("--rate: a link carries more than 0 bits per second");
+        }
+        spec.rate_bits_per_s = Some(r);
+    }
+    let to: std::net::SocketAddr =
+        a.to.parse()
+            .map_err(|_| anyhow!("--to: {:?} is not an address like 127.0.0.1:8080", a.to))?;
+    let listener =
+        TcpListener::bind(&a.listen).with_context(|| format!("--listen {}", a.listen))?;
+    let link = Link::start(listener, to, spec).context("starting the link")?;
+    println!(
+        "dyno link: {} -> {to}, {:?} one way ± {:?}, {}; Ctrl-C to stop",
+        link.addr(),
+        spec.delay,
+        spec.jitter,
+        spec.rate_bits_per_s
+            .map_or("no bandwidth cap".to_string(), |r| format!("{r} bit/s"))
+    );
+    ctrlc::set_handler(|| std::process::exit(0)).context("installing the Ctrl-C handler")?;
+    link.wait();
     Ok(ExitCode::SUCCESS)
 }

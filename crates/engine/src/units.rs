@@ -61,6 +61,34 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{text:?} is too large"))
 }
 
+/// Parses a bit rate: `50mbit`, `1gbit`, `512kbit`, `1000` (bits per second; powers of 1000).
+pub fn parse_bitrate(text: &str) -> Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a bit rate; write e.g. 50mbit or 1gbit"))?;
+    let mul = match unit.trim().trim_end_matches("/s").trim_end_matches("ps") {
+        "" | "bit" | "b" => 1.0,
+        "kbit" | "k" => 1e3,
+        "mbit" | "m" => 1e6,
+        "gbit" | "g" => 1e9,
+        u => {
+            return Err(format!(
+                "unknown rate unit {u:?} in {text:?}; use bit, kbit, mbit or gbit"
+            ));
+        }
+    };
+    let v = n * mul;
+    if !v.is_finite() || v > 1e13 {
+        return Err(format!("{text:?} is too large"));
+    }
+    Ok(v.round() as u64)
+}
+
 /// Parses `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`).
 pub fn parse_bool(text: &str) -> Result<bool, String> {
     match text.trim() {
@@ -95,6 +123,16 @@ mod tests {
         assert_eq!(parse_size("10kB"), Ok(10_000));
         assert!(parse_size("4 KB?").is_err());
         assert!(parse_size("x").is_err());
+    }
+
+    #[test]
+    fn bitrates() {
+        assert_eq!(parse_bitrate("50mbit"), Ok(50_000_000));
+        assert_eq!(parse_bitrate("1Gbit"), Ok(1_000_000_000));
+        assert_eq!(parse_bitrate("2.5mbps"), Ok(2_500_000));
+        assert_eq!(parse_bitrate("1000"), Ok(1000));
+        assert!(parse_bitrate("fast").is_err());
+        assert!(parse_bitrate("3 parsecs").is_err());
     }
 
     #[test]

@@ -7,6 +7,10 @@
 //!   distribution, optionally stalling P ms every Q s, or misbehaving on purpose (resets,
 //!   garbage) so dyno can be tested against bad servers.
 //!
-//! The object-store benchmark host and the link emulator come with the `magma` suite (issue 3).
+//! - [`link`]: the link emulator (`dyno link`): a TCP proxy adding delay, jitter and a bandwidth
+//!   cap per direction.
+//!
+//! The object-store benchmark host comes with the `magma` suite (issue 3).
 
+pub mod link;
 pub mod reference;
