@@ -39,8 +39,17 @@ pub enum Command {
     },
     /// List the drivers: URL forms, operation families and options.
     Targets,
-    /// Serve a reference server on this machine (for load tests): HTTP or TCP.
+    /// Serve the object-store benchmark host (for dyno:// targets), or with --http / --tcp a
+    /// reference server for load tests.
     Serve(ServeArgs),
+    /// Print a benchmark host's server-side statistics: operations, counts, latency.
+    Stats {
+        /// The host's address, e.g. 127.0.0.1:7000.
+        addr: String,
+        /// The host's token, if it has one.
+        #[arg(long)]
+        token: Option<String>,
+    },
     /// Emulate a network link: a TCP proxy adding delay, jitter and a bandwidth cap per direction.
     Link(LinkArgs),
 }
@@ -69,15 +78,19 @@ pub struct LinkArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Serve HTTP/1.1 (the default).
+    /// Serve the HTTP/1.1 reference server instead of the benchmark host.
     #[arg(long, conflicts_with = "tcp")]
     pub http: bool,
     /// Serve raw TCP: each request is a line; the response is framed by --framing.
     #[arg(long)]
     pub tcp: bool,
-    /// Address to listen on [default: 127.0.0.1:8080 for HTTP, 127.0.0.1:7070 for TCP].
+    /// Address to listen on [default: 127.0.0.1:7000 for the host, 127.0.0.1:8080 for HTTP,
+    /// 127.0.0.1:7070 for TCP].
     #[arg(long)]
     pub listen: Option<String>,
+    /// The host: clients must present this token (dyno://…?token=…).
+    #[arg(long)]
+    pub token: Option<String>,
     /// What a response holds: `json` (a fixed small document) or `sizes:MIN..MAX` (a payload of
     /// a uniformly drawn size, in bytes).
     #[arg(long, default_value = "json")]

@@ -22,6 +22,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Report { dir, format } => report_cmd(&dir, &format),
         Command::Targets => targets_cmd(),
         Command::Serve(args) => crate::serve::serve(args),
+        Command::Stats { addr, token } => crate::serve::stats(&addr, token.as_deref()),
         Command::Link(args) => crate::serve::link(args),
     }
 }

@@ -49,7 +49,66 @@ fn parse_fault(text: &str) -> Result<Fault> {
     }
 }
 
+/// The benchmark host, until Ctrl-C.
+fn serve_host(a: &ServeArgs) -> Result<ExitCode> {
+    let listen = a
+        .listen
+        .clone()
+        .unwrap_or_else(|| "127.0.0.1:7000".to_string());
+    let listener = TcpListener::bind(&listen).with_context(|| format!("--listen {listen}"))?;
+    let server = host::store::StoreServer::start(listener, a.token.clone())
+        .context("starting the benchmark host")?;
+    println!(
+        "dyno serve: benchmark host at dyno://{}{}; Ctrl-C to stop",
+        server.addr(),
+        if a.token.is_some() {
+            " (token required)"
+        } else {
+            ""
+        }
+    );
+    ctrlc::set_handler(|| std::process::exit(0)).context("installing the Ctrl-C handler")?;
+    server.wait();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `dyno stats ADDR`: the host's server-side figures.
+pub fn stats(addr: &str, token: Option<&str>) -> Result<ExitCode> {
+    let a: std::net::SocketAddr = addr
+        .parse()
+        .map_err(|_| anyhow!("{addr:?} is not an address like 127.0.0.1:7000"))?;
+    let text = host::store::fetch_stats(a, token)
+        .with_context(|| format!("asking {addr} for its statistics"))?;
+    println!(
+        "{:<8} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "op", "count", "p50", "p99", "p99.9", "max"
+    );
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 6 {
+            continue;
+        }
+        let ns = |s: &str| {
+            s.parse::<u64>()
+                .map_or("-".to_string(), |v| format!("{:.1}µs", v as f64 / 1e3))
+        };
+        println!(
+            "{:<8} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            f[0],
+            f[1],
+            ns(f[2]),
+            ns(f[3]),
+            ns(f[4]),
+            ns(f[5])
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn serve(a: ServeArgs) -> Result<ExitCode> {
+    if !a.http && !a.tcp {
+        return serve_host(&a);
+    }
     let kind = if a.tcp {
         let framing = match a.framing.as_str() {
             "length:4" => TcpFraming::Length4,

@@ -394,3 +394,30 @@ fn a_panicking_driver_fails_its_case_and_the_run_goes_on() {
     assert_eq!(case(&rec, "mock", "add")["status"], "ok");
     assert_eq!(case(&rec, "mem", "update")["status"], "ok");
 }
+
+#[test]
+fn the_shootout_runs_on_the_benchmark_host_and_stats_show_the_server_side() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = host::store::StoreServer::start(l, None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    dyno(dir.path())
+        .args(["run", "--quick", "-o", "o"])
+        .arg(format!("dyno://{}", server.addr()))
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    for test in TESTS {
+        let c = case(&rec, "dyno", test);
+        let want = if test == "cold" { "na" } else { "ok" };
+        assert_eq!(c["status"], want, "{test}: {}", c["reason"]);
+    }
+    let a = dyno(dir.path())
+        .args(["stats", &server.addr().to_string()])
+        .assert()
+        .success();
+    let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    let puts = out.lines().find(|l| l.starts_with("put ")).unwrap();
+    // 2 clients × 100 objects × (add + update) × (warm-up + 1 repetition).
+    assert_eq!(puts.split_whitespace().nth(1), Some("800"), "{out}");
+}

@@ -10,7 +10,8 @@
 //! - [`link`]: the link emulator (`dyno link`): a TCP proxy adding delay, jitter and a bandwidth
 //!   cap per direction.
 //!
-//! The object-store benchmark host comes with the `magma` suite (issue 3).
+//! - [`store`]: the object-store benchmark host (`dyno serve`) and its binary protocol.
 
 pub mod link;
 pub mod reference;
+pub mod store;

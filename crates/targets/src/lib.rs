@@ -27,6 +27,7 @@ pub mod net;
 pub mod options;
 #[cfg(feature = "redb")]
 pub mod redb;
+pub mod remote;
 pub mod sqlite;
 pub mod tcp;
 
@@ -67,6 +68,10 @@ pub fn drivers() -> Vec<Driver> {
         Driver {
             info: &mock::INFO,
             configure: mock::configure,
+        },
+        Driver {
+            info: &remote::INFO,
+            configure: remote::configure,
         },
         Driver {
             info: &http::INFO,

@@ -57,7 +57,12 @@ fn contract(url: &str) {
 
     match store.drop_caches().unwrap() {
         CacheDrop::Done(what) => assert!(!what.is_empty(), "{url}"),
-        CacheDrop::NotReachable(why) => assert!(url.starts_with("mem:"), "{url}: {why}"),
+        CacheDrop::NotReachable(why) => {
+            assert!(
+                url.starts_with("mem:") || url.starts_with("dyno:"),
+                "{url}: {why}"
+            )
+        }
     }
     let mut s = store.connect(&clock).unwrap();
     s.begin(TxMode::Read).unwrap();
@@ -101,6 +106,20 @@ fn sqlite() {
 fn fs() {
     contract("fs:");
     contract("fs:?fsync=true");
+}
+
+#[test]
+fn dyno_host() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = host::store::StoreServer::start(l, Some("s3cret".into())).unwrap();
+    contract(&format!("dyno://{}?token=s3cret", server.addr()));
+    let stats = host::store::fetch_stats(server.addr(), Some("s3cret")).unwrap();
+    assert!(stats.lines().any(|l| l.starts_with("put ")), "{stats}");
+    assert!(stats.lines().any(|l| l.starts_with("get ")), "{stats}");
+    assert!(
+        stats.lines().any(|l| l.starts_with("drop 1 ")),
+        "the namespace was dropped: {stats}"
+    );
 }
 
 #[test]

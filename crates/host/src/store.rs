@@ -1,0 +1,442 @@
+//! The object-store benchmark host (`dyno serve`): objects in memory, served over dyno's own
+//! compact binary protocol, so a client's time can be split into the server's time and the rest
+//! (serialization and network).
+//!
+//! # Protocol
+//!
+//! Every message, both ways, is a frame: a 4-byte big-endian length of what follows, one kind
+//! byte, then the body. A client sends one request and reads one response (no pipelining).
+//!
+//! | request | body | response |
+//! |---|---|---|
+//! | `HELLO` 0x01 | token (UTF-8, may be empty) | `OK`, or `ERR` and the connection closes |
+//! | `OPEN` 0x02 | namespace (must start with `dyno_`) | `OK` |
+//! | `BEGIN` 0x03 | — | `OK` |
+//! | `PUT` 0x04 | key (u64 BE), value | `OK` |
+//! | `GET` 0x05 | key (u64 BE) | `VALUE` (the bytes) or `NOT_FOUND` |
+//! | `DELETE` 0x06 | key (u64 BE) | `OK` or `NOT_FOUND` |
+//! | `COMMIT` 0x07 | — | `OK` |
+//! | `STATS` 0x08 | — | `TEXT`: one line per operation: name, count, then p50 p99 p99.9 max in ns |
+//! | `DROP` 0x09 | namespace | `OK` (its objects are deleted) |
+//!
+//! Responses: `OK` 0x80, `VALUE` 0x81, `NOT_FOUND` 0x82, `ERR` 0x83 (a UTF-8 message), `TEXT` 0x84.
+//!
+//! # Limits
+//!
+//! A frame longer than [`MAX_FRAME`], more than [`MAX_CONNECTIONS`] connections, an unknown kind,
+//! a malformed body, or a missing or wrong token each get an `ERR` saying so, and that connection
+//! (only) is closed. A connection holds at most one frame in memory.
+
+use std::collections::HashMap;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The largest frame accepted: a 64 MiB object plus its key and header.
+pub const MAX_FRAME: u32 = (64 << 20) + 64;
+/// Connections served at once (a thread each).
+pub const MAX_CONNECTIONS: usize = 1024;
+/// Namespaces a host keeps at once.
+pub const MAX_NAMESPACES: usize = 4096;
+
+pub mod kind {
+    pub const HELLO: u8 = 0x01;
+    pub const OPEN: u8 = 0x02;
+    pub const BEGIN: u8 = 0x03;
+    pub const PUT: u8 = 0x04;
+    pub const GET: u8 = 0x05;
+    pub const DELETE: u8 = 0x06;
+    pub const COMMIT: u8 = 0x07;
+    pub const STATS: u8 = 0x08;
+    pub const DROP: u8 = 0x09;
+    pub const OK: u8 = 0x80;
+    pub const VALUE: u8 = 0x81;
+    pub const NOT_FOUND: u8 = 0x82;
+    pub const ERR: u8 = 0x83;
+    pub const TEXT: u8 = 0x84;
+}
+
+/// Operation names, indexed by request kind (1..=9), for statistics.
+const OPS: [&str; 10] = [
+    "", "hello", "open", "begin", "put", "get", "delete", "commit", "stats", "drop",
+];
+
+/// Reads one frame: (kind, body). `Ok(None)` at a clean end of stream.
+pub fn read_frame(r: &mut impl Read, body: &mut Vec<u8>) -> io::Result<Option<u8>> {
+    let mut head = [0u8; 5];
+    match r.read_exact(&mut head[..4]) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_be_bytes(head[..4].try_into().expect("4 bytes"));
+    if len == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "an empty frame (no kind byte)",
+        ));
+    }
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes exceeds the limit of {MAX_FRAME}"),
+        ));
+    }
+    r.read_exact(&mut head[4..5])?;
+    body.clear();
+    r.by_ref().take(u64::from(len - 1)).read_to_end(body)?;
+    if body.len() as u32 != len - 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the frame ended early",
+        ));
+    }
+    Ok(Some(head[4]))
+}
+
+/// Writes one frame.
+pub fn write_frame(w: &mut impl Write, kind: u8, parts: &[&[u8]]) -> io::Result<()> {
+    let len: usize = 1 + parts.iter().map(|p| p.len()).sum::<usize>();
+    w.write_all(&(len as u32).to_be_bytes())?;
+    w.write_all(&[kind])?;
+    for p in parts {
+        w.write_all(p)?;
+    }
+    Ok(())
+}
+
+type Objects = HashMap<u64, Box<[u8]>>;
+
+/// Server-side latency of one operation kind.
+struct OpStats {
+    count: u64,
+    latency: hdrhistogram::Histogram<u64>,
+}
+
+struct Shared {
+    token: Option<String>,
+    max_connections: usize,
+    namespaces: RwLock<HashMap<String, Arc<RwLock<Objects>>>>,
+    stats: Mutex<Vec<OpStats>>,
+    live: AtomicUsize,
+    stop: AtomicBool,
+}
+
+/// A running benchmark host.
+pub struct StoreServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl StoreServer {
+    /// Serves `listener`; clients must present `token` when one is given.
+    pub fn start(listener: TcpListener, token: Option<String>) -> io::Result<StoreServer> {
+        StoreServer::start_with_limit(listener, token, MAX_CONNECTIONS)
+    }
+
+    /// As [`StoreServer::start`], with a lower connection limit (for tests of the limit).
+    pub fn start_with_limit(
+        listener: TcpListener,
+        token: Option<String>,
+        max_connections: usize,
+    ) -> io::Result<StoreServer> {
+        let addr = listener.local_addr()?;
+        let stats = (0..OPS.len())
+            .map(|_| OpStats {
+                count: 0,
+                latency: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                    .expect("constant bounds"),
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            token,
+            max_connections: max_connections.min(MAX_CONNECTIONS),
+            namespaces: RwLock::new(HashMap::new()),
+            stats: Mutex::new(stats),
+            live: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        let acceptor = std::thread::Builder::new()
+            .name("dyno-host-accept".into())
+            .spawn(move || {
+                for stream in listener.incoming() {
+                    if s.stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(mut stream) = stream else { continue };
+                    let _ = stream.set_nodelay(true);
+                    if s.live.load(Ordering::SeqCst) >= s.max_connections {
+                        let msg =
+                            format!("too many connections (the limit is {})", s.max_connections);
+                        let _ = write_frame(&mut stream, kind::ERR, &[msg.as_bytes()]);
+                        continue;
+                    }
+                    s.live.fetch_add(1, Ordering::SeqCst);
+                    let conn = s.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name("dyno-host-conn".into())
+                        .spawn(move || {
+                            let _ = serve(stream, &conn);
+                            conn.live.fetch_sub(1, Ordering::SeqCst);
+                        });
+                    if spawned.is_err() {
+                        s.live.fetch_sub(1, Ordering::SeqCst);
+                    }
+                }
+            })?;
+        Ok(StoreServer {
+            addr,
+            shared,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn stop(&mut self) {
+        if self.shared.stop.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(h) = self.acceptor.take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Blocks until the server stops (for `dyno serve`).
+    pub fn wait(mut self) {
+        if let Some(h) = self.acceptor.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for StoreServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn key_of(body: &[u8]) -> Option<u64> {
+    body.get(..8)
+        .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes")))
+}
+
+/// Serves one connection until it closes or breaks a rule.
+fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
+    let mut input = BufReader::with_capacity(64 << 10, stream.try_clone()?);
+    let mut out = BufWriter::with_capacity(64 << 10, stream);
+    let mut body = Vec::new();
+    let mut authed = shared.token.is_none();
+    let mut objects: Option<Arc<RwLock<Objects>>> = None;
+    let mut local: Vec<(u64, hdrhistogram::Histogram<u64>)> = (0..OPS.len())
+        .map(|_| {
+            (
+                0,
+                hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                    .expect("constant bounds"),
+            )
+        })
+        .collect();
+    let mut last_flush = Instant::now();
+    let result = (|| -> io::Result<()> {
+        loop {
+            let k = match read_frame(&mut input, &mut body) {
+                Ok(Some(k)) => k,
+                Ok(None) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    write_frame(&mut out, kind::ERR, &[e.to_string().as_bytes()])?;
+                    out.flush()?;
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
+            let t = Instant::now();
+            if !authed && k != kind::HELLO {
+                write_frame(
+                    &mut out,
+                    kind::ERR,
+                    &[b"authentication required: send HELLO with the host's token first"],
+                )?;
+                out.flush()?;
+                return Ok(());
+            }
+            let bad = |out: &mut BufWriter<TcpStream>, msg: &str| -> io::Result<()> {
+                write_frame(out, kind::ERR, &[msg.as_bytes()])?;
+                out.flush()
+            };
+            match k {
+                kind::HELLO => {
+                    let ok = shared
+                        .token
+                        .as_deref()
+                        .is_none_or(|t| t.as_bytes() == body.as_slice());
+                    if !ok {
+                        return bad(&mut out, "wrong token");
+                    }
+                    authed = true;
+                    write_frame(&mut out, kind::OK, &[])?;
+                }
+                kind::OPEN | kind::DROP => {
+                    let Ok(name) = std::str::from_utf8(&body) else {
+                        return bad(&mut out, "a namespace is UTF-8");
+                    };
+                    if !name.starts_with("dyno_") || name.len() > 200 {
+                        return bad(
+                            &mut out,
+                            "a namespace starts with dyno_ (and is at most 200 bytes)",
+                        );
+                    }
+                    let mut all = shared
+                        .namespaces
+                        .write()
+                        .map_err(|_| io::Error::other("poisoned"))?;
+                    if k == kind::DROP {
+                        all.remove(name);
+                    } else {
+                        if !all.contains_key(name) && all.len() >= MAX_NAMESPACES {
+                            return bad(&mut out, "too many namespaces on this host");
+                        }
+                        objects = Some(all.entry(name.to_string()).or_default().clone());
+                    }
+                    write_frame(&mut out, kind::OK, &[])?;
+                }
+                kind::BEGIN | kind::COMMIT => write_frame(&mut out, kind::OK, &[])?,
+                kind::PUT | kind::GET | kind::DELETE => {
+                    let Some(map) = &objects else {
+                        return bad(&mut out, "no namespace: send OPEN first");
+                    };
+                    let Some(key) = key_of(&body) else {
+                        return bad(&mut out, "a key is 8 bytes");
+                    };
+                    match k {
+                        kind::PUT => {
+                            let value = &body[8..];
+                            let mut m = map.write().map_err(|_| io::Error::other("poisoned"))?;
+                            match m.get_mut(&key) {
+                                Some(v) if v.len() == value.len() => v.copy_from_slice(value),
+                                _ => {
+                                    m.insert(key, value.into());
+                                }
+                            }
+                            drop(m);
+                            write_frame(&mut out, kind::OK, &[])?;
+                        }
+                        kind::GET => {
+                            let m = map.read().map_err(|_| io::Error::other("poisoned"))?;
+                            match m.get(&key) {
+                                Some(v) => write_frame(&mut out, kind::VALUE, &[v])?,
+                                None => write_frame(&mut out, kind::NOT_FOUND, &[])?,
+                            }
+                        }
+                        _ => {
+                            let found = map
+                                .write()
+                                .map_err(|_| io::Error::other("poisoned"))?
+                                .remove(&key)
+                                .is_some();
+                            let r = if found { kind::OK } else { kind::NOT_FOUND };
+                            write_frame(&mut out, r, &[])?;
+                        }
+                    }
+                }
+                kind::STATS => {
+                    flush_stats(shared, &mut local);
+                    let text = stats_text(shared);
+                    write_frame(&mut out, kind::TEXT, &[text.as_bytes()])?;
+                }
+                other => return bad(&mut out, &format!("unknown frame kind 0x{other:02x}")),
+            }
+            out.flush()?;
+            let slot = &mut local[k as usize];
+            slot.0 += 1;
+            slot.1
+                .saturating_record(t.elapsed().as_nanos().max(1) as u64);
+            if last_flush.elapsed() > Duration::from_millis(100) {
+                flush_stats(shared, &mut local);
+                last_flush = Instant::now();
+            }
+        }
+    })();
+    flush_stats(shared, &mut local);
+    result
+}
+
+/// Adds a connection's statistics to the host's (connections record locally, take the lock at
+/// most every 100 ms).
+fn flush_stats(shared: &Shared, local: &mut [(u64, hdrhistogram::Histogram<u64>)]) {
+    let Ok(mut all) = shared.stats.lock() else {
+        return;
+    };
+    for (i, (n, h)) in local.iter_mut().enumerate() {
+        if *n > 0 {
+            all[i].count += *n;
+            let _ = all[i].latency.add(&*h);
+            *n = 0;
+            h.reset();
+        }
+    }
+}
+
+fn stats_text(shared: &Shared) -> String {
+    let Ok(all) = shared.stats.lock() else {
+        return String::new();
+    };
+    let mut text = String::new();
+    for (i, s) in all.iter().enumerate().skip(1) {
+        if s.count == 0 {
+            continue;
+        }
+        let h = &s.latency;
+        text.push_str(&format!(
+            "{} {} {} {} {} {}\n",
+            OPS[i],
+            s.count,
+            h.value_at_quantile(0.5),
+            h.value_at_quantile(0.99),
+            h.value_at_quantile(0.999),
+            h.max()
+        ));
+    }
+    text
+}
+
+/// Asks a host for its statistics (what `dyno stats` prints).
+pub fn fetch_stats(addr: SocketAddr, token: Option<&str>) -> io::Result<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut body = Vec::new();
+    if let Some(t) = token {
+        write_frame(&mut s, kind::HELLO, &[t.as_bytes()])?;
+        expect(&mut s, &mut body, kind::OK)?;
+    }
+    write_frame(&mut s, kind::STATS, &[])?;
+    expect(&mut s, &mut body, kind::TEXT)?;
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Reads a response and checks its kind; an `ERR` becomes an error with the host's message.
+pub fn expect(s: &mut impl Read, body: &mut Vec<u8>, want: u8) -> io::Result<()> {
+    match read_frame(s, body)? {
+        Some(k) if k == want => Ok(()),
+        Some(kind::ERR) => Err(io::Error::other(format!(
+            "the host said: {}",
+            String::from_utf8_lossy(body)
+        ))),
+        Some(k) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unexpected response 0x{k:02x} (wanted 0x{want:02x})"),
+        )),
+        None => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the host closed the connection",
+        )),
+    }
+}

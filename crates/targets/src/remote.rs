@@ -1,0 +1,263 @@
+//! `dyno://HOST:PORT` — the object-store benchmark host (`dyno serve`), over dyno's binary
+//! protocol (see `host::store`).
+//!
+//! Each run works in a namespace of its own (`dyno_<pid>_<n>` on the host), dropped at the end;
+//! each client has its own connection and makes one round trip per operation. The host keeps
+//! objects in memory, so `cold` is not reachable.
+
+use crate::options::Opts;
+use engine::clock::Clock;
+use engine::driver::{
+    CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
+    OptionSpec, Session, Store, TargetConfig, TxMode,
+};
+use host::store::{expect, kind, read_frame};
+use std::collections::BTreeMap;
+use std::io::{BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+pub static INFO: DriverInfo = DriverInfo {
+    scheme: "dyno",
+    query_options: true,
+    summary: "dyno's own object-store host (dyno serve), over its binary protocol",
+    forms: &[
+        "dyno://127.0.0.1:7000",
+        "dyno://127.0.0.1:7000?token=secret",
+    ],
+    families: &[Family::Kv],
+    options: &[OptionSpec {
+        name: "token",
+        default: "",
+        help: "the host's token, if it was started with --token",
+    }],
+};
+
+/// How long a client waits to connect, or for any response.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone)]
+struct Config {
+    authority: String,
+    token: Option<String>,
+    resolved: BTreeMap<String, String>,
+}
+
+/// Validates the URL and options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let o = Opts::new("dyno", options, INFO.options)?;
+    let authority = rest
+        .strip_prefix("//")
+        .map(|a| a.trim_end_matches('/'))
+        .filter(|a| {
+            a.rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+        })
+        .ok_or_else(|| {
+            ConfigError::url("a host URL is dyno://HOST:PORT")
+                .hint("write e.g. dyno://127.0.0.1:7000")
+        })?;
+    let token = Some(o.text("token").to_string()).filter(|t| !t.is_empty());
+    let mut resolved = o.resolved();
+    if token.is_some() {
+        resolved.insert("token".into(), "***".into());
+    }
+    Ok(Box::new(Config {
+        authority: authority.to_string(),
+        token,
+        resolved,
+    }))
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+fn io_err(context: &'static str) -> impl Fn(std::io::Error) -> OpError {
+    move |e| {
+        let class = if e.kind() == std::io::ErrorKind::Other {
+            ErrorClass::Application
+        } else if e.kind() == std::io::ErrorKind::InvalidData {
+            ErrorClass::Protocol
+        } else {
+            ErrorClass::of_io(&e)
+        };
+        OpError::new(class, format!("{context}: {e}"))
+    }
+}
+
+impl Config {
+    fn connect(&self, addr: SocketAddr, namespace: &str) -> Result<Conn, OpError> {
+        let s = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io_err("connect"))?;
+        s.set_nodelay(true).map_err(io_err("connect"))?;
+        s.set_read_timeout(Some(TIMEOUT))
+            .map_err(io_err("connect"))?;
+        let mut c = Conn {
+            input: BufReader::with_capacity(64 << 10, s.try_clone().map_err(io_err("connect"))?),
+            out: s,
+            frame: Vec::with_capacity(512),
+            body: Vec::with_capacity(512),
+        };
+        if let Some(t) = &self.token {
+            c.call(kind::HELLO, &[t.as_bytes()], kind::OK)?;
+        }
+        c.call(kind::OPEN, &[namespace.as_bytes()], kind::OK)?;
+        Ok(c)
+    }
+}
+
+impl TargetConfig for Config {
+    fn durability(&self) -> String {
+        "volatile (host memory)".into()
+    }
+    fn options(&self) -> BTreeMap<String, String> {
+        self.resolved.clone()
+    }
+    fn data_path(&self) -> Option<PathBuf> {
+        None
+    }
+    fn open(&self) -> Result<Box<dyn Store>, DriverError> {
+        let addr = crate::net::resolve(&self.authority, None)?;
+        let namespace = format!(
+            "dyno_{}_{}_{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        );
+        // Prove the host is there (and the token right) before the run counts on it.
+        self.connect(addr, &namespace)
+            .map_err(|e| DriverError::new(format!("dyno://{}: {}", self.authority, e.message)))?;
+        Ok(Box::new(RemoteStore {
+            config: self.clone(),
+            addr,
+            namespace,
+        }))
+    }
+}
+
+struct RemoteStore {
+    config: Config,
+    addr: SocketAddr,
+    namespace: String,
+}
+
+impl Store for RemoteStore {
+    fn namespace(&self) -> Namespace {
+        Namespace {
+            location: format!(
+                "dyno://{} namespace {}",
+                self.config.authority, self.namespace
+            ),
+            created_by_dyno: true,
+            temporary: true,
+        }
+    }
+    fn versions(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("protocol".to_string(), "dyno host frames v1".to_string())])
+    }
+    fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
+        Ok(Box::new(RemoteSession {
+            conn: self.config.connect(self.addr, &self.namespace)?,
+            reads: 0,
+        }))
+    }
+    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
+        Ok(CacheDrop::NotReachable(
+            "dyno://: the host keeps objects in process memory; there is no cache below it to drop"
+                .into(),
+        ))
+    }
+    fn close(self: Box<Self>) -> Result<(), DriverError> {
+        let mut c = self
+            .config
+            .connect(self.addr, &self.namespace)
+            .map_err(|e| DriverError::new(format!("dropping {}: {}", self.namespace, e.message)))?;
+        c.call(kind::DROP, &[self.namespace.as_bytes()], kind::OK)
+            .map_err(|e| DriverError::new(format!("dropping {}: {}", self.namespace, e.message)))
+    }
+}
+
+struct Conn {
+    input: BufReader<TcpStream>,
+    out: TcpStream,
+    /// The request being sent, built whole so it leaves in one write.
+    frame: Vec<u8>,
+    /// The last response's body.
+    body: Vec<u8>,
+}
+
+impl Conn {
+    fn send(&mut self, k: u8, parts: &[&[u8]]) -> Result<(), OpError> {
+        self.frame.clear();
+        host::store::write_frame(&mut self.frame, k, parts).expect("writing to a Vec");
+        self.out.write_all(&self.frame).map_err(io_err("send"))
+    }
+
+    fn call(&mut self, k: u8, parts: &[&[u8]], want: u8) -> Result<(), OpError> {
+        self.send(k, parts)?;
+        expect(&mut self.input, &mut self.body, want).map_err(io_err("response"))
+    }
+}
+
+struct RemoteSession {
+    conn: Conn,
+    reads: u64,
+}
+
+impl Session for RemoteSession {
+    fn begin(&mut self, _: TxMode) -> Result<(), OpError> {
+        self.conn.call(kind::BEGIN, &[], kind::OK)
+    }
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        self.conn
+            .call(kind::PUT, &[&key.to_be_bytes(), value], kind::OK)
+    }
+    fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+        self.reads += 1;
+        self.conn.send(kind::GET, &[&key.to_be_bytes()])?;
+        match read_frame(&mut self.conn.input, out).map_err(io_err("response"))? {
+            Some(kind::VALUE) => Ok(()),
+            Some(kind::NOT_FOUND) => Err(OpError::new(
+                ErrorClass::NotFound,
+                "the host has no such key",
+            )),
+            Some(kind::ERR) => Err(OpError::new(
+                ErrorClass::Application,
+                format!("the host said: {}", String::from_utf8_lossy(out)),
+            )),
+            Some(_) => Err(OpError::new(
+                ErrorClass::Protocol,
+                "unexpected response to GET",
+            )),
+            None => Err(OpError::new(
+                ErrorClass::Reset,
+                "the host closed the connection",
+            )),
+        }
+    }
+    fn delete(&mut self, key: u64) -> Result<(), OpError> {
+        self.conn.send(kind::DELETE, &[&key.to_be_bytes()])?;
+        match read_frame(&mut self.conn.input, &mut self.conn.body).map_err(io_err("response"))? {
+            Some(kind::OK) => Ok(()),
+            Some(kind::NOT_FOUND) => Err(OpError::new(
+                ErrorClass::NotFound,
+                "the host has no such key",
+            )),
+            _ => Err(OpError::new(
+                ErrorClass::Protocol,
+                "unexpected response to DELETE",
+            )),
+        }
+    }
+    fn commit(&mut self) -> Result<(), OpError> {
+        self.conn.call(kind::COMMIT, &[], kind::OK)
+    }
+    fn storage_reads(&self) -> u64 {
+        self.reads
+    }
+}
