@@ -71,7 +71,12 @@ pub fn parse_bitrate(text: &str) -> Result<u64, String> {
     let n: f64 = num
         .parse()
         .map_err(|_| format!("{text:?} is not a bit rate; write e.g. 50mbit or 1gbit"))?;
-    let mul = match unit.trim().trim_end_matches("/s").trim_end_matches("ps") {
+    let unit = unit.trim().trim_end_matches("/s");
+    let unit = match unit.strip_suffix("bps") {
+        Some(prefix) => format!("{prefix}bit"),
+        None => unit.to_string(),
+    };
+    let mul = match unit.as_str() {
         "" | "bit" | "b" => 1.0,
         "kbit" | "k" => 1e3,
         "mbit" | "m" => 1e6,
