@@ -152,6 +152,10 @@ pub struct RunArgs {
     /// Output format: table, markdown, csv or json (json prints the record).
     #[arg(long, short = 'f')]
     pub format: Option<String>,
+    /// Run each target in these topologies (a column each): inproc, loopback, lan, wan. With no
+    /// target: dyno's own host (`host:`), e.g. --topology inproc,loopback,lan,wan.
+    #[arg(long)]
+    pub topology: Option<String>,
 
     /// Load: how long to offer load, e.g. 10s or 2m [default: 10s; 2s with --quick].
     #[arg(long, short = 'd', help_heading = "Load (http://, tcp://)")]

@@ -135,6 +135,7 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     raw.suite = sflag(&a.suite, "--suite").or(raw.suite);
     raw.out = sflag(&a.out, "--out").or(raw.out);
     raw.format = sflag(&a.format, "--format").or(raw.format);
+    raw.topology = sflag(&a.topology, "--topology").or(raw.topology);
     if a.no_warmup {
         raw.warmup = Some(Sp::new(false, Origin::Flag("--no-warmup")));
     }

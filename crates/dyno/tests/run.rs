@@ -421,3 +421,66 @@ fn the_shootout_runs_on_the_benchmark_host_and_stats_show_the_server_side() {
     // 2 clients × 100 objects × (add + update) × (warm-up + 1 repetition).
     assert_eq!(puts.split_whitespace().nth(1), Some("800"), "{out}");
 }
+
+#[test]
+fn four_topologies_in_one_command_with_the_penalty_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dyno(dir.path())
+        .args([
+            "run",
+            "--topology",
+            "inproc,loopback,lan,wan",
+            "-n",
+            "10",
+            "-r",
+            "1",
+            "--no-warmup",
+            "-o",
+            "o",
+        ])
+        .assert()
+        .success();
+    let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    let header = out.lines().find(|l| l.starts_with("test ")).unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        [
+            "test",
+            "host-inproc",
+            "host-loopback",
+            "host-lan",
+            "host-wan"
+        ]
+    );
+    assert!(
+        out.contains("topology penalty: objects/s, and the ratio to the column before"),
+        "{out}"
+    );
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    for (target, topology) in [
+        ("host-inproc", "inproc"),
+        ("host-loopback", "loopback"),
+        ("host-lan", "lan"),
+        ("host-wan", "wan"),
+    ] {
+        let c = case(&rec, target, "warm");
+        assert_eq!(c["topology"], topology);
+        assert_eq!(c["status"], "ok", "{target}: {}", c["reason"]);
+    }
+    // Each WAN read waits a 40 ms round trip (20 ms each way through the link emulator).
+    let wan_p50 = case(&rec, "host-wan", "warm")["summary"]["latency_ns"]["p50"]
+        .as_u64()
+        .unwrap();
+    assert!((36_000_000..50_000_000).contains(&wan_p50), "{wan_p50}");
+    let lan = case(&rec, "host-lan", "warm")["summary"]["ops_per_s"]["best"]
+        .as_f64()
+        .unwrap();
+    let inproc = case(&rec, "host-inproc", "warm")["summary"]["ops_per_s"]["best"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        lan < inproc / 10.0,
+        "a 0.5 ms round trip per read costs: {lan} vs {inproc}"
+    );
+}

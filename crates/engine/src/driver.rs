@@ -232,6 +232,10 @@ pub trait TargetConfig: Send + Sync {
     fn preflight(&self) -> Result<(), DriverError> {
         Ok(())
     }
+    /// Where client and target sit: `inproc`, `loopback`, `lan` or `wan`.
+    fn topology(&self) -> &'static str {
+        "inproc"
+    }
     /// The operation families this target speaks.
     fn families(&self) -> &'static [Family] {
         &[Family::Kv]

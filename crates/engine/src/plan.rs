@@ -137,6 +137,8 @@ pub struct RawPlan {
     pub seed: Option<Sp<i64>>,
     /// `--quick`: smaller defaults (100 objects, 1 repetition) for a fast look.
     pub quick: bool,
+    /// `inproc,loopback,lan,wan`: each target runs once per topology (a column each).
+    pub topology: Option<Sp<String>>,
     pub targets: Vec<RawTarget>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
@@ -410,6 +412,7 @@ const LOAD_KEYS: &[&str] = &[
 ];
 const SUITE_KEYS: &[&str] = &[
     "name",
+    "topology",
     "objects",
     "concurrency",
     "size",
@@ -467,6 +470,9 @@ impl RawPlan {
                         let at = src.at(v.span());
                         match k.get_ref().as_ref() {
                             "name" => plan.suite = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "topology" => {
+                                plan.topology = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
                             "objects" => plan.objects = Some(Sp::new(expect_int(&src, k, v)?, at)),
                             "concurrency" => {
                                 plan.concurrency = Some(Sp::new(expect_int(&src, k, v)?, at))
@@ -573,7 +579,9 @@ impl RawPlan {
         };
 
         // Targets first: their families decide the suite when none is named.
-        let raw_targets = if self.targets.is_empty() {
+        let raw_targets = if let Some(t) = &self.topology {
+            expand_topologies(&self.targets, t)?
+        } else if self.targets.is_empty() {
             if let Some(s) = named.as_ref().filter(|s| s.value == "load") {
                 return Err(
                     PlanError::new(s.at.clone(), "the load suite needs a target").hint(
@@ -637,6 +645,11 @@ impl RawPlan {
         let load_suite = suite == "load";
         if !load_suite {
             self.no_load_options(&suite)?;
+        } else if let Some(t) = &self.topology {
+            return Err(
+                PlanError::new(t.at.clone(), "topologies apply to the shootout suite")
+                    .hint("a load target's address is its topology"),
+            );
         }
 
         let (default_c, max_c, why_c) = if load_suite {
@@ -995,6 +1008,55 @@ impl RawPlan {
     }
 }
 
+/// One target per topology: `host:` with `inproc,loopback` becomes `host-inproc` and
+/// `host-loopback`, each with the driver option `topology`. No target means dyno's own host.
+fn expand_topologies(
+    targets: &[RawTarget],
+    list: &Sp<String>,
+) -> Result<Vec<RawTarget>, PlanError> {
+    let names: Vec<&str> = list
+        .value
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
+    if names.is_empty() {
+        return Err(PlanError::new(list.at.clone(), "no topology named")
+            .hint("write e.g. inproc,loopback,lan,wan"));
+    }
+    let base = if targets.is_empty() {
+        vec![RawTarget {
+            name: None,
+            url: Sp::new("host:".to_string(), list.at.clone()),
+            options: Vec::new(),
+        }]
+    } else {
+        targets.to_vec()
+    };
+    let mut out = Vec::new();
+    for t in &base {
+        let stem = match &t.name {
+            Some(n) => n.value.clone(),
+            None => split_url(&t.url.value)
+                .map_or_else(|| "target".to_string(), |u| u.scheme.to_string()),
+        };
+        let at = t
+            .name
+            .as_ref()
+            .map_or_else(|| t.url.at.clone(), |n| n.at.clone());
+        for name in &names {
+            let mut e = t.clone();
+            e.name = Some(Sp::new(format!("{stem}-{name}"), at.clone()));
+            e.options.push((
+                Sp::new("topology".to_string(), list.at.clone()),
+                Sp::new(name.to_string(), list.at.clone()),
+            ));
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
 /// Parses `5000` or `1000..20000` (requests per second).
 fn parse_rate(text: &str) -> Result<(f64, f64), String> {
     let one = |t: &str| -> Result<f64, String> {
@@ -1146,6 +1208,16 @@ fn resolve_target(
             .and_then(|o| origins.get(o).cloned())
             .unwrap_or_else(|| url.at.clone());
         let message = match &e.option {
+            Some(o) if o == "topology" && e.message.starts_with("unknown option") => {
+                return PlanError::new(
+                    at,
+                    format!(
+                        "{scheme}: targets run where their address says; topologies apply to \
+                         host: (dyno's own host)"
+                    ),
+                )
+                .hint("drop --topology, or run host: (no target) in several topologies");
+            }
             Some(o) => format!("{scheme}: option {o}: {}", e.message),
             None => format!("{}: {}", url.value, e.message),
         };
@@ -1759,6 +1831,31 @@ url = "mem:"
         assert_eq!(
             err("[load]\ninterval = \"1ms\"\n[targets.api]\nurl = \"http://h/\"\n"),
             "plan.toml:2:12: interval must be between 10ms and 1h\n  hint: the time series keeps one histogram per interval"
+        );
+    }
+
+    #[test]
+    fn topologies_expand_each_target_into_a_column_each() {
+        let mut raw =
+            parse("[suite]\ntopology = \"inproc, wan\"\n[targets.a]\nurl = \"mem:\"\n").unwrap();
+        let expanded = expand_topologies(&raw.targets, raw.topology.as_ref().unwrap()).unwrap();
+        let names: Vec<&str> = expanded
+            .iter()
+            .map(|t| t.name.as_ref().unwrap().value.as_str())
+            .collect();
+        assert_eq!(names, ["a-inproc", "a-wan"]);
+        assert_eq!(expanded[1].options.last().unwrap().1.value, "wan");
+        raw.targets.clear();
+        let expanded = expand_topologies(&raw.targets, raw.topology.as_ref().unwrap()).unwrap();
+        assert_eq!(expanded[0].url.value, "host:", "no target: dyno's own host");
+        assert_eq!(
+            err("[suite]\ntopology = \",\"\n"),
+            "plan.toml:2:12: no topology named\n  hint: write e.g. inproc,loopback,lan,wan"
+        );
+        assert_eq!(
+            err("[suite]\ntopology = \"lan\"\n[targets.api]\nurl = \"http://h/\"\n"),
+            "plan.toml:2:12: http: targets run where their address says; topologies apply to host: \
+             (dyno's own host)\n  hint: drop --topology, or run host: (no target) in several topologies"
         );
     }
 

@@ -119,12 +119,13 @@ pub fn run(
         cases: Vec::new(),
     };
     let tests = tests_of(plan);
-    let topology = if plan.suite == "load" {
-        "loopback"
-    } else {
-        "inproc"
-    };
     for t in &plan.targets {
+        // A load target is reached over the network; a store says where it sits.
+        let topology = if plan.suite == "load" {
+            "loopback"
+        } else {
+            t.config.topology()
+        };
         for test in &tests {
             record.cases.push(Case {
                 target: t.name.clone(),

@@ -108,7 +108,47 @@ pub fn write_frame(w: &mut impl Write, kind: u8, parts: &[&[u8]]) -> io::Result<
     Ok(())
 }
 
-type Objects = HashMap<u64, Box<[u8]>>;
+/// One namespace's objects: what the host serves, and what `inproc` calls directly.
+#[derive(Default)]
+pub struct Objects {
+    map: RwLock<HashMap<u64, Box<[u8]>>>,
+}
+
+fn poisoned() -> io::Error {
+    io::Error::other("a connection panicked while holding the store")
+}
+
+impl Objects {
+    pub fn put(&self, key: u64, value: &[u8]) -> io::Result<()> {
+        let mut m = self.map.write().map_err(|_| poisoned())?;
+        match m.get_mut(&key) {
+            Some(v) if v.len() == value.len() => v.copy_from_slice(value),
+            _ => {
+                m.insert(key, value.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the object into `out`; `false` when there is none.
+    pub fn get(&self, key: u64, out: &mut Vec<u8>) -> io::Result<bool> {
+        let m = self.map.read().map_err(|_| poisoned())?;
+        Ok(m.get(&key).is_some_and(|v| {
+            out.clear();
+            out.extend_from_slice(v);
+            true
+        }))
+    }
+
+    pub fn delete(&self, key: u64) -> io::Result<bool> {
+        Ok(self
+            .map
+            .write()
+            .map_err(|_| poisoned())?
+            .remove(&key)
+            .is_some())
+    }
+}
 
 /// Server-side latency of one operation kind.
 struct OpStats {
@@ -119,7 +159,7 @@ struct OpStats {
 struct Shared {
     token: Option<String>,
     max_connections: usize,
-    namespaces: RwLock<HashMap<String, Arc<RwLock<Objects>>>>,
+    namespaces: RwLock<HashMap<String, Arc<Objects>>>,
     stats: Mutex<Vec<OpStats>>,
     live: AtomicUsize,
     stop: AtomicBool,
@@ -235,7 +275,8 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut out = BufWriter::with_capacity(64 << 10, stream);
     let mut body = Vec::new();
     let mut authed = shared.token.is_none();
-    let mut objects: Option<Arc<RwLock<Objects>>> = None;
+    let mut objects: Option<Arc<Objects>> = None;
+    let mut value = Vec::new();
     let mut local: Vec<(u64, hdrhistogram::Histogram<u64>)> = (0..OPS.len())
         .map(|_| {
             (
@@ -318,31 +359,22 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                     };
                     match k {
                         kind::PUT => {
-                            let value = &body[8..];
-                            let mut m = map.write().map_err(|_| io::Error::other("poisoned"))?;
-                            match m.get_mut(&key) {
-                                Some(v) if v.len() == value.len() => v.copy_from_slice(value),
-                                _ => {
-                                    m.insert(key, value.into());
-                                }
-                            }
-                            drop(m);
+                            map.put(key, &body[8..])?;
                             write_frame(&mut out, kind::OK, &[])?;
                         }
                         kind::GET => {
-                            let m = map.read().map_err(|_| io::Error::other("poisoned"))?;
-                            match m.get(&key) {
-                                Some(v) => write_frame(&mut out, kind::VALUE, &[v])?,
-                                None => write_frame(&mut out, kind::NOT_FOUND, &[])?,
+                            if map.get(key, &mut value)? {
+                                write_frame(&mut out, kind::VALUE, &[&value])?;
+                            } else {
+                                write_frame(&mut out, kind::NOT_FOUND, &[])?;
                             }
                         }
                         _ => {
-                            let found = map
-                                .write()
-                                .map_err(|_| io::Error::other("poisoned"))?
-                                .remove(&key)
-                                .is_some();
-                            let r = if found { kind::OK } else { kind::NOT_FOUND };
+                            let r = if map.delete(key)? {
+                                kind::OK
+                            } else {
+                                kind::NOT_FOUND
+                            };
                             write_frame(&mut out, r, &[])?;
                         }
                     }

@@ -200,6 +200,43 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
         .collect();
     grid(out, style, &header[..1], &body)?;
 
+    let topologies: std::collections::BTreeSet<&str> =
+        r.cases.iter().map(|c| c.topology.as_str()).collect();
+    if topologies.len() > 1 {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{h2}topology penalty: objects/s, and the ratio to the column before"
+        )?;
+        if style == Style::Markdown {
+            writeln!(out)?;
+        }
+        let body: Vec<Vec<String>> = tests
+            .iter()
+            .map(|t| {
+                let mut prev: Option<f64> = None;
+                std::iter::once(t.to_string())
+                    .chain(cols.iter().map(|(n, _)| {
+                        let rate = case(r, n, t)
+                            .filter(|c| c.status == Status::Ok)
+                            .and_then(|c| c.summary.as_ref())
+                            .map(|s| s.ops_per_s.best);
+                        let cell = match (rate, prev) {
+                            (Some(v), Some(p)) if p > 0.0 => {
+                                format!("{} (×{:.3})", units::rate(v), v / p)
+                            }
+                            (Some(v), _) => units::rate(v),
+                            (None, _) => rate_cell(case(r, n, t)),
+                        };
+                        prev = rate;
+                        cell
+                    }))
+                    .collect()
+            })
+            .collect();
+        grid(out, style, &header[..1], &body)?;
+    }
+
     let notes: Vec<String> = r
         .cases
         .iter()

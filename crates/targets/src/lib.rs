@@ -25,6 +25,7 @@ pub mod mock;
 pub mod namespace;
 pub mod net;
 pub mod options;
+pub mod own_host;
 #[cfg(feature = "redb")]
 pub mod redb;
 pub mod remote;
@@ -68,6 +69,10 @@ pub fn drivers() -> Vec<Driver> {
         Driver {
             info: &mock::INFO,
             configure: mock::configure,
+        },
+        Driver {
+            info: &own_host::INFO,
+            configure: own_host::configure,
         },
         Driver {
             info: &remote::INFO,

@@ -109,9 +109,45 @@ impl Config {
     }
 }
 
+/// Opens a run's namespace on the host at `addr` (for `dyno://` and for `host:`).
+pub fn store_at(
+    addr: SocketAddr,
+    authority: &str,
+    token: Option<String>,
+) -> Result<Box<dyn Store>, DriverError> {
+    let config = Config {
+        authority: authority.to_string(),
+        token,
+        resolved: BTreeMap::new(),
+    };
+    let namespace = format!(
+        "dyno_{}_{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+    );
+    // Prove the host is there (and the token right) before the run counts on it.
+    config
+        .connect(addr, &namespace)
+        .map_err(|e| DriverError::new(format!("dyno://{authority}: {}", e.message)))?;
+    Ok(Box::new(RemoteStore {
+        config,
+        addr,
+        namespace,
+    }))
+}
+
 impl TargetConfig for Config {
     fn durability(&self) -> String {
         "volatile (host memory)".into()
+    }
+    fn topology(&self) -> &'static str {
+        let loopback = ["127.", "localhost", "[::1]"]
+            .iter()
+            .any(|p| self.authority.starts_with(p));
+        if loopback { "loopback" } else { "lan" }
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()
@@ -121,22 +157,7 @@ impl TargetConfig for Config {
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
         let addr = crate::net::resolve(&self.authority, None)?;
-        let namespace = format!(
-            "dyno_{}_{}_{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos())
-        );
-        // Prove the host is there (and the token right) before the run counts on it.
-        self.connect(addr, &namespace)
-            .map_err(|e| DriverError::new(format!("dyno://{}: {}", self.authority, e.message)))?;
-        Ok(Box::new(RemoteStore {
-            config: self.clone(),
-            addr,
-            namespace,
-        }))
+        store_at(addr, &self.authority, self.token.clone())
     }
 }
 
