@@ -1633,7 +1633,7 @@ url = "mem:"
         assert_eq!(
             err("[suite]\nobjets = 3\n"),
             "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
-             name, objects, concurrency, size, reps, warmup, seed"
+             name, topology, objects, concurrency, size, reps, warmup, seed"
         );
         assert_eq!(
             err("[sute]\n"),
