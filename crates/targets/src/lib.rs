@@ -28,6 +28,7 @@ pub mod options;
 pub mod own_host;
 #[cfg(feature = "redb")]
 pub mod redb;
+pub mod redis;
 pub mod remote;
 pub mod sqlite;
 pub mod tcp;
@@ -77,6 +78,10 @@ pub fn drivers() -> Vec<Driver> {
         Driver {
             info: &remote::INFO,
             configure: remote::configure,
+        },
+        Driver {
+            info: &redis::INFO,
+            configure: redis::configure,
         },
         Driver {
             info: &http::INFO,

@@ -182,3 +182,83 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// A private redis-server on a free loopback port, in a temporary directory, with no persistence;
+/// stopped (by its PID) on drop. `None` (with a notice) when Redis is not installed, unless
+/// `DYNO_REQUIRE_SERVERS=1`.
+pub struct Redis {
+    pub port: u16,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    pub fn start() -> Option<Redis> {
+        let Some(bin) = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
+            .into_iter()
+            .find(|p| Path::new(p).is_file())
+        else {
+            if std::env::var_os("DYNO_REQUIRE_SERVERS").is_some() {
+                panic!("redis-server is required here: ./scripts/test installs it");
+            }
+            eprintln!(
+                "notice: redis-server is not installed; skipping (./scripts/test installs it)"
+            );
+            return None;
+        };
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let child = std::process::Command::new(bin)
+                .args([
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    &port.to_string(),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .arg("--dir")
+                .arg(dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("starting redis-server");
+            let mut r = Redis {
+                port,
+                child,
+                _dir: dir,
+            };
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = r.child.try_wait() {
+                    break;
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Some(r);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r.stop();
+        }
+        panic!("redis-server did not start on any of 5 free ports");
+    }
+
+    fn stop(&mut self) {
+        // SAFETY: signalling the redis-server this helper started, by its PID.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

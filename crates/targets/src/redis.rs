@@ -1,0 +1,508 @@
+//! `redis://HOST:PORT` — Redis or Valkey, over RESP (the protocol written by hand: a few
+//! commands, no client library needed).
+//!
+//! dyno works only under a key prefix of its own (`dyno_<pid>_<n>:`), and deletes exactly those
+//! keys at the end (`SCAN MATCH prefix*` then `UNLINK`). A write transaction is `MULTI` … `EXEC`,
+//! so `add` and `update` commit each client's objects at once, as zodbshootout does. Durability is
+//! read from the server (`CONFIG GET appendonly appendfsync save`) and named in the column header.
+//! Redis keeps every key in memory, so `cold` is not reachable.
+
+use crate::options::Opts;
+use engine::clock::Clock;
+use engine::driver::{
+    CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
+    OptionSpec, Session, Store, TargetConfig, TxMode,
+};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+pub static INFO: DriverInfo = DriverInfo {
+    scheme: "redis",
+    query_options: true,
+    summary: "Redis or Valkey over RESP; dyno's keys under a prefix of its own",
+    forms: &[
+        "redis://127.0.0.1:6379",
+        "redis://127.0.0.1:6379?password=secret",
+    ],
+    families: &[Family::Kv],
+    options: &[OptionSpec {
+        name: "password",
+        default: "",
+        help: "AUTH password, if the server requires one",
+    }],
+};
+
+/// How long a client waits to connect, or for any reply.
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// A bulk reply larger than this is a protocol error (Redis's own limit is 512 MiB).
+const MAX_BULK: usize = 512 << 20;
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug, Clone)]
+struct Config {
+    authority: String,
+    password: Option<String>,
+    resolved: BTreeMap<String, String>,
+    /// What the server says about its durability, asked once.
+    durability: std::sync::OnceLock<String>,
+}
+
+/// Validates the URL and options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let o = Opts::new("redis", options, INFO.options)?;
+    let authority = rest
+        .strip_prefix("//")
+        .map(|a| a.trim_end_matches('/'))
+        .filter(|a| !a.is_empty() && !a.contains('/'))
+        .ok_or_else(|| {
+            ConfigError::url("a Redis URL is redis://HOST[:PORT]")
+                .hint("write e.g. redis://127.0.0.1:6379")
+        })?;
+    let password = Some(o.text("password").to_string()).filter(|p| !p.is_empty());
+    let mut resolved = o.resolved();
+    if password.is_some() {
+        resolved.insert("password".into(), "***".into());
+    }
+    Ok(Box::new(Config {
+        authority: authority.to_string(),
+        password,
+        resolved,
+        durability: std::sync::OnceLock::new(),
+    }))
+}
+
+/// A reply.
+#[derive(Debug, Clone, PartialEq)]
+enum Reply {
+    Status,
+    Error(String),
+    Int(i64),
+    /// A bulk string, read into the caller's buffer; `false` for nil.
+    Bulk(bool),
+    /// An array of `n` elements (their replies follow), or nil (`-1`).
+    Array(i64),
+}
+
+struct Conn {
+    input: BufReader<TcpStream>,
+    out: TcpStream,
+    frame: Vec<u8>,
+    line: Vec<u8>,
+}
+
+fn io_err(context: &'static str) -> impl Fn(std::io::Error) -> OpError {
+    move |e| OpError::io(context, &e)
+}
+
+fn protocol(msg: &'static str) -> OpError {
+    OpError::new(ErrorClass::Protocol, msg)
+}
+
+impl Conn {
+    fn open(addr: SocketAddr, password: Option<&str>) -> Result<Conn, OpError> {
+        let s = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io_err("connect"))?;
+        s.set_nodelay(true).map_err(io_err("connect"))?;
+        s.set_read_timeout(Some(TIMEOUT))
+            .map_err(io_err("connect"))?;
+        let mut c = Conn {
+            input: BufReader::with_capacity(64 << 10, s.try_clone().map_err(io_err("connect"))?),
+            out: s,
+            frame: Vec::with_capacity(512),
+            line: Vec::with_capacity(64),
+        };
+        if let Some(p) = password {
+            c.command(&[b"AUTH", p.as_bytes()])?;
+            c.expect_ok(&mut Vec::new())?;
+        }
+        Ok(c)
+    }
+
+    /// Sends one command as a RESP array of bulk strings, in one write.
+    fn command(&mut self, args: &[&[u8]]) -> Result<(), OpError> {
+        self.frame.clear();
+        write!(self.frame, "*{}\r\n", args.len()).expect("writing to a Vec");
+        for a in args {
+            write!(self.frame, "${}\r\n", a.len()).expect("writing to a Vec");
+            self.frame.extend_from_slice(a);
+            self.frame.extend_from_slice(b"\r\n");
+        }
+        self.out.write_all(&self.frame).map_err(io_err("send"))
+    }
+
+    /// Reads one reply; a bulk string's bytes go into `bulk`.
+    fn reply(&mut self, bulk: &mut Vec<u8>) -> Result<Reply, OpError> {
+        self.line.clear();
+        let n = self
+            .input
+            .by_ref()
+            .take(64 << 10)
+            .read_until(b'\n', &mut self.line)
+            .map_err(io_err("receive"))?;
+        if n == 0 {
+            return Err(OpError::new(
+                ErrorClass::Reset,
+                "the server closed the connection",
+            ));
+        }
+        if n < 3 || !self.line.ends_with(b"\r\n") {
+            return Err(protocol("a reply line not ended by CRLF"));
+        }
+        let body = &self.line[1..n - 2];
+        let int = || -> Result<i64, OpError> {
+            std::str::from_utf8(body)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| protocol("a reply length that is not a number"))
+        };
+        match self.line[0] {
+            b'+' => Ok(Reply::Status),
+            b'-' => Ok(Reply::Error(String::from_utf8_lossy(body).into_owned())),
+            b':' => Ok(Reply::Int(int()?)),
+            b'*' => Ok(Reply::Array(int()?)),
+            b'$' => {
+                let len = int()?;
+                if len < 0 {
+                    return Ok(Reply::Bulk(false));
+                }
+                let len = len as usize;
+                if len > MAX_BULK {
+                    return Err(protocol("a bulk reply larger than 512 MiB"));
+                }
+                bulk.clear();
+                bulk.resize(len + 2, 0);
+                self.input.read_exact(bulk).map_err(io_err("receive"))?;
+                if &bulk[len..] != b"\r\n" {
+                    return Err(protocol("a bulk reply not ended by CRLF"));
+                }
+                bulk.truncate(len);
+                Ok(Reply::Bulk(true))
+            }
+            _ => Err(protocol("not a RESP reply")),
+        }
+    }
+
+    fn expect_ok(&mut self, scratch: &mut Vec<u8>) -> Result<(), OpError> {
+        match self.reply(scratch)? {
+            Reply::Status => Ok(()),
+            Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
+            _ => Err(protocol("an unexpected reply (wanted a status)")),
+        }
+    }
+}
+
+impl Config {
+    fn addr(&self) -> Result<SocketAddr, DriverError> {
+        crate::net::resolve(&self.authority, Some(6379))
+    }
+}
+
+/// Reads `CONFIG GET` pairs into a map (a server that refuses CONFIG gets an empty one).
+fn config_get(c: &mut Conn, names: &[&str]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut args: Vec<&[u8]> = vec![b"CONFIG", b"GET"];
+    args.extend(names.iter().map(|n| n.as_bytes()));
+    if c.command(&args).is_err() {
+        return out;
+    }
+    let mut buf = Vec::new();
+    let Ok(Reply::Array(n)) = c.reply(&mut buf) else {
+        return out;
+    };
+    let mut key = String::new();
+    for i in 0..n.max(0) {
+        if !matches!(c.reply(&mut buf), Ok(Reply::Bulk(true))) {
+            return out;
+        }
+        let v = String::from_utf8_lossy(&buf).into_owned();
+        if i % 2 == 0 {
+            key = v;
+        } else {
+            out.insert(key.clone(), v);
+        }
+    }
+    out
+}
+
+impl Config {
+    /// Read from the server when possible: the column header says what the server does.
+    fn ask_durability(&self) -> String {
+        let Ok(addr) = self.addr() else {
+            return "unknown".into();
+        };
+        let Ok(mut c) = Conn::open(addr, self.password.as_deref()) else {
+            return "unknown".into();
+        };
+        let cfg = config_get(&mut c, &["appendonly", "appendfsync", "save"]);
+        let aof = match (
+            cfg.get("appendonly").map(String::as_str),
+            cfg.get("appendfsync"),
+        ) {
+            (Some("yes"), Some(f)) => format!("AOF fsync={f}"),
+            (Some(_), _) => "no AOF".to_string(),
+            (None, _) => return "unknown (CONFIG refused)".into(),
+        };
+        let rdb = match cfg.get("save").map(String::as_str) {
+            Some("") | None => "no RDB".to_string(),
+            Some(s) => format!("RDB save {s}"),
+        };
+        format!("{aof}, {rdb}")
+    }
+}
+
+impl TargetConfig for Config {
+    fn durability(&self) -> String {
+        self.durability
+            .get_or_init(|| self.ask_durability())
+            .clone()
+    }
+    fn options(&self) -> BTreeMap<String, String> {
+        self.resolved.clone()
+    }
+    fn data_path(&self) -> Option<PathBuf> {
+        None
+    }
+    fn topology(&self) -> &'static str {
+        let loopback = ["127.", "localhost", "[::1]"]
+            .iter()
+            .any(|p| self.authority.starts_with(p));
+        if loopback { "loopback" } else { "lan" }
+    }
+    fn open(&self) -> Result<Box<dyn Store>, DriverError> {
+        let addr = self.addr()?;
+        let mut c = Conn::open(addr, self.password.as_deref())
+            .map_err(|e| DriverError::new(format!("redis://{}: {}", self.authority, e.message)))?;
+        let mut version = String::from("unknown");
+        if c.command(&[b"INFO", b"server"]).is_ok() {
+            let mut buf = Vec::new();
+            if matches!(c.reply(&mut buf), Ok(Reply::Bulk(true))) {
+                let text = String::from_utf8_lossy(&buf);
+                if let Some(v) = text.lines().find_map(|l| l.strip_prefix("redis_version:")) {
+                    version = v.trim().to_string();
+                }
+            }
+        }
+        let prefix = format!(
+            "dyno_{}_{}_{}:",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        );
+        Ok(Box::new(RedisStore {
+            config: self.clone(),
+            addr,
+            prefix,
+            version,
+        }))
+    }
+}
+
+struct RedisStore {
+    config: Config,
+    addr: SocketAddr,
+    prefix: String,
+    version: String,
+}
+
+impl Store for RedisStore {
+    fn namespace(&self) -> Namespace {
+        Namespace {
+            location: format!("redis://{} keys {}*", self.config.authority, self.prefix),
+            created_by_dyno: true,
+            temporary: true,
+        }
+    }
+    fn versions(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("redis".to_string(), self.version.clone())])
+    }
+    fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
+        Ok(Box::new(RedisSession {
+            conn: Conn::open(self.addr, self.config.password.as_deref())?,
+            key: self.prefix.as_bytes().to_vec(),
+            prefix_len: self.prefix.len(),
+            scratch: Vec::new(),
+            in_multi: false,
+            queued: 0,
+            reads: 0,
+        }))
+    }
+    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
+        Ok(CacheDrop::NotReachable(
+            "redis: the server keeps every key in memory; there is no cache below it to drop"
+                .into(),
+        ))
+    }
+    fn close(self: Box<Self>) -> Result<(), DriverError> {
+        let fail =
+            |e: OpError| DriverError::new(format!("removing {}*: {}", self.prefix, e.message));
+        let mut c = Conn::open(self.addr, self.config.password.as_deref()).map_err(fail)?;
+        let pattern = format!("{}*", self.prefix);
+        let mut cursor = b"0".to_vec();
+        let mut buf = Vec::new();
+        // Bounded: a SCAN pass over a keyspace ends, and dyno made a finite number of keys.
+        for _ in 0..1_000_000 {
+            c.command(&[
+                b"SCAN",
+                &cursor,
+                b"MATCH",
+                pattern.as_bytes(),
+                b"COUNT",
+                b"1000",
+            ])
+            .map_err(fail)?;
+            let (Reply::Array(2), Reply::Bulk(true)) = (
+                c.reply(&mut buf).map_err(fail)?,
+                c.reply(&mut buf).map_err(fail)?,
+            ) else {
+                return Err(DriverError::new("SCAN gave an unexpected reply"));
+            };
+            cursor = buf.clone();
+            let Reply::Array(n) = c.reply(&mut buf).map_err(fail)? else {
+                return Err(DriverError::new("SCAN gave an unexpected reply"));
+            };
+            let mut keys: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..n.max(0) {
+                if let Reply::Bulk(true) = c.reply(&mut buf).map_err(fail)? {
+                    keys.push(buf.clone());
+                }
+            }
+            if !keys.is_empty() {
+                let mut args: Vec<&[u8]> = vec![b"UNLINK"];
+                args.extend(keys.iter().map(|k| k.as_slice()));
+                c.command(&args).map_err(fail)?;
+                c.reply(&mut buf).map_err(fail)?;
+            }
+            if cursor == b"0" {
+                return Ok(());
+            }
+        }
+        Err(DriverError::new("SCAN did not finish"))
+    }
+}
+
+struct RedisSession {
+    conn: Conn,
+    /// The key being sent: the prefix, then 16 hex digits.
+    key: Vec<u8>,
+    prefix_len: usize,
+    scratch: Vec<u8>,
+    in_multi: bool,
+    /// Commands queued in the current MULTI.
+    queued: u64,
+    reads: u64,
+}
+
+impl RedisSession {
+    fn set_key(&mut self, key: u64) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        self.key.truncate(self.prefix_len);
+        for i in 0..16 {
+            self.key.push(HEX[((key >> (60 - 4 * i)) & 0xF) as usize]);
+        }
+    }
+
+    fn expect_queued_or(&mut self, ok: fn(&Reply) -> bool) -> Result<(), OpError> {
+        match self.conn.reply(&mut self.scratch)? {
+            Reply::Status if self.in_multi => {
+                self.queued += 1;
+                Ok(())
+            }
+            r if !self.in_multi && ok(&r) => Ok(()),
+            Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
+            _ => Err(protocol("an unexpected reply")),
+        }
+    }
+}
+
+impl Session for RedisSession {
+    fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
+        if mode == TxMode::Write {
+            self.conn.command(&[b"MULTI"])?;
+            self.conn.expect_ok(&mut self.scratch)?;
+            self.in_multi = true;
+            self.queued = 0;
+        }
+        Ok(())
+    }
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        self.set_key(key);
+        let k = std::mem::take(&mut self.key);
+        let sent = self.conn.command(&[b"SET", &k, value]);
+        self.key = k;
+        sent?;
+        self.expect_queued_or(|r| matches!(r, Reply::Status))
+    }
+    fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+        self.reads += 1;
+        self.set_key(key);
+        let k = std::mem::take(&mut self.key);
+        let sent = self.conn.command(&[b"GET", &k]);
+        self.key = k;
+        sent?;
+        match self.conn.reply(out)? {
+            Reply::Bulk(true) => Ok(()),
+            Reply::Bulk(false) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),
+            Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
+            _ => Err(protocol("an unexpected reply to GET")),
+        }
+    }
+    fn delete(&mut self, key: u64) -> Result<(), OpError> {
+        self.set_key(key);
+        let k = std::mem::take(&mut self.key);
+        let sent = self.conn.command(&[b"DEL", &k]);
+        self.key = k;
+        sent?;
+        match self.conn.reply(&mut self.scratch)? {
+            Reply::Int(1) => Ok(()),
+            Reply::Int(0) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),
+            Reply::Status if self.in_multi => {
+                self.queued += 1;
+                Ok(())
+            }
+            Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
+            _ => Err(protocol("an unexpected reply to DEL")),
+        }
+    }
+    fn commit(&mut self) -> Result<(), OpError> {
+        if !self.in_multi {
+            return Ok(());
+        }
+        self.in_multi = false;
+        self.conn.command(&[b"EXEC"])?;
+        match self.conn.reply(&mut self.scratch)? {
+            Reply::Array(n) if n as u64 == self.queued => {
+                let mut failed = None;
+                for _ in 0..n {
+                    if let Reply::Error(e) = self.conn.reply(&mut self.scratch)? {
+                        failed.get_or_insert(e);
+                    }
+                }
+                match failed {
+                    Some(e) => Err(OpError::new(
+                        ErrorClass::Application,
+                        format!("redis: EXEC: {e}"),
+                    )),
+                    None => Ok(()),
+                }
+            }
+            Reply::Array(_) => Err(protocol("EXEC answered a different number of replies")),
+            Reply::Error(e) => Err(OpError::new(
+                ErrorClass::Application,
+                format!("redis: EXEC: {e}"),
+            )),
+            _ => Err(protocol("an unexpected reply to EXEC")),
+        }
+    }
+    fn storage_reads(&self) -> u64 {
+        self.reads
+    }
+}
