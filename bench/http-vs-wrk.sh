@@ -22,7 +22,8 @@ dyno=$PWD/target/release/dyno
 work=$(mktemp -d)
 nginx_pid=""
 cleanup() {
-  [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null
+  set +e   # nginx's exit status must not end the cleanup early
+  if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null; wait "$nginx_pid" 2>/dev/null; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
