@@ -77,29 +77,23 @@ pub fn stats(addr: &str, token: Option<&str>) -> Result<ExitCode> {
     let a: std::net::SocketAddr = addr
         .parse()
         .map_err(|_| anyhow!("{addr:?} is not an address like 127.0.0.1:7000"))?;
-    let text = host::store::fetch_stats(a, token)
+    let stats = host::store::fetch_stats(a, token)
         .with_context(|| format!("asking {addr} for its statistics"))?;
     println!(
         "{:<8} {:>12} {:>12} {:>12} {:>12} {:>12}",
         "op", "count", "p50", "p99", "p99.9", "max"
     );
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() != 6 {
-            continue;
-        }
-        let ns = |s: &str| {
-            s.parse::<u64>()
-                .map_or("-".to_string(), |v| format!("{:.1}µs", v as f64 / 1e3))
-        };
+    let us = |ns: u64| format!("{:.1}µs", ns as f64 / 1e3);
+    for s in &stats {
+        let h = &s.latency;
         println!(
             "{:<8} {:>12} {:>12} {:>12} {:>12} {:>12}",
-            f[0],
-            f[1],
-            ns(f[2]),
-            ns(f[3]),
-            ns(f[4]),
-            ns(f[5])
+            s.op,
+            s.count,
+            us(h.value_at_quantile(0.5)),
+            us(h.value_at_quantile(0.99)),
+            us(h.value_at_quantile(0.999)),
+            us(h.max())
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -404,7 +404,10 @@ fn the_shootout_runs_on_the_benchmark_host_and_stats_show_the_server_side() {
         .args(["run", "--quick", "-o", "o"])
         .arg(format!("dyno://{}", server.addr()))
         .assert()
-        .success();
+        .success()
+        .stdout(predicate::str::contains(
+            "client and server time per object operation",
+        ));
     let rec = record(&dir.path().join("o"));
     assert_schema_valid(&rec);
     for test in TESTS {
@@ -412,6 +415,26 @@ fn the_shootout_runs_on_the_benchmark_host_and_stats_show_the_server_side() {
         let want = if test == "cold" { "na" } else { "ok" };
         assert_eq!(c["status"], want, "{test}: {}", c["reason"]);
     }
+    // The server's own figures for the measured repetition: 2 clients × 100 objects each.
+    let add = &case(&rec, "dyno", "add")["server"];
+    assert_eq!(add["put"]["count"], 200, "{add}");
+    assert_eq!(add["begin"]["count"], 2);
+    assert_eq!(add["commit"]["count"], 2);
+    assert_eq!(case(&rec, "dyno", "warm")["server"]["get"]["count"], 200);
+    let steamin = &case(&rec, "dyno", "steamin")["server"];
+    assert!(
+        steamin["get"].is_null(),
+        "no reads reached the server: {steamin}"
+    );
+    assert_eq!(steamin["begin"]["count"], 2, "only the transactions did");
+    let server_p50 = add["put"]["latency_ns"]["p50"].as_u64().unwrap();
+    let client_p50 = case(&rec, "dyno", "add")["summary"]["latency_ns"]["p50"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        server_p50 < client_p50,
+        "the server's part is a part: {server_p50} < {client_p50}"
+    );
     let a = dyno(dir.path())
         .args(["stats", &server.addr().to_string()])
         .assert()

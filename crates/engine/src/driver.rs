@@ -279,8 +279,21 @@ pub trait Store: Send + Sync {
     fn connect(&self, clock: &Clock) -> Result<Box<dyn Session>, OpError>;
     /// Drops every cache below dyno's client cache. Called with no session open.
     fn drop_caches(&self) -> Result<CacheDrop, OpError>;
+    /// The server's own figures, cumulative since it started, for targets whose server measures
+    /// itself (`dyno://`): the runner takes them before and after each test.
+    fn server_stats(&self) -> Option<Result<Vec<ServerOp>, OpError>> {
+        None
+    }
     /// Releases the store; deletes the namespace if it was temporary.
     fn close(self: Box<Self>) -> Result<(), DriverError>;
+}
+
+/// One operation as the server measured it (cumulative since it started).
+#[derive(Debug, Clone)]
+pub struct ServerOp {
+    pub op: String,
+    pub count: u64,
+    pub latency: results::Histogram,
 }
 
 /// One client's connection. Used from one thread; every call may fail, none may panic.

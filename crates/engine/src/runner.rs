@@ -63,6 +63,8 @@ struct CaseAcc {
     interrupted: bool,
     /// Why the figures cannot be trusted (the generator was the bottleneck).
     invalid: Option<String>,
+    /// The server's own figures by operation over the measured repetitions.
+    server: BTreeMap<String, (u64, results::Histogram)>,
 }
 
 impl CaseAcc {
@@ -149,6 +151,7 @@ pub fn run(
                 errors: BTreeMap::new(),
                 error_examples: BTreeMap::new(),
                 histogram: None,
+                server: None,
             });
         }
     }
@@ -182,7 +185,27 @@ fn new_acc() -> CaseAcc {
         na: None,
         interrupted: false,
         invalid: None,
+        server: BTreeMap::new(),
     }
+}
+
+/// What the server did between two snapshots of its cumulative figures.
+fn server_delta(
+    before: &[crate::driver::ServerOp],
+    after: &[crate::driver::ServerOp],
+) -> Vec<(String, u64, results::Histogram)> {
+    after
+        .iter()
+        .filter_map(|a| {
+            let mut h = a.latency.clone();
+            let mut count = a.count;
+            if let Some(b) = before.iter().find(|b| b.op == a.op) {
+                count = count.saturating_sub(b.count);
+                h.subtract(&b.latency).ok()?;
+            }
+            (count > 0).then(|| (a.op.clone(), count, h))
+        })
+        .collect()
 }
 
 /// The shootout's six cases on one target, over every repetition.
@@ -221,6 +244,8 @@ fn shootout_target(
     let mut acc: Vec<CaseAcc> = Test::ALL.iter().map(|_| new_acc()).collect();
     let mut suite = Shootout::new(&*store, params, t.config.virtual_time(), interrupt);
     let total = plan.reps + u32::from(plan.warmup);
+    // The server's figures are read between tests (outside any timed part).
+    let mut server_before = store.server_stats().and_then(Result::ok);
     for r in 0..total {
         let measured = !(plan.warmup && r == 0);
         suite.run_rep(r, |o: TestOutcome| {
@@ -230,6 +255,22 @@ fn shootout_target(
                 .expect("a suite test");
             let case = &mut record.cases[first + i];
             let a = &mut acc[i];
+            if let Some(before) = &server_before {
+                let after = store.server_stats().and_then(Result::ok);
+                if let (Some(after), true) = (&after, measured) {
+                    for (op, n, h) in server_delta(before, after) {
+                        let slot = a
+                            .server
+                            .entry(op)
+                            .or_insert_with(|| (0, results::new_histogram()));
+                        slot.0 += n;
+                        let _ = slot.1.add(&h);
+                    }
+                }
+                if after.is_some() {
+                    server_before = after;
+                }
+            }
             if o.cache.is_some() {
                 case.cache = o.cache;
             }
@@ -385,6 +426,20 @@ fn finish_case(case: &mut Case, a: CaseAcc, reps: u32) {
     };
     case.histogram =
         (!a.recorder.latency.is_empty()).then(|| results::histogram::encode(&a.recorder.latency));
+    case.server = (!a.server.is_empty()).then(|| {
+        a.server
+            .iter()
+            .map(|(op, (n, h))| {
+                (
+                    op.clone(),
+                    results::ServerOpRecord {
+                        count: *n,
+                        latency_ns: results::stats::latency_summary(h),
+                    },
+                )
+            })
+            .collect()
+    });
     for class in crate::driver::ErrorClass::ALL {
         let n = a.recorder.errors[class as usize];
         if n > 0 {

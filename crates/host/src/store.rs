@@ -16,7 +16,7 @@
 //! | `GET` 0x05 | key (u64 BE) | `VALUE` (the bytes) or `NOT_FOUND` |
 //! | `DELETE` 0x06 | key (u64 BE) | `OK` or `NOT_FOUND` |
 //! | `COMMIT` 0x07 | — | `OK` |
-//! | `STATS` 0x08 | — | `TEXT`: one line per operation: name, count, then p50 p99 p99.9 max in ns |
+//! | `STATS` 0x08 | — | `TEXT`: one line per operation: name, count, and its server-side latency histogram since the host started (HdrHistogram V2, deflate, base64; ns) |
 //! | `DROP` 0x09 | namespace | `OK` (its objects are deleted) |
 //!
 //! Responses: `OK` 0x80, `VALUE` 0x81, `NOT_FOUND` 0x82, `ERR` 0x83 (a UTF-8 message), `TEXT` 0x84.
@@ -156,11 +156,17 @@ struct OpStats {
     latency: hdrhistogram::Histogram<u64>,
 }
 
+/// One connection's figures: locked by its own thread per request (uncontended), and by `STATS`.
+type Local = Arc<Mutex<Vec<OpStats>>>;
+
 struct Shared {
     token: Option<String>,
     max_connections: usize,
     namespaces: RwLock<HashMap<String, Arc<Objects>>>,
+    /// Figures of the connections that have closed.
     stats: Mutex<Vec<OpStats>>,
+    /// The open connections' own figures. Lock order: this list, then `stats`.
+    live_stats: Mutex<Vec<Local>>,
     live: AtomicUsize,
     stop: AtomicBool,
 }
@@ -185,18 +191,13 @@ impl StoreServer {
         max_connections: usize,
     ) -> io::Result<StoreServer> {
         let addr = listener.local_addr()?;
-        let stats = (0..OPS.len())
-            .map(|_| OpStats {
-                count: 0,
-                latency: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-                    .expect("constant bounds"),
-            })
-            .collect();
+        let stats = new_stats();
         let shared = Arc::new(Shared {
             token,
             max_connections: max_connections.min(MAX_CONNECTIONS),
             namespaces: RwLock::new(HashMap::new()),
             stats: Mutex::new(stats),
+            live_stats: Mutex::new(Vec::new()),
             live: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
         });
@@ -277,16 +278,10 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut authed = shared.token.is_none();
     let mut objects: Option<Arc<Objects>> = None;
     let mut value = Vec::new();
-    let mut local: Vec<(u64, hdrhistogram::Histogram<u64>)> = (0..OPS.len())
-        .map(|_| {
-            (
-                0,
-                hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-                    .expect("constant bounds"),
-            )
-        })
-        .collect();
-    let mut last_flush = Instant::now();
+    let local: Local = Arc::new(Mutex::new(new_stats()));
+    if let Ok(mut live) = shared.live_stats.lock() {
+        live.push(local.clone());
+    }
     let result = (|| -> io::Result<()> {
         loop {
             let k = match read_frame(&mut input, &mut body) {
@@ -380,68 +375,111 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                     }
                 }
                 kind::STATS => {
-                    flush_stats(shared, &mut local);
                     let text = stats_text(shared);
                     write_frame(&mut out, kind::TEXT, &[text.as_bytes()])?;
                 }
                 other => return bad(&mut out, &format!("unknown frame kind 0x{other:02x}")),
             }
             out.flush()?;
-            let slot = &mut local[k as usize];
-            slot.0 += 1;
-            slot.1
-                .saturating_record(t.elapsed().as_nanos().max(1) as u64);
-            if last_flush.elapsed() > Duration::from_millis(100) {
-                flush_stats(shared, &mut local);
-                last_flush = Instant::now();
+            if let Ok(mut l) = local.lock() {
+                let slot = &mut l[k as usize];
+                slot.count += 1;
+                slot.latency
+                    .saturating_record(t.elapsed().as_nanos().max(1) as u64);
             }
         }
     })();
-    flush_stats(shared, &mut local);
+    // Fold this connection's figures into the closed ones', and leave the live list.
+    if let Ok(mut live) = shared.live_stats.lock() {
+        if let (Ok(mut all), Ok(l)) = (shared.stats.lock(), local.lock()) {
+            add_stats(&mut all, &l);
+        }
+        live.retain(|x| !Arc::ptr_eq(x, &local));
+    }
     result
 }
 
-/// Adds a connection's statistics to the host's (connections record locally, take the lock at
-/// most every 100 ms).
-fn flush_stats(shared: &Shared, local: &mut [(u64, hdrhistogram::Histogram<u64>)]) {
-    let Ok(mut all) = shared.stats.lock() else {
-        return;
-    };
-    for (i, (n, h)) in local.iter_mut().enumerate() {
-        if *n > 0 {
-            all[i].count += *n;
-            let _ = all[i].latency.add(&*h);
-            *n = 0;
-            h.reset();
-        }
+fn new_stats() -> Vec<OpStats> {
+    (0..OPS.len())
+        .map(|_| OpStats {
+            count: 0,
+            latency: results::new_histogram(),
+        })
+        .collect()
+}
+
+fn add_stats(into: &mut [OpStats], from: &[OpStats]) {
+    for (a, b) in into.iter_mut().zip(from) {
+        a.count += b.count;
+        let _ = a.latency.add(&b.latency);
     }
 }
 
+/// Everything so far: closed connections' figures plus every open connection's, exactly.
 fn stats_text(shared: &Shared) -> String {
-    let Ok(all) = shared.stats.lock() else {
-        return String::new();
-    };
+    let mut all = new_stats();
+    if let Ok(live) = shared.live_stats.lock() {
+        if let Ok(closed) = shared.stats.lock() {
+            add_stats(&mut all, &closed);
+        }
+        for l in live.iter() {
+            if let Ok(l) = l.lock() {
+                add_stats(&mut all, &l);
+            }
+        }
+    }
     let mut text = String::new();
     for (i, s) in all.iter().enumerate().skip(1) {
         if s.count == 0 {
             continue;
         }
-        let h = &s.latency;
         text.push_str(&format!(
-            "{} {} {} {} {} {}\n",
+            "{} {} {}\n",
             OPS[i],
             s.count,
-            h.value_at_quantile(0.5),
-            h.value_at_quantile(0.99),
-            h.value_at_quantile(0.999),
-            h.max()
+            results::histogram::encode(&s.latency)
         ));
     }
     text
 }
 
-/// Asks a host for its statistics (what `dyno stats` prints).
-pub fn fetch_stats(addr: SocketAddr, token: Option<&str>) -> io::Result<String> {
+/// One operation's server-side figures since the host started.
+#[derive(Debug, Clone)]
+pub struct OpStat {
+    pub op: String,
+    pub count: u64,
+    pub latency: results::Histogram,
+}
+
+/// Parses a `STATS` reply.
+pub fn parse_stats(text: &str) -> io::Result<Vec<OpStat>> {
+    text.lines()
+        .map(|l| {
+            let bad = || {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a bad STATS line: {l:?}"),
+                )
+            };
+            let mut f = l.split_whitespace();
+            let (Some(op), Some(count), Some(hist)) = (f.next(), f.next(), f.next()) else {
+                return Err(bad());
+            };
+            Ok(OpStat {
+                op: op.to_string(),
+                count: count.parse().map_err(|_| bad())?,
+                latency: results::histogram::decode(hist).map_err(|_| bad())?,
+            })
+        })
+        .collect()
+}
+
+/// Asks a host for its statistics (what `dyno stats` prints, and what runs record).
+pub fn fetch_stats(addr: SocketAddr, token: Option<&str>) -> io::Result<Vec<OpStat>> {
+    parse_stats(&fetch_stats_text(addr, token)?)
+}
+
+fn fetch_stats_text(addr: SocketAddr, token: Option<&str>) -> io::Result<String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut body = Vec::new();

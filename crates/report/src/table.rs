@@ -76,6 +76,33 @@ fn latency_cell(c: Option<&Case>) -> String {
     }
 }
 
+/// Client p50, the server's p50 for the operation the test makes (put for writes, get for
+/// reads), and the difference.
+fn server_cell(c: Option<&Case>) -> String {
+    let Some(c) = c else { return "-".into() };
+    let op = if c.test == "add" || c.test == "update" {
+        "put"
+    } else {
+        "get"
+    };
+    let server = c
+        .server
+        .as_ref()
+        .and_then(|s| s.get(op))
+        .and_then(|s| s.latency_ns.as_ref())
+        .map(|l| l.p50);
+    match (status_word(c), c.summary.as_ref(), server) {
+        (None, Some(s), Some(srv)) => format!(
+            "{} / {} / {}",
+            units::latency(s.latency_ns.p50),
+            units::latency(srv),
+            units::latency(s.latency_ns.p50.saturating_sub(srv))
+        ),
+        (Some(w), _, _) => w.into(),
+        _ => "-".into(),
+    }
+}
+
 /// Writes a grid; the first column is left-aligned, the others right-aligned.
 pub(crate) fn grid(
     out: &mut dyn Write,
@@ -199,6 +226,26 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
         })
         .collect();
     grid(out, style, &header[..1], &body)?;
+
+    if r.cases.iter().any(|c| c.server.is_some()) {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{h2}client and server time per object operation, p50: client / server / difference (serialization + network)"
+        )?;
+        if style == Style::Markdown {
+            writeln!(out)?;
+        }
+        let body: Vec<Vec<String>> = tests
+            .iter()
+            .map(|t| {
+                std::iter::once(t.to_string())
+                    .chain(cols.iter().map(|(n, _)| server_cell(case(r, n, t))))
+                    .collect()
+            })
+            .collect();
+        grid(out, style, &header[..1], &body)?;
+    }
 
     let topologies: std::collections::BTreeSet<&str> =
         r.cases.iter().map(|c| c.topology.as_str()).collect();

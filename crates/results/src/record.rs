@@ -215,6 +215,19 @@ pub struct Case {
     pub error_examples: BTreeMap<String, String>,
     /// The merged latency histogram of all measured repetitions: HdrHistogram V2, deflate, base64.
     pub histogram: Option<String>,
+    /// For targets whose server measures itself (`dyno://`): what the server spent on each kind
+    /// of operation during this test's measured repetitions; `null` otherwise.
+    pub server: Option<BTreeMap<String, ServerOpRecord>>,
+}
+
+/// One kind of operation as the server measured it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerOpRecord {
+    /// Operations the server handled.
+    pub count: u64,
+    /// The server's time per operation (from reading the request to writing the reply).
+    pub latency_ns: Option<LatencySummary>,
 }
 
 /// One repetition of one test on one target.

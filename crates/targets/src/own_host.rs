@@ -131,6 +131,9 @@ impl Store for HostedStore {
     fn drop_caches(&self) -> Result<CacheDrop, OpError> {
         self.inner.drop_caches()
     }
+    fn server_stats(&self) -> Option<Result<Vec<engine::driver::ServerOp>, OpError>> {
+        self.inner.server_stats()
+    }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         let HostedStore { inner, .. } = *self;
         inner.close()

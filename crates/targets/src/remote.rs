@@ -9,7 +9,7 @@ use crate::options::Opts;
 use engine::clock::Clock;
 use engine::driver::{
     CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
-    OptionSpec, Session, Store, TargetConfig, TxMode,
+    OptionSpec, ServerOp, Session, Store, TargetConfig, TxMode,
 };
 use host::store::{expect, kind, read_frame};
 use std::collections::BTreeMap;
@@ -192,6 +192,21 @@ impl Store for RemoteStore {
             "dyno://: the host keeps objects in process memory; there is no cache below it to drop"
                 .into(),
         ))
+    }
+    fn server_stats(&self) -> Option<Result<Vec<ServerOp>, OpError>> {
+        Some(
+            host::store::fetch_stats(self.addr, self.config.token.as_deref())
+                .map(|ops| {
+                    ops.into_iter()
+                        .map(|s| ServerOp {
+                            op: s.op,
+                            count: s.count,
+                            latency: s.latency,
+                        })
+                        .collect()
+                })
+                .map_err(io_err("server statistics")),
+        )
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         let mut c = self

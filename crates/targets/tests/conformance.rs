@@ -114,12 +114,12 @@ fn dyno_host() {
     let server = host::store::StoreServer::start(l, Some("s3cret".into())).unwrap();
     contract(&format!("dyno://{}?token=s3cret", server.addr()));
     let stats = host::store::fetch_stats(server.addr(), Some("s3cret")).unwrap();
-    assert!(stats.lines().any(|l| l.starts_with("put ")), "{stats}");
-    assert!(stats.lines().any(|l| l.starts_with("get ")), "{stats}");
-    assert!(
-        stats.lines().any(|l| l.starts_with("drop 1 ")),
-        "the namespace was dropped: {stats}"
-    );
+    let count = |op: &str| stats.iter().find(|s| s.op == op).map_or(0, |s| s.count);
+    assert_eq!(count("put"), 4, "three puts and an overwrite");
+    assert_eq!(count("get"), 5, "three before the cache drop, two after");
+    assert_eq!(count("drop"), 1, "the namespace was dropped");
+    let puts = stats.iter().find(|s| s.op == "put").unwrap();
+    assert_eq!(puts.latency.len(), 4, "a server-side latency per put");
 }
 
 #[test]
