@@ -1,9 +1,39 @@
 //! What the request drivers (`http`, `tcp`) share: resolving the address, and a request body
 //! given inline or read from a file when the endpoint is built (not when the plan is checked).
 
-use engine::driver::DriverError;
+use engine::driver::{ConfigError, DriverError};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+
+/// The `HOST:PORT` of a URL's `//HOST:PORT` (the port optional when `port_required` is false).
+/// `form` is the URL form for the message, e.g. `tcp://HOST:PORT`.
+pub fn authority<'a>(
+    rest: &'a str,
+    port_required: bool,
+    form: &str,
+    example: &str,
+) -> Result<&'a str, ConfigError> {
+    rest.strip_prefix("//")
+        .map(|a| a.trim_end_matches('/'))
+        .filter(|a| !a.is_empty() && !a.contains('/'))
+        .filter(|a| {
+            !port_required
+                || a.rsplit_once(':')
+                    .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+        })
+        .ok_or_else(|| {
+            ConfigError::url(format!("the URL's form is {form}"))
+                .hint(format!("write e.g. {example}"))
+        })
+}
+
+/// `loopback` for an address on this machine, else `lan` (what a record calls the topology).
+pub fn topology_of(authority: &str) -> &'static str {
+    let loopback = ["127.", "localhost", "[::1]"]
+        .iter()
+        .any(|p| authority.starts_with(p));
+    if loopback { "loopback" } else { "lan" }
+}
 
 /// Resolves `host:port` (or `host` with `default_port`) to its first address.
 pub fn resolve(authority: &str, default_port: Option<u16>) -> Result<SocketAddr, DriverError> {

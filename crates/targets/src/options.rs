@@ -102,6 +102,22 @@ impl<'a> Opts<'a> {
         })
     }
 
+    /// A secret option (password, token): its value, or `None` when empty.
+    pub fn secret(&self, name: &str) -> Option<String> {
+        Some(self.text(name).to_string()).filter(|v| !v.is_empty())
+    }
+
+    /// Every option for the run record, with the named secrets replaced by `***` when set.
+    pub fn resolved_hiding(&self, secrets: &[&str]) -> BTreeMap<String, String> {
+        let mut r = self.resolved();
+        for name in secrets {
+            if let Some(v) = r.get_mut(*name).filter(|v| !v.is_empty()) {
+                *v = "***".into();
+            }
+        }
+        r
+    }
+
     /// Every option with its value, for the run record.
     pub fn resolved(&self) -> BTreeMap<String, String> {
         self.specs

@@ -58,19 +58,10 @@ pub fn configure(
     options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
     let o = Opts::new("redis", options, INFO.options)?;
-    let authority = rest
-        .strip_prefix("//")
-        .map(|a| a.trim_end_matches('/'))
-        .filter(|a| !a.is_empty() && !a.contains('/'))
-        .ok_or_else(|| {
-            ConfigError::url("a Redis URL is redis://HOST[:PORT]")
-                .hint("write e.g. redis://127.0.0.1:6379")
-        })?;
-    let password = Some(o.text("password").to_string()).filter(|p| !p.is_empty());
-    let mut resolved = o.resolved();
-    if password.is_some() {
-        resolved.insert("password".into(), "***".into());
-    }
+    let authority =
+        crate::net::authority(rest, false, "redis://HOST[:PORT]", "redis://127.0.0.1:6379")?;
+    let password = o.secret("password");
+    let resolved = o.resolved_hiding(&["password"]);
     Ok(Box::new(Config {
         authority: authority.to_string(),
         password,
@@ -270,10 +261,7 @@ impl TargetConfig for Config {
         None
     }
     fn topology(&self) -> &'static str {
-        let loopback = ["127.", "localhost", "[::1]"]
-            .iter()
-            .any(|p| self.authority.starts_with(p));
-        if loopback { "loopback" } else { "lan" }
+        crate::net::topology_of(&self.authority)
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
         let addr = self.addr()?;

@@ -51,22 +51,9 @@ pub fn configure(
     options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
     let o = Opts::new("dyno", options, INFO.options)?;
-    let authority = rest
-        .strip_prefix("//")
-        .map(|a| a.trim_end_matches('/'))
-        .filter(|a| {
-            a.rsplit_once(':')
-                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
-        })
-        .ok_or_else(|| {
-            ConfigError::url("a host URL is dyno://HOST:PORT")
-                .hint("write e.g. dyno://127.0.0.1:7000")
-        })?;
-    let token = Some(o.text("token").to_string()).filter(|t| !t.is_empty());
-    let mut resolved = o.resolved();
-    if token.is_some() {
-        resolved.insert("token".into(), "***".into());
-    }
+    let authority = crate::net::authority(rest, true, "dyno://HOST:PORT", "dyno://127.0.0.1:7000")?;
+    let token = o.secret("token");
+    let resolved = o.resolved_hiding(&["token"]);
     Ok(Box::new(Config {
         authority: authority.to_string(),
         token,
@@ -144,10 +131,7 @@ impl TargetConfig for Config {
         "volatile (host memory)".into()
     }
     fn topology(&self) -> &'static str {
-        let loopback = ["127.", "localhost", "[::1]"]
-            .iter()
-            .any(|p| self.authority.starts_with(p));
-        if loopback { "loopback" } else { "lan" }
+        crate::net::topology_of(&self.authority)
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()

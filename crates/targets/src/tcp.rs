@@ -152,16 +152,7 @@ pub fn configure(
     options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
     let o = Opts::new("tcp", options, INFO.options)?;
-    let authority = rest
-        .strip_prefix("//")
-        .map(|a| a.trim_end_matches('/'))
-        .filter(|a| {
-            a.rsplit_once(':')
-                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
-        })
-        .ok_or_else(|| {
-            ConfigError::url("a TCP URL is tcp://HOST:PORT").hint("write e.g. tcp://127.0.0.1:7000")
-        })?;
+    let authority = crate::net::authority(rest, true, "tcp://HOST:PORT", "tcp://127.0.0.1:7000")?;
     let framing = parse_framing(o.text("framing"))?;
     let (payload, payload_file) = match (o.text("payload"), o.text("payload_file")) {
         (p, "") => (
