@@ -77,11 +77,6 @@ impl Clock {
             },
         }
     }
-
-    /// True for a simulated clock.
-    pub fn is_virtual(&self) -> bool {
-        matches!(self, Clock::Virtual(_))
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@
 use crate::driver::{Endpoint, ErrorClass};
 use crate::load::{self, LoadMode, LoadResult, LoadSpec};
 use crate::plan::{LoadModel, LoadParams};
-use crate::worker::Stop;
 use results::{GeneratorCheck, IntervalRecord, LoadRep, Rep, WithinShare};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -233,27 +232,6 @@ fn verdict(r: &LoadResult, open: bool) -> (bool, Option<String>) {
         );
     }
     (true, None)
-}
-
-/// The closed-loop stop as words, for messages.
-pub fn describe(p: &LoadParams) -> String {
-    match &p.model {
-        LoadModel::Closed {
-            stop: Stop::Duration { ns },
-        } => format!(
-            "closed loop, {} connections, {:.1} s",
-            p.connections,
-            *ns as f64 / 1e9
-        ),
-        LoadModel::Closed {
-            stop: Stop::Count(n),
-        } => format!("closed loop, {} connections × {n} requests", p.connections),
-        LoadModel::Open { profile, .. } => format!(
-            "open loop, {:.0} requests over {:.1} s",
-            profile.expected_count(),
-            profile.duration_ns() as f64 / 1e9
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::clock::Clock;
 use crate::driver::{CacheDrop, ErrorClass, OpError, Session, Store, TxMode};
 use crate::recorder::{Outcome, Recorder};
 use crate::worker::{self, Schedule, Stop};
-use results::{Histogram, Rep, Status};
+use results::{Rep, Status};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Barrier;
 use std::sync::atomic::AtomicBool;
@@ -514,11 +514,6 @@ fn error_reason(rec: &Recorder, ops: u64) -> String {
         rec.error_count(),
         classes.join(", ")
     )
-}
-
-/// The latency histogram of several outcomes merged (for a case's summary over repetitions).
-pub fn merged_latency<'r>(recs: impl IntoIterator<Item = &'r Recorder>) -> Histogram {
-    results::stats::merge(recs.into_iter().map(|r| &r.latency))
 }
 
 #[cfg(test)]

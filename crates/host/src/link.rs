@@ -315,13 +315,13 @@ fn stamp(from: &mut TcpStream, tx: SyncSender<(Instant, Vec<u8>)>, spec: LinkSpe
     let mut rng = spec.seed | 1;
     let mut link_free = Instant::now();
     let mut last_release = Instant::now();
+    let mut buf = vec![0u8; CHUNK];
     loop {
-        let mut buf = vec![0u8; CHUNK];
         let (n, arrived) = match read_stamped(from, &mut buf) {
             Ok((0, _)) | Err(_) => return, // dropping `tx` tells the writer to finish
             Ok(r) => r,
         };
-        buf.truncate(n);
+        let chunk = buf[..n].to_vec();
         let sent = match spec.rate_bits_per_s {
             Some(rate) => {
                 let start = link_free.max(arrived);
@@ -345,7 +345,7 @@ fn stamp(from: &mut TcpStream, tx: SyncSender<(Instant, Vec<u8>)>, spec: LinkSpe
         let delay_ns = (spec.delay.as_nanos() as i64 + offset).max(0) as u64;
         let release = (sent + Duration::from_nanos(delay_ns)).max(last_release);
         last_release = release;
-        if tx.send((release, buf)).is_err() {
+        if tx.send((release, chunk)).is_err() {
             return;
         }
     }

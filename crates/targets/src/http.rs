@@ -312,10 +312,10 @@ impl HttpReader {
     }
 
     /// Parses complete response headers; sets the status, keep-alive and the body's framing.
-    fn parse_head(&mut self) -> Result<State, OpError> {
+    fn parse_head(&mut self, head: &[u8]) -> Result<State, OpError> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut r = httparse::Response::new(&mut headers);
-        match r.parse(&self.head) {
+        match r.parse(head) {
             Ok(httparse::Status::Complete(_)) => {}
             Ok(httparse::Status::Partial) => return Err(protocol("incomplete response headers")),
             Err(httparse::Error::TooManyHeaders) => {
@@ -468,37 +468,58 @@ impl ResponseReader for HttpReader {
         loop {
             match self.state {
                 State::Head => {
-                    let old = self.head.len();
-                    let room = MAX_HEAD - old;
-                    let take = (data.len() - i).min(room);
-                    self.head.extend_from_slice(&data[i..i + take]);
-                    let from = old.saturating_sub(3);
-                    let Some(pos) = self.head[from..].windows(4).position(|w| w == b"\r\n\r\n")
-                    else {
-                        if self.head.len() >= MAX_HEAD {
-                            return Err(protocol("response headers larger than 64 KiB"));
-                        }
-                        if eof {
-                            return Err(if self.head.is_empty() {
-                                OpError::new(
-                                    ErrorClass::Reset,
-                                    "connection closed before a response",
-                                )
-                            } else {
-                                OpError::new(
-                                    ErrorClass::Reset,
-                                    "connection closed inside the response headers",
-                                )
-                            });
-                        }
-                        return Ok(Feed::More);
+                    // Most heads arrive whole in one read: parse them where they are, and buffer
+                    // only a head split across reads.
+                    let whole = if self.head.is_empty() {
+                        let limit = (data.len() - i).min(MAX_HEAD);
+                        data[i..i + limit]
+                            .windows(4)
+                            .position(|w| w == b"\r\n\r\n")
+                            .map(|pos| pos + 4)
+                    } else {
+                        None
                     };
-                    let head_len = from + pos + 4;
-                    i += head_len - old;
-                    self.head.truncate(head_len);
-                    self.seen += head_len as u64;
-                    let next = self.parse_head()?;
-                    self.head.clear();
+                    let next = match whole {
+                        Some(len) => {
+                            let next = self.parse_head(&data[i..i + len])?;
+                            i += len;
+                            self.seen += len as u64;
+                            next
+                        }
+                        None => {
+                            let old = self.head.len();
+                            let take = (data.len() - i).min(MAX_HEAD - old);
+                            self.head.extend_from_slice(&data[i..i + take]);
+                            let from = old.saturating_sub(3);
+                            let Some(pos) =
+                                self.head[from..].windows(4).position(|w| w == b"\r\n\r\n")
+                            else {
+                                if self.head.len() >= MAX_HEAD {
+                                    return Err(protocol("response headers larger than 64 KiB"));
+                                }
+                                if eof {
+                                    return Err(OpError::new(
+                                        ErrorClass::Reset,
+                                        if self.head.is_empty() {
+                                            "connection closed before a response"
+                                        } else {
+                                            "connection closed inside the response headers"
+                                        },
+                                    ));
+                                }
+                                return Ok(Feed::More);
+                            };
+                            let head_len = from + pos + 4;
+                            i += head_len - old;
+                            self.seen += head_len as u64;
+                            let mut head = std::mem::take(&mut self.head);
+                            head.truncate(head_len);
+                            let next = self.parse_head(&head);
+                            head.clear();
+                            self.head = head;
+                            next?
+                        }
+                    };
                     if (100..200).contains(&self.status) && self.status != 101 {
                         continue; // an interim response: the real one follows
                     }

@@ -423,19 +423,13 @@ impl Session for RedisSession {
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
         self.set_key(key);
-        let k = std::mem::take(&mut self.key);
-        let sent = self.conn.command(&[b"SET", &k, value]);
-        self.key = k;
-        sent?;
+        self.conn.command(&[b"SET", &self.key, value])?;
         self.expect_queued_or(|r| matches!(r, Reply::Status))
     }
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
         self.reads += 1;
         self.set_key(key);
-        let k = std::mem::take(&mut self.key);
-        let sent = self.conn.command(&[b"GET", &k]);
-        self.key = k;
-        sent?;
+        self.conn.command(&[b"GET", &self.key])?;
         match self.conn.reply(out)? {
             Reply::Bulk(true) => Ok(()),
             Reply::Bulk(false) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),
@@ -445,10 +439,7 @@ impl Session for RedisSession {
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         self.set_key(key);
-        let k = std::mem::take(&mut self.key);
-        let sent = self.conn.command(&[b"DEL", &k]);
-        self.key = k;
-        sent?;
+        self.conn.command(&[b"DEL", &self.key])?;
         match self.conn.reply(&mut self.scratch)? {
             Reply::Int(1) => Ok(()),
             Reply::Int(0) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),

@@ -422,11 +422,7 @@ impl<'a> Worker<'a> {
                     );
                     return;
                 }
-                Ok(Feed::More) => {
-                    if eof {
-                        return;
-                    }
-                }
+                Ok(Feed::More) => {}
                 Ok(Feed::Done {
                     used,
                     outcome,
@@ -447,9 +443,6 @@ impl<'a> Worker<'a> {
                     self.fail(ci, e, now);
                     return;
                 }
-            }
-            if eof {
-                return;
             }
         }
     }
