@@ -118,7 +118,8 @@ pub struct RunArgs {
     /// Target URLs (mem:, sqlite:PATH, fs:DIR, lmdb:DIR, mock:?latency=1ms …), or one plan
     /// file ending in .toml. Without any: mem, sqlite, fs and lmdb in temporary namespaces.
     pub targets: Vec<String>,
-    /// Suite to run.
+    /// Suite to run: shootout (stores), magma (object stores), load (services) [default: by
+    /// the targets: load for http:// and tcp://, else shootout].
     #[arg(long)]
     pub suite: Option<String>,
     /// Objects per client per test (zodbshootout's -n) [default: 1000; 100 with --quick].
@@ -156,6 +157,14 @@ pub struct RunArgs {
     /// target: dyno's own host (`host:`), e.g. --topology inproc,loopback,lan,wan.
     #[arg(long)]
     pub topology: Option<String>,
+    /// Magma: MagmaBenchmarker's `thousands`: elements per array, levels of the deep chain,
+    /// objects added per collection test [default: 1000; 20 with --quick].
+    #[arg(long, allow_negative_numbers = true, help_heading = "Magma suite")]
+    pub thousands: Option<i64>,
+    /// Magma: how long each rate test repeats its operation, at least once [default: 1s; 100ms
+    /// with --quick].
+    #[arg(long, help_heading = "Magma suite")]
+    pub test_time: Option<String>,
 
     /// Load: how long to offer load, e.g. 10s or 2m [default: 10s; 2s with --quick].
     #[arg(long, short = 'd', help_heading = "Load (http://, tcp://)")]

@@ -136,6 +136,8 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     raw.out = sflag(&a.out, "--out").or(raw.out);
     raw.format = sflag(&a.format, "--format").or(raw.format);
     raw.topology = sflag(&a.topology, "--topology").or(raw.topology);
+    raw.thousands = flag(a.thousands, "--thousands").or(raw.thousands);
+    raw.test_time = sflag(&a.test_time, "--test-time").or(raw.test_time);
     if a.no_warmup {
         raw.warmup = Some(Sp::new(false, Origin::Flag("--no-warmup")));
     }

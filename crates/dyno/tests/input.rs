@@ -171,9 +171,9 @@ fn bad_flags_name_the_flag() {
         ),
         (&["run", "--format", "jsn"], 1, "did you mean \"json\"?"),
         (
-            &["run", "--suite", "magma"],
+            &["run", "--suite", "magmaa"],
             1,
-            "Error: --suite: unknown suite \"magma\"; suites: shootout, load\n",
+            "Error: --suite: unknown suite \"magmaa\"; did you mean \"magma\"? suites: shootout, magma, load\n",
         ),
         (
             &["run", "postgress://x"],

@@ -18,7 +18,8 @@ pub use results::Namespace;
 pub enum Family {
     /// get / put / delete / commit a batch.
     Kv,
-    /// Objects with references.
+    /// Objects with references, read one at a time or in batches (`get_many`); references are
+    /// followed by the client, as ZODB and Magma clients do.
     Graph,
     /// mkdir / stat / list.
     Namespace,
@@ -236,9 +237,10 @@ pub trait TargetConfig: Send + Sync {
     fn topology(&self) -> &'static str {
         "inproc"
     }
-    /// The operation families this target speaks.
+    /// The operation families this target speaks. A kv store speaks graph too: graph objects
+    /// are values of its kv operations (see `graph`).
     fn families(&self) -> &'static [Family] {
-        &[Family::Kv]
+        &[Family::Kv, Family::Graph]
     }
     /// Claims the namespace (creating it, or proving dyno created it) and opens the store
     /// (`kv` targets).
@@ -303,6 +305,26 @@ pub trait Session: Send {
     /// Reads `key` into `out` (cleared first).
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError>;
     fn delete(&mut self, key: u64) -> Result<(), OpError>;
+    /// Reads every key of `keys` (the `graph` family's batched read): the values end to end in
+    /// `out`, `ends[i]` the end of the i-th. A missing key fails the whole read. Drivers with a
+    /// batched request (the host's `MGET`, Redis `MGET`, SQL `= ANY`) make it one round trip;
+    /// the default reads one key at a time.
+    fn get_many(
+        &mut self,
+        keys: &[u64],
+        out: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), OpError> {
+        out.clear();
+        ends.clear();
+        let mut one = Vec::new();
+        for &k in keys {
+            self.get(k, &mut one)?;
+            out.extend_from_slice(&one);
+            ends.push(out.len());
+        }
+        Ok(())
+    }
     fn commit(&mut self) -> Result<(), OpError>;
     /// Reads this session made against the storage so far (the steamin check reads it).
     fn storage_reads(&self) -> u64;

@@ -12,6 +12,7 @@
 //! - [`recorder`]: per-worker histograms and counters.
 //! - [`load`]: the event-loop engine for request/response targets (closed and open loop).
 //! - [`shootout`]: the `shootout` suite (zodbshootout's six tests).
+//! - [`magma`]: the `magma` suite (MagmaBenchmarker's tests), on [`graph`] objects.
 //! - [`load_suite`]: the `load` suite: load runs turned into the record's figures.
 //! - [`runner`]: runs a plan, target by target, and builds the run record.
 //! - [`env`], [`pagecache`]: the machine's description; dropping and verifying the page cache.
@@ -20,8 +21,10 @@
 pub mod clock;
 pub mod driver;
 pub mod env;
+pub mod graph;
 pub mod load;
 pub mod load_suite;
+pub mod magma;
 pub mod pagecache;
 pub mod plan;
 pub mod recorder;

@@ -110,8 +110,9 @@ impl PlanError {
     }
 }
 
-/// The suites dyno knows: `shootout` for stores (kv), `load` for services (request).
-pub const SUITES: &[&str] = &["shootout", "load"];
+/// The suites dyno knows: `shootout` for stores (kv), `magma` for object stores (graph), `load`
+/// for services (request).
+pub const SUITES: &[&str] = &["shootout", "magma", "load"];
 
 /// One target as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,6 +140,10 @@ pub struct RawPlan {
     pub quick: bool,
     /// `inproc,loopback,lan,wan`: each target runs once per topology (a column each).
     pub topology: Option<Sp<String>>,
+    /// The magma suite: MagmaBenchmarker's `thousands`.
+    pub thousands: Option<Sp<i64>>,
+    /// The magma suite: how long each rate test repeats its operation.
+    pub test_time: Option<Sp<String>>,
     pub targets: Vec<RawTarget>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
@@ -244,6 +249,8 @@ pub struct Plan {
     pub format: Option<Sp<String>>,
     /// The load suite's settings; `None` for other suites.
     pub load: Option<LoadParams>,
+    /// The magma suite's settings; `None` for other suites.
+    pub magma: Option<crate::magma::Params>,
 }
 
 /// zodbshootout's defaults: 1000 objects per client, 2 clients, 300-byte objects, best of 3.
@@ -267,6 +274,16 @@ pub const MAX_SIZE: usize = 64 << 20;
 pub const MAX_REPS: u32 = 1000;
 /// The client object caches hold every object of every client: bounded to keep dyno's memory sane.
 pub const MAX_CACHE_BYTES: u64 = 4 << 30;
+
+/// Magma: MagmaBenchmarker's `thousands`; `--quick` uses 20.
+pub const DEFAULT_THOUSANDS: u64 = 1000;
+pub const QUICK_THOUSANDS: u64 = 20;
+/// Magma: T² pointers and T arrays of T references come back in one batched read; 2000 keeps it
+/// (32 MiB) under the host's frame limit.
+pub const MAX_THOUSANDS: u64 = 2000;
+/// Magma: each rate test repeats its operation for 1 s (`--quick`: 0.1 s), at least once.
+pub const DEFAULT_TEST_NS: u64 = 1_000_000_000;
+pub const QUICK_TEST_NS: u64 = 100_000_000;
 
 /// Load: wrk's default of 10 connections.
 pub const DEFAULT_CONNECTIONS: u64 = 10;
@@ -309,6 +326,10 @@ impl Plan {
                 })
                 .collect(),
             load: self.load.as_ref().map(|l| l.record()),
+            magma: self.magma.map(|m| results::MagmaPlanRecord {
+                thousands: m.thousands,
+                test_ns: m.test_ns,
+            }),
         }
     }
 }
@@ -321,11 +342,11 @@ impl LoadParams {
                 "closed",
                 self.connections,
                 match stop {
-                    Stop::Duration { ns } => Some(*ns),
+                    Stop::Duration { ns } | Stop::DurationOrCount { ns, .. } => Some(*ns),
                     Stop::Count(_) => None,
                 },
                 match stop {
-                    Stop::Count(n) => Some(*n),
+                    Stop::Count(n) | Stop::DurationOrCount { count: n, .. } => Some(*n),
                     Stop::Duration { .. } => None,
                 },
                 Vec::new(),
@@ -419,6 +440,8 @@ const SUITE_KEYS: &[&str] = &[
     "reps",
     "warmup",
     "seed",
+    "thousands",
+    "test_time",
 ];
 const OUTPUT_KEYS: &[&str] = &["dir", "format"];
 
@@ -480,6 +503,12 @@ impl RawPlan {
                             "size" => plan.size = Some(Sp::new(expect_int(&src, k, v)?, at)),
                             "reps" => plan.reps = Some(Sp::new(expect_int(&src, k, v)?, at)),
                             "seed" => plan.seed = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "thousands" => {
+                                plan.thousands = Some(Sp::new(expect_int(&src, k, v)?, at))
+                            }
+                            "test_time" => {
+                                plan.test_time = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
                             "warmup" => match v.get_ref() {
                                 DeValue::Boolean(b) => plan.warmup = Some(Sp::new(*b, at)),
                                 other => return Err(wrong_type(&src, k, v, other, "a boolean")),
@@ -618,10 +647,10 @@ impl RawPlan {
             }
             None => "shootout".to_string(),
         };
-        let family = if suite == "load" {
-            Family::Request
-        } else {
-            Family::Kv
+        let family = match suite.as_str() {
+            "load" => Family::Request,
+            "magma" => Family::Graph,
+            _ => Family::Kv,
         };
         for (t, at) in targets.iter().zip(&target_at) {
             if !t.config.families().contains(&family) {
@@ -643,6 +672,12 @@ impl RawPlan {
             }
         }
         let load_suite = suite == "load";
+        let magma = if suite == "magma" {
+            Some(self.resolve_magma()?)
+        } else {
+            self.no_magma_options(&suite)?;
+            None
+        };
         if !load_suite {
             self.no_load_options(&suite)?;
         } else if let Some(t) = &self.topology {
@@ -714,7 +749,7 @@ impl RawPlan {
                     .hint("use any integer from 0 to 2^63-1"));
             }
         };
-        if !load_suite {
+        if !load_suite && magma.is_none() {
             let cache_bytes = objects * concurrency as u64 * size as u64;
             if cache_bytes > MAX_CACHE_BYTES {
                 let at = [&self.objects, &self.concurrency, &self.size]
@@ -757,7 +792,81 @@ impl RawPlan {
             out,
             format: self.format,
             load,
+            magma,
         })
+    }
+
+    /// The magma suite's settings; it runs one client session, so the shootout's sizes do not
+    /// apply.
+    fn resolve_magma(&self) -> Result<crate::magma::Params, PlanError> {
+        let shootout_only = [
+            (&self.objects, "objects"),
+            (&self.concurrency, "concurrency"),
+            (&self.size, "size"),
+        ];
+        if let Some((v, name)) = shootout_only
+            .into_iter()
+            .find_map(|(v, name)| v.as_ref().map(|v| (v, name)))
+        {
+            return Err(PlanError::new(
+                v.at.clone(),
+                format!("{name} is a setting of the shootout suite; magma runs one client session"),
+            )
+            .hint("size the magma suite with --thousands (elements per array, levels of the chain, objects per collection)"));
+        }
+        let thousands = bounded(
+            self.thousands.clone(),
+            "thousands",
+            if self.quick {
+                QUICK_THOUSANDS
+            } else {
+                DEFAULT_THOUSANDS
+            },
+            1,
+            MAX_THOUSANDS,
+            "T arrays of T references come back in one batched read",
+        )?;
+        let test_ns = match &self.test_time {
+            None if self.quick => QUICK_TEST_NS,
+            None => DEFAULT_TEST_NS,
+            Some(t) => {
+                let d = crate::units::parse_duration(&t.value)
+                    .map_err(|e| PlanError::new(t.at.clone(), format!("test_time: {e}")))?;
+                if d.is_zero() || d.as_secs() > 3600 {
+                    return Err(PlanError::new(
+                        t.at.clone(),
+                        "test_time must be more than 0 and at most 1h",
+                    )
+                    .hint("each rate test repeats its operation this long, e.g. 1s"));
+                }
+                d.as_nanos() as u64
+            }
+        };
+        Ok(crate::magma::Params {
+            thousands,
+            test_ns,
+            seed: self
+                .seed
+                .as_ref()
+                .map_or(DEFAULT_SEED, |s| s.value.max(0) as u64),
+        })
+    }
+
+    /// Refuses magma settings in a run of another suite.
+    fn no_magma_options(&self, suite: &str) -> Result<(), PlanError> {
+        let at = self
+            .thousands
+            .as_ref()
+            .map(|t| (t.at.clone(), "thousands"))
+            .or_else(|| self.test_time.as_ref().map(|t| (t.at.clone(), "test_time")));
+        match at {
+            Some((at, name)) => Err(PlanError::new(
+                at,
+                format!("{name} is a setting of the magma suite, and this run is {suite}"),
+            )
+            .hint("add --suite magma")),
+            None => Ok(()),
+        }
     }
 
     /// Refuses load settings in a run that has no load suite.
@@ -1633,7 +1742,7 @@ url = "mem:"
         assert_eq!(
             err("[suite]\nobjets = 3\n"),
             "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
-             name, topology, objects, concurrency, size, reps, warmup, seed"
+             name, topology, objects, concurrency, size, reps, warmup, seed, thousands, test_time"
         );
         assert_eq!(
             err("[sute]\n"),
@@ -1698,7 +1807,7 @@ url = "mem:"
     fn unknown_suite_and_scheme_get_suggestions() {
         assert_eq!(
             err("[suite]\nname = \"shootot\"\n"),
-            "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout, load"
+            "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout, magma, load"
         );
         let e = err("[targets.a]\nurl = \"sqlit:/tmp/a.db\"\n");
         assert!(

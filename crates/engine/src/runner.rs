@@ -7,6 +7,7 @@
 //! repetition is done, and the record is handed to the sink after every repetition: a run cut off
 //! at any moment leaves a true record behind.
 
+use crate::magma::Magma;
 use crate::plan::{Plan, PlanTarget};
 use crate::recorder::Recorder;
 use crate::shootout::{Params, Shootout, Test, TestOutcome};
@@ -19,10 +20,25 @@ pub type Sink<'a> = dyn FnMut(&RunRecord) -> Result<(), String> + 'a;
 
 /// The tests (rows) of a suite.
 fn tests_of(plan: &Plan) -> Vec<&'static str> {
-    if plan.suite == "load" {
-        vec!["load"]
-    } else {
-        Test::ALL.iter().map(|t| t.name()).collect()
+    match plan.suite.as_str() {
+        "load" => vec!["load"],
+        "magma" => results::suites::MAGMA.iter().map(|t| t.name).collect(),
+        _ => Test::ALL.iter().map(|t| t.name()).collect(),
+    }
+}
+
+/// A suite that runs on an opened store, test by test.
+enum StoreSuite<'a> {
+    Shootout(Shootout<'a>),
+    Magma(Box<Magma<'a>>),
+}
+
+impl StoreSuite<'_> {
+    fn run_rep(&mut self, rep: u32, report: impl FnMut(TestOutcome)) {
+        match self {
+            StoreSuite::Shootout(s) => s.run_rep(rep, report),
+            StoreSuite::Magma(m) => m.run_rep(rep, report),
+        }
     }
 }
 
@@ -166,7 +182,16 @@ pub fn run(
         if plan.suite == "load" {
             load_target(plan, t, first, &mut record, sink, interrupt)?;
         } else {
-            shootout_target(plan, t, first, &mut record, sink, interrupt, &mut warnings)?;
+            store_target(
+                plan,
+                t,
+                &tests,
+                first,
+                &mut record,
+                sink,
+                interrupt,
+                &mut warnings,
+            )?;
         }
         sink(&record).map_err(RunError::Sink)?;
     }
@@ -208,17 +233,19 @@ fn server_delta(
         .collect()
 }
 
-/// The shootout's six cases on one target, over every repetition.
-fn shootout_target(
+/// A store suite's cases (`shootout`, `magma`) on one target, over every repetition.
+#[allow(clippy::too_many_arguments)]
+fn store_target(
     plan: &Plan,
     t: &PlanTarget,
+    tests: &[&'static str],
     first: usize,
     record: &mut RunRecord,
     sink: &mut Sink,
     interrupt: &AtomicBool,
     warnings: &mut Vec<String>,
 ) -> Result<(), RunError> {
-    let cases = first..first + Test::ALL.len();
+    let cases = first..first + tests.len();
     let store = match t.config.open() {
         Ok(s) => s,
         Err(e) => {
@@ -241,15 +268,28 @@ fn shootout_target(
         size: plan.size,
         seed: plan.seed,
     };
-    let mut acc: Vec<CaseAcc> = Test::ALL.iter().map(|_| new_acc()).collect();
-    let mut suite = Shootout::new(&*store, params, t.config.virtual_time(), interrupt);
+    let mut acc: Vec<CaseAcc> = tests.iter().map(|_| new_acc()).collect();
+    let mut suite = match &plan.magma {
+        Some(m) => StoreSuite::Magma(Box::new(Magma::new(
+            &*store,
+            *m,
+            t.config.virtual_time(),
+            interrupt,
+        ))),
+        None => StoreSuite::Shootout(Shootout::new(
+            &*store,
+            params,
+            t.config.virtual_time(),
+            interrupt,
+        )),
+    };
     let total = plan.reps + u32::from(plan.warmup);
     // The server's figures are read between tests (outside any timed part).
     let mut server_before = store.server_stats().and_then(Result::ok);
     for r in 0..total {
         let measured = !(plan.warmup && r == 0);
         suite.run_rep(r, |o: TestOutcome| {
-            let i = Test::ALL
+            let i = tests
                 .iter()
                 .position(|t| *t == o.test)
                 .expect("a suite test");

@@ -301,7 +301,8 @@ impl Client {
 /// What one test of one repetition produced.
 #[derive(Debug, Clone)]
 pub struct TestOutcome {
-    pub test: Test,
+    /// The test's name.
+    pub test: &'static str,
     pub status: Status,
     pub reason: Option<String>,
     /// How the cache state was reached (cold), or `None`.
@@ -314,7 +315,7 @@ pub struct TestOutcome {
 
 impl TestOutcome {
     /// A test that did not run, and why.
-    fn not_run(test: Test, status: Status, reason: String) -> TestOutcome {
+    pub(crate) fn not_run(test: &'static str, status: Status, reason: String) -> TestOutcome {
         TestOutcome {
             test,
             status,
@@ -394,11 +395,11 @@ impl<'a> Shootout<'a> {
                         ))
                     }
                     Ok(CacheDrop::NotReachable(why)) => {
-                        return TestOutcome::not_run(test, Status::Na, why);
+                        return TestOutcome::not_run(test.name(), Status::Na, why);
                     }
                     Err(e) => {
                         return TestOutcome::not_run(
-                            test,
+                            test.name(),
                             Status::Failed,
                             format!("dropping the caches failed: {e}"),
                         );
@@ -481,7 +482,7 @@ impl<'a> Shootout<'a> {
         };
         let ran = objects > 0 || fatal.is_empty();
         TestOutcome {
-            test,
+            test: test.name(),
             status,
             reason,
             cache,
@@ -491,7 +492,7 @@ impl<'a> Shootout<'a> {
     }
 }
 
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
     panic
         .downcast_ref::<&str>()
         .copied()
@@ -499,7 +500,7 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
         .unwrap_or("(no message)")
 }
 
-fn error_reason(rec: &Recorder, ops: u64) -> String {
+pub(crate) fn error_reason(rec: &Recorder, ops: u64) -> String {
     let classes: Vec<String> = ErrorClass::ALL
         .iter()
         .filter(|c| rec.errors[**c as usize] > 0)

@@ -47,6 +47,8 @@ pub enum Stop {
     Count(u64),
     /// At the first operation intended to start this long after the loop's start.
     Duration { ns: u64 },
+    /// At whichever comes first: a duration, or a count (a bound on a fast target).
+    DurationOrCount { ns: u64, count: u64 },
 }
 
 impl Stop {
@@ -56,6 +58,7 @@ impl Stop {
         match self {
             Stop::Count(n) => i >= n,
             Stop::Duration { ns } => since_start_ns >= ns,
+            Stop::DurationOrCount { ns, count } => since_start_ns >= ns || i >= count,
         }
     }
 }

@@ -18,8 +18,10 @@
 //! | `COMMIT` 0x07 | — | `OK` |
 //! | `STATS` 0x08 | — | `TEXT`: one line per operation: name, count, and its server-side latency histogram since the host started (HdrHistogram V2, deflate, base64; ns) |
 //! | `DROP` 0x09 | namespace | `OK` (its objects are deleted) |
+//! | `MGET` 0x0A | keys (u64 BE each) | `VALUES`: per key, its length (u32 BE) and bytes; or `NOT_FOUND` and the first missing key; or `ERR` (the connection stays open) when the values would exceed [`MAX_FRAME`] |
 //!
-//! Responses: `OK` 0x80, `VALUE` 0x81, `NOT_FOUND` 0x82, `ERR` 0x83 (a UTF-8 message), `TEXT` 0x84.
+//! Responses: `OK` 0x80, `VALUE` 0x81, `NOT_FOUND` 0x82, `ERR` 0x83 (a UTF-8 message), `TEXT` 0x84,
+//! `VALUES` 0x85.
 //!
 //! # Limits
 //!
@@ -52,16 +54,18 @@ pub mod kind {
     pub const COMMIT: u8 = 0x07;
     pub const STATS: u8 = 0x08;
     pub const DROP: u8 = 0x09;
+    pub const MGET: u8 = 0x0A;
     pub const OK: u8 = 0x80;
     pub const VALUE: u8 = 0x81;
     pub const NOT_FOUND: u8 = 0x82;
     pub const ERR: u8 = 0x83;
     pub const TEXT: u8 = 0x84;
+    pub const VALUES: u8 = 0x85;
 }
 
-/// Operation names, indexed by request kind (1..=9), for statistics.
-const OPS: [&str; 10] = [
-    "", "hello", "open", "begin", "put", "get", "delete", "commit", "stats", "drop",
+/// Operation names, indexed by request kind (1..=10), for statistics.
+const OPS: [&str; 11] = [
+    "", "hello", "open", "begin", "put", "get", "delete", "commit", "stats", "drop", "mget",
 ];
 
 /// Reads one frame: (kind, body). `Ok(None)` at a clean end of stream.
@@ -138,6 +142,29 @@ impl Objects {
             out.extend_from_slice(v);
             true
         }))
+    }
+
+    /// Reads every key under one lock: `each(value)` per key in order. Returns the first
+    /// missing key, if any (and stops there).
+    pub fn get_each(&self, keys: &[u64], mut each: impl FnMut(&[u8])) -> io::Result<Option<u64>> {
+        let m = self.map.read().map_err(|_| poisoned())?;
+        for k in keys {
+            match m.get(k) {
+                Some(v) => each(v),
+                None => return Ok(Some(*k)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The total size of the values of `keys` that exist.
+    pub fn size_of(&self, keys: &[u64]) -> io::Result<u64> {
+        let m = self.map.read().map_err(|_| poisoned())?;
+        Ok(keys
+            .iter()
+            .filter_map(|k| m.get(k))
+            .map(|v| v.len() as u64)
+            .sum())
     }
 
     pub fn delete(&self, key: u64) -> io::Result<bool> {
@@ -374,6 +401,36 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                         }
                     }
                 }
+                kind::MGET => {
+                    let Some(map) = &objects else {
+                        return bad(&mut out, "no namespace: send OPEN first");
+                    };
+                    if body.len() % 8 != 0 {
+                        return bad(&mut out, "MGET carries whole 8-byte keys");
+                    }
+                    let keys: Vec<u64> = body
+                        .chunks_exact(8)
+                        .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes")))
+                        .collect();
+                    let total = map.size_of(&keys)? + 4 * keys.len() as u64;
+                    if total >= u64::from(MAX_FRAME) {
+                        let msg = format!(
+                            "the {} values asked for come to {total} bytes, over the frame limit of {MAX_FRAME}; ask for fewer keys at a time",
+                            keys.len()
+                        );
+                        write_frame(&mut out, kind::ERR, &[msg.as_bytes()])?;
+                    } else {
+                        value.clear();
+                        let missing = map.get_each(&keys, |v| {
+                            value.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                            value.extend_from_slice(v);
+                        })?;
+                        match missing {
+                            None => write_frame(&mut out, kind::VALUES, &[&value])?,
+                            Some(k) => write_frame(&mut out, kind::NOT_FOUND, &[&k.to_be_bytes()])?,
+                        }
+                    }
+                }
                 kind::STATS => {
                     let text = stats_text(shared);
                     write_frame(&mut out, kind::TEXT, &[text.as_bytes()])?;
@@ -441,6 +498,35 @@ fn stats_text(shared: &Shared) -> String {
         ));
     }
     text
+}
+
+/// Cuts a `VALUES` body (per key: u32 BE length, bytes) into values end to end in `out` and
+/// their ends in `ends`; checks there are exactly `n` and nothing is left over.
+pub fn split_values(
+    body: &[u8],
+    n: usize,
+    out: &mut Vec<u8>,
+    ends: &mut Vec<usize>,
+) -> Result<(), String> {
+    out.clear();
+    ends.clear();
+    let mut at = 0;
+    while at < body.len() {
+        let Some(len) = body.get(at..at + 4) else {
+            return Err("a value's length is cut short".into());
+        };
+        let len = u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize;
+        let Some(v) = body.get(at + 4..at + 4 + len) else {
+            return Err(format!("a value of {len} bytes is cut short"));
+        };
+        out.extend_from_slice(v);
+        ends.push(out.len());
+        at += 4 + len;
+    }
+    if ends.len() != n {
+        return Err(format!("{} values for {n} keys", ends.len()));
+    }
+    Ok(())
 }
 
 /// One operation's server-side figures since the host started.

@@ -6,11 +6,13 @@
 //! - [`Format`] and [`render`]: pick a renderer by name and write records to any `Write`.
 //! - [`table`]: the shootout table for terminals and its Markdown twin (same cells, same notes).
 //! - [`load_table`]: the load suite's table (figures × targets).
+//! - [`magma_table`]: the magma suite as MagmaBenchmarker prints it, with the topology penalties.
 //! - [`csv`]: one row per case, raw numbers, for spreadsheets and scripts.
 //! - [`units`]: thousands separators and human latency units.
 
 pub mod csv;
 pub mod load_table;
+pub mod magma_table;
 pub mod table;
 pub mod units;
 

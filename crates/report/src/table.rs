@@ -169,8 +169,10 @@ pub(crate) fn grid(
 
 /// Renders one run: title, rate table, latency table, notes.
 pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
-    if r.plan.suite == "load" {
-        return crate::load_table::render(r, style, out);
+    match r.plan.suite.as_str() {
+        "load" => return crate::load_table::render(r, style, out),
+        "magma" => return crate::magma_table::render(r, style, out),
+        _ => {}
     }
     let p = &r.plan;
     let cols = columns(r);

@@ -17,6 +17,7 @@ pub mod hlog;
 pub mod record;
 pub mod stats;
 pub mod store;
+pub mod suites;
 
 pub use histogram::{Histogram, new_histogram};
 pub use record::*;

@@ -83,6 +83,20 @@ pub struct PlanRecord {
     pub targets: Vec<TargetRecord>,
     /// Request/response load settings (the `load` suite); `null` for other suites.
     pub load: Option<LoadPlanRecord>,
+    /// The `magma` suite's settings; `null` (or absent) for other suites.
+    #[serde(default)]
+    pub magma: Option<MagmaPlanRecord>,
+}
+
+/// How the `magma` suite was sized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MagmaPlanRecord {
+    /// MagmaBenchmarker's `thousands`: elements per array, levels of the deep chain, objects added
+    /// to a collection (1000 in the seed).
+    pub thousands: u64,
+    /// How long each rate test repeats its operation, per repetition.
+    pub test_ns: u64,
 }
 
 /// How request/response load was offered.

@@ -22,7 +22,7 @@ pub static INFO: DriverInfo = DriverInfo {
     query_options: true,
     summary: "one file per object in a directory dyno creates (or finds empty)",
     forms: &["fs:", "fs:/path/to/dir", "fs:/path/to/dir?fsync=true"],
-    families: &[Family::Kv],
+    families: &[Family::Kv, Family::Graph],
     options: &[OptionSpec {
         name: "fsync",
         default: "false",

@@ -24,7 +24,7 @@ pub static INFO: DriverInfo = DriverInfo {
     query_options: true,
     summary: "LMDB through heed (memory-mapped B+tree)",
     forms: &["lmdb:", "lmdb:/path/to/dir", "lmdb:/path/to/dir?sync=false"],
-    families: &[Family::Kv],
+    families: &[Family::Kv, Family::Graph],
     options: &[OptionSpec {
         name: "sync",
         default: "true",

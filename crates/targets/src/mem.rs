@@ -90,7 +90,7 @@ pub static INFO: DriverInfo = DriverInfo {
     query_options: true,
     summary: "in-process hash map; no I/O, no serialization: the floor to read other columns against",
     forms: &["mem:"],
-    families: &[Family::Kv],
+    families: &[Family::Kv, Family::Graph],
     options: &[],
 };
 

@@ -26,7 +26,7 @@ pub static INFO: DriverInfo = DriverInfo {
     query_options: true,
     summary: "simulated target: exact latencies and failures from options, on a virtual clock",
     forms: &["mock:", "mock:?latency=100us&fail_every=100"],
-    families: &[Family::Kv],
+    families: &[Family::Kv, Family::Graph],
     options: &[
         OptionSpec {
             name: "latency",

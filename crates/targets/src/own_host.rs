@@ -26,7 +26,7 @@ pub static INFO: DriverInfo = DriverInfo {
     query_options: true,
     summary: "dyno's own benchmark host, started for the run, reached inproc, over loopback, or through the link emulator (lan, wan)",
     forms: &["host:", "host:?topology=wan"],
-    families: &[Family::Kv],
+    families: &[Family::Kv, Family::Graph],
     options: &[OptionSpec {
         name: "topology",
         default: "inproc",
@@ -203,6 +203,30 @@ impl Session for InprocSession {
         match self.objects.delete(key).map_err(op)? {
             true => Ok(()),
             false => Err(OpError::new(
+                ErrorClass::NotFound,
+                "the host has no such key",
+            )),
+        }
+    }
+    fn get_many(
+        &mut self,
+        keys: &[u64],
+        out: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), OpError> {
+        self.reads += keys.len() as u64;
+        out.clear();
+        ends.clear();
+        let missing = self
+            .objects
+            .get_each(keys, |v| {
+                out.extend_from_slice(v);
+                ends.push(out.len());
+            })
+            .map_err(op)?;
+        match missing {
+            None => Ok(()),
+            Some(_) => Err(OpError::new(
                 ErrorClass::NotFound,
                 "the host has no such key",
             )),

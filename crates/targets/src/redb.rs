@@ -29,7 +29,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "redb:/path/to/dyno.redb",
         "redb:/path/dyno.redb?durability=none",
     ],
-    families: &[Family::Kv],
+    families: &[Family::Kv, Family::Graph],
     options: &[
         OptionSpec {
             name: "durability",

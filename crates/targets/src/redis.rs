@@ -28,7 +28,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "redis://127.0.0.1:6379",
         "redis://127.0.0.1:6379?password=secret",
     ],
-    families: &[Family::Kv],
+    families: &[Family::Kv, Family::Graph],
     options: &[OptionSpec {
         name: "password",
         default: "",
@@ -436,6 +436,54 @@ impl Session for RedisSession {
             Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
             _ => Err(protocol("an unexpected reply to GET")),
         }
+    }
+    fn get_many(
+        &mut self,
+        keys: &[u64],
+        out: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), OpError> {
+        if self.in_multi {
+            return Err(OpError::new(
+                ErrorClass::Application,
+                "redis: a batched read inside MULTI would only be queued",
+            ));
+        }
+        self.reads += keys.len() as u64;
+        let mut names = Vec::with_capacity(keys.len() * self.key.len());
+        for &k in keys {
+            self.set_key(k);
+            names.extend_from_slice(&self.key);
+        }
+        let args: Vec<&[u8]> = std::iter::once(&b"MGET"[..])
+            .chain(names.chunks(self.key.len()))
+            .collect();
+        self.conn.command(&args)?;
+        match self.conn.reply(&mut self.scratch)? {
+            Reply::Array(n) if n as usize == keys.len() => {}
+            Reply::Error(e) => {
+                return Err(OpError::new(ErrorClass::Application, format!("redis: {e}")));
+            }
+            _ => return Err(protocol("an unexpected reply to MGET")),
+        }
+        out.clear();
+        ends.clear();
+        let mut missing = false;
+        // Every element is read, missing or not, so the connection stays in step.
+        for _ in 0..keys.len() {
+            match self.conn.reply(&mut self.scratch)? {
+                Reply::Bulk(true) => {
+                    out.extend_from_slice(&self.scratch);
+                    ends.push(out.len());
+                }
+                Reply::Bulk(false) => missing = true,
+                _ => return Err(protocol("an unexpected element in the reply to MGET")),
+            }
+        }
+        if missing {
+            return Err(OpError::new(ErrorClass::NotFound, "redis: no such key"));
+        }
+        Ok(())
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         self.set_key(key);

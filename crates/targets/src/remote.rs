@@ -27,7 +27,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "dyno://127.0.0.1:7000",
         "dyno://127.0.0.1:7000?token=secret",
     ],
-    families: &[Family::Kv],
+    families: &[Family::Kv, Family::Graph],
     options: &[OptionSpec {
         name: "token",
         default: "",
@@ -271,6 +271,43 @@ impl Session for RemoteSession {
             _ => Err(OpError::new(
                 ErrorClass::Protocol,
                 "unexpected response to DELETE",
+            )),
+        }
+    }
+    fn get_many(
+        &mut self,
+        keys: &[u64],
+        out: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), OpError> {
+        self.reads += keys.len() as u64;
+        let mut body = std::mem::take(&mut self.conn.body);
+        body.clear();
+        body.extend(keys.iter().flat_map(|k| k.to_be_bytes()));
+        let sent = self.conn.send(kind::MGET, &[&body]);
+        self.conn.body = body;
+        sent?;
+        let k =
+            read_frame(&mut self.conn.input, &mut self.conn.body).map_err(io_err("response"))?;
+        let body = &self.conn.body;
+        match k {
+            Some(kind::VALUES) => host::store::split_values(body, keys.len(), out, ends)
+                .map_err(|e| OpError::new(ErrorClass::Protocol, format!("MGET: {e}"))),
+            Some(kind::NOT_FOUND) => Err(OpError::new(
+                ErrorClass::NotFound,
+                "the host has no such key",
+            )),
+            Some(kind::ERR) => Err(OpError::new(
+                ErrorClass::Application,
+                format!("the host said: {}", String::from_utf8_lossy(body)),
+            )),
+            Some(_) => Err(OpError::new(
+                ErrorClass::Protocol,
+                "unexpected response to MGET",
+            )),
+            None => Err(OpError::new(
+                ErrorClass::Reset,
+                "the host closed the connection",
             )),
         }
     }

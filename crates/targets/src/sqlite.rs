@@ -28,7 +28,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "sqlite:/path/to/dyno.db",
         "sqlite:/path/dyno.db?synchronous=full",
     ],
-    families: &[Family::Kv],
+    families: &[Family::Kv, Family::Graph],
     options: &[
         OptionSpec {
             name: "journal_mode",

@@ -45,6 +45,23 @@ fn contract(url: &str) {
     s.commit().unwrap();
     assert_eq!(s.storage_reads(), 3, "{url}: every get is counted");
 
+    // The graph family's batched read: values in key order, a missing key fails it, and the
+    // session stays usable after.
+    s.begin(TxMode::Read).unwrap();
+    let (mut out, mut ends) = (Vec::new(), Vec::new());
+    s.get_many(&[2, 1 << 40, 1], &mut out, &mut ends).unwrap();
+    let parts: Vec<&[u8]> = engine::graph::split(&out, &ends).collect();
+    assert_eq!(
+        parts,
+        vec![&b"overwritten"[..], &[0u8; 300][..], &[1u8; 300][..]],
+        "{url}"
+    );
+    let e = s.get_many(&[1, 99, 2], &mut out, &mut ends).unwrap_err();
+    assert_eq!(e.class, ErrorClass::NotFound, "{url}: {e}");
+    s.get(2, &mut buf).unwrap();
+    assert_eq!(buf, b"overwritten", "{url}: in step after a failed batch");
+    s.commit().unwrap();
+
     s.begin(TxMode::Write).unwrap();
     s.delete(1).unwrap();
     assert_eq!(
@@ -116,7 +133,12 @@ fn dyno_host() {
     let stats = host::store::fetch_stats(server.addr(), Some("s3cret")).unwrap();
     let count = |op: &str| stats.iter().find(|s| s.op == op).map_or(0, |s| s.count);
     assert_eq!(count("put"), 4, "three puts and an overwrite");
-    assert_eq!(count("get"), 5, "three before the cache drop, two after");
+    assert_eq!(
+        count("get"),
+        6,
+        "three before the batches, one after, two after the drop"
+    );
+    assert_eq!(count("mget"), 2, "each batched read is one request");
     assert_eq!(count("drop"), 1, "the namespace was dropped");
     let puts = stats.iter().find(|s| s.op == "put").unwrap();
     assert_eq!(puts.latency.len(), 4, "a server-side latency per put");

@@ -828,7 +828,7 @@ pub fn run(spec: &LoadSpec, interrupt: &AtomicBool) -> io::Result<LoadResult> {
                 schedule: Schedule::Closed,
                 stop: Some(*stop),
                 closed_remaining: match stop {
-                    Stop::Count(n) => *n,
+                    Stop::Count(n) | Stop::DurationOrCount { count: n, .. } => *n,
                     Stop::Duration { .. } => u64::MAX,
                 },
             },

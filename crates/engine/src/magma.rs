@@ -1,0 +1,701 @@
+//! The `magma` suite: MagmaBenchmarker's tests, with its groups and names, on any target of the
+//! `graph` family (see [`results::suites::MAGMA`] for what each operation is).
+//!
+//! It measures how fast one client session goes, not the server's capacity: one client, one
+//! session. Before the first repetition the client builds the benchmark repository (untimed):
+//!
+//! | objects | what |
+//! |---|---|
+//! | T small objects | 100-byte payloads; what the arrays refer to |
+//! | an array of T elements | one object, T × 8 bytes of immediate values |
+//! | an array of T objects | one object of T references to the small objects |
+//! | T² pointers | a root referring to T arrays of T references each |
+//! | a chain T deep | each object refers to the next |
+//! | a collection of T elements | a header (its size, its chunks) and chunks of 100 references, as Magma's large collections page their elements |
+//!
+//! Every object read is decoded and checked (its id, its version, its size; array payloads byte
+//! for byte), so a fast wrong answer is never counted. A rate test repeats its operation for the
+//! test time (at least once); a `Seconds` test times one run (the collection tests) or the mean of
+//! its operations (connect, disconnect).
+
+use crate::clock::Clock;
+use crate::driver::{ErrorClass, OpError, Session, Store, TxMode};
+use crate::graph::{self, Object};
+use crate::recorder::Recorder;
+use crate::shootout::{TestOutcome, error_reason, panic_message};
+use crate::worker::{self, Schedule, Stop};
+use results::suites::MAGMA;
+use results::{Rep, Status};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Suite parameters, resolved.
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    /// MagmaBenchmarker's `thousands` (T).
+    pub thousands: u64,
+    /// How long a rate test repeats its operation.
+    pub test_ns: u64,
+    pub seed: u64,
+}
+
+/// Payload of the small objects.
+const SMALL_PAYLOAD: usize = 100;
+/// References per chunk of a large collection.
+const CHUNK: usize = 100;
+/// Puts per transaction while building the repository.
+const BUILD_BATCH: u64 = 1000;
+/// Operations of a rate test per repetition at most (the test time bounds them too): enough
+/// for a stable rate, and a bound on a virtual-time target.
+const MAX_OPS: u64 = 1_000_000;
+/// Connect/disconnect operations per repetition at most.
+const MAX_CONNECTS: u64 = 10_000;
+
+const SMALL: u64 = 1;
+const ARRAY: u64 = 2;
+const ARRAY_OF_OBJECTS: u64 = 3;
+const POINTERS: u64 = 4;
+const CHAIN: u64 = 5;
+const WRITES: u64 = 6;
+const COLLECTION: u64 = 7;
+const ADDED: u64 = 8;
+
+/// Object `i` of a region; regions keep the suite's objects apart (48 bits each).
+fn key(region: u64, i: u64) -> u64 {
+    debug_assert!(i < 1 << 48);
+    (region << 48) | i
+}
+
+/// The collection added to by test `variant` (0, 1, 2) of repetition `rep`: its header, chunk `c`
+/// and element `j` (a fresh collection each time).
+fn added(rep: u32, variant: u64, what: Added) -> u64 {
+    let base = (u64::from(rep) << 36) | (variant << 34);
+    key(
+        ADDED,
+        base | match what {
+            Added::Header => 0,
+            Added::Chunk(c) => 1 + c,
+            Added::Element(j) => (1 << 20) | j,
+        },
+    )
+}
+
+#[derive(Clone, Copy)]
+enum Added {
+    Header,
+    Chunk(u64),
+    Element(u64),
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The client's buffers and its copy of what it wrote.
+struct Work {
+    t: u64,
+    rng: u64,
+    /// The value being written or read.
+    buf: Vec<u8>,
+    /// A batched read's values and their ends.
+    out: Vec<u8>,
+    ends: Vec<usize>,
+    keys: Vec<u64>,
+    refs: Vec<u64>,
+    small: Vec<u8>,
+    /// The T-element array's payload, and the big buffer's.
+    elements: Vec<u8>,
+    big: Vec<u8>,
+    buffer1001: Vec<u8>,
+    /// Current versions of the four objects the write tests rewrite.
+    versions: [u64; 4],
+    /// The size/update collection: its elements, and its chunks' version.
+    collection: Vec<u64>,
+    collection_version: u64,
+    dirty: Vec<bool>,
+}
+
+impl Work {
+    fn new(p: &Params) -> Work {
+        let t = p.thousands;
+        let mut rng = p.seed ^ 0x006d_6167_6d61;
+        let mut bytes =
+            |n: usize| -> Vec<u8> { (0..n).map(|_| splitmix(&mut rng) as u8).collect() };
+        let small = bytes(SMALL_PAYLOAD);
+        let elements = (0..t).flat_map(|i| (i * 7 + 1).to_le_bytes()).collect();
+        let buffer1001 = bytes(1001);
+        let big = bytes(t as usize * 1000);
+        Work {
+            t,
+            rng,
+            buf: Vec::new(),
+            out: Vec::new(),
+            ends: Vec::new(),
+            keys: Vec::new(),
+            refs: Vec::new(),
+            small,
+            elements,
+            big,
+            buffer1001,
+            versions: [1; 4],
+            collection: (0..t).map(|i| key(SMALL, i)).collect(),
+            collection_version: 1,
+            dirty: vec![false; (t as usize).div_ceil(CHUNK)],
+        }
+    }
+
+    fn random_small(&mut self) -> u64 {
+        key(SMALL, splitmix(&mut self.rng) % self.t)
+    }
+
+    /// Reads `id` into `buf` and decodes it.
+    fn read<'a>(
+        session: &mut dyn Session,
+        buf: &'a mut Vec<u8>,
+        id: u64,
+    ) -> Result<Object<'a>, OpError> {
+        session.get(id, buf)?;
+        Object::decode(buf, id)
+    }
+
+    /// Reads `keys` in one batched read and checks each object's id; returns the objects' total
+    /// reference count.
+    fn read_many(&mut self, session: &mut dyn Session) -> Result<u64, OpError> {
+        session.get_many(&self.keys, &mut self.out, &mut self.ends)?;
+        if self.ends.len() != self.keys.len() {
+            return Err(OpError::new(
+                ErrorClass::Corrupt,
+                format!(
+                    "asked for {} objects, got {}",
+                    self.keys.len(),
+                    self.ends.len()
+                ),
+            ));
+        }
+        let mut refs = 0;
+        for (bytes, &id) in graph::split(&self.out, &self.ends).zip(&self.keys) {
+            refs += Object::decode(bytes, id)?.expect_version(1)?.ref_count() as u64;
+        }
+        Ok(refs)
+    }
+
+    /// Puts one object.
+    fn put(
+        &mut self,
+        session: &mut dyn Session,
+        id: u64,
+        version: u64,
+        refs: &[u64],
+        payload: &[u8],
+    ) -> Result<(), OpError> {
+        graph::encode(id, version, refs, payload, &mut self.buf);
+        session.put(id, &self.buf)
+    }
+
+    /// Writes chunk `c` of a collection whose elements are `elements`.
+    fn put_chunk(
+        &mut self,
+        session: &mut dyn Session,
+        id: u64,
+        version: u64,
+        elements: &[u64],
+        c: usize,
+    ) -> Result<(), OpError> {
+        let end = ((c + 1) * CHUNK).min(elements.len());
+        graph::encode(id, version, &elements[c * CHUNK..end], &[], &mut self.buf);
+        session.put(id, &self.buf)
+    }
+
+    /// Writes a collection's header: its size and its chunks.
+    fn put_header(
+        &mut self,
+        session: &mut dyn Session,
+        id: u64,
+        version: u64,
+        size: u64,
+        chunks: impl Iterator<Item = u64>,
+    ) -> Result<(), OpError> {
+        self.refs.clear();
+        self.refs.extend(chunks);
+        graph::encode(id, version, &self.refs, &size.to_le_bytes(), &mut self.buf);
+        session.put(id, &self.buf)
+    }
+}
+
+/// Runs the suite's repetitions with one client session on one opened store.
+pub struct Magma<'a> {
+    store: &'a dyn Store,
+    params: Params,
+    interrupt: &'a AtomicBool,
+    clock: Clock,
+    session: Option<Box<dyn Session>>,
+    /// Whether the benchmark repository was built (and why not).
+    built: Option<Result<(), String>>,
+    work: Work,
+}
+
+impl<'a> Magma<'a> {
+    pub fn new(
+        store: &'a dyn Store,
+        params: Params,
+        virtual_time: bool,
+        interrupt: &'a AtomicBool,
+    ) -> Magma<'a> {
+        Magma {
+            store,
+            params,
+            interrupt,
+            clock: if virtual_time {
+                Clock::new_virtual()
+            } else {
+                Clock::monotonic()
+            },
+            session: None,
+            built: None,
+            work: Work::new(&params),
+        }
+    }
+
+    /// Runs every test of repetition `rep`, reporting each as it ends.
+    pub fn run_rep(&mut self, rep: u32, mut report: impl FnMut(TestOutcome)) {
+        if self.built.is_none() {
+            let built = self
+                .guarded(|m| m.build())
+                .map_err(|e| format!("building the benchmark repository failed: {e}"));
+            self.built = Some(built);
+        }
+        if let Some(Err(why)) = &self.built {
+            for t in &MAGMA {
+                report(TestOutcome::not_run(t.name, Status::Failed, why.clone()));
+            }
+            return;
+        }
+        for (i, t) in MAGMA.iter().enumerate() {
+            if self.interrupt.load(Ordering::Relaxed) {
+                return;
+            }
+            let outcome = self.run_test(i, rep);
+            report(TestOutcome {
+                test: t.name,
+                ..outcome
+            });
+        }
+        // A session does not outlive a repetition: the next one starts as a new client would.
+        self.session = None;
+    }
+
+    /// Runs `f` with the session (connecting it first), turning a driver panic into a failure
+    /// and dropping the session it may have broken.
+    fn guarded<T>(
+        &mut self,
+        f: impl FnOnce(&mut Magma<'a>) -> Result<T, OpError>,
+    ) -> Result<T, String> {
+        match catch_unwind(AssertUnwindSafe(|| f(self))) {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(panic) => {
+                self.session = None;
+                Err(format!("the driver panicked: {}", panic_message(&panic)))
+            }
+        }
+    }
+
+    fn session(&mut self) -> Result<&mut dyn Session, OpError> {
+        if self.session.is_none() {
+            self.session = Some(self.store.connect(&self.clock)?);
+        }
+        Ok(self.session.as_deref_mut().expect("connected"))
+    }
+
+    /// Builds the benchmark repository, committing every [`BUILD_BATCH`] objects.
+    fn build(&mut self) -> Result<(), OpError> {
+        let t = self.params.thousands;
+        let mut objects: Vec<(u64, Vec<u64>, Vec<u8>)> = Vec::new();
+        let w = &self.work;
+        for i in 0..t {
+            objects.push((key(SMALL, i), Vec::new(), w.small.clone()));
+        }
+        objects.push((key(ARRAY, 0), Vec::new(), w.elements.clone()));
+        objects.push((
+            key(ARRAY_OF_OBJECTS, 0),
+            (0..t).map(|i| key(SMALL, i)).collect(),
+            Vec::new(),
+        ));
+        objects.push((
+            key(POINTERS, 0),
+            (0..t).map(|i| key(POINTERS, 1 + i)).collect(),
+            Vec::new(),
+        ));
+        for i in 0..t {
+            objects.push((
+                key(POINTERS, 1 + i),
+                (0..t).map(|j| key(SMALL, (i + j) % t)).collect(),
+                Vec::new(),
+            ));
+        }
+        for i in 0..t {
+            let next = if i + 1 < t {
+                vec![key(CHAIN, i + 1)]
+            } else {
+                Vec::new()
+            };
+            objects.push((key(CHAIN, i), next, Vec::new()));
+        }
+        self.session()?;
+        let session = self.session.as_deref_mut().expect("connected");
+        let w = &mut self.work;
+        for (n, (id, refs, payload)) in objects.iter().enumerate() {
+            if (n as u64).is_multiple_of(BUILD_BATCH) {
+                if n > 0 {
+                    session.commit()?;
+                }
+                session.begin(TxMode::Write)?;
+            }
+            w.put(session, *id, 1, refs, payload)?;
+        }
+        let elements = w.collection.clone();
+        for c in 0..w.dirty.len() {
+            w.put_chunk(session, key(COLLECTION, 1 + c as u64), 1, &elements, c)?;
+        }
+        let chunks = (0..w.dirty.len() as u64).map(|c| key(COLLECTION, 1 + c));
+        w.put_header(session, key(COLLECTION, 0), 1, t, chunks)?;
+        session.commit()
+    }
+
+    /// Runs one test, never letting a driver's panic out.
+    fn run_test(&mut self, i: usize, rep: u32) -> TestOutcome {
+        let name = MAGMA[i].name;
+        let mut rec = Recorder::new();
+        let reads_before = self.session.as_ref().map_or(0, |s| s.storage_reads());
+        let run = self.guarded(|m| m.measure(name, rep, &mut rec));
+        let (units, wall_ns, interrupted) = match run {
+            Ok(r) => r,
+            Err(why) => return TestOutcome::not_run(name, Status::Failed, why),
+        };
+        let storage_reads = self
+            .session
+            .as_ref()
+            .map_or(0, |s| s.storage_reads().saturating_sub(reads_before));
+        let errors = rec.error_count();
+        let rep = Rep {
+            objects: units,
+            clients: 1,
+            wall_ns,
+            client_ns: vec![wall_ns],
+            ops_per_s: if wall_ns > 0 {
+                units as f64 * 1e9 / wall_ns as f64
+            } else {
+                0.0
+            },
+            commit_ns: 0,
+            storage_reads,
+            errors,
+            latency_ns: results::stats::latency_summary(&rec.latency),
+            load: None,
+        };
+        let (status, reason) = if interrupted {
+            (Status::Interrupted, Some("stopped by the user".to_string()))
+        } else if errors > 0 {
+            (Status::Failed, Some(error_reason(&rec, rec.ops)))
+        } else {
+            (Status::Ok, None)
+        };
+        TestOutcome {
+            test: name,
+            status,
+            reason,
+            cache: None,
+            rep: Some(rep),
+            recorder: rec,
+        }
+    }
+
+    /// The timed part of test `name`: (units, wall ns, interrupted).
+    fn measure(
+        &mut self,
+        name: &str,
+        rep: u32,
+        rec: &mut Recorder,
+    ) -> Result<(u64, u64, bool), OpError> {
+        match name {
+            "timeToDisconnect" => return Ok(self.connections(false, rec)),
+            "timeToConnect" => return Ok(self.connections(true, rec)),
+            _ => {}
+        }
+        self.session()?;
+        let t = self.params.thousands;
+        let (clock, interrupt) = (&self.clock, self.interrupt);
+        let rate = Stop::DurationOrCount {
+            ns: self.params.test_ns,
+            count: MAX_OPS,
+        };
+        let once = Stop::Count(1);
+        let session = self.session.as_deref_mut().expect("connected");
+        let w = &mut self.work;
+        let reading = name.ends_with("Read") || name == "getMagmaArraySize";
+        if reading {
+            session.begin(TxMode::Read)?;
+        }
+        let mut units = 0u64;
+        let mut run =
+            |stop: Stop,
+             rec: &mut Recorder,
+             per_op: u64,
+             op: &mut dyn FnMut(&mut dyn Session, &mut Work) -> Result<(), OpError>| {
+                worker::run(clock, &mut Schedule::Closed, stop, interrupt, rec, |_| {
+                    op(session, w)?;
+                    units += per_op;
+                    Ok(0)
+                })
+            };
+        let end = match name {
+            "peakRefreshRate" => run(rate, rec, 1, &mut |s, w| {
+                s.commit()?;
+                s.begin(TxMode::Read)?;
+                Work::read(s, &mut w.buf, key(SMALL, 0))?.expect_version(1)?;
+                Ok(())
+            }),
+            "singleObjectRead" => run(rate, rec, 1, &mut |s, w| {
+                let id = w.random_small();
+                let o = Work::read(s, &mut w.buf, id)?;
+                o.expect_version(1)?;
+                check(o.payload == w.small, id, "payload differs")
+            }),
+            "oneThousandElementArrayRead" => run(rate, rec, 1, &mut |s, w| {
+                let id = key(ARRAY, 0);
+                let o = Work::read(s, &mut w.buf, id)?;
+                o.expect_version(1)?;
+                check(o.payload == w.elements, id, "elements differ")
+            }),
+            "oneThousandElementArrayOfObjectsRead" => run(rate, rec, 1, &mut |s, w| {
+                let id = key(ARRAY_OF_OBJECTS, 0);
+                let o = Work::read(s, &mut w.buf, id)?;
+                w.keys.clear();
+                w.keys.extend(o.expect_version(1)?.references());
+                check(w.keys.len() as u64 == w.t, id, "wrong reference count")?;
+                w.read_many(s).map(drop)
+            }),
+            "oneMillionObjectPointersRead" => run(rate, rec, 1, &mut |s, w| {
+                let id = key(POINTERS, 0);
+                let o = Work::read(s, &mut w.buf, id)?;
+                w.keys.clear();
+                w.keys.extend(o.expect_version(1)?.references());
+                let pointers = w.read_many(s)?;
+                check(pointers == w.t * w.t, id, "wrong pointer count")
+            }),
+            "oneThousandLevelsDeepRead" => run(rate, rec, 1, &mut |s, w| {
+                let (mut id, mut depth) = (key(CHAIN, 0), 0);
+                loop {
+                    let o = Work::read(s, &mut w.buf, id)?;
+                    depth += 1;
+                    match o.expect_version(1)?.ref_count() {
+                        0 => break,
+                        _ => id = o.reference(0),
+                    }
+                }
+                check(depth == w.t, key(CHAIN, 0), "the chain has the wrong depth")
+            }),
+            "peakCommitRate"
+            | "oneThousandElementArrayCommit"
+            | "a1001BufferCommit"
+            | "aOneMillionBufferCommit" => {
+                let slot = [
+                    "peakCommitRate",
+                    "oneThousandElementArrayCommit",
+                    "a1001BufferCommit",
+                    "aOneMillionBufferCommit",
+                ]
+                .iter()
+                .position(|n| *n == name)
+                .expect("a write test");
+                run(rate, rec, 1, &mut |s, w| {
+                    s.begin(TxMode::Write)?;
+                    w.versions[slot] += 1;
+                    let payload = match slot {
+                        0 => std::mem::take(&mut w.small),
+                        1 => std::mem::take(&mut w.elements),
+                        2 => std::mem::take(&mut w.buffer1001),
+                        _ => std::mem::take(&mut w.big),
+                    };
+                    let put = w.put(s, key(WRITES, slot as u64), w.versions[slot], &[], &payload);
+                    match slot {
+                        0 => w.small = payload,
+                        1 => w.elements = payload,
+                        2 => w.buffer1001 = payload,
+                        _ => w.big = payload,
+                    }
+                    put?;
+                    s.commit()
+                })
+            }
+            "getMagmaArraySize" => run(rate, rec, 1, &mut |s, w| {
+                let id = key(COLLECTION, 0);
+                let o = Work::read(s, &mut w.buf, id)?;
+                o.expect_version(1)?;
+                check(o.payload == w.t.to_le_bytes(), id, "wrong size")
+            }),
+            "updateThousandsOfMagmaArrayElements" => run(once, rec, t, &mut |s, w| {
+                s.begin(TxMode::Write)?;
+                w.dirty.fill(false);
+                for _ in 0..w.t {
+                    let at = (splitmix(&mut w.rng) % w.t) as usize;
+                    w.collection[at] = w.random_small();
+                    w.dirty[at / CHUNK] = true;
+                }
+                w.collection_version += 1;
+                let elements = std::mem::take(&mut w.collection);
+                let mut put = Ok(());
+                for c in 0..w.dirty.len() {
+                    if w.dirty[c] && put.is_ok() {
+                        let id = key(COLLECTION, 1 + c as u64);
+                        put = w.put_chunk(s, id, w.collection_version, &elements, c);
+                    }
+                }
+                w.collection = elements;
+                put?;
+                s.commit()
+            }),
+            "addThousandsOfObjectsTenAtATime"
+            | "addThousandsOfObjectsOneHundredAtATime"
+            | "addThousandsOfObjectsAtOnce" => {
+                let (variant, batch) = match name {
+                    "addThousandsOfObjectsTenAtATime" => (0, 10),
+                    "addThousandsOfObjectsOneHundredAtATime" => (1, 100),
+                    _ => (2, t),
+                };
+                run(once, rec, 1, &mut |s, w| add(s, w, rep, variant, batch))
+            }
+            other => unreachable!("{other} is not a magma test"),
+        };
+        if reading {
+            session.commit()?;
+        }
+        Ok((units, end.elapsed_ns(), end.interrupted))
+    }
+
+    /// Connects and disconnects repeatedly, timing one of the two: (count, summed ns, interrupted).
+    fn connections(&mut self, connect: bool, rec: &mut Recorder) -> (u64, u64, bool) {
+        self.session = None;
+        let (clock, start) = (&self.clock, self.clock.now_ns());
+        let (mut n, mut timed) = (0u64, 0u64);
+        loop {
+            if self.interrupt.load(Ordering::Relaxed) {
+                return (n, timed, true);
+            }
+            let t0 = clock.now_ns();
+            let session = self.store.connect(clock);
+            let t1 = clock.now_ns();
+            let ns = match session {
+                Ok(s) if connect => {
+                    drop(s);
+                    rec.record(t1 - t0, Ok(0));
+                    t1 - t0
+                }
+                Ok(s) => {
+                    let t2 = clock.now_ns();
+                    drop(s);
+                    let t3 = clock.now_ns();
+                    rec.record(t3 - t2, Ok(0));
+                    t3 - t2
+                }
+                Err(e) => {
+                    rec.record(t1 - t0, Err(e));
+                    t1 - t0
+                }
+            };
+            n += 1;
+            timed += ns.max(1);
+            if n >= MAX_CONNECTS || clock.now_ns() - start >= self.params.test_ns {
+                return (n, timed, false);
+            }
+        }
+    }
+}
+
+/// Adds T new objects to a fresh collection, `batch` per transaction: the objects, the chunks
+/// they land in, and the header (its size and chunks), then commit.
+fn add(
+    s: &mut dyn Session,
+    w: &mut Work,
+    rep: u32,
+    variant: u64,
+    batch: u64,
+) -> Result<(), OpError> {
+    let t = w.t;
+    let mut elements: Vec<u64> = Vec::with_capacity(t as usize);
+    let mut version = 0;
+    while (elements.len() as u64) < t {
+        version += 1;
+        s.begin(TxMode::Write)?;
+        let first = elements.len();
+        let n = batch.min(t - first as u64);
+        for j in first as u64..first as u64 + n {
+            let id = added(rep, variant, Added::Element(j));
+            let payload = std::mem::take(&mut w.small);
+            let put = w.put(s, id, 1, &[], &payload);
+            w.small = payload;
+            put?;
+            elements.push(id);
+        }
+        for c in first / CHUNK..elements.len().div_ceil(CHUNK) {
+            w.put_chunk(
+                s,
+                added(rep, variant, Added::Chunk(c as u64)),
+                version,
+                &elements,
+                c,
+            )?;
+        }
+        let chunks = elements.len().div_ceil(CHUNK) as u64;
+        let chunk_ids = (0..chunks).map(|c| added(rep, variant, Added::Chunk(c)));
+        w.put_header(
+            s,
+            added(rep, variant, Added::Header),
+            version,
+            elements.len() as u64,
+            chunk_ids,
+        )?;
+        s.commit()?;
+    }
+    Ok(())
+}
+
+fn check(ok: bool, id: u64, what: &str) -> Result<(), OpError> {
+    if ok {
+        return Ok(());
+    }
+    Err(OpError::new(
+        ErrorClass::Corrupt,
+        format!("object {id:#x}: {what}"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_and_added_collections_never_collide() {
+        let mut seen = std::collections::HashSet::new();
+        for rep in [0, 1, 999] {
+            for variant in 0..3 {
+                for what in [
+                    Added::Header,
+                    Added::Chunk(0),
+                    Added::Chunk(19),
+                    Added::Element(0),
+                    Added::Element(1999),
+                ] {
+                    assert!(seen.insert(added(rep, variant, what)));
+                }
+            }
+        }
+        for region in [SMALL, ARRAY, CHAIN, COLLECTION] {
+            assert!(seen.insert(key(region, 0)));
+            assert!(seen.insert(key(region, 1999)));
+        }
+    }
+}
