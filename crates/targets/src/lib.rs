@@ -14,6 +14,8 @@
 //! - [`lmdb`]: LMDB through heed, the embedded ordered key-value engine (chosen over redb by
 //!   measurement; see the README).
 //! - `redb` (feature `redb`): redb, kept to reproduce that measurement.
+//! - [`remote`] (`dyno://`), [`own_host`] (`host:`), [`redis`], `postgres` (feature `postgres`,
+//!   on by default): servers, each in a namespace of dyno's own.
 //! - [`namespace`]: claiming directories and temporary namespaces; [`options`]: option parsing;
 //!   [`net`]: address resolution and request bodies for the request drivers.
 
@@ -26,6 +28,8 @@ pub mod namespace;
 pub mod net;
 pub mod options;
 pub mod own_host;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "redb")]
 pub mod redb;
 pub mod redis;
@@ -92,6 +96,21 @@ pub fn drivers() -> Vec<Driver> {
             configure: tcp::configure,
         },
     ];
+    #[cfg(feature = "postgres")]
+    all.push(Driver {
+        info: &postgres::INFO,
+        configure: postgres::configure,
+    });
+    #[cfg(not(feature = "postgres"))]
+    all.push(Driver {
+        info: &POSTGRES_LEFT_OUT,
+        configure: |_, _| {
+            Err(
+                ConfigError::url("this dyno was built without the postgres feature")
+                    .hint("build it with the default features: cargo build --release"),
+            )
+        },
+    });
     #[cfg(feature = "redb")]
     all.push(Driver {
         info: &redb::INFO,
@@ -99,6 +118,17 @@ pub fn drivers() -> Vec<Driver> {
     });
     all
 }
+
+/// What `dyno targets` says of `postgres://` in a build without it.
+#[cfg(not(feature = "postgres"))]
+static POSTGRES_LEFT_OUT: DriverInfo = DriverInfo {
+    scheme: "postgres",
+    query_options: true,
+    summary: "PostgreSQL (left out of this build: the postgres feature is off)",
+    forms: &[],
+    families: &[],
+    options: &[],
+};
 
 /// The targets `dyno run` uses when none is named: each in a fresh temporary namespace.
 pub const DEFAULT_URLS: &[&str] = &["mem:", "sqlite:", "fs:", "lmdb:"];

@@ -76,7 +76,7 @@ fn contract(url: &str) {
         CacheDrop::Done(what) => assert!(!what.is_empty(), "{url}"),
         CacheDrop::NotReachable(why) => {
             assert!(
-                url.starts_with("mem:") || url.starts_with("dyno:"),
+                url.starts_with("mem:") || url.starts_with("dyno:") || url.starts_with("postgres:"),
                 "{url}: {why}"
             )
         }
@@ -214,4 +214,28 @@ fn unknown_options_and_bad_values_are_refused_before_anything_is_touched() {
         e.message
     );
     assert!(Registry.configure("mem", "/x", &BTreeMap::new()).is_err());
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres() {
+    let Some(pg) = testkit::Postgres::start() else {
+        return;
+    };
+    contract(&pg.url());
+    contract(&format!("{}?synchronous_commit=off", pg.url()));
+    let mut c = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
+    let left: i64 = c
+        .query_one(
+            "SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "every schema dyno created was dropped");
+    let e = Registry
+        .configure("postgres", "//127.0.0.1/postgres", &BTreeMap::new())
+        .err()
+        .unwrap();
+    assert!(e.message.contains("names no user"), "{e:?}");
 }
