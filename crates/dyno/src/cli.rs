@@ -91,6 +91,10 @@ pub struct ServeArgs {
     /// The host: clients must present this token (dyno://…?token=…).
     #[arg(long)]
     pub token: Option<String>,
+    /// The host: keep objects in LMDB in this directory (fsync at commit) instead of memory. An
+    /// existing directory must be empty or a store a host created.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["http", "tcp"])]
+    pub store: Option<std::path::PathBuf>,
     /// What a response holds: `json` (a fixed small document) or `sizes:MIN..MAX` (a payload of
     /// a uniformly drawn size, in bytes).
     #[arg(long, default_value = "json")]

@@ -56,10 +56,25 @@ fn serve_host(a: &ServeArgs) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| "127.0.0.1:7000".to_string());
     let listener = TcpListener::bind(&listen).with_context(|| format!("--listen {listen}"))?;
-    let server = host::store::StoreServer::start(listener, a.token.clone())
-        .context("starting the benchmark host")?;
+    let disk = match &a.store {
+        Some(path) => Some(std::sync::Arc::new(
+            host::store::DiskStore::open(path)
+                .with_context(|| format!("--store {}", path.display()))?,
+        )),
+        None => None,
+    };
+    let kept = disk
+        .as_ref()
+        .map_or_else(|| "objects in memory".to_string(), |d| d.describe());
+    let server = host::store::StoreServer::start_with(
+        listener,
+        a.token.clone(),
+        disk,
+        host::store::MAX_CONNECTIONS,
+    )
+    .context("starting the benchmark host")?;
     println!(
-        "dyno serve: benchmark host at dyno://{}{}; Ctrl-C to stop",
+        "dyno serve: benchmark host at dyno://{} ({kept}){}; Ctrl-C to stop",
         server.addr(),
         if a.token.is_some() {
             " (token required)"

@@ -1,6 +1,14 @@
-//! The object-store benchmark host (`dyno serve`): objects in memory, served over dyno's own
-//! compact binary protocol, so a client's time can be split into the server's time and the rest
-//! (serialization and network).
+//! The object-store benchmark host (`dyno serve`): objects in memory, or with `--store PATH` in
+//! LMDB (fsync at commit), served over dyno's own compact binary protocol, so a client's time can
+//! be split into the server's time and the rest (serialization and network).
+//!
+//! # Transactions
+//!
+//! Between `BEGIN` and `COMMIT` a connection's writes are held by the host (reads see them) and
+//! applied at `COMMIT` at once: under one lock in memory, in one LMDB transaction on disk. A
+//! `BEGIN` inside a transaction commits the one before; a connection that closes mid-transaction
+//! loses its writes. Writes outside a transaction apply at once. A transaction holds at most
+//! [`MAX_TX_BYTES`].
 //!
 //! # Protocol
 //!
@@ -18,6 +26,7 @@
 //! | `COMMIT` 0x07 | — | `OK` |
 //! | `STATS` 0x08 | — | `TEXT`: one line per operation: name, count, and its server-side latency histogram since the host started (HdrHistogram V2, deflate, base64; ns) |
 //! | `DROP` 0x09 | namespace | `OK` (its objects are deleted) |
+//! | `INFO` 0x0B | — | `TEXT`: `durability: …` and `version: …` lines |
 //! | `MGET` 0x0A | keys (u64 BE each) | `VALUES`: per key, its length (u32 BE) and bytes; or `NOT_FOUND` and the first missing key; or `ERR` (the connection stays open) when the values would exceed [`MAX_FRAME`] |
 //!
 //! Responses: `OK` 0x80, `VALUE` 0x81, `NOT_FOUND` 0x82, `ERR` 0x83 (a UTF-8 message), `TEXT` 0x84,
@@ -43,6 +52,12 @@ pub const MAX_FRAME: u32 = (64 << 20) + 64;
 pub const MAX_CONNECTIONS: usize = 1024;
 /// Namespaces a host keeps at once.
 pub const MAX_NAMESPACES: usize = 4096;
+/// The writes one connection's transaction may hold until it commits.
+pub const MAX_TX_BYTES: usize = 256 << 20;
+/// The largest `--store` database (a sparse file; only what is written takes space).
+const STORE_MAP_SIZE: usize = 1 << 40;
+/// The file that marks a directory as a dyno host store.
+pub const STORE_MARKER: &str = ".dyno-host-store";
 
 pub mod kind {
     pub const HELLO: u8 = 0x01;
@@ -55,6 +70,7 @@ pub mod kind {
     pub const STATS: u8 = 0x08;
     pub const DROP: u8 = 0x09;
     pub const MGET: u8 = 0x0A;
+    pub const INFO: u8 = 0x0B;
     pub const OK: u8 = 0x80;
     pub const VALUE: u8 = 0x81;
     pub const NOT_FOUND: u8 = 0x82;
@@ -63,9 +79,9 @@ pub mod kind {
     pub const VALUES: u8 = 0x85;
 }
 
-/// Operation names, indexed by request kind (1..=10), for statistics.
-const OPS: [&str; 11] = [
-    "", "hello", "open", "begin", "put", "get", "delete", "commit", "stats", "drop", "mget",
+/// Operation names, indexed by request kind (1..=11), for statistics.
+const OPS: [&str; 12] = [
+    "", "hello", "open", "begin", "put", "get", "delete", "commit", "stats", "drop", "mget", "info",
 ];
 
 /// Reads one frame: (kind, body). `Ok(None)` at a clean end of stream.
@@ -112,46 +128,236 @@ pub fn write_frame(w: &mut impl Write, kind: u8, parts: &[&[u8]]) -> io::Result<
     Ok(())
 }
 
+/// The LMDB database behind `--store PATH`: every namespace's objects in one table, keyed by the
+/// namespace's number (4 bytes) and the object's key (8 bytes, big-endian); the namespaces'
+/// numbers under the reserved prefix `FF FF FF FF`.
+pub struct DiskStore {
+    env: heed::Env<heed::WithoutTls>,
+    db: heed::Database<heed::types::Bytes, heed::types::Bytes>,
+    path: std::path::PathBuf,
+    /// Serializes namespace creation (the read-then-write of the counter).
+    namespaces: Mutex<()>,
+}
+
+fn disk(e: heed::Error) -> io::Error {
+    match e {
+        heed::Error::Io(e) => e,
+        e => io::Error::other(format!("lmdb: {e}")),
+    }
+}
+
+const META: [u8; 4] = [0xFF; 4];
+
+impl DiskStore {
+    /// Opens (or creates) a host store in `path`: an empty or missing directory, or one a host
+    /// created before (it holds [`STORE_MARKER`]). Anything else is refused untouched.
+    pub fn open(path: &std::path::Path) -> io::Result<DiskStore> {
+        let marker = path.join(STORE_MARKER);
+        if path.exists() {
+            let empty = std::fs::read_dir(path)?.next().is_none();
+            if !empty && !marker.is_file() {
+                return Err(io::Error::other(format!(
+                    "{} is not empty and is not a dyno host store (no {STORE_MARKER}); dyno writes only in a store it created",
+                    path.display()
+                )));
+            }
+        } else {
+            std::fs::create_dir_all(path)?;
+        }
+        std::fs::write(&marker, b"a dyno serve --store database (LMDB)\n")?;
+        let mut opts = heed::EnvOpenOptions::new().read_txn_without_tls();
+        opts.map_size(STORE_MAP_SIZE).max_dbs(1);
+        // SAFETY: the directory is a dyno host store, opened once by this host.
+        let env = unsafe { opts.open(path) }.map_err(disk)?;
+        let mut w = env.write_txn().map_err(disk)?;
+        let db = env
+            .create_database(&mut w, Some("dyno_host"))
+            .map_err(disk)?;
+        w.commit().map_err(disk)?;
+        Ok(DiskStore {
+            env,
+            db,
+            path: path.to_path_buf(),
+            namespaces: Mutex::new(()),
+        })
+    }
+
+    /// The namespace's number, given it the first time.
+    fn namespace(&self, name: &str) -> io::Result<[u8; 4]> {
+        let _one = self.namespaces.lock().map_err(|_| poisoned())?;
+        let key = [&META[..], name.as_bytes()].concat();
+        let mut w = self.env.write_txn().map_err(disk)?;
+        if let Some(id) = self.db.get(&w, &key).map_err(disk)? {
+            return id
+                .try_into()
+                .map_err(|_| io::Error::other("a bad namespace entry"));
+        }
+        let next = match self.db.get(&w, &META).map_err(disk)? {
+            Some(n) => u32::from_be_bytes(
+                n.try_into()
+                    .map_err(|_| io::Error::other("a bad counter"))?,
+            ),
+            None => 0,
+        };
+        if next == u32::from_be_bytes(META) {
+            return Err(io::Error::other(
+                "the store has numbered every namespace it can",
+            ));
+        }
+        let id = next.to_be_bytes();
+        self.db
+            .put(&mut w, &META, &(next + 1).to_be_bytes())
+            .map_err(disk)?;
+        self.db.put(&mut w, &key, &id).map_err(disk)?;
+        w.commit().map_err(disk)?;
+        Ok(id)
+    }
+
+    /// Deletes a namespace's objects and its number.
+    fn drop_namespace(&self, name: &str) -> io::Result<()> {
+        let _one = self.namespaces.lock().map_err(|_| poisoned())?;
+        let key = [&META[..], name.as_bytes()].concat();
+        let mut w = self.env.write_txn().map_err(disk)?;
+        if let Some(id) = self.db.get(&w, &key).map_err(disk)? {
+            let id: [u8; 4] = id
+                .try_into()
+                .map_err(|_| io::Error::other("a bad namespace entry"))?;
+            let (from, to) = ([&id[..], &[0; 8]].concat(), [&id[..], &[0xFF; 8]].concat());
+            let range = (
+                std::ops::Bound::Included(&from[..]),
+                std::ops::Bound::Included(&to[..]),
+            );
+            self.db.delete_range(&mut w, &range).map_err(disk)?;
+            self.db.delete(&mut w, &key).map_err(disk)?;
+        }
+        w.commit().map_err(disk)
+    }
+
+    /// What the host tells clients of its durability.
+    pub fn describe(&self) -> String {
+        format!("LMDB at {}, fsync at commit", self.path.display())
+    }
+}
+
+enum Inner {
+    Memory(RwLock<HashMap<u64, Box<[u8]>>>),
+    Disk {
+        store: Arc<DiskStore>,
+        prefix: [u8; 4],
+    },
+}
+
 /// One namespace's objects: what the host serves, and what `inproc` calls directly.
-#[derive(Default)]
 pub struct Objects {
-    map: RwLock<HashMap<u64, Box<[u8]>>>,
+    inner: Inner,
+}
+
+impl Default for Objects {
+    fn default() -> Objects {
+        Objects {
+            inner: Inner::Memory(RwLock::new(HashMap::new())),
+        }
+    }
 }
 
 fn poisoned() -> io::Error {
     io::Error::other("a connection panicked while holding the store")
 }
 
+/// A write of a transaction: a value, or a delete.
+type Write1 = (u64, Option<Vec<u8>>);
+
 impl Objects {
+    /// A namespace of the LMDB store.
+    pub fn on_disk(store: Arc<DiskStore>, name: &str) -> io::Result<Objects> {
+        let prefix = store.namespace(name)?;
+        Ok(Objects {
+            inner: Inner::Disk { store, prefix },
+        })
+    }
+
+    fn disk_key(prefix: &[u8; 4], key: u64) -> [u8; 12] {
+        let mut k = [0u8; 12];
+        k[..4].copy_from_slice(prefix);
+        k[4..].copy_from_slice(&key.to_be_bytes());
+        k
+    }
+
     pub fn put(&self, key: u64, value: &[u8]) -> io::Result<()> {
-        let mut m = self.map.write().map_err(|_| poisoned())?;
-        match m.get_mut(&key) {
-            Some(v) if v.len() == value.len() => v.copy_from_slice(value),
-            _ => {
-                m.insert(key, value.into());
+        self.apply(&[(key, Some(value.to_vec()))])
+    }
+
+    /// Applies a transaction's writes at once.
+    fn apply(&self, writes: &[Write1]) -> io::Result<()> {
+        match &self.inner {
+            Inner::Memory(map) => {
+                let mut m = map.write().map_err(|_| poisoned())?;
+                for (key, value) in writes {
+                    match value {
+                        Some(value) => match m.get_mut(key) {
+                            Some(v) if v.len() == value.len() => v.copy_from_slice(value),
+                            _ => {
+                                m.insert(*key, value.as_slice().into());
+                            }
+                        },
+                        None => {
+                            m.remove(key);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Inner::Disk { store, prefix } => {
+                let mut w = store.env.write_txn().map_err(disk)?;
+                for (key, value) in writes {
+                    let k = Self::disk_key(prefix, *key);
+                    match value {
+                        Some(v) => store.db.put(&mut w, &k, v).map_err(disk)?,
+                        None => {
+                            store.db.delete(&mut w, &k).map_err(disk)?;
+                        }
+                    }
+                }
+                w.commit().map_err(disk)
             }
         }
-        Ok(())
     }
 
     /// Copies the object into `out`; `false` when there is none.
     pub fn get(&self, key: u64, out: &mut Vec<u8>) -> io::Result<bool> {
-        let m = self.map.read().map_err(|_| poisoned())?;
-        Ok(m.get(&key).is_some_and(|v| {
-            out.clear();
-            out.extend_from_slice(v);
-            true
-        }))
+        Ok(self
+            .get_each(&[key], |v| {
+                out.clear();
+                out.extend_from_slice(v);
+            })?
+            .is_none())
     }
 
-    /// Reads every key under one lock: `each(value)` per key in order. Returns the first
-    /// missing key, if any (and stops there).
+    /// Reads every key under one lock (or one read transaction): `each(value)` per key in
+    /// order. Returns the first missing key, if any (and stops there).
     pub fn get_each(&self, keys: &[u64], mut each: impl FnMut(&[u8])) -> io::Result<Option<u64>> {
-        let m = self.map.read().map_err(|_| poisoned())?;
-        for k in keys {
-            match m.get(k) {
-                Some(v) => each(v),
-                None => return Ok(Some(*k)),
+        match &self.inner {
+            Inner::Memory(map) => {
+                let m = map.read().map_err(|_| poisoned())?;
+                for k in keys {
+                    match m.get(k) {
+                        Some(v) => each(v),
+                        None => return Ok(Some(*k)),
+                    }
+                }
+            }
+            Inner::Disk { store, prefix } => {
+                let r = store.env.read_txn().map_err(disk)?;
+                for k in keys {
+                    match store
+                        .db
+                        .get(&r, &Self::disk_key(prefix, *k))
+                        .map_err(disk)?
+                    {
+                        Some(v) => each(v),
+                        None => return Ok(Some(*k)),
+                    }
+                }
             }
         }
         Ok(None)
@@ -159,22 +365,71 @@ impl Objects {
 
     /// The total size of the values of `keys` that exist.
     pub fn size_of(&self, keys: &[u64]) -> io::Result<u64> {
-        let m = self.map.read().map_err(|_| poisoned())?;
-        Ok(keys
-            .iter()
-            .filter_map(|k| m.get(k))
-            .map(|v| v.len() as u64)
-            .sum())
+        let mut total = 0u64;
+        for k in keys {
+            self.get_each(&[*k], |v| total += v.len() as u64)?;
+        }
+        Ok(total)
     }
 
     pub fn delete(&self, key: u64) -> io::Result<bool> {
-        Ok(self
-            .map
-            .write()
-            .map_err(|_| poisoned())?
-            .remove(&key)
-            .is_some())
+        if self.get_each(&[key], |_| {})?.is_some() {
+            return Ok(false);
+        }
+        self.apply(&[(key, None)])?;
+        Ok(true)
     }
+}
+
+/// One connection's open transaction: its writes in order, the latest per key, their bytes.
+#[derive(Default)]
+struct Pending {
+    writes: Vec<Write1>,
+    latest: HashMap<u64, usize>,
+    bytes: usize,
+}
+
+impl Pending {
+    /// The transaction's own value of `key`: `Some(None)` when it deleted it.
+    fn lookup(&self, key: u64) -> Option<Option<&[u8]>> {
+        self.latest.get(&key).map(|&i| self.writes[i].1.as_deref())
+    }
+
+    fn push(&mut self, key: u64, value: Option<Vec<u8>>) -> Result<(), String> {
+        self.bytes += value.as_ref().map_or(0, Vec::len) + 16;
+        if self.bytes > MAX_TX_BYTES {
+            return Err(format!(
+                "the transaction holds over {MAX_TX_BYTES} bytes of writes (the limit per connection); it was rolled back: commit more often"
+            ));
+        }
+        self.latest.insert(key, self.writes.len());
+        self.writes.push((key, value));
+        Ok(())
+    }
+}
+
+/// Reads `keys` as a transaction sees them: its own writes first, then the store.
+fn read_through(
+    objects: &Objects,
+    pending: Option<&Pending>,
+    keys: &[u64],
+    mut each: impl FnMut(&[u8]),
+) -> io::Result<Option<u64>> {
+    let Some(p) = pending.filter(|p| !p.writes.is_empty()) else {
+        return objects.get_each(keys, each);
+    };
+    for &k in keys {
+        match p.lookup(k) {
+            Some(Some(v)) => each(v),
+            Some(None) => return Ok(Some(k)),
+            None => {
+                if let Some(missing) = objects.get_each(&[k], &mut each)? {
+                    return Ok(Some(missing));
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Server-side latency of one operation kind.
@@ -188,6 +443,8 @@ type Local = Arc<Mutex<Vec<OpStats>>>;
 
 struct Shared {
     token: Option<String>,
+    /// `--store PATH`; objects in memory when `None`.
+    disk: Option<Arc<DiskStore>>,
     max_connections: usize,
     namespaces: RwLock<HashMap<String, Arc<Objects>>>,
     /// Figures of the connections that have closed.
@@ -208,7 +465,7 @@ pub struct StoreServer {
 impl StoreServer {
     /// Serves `listener`; clients must present `token` when one is given.
     pub fn start(listener: TcpListener, token: Option<String>) -> io::Result<StoreServer> {
-        StoreServer::start_with_limit(listener, token, MAX_CONNECTIONS)
+        StoreServer::start_with(listener, token, None, MAX_CONNECTIONS)
     }
 
     /// As [`StoreServer::start`], with a lower connection limit (for tests of the limit).
@@ -217,10 +474,21 @@ impl StoreServer {
         token: Option<String>,
         max_connections: usize,
     ) -> io::Result<StoreServer> {
+        StoreServer::start_with(listener, token, None, max_connections)
+    }
+
+    /// Serves `listener` from `disk` (`--store PATH`), or from memory when `None`.
+    pub fn start_with(
+        listener: TcpListener,
+        token: Option<String>,
+        disk: Option<Arc<DiskStore>>,
+        max_connections: usize,
+    ) -> io::Result<StoreServer> {
         let addr = listener.local_addr()?;
         let stats = new_stats();
         let shared = Arc::new(Shared {
             token,
+            disk,
             max_connections: max_connections.min(MAX_CONNECTIONS),
             namespaces: RwLock::new(HashMap::new()),
             stats: Mutex::new(stats),
@@ -304,6 +572,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut body = Vec::new();
     let mut authed = shared.token.is_none();
     let mut objects: Option<Arc<Objects>> = None;
+    let mut pending: Option<Pending> = None;
     let mut value = Vec::new();
     let local: Local = Arc::new(Mutex::new(new_stats()));
     if let Ok(mut live) = shared.live_stats.lock() {
@@ -363,15 +632,49 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                         .map_err(|_| io::Error::other("poisoned"))?;
                     if k == kind::DROP {
                         all.remove(name);
+                        if let Some(d) = &shared.disk {
+                            d.drop_namespace(name)?;
+                        }
                     } else {
                         if !all.contains_key(name) && all.len() >= MAX_NAMESPACES {
                             return bad(&mut out, "too many namespaces on this host");
                         }
-                        objects = Some(all.entry(name.to_string()).or_default().clone());
+                        let o = match all.get(name) {
+                            Some(o) => o.clone(),
+                            None => {
+                                let o = Arc::new(match &shared.disk {
+                                    Some(d) => Objects::on_disk(d.clone(), name)?,
+                                    None => Objects::default(),
+                                });
+                                all.insert(name.to_string(), o.clone());
+                                o
+                            }
+                        };
+                        objects = Some(o);
+                    }
+                    pending = None;
+                    write_frame(&mut out, kind::OK, &[])?;
+                }
+                kind::BEGIN | kind::COMMIT => {
+                    if let (Some(p), Some(map)) = (pending.take(), &objects) {
+                        map.apply(&p.writes)?;
+                    }
+                    if k == kind::BEGIN {
+                        pending = Some(Pending::default());
                     }
                     write_frame(&mut out, kind::OK, &[])?;
                 }
-                kind::BEGIN | kind::COMMIT => write_frame(&mut out, kind::OK, &[])?,
+                kind::INFO => {
+                    let durability = shared
+                        .disk
+                        .as_ref()
+                        .map_or_else(|| "volatile (host memory)".to_string(), |d| d.describe());
+                    let text = format!(
+                        "durability: {durability}\nversion: dyno {}\n",
+                        env!("CARGO_PKG_VERSION")
+                    );
+                    write_frame(&mut out, kind::TEXT, &[text.as_bytes()])?;
+                }
                 kind::PUT | kind::GET | kind::DELETE => {
                     let Some(map) = &objects else {
                         return bad(&mut out, "no namespace: send OPEN first");
@@ -379,25 +682,47 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                     let Some(key) = key_of(&body) else {
                         return bad(&mut out, "a key is 8 bytes");
                     };
-                    match k {
-                        kind::PUT => {
+                    let found = |value: &mut Vec<u8>, p: Option<&Pending>| {
+                        value.clear();
+                        read_through(map, p, &[key], |v| value.extend_from_slice(v))
+                            .map(|m| m.is_none())
+                    };
+                    match (k, pending.as_mut()) {
+                        (kind::PUT, None) => {
                             map.put(key, &body[8..])?;
                             write_frame(&mut out, kind::OK, &[])?;
                         }
-                        kind::GET => {
-                            if map.get(key, &mut value)? {
+                        (kind::PUT, Some(p)) => match p.push(key, Some(body[8..].to_vec())) {
+                            Ok(()) => write_frame(&mut out, kind::OK, &[])?,
+                            Err(msg) => {
+                                pending = None;
+                                write_frame(&mut out, kind::ERR, &[msg.as_bytes()])?;
+                            }
+                        },
+                        (kind::GET, p) => {
+                            if found(&mut value, p.map(|p| &*p))? {
                                 write_frame(&mut out, kind::VALUE, &[&value])?;
                             } else {
                                 write_frame(&mut out, kind::NOT_FOUND, &[])?;
                             }
                         }
-                        _ => {
+                        (_, None) => {
                             let r = if map.delete(key)? {
                                 kind::OK
                             } else {
                                 kind::NOT_FOUND
                             };
                             write_frame(&mut out, r, &[])?;
+                        }
+                        (_, Some(p)) => {
+                            if !found(&mut value, Some(p))? {
+                                write_frame(&mut out, kind::NOT_FOUND, &[])?;
+                            } else if let Err(msg) = p.push(key, None) {
+                                pending = None;
+                                write_frame(&mut out, kind::ERR, &[msg.as_bytes()])?;
+                            } else {
+                                write_frame(&mut out, kind::OK, &[])?;
+                            }
                         }
                     }
                 }
@@ -421,7 +746,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                         write_frame(&mut out, kind::ERR, &[msg.as_bytes()])?;
                     } else {
                         value.clear();
-                        let missing = map.get_each(&keys, |v| {
+                        let missing = read_through(map, pending.as_ref(), &keys, |v| {
                             value.extend_from_slice(&(v.len() as u32).to_be_bytes());
                             value.extend_from_slice(v);
                         })?;
@@ -566,6 +891,23 @@ pub fn fetch_stats(addr: SocketAddr, token: Option<&str>) -> io::Result<Vec<OpSt
 }
 
 fn fetch_stats_text(addr: SocketAddr, token: Option<&str>) -> io::Result<String> {
+    ask_text(addr, token, kind::STATS)
+}
+
+/// Asks a host what it is (`INFO`): `durability` and `version`.
+pub fn fetch_info(
+    addr: SocketAddr,
+    token: Option<&str>,
+) -> io::Result<std::collections::BTreeMap<String, String>> {
+    Ok(ask_text(addr, token, kind::INFO)?
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect())
+}
+
+/// One request answered with `TEXT`, on a connection of its own.
+fn ask_text(addr: SocketAddr, token: Option<&str>, k: u8) -> io::Result<String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut body = Vec::new();
@@ -573,7 +915,7 @@ fn fetch_stats_text(addr: SocketAddr, token: Option<&str>) -> io::Result<String>
         write_frame(&mut s, kind::HELLO, &[t.as_bytes()])?;
         expect(&mut s, &mut body, kind::OK)?;
     }
-    write_frame(&mut s, kind::STATS, &[])?;
+    write_frame(&mut s, k, &[])?;
     expect(&mut s, &mut body, kind::TEXT)?;
     Ok(String::from_utf8_lossy(&body).into_owned())
 }

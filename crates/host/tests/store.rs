@@ -106,3 +106,109 @@ fn connections_over_the_limit_are_told_so() {
     write_frame(&mut b, kind::COMMIT, &[]).unwrap();
     expect(&mut b, &mut body, kind::OK).unwrap();
 }
+
+/// Sends one request and checks the response's kind; returns its body.
+fn call(c: &mut TcpStream, k: u8, parts: &[&[u8]], want: u8) -> Vec<u8> {
+    write_frame(c, k, parts).unwrap();
+    let mut body = Vec::new();
+    expect(c, &mut body, want).unwrap_or_else(|e| panic!("request 0x{k:02x}: {e}"));
+    body
+}
+
+fn opened(s: &StoreServer) -> TcpStream {
+    let mut c = connect(s);
+    call(&mut c, kind::OPEN, &[b"dyno_tx"], kind::OK);
+    c
+}
+
+/// Writes between BEGIN and COMMIT are seen by their own connection at once, by others only
+/// after the commit; a connection that closes mid-transaction leaves nothing behind.
+fn transactions_are_atomic(s: &StoreServer) {
+    let (mut a, mut b) = (opened(s), opened(s));
+    let key = 1u64.to_be_bytes();
+    call(&mut a, kind::BEGIN, &[], kind::OK);
+    call(&mut a, kind::PUT, &[&key, b"one"], kind::OK);
+    assert_eq!(call(&mut a, kind::GET, &[&key], kind::VALUE), b"one");
+    call(&mut b, kind::GET, &[&key], kind::NOT_FOUND);
+    let values = call(&mut a, kind::MGET, &[&key], kind::VALUES);
+    assert_eq!(values, [&3u32.to_be_bytes()[..], b"one"].concat());
+    call(&mut a, kind::COMMIT, &[], kind::OK);
+    assert_eq!(call(&mut b, kind::GET, &[&key], kind::VALUE), b"one");
+
+    call(&mut a, kind::BEGIN, &[], kind::OK);
+    call(&mut a, kind::DELETE, &[&key], kind::OK);
+    call(&mut a, kind::GET, &[&key], kind::NOT_FOUND);
+    call(&mut a, kind::PUT, &[&2u64.to_be_bytes(), b"two"], kind::OK);
+    drop(a);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(call(&mut b, kind::GET, &[&key], kind::VALUE), b"one");
+    call(&mut b, kind::GET, &[&2u64.to_be_bytes()], kind::NOT_FOUND);
+}
+
+#[test]
+fn transactions_in_memory() {
+    let s = StoreServer::start(TcpListener::bind("127.0.0.1:0").unwrap(), None).unwrap();
+    transactions_are_atomic(&s);
+    let info = host::store::fetch_info(s.addr(), None).unwrap();
+    assert_eq!(info["durability"], "volatile (host memory)");
+}
+
+#[test]
+fn a_store_on_disk_keeps_objects_across_restarts_and_refuses_foreign_directories() {
+    use host::store::{DiskStore, MAX_CONNECTIONS};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let start = || {
+        let disk = Arc::new(DiskStore::open(&path).unwrap());
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        StoreServer::start_with(l, None, Some(disk), MAX_CONNECTIONS).unwrap()
+    };
+    let s = start();
+    transactions_are_atomic(&s);
+    let info = host::store::fetch_info(s.addr(), None).unwrap();
+    assert!(
+        info["durability"].starts_with("LMDB at ")
+            && info["durability"].ends_with("fsync at commit"),
+        "{info:?}"
+    );
+    // A second namespace is apart from the first, and DROP deletes only its own objects.
+    let mut other = connect(&s);
+    call(&mut other, kind::OPEN, &[b"dyno_other"], kind::OK);
+    call(
+        &mut other,
+        kind::PUT,
+        &[&1u64.to_be_bytes(), b"other"],
+        kind::OK,
+    );
+    call(&mut other, kind::DROP, &[b"dyno_other"], kind::OK);
+    drop((other, s));
+
+    let s = start();
+    let mut c = opened(&s);
+    assert_eq!(
+        call(&mut c, kind::GET, &[&1u64.to_be_bytes()], kind::VALUE),
+        b"one",
+        "committed objects survive the host's restart"
+    );
+    let mut other = connect(&s);
+    call(&mut other, kind::OPEN, &[b"dyno_other"], kind::OK);
+    call(
+        &mut other,
+        kind::GET,
+        &[&1u64.to_be_bytes()],
+        kind::NOT_FOUND,
+    );
+    drop((c, other, s));
+
+    let foreign = dir.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("precious"), b"not dyno's").unwrap();
+    let e = DiskStore::open(&foreign).err().unwrap().to_string();
+    assert!(e.contains("is not a dyno host store"), "{e}");
+    assert_eq!(
+        std::fs::read_dir(&foreign).unwrap().count(),
+        1,
+        "left untouched"
+    );
+}

@@ -2,8 +2,9 @@
 //! protocol (see `host::store`).
 //!
 //! Each run works in a namespace of its own (`dyno_<pid>_<n>` on the host), dropped at the end;
-//! each client has its own connection and makes one round trip per operation. The host keeps
-//! objects in memory, so `cold` is not reachable.
+//! each client has its own connection and makes one round trip per operation. Durability is what
+//! the host says (`INFO`): memory, or LMDB with `dyno serve --store PATH`. `cold` is not
+//! reachable: dyno cannot drop a remote host's caches.
 
 use crate::options::Opts;
 use engine::clock::Clock;
@@ -43,6 +44,8 @@ struct Config {
     authority: String,
     token: Option<String>,
     resolved: BTreeMap<String, String>,
+    /// What the host says of its durability (`INFO`), asked once.
+    durability: std::sync::OnceLock<String>,
 }
 
 /// Validates the URL and options; touches nothing.
@@ -58,6 +61,7 @@ pub fn configure(
         authority: authority.to_string(),
         token,
         resolved,
+        durability: std::sync::OnceLock::new(),
     }))
 }
 
@@ -106,6 +110,7 @@ pub fn store_at(
         authority: authority.to_string(),
         token,
         resolved: BTreeMap::new(),
+        durability: std::sync::OnceLock::new(),
     };
     let namespace = format!(
         "dyno_{}_{}_{}",
@@ -128,7 +133,15 @@ pub fn store_at(
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
-        "volatile (host memory)".into()
+        self.durability
+            .get_or_init(|| {
+                crate::net::resolve(&self.authority, None)
+                    .ok()
+                    .and_then(|addr| host::store::fetch_info(addr, self.token.as_deref()).ok())
+                    .and_then(|info| info.get("durability").cloned())
+                    .unwrap_or_else(|| "unknown (host unreachable)".into())
+            })
+            .clone()
     }
     fn topology(&self) -> &'static str {
         crate::net::topology_of(&self.authority)

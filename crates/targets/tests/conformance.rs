@@ -239,3 +239,17 @@ fn postgres() {
         .unwrap();
     assert!(e.message.contains("names no user"), "{e:?}");
 }
+
+#[test]
+fn dyno_host_with_a_store_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = std::sync::Arc::new(host::store::DiskStore::open(dir.path()).unwrap());
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server =
+        host::store::StoreServer::start_with(l, None, Some(disk), host::store::MAX_CONNECTIONS)
+            .unwrap();
+    let url = format!("dyno://{}", server.addr());
+    contract(&url);
+    let durability = config(&url).durability();
+    assert!(durability.starts_with("LMDB at "), "{durability}");
+}
