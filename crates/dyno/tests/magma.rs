@@ -161,3 +161,27 @@ fn magma_refuses_the_shootout_sizes_and_vice_versa() {
             "speaks request; the magma suite needs graph targets",
         ));
 }
+
+#[test]
+fn the_link_of_a_topology_is_set_in_the_plan() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("plan.toml"),
+        "[suite]\nname = \"magma\"\nthousands = 2\ntest_time = \"50ms\"\nreps = 1\nwarmup = false\n\
+         topology = \"wan\"\n[targets.host]\nurl = \"host:\"\nwan_delay = \"5ms\"\nwan_jitter = \"0\"\nwan_rate = \"0\"\n",
+    )
+    .unwrap();
+    dyno(dir.path())
+        .args(["run", "plan.toml", "-o", "o"])
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("o"));
+    assert_eq!(
+        rec["plan"]["targets"][0]["durability"],
+        "volatile, wan (5ms ± 0s one way, no cap)"
+    );
+    // A read is a round trip: never faster than twice the one-way delay.
+    let read = best(&rec, "host-wan", "singleObjectRead");
+    assert!(read < 101.0, "{read} reads/s over a 10 ms round trip");
+}

@@ -27,17 +27,51 @@ pub static INFO: DriverInfo = DriverInfo {
     summary: "dyno's own benchmark host, started for the run, reached inproc, over loopback, or through the link emulator (lan, wan)",
     forms: &["host:", "host:?topology=wan"],
     families: &[Family::Kv, Family::Graph],
-    options: &[OptionSpec {
-        name: "topology",
-        default: "inproc",
-        help: "inproc, loopback, lan or wan",
-    }],
+    options: &[
+        OptionSpec {
+            name: "topology",
+            default: "inproc",
+            help: "inproc, loopback, lan or wan",
+        },
+        OptionSpec {
+            name: "lan_delay",
+            default: "250us",
+            help: "lan: one-way delay",
+        },
+        OptionSpec {
+            name: "lan_jitter",
+            default: "0",
+            help: "lan: each chunk's delay varies within ± this",
+        },
+        OptionSpec {
+            name: "lan_rate",
+            default: "1gbit",
+            help: "lan: bandwidth cap per direction (0: none)",
+        },
+        OptionSpec {
+            name: "wan_delay",
+            default: "20ms",
+            help: "wan: one-way delay",
+        },
+        OptionSpec {
+            name: "wan_jitter",
+            default: "2ms",
+            help: "wan: each chunk's delay varies within ± this",
+        },
+        OptionSpec {
+            name: "wan_rate",
+            default: "50mbit",
+            help: "wan: bandwidth cap per direction (0: none)",
+        },
+    ],
 };
 
 pub const TOPOLOGIES: &[&str] = &["inproc", "loopback", "lan", "wan"];
 
 struct Config {
     topology: &'static str,
+    /// The link of `lan` or `wan`.
+    link: Option<LinkSpec>,
     resolved: BTreeMap<String, String>,
 }
 
@@ -58,8 +92,28 @@ pub fn configure(
         .iter()
         .find(|x| **x == t)
         .expect("a checked choice");
+    let link = |prefix: &str| -> Result<LinkSpec, ConfigError> {
+        let rate = |name: &str| {
+            engine::units::parse_bitrate(o.text(name)).map_err(|e| ConfigError::option(name, e))
+        };
+        let rate = rate(&format!("{prefix}_rate"))?;
+        Ok(LinkSpec {
+            delay: o.duration(&format!("{prefix}_delay"))?,
+            jitter: o.duration(&format!("{prefix}_jitter"))?,
+            rate_bits_per_s: (rate > 0).then_some(rate),
+            seed: 1,
+        })
+    };
+    // Both links are checked, whichever runs: a typo fails before anything starts.
+    let (lan, wan) = (link("lan")?, link("wan")?);
+    let link = match *topology {
+        "lan" => Some(lan),
+        "wan" => Some(wan),
+        _ => None,
+    };
     Ok(Box::new(Config {
         topology,
+        link,
         resolved: o.resolved(),
     }))
 }
@@ -70,7 +124,19 @@ fn io(context: &str) -> impl Fn(std::io::Error) -> DriverError + '_ {
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
-        format!("volatile, {}", self.topology)
+        match &self.link {
+            Some(l) => format!(
+                "volatile, {} ({} ± {} one way, {})",
+                self.topology,
+                humantime::format_duration(l.delay),
+                humantime::format_duration(l.jitter),
+                l.rate_bits_per_s.map_or_else(
+                    || "no cap".to_string(),
+                    |r| format!("{} Mbit/s", r / 1_000_000)
+                )
+            ),
+            None => format!("volatile, {}", self.topology),
+        }
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()
@@ -89,13 +155,11 @@ impl TargetConfig for Config {
         }
         let bind = || TcpListener::bind("127.0.0.1:0").map_err(io("binding a loopback port"));
         let server = StoreServer::start(bind()?, None).map_err(io("starting the host"))?;
-        let link = match self.topology {
-            "lan" => Some(LinkSpec::lan()),
-            "wan" => Some(LinkSpec::wan()),
-            _ => None,
-        }
-        .map(|spec| Link::start(bind()?, server.addr(), spec).map_err(io("starting the link")))
-        .transpose()?;
+        let link = self
+            .link
+            .clone()
+            .map(|spec| Link::start(bind()?, server.addr(), spec).map_err(io("starting the link")))
+            .transpose()?;
         let addr = link.as_ref().map_or(server.addr(), |l| l.addr());
         let inner = crate::remote::store_at(addr, &addr.to_string(), None)?;
         Ok(Box::new(HostedStore {
