@@ -157,7 +157,6 @@ impl TargetConfig for Config {
         let server = StoreServer::start(bind()?, None).map_err(io("starting the host"))?;
         let link = self
             .link
-            .clone()
             .map(|spec| Link::start(bind()?, server.addr(), spec).map_err(io("starting the link")))
             .transpose()?;
         let addr = link.as_ref().map_or(server.addr(), |l| l.addr());
