@@ -105,22 +105,7 @@ fn four_topologies_on_the_host_in_quick_mode() {
 #[test]
 fn magma_verifies_what_it_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let a = dyno(dir.path())
-        .args([
-            "run",
-            "--suite",
-            "magma",
-            "--quick",
-            "--no-warmup",
-            "-o",
-            "o",
-            "mock:?latency=10us&corrupt_every=7",
-        ])
-        .assert()
-        .success();
-    let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
-    let rec = record(&dir.path().join("o"));
-    assert_schema_valid(&rec);
+    let (out, rec) = magma_quick(dir.path(), "o", "mock:?latency=10us&corrupt_every=7");
     let c = case(&rec, "mock", "oneThousandLevelsDeepRead");
     assert_eq!(c["status"], "failed", "{c}");
     assert!(c["errors"]["corrupt"].as_u64().unwrap() > 0, "{c}");

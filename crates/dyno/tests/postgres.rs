@@ -50,26 +50,9 @@ fn shootout_and_magma_on_postgres_in_a_schema_of_their_own() {
             .starts_with(char::is_numeric)
     );
 
-    dyno(dir.path())
-        .args([
-            "run",
-            "--suite",
-            "magma",
-            "--quick",
-            "--no-warmup",
-            "-o",
-            "magma",
-        ])
-        .arg(format!("{}?synchronous_commit=off", pg.url()))
-        .assert()
-        .success();
-    let rec = record(&dir.path().join("magma"));
-    assert_schema_valid(&rec);
-    let cases = rec["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 17);
-    for c in cases {
-        assert_eq!(c["status"], "ok", "{}: {}", c["test"], c["reason"]);
-    }
+    let target = format!("{}?synchronous_commit=off", pg.url());
+    let (_, rec) = magma_quick(dir.path(), "magma", &target);
+    assert_magma_ok(&rec);
     assert_eq!(
         rec["plan"]["targets"][0]["durability"], "fsync=on synchronous_commit=off",
         "what dyno's sessions run with"

@@ -52,26 +52,7 @@ fn shootout_on_redis_in_its_own_prefix_and_nothing_left_behind() {
 fn magma_on_redis_reads_in_batches_and_leaves_nothing_behind() {
     let Some(r) = Redis::start() else { return };
     let dir = tempfile::tempdir().unwrap();
-    dyno(dir.path())
-        .args([
-            "run",
-            "--suite",
-            "magma",
-            "--quick",
-            "--no-warmup",
-            "-o",
-            "o",
-        ])
-        .arg(format!("redis://127.0.0.1:{}", r.port))
-        .assert()
-        .success();
-    let rec = record(&dir.path().join("o"));
-    assert_schema_valid(&rec);
-    let cases = rec["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 17);
-    for c in cases {
-        assert_eq!(c["status"], "ok", "{}: {}", c["test"], c["reason"]);
-        assert!(c["summary"]["ops_per_s"]["best"].as_f64().unwrap() > 0.0);
-    }
+    let (_, rec) = magma_quick(dir.path(), "o", &format!("redis://127.0.0.1:{}", r.port));
+    assert_magma_ok(&rec);
     assert_eq!(dbsize(r.port), 0, "dyno removed exactly what it wrote");
 }

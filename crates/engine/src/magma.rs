@@ -22,7 +22,7 @@ use crate::clock::Clock;
 use crate::driver::{ErrorClass, OpError, Session, Store, TxMode};
 use crate::graph::{self, Object};
 use crate::recorder::Recorder;
-use crate::shootout::{TestOutcome, error_reason, panic_message};
+use crate::shootout::{TestOutcome, error_reason, panic_message, splitmix};
 use crate::worker::{self, Schedule, Stop};
 use results::suites::MAGMA;
 use results::{Rep, Status};
@@ -85,14 +85,6 @@ enum Added {
     Header,
     Chunk(u64),
     Element(u64),
-}
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The client's buffers and its copy of what it wrote.

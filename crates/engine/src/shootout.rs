@@ -145,7 +145,7 @@ fn corrupt(obj: &[u8], key: u64, version: u64, size: usize) -> OpError {
 }
 
 /// A simple deterministic generator (SplitMix64) for object contents.
-fn splitmix(state: &mut u64) -> u64 {
+pub(crate) fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -262,3 +262,37 @@ impl Drop for Redis {
         self.stop();
     }
 }
+
+/// `dyno run --suite magma --quick --no-warmup -o OUT TARGET` in `dir`, which must succeed;
+/// returns its stdout and its (schema-checked) record.
+pub fn magma_quick(dir: &Path, out: &str, target: &str) -> (String, Value) {
+    let a = dyno(dir)
+        .args([
+            "run",
+            "--suite",
+            "magma",
+            "--quick",
+            "--no-warmup",
+            "-o",
+            out,
+            target,
+        ])
+        .assert()
+        .success();
+    let rec = record(&dir.join(out));
+    assert_schema_valid(&rec);
+    (
+        String::from_utf8(a.get_output().stdout.clone()).unwrap(),
+        rec,
+    )
+}
+
+/// Every one of the magma suite's 17 cases is `ok`.
+pub fn assert_magma_ok(rec: &Value) {
+    let cases = rec["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 17);
+    for c in cases {
+        assert_eq!(c["status"], "ok", "{}: {}", c["test"], c["reason"]);
+        assert!(c["summary"]["ops_per_s"]["best"].as_f64().unwrap() > 0.0);
+    }
+}
