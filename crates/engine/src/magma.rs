@@ -174,48 +174,53 @@ impl Work {
         }
         Ok(refs)
     }
+}
 
-    /// Puts one object.
-    fn put(
-        &mut self,
-        session: &mut dyn Session,
-        id: u64,
-        version: u64,
-        refs: &[u64],
-        payload: &[u8],
-    ) -> Result<(), OpError> {
-        graph::encode(id, version, refs, payload, &mut self.buf);
-        session.put(id, &self.buf)
-    }
+/// Puts one object, encoded in `buf`.
+fn put(
+    session: &mut dyn Session,
+    buf: &mut Vec<u8>,
+    id: u64,
+    version: u64,
+    refs: &[u64],
+    payload: &[u8],
+) -> Result<(), OpError> {
+    graph::encode(id, version, refs, payload, buf);
+    session.put(id, buf)
+}
 
-    /// Writes chunk `c` of a collection whose elements are `elements`.
-    fn put_chunk(
-        &mut self,
-        session: &mut dyn Session,
-        id: u64,
-        version: u64,
-        elements: &[u64],
-        c: usize,
-    ) -> Result<(), OpError> {
-        let end = ((c + 1) * CHUNK).min(elements.len());
-        graph::encode(id, version, &elements[c * CHUNK..end], &[], &mut self.buf);
-        session.put(id, &self.buf)
-    }
+/// Writes chunk `c` of a collection whose elements are `elements`.
+fn put_chunk(
+    session: &mut dyn Session,
+    buf: &mut Vec<u8>,
+    id: u64,
+    version: u64,
+    elements: &[u64],
+    c: usize,
+) -> Result<(), OpError> {
+    let end = ((c + 1) * CHUNK).min(elements.len());
+    put(session, buf, id, version, &elements[c * CHUNK..end], &[])
+}
 
-    /// Writes a collection's header: its size and its chunks.
-    fn put_header(
-        &mut self,
-        session: &mut dyn Session,
-        id: u64,
-        version: u64,
-        size: u64,
-        chunks: impl Iterator<Item = u64>,
-    ) -> Result<(), OpError> {
-        self.refs.clear();
-        self.refs.extend(chunks);
-        graph::encode(id, version, &self.refs, &size.to_le_bytes(), &mut self.buf);
-        session.put(id, &self.buf)
-    }
+/// Writes a collection's header: its size, and its chunks (gathered in `refs`).
+fn put_header(
+    session: &mut dyn Session,
+    w: &mut Work,
+    id: u64,
+    version: u64,
+    size: u64,
+    chunks: impl Iterator<Item = u64>,
+) -> Result<(), OpError> {
+    w.refs.clear();
+    w.refs.extend(chunks);
+    put(
+        session,
+        &mut w.buf,
+        id,
+        version,
+        &w.refs,
+        &size.to_le_bytes(),
+    )
 }
 
 /// Runs the suite's repetitions with one client session on one opened store.
@@ -346,14 +351,14 @@ impl<'a> Magma<'a> {
                 }
                 session.begin(TxMode::Write)?;
             }
-            w.put(session, *id, 1, refs, payload)?;
+            put(session, &mut w.buf, *id, 1, refs, payload)?;
         }
-        let elements = w.collection.clone();
         for c in 0..w.dirty.len() {
-            w.put_chunk(session, key(COLLECTION, 1 + c as u64), 1, &elements, c)?;
+            let id = key(COLLECTION, 1 + c as u64);
+            put_chunk(session, &mut w.buf, id, 1, &w.collection, c)?;
         }
         let chunks = (0..w.dirty.len() as u64).map(|c| key(COLLECTION, 1 + c));
-        w.put_header(session, key(COLLECTION, 0), 1, t, chunks)?;
+        put_header(session, w, key(COLLECTION, 0), 1, t, chunks)?;
         session.commit()
     }
 
@@ -506,20 +511,14 @@ impl<'a> Magma<'a> {
                 run(rate, rec, 1, &mut |s, w| {
                     s.begin(TxMode::Write)?;
                     w.versions[slot] += 1;
-                    let payload = match slot {
-                        0 => std::mem::take(&mut w.small),
-                        1 => std::mem::take(&mut w.elements),
-                        2 => std::mem::take(&mut w.buffer1001),
-                        _ => std::mem::take(&mut w.big),
+                    let payload: &[u8] = match slot {
+                        0 => &w.small,
+                        1 => &w.elements,
+                        2 => &w.buffer1001,
+                        _ => &w.big,
                     };
-                    let put = w.put(s, key(WRITES, slot as u64), w.versions[slot], &[], &payload);
-                    match slot {
-                        0 => w.small = payload,
-                        1 => w.elements = payload,
-                        2 => w.buffer1001 = payload,
-                        _ => w.big = payload,
-                    }
-                    put?;
+                    let id = key(WRITES, slot as u64);
+                    put(s, &mut w.buf, id, w.versions[slot], &[], payload)?;
                     s.commit()
                 })
             }
@@ -538,16 +537,10 @@ impl<'a> Magma<'a> {
                     w.dirty[at / CHUNK] = true;
                 }
                 w.collection_version += 1;
-                let elements = std::mem::take(&mut w.collection);
-                let mut put = Ok(());
-                for c in 0..w.dirty.len() {
-                    if w.dirty[c] && put.is_ok() {
-                        let id = key(COLLECTION, 1 + c as u64);
-                        put = w.put_chunk(s, id, w.collection_version, &elements, c);
-                    }
+                for c in (0..w.dirty.len()).filter(|c| w.dirty[*c]) {
+                    let id = key(COLLECTION, 1 + c as u64);
+                    put_chunk(s, &mut w.buf, id, w.collection_version, &w.collection, c)?;
                 }
-                w.collection = elements;
-                put?;
                 s.commit()
             }),
             "addThousandsOfObjectsTenAtATime"
@@ -626,25 +619,18 @@ fn add(
         let n = batch.min(t - first as u64);
         for j in first as u64..first as u64 + n {
             let id = added(rep, variant, Added::Element(j));
-            let payload = std::mem::take(&mut w.small);
-            let put = w.put(s, id, 1, &[], &payload);
-            w.small = payload;
-            put?;
+            put(s, &mut w.buf, id, 1, &[], &w.small)?;
             elements.push(id);
         }
         for c in first / CHUNK..elements.len().div_ceil(CHUNK) {
-            w.put_chunk(
-                s,
-                added(rep, variant, Added::Chunk(c as u64)),
-                version,
-                &elements,
-                c,
-            )?;
+            let id = added(rep, variant, Added::Chunk(c as u64));
+            put_chunk(s, &mut w.buf, id, version, &elements, c)?;
         }
         let chunks = elements.len().div_ceil(CHUNK) as u64;
         let chunk_ids = (0..chunks).map(|c| added(rep, variant, Added::Chunk(c)));
-        w.put_header(
+        put_header(
             s,
+            w,
             added(rep, variant, Added::Header),
             version,
             elements.len() as u64,

@@ -284,43 +284,49 @@ impl Objects {
     }
 
     pub fn put(&self, key: u64, value: &[u8]) -> io::Result<()> {
-        self.apply(&[(key, Some(value.to_vec()))])
+        self.apply([(key, Some(value))]).map(drop)
     }
 
-    /// Applies a transaction's writes at once.
-    fn apply(&self, writes: &[Write1]) -> io::Result<()> {
+    /// Deletes `key`; `false` when there was none.
+    pub fn delete(&self, key: u64) -> io::Result<bool> {
+        self.apply([(key, None)]).map(|deleted| deleted == 1)
+    }
+
+    /// Applies writes (a value, or `None` to delete) at once: under one lock in memory, in one
+    /// LMDB transaction on disk. Returns how many deletes found their key.
+    fn apply<'v>(
+        &self,
+        writes: impl IntoIterator<Item = (u64, Option<&'v [u8]>)>,
+    ) -> io::Result<usize> {
+        let mut deleted = 0;
         match &self.inner {
             Inner::Memory(map) => {
                 let mut m = map.write().map_err(|_| poisoned())?;
                 for (key, value) in writes {
                     match value {
-                        Some(value) => match m.get_mut(key) {
+                        Some(value) => match m.get_mut(&key) {
                             Some(v) if v.len() == value.len() => v.copy_from_slice(value),
                             _ => {
-                                m.insert(*key, value.as_slice().into());
+                                m.insert(key, value.into());
                             }
                         },
-                        None => {
-                            m.remove(key);
-                        }
+                        None => deleted += usize::from(m.remove(&key).is_some()),
                     }
                 }
-                Ok(())
             }
             Inner::Disk { store, prefix } => {
                 let mut w = store.env.write_txn().map_err(disk)?;
                 for (key, value) in writes {
-                    let k = Self::disk_key(prefix, *key);
+                    let k = Self::disk_key(prefix, key);
                     match value {
                         Some(v) => store.db.put(&mut w, &k, v).map_err(disk)?,
-                        None => {
-                            store.db.delete(&mut w, &k).map_err(disk)?;
-                        }
+                        None => deleted += usize::from(store.db.delete(&mut w, &k).map_err(disk)?),
                     }
                 }
-                w.commit().map_err(disk)
+                w.commit().map_err(disk)?;
             }
         }
+        Ok(deleted)
     }
 
     /// Copies the object into `out`; `false` when there is none.
@@ -361,23 +367,6 @@ impl Objects {
             }
         }
         Ok(None)
-    }
-
-    /// The total size of the values of `keys` that exist.
-    pub fn size_of(&self, keys: &[u64]) -> io::Result<u64> {
-        let mut total = 0u64;
-        for k in keys {
-            self.get_each(&[*k], |v| total += v.len() as u64)?;
-        }
-        Ok(total)
-    }
-
-    pub fn delete(&self, key: u64) -> io::Result<bool> {
-        if self.get_each(&[key], |_| {})?.is_some() {
-            return Ok(false);
-        }
-        self.apply(&[(key, None)])?;
-        Ok(true)
     }
 }
 
@@ -574,6 +563,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut objects: Option<Arc<Objects>> = None;
     let mut pending: Option<Pending> = None;
     let mut value = Vec::new();
+    let mut keys: Vec<u64> = Vec::new();
     let local: Local = Arc::new(Mutex::new(new_stats()));
     if let Ok(mut live) = shared.live_stats.lock() {
         live.push(local.clone());
@@ -657,7 +647,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 }
                 kind::BEGIN | kind::COMMIT => {
                     if let (Some(p), Some(map)) = (pending.take(), &objects) {
-                        map.apply(&p.writes)?;
+                        map.apply(p.writes.iter().map(|(k, v)| (*k, v.as_deref())))?;
                     }
                     if k == kind::BEGIN {
                         pending = Some(Pending::default());
@@ -733,27 +723,31 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                     if body.len() % 8 != 0 {
                         return bad(&mut out, "MGET carries whole 8-byte keys");
                     }
-                    let keys: Vec<u64> = body
-                        .chunks_exact(8)
-                        .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes")))
-                        .collect();
-                    let total = map.size_of(&keys)? + 4 * keys.len() as u64;
-                    if total >= u64::from(MAX_FRAME) {
-                        let msg = format!(
-                            "the {} values asked for come to {total} bytes, over the frame limit of {MAX_FRAME}; ask for fewer keys at a time",
-                            keys.len()
-                        );
-                        write_frame(&mut out, kind::ERR, &[msg.as_bytes()])?;
-                    } else {
-                        value.clear();
-                        let missing = read_through(map, pending.as_ref(), &keys, |v| {
+                    keys.clear();
+                    keys.extend(
+                        body.chunks_exact(8)
+                            .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes"))),
+                    );
+                    // One pass: values are copied while the reply fits a frame, then only counted.
+                    value.clear();
+                    let mut total = 0u64;
+                    let missing = read_through(map, pending.as_ref(), &keys, |v| {
+                        total += 4 + v.len() as u64;
+                        if total < u64::from(MAX_FRAME) {
                             value.extend_from_slice(&(v.len() as u32).to_be_bytes());
                             value.extend_from_slice(v);
-                        })?;
-                        match missing {
-                            None => write_frame(&mut out, kind::VALUES, &[&value])?,
-                            Some(k) => write_frame(&mut out, kind::NOT_FOUND, &[&k.to_be_bytes()])?,
                         }
+                    })?;
+                    match missing {
+                        Some(k) => write_frame(&mut out, kind::NOT_FOUND, &[&k.to_be_bytes()])?,
+                        None if total >= u64::from(MAX_FRAME) => {
+                            let msg = format!(
+                                "the {} values asked for come to {total} bytes, over the frame limit of {MAX_FRAME}; ask for fewer keys at a time",
+                                keys.len()
+                            );
+                            write_frame(&mut out, kind::ERR, &[msg.as_bytes()])?;
+                        }
+                        None => write_frame(&mut out, kind::VALUES, &[&value])?,
                     }
                 }
                 kind::STATS => {

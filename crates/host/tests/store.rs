@@ -212,3 +212,31 @@ fn a_store_on_disk_keeps_objects_across_restarts_and_refuses_foreign_directories
         "left untouched"
     );
 }
+
+#[test]
+fn a_batched_read_over_the_frame_limit_is_refused_and_the_connection_goes_on() {
+    let s = StoreServer::start(TcpListener::bind("127.0.0.1:0").unwrap(), None).unwrap();
+    let mut c = opened(&s);
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let big = vec![7u8; 40 << 20];
+    for k in [1u64, 2] {
+        call(&mut c, kind::PUT, &[&k.to_be_bytes(), &big], kind::OK);
+    }
+    let keys = [1u64.to_be_bytes(), 2u64.to_be_bytes()].concat();
+    write_frame(&mut c, kind::MGET, &[&keys]).unwrap();
+    let e = error_of(&mut c);
+    assert!(
+        e.contains("over the frame limit") && e.contains("ask for fewer keys"),
+        "{e}"
+    );
+    // One of them fits, and the connection still serves.
+    let one = call(&mut c, kind::MGET, &[&1u64.to_be_bytes()], kind::VALUES);
+    assert_eq!(one.len(), 4 + big.len());
+    let missing = call(
+        &mut c,
+        kind::MGET,
+        &[&keys[..8], &9u64.to_be_bytes()],
+        kind::NOT_FOUND,
+    );
+    assert_eq!(missing, 9u64.to_be_bytes());
+}

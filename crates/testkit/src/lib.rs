@@ -1,5 +1,5 @@
-//! Real servers for dyno's tests (never mocks): each a private instance on a free loopback port,
-//! in a temporary directory, stopped by its PID when dropped.
+//! Real servers for dyno's tests (never mocks): nginx, Redis and PostgreSQL, each a private
+//! instance on a free loopback port, in a temporary directory, stopped by its PID when dropped.
 //!
 //! A server that is not installed makes `start` return `None` with a printed notice, so a bare
 //! `cargo test` skips what needs it; under `./scripts/test` (which installs the servers and sets
@@ -9,8 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `None` with a notice, or a panic under `DYNO_REQUIRE_SERVERS`.
-fn missing<T>(what: &str) -> Option<T> {
+/// The 13 bytes of the static file nginx serves in tests and benchmarks.
+pub const HELLO: &[u8] = b"Hello, dyno!\n";
+
+/// The first of `candidates` that exists, or `None` with a notice (a panic under
+/// `DYNO_REQUIRE_SERVERS`).
+fn installed(what: &str, candidates: &[&str]) -> Option<PathBuf> {
+    if let Some(p) = candidates.iter().map(PathBuf::from).find(|p| p.is_file()) {
+        return Some(p);
+    }
     if std::env::var_os("DYNO_REQUIRE_SERVERS").is_some() {
         panic!("{what} is required here: ./scripts/test installs it");
     }
@@ -18,7 +25,8 @@ fn missing<T>(what: &str) -> Option<T> {
     None
 }
 
-/// A free loopback port (free when asked; the caller retries if another process takes it).
+/// A free loopback port (free when asked: a server that loses it to another process exits, and
+/// its starter tries again).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -26,28 +34,176 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A private PostgreSQL: `initdb` in a temporary directory (user `dyno`, trust authentication on
-/// loopback only), then `postgres` on a free port. Run as the `postgres` user when the tests run
-/// as root (PostgreSQL refuses to run as root).
-pub struct Postgres {
-    pub port: u16,
+/// A server process this kit started, and its directory.
+struct Running {
     child: Child,
+    stop_signal: i32,
     _dir: tempfile::TempDir,
 }
 
-/// The newest installed PostgreSQL's bin directory.
+impl Running {
+    /// Waits (at most `limit`) until `ready()`; `false` when the process exited or time ran out.
+    fn ready(&mut self, limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if ready() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // SAFETY: signalling the server this kit started, by its PID.
+        unsafe { libc::kill(self.child.id() as i32, self.stop_signal) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn accepts(port: u16) -> bool {
+    std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
+/// Starts a server up to five times on fresh ports (another process may take a free port first).
+fn on_a_free_port(what: &str, mut start: impl FnMut(u16) -> Option<Running>) -> (u16, Running) {
+    for _ in 0..5 {
+        let port = free_port();
+        if let Some(r) = start(port) {
+            return (port, r);
+        }
+    }
+    panic!("{what} did not start on any of 5 free ports");
+}
+
+fn quiet(bin: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    c
+}
+
+/// A private nginx serving [`HELLO`] at `/hello.txt` and a 404 at `/missing`.
+pub struct Nginx {
+    pub port: u16,
+    _server: Running,
+}
+
+impl Nginx {
+    pub fn start() -> Option<Nginx> {
+        let bin = installed("nginx", &["/usr/sbin/nginx", "/usr/bin/nginx"])?;
+        let (port, server) = on_a_free_port("nginx", |port| {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            std::fs::create_dir(d.join("www")).unwrap();
+            std::fs::write(d.join("www/hello.txt"), HELLO).unwrap();
+            let conf = format!(
+                "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+                 events {{ worker_connections 4096; }}\n\
+                 http {{\n  access_log off;\n  keepalive_requests 10000000;\n\
+                 client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
+                 uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+                 server {{\n    listen 127.0.0.1:{port};\n    root {d}/www;\n    location = /missing {{ return 404; }}\n  }}\n}}\n",
+                d = d.display()
+            );
+            std::fs::write(d.join("nginx.conf"), conf).unwrap();
+            let child = quiet(&bin)
+                .arg("-p")
+                .arg(d)
+                .arg("-c")
+                .arg(d.join("nginx.conf"))
+                .spawn()
+                .expect("starting nginx");
+            let mut r = Running {
+                child,
+                stop_signal: libc::SIGTERM,
+                _dir: dir,
+            };
+            r.ready(Duration::from_secs(5), || accepts(port))
+                .then_some(r)
+        });
+        Some(Nginx {
+            port,
+            _server: server,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+/// A private redis-server with no persistence.
+pub struct Redis {
+    pub port: u16,
+    _server: Running,
+}
+
+impl Redis {
+    pub fn start() -> Option<Redis> {
+        let bin = installed(
+            "redis-server",
+            &["/usr/bin/redis-server", "/usr/local/bin/redis-server"],
+        )?;
+        let (port, server) = on_a_free_port("redis-server", |port| {
+            let dir = tempfile::tempdir().unwrap();
+            let child = quiet(&bin)
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(dir.path())
+                .spawn()
+                .expect("starting redis-server");
+            let mut r = Running {
+                child,
+                stop_signal: libc::SIGTERM,
+                _dir: dir,
+            };
+            r.ready(Duration::from_secs(5), || accepts(port))
+                .then_some(r)
+        });
+        Some(Redis {
+            port,
+            _server: server,
+        })
+    }
+}
+
+/// A private PostgreSQL: `initdb` in a temporary directory (user `dyno`, trust authentication on
+/// loopback only), then `postgres` on a free port; run as the `postgres` user when the tests run
+/// as root (PostgreSQL refuses to run as root). Stopped with SIGINT (a fast shutdown).
+pub struct Postgres {
+    pub port: u16,
+    _server: Running,
+}
+
+/// The newest installed PostgreSQL's `postgres`.
 fn postgres_bin() -> Option<PathBuf> {
     let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
+        .into_iter()
+        .flatten()
         .flatten()
         .filter_map(|e| {
             let v = e.file_name().to_str()?.parse::<u32>().ok()?;
-            let bin = e.path().join("bin");
-            bin.join("postgres").is_file().then_some((v, bin))
+            let bin = e.path().join("bin/postgres");
+            bin.is_file().then_some((v, bin))
         })
         .collect();
     found.sort();
-    found.pop().map(|(_, b)| b)
+    let newest = found.pop().map(|(_, b)| b.display().to_string());
+    installed("PostgreSQL", &[newest.as_deref().unwrap_or("")])
 }
 
 /// The uid and gid to run PostgreSQL as: `postgres` when we are root, else ourselves.
@@ -67,12 +223,10 @@ fn run_as() -> Option<(u32, u32)> {
     Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
 }
 
-fn command(bin: &Path, user: Option<(u32, u32)>) -> Command {
+fn as_user(bin: &Path, user: Option<(u32, u32)>) -> Command {
     use std::os::unix::process::CommandExt;
-    let mut c = Command::new(bin);
-    c.env("LC_ALL", "C")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut c = quiet(bin);
+    c.env("LC_ALL", "C");
     if let Some((uid, gid)) = user {
         c.uid(uid).gid(gid);
     }
@@ -81,67 +235,52 @@ fn command(bin: &Path, user: Option<(u32, u32)>) -> Command {
 
 impl Postgres {
     pub fn start() -> Option<Postgres> {
-        let Some(bin) = postgres_bin() else {
-            return missing("PostgreSQL");
-        };
+        let postgres = postgres_bin()?;
+        let bin = postgres.parent().expect("a bin directory");
         let user = run_as();
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        if let Some((uid, gid)) = user {
-            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown");
-        }
-        let data = dir.path().join("data");
-        let ok = command(&bin.join("initdb"), user)
-            .arg("-D")
-            .arg(&data)
-            .args(["-U", "dyno", "--auth=trust", "-E", "UTF8", "--no-sync"])
-            .status()
-            .expect("running initdb");
-        assert!(ok.success(), "initdb failed: {ok}");
-        let port = free_port();
-        let child = command(&bin.join("postgres"), user)
-            .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
-            .arg("-k")
-            .arg(dir.path())
-            .spawn()
-            .expect("starting postgres");
-        let mut pg = Postgres {
-            port,
-            child,
-            _dir: dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = pg.child.try_wait() {
-                panic!("postgres exited at start ({status}); was port {port} taken?");
+        let (port, server) = on_a_free_port("postgres", |port| {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            if let Some((uid, gid)) = user {
+                std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown");
             }
-            let ready = command(&bin.join("pg_isready"), None)
-                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+            let data = dir.path().join("data");
+            let ok = as_user(&bin.join("initdb"), user)
+                .arg("-D")
+                .arg(&data)
+                .args(["-U", "dyno", "--auth=trust", "-E", "UTF8", "--no-sync"])
                 .status()
-                .is_ok_and(|s| s.success());
-            if ready {
-                return Some(pg);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("postgres did not become ready within 30 s");
+                .expect("running initdb");
+            assert!(ok.success(), "initdb failed: {ok}");
+            let child = as_user(&postgres, user)
+                .arg("-D")
+                .arg(&data)
+                .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+                .arg("-k")
+                .arg(dir.path())
+                .spawn()
+                .expect("starting postgres");
+            let mut r = Running {
+                child,
+                stop_signal: libc::SIGINT,
+                _dir: dir,
+            };
+            // Accepting a connection is not enough: it must also have finished starting up.
+            let ready = || {
+                quiet(&bin.join("pg_isready"))
+                    .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            r.ready(Duration::from_secs(30), ready).then_some(r)
+        });
+        Some(Postgres {
+            port,
+            _server: server,
+        })
     }
 
     /// The URL dyno reaches this server by.
     pub fn url(&self) -> String {
         format!("postgres://dyno@127.0.0.1:{}/postgres", self.port)
-    }
-
-    fn stop(&mut self) {
-        // SAFETY: signalling the postgres this helper started, by its PID (SIGINT: fast shutdown).
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
