@@ -443,6 +443,13 @@ fn the_shootout_runs_on_the_benchmark_host_and_stats_show_the_server_side() {
     let puts = out.lines().find(|l| l.starts_with("put ")).unwrap();
     // 2 clients × 100 objects × (add + update) × (warm-up + 1 repetition).
     assert_eq!(puts.split_whitespace().nth(1), Some("800"), "{out}");
+
+    // The magma suite on the same host, its server figures beside the client's.
+    let (out, rec) = magma_quick(dir.path(), "magma", &format!("dyno://{}", server.addr()));
+    assert_magma_ok(&rec);
+    let read = &case(&rec, "dyno", "oneThousandElementArrayOfObjectsRead")["server"];
+    assert_eq!(read["get"]["count"], read["mget"]["count"], "{read}");
+    assert!(out.contains("client / server / difference"), "{out}");
 }
 
 #[test]
