@@ -74,8 +74,15 @@ impl Drop for Running {
     }
 }
 
-fn accepts(port: u16) -> bool {
-    std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+/// A server stopped by SIGTERM, once it accepts connections on `port` (within 5 s).
+fn accepting(child: Child, dir: tempfile::TempDir, port: u16) -> Option<Running> {
+    let mut r = Running {
+        child,
+        stop_signal: libc::SIGTERM,
+        _dir: dir,
+    };
+    let accepts = || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+    r.ready(Duration::from_secs(5), accepts).then_some(r)
 }
 
 /// Starts a server up to five times on fresh ports (another process may take a free port first).
@@ -126,13 +133,7 @@ impl Nginx {
                 .arg(d.join("nginx.conf"))
                 .spawn()
                 .expect("starting nginx");
-            let mut r = Running {
-                child,
-                stop_signal: libc::SIGTERM,
-                _dir: dir,
-            };
-            r.ready(Duration::from_secs(5), || accepts(port))
-                .then_some(r)
+            accepting(child, dir, port)
         });
         Some(Nginx {
             port,
@@ -166,13 +167,7 @@ impl Redis {
                 .arg(dir.path())
                 .spawn()
                 .expect("starting redis-server");
-            let mut r = Running {
-                child,
-                stop_signal: libc::SIGTERM,
-                _dir: dir,
-            };
-            r.ready(Duration::from_secs(5), || accepts(port))
-                .then_some(r)
+            accepting(child, dir, port)
         });
         Some(Redis {
             port,
