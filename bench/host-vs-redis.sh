@@ -36,6 +36,17 @@ for port in "$hport" "$rport"; do
   done
 done
 echo "redis $(redis-server --version | awk '{print $3}'), $($dyno --version); server on core 1, dyno on core 0"
+# Each server's CPU time (user + system, in clock ticks) over the run: the two serve the same
+# operations, one target after the other, so the ratio is their ratio of CPU per operation.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+h0=$(ticks "${pids[0]}"); r0=$(ticks "${pids[1]}")
 taskset -c 0 "$dyno" run "dyno://127.0.0.1:$hport" "redis://127.0.0.1:$rport" \
   -c 50 -n "$objects" -r "$reps" --no-warmup -o "$work/run" > "$work/table.txt" 2>/dev/null
+h1=$(ticks "${pids[0]}"); r1=$(ticks "${pids[1]}")
 sed -n '1,12p' "$work/table.txt"
+hz=$(getconf CLK_TCK)
+awk -v h=$((h1 - h0)) -v r=$((r1 - r0)) -v hz="$hz" 'BEGIN {
+  printf "server CPU over the run: dyno serve %.2f s, redis-server %.2f s (dyno/redis %.2f)\n", h / hz, r / hz, h / r }'
+# The rates side by side: dyno serve / redis-server per test.
+awk 'NR <= 12 && $1 ~ /^(add|update|warm|hot)$/ { gsub(",", "", $2); gsub(",", "", $3);
+  printf "%-8s dyno/redis %.2f\n", $1, $2 / $3 }' "$work/table.txt"

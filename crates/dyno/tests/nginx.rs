@@ -97,28 +97,33 @@ fn non_2xx_from_nginx_are_bad_requests_not_network_failures() {
 fn open_loop_against_nginx() {
     let _serial = serial();
     let Some(n) = Nginx::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    dyno(dir.path())
-        .args([
-            "run",
-            &n.url("/hello.txt"),
-            "--rate",
-            "2000",
-            "-d",
-            "1s",
-            "-c",
-            "8",
-            "-o",
-            "o",
-        ])
-        .assert()
-        .success();
-    let l = load(&record(&dir.path().join("o")));
-    let ok = l["ok"].as_u64().unwrap();
-    assert!((1_980..=2_020).contains(&ok), "{ok}");
-    assert_eq!(
-        l["generator"]["valid"], true,
-        "{}",
-        l["generator"]["reason"]
-    );
+    // This machine is shared and noisy: a run whose generator was held up is rightly marked
+    // invalid, so up to three tries for one whose self-check passes.
+    let mut reasons = Vec::new();
+    for attempt in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        dyno(dir.path())
+            .args([
+                "run",
+                &n.url("/hello.txt"),
+                "--rate",
+                "2000",
+                "-d",
+                "1s",
+                "-c",
+                "8",
+                "-o",
+                "o",
+            ])
+            .assert()
+            .success();
+        let l = load(&record(&dir.path().join("o")));
+        let ok = l["ok"].as_u64().unwrap();
+        assert!((1_980..=2_020).contains(&ok), "{ok}");
+        if l["generator"]["valid"] == true {
+            return;
+        }
+        reasons.push(format!("try {attempt}: {}", l["generator"]["reason"]));
+    }
+    panic!("the generator never kept 2000/s: {reasons:?}");
 }

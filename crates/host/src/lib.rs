@@ -12,6 +12,7 @@
 //!
 //! - [`store`]: the object-store benchmark host (`dyno serve`) and its binary protocol.
 
+pub mod evloop;
 pub mod link;
 pub mod reference;
 pub mod store;

@@ -39,16 +39,18 @@
 //! (only) is closed. A connection holds at most one frame in memory.
 
 use std::collections::HashMap;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+
+use rustc_hash::FxHashMap;
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::evloop::{self, EventServer, Protocol, Step};
 
 /// The largest frame accepted: a 64 MiB object plus its key and header.
 pub const MAX_FRAME: u32 = (64 << 20) + 64;
-/// Connections served at once (a thread each).
+/// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 1024;
 /// Namespaces a host keeps at once.
 pub const MAX_NAMESPACES: usize = 4096;
@@ -240,7 +242,8 @@ impl DiskStore {
 }
 
 enum Inner {
-    Memory(RwLock<HashMap<u64, Box<[u8]>>>),
+    /// Keys are the benchmark's own integers: a fast hash, no defence against chosen keys needed.
+    Memory(RwLock<FxHashMap<u64, Box<[u8]>>>),
     Disk {
         store: Arc<DiskStore>,
         prefix: [u8; 4],
@@ -255,7 +258,7 @@ pub struct Objects {
 impl Default for Objects {
     fn default() -> Objects {
         Objects {
-            inner: Inner::Memory(RwLock::new(HashMap::new())),
+            inner: Inner::Memory(RwLock::new(FxHashMap::default())),
         }
     }
 }
@@ -427,28 +430,21 @@ struct OpStats {
     latency: hdrhistogram::Histogram<u64>,
 }
 
-/// One connection's figures: locked by its own thread per request (uncontended), and by `STATS`.
+/// One event loop's figures: locked by its loop per request (uncontended), and by `STATS`.
 type Local = Arc<Mutex<Vec<OpStats>>>;
 
 struct Shared {
     token: Option<String>,
     /// `--store PATH`; objects in memory when `None`.
     disk: Option<Arc<DiskStore>>,
-    max_connections: usize,
     namespaces: RwLock<HashMap<String, Arc<Objects>>>,
-    /// Figures of the connections that have closed.
-    stats: Mutex<Vec<OpStats>>,
-    /// The open connections' own figures. Lock order: this list, then `stats`.
-    live_stats: Mutex<Vec<Local>>,
-    live: AtomicUsize,
-    stop: AtomicBool,
+    /// Each event loop's figures.
+    stats: Mutex<Vec<Local>>,
 }
 
-/// A running benchmark host.
+/// A running benchmark host: one event loop per core it may run on ([`crate::evloop`]).
 pub struct StoreServer {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    acceptor: Option<JoinHandle<()>>,
+    server: EventServer,
 }
 
 impl StoreServer {
@@ -473,79 +469,33 @@ impl StoreServer {
         disk: Option<Arc<DiskStore>>,
         max_connections: usize,
     ) -> io::Result<StoreServer> {
-        let addr = listener.local_addr()?;
-        let stats = new_stats();
         let shared = Arc::new(Shared {
             token,
             disk,
-            max_connections: max_connections.min(MAX_CONNECTIONS),
             namespaces: RwLock::new(HashMap::new()),
-            stats: Mutex::new(stats),
-            live_stats: Mutex::new(Vec::new()),
-            live: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
+            stats: Mutex::new(Vec::new()),
         });
-        let s = shared.clone();
-        let acceptor = std::thread::Builder::new()
-            .name("dyno-host-accept".into())
-            .spawn(move || {
-                for stream in listener.incoming() {
-                    if s.stop.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let Ok(mut stream) = stream else { continue };
-                    let _ = stream.set_nodelay(true);
-                    if s.live.load(Ordering::SeqCst) >= s.max_connections {
-                        let msg =
-                            format!("too many connections (the limit is {})", s.max_connections);
-                        let _ = write_frame(&mut stream, kind::ERR, &[msg.as_bytes()]);
-                        continue;
-                    }
-                    s.live.fetch_add(1, Ordering::SeqCst);
-                    let conn = s.clone();
-                    let spawned = std::thread::Builder::new()
-                        .name("dyno-host-conn".into())
-                        .spawn(move || {
-                            let _ = serve(stream, &conn);
-                            conn.live.fetch_sub(1, Ordering::SeqCst);
-                        });
-                    if spawned.is_err() {
-                        s.live.fetch_sub(1, Ordering::SeqCst);
-                    }
-                }
-            })?;
-        Ok(StoreServer {
-            addr,
+        let server = EventServer::start(
+            listener,
             shared,
-            acceptor: Some(acceptor),
-        })
+            evloop::loops_wanted(),
+            max_connections.min(MAX_CONNECTIONS),
+        )?;
+        Ok(StoreServer { server })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
+    /// Stops the host: no new connections, and the open ones are closed.
     pub fn stop(&mut self) {
-        if self.shared.stop.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(h) = self.acceptor.take() {
-            let _ = h.join();
-        }
+        self.server.stop();
     }
 
     /// Blocks until the server stops (for `dyno serve`).
     pub fn wait(mut self) {
-        if let Some(h) = self.acceptor.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-impl Drop for StoreServer {
-    fn drop(&mut self) {
-        self.stop();
+        self.server.wait();
     }
 }
 
@@ -554,225 +504,285 @@ fn key_of(body: &[u8]) -> Option<u64> {
         .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes")))
 }
 
-/// Serves one connection until it closes or breaks a rule.
-fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
-    let mut input = BufReader::with_capacity(64 << 10, stream.try_clone()?);
-    let mut out = BufWriter::with_capacity(64 << 10, stream);
-    let mut body = Vec::new();
-    let mut authed = shared.token.is_none();
-    let mut objects: Option<Arc<Objects>> = None;
-    let mut pending: Option<Pending> = None;
-    let mut value = Vec::new();
-    let mut keys: Vec<u64> = Vec::new();
-    let local: Local = Arc::new(Mutex::new(new_stats()));
-    if let Ok(mut live) = shared.live_stats.lock() {
-        live.push(local.clone());
+/// One connection's state.
+struct Conn {
+    authed: bool,
+    objects: Option<Arc<Objects>>,
+    pending: Option<Pending>,
+    /// Scratch for a value and for `MGET`'s keys, kept between requests.
+    value: Vec<u8>,
+    keys: Vec<u64>,
+    /// The request being answered: its kind and when it was read.
+    answering: Option<(u8, Instant)>,
+}
+
+impl Protocol for Shared {
+    type Loop = Local;
+    type Conn = Conn;
+
+    fn start_loop(&self) -> Local {
+        let stats: Local = Arc::new(Mutex::new(new_stats()));
+        if let Ok(mut all) = self.stats.lock() {
+            all.push(stats.clone());
+        }
+        stats
     }
-    let result = (|| -> io::Result<()> {
-        loop {
-            let k = match read_frame(&mut input, &mut body) {
-                Ok(Some(k)) => k,
-                Ok(None) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                    write_frame(&mut out, kind::ERR, &[e.to_string().as_bytes()])?;
-                    out.flush()?;
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
-            };
-            let t = Instant::now();
-            if !authed && k != kind::HELLO {
-                write_frame(
-                    &mut out,
-                    kind::ERR,
-                    &[b"authentication required: send HELLO with the host's token first"],
-                )?;
-                out.flush()?;
-                return Ok(());
+
+    fn open(&self, _: &mut Local) -> Conn {
+        Conn {
+            authed: self.token.is_none(),
+            objects: None,
+            pending: None,
+            value: Vec::new(),
+            keys: Vec::new(),
+            answering: None,
+        }
+    }
+
+    fn next(&self, c: &mut Conn, input: &[u8], out: &mut Vec<u8>) -> Step {
+        let Some(head) = input.get(..4) else {
+            return Step::Need(5);
+        };
+        let len = u32::from_be_bytes(head.try_into().expect("4 bytes"));
+        let refuse = |out: &mut Vec<u8>, msg: &str| {
+            frame(out, kind::ERR, &[msg.as_bytes()]);
+            Step::Close(input.len())
+        };
+        if len == 0 {
+            return refuse(out, "an empty frame (no kind byte)");
+        }
+        if len > MAX_FRAME {
+            return refuse(
+                out,
+                &format!("a frame of {len} bytes exceeds the limit of {MAX_FRAME}"),
+            );
+        }
+        let total = 4 + len as usize;
+        if input.len() < total {
+            return Step::Need(total);
+        }
+        let (k, body) = (input[4], &input[5..total]);
+        let t = Instant::now();
+        match self.answer(c, k, body, out) {
+            Ok(true) => {
+                c.answering = Some((k, t));
+                Step::Done(total)
             }
-            let bad = |out: &mut BufWriter<TcpStream>, msg: &str| -> io::Result<()> {
-                write_frame(out, kind::ERR, &[msg.as_bytes()])?;
-                out.flush()
-            };
-            match k {
-                kind::HELLO => {
-                    let ok = shared
-                        .token
-                        .as_deref()
-                        .is_none_or(|t| t.as_bytes() == body.as_slice());
-                    if !ok {
-                        return bad(&mut out, "wrong token");
-                    }
-                    authed = true;
-                    write_frame(&mut out, kind::OK, &[])?;
+            Ok(false) => Step::Close(total),
+            Err(e) => {
+                out.clear();
+                refuse(out, &format!("the host failed: {e}"))
+            }
+        }
+    }
+
+    fn sent(&self, stats: &mut Local, c: &mut Conn) {
+        if let (Some((k, t)), Ok(mut l)) = (c.answering.take(), stats.lock())
+            && let Some(slot) = l.get_mut(usize::from(k))
+        {
+            slot.count += 1;
+            slot.latency
+                .saturating_record(t.elapsed().as_nanos().max(1) as u64);
+        }
+    }
+
+    fn refuse(&self, stream: &mut TcpStream, limit: usize) {
+        let msg = format!("too many connections (the limit is {limit})");
+        let _ = write_frame(stream, kind::ERR, &[msg.as_bytes()]);
+    }
+}
+
+/// Appends a frame to a buffer.
+fn frame(out: &mut Vec<u8>, kind: u8, parts: &[&[u8]]) {
+    write_frame(out, kind, parts).expect("writing to a Vec does not fail");
+}
+
+impl Shared {
+    /// Answers one request into `out`; `Ok(false)` when the connection must close after it.
+    fn answer(&self, c: &mut Conn, k: u8, body: &[u8], out: &mut Vec<u8>) -> io::Result<bool> {
+        let bad = |out: &mut Vec<u8>, msg: &str| {
+            frame(out, kind::ERR, &[msg.as_bytes()]);
+            Ok(false)
+        };
+        if !c.authed && k != kind::HELLO {
+            return bad(
+                out,
+                "authentication required: send HELLO with the host's token first",
+            );
+        }
+        match k {
+            kind::HELLO => {
+                let ok = self.token.as_deref().is_none_or(|t| t.as_bytes() == body);
+                if !ok {
+                    return bad(out, "wrong token");
                 }
-                kind::OPEN | kind::DROP => {
-                    let Ok(name) = std::str::from_utf8(&body) else {
-                        return bad(&mut out, "a namespace is UTF-8");
-                    };
-                    if !name.starts_with("dyno_") || name.len() > 200 {
-                        return bad(
-                            &mut out,
-                            "a namespace starts with dyno_ (and is at most 200 bytes)",
-                        );
-                    }
-                    let mut all = shared
-                        .namespaces
-                        .write()
-                        .map_err(|_| io::Error::other("poisoned"))?;
-                    if k == kind::DROP {
-                        all.remove(name);
-                        if let Some(d) = &shared.disk {
-                            d.drop_namespace(name)?;
-                        }
-                    } else {
-                        if !all.contains_key(name) && all.len() >= MAX_NAMESPACES {
-                            return bad(&mut out, "too many namespaces on this host");
-                        }
-                        let o = match all.get(name) {
-                            Some(o) => o.clone(),
-                            None => {
-                                let o = Arc::new(match &shared.disk {
-                                    Some(d) => Objects::on_disk(d.clone(), name)?,
-                                    None => Objects::default(),
-                                });
-                                all.insert(name.to_string(), o.clone());
-                                o
-                            }
-                        };
-                        objects = Some(o);
-                    }
-                    pending = None;
-                    write_frame(&mut out, kind::OK, &[])?;
-                }
-                kind::BEGIN | kind::COMMIT => {
-                    if let (Some(p), Some(map)) = (pending.take(), &objects) {
-                        map.apply(p.writes.iter().map(|(k, v)| (*k, v.as_deref())))?;
-                    }
-                    if k == kind::BEGIN {
-                        pending = Some(Pending::default());
-                    }
-                    write_frame(&mut out, kind::OK, &[])?;
-                }
-                kind::INFO => {
-                    let durability = shared
-                        .disk
-                        .as_ref()
-                        .map_or_else(|| "volatile (host memory)".to_string(), |d| d.describe());
-                    let text = format!(
-                        "durability: {durability}\nversion: dyno {}\n",
-                        env!("CARGO_PKG_VERSION")
+                c.authed = true;
+                frame(out, kind::OK, &[]);
+            }
+            kind::OPEN | kind::DROP => {
+                let Ok(name) = std::str::from_utf8(body) else {
+                    return bad(out, "a namespace is UTF-8");
+                };
+                if !name.starts_with("dyno_") || name.len() > 200 {
+                    return bad(
+                        out,
+                        "a namespace starts with dyno_ (and is at most 200 bytes)",
                     );
-                    write_frame(&mut out, kind::TEXT, &[text.as_bytes()])?;
                 }
-                kind::PUT | kind::GET | kind::DELETE => {
-                    let Some(map) = &objects else {
-                        return bad(&mut out, "no namespace: send OPEN first");
-                    };
-                    let Some(key) = key_of(&body) else {
-                        return bad(&mut out, "a key is 8 bytes");
-                    };
-                    let found = |value: &mut Vec<u8>, p: Option<&Pending>| {
-                        value.clear();
-                        read_through(map, p, &[key], |v| value.extend_from_slice(v))
-                            .map(|m| m.is_none())
-                    };
-                    match (k, pending.as_mut()) {
-                        (kind::PUT, None) => {
-                            map.put(key, &body[8..])?;
-                            write_frame(&mut out, kind::OK, &[])?;
-                        }
-                        (kind::PUT, Some(p)) => match p.push(key, Some(body[8..].to_vec())) {
-                            Ok(()) => write_frame(&mut out, kind::OK, &[])?,
-                            Err(msg) => {
-                                pending = None;
-                                write_frame(&mut out, kind::ERR, &[msg.as_bytes()])?;
-                            }
-                        },
-                        (kind::GET, p) => {
-                            if found(&mut value, p.map(|p| &*p))? {
-                                write_frame(&mut out, kind::VALUE, &[&value])?;
-                            } else {
-                                write_frame(&mut out, kind::NOT_FOUND, &[])?;
-                            }
-                        }
-                        (_, None) => {
-                            let r = if map.delete(key)? {
-                                kind::OK
-                            } else {
-                                kind::NOT_FOUND
-                            };
-                            write_frame(&mut out, r, &[])?;
-                        }
-                        (_, Some(p)) => {
-                            if !found(&mut value, Some(p))? {
-                                write_frame(&mut out, kind::NOT_FOUND, &[])?;
-                            } else if let Err(msg) = p.push(key, None) {
-                                pending = None;
-                                write_frame(&mut out, kind::ERR, &[msg.as_bytes()])?;
-                            } else {
-                                write_frame(&mut out, kind::OK, &[])?;
-                            }
-                        }
+                let mut all = self.namespaces.write().map_err(|_| poisoned())?;
+                if k == kind::DROP {
+                    all.remove(name);
+                    if let Some(d) = &self.disk {
+                        d.drop_namespace(name)?;
                     }
+                } else {
+                    if !all.contains_key(name) && all.len() >= MAX_NAMESPACES {
+                        return bad(out, "too many namespaces on this host");
+                    }
+                    let o = match all.get(name) {
+                        Some(o) => o.clone(),
+                        None => {
+                            let o = Arc::new(match &self.disk {
+                                Some(d) => Objects::on_disk(d.clone(), name)?,
+                                None => Objects::default(),
+                            });
+                            all.insert(name.to_string(), o.clone());
+                            o
+                        }
+                    };
+                    c.objects = Some(o);
                 }
-                kind::MGET => {
-                    let Some(map) = &objects else {
-                        return bad(&mut out, "no namespace: send OPEN first");
-                    };
-                    if body.len() % 8 != 0 {
-                        return bad(&mut out, "MGET carries whole 8-byte keys");
-                    }
-                    keys.clear();
-                    keys.extend(
-                        body.chunks_exact(8)
-                            .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes"))),
-                    );
-                    // One pass: values are copied while the reply fits a frame, then only counted.
+                c.pending = None;
+                frame(out, kind::OK, &[]);
+            }
+            kind::BEGIN | kind::COMMIT => {
+                if let (Some(p), Some(map)) = (c.pending.take(), &c.objects) {
+                    map.apply(p.writes.iter().map(|(k, v)| (*k, v.as_deref())))?;
+                }
+                if k == kind::BEGIN {
+                    c.pending = Some(Pending::default());
+                }
+                frame(out, kind::OK, &[]);
+            }
+            kind::INFO => {
+                let durability = self
+                    .disk
+                    .as_ref()
+                    .map_or_else(|| "volatile (host memory)".to_string(), |d| d.describe());
+                let text = format!(
+                    "durability: {durability}\nversion: dyno {}\n",
+                    env!("CARGO_PKG_VERSION")
+                );
+                frame(out, kind::TEXT, &[text.as_bytes()]);
+            }
+            kind::PUT | kind::GET | kind::DELETE => {
+                let Some(map) = &c.objects else {
+                    return bad(out, "no namespace: send OPEN first");
+                };
+                let Some(key) = key_of(body) else {
+                    return bad(out, "a key is 8 bytes");
+                };
+                let found = |value: &mut Vec<u8>, p: Option<&Pending>| {
                     value.clear();
-                    let mut total = 0u64;
-                    let missing = read_through(map, pending.as_ref(), &keys, |v| {
-                        total += 4 + v.len() as u64;
-                        if total < u64::from(MAX_FRAME) {
-                            value.extend_from_slice(&(v.len() as u32).to_be_bytes());
-                            value.extend_from_slice(v);
+                    read_through(map, p, &[key], |v| value.extend_from_slice(v))
+                        .map(|m| m.is_none())
+                };
+                match (k, c.pending.as_mut()) {
+                    (kind::PUT, None) => {
+                        map.put(key, &body[8..])?;
+                        frame(out, kind::OK, &[]);
+                    }
+                    (kind::PUT, Some(p)) => match p.push(key, Some(body[8..].to_vec())) {
+                        Ok(()) => frame(out, kind::OK, &[]),
+                        Err(msg) => {
+                            c.pending = None;
+                            frame(out, kind::ERR, &[msg.as_bytes()]);
                         }
-                    })?;
-                    match missing {
-                        Some(k) => write_frame(&mut out, kind::NOT_FOUND, &[&k.to_be_bytes()])?,
-                        None if total >= u64::from(MAX_FRAME) => {
-                            let msg = format!(
-                                "the {} values asked for come to {total} bytes, over the frame limit of {MAX_FRAME}; ask for fewer keys at a time",
-                                keys.len()
-                            );
-                            write_frame(&mut out, kind::ERR, &[msg.as_bytes()])?;
+                    },
+                    (kind::GET, p) => {
+                        // Straight into the response: no copy through a scratch buffer.
+                        let at = out.len();
+                        frame(out, kind::VALUE, &[]);
+                        let missing = read_through(map, p.map(|p| &*p), &[key], |v| {
+                            out.extend_from_slice(v)
+                        })?;
+                        if missing.is_some() {
+                            out.truncate(at);
+                            frame(out, kind::NOT_FOUND, &[]);
+                        } else {
+                            let len = (out.len() - at - 4) as u32;
+                            out[at..at + 4].copy_from_slice(&len.to_be_bytes());
                         }
-                        None => write_frame(&mut out, kind::VALUES, &[&value])?,
+                    }
+                    (_, None) => {
+                        let r = if map.delete(key)? {
+                            kind::OK
+                        } else {
+                            kind::NOT_FOUND
+                        };
+                        frame(out, r, &[]);
+                    }
+                    (_, Some(p)) => {
+                        if !found(&mut c.value, Some(p))? {
+                            frame(out, kind::NOT_FOUND, &[]);
+                        } else if let Err(msg) = p.push(key, None) {
+                            c.pending = None;
+                            frame(out, kind::ERR, &[msg.as_bytes()]);
+                        } else {
+                            frame(out, kind::OK, &[]);
+                        }
                     }
                 }
-                kind::STATS => {
-                    let text = stats_text(shared);
-                    write_frame(&mut out, kind::TEXT, &[text.as_bytes()])?;
+            }
+            kind::MGET => {
+                let Some(map) = &c.objects else {
+                    return bad(out, "no namespace: send OPEN first");
+                };
+                if !body.len().is_multiple_of(8) {
+                    return bad(out, "MGET carries whole 8-byte keys");
                 }
-                other => return bad(&mut out, &format!("unknown frame kind 0x{other:02x}")),
+                c.keys.clear();
+                c.keys.extend(
+                    body.chunks_exact(8)
+                        .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes"))),
+                );
+                // One pass: values are copied while the reply fits a frame, then only counted.
+                let at = out.len();
+                frame(out, kind::VALUES, &[]);
+                let mut total = 0u64;
+                let missing = read_through(map, c.pending.as_ref(), &c.keys, |v| {
+                    total += 4 + v.len() as u64;
+                    if total < u64::from(MAX_FRAME) {
+                        out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                        out.extend_from_slice(v);
+                    }
+                })?;
+                let len = (out.len() - at - 4) as u32;
+                out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+                match missing {
+                    Some(k) => {
+                        out.truncate(at);
+                        frame(out, kind::NOT_FOUND, &[&k.to_be_bytes()]);
+                    }
+                    None if total >= u64::from(MAX_FRAME) => {
+                        out.truncate(at);
+                        let msg = format!(
+                            "the {} values asked for come to {total} bytes, over the frame limit of {MAX_FRAME}; ask for fewer keys at a time",
+                            c.keys.len()
+                        );
+                        frame(out, kind::ERR, &[msg.as_bytes()]);
+                    }
+                    None => {}
+                }
             }
-            out.flush()?;
-            if let Ok(mut l) = local.lock() {
-                let slot = &mut l[k as usize];
-                slot.count += 1;
-                slot.latency
-                    .saturating_record(t.elapsed().as_nanos().max(1) as u64);
+            kind::STATS => {
+                let text = stats_text(self);
+                frame(out, kind::TEXT, &[text.as_bytes()]);
             }
+            other => return bad(out, &format!("unknown frame kind 0x{other:02x}")),
         }
-    })();
-    // Fold this connection's figures into the closed ones', and leave the live list.
-    if let Ok(mut live) = shared.live_stats.lock() {
-        if let (Ok(mut all), Ok(l)) = (shared.stats.lock(), local.lock()) {
-            add_stats(&mut all, &l);
-        }
-        live.retain(|x| !Arc::ptr_eq(x, &local));
+        Ok(true)
     }
-    result
 }
 
 fn new_stats() -> Vec<OpStats> {
@@ -791,14 +801,11 @@ fn add_stats(into: &mut [OpStats], from: &[OpStats]) {
     }
 }
 
-/// Everything so far: closed connections' figures plus every open connection's, exactly.
+/// Everything so far: every event loop's figures, exactly.
 fn stats_text(shared: &Shared) -> String {
     let mut all = new_stats();
-    if let Ok(live) = shared.live_stats.lock() {
-        if let Ok(closed) = shared.stats.lock() {
-            add_stats(&mut all, &closed);
-        }
-        for l in live.iter() {
+    if let Ok(loops) = shared.stats.lock() {
+        for l in loops.iter() {
             if let Ok(l) = l.lock() {
                 add_stats(&mut all, &l);
             }
