@@ -170,6 +170,24 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Magma suite")]
     pub test_time: Option<String>,
 
+    /// Namespace: the measured folder sits this many levels below the root [default: 10].
+    #[arg(long, allow_negative_numbers = true, help_heading = "Namespace suite")]
+    pub depth: Option<i64>,
+    /// Namespace: the measured folder is entry number WIDTH of its parent [default: 100].
+    #[arg(long, allow_negative_numbers = true, help_heading = "Namespace suite")]
+    pub width: Option<i64>,
+
+    /// Sweep a parameter: PARAM=LIST or PARAM=A..B[:STEP], e.g. depth=1..30, width=1,10,100,
+    /// clients=1..64:8. Repeat for more sweeps (each varies one parameter; the others stay at the
+    /// plan's). Parameters: depth, width, clients (namespace); clients, objects, size (shootout);
+    /// thousands (magma); clients (load).
+    #[arg(long = "sweep", value_name = "PARAM=VALUES", help_heading = "Sweeps")]
+    pub sweeps: Vec<String>,
+    /// Samples per point (the repetitions of each case); the sweep table and plots show their
+    /// mean, min and max [default: as --reps].
+    #[arg(long, allow_negative_numbers = true, help_heading = "Sweeps")]
+    pub samples: Option<i64>,
+
     /// Load: how long to offer load, e.g. 10s or 2m [default: 10s; 2s with --quick].
     #[arg(long, short = 'd', help_heading = "Load (http://, tcp://)")]
     pub duration: Option<String>,

@@ -138,6 +138,17 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     raw.topology = sflag(&a.topology, "--topology").or(raw.topology);
     raw.thousands = flag(a.thousands, "--thousands").or(raw.thousands);
     raw.test_time = sflag(&a.test_time, "--test-time").or(raw.test_time);
+    raw.depth = flag(a.depth, "--depth").or(raw.depth);
+    raw.width = flag(a.width, "--width").or(raw.width);
+    raw.samples = flag(a.samples, "--samples").or(raw.samples);
+    if !a.sweeps.is_empty() {
+        // Sweeps on the command line replace the plan file's.
+        raw.sweeps = a
+            .sweeps
+            .iter()
+            .map(|s| Sp::new(s.clone(), Origin::Flag("--sweep")))
+            .collect();
+    }
     if a.no_warmup {
         raw.warmup = Some(Sp::new(false, Origin::Flag("--no-warmup")));
     }

@@ -328,4 +328,36 @@ pub trait Session: Send {
     fn commit(&mut self) -> Result<(), OpError>;
     /// Reads this session made against the storage so far (the steamin check reads it).
     fn storage_reads(&self) -> u64;
+
+    // The `namespace` family. A path is relative to the store's namespace: names joined by `/`,
+    // each of ASCII letters, digits, `_`, `-` or `.`, at most 2048 bytes (`host::store::valid_path`).
+    // The empty path is the root, which always exists.
+
+    /// Creates the folder `path`; its parent must exist and it must not.
+    fn mkdir(&mut self, path: &str) -> Result<(), OpError> {
+        let _ = path;
+        Err(no_namespace())
+    }
+    /// Checks that `path` is a folder (a `not_found` error when there is none).
+    fn stat(&mut self, path: &str) -> Result<(), OpError> {
+        let _ = path;
+        Err(no_namespace())
+    }
+    /// The names of the entries of folder `path`, into `out` (cleared first).
+    fn list(&mut self, path: &str, out: &mut Vec<String>) -> Result<(), OpError> {
+        let _ = (path, out);
+        Err(no_namespace())
+    }
+    /// Removes the empty folder `path`.
+    fn rmdir(&mut self, path: &str) -> Result<(), OpError> {
+        let _ = path;
+        Err(no_namespace())
+    }
+}
+
+fn no_namespace() -> OpError {
+    OpError::new(
+        ErrorClass::Protocol,
+        "this target does not speak the namespace family",
+    )
 }

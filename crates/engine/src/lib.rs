@@ -21,6 +21,7 @@
 pub mod clock;
 pub mod driver;
 pub mod env;
+pub mod folders;
 pub mod graph;
 pub mod load;
 pub mod load_suite;

@@ -111,8 +111,8 @@ impl PlanError {
 }
 
 /// The suites dyno knows: `shootout` for stores (kv), `magma` for object stores (graph), `load`
-/// for services (request).
-pub const SUITES: &[&str] = &["shootout", "magma", "load"];
+/// for services (request), `namespace` for folder trees (namespace).
+pub const SUITES: &[&str] = &["shootout", "magma", "load", "namespace"];
 
 /// One target as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +144,13 @@ pub struct RawPlan {
     pub thousands: Option<Sp<i64>>,
     /// The magma suite: how long each rate test repeats its operation.
     pub test_time: Option<Sp<String>>,
+    /// The namespace suite: levels below the root, and entries of the parent.
+    pub depth: Option<Sp<i64>>,
+    pub width: Option<Sp<i64>>,
+    /// `PARAM=LIST` or `PARAM=A..B[:STEP]`, each a sweep of its own.
+    pub sweeps: Vec<Sp<String>>,
+    /// Samples per point: the repetitions, named as sweeps name them.
+    pub samples: Option<Sp<i64>>,
     pub targets: Vec<RawTarget>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
@@ -251,7 +258,22 @@ pub struct Plan {
     pub load: Option<LoadParams>,
     /// The magma suite's settings; `None` for other suites.
     pub magma: Option<crate::magma::Params>,
+    /// The namespace suite's settings; `None` for other suites.
+    pub namespace: Option<crate::folders::Params>,
+    /// Each sweep varies one parameter over its values, the others at the plan's.
+    pub sweeps: Vec<Sweep>,
 }
+
+/// One sweep: a parameter and its values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sweep {
+    /// `depth`, `width`, `clients`, `objects`, `size` or `thousands`.
+    pub param: &'static str,
+    pub values: Vec<u64>,
+}
+
+/// The most points one sweep may have.
+pub const MAX_SWEEP_POINTS: usize = 1000;
 
 /// zodbshootout's defaults: 1000 objects per client, 2 clients, 300-byte objects, best of 3.
 pub const DEFAULT_OBJECTS: u64 = 1000;
@@ -330,6 +352,19 @@ impl Plan {
                 thousands: m.thousands,
                 test_ns: m.test_ns,
             }),
+            namespace: self.namespace.map(|n| results::NamespacePlanRecord {
+                depth: n.depth,
+                width: n.width,
+                collections: crate::folders::COLLECTIONS,
+            }),
+            sweeps: self
+                .sweeps
+                .iter()
+                .map(|s| results::SweepRecord {
+                    param: s.param.to_string(),
+                    values: s.values.clone(),
+                })
+                .collect(),
         }
     }
 }
@@ -442,6 +477,10 @@ const SUITE_KEYS: &[&str] = &[
     "seed",
     "thousands",
     "test_time",
+    "depth",
+    "width",
+    "sweep",
+    "samples",
 ];
 const OUTPUT_KEYS: &[&str] = &["dir", "format"];
 
@@ -509,6 +548,42 @@ impl RawPlan {
                             "test_time" => {
                                 plan.test_time = Some(Sp::new(expect_str(&src, k, v)?, at))
                             }
+                            "depth" => plan.depth = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "width" => plan.width = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "samples" => plan.samples = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "sweep" => match v.get_ref() {
+                                DeValue::String(one) => {
+                                    plan.sweeps.push(Sp::new(one.to_string(), at))
+                                }
+                                DeValue::Array(all) => {
+                                    for item in all.iter() {
+                                        let at = src.at(item.span());
+                                        match item.get_ref() {
+                                            DeValue::String(one) => {
+                                                plan.sweeps.push(Sp::new(one.to_string(), at))
+                                            }
+                                            other => {
+                                                return Err(wrong_type(
+                                                    &src,
+                                                    k,
+                                                    item,
+                                                    other,
+                                                    "a string like \"depth=1..30\"",
+                                                ));
+                                            }
+                                        }
+                                    }
+                                }
+                                other => {
+                                    return Err(wrong_type(
+                                        &src,
+                                        k,
+                                        v,
+                                        other,
+                                        "a string like \"depth=1..30\" or an array of them",
+                                    ));
+                                }
+                            },
                             "warmup" => match v.get_ref() {
                                 DeValue::Boolean(b) => plan.warmup = Some(Sp::new(*b, at)),
                                 other => return Err(wrong_type(&src, k, v, other, "a boolean")),
@@ -650,6 +725,7 @@ impl RawPlan {
         let family = match suite.as_str() {
             "load" => Family::Request,
             "magma" => Family::Graph,
+            "namespace" => Family::Namespace,
             _ => Family::Kv,
         };
         for (t, at) in targets.iter().zip(&target_at) {
@@ -666,12 +742,30 @@ impl RawPlan {
                 )
                 .hint(if family == Family::Request {
                     "the load suite runs against http:// and tcp:// targets"
+                } else if family == Family::Namespace {
+                    "the namespace suite runs on fs: and dyno:// (and host:) targets"
                 } else {
                     "http:// and tcp:// targets run the load suite: give them in a run of their own"
                 }));
             }
         }
         let load_suite = suite == "load";
+        let namespace_suite = suite == "namespace";
+        if namespace_suite {
+            self.no_shootout_sizes(
+                "namespace",
+                "size the namespace suite with --depth, --width and -c (clients)",
+            )?;
+        } else if let Some((at, name)) = [(&self.depth, "depth"), (&self.width, "width")]
+            .into_iter()
+            .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
+        {
+            return Err(PlanError::new(
+                at,
+                format!("{name} is a setting of the namespace suite, and this run is {suite}"),
+            )
+            .hint("add --suite namespace"));
+        }
         let magma = if suite == "magma" {
             Some(self.resolve_magma()?)
         } else {
@@ -692,6 +786,12 @@ impl RawPlan {
                 DEFAULT_CONNECTIONS,
                 MAX_CONNECTIONS,
                 "each connection takes a local port",
+            )
+        } else if namespace_suite {
+            (
+                crate::folders::DEFAULT_CLIENTS as u64,
+                MAX_CONCURRENCY as u64,
+                "each client is an OS thread",
             )
         } else {
             (
@@ -733,8 +833,15 @@ impl RawPlan {
         } else {
             DEFAULT_REPS
         };
+        if let (Some(r), Some(_)) = (&self.reps, &self.samples) {
+            return Err(PlanError::new(
+                r.at.clone(),
+                "reps and samples are the same setting (the repetitions of each point); give one",
+            )
+            .hint("keep --samples in a sweep, --reps otherwise"));
+        }
         let reps = bounded(
-            self.reps.clone(),
+            self.reps.clone().or(self.samples.clone()),
             "reps",
             default_reps as u64,
             1,
@@ -749,8 +856,47 @@ impl RawPlan {
                     .hint("use any integer from 0 to 2^63-1"));
             }
         };
-        if !load_suite && magma.is_none() {
-            let cache_bytes = objects * concurrency as u64 * size as u64;
+        let namespace = if namespace_suite {
+            Some(crate::folders::Params {
+                depth: bounded(
+                    self.depth.clone(),
+                    "depth",
+                    crate::folders::DEFAULT_DEPTH,
+                    1,
+                    crate::folders::MAX_DEPTH,
+                    "a folder path is at most 2048 bytes",
+                )?,
+                width: bounded(
+                    self.width.clone(),
+                    "width",
+                    crate::folders::DEFAULT_WIDTH,
+                    1,
+                    crate::folders::MAX_WIDTH,
+                    "the width test makes width - 1 folders first",
+                )?,
+                clients: concurrency,
+            })
+        } else {
+            None
+        };
+        let sweeps = self.resolve_sweeps(&suite, max_c)?;
+        // The client caches are sized for the largest point of any sweep.
+        let most = |param: &str, base: u64| {
+            sweeps
+                .iter()
+                .filter(|s| s.param == param)
+                .flat_map(|s| s.values.iter().copied())
+                .max()
+                .unwrap_or(base)
+                .max(base)
+        };
+        if !load_suite && magma.is_none() && !namespace_suite {
+            let (objects, concurrency, size) = (
+                most("objects", objects),
+                most("clients", concurrency as u64),
+                most("size", size as u64) as usize,
+            );
+            let cache_bytes = objects * concurrency * size as u64;
             if cache_bytes > MAX_CACHE_BYTES {
                 let at = [&self.objects, &self.concurrency, &self.size]
                     .into_iter()
@@ -793,7 +939,79 @@ impl RawPlan {
             format: self.format,
             load,
             magma,
+            namespace,
+            sweeps,
         })
+    }
+
+    /// Refuses the shootout's sizes in a suite that does not use them.
+    fn no_shootout_sizes(&self, suite: &str, hint: &str) -> Result<(), PlanError> {
+        match [(&self.objects, "objects"), (&self.size, "size")]
+            .into_iter()
+            .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
+        {
+            Some((at, name)) => Err(PlanError::new(
+                at,
+                format!("{name} is a setting of the shootout suite, and this run is {suite}"),
+            )
+            .hint(hint.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Parses and checks every `PARAM=VALUES`: a parameter the suite has, each value within the
+    /// parameter's bounds, at most [`MAX_SWEEP_POINTS`] values, one sweep per parameter.
+    fn resolve_sweeps(&self, suite: &str, max_clients: u64) -> Result<Vec<Sweep>, PlanError> {
+        let params: &[&'static str] = match suite {
+            "namespace" => &["depth", "width", "clients"],
+            "magma" => &["thousands"],
+            "load" => &["clients"],
+            _ => &["clients", "objects", "size"],
+        };
+        let mut sweeps: Vec<Sweep> = Vec::new();
+        for raw in &self.sweeps {
+            let bad = |msg: String| {
+                PlanError::new(raw.at.clone(), msg).hint(format!(
+                    "write PARAM=LIST or PARAM=A..B[:STEP], e.g. {}=1..30 or {}=1,10,100; the {suite} suite sweeps {}",
+                    params[0],
+                    params[0],
+                    params.join(", ")
+                ))
+            };
+            let Some((name, spec)) = raw.value.split_once('=') else {
+                return Err(bad(format!("sweep {:?} has no `=`", raw.value)));
+            };
+            let name = match name.trim() {
+                "concurrency" | "c" => "clients",
+                other => other,
+            };
+            let Some(&param) = params.iter().find(|p| **p == name) else {
+                return Err(bad(format!(
+                    "the {suite} suite has no parameter {name:?} to sweep; {}",
+                    did_you_mean(name, params.iter().copied())
+                )));
+            };
+            let values =
+                parse_values(spec.trim()).map_err(|e| bad(format!("sweep {name}: {e}")))?;
+            let (min, max) = match param {
+                "depth" => (1, crate::folders::MAX_DEPTH),
+                "width" => (1, crate::folders::MAX_WIDTH),
+                "clients" => (1, max_clients),
+                "objects" => (1, MAX_OBJECTS),
+                "size" => (MIN_SIZE as u64, MAX_SIZE as u64),
+                _ => (1, MAX_THOUSANDS),
+            };
+            if let Some(v) = values.iter().find(|v| !(min..=max).contains(*v)) {
+                return Err(bad(format!(
+                    "sweep {name}: {v} is outside {min}..={max}, the bounds of {name}"
+                )));
+            }
+            if sweeps.iter().any(|s| s.param == param) {
+                return Err(bad(format!("{name} is swept twice")));
+            }
+            sweeps.push(Sweep { param, values });
+        }
+        Ok(sweeps)
     }
 
     /// The magma suite's settings; it runs one client session, so the shootout's sizes do not
@@ -1181,6 +1399,44 @@ fn parse_rate(text: &str) -> Result<(f64, f64), String> {
         Some((a, b)) => Ok((one(a)?, one(b)?)),
         None => one(text).map(|v| (v, v)),
     }
+}
+
+/// `1,10,100` or `1..30` or `100..1000:100` (inclusive): the values, in the order given.
+fn parse_values(spec: &str) -> Result<Vec<u64>, String> {
+    let int = |t: &str| {
+        t.trim()
+            .replace('_', "")
+            .parse::<u64>()
+            .map_err(|_| format!("{t:?} is not a whole number"))
+    };
+    let values: Vec<u64> = if let Some((a, rest)) = spec.split_once("..") {
+        let (b, step) = match rest.split_once(':') {
+            Some((b, step)) => (b, int(step)?),
+            None => (rest, 1),
+        };
+        let (a, b) = (int(a)?, int(b)?);
+        if step == 0 {
+            return Err("the step must be at least 1".into());
+        }
+        if b < a {
+            return Err(format!("the range {a}..{b} is empty (it counts up)"));
+        }
+        if (b - a) / step >= MAX_SWEEP_POINTS as u64 {
+            return Err(format!(
+                "{a}..{b} in steps of {step} is more than {MAX_SWEEP_POINTS} points"
+            ));
+        }
+        (a..=b).step_by(step as usize).collect()
+    } else {
+        spec.split(',').map(int).collect::<Result<_, _>>()?
+    };
+    if values.is_empty() {
+        return Err("no values".into());
+    }
+    if values.len() > MAX_SWEEP_POINTS {
+        return Err(format!("more than {MAX_SWEEP_POINTS} points"));
+    }
+    Ok(values)
 }
 
 fn bounded(
@@ -1599,13 +1855,13 @@ mod tests {
         }
     }
 
-    /// Three schemes: `mem` (no options), `sqlite` (option `synchronous` = normal | full), and
-    /// `http` (request family).
+    /// Four schemes: `mem` (no options), `sqlite` (option `synchronous` = normal | full), `http`
+    /// (request family) and `fs` (kv and namespace families).
     struct Fake;
 
     impl Resolver for Fake {
         fn schemes(&self) -> Vec<&'static str> {
-            vec!["mem", "sqlite", "http"]
+            vec!["mem", "sqlite", "http", "fs"]
         }
         fn default_urls(&self) -> Vec<&'static str> {
             vec!["mem:", "sqlite:"]
@@ -1625,10 +1881,10 @@ mod tests {
                         .hint("choose normal or full"));
                 }
             }
-            let families: &'static [Family] = if scheme == "http" {
-                &[Family::Request]
-            } else {
-                &[Family::Kv]
+            let families: &'static [Family] = match scheme {
+                "http" => &[Family::Request],
+                "fs" => &[Family::Kv, Family::Namespace],
+                _ => &[Family::Kv],
             };
             Ok(Box::new(FakeConfig(options.clone(), families)))
         }
@@ -1644,6 +1900,80 @@ mod tests {
 
     fn err(text: &str) -> String {
         resolve(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn sweeps_take_lists_and_ranges_and_are_checked_against_the_suite_and_bounds() {
+        assert_eq!(parse_values("1..5").unwrap(), [1, 2, 3, 4, 5]);
+        assert_eq!(
+            parse_values("100..1000:300").unwrap(),
+            [100, 400, 700, 1000]
+        );
+        assert_eq!(parse_values("1, 10,1_000").unwrap(), [1, 10, 1000]);
+        assert!(parse_values("5..1").unwrap_err().contains("empty"));
+        assert!(parse_values("1..5:0").unwrap_err().contains("step"));
+        assert!(parse_values("0..5000").unwrap_err().contains("1000 points"));
+        assert!(
+            parse_values("a,b")
+                .unwrap_err()
+                .contains("not a whole number")
+        );
+
+        let ns = "[suite]\nname = \"namespace\"\n";
+        let fs = "[targets.f]\nurl = \"fs:\"\n";
+        let p = resolve(&format!(
+            "{ns}sweep = [\"depth=1..30\", \"width=1,10,100,1000\"]\nsamples = 5\n{fs}"
+        ))
+        .unwrap();
+        assert_eq!(p.reps, 5, "samples are the repetitions");
+        assert_eq!(p.sweeps[0].param, "depth");
+        assert_eq!(p.sweeps[0].values.len(), 30);
+        assert_eq!(p.sweeps[1].values, [1, 10, 100, 1000]);
+        assert_eq!(
+            p.namespace,
+            Some(crate::folders::Params {
+                depth: 10,
+                width: 100,
+                clients: 10
+            })
+        );
+        let e = err(&format!("{ns}sweep = \"dept=1..3\"\n{fs}"));
+        assert!(
+            e.starts_with("plan.toml:3:9: the namespace suite has no parameter \"dept\" to sweep; did you mean \"depth\"?"),
+            "{e}"
+        );
+        assert!(
+            e.contains("hint: write PARAM=LIST or PARAM=A..B[:STEP]"),
+            "{e}"
+        );
+        let e = err(&format!("{ns}sweep = \"depth=0..3\"\n{fs}"));
+        assert!(e.contains("0 is outside 1..=200"), "{e}");
+        let e = err(&format!("{ns}sweep = [\"depth=1\", \"depth=2\"]\n{fs}"));
+        assert!(e.contains("depth is swept twice"), "{e}");
+        let e = err(&format!("{ns}reps = 2\nsamples = 3\n{fs}"));
+        assert!(e.contains("reps and samples are the same setting"), "{e}");
+        let e = err(&format!("{ns}objects = 3\n{fs}"));
+        assert!(
+            e.contains("objects is a setting of the shootout suite"),
+            "{e}"
+        );
+        let e = err("[suite]\ndepth = 3\n");
+        assert!(e.contains("add --suite namespace"), "{e}");
+        let e = err(&format!("{ns}[targets.m]\nurl = \"mem:\"\n"));
+        assert!(
+            e.contains("the namespace suite needs namespace targets"),
+            "{e}"
+        );
+        let e = err("[suite]\nsweep = \"depth=1..3\"\n");
+        assert!(
+            e.contains("the shootout suite has no parameter \"depth\""),
+            "{e}"
+        );
+        let p = resolve("[suite]\nsweep = [\"concurrency=1,2\", \"size=100,200\"]\n").unwrap();
+        assert_eq!(
+            p.sweeps[0].param, "clients",
+            "concurrency is swept as clients"
+        );
     }
 
     #[test]
@@ -1742,7 +2072,7 @@ url = "mem:"
         assert_eq!(
             err("[suite]\nobjets = 3\n"),
             "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
-             name, topology, objects, concurrency, size, reps, warmup, seed, thousands, test_time"
+             name, topology, objects, concurrency, size, reps, warmup, seed, thousands, test_time, depth, width, sweep, samples"
         );
         assert_eq!(
             err("[sute]\n"),
@@ -1807,7 +2137,7 @@ url = "mem:"
     fn unknown_suite_and_scheme_get_suggestions() {
         assert_eq!(
             err("[suite]\nname = \"shootot\"\n"),
-            "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout, magma, load"
+            "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout, magma, load, namespace"
         );
         let e = err("[targets.a]\nurl = \"sqlit:/tmp/a.db\"\n");
         assert!(

@@ -18,19 +18,87 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// The sink that receives the record after every repetition.
 pub type Sink<'a> = dyn FnMut(&RunRecord) -> Result<(), String> + 'a;
 
-/// The tests (rows) of a suite.
-fn tests_of(plan: &Plan) -> Vec<&'static str> {
-    match plan.suite.as_str() {
-        "load" => vec!["load"],
-        "magma" => results::suites::MAGMA.iter().map(|t| t.name).collect(),
-        _ => Test::ALL.iter().map(|t| t.name()).collect(),
+/// One point of the plan: its settings, with a swept parameter (if any) at its value here.
+struct Point {
+    sweep: Option<results::SweepPoint>,
+    objects: u64,
+    concurrency: u32,
+    size: usize,
+    magma: Option<crate::magma::Params>,
+    namespace: Option<crate::folders::Params>,
+    load: Option<crate::plan::LoadParams>,
+    /// The tests (rows) that run here.
+    tests: Vec<&'static str>,
+}
+
+/// The plan's points: itself, or each value of each sweep (the other parameters at the plan's).
+fn points(plan: &Plan) -> Vec<Point> {
+    let base = || Point {
+        sweep: None,
+        objects: plan.objects,
+        concurrency: plan.concurrency,
+        size: plan.size,
+        magma: plan.magma,
+        namespace: plan.namespace,
+        load: plan.load.clone(),
+        tests: match plan.suite.as_str() {
+            "load" => vec!["load"],
+            "magma" => results::suites::MAGMA.iter().map(|t| t.name).collect(),
+            "namespace" => crate::folders::TESTS.to_vec(),
+            _ => Test::ALL.iter().map(|t| t.name()).collect(),
+        },
+    };
+    if plan.sweeps.is_empty() {
+        return vec![base()];
     }
+    let mut all = Vec::new();
+    for sweep in &plan.sweeps {
+        for &v in &sweep.values {
+            let mut p = base();
+            match sweep.param {
+                "objects" => p.objects = v,
+                "size" => p.size = v as usize,
+                "clients" => {
+                    p.concurrency = v as u32;
+                    if let Some(l) = &mut p.load {
+                        l.connections = v;
+                    }
+                }
+                "thousands" => {
+                    if let Some(m) = &mut p.magma {
+                        m.thousands = v;
+                    }
+                }
+                _ => {}
+            }
+            if let Some(n) = &mut p.namespace {
+                match sweep.param {
+                    "depth" => n.depth = v,
+                    "width" => n.width = v,
+                    _ => n.clients = v as u32,
+                }
+                // A sweep of one of the suite's parameters runs the test that parameter sizes.
+                p.tests = vec![match sweep.param {
+                    "depth" => "depth",
+                    "width" => "width",
+                    _ => "clients",
+                }];
+            }
+            p.sweep = Some(results::SweepPoint {
+                param: sweep.param.to_string(),
+                value: v,
+            });
+            all.push(p);
+        }
+    }
+    all
 }
 
 /// A suite that runs on an opened store, test by test.
 enum StoreSuite<'a> {
     Shootout(Shootout<'a>),
     Magma(Box<Magma<'a>>),
+    Folders(crate::folders::Folders<'a>),
 }
 
 impl StoreSuite<'_> {
@@ -38,6 +106,7 @@ impl StoreSuite<'_> {
         match self {
             StoreSuite::Shootout(s) => s.run_rep(rep, report),
             StoreSuite::Magma(m) => m.run_rep(rep, report),
+            StoreSuite::Folders(f) => f.run_rep(rep, report),
         }
     }
 }
@@ -136,64 +205,70 @@ pub fn run(
         plan: plan.record(),
         cases: Vec::new(),
     };
-    let tests = tests_of(plan);
-    for t in &plan.targets {
-        // A load target is reached over the network; a store says where it sits.
-        let topology = if plan.suite == "load" {
-            "loopback"
-        } else {
-            t.config.topology()
-        };
-        for test in &tests {
-            record.cases.push(Case {
-                target: t.name.clone(),
-                url: results::redact_url(&t.url),
-                suite: plan.suite.clone(),
-                test: test.to_string(),
-                topology: topology.to_string(),
-                status: Status::Interrupted,
-                reason: Some("the run ended before this case finished".to_string()),
-                durability: t.config.durability(),
-                versions: BTreeMap::new(),
-                namespace: Namespace {
-                    location: String::new(),
-                    created_by_dyno: false,
-                    temporary: false,
-                },
-                cache: None,
-                warmup: None,
-                reps: Vec::new(),
-                summary: None,
-                errors: BTreeMap::new(),
-                error_examples: BTreeMap::new(),
-                histogram: None,
-                server: None,
-            });
+    let points = points(plan);
+    for point in &points {
+        for t in &plan.targets {
+            // A load target is reached over the network; a store says where it sits.
+            let topology = if plan.suite == "load" {
+                "loopback"
+            } else {
+                t.config.topology()
+            };
+            for test in &point.tests {
+                record.cases.push(Case {
+                    target: t.name.clone(),
+                    url: results::redact_url(&t.url),
+                    suite: plan.suite.clone(),
+                    test: test.to_string(),
+                    topology: topology.to_string(),
+                    status: Status::Interrupted,
+                    reason: Some("the run ended before this case finished".to_string()),
+                    durability: t.config.durability(),
+                    versions: BTreeMap::new(),
+                    namespace: Namespace {
+                        location: String::new(),
+                        created_by_dyno: false,
+                        temporary: false,
+                    },
+                    cache: None,
+                    warmup: None,
+                    reps: Vec::new(),
+                    summary: None,
+                    errors: BTreeMap::new(),
+                    error_examples: BTreeMap::new(),
+                    histogram: None,
+                    server: None,
+                    sweep: point.sweep.clone(),
+                });
+            }
         }
     }
     sink(&record).map_err(RunError::Sink)?;
 
     let mut warnings = Vec::new();
-    for (ti, t) in plan.targets.iter().enumerate() {
-        if interrupt.load(Ordering::Relaxed) {
-            break;
+    let mut first = 0;
+    'points: for point in &points {
+        for t in &plan.targets {
+            if interrupt.load(Ordering::Relaxed) {
+                break 'points;
+            }
+            if plan.suite == "load" {
+                load_target(plan, point, t, first, &mut record, sink, interrupt)?;
+            } else {
+                store_target(
+                    plan,
+                    point,
+                    t,
+                    first,
+                    &mut record,
+                    sink,
+                    interrupt,
+                    &mut warnings,
+                )?;
+            }
+            first += point.tests.len();
+            sink(&record).map_err(RunError::Sink)?;
         }
-        let first = ti * tests.len();
-        if plan.suite == "load" {
-            load_target(plan, t, first, &mut record, sink, interrupt)?;
-        } else {
-            store_target(
-                plan,
-                t,
-                &tests,
-                first,
-                &mut record,
-                sink,
-                interrupt,
-                &mut warnings,
-            )?;
-        }
-        sink(&record).map_err(RunError::Sink)?;
     }
 
     record.interrupted = interrupt.load(Ordering::Relaxed);
@@ -237,14 +312,15 @@ fn server_delta(
 #[allow(clippy::too_many_arguments)]
 fn store_target(
     plan: &Plan,
+    point: &Point,
     t: &PlanTarget,
-    tests: &[&'static str],
     first: usize,
     record: &mut RunRecord,
     sink: &mut Sink,
     interrupt: &AtomicBool,
     warnings: &mut Vec<String>,
 ) -> Result<(), RunError> {
+    let tests = &point.tests;
     let cases = first..first + tests.len();
     let store = match t.config.open() {
         Ok(s) => s,
@@ -263,20 +339,26 @@ fn store_target(
         c.versions = versions.clone();
     }
     let params = Params {
-        objects: plan.objects,
-        concurrency: plan.concurrency,
-        size: plan.size,
+        objects: point.objects,
+        concurrency: point.concurrency,
+        size: point.size,
         seed: plan.seed,
     };
     let mut acc: Vec<CaseAcc> = tests.iter().map(|_| new_acc()).collect();
-    let mut suite = match &plan.magma {
-        Some(m) => StoreSuite::Magma(Box::new(Magma::new(
+    let mut suite = match (&point.magma, &point.namespace) {
+        (Some(m), _) => StoreSuite::Magma(Box::new(Magma::new(
             &*store,
             *m,
             t.config.virtual_time(),
             interrupt,
         ))),
-        None => StoreSuite::Shootout(Shootout::new(
+        (None, Some(n)) => StoreSuite::Folders(crate::folders::Folders::new(
+            &*store,
+            *n,
+            tests.clone(),
+            interrupt,
+        )),
+        (None, None) => StoreSuite::Shootout(Shootout::new(
             &*store,
             params,
             t.config.virtual_time(),
@@ -345,13 +427,14 @@ fn store_target(
 /// The load suite's one case on one target, over every repetition.
 fn load_target(
     plan: &Plan,
+    point: &Point,
     t: &PlanTarget,
     first: usize,
     record: &mut RunRecord,
     sink: &mut Sink,
     interrupt: &AtomicBool,
 ) -> Result<(), RunError> {
-    let p = plan
+    let p = point
         .load
         .as_ref()
         .expect("a resolved load plan has load settings");
@@ -375,10 +458,14 @@ fn load_target(
     let single = plan.targets.len() == 1 && total == 1;
     for r in 0..total {
         let measured = !(plan.warmup && r == 0);
-        let hlog = p
-            .hlog
-            .as_ref()
-            .map(|h| crate::load_suite::hlog_path(h, &t.name, r, single));
+        let hlog = p.hlog.as_ref().map(|h| match &point.sweep {
+            // One log per point of a sweep.
+            Some(at) => {
+                let name = format!("{}-{}{}", t.name, at.param, at.value);
+                crate::load_suite::hlog_path(h, &name, r, false)
+            }
+            None => crate::load_suite::hlog_path(h, &t.name, r, single),
+        });
         let comment = format!(
             "dyno {} load of {} ({})",
             env!("CARGO_PKG_VERSION"),

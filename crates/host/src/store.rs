@@ -27,7 +27,15 @@
 //! | `STATS` 0x08 | — | `TEXT`: one line per operation: name, count, and its server-side latency histogram since the host started (HdrHistogram V2, deflate, base64; ns) |
 //! | `DROP` 0x09 | namespace | `OK` (its objects are deleted) |
 //! | `INFO` 0x0B | — | `TEXT`: `durability: …` and `version: …` lines |
+//! | `MKDIR` 0x0C | path | `OK`; `NOT_FOUND` when the parent is missing; `ERR` when it exists |
+//! | `STAT` 0x0D | path | `OK` when the folder exists, else `NOT_FOUND` |
+//! | `LIST` 0x0E | path | `TEXT`: the entries' names, one per line; or `NOT_FOUND` |
+//! | `RMDIR` 0x0F | path | `OK`; `NOT_FOUND`; `ERR` when it is not empty |
 //! | `MGET` 0x0A | keys (u64 BE each) | `VALUES`: per key, its length (u32 BE) and bytes; or `NOT_FOUND` and the first missing key; or `ERR` (the connection stays open) when the values would exceed [`MAX_FRAME`] |
+//!
+//! Folders (`MKDIR` … `RMDIR`, the `namespace` family) are paths as [`valid_path`] allows, in a
+//! tree of their own per namespace, kept in host memory (also with `--store`), at most
+//! [`MAX_FOLDERS`] per namespace.
 //!
 //! Responses: `OK` 0x80, `VALUE` 0x81, `NOT_FOUND` 0x82, `ERR` 0x83 (a UTF-8 message), `TEXT` 0x84,
 //! `VALUES` 0x85.
@@ -73,6 +81,10 @@ pub mod kind {
     pub const DROP: u8 = 0x09;
     pub const MGET: u8 = 0x0A;
     pub const INFO: u8 = 0x0B;
+    pub const MKDIR: u8 = 0x0C;
+    pub const STAT: u8 = 0x0D;
+    pub const LIST: u8 = 0x0E;
+    pub const RMDIR: u8 = 0x0F;
     pub const OK: u8 = 0x80;
     pub const VALUE: u8 = 0x81;
     pub const NOT_FOUND: u8 = 0x82;
@@ -81,10 +93,108 @@ pub mod kind {
     pub const VALUES: u8 = 0x85;
 }
 
-/// Operation names, indexed by request kind (1..=11), for statistics.
-const OPS: [&str; 12] = [
-    "", "hello", "open", "begin", "put", "get", "delete", "commit", "stats", "drop", "mget", "info",
+/// Operation names, indexed by request kind (1..=15), for statistics.
+const OPS: [&str; 16] = [
+    "", "hello", "open", "begin", "put", "get", "delete", "commit", "stats", "drop", "mget",
+    "info", "mkdir", "stat", "list", "rmdir",
 ];
+
+/// Folders one namespace holds at most.
+pub const MAX_FOLDERS: usize = 1 << 20;
+/// The longest folder path.
+pub const MAX_PATH: usize = 2048;
+
+/// Whether `path` is a folder path of the `namespace` family: names joined by `/`, each of ASCII
+/// letters, digits, `_`, `-` or `.` (but not `.` or `..`), at most [`MAX_PATH`] bytes in all.
+/// The empty path is the root.
+pub fn valid_path(path: &str) -> bool {
+    path.len() <= MAX_PATH
+        && (path.is_empty()
+            || path.split('/').all(|n| {
+                !n.is_empty()
+                    && n != "."
+                    && n != ".."
+                    && n.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+            }))
+}
+
+/// Why a folder operation failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TreeError {
+    NotFound,
+    Exists,
+    NotEmpty,
+    Invalid,
+    Full,
+}
+
+impl TreeError {
+    pub fn message(&self, path: &str) -> String {
+        match self {
+            TreeError::NotFound => format!("{path:?}: no such folder (or parent)"),
+            TreeError::Exists => format!("{path:?} exists already"),
+            TreeError::NotEmpty => format!("{path:?} is not empty"),
+            TreeError::Invalid => format!(
+                "{path:?} is not a folder path (names of letters, digits, _ - . joined by /; at most {MAX_PATH} bytes; not the root)"
+            ),
+            TreeError::Full => format!("the namespace holds {MAX_FOLDERS} folders, the limit"),
+        }
+    }
+}
+
+/// A namespace's folders: each folder's path, with its entries' names. The root ("") always is.
+struct Tree {
+    dirs: HashMap<String, std::collections::BTreeSet<String>>,
+}
+
+impl Default for Tree {
+    fn default() -> Tree {
+        Tree {
+            dirs: HashMap::from([(String::new(), Default::default())]),
+        }
+    }
+}
+
+/// A path's parent and last name; `None` for the root or an invalid path.
+fn split_path(path: &str) -> Option<(&str, &str)> {
+    if path.is_empty() || !valid_path(path) {
+        return None;
+    }
+    Some(path.rsplit_once('/').unwrap_or(("", path)))
+}
+
+impl Tree {
+    fn mkdir(&mut self, path: &str) -> Result<(), TreeError> {
+        let (parent, name) = split_path(path).ok_or(TreeError::Invalid)?;
+        if self.dirs.contains_key(path) {
+            return Err(TreeError::Exists);
+        }
+        if self.dirs.len() >= MAX_FOLDERS {
+            return Err(TreeError::Full);
+        }
+        self.dirs
+            .get_mut(parent)
+            .ok_or(TreeError::NotFound)?
+            .insert(name.to_string());
+        self.dirs.insert(path.to_string(), Default::default());
+        Ok(())
+    }
+
+    fn rmdir(&mut self, path: &str) -> Result<(), TreeError> {
+        let (parent, name) = split_path(path).ok_or(TreeError::Invalid)?;
+        match self.dirs.get(path) {
+            None => return Err(TreeError::NotFound),
+            Some(entries) if !entries.is_empty() => return Err(TreeError::NotEmpty),
+            Some(_) => {}
+        }
+        self.dirs.remove(path);
+        if let Some(p) = self.dirs.get_mut(parent) {
+            p.remove(name);
+        }
+        Ok(())
+    }
+}
 
 /// Reads one frame: (kind, body). `Ok(None)` at a clean end of stream.
 pub fn read_frame(r: &mut impl Read, body: &mut Vec<u8>) -> io::Result<Option<u8>> {
@@ -253,12 +363,14 @@ enum Inner {
 /// One namespace's objects: what the host serves, and what `inproc` calls directly.
 pub struct Objects {
     inner: Inner,
+    tree: Mutex<Tree>,
 }
 
 impl Default for Objects {
     fn default() -> Objects {
         Objects {
             inner: Inner::Memory(RwLock::new(FxHashMap::default())),
+            tree: Mutex::default(),
         }
     }
 }
@@ -276,7 +388,42 @@ impl Objects {
         let prefix = store.namespace(name)?;
         Ok(Objects {
             inner: Inner::Disk { store, prefix },
+            tree: Mutex::default(),
         })
+    }
+
+    fn tree(&self) -> std::sync::MutexGuard<'_, Tree> {
+        // A panic cannot leave a tree half-changed: each change is one insert or remove.
+        self.tree.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Creates folder `path`: its parent must exist and it must not.
+    pub fn mkdir(&self, path: &str) -> Result<(), TreeError> {
+        self.tree().mkdir(path)
+    }
+
+    /// Whether folder `path` exists.
+    pub fn stat(&self, path: &str) -> Result<(), TreeError> {
+        if !valid_path(path) {
+            return Err(TreeError::Invalid);
+        }
+        match self.tree().dirs.contains_key(path) {
+            true => Ok(()),
+            false => Err(TreeError::NotFound),
+        }
+    }
+
+    /// Calls `each` with the name of every entry of folder `path`, in order.
+    pub fn list(&self, path: &str, mut each: impl FnMut(&str)) -> Result<(), TreeError> {
+        let tree = self.tree();
+        let entries = tree.dirs.get(path).ok_or(TreeError::NotFound)?;
+        entries.iter().for_each(|n| each(n));
+        Ok(())
+    }
+
+    /// Removes the empty folder `path`.
+    pub fn rmdir(&self, path: &str) -> Result<(), TreeError> {
+        self.tree().rmdir(path)
     }
 
     fn disk_key(prefix: &[u8; 4], key: u64) -> [u8; 12] {
@@ -773,6 +920,40 @@ impl Shared {
                         frame(out, kind::ERR, &[msg.as_bytes()]);
                     }
                     None => {}
+                }
+            }
+            kind::MKDIR | kind::STAT | kind::LIST | kind::RMDIR => {
+                let Some(map) = &c.objects else {
+                    return bad(out, "no namespace: send OPEN first");
+                };
+                let Ok(path) = std::str::from_utf8(body) else {
+                    return bad(out, "a folder path is UTF-8");
+                };
+                let done = match k {
+                    kind::MKDIR => map.mkdir(path),
+                    kind::STAT => map.stat(path),
+                    kind::RMDIR => map.rmdir(path),
+                    _ => {
+                        let at = out.len();
+                        frame(out, kind::TEXT, &[]);
+                        let listed = map.list(path, |name| {
+                            out.extend_from_slice(name.as_bytes());
+                            out.push(b'\n');
+                        });
+                        if listed.is_ok() {
+                            let len = (out.len() - at - 4) as u32;
+                            out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+                        } else {
+                            out.truncate(at);
+                        }
+                        listed
+                    }
+                };
+                match done {
+                    Ok(()) if k == kind::LIST => {}
+                    Ok(()) => frame(out, kind::OK, &[]),
+                    Err(TreeError::NotFound) => frame(out, kind::NOT_FOUND, &[]),
+                    Err(e) => frame(out, kind::ERR, &[e.message(path).as_bytes()]),
                 }
             }
             kind::STATS => {

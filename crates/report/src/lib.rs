@@ -7,12 +7,15 @@
 //! - [`table`]: the shootout table for terminals and its Markdown twin (same cells, same notes).
 //! - [`load_table`]: the load suite's table (figures × targets).
 //! - [`magma_table`]: the magma suite as MagmaBenchmarker prints it, with the topology penalties.
+//! - [`sweep`]: sweeps and the namespace suite: a figure per point (mean, min – max of the
+//!   samples) per target; the series the plots draw.
 //! - [`csv`]: one row per case, raw numbers, for spreadsheets and scripts.
 //! - [`units`]: thousands separators and human latency units.
 
 pub mod csv;
 pub mod load_table;
 pub mod magma_table;
+pub mod sweep;
 pub mod table;
 pub mod units;
 

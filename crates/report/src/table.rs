@@ -172,6 +172,8 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
     match r.plan.suite.as_str() {
         "load" => return crate::load_table::render(r, style, out),
         "magma" => return crate::magma_table::render(r, style, out),
+        "namespace" => return crate::sweep::render(r, style, out),
+        _ if !r.plan.sweeps.is_empty() => return crate::sweep::render(r, style, out),
         _ => {}
     }
     let p = &r.plan;

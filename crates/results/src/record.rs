@@ -86,6 +86,33 @@ pub struct PlanRecord {
     /// The `magma` suite's settings; `null` (or absent) for other suites.
     #[serde(default)]
     pub magma: Option<MagmaPlanRecord>,
+    /// The `namespace` suite's settings; absent for other suites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<NamespacePlanRecord>,
+    /// The sweeps: each varies one parameter over its values, the others at the plan's; empty
+    /// (or absent) without sweeps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<SweepRecord>,
+}
+
+/// How the `namespace` suite was sized (the values outside a sweep of them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamespacePlanRecord {
+    /// `depth`: the measured folder sits this many levels below the root.
+    pub depth: u64,
+    /// `width`: the measured folder is this-th entry of its parent.
+    pub width: u64,
+    /// `clients`: folders each client creates.
+    pub collections: u64,
+}
+
+/// One sweep of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepRecord {
+    pub param: String,
+    pub values: Vec<u64>,
 }
 
 /// How the `magma` suite was sized.
@@ -232,6 +259,18 @@ pub struct Case {
     /// For targets whose server measures itself (`dyno://`): what the server spent on each kind
     /// of operation during this test's measured repetitions; `null` otherwise.
     pub server: Option<BTreeMap<String, ServerOpRecord>>,
+    /// In a sweep, the point this case ran at; absent outside sweeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
+}
+
+/// One point of a sweep: the parameter varied and its value here (the others at the plan's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepPoint {
+    /// `depth`, `width`, `clients`, `objects`, `size` or `thousands`.
+    pub param: String,
+    pub value: u64,
 }
 
 /// One kind of operation as the server measured it.

@@ -1,4 +1,6 @@
-//! `fs:DIR` — one file per object, in `DIR/dyno_objects/`.
+//! `fs:DIR` — one file per object, in `DIR/dyno_objects/`; the `namespace` family's folders are
+//! directories under `DIR/dyno_tree/` (with `fsync=true`, the parent is fsynced after each
+//! `mkdir` and `rmdir`).
 //!
 //! The directory must be new, empty, or dyno's own (it holds dyno's marker); anything else is
 //! refused untouched. Without `fsync=true` nothing is forced to disk (`no-fsync`); with it, each
@@ -22,7 +24,7 @@ pub static INFO: DriverInfo = DriverInfo {
     query_options: true,
     summary: "one file per object in a directory dyno creates (or finds empty)",
     forms: &["fs:", "fs:/path/to/dir", "fs:/path/to/dir?fsync=true"],
-    families: &[Family::Kv, Family::Graph],
+    families: &[Family::Kv, Family::Graph, Family::Namespace],
     options: &[OptionSpec {
         name: "fsync",
         default: "false",
@@ -32,6 +34,8 @@ pub static INFO: DriverInfo = DriverInfo {
 
 /// The subdirectory that holds the objects.
 const OBJECTS: &str = "dyno_objects";
+/// The subdirectory that holds the namespace family's folders.
+const TREE: &str = "dyno_tree";
 
 #[derive(Debug, Clone)]
 struct Config {
@@ -63,22 +67,29 @@ impl TargetConfig for Config {
     fn data_path(&self) -> Option<PathBuf> {
         self.place.path()
     }
+    fn families(&self) -> &'static [Family] {
+        INFO.families
+    }
     fn preflight(&self) -> Result<(), DriverError> {
         self.place.check_dir()
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
         let (root, temporary) = self.place.claim_dir("fs")?;
         let objects = root.join(OBJECTS);
-        if objects.exists() {
-            std::fs::remove_dir_all(&objects).map_err(|e| {
-                DriverError::new(format!("cannot clear {}: {e}", objects.display()))
-            })?;
+        let tree = root.join(TREE);
+        for dir in [&objects, &tree] {
+            if dir.exists() {
+                std::fs::remove_dir_all(dir).map_err(|e| {
+                    DriverError::new(format!("cannot clear {}: {e}", dir.display()))
+                })?;
+            }
+            std::fs::create_dir(dir)
+                .map_err(|e| DriverError::new(format!("cannot create {}: {e}", dir.display())))?;
         }
-        std::fs::create_dir(&objects)
-            .map_err(|e| DriverError::new(format!("cannot create {}: {e}", objects.display())))?;
         Ok(Box::new(FsStore {
             root,
             objects,
+            tree,
             temporary,
             fsync: self.fsync,
         }))
@@ -88,6 +99,7 @@ impl TargetConfig for Config {
 struct FsStore {
     root: PathBuf,
     objects: PathBuf,
+    tree: PathBuf,
     temporary: bool,
     fsync: bool,
 }
@@ -110,6 +122,7 @@ impl Store for FsStore {
         Ok(Box::new(FsSession {
             dir: self.objects.clone(),
             path: self.objects.join("0000000000000000"),
+            tree: self.tree.clone(),
             fsync: self.fsync,
             reads: 0,
         }))
@@ -140,6 +153,7 @@ struct FsSession {
     dir: PathBuf,
     /// Reused for every object's path: only its 16 hex digits change.
     path: PathBuf,
+    tree: PathBuf,
     fsync: bool,
     reads: u64,
 }
@@ -154,6 +168,31 @@ impl FsSession {
         let name = std::str::from_utf8(&name).expect("hex digits are ASCII");
         self.path.set_file_name(name);
         &self.path
+    }
+
+    /// A namespace path under the tree; an error for one the family does not allow.
+    fn folder(&self, path: &str) -> Result<PathBuf, OpError> {
+        if !host::store::valid_path(path) {
+            return Err(OpError::new(
+                engine::driver::ErrorClass::Application,
+                format!("{path:?} is not a namespace path"),
+            ));
+        }
+        Ok(if path.is_empty() {
+            self.tree.clone()
+        } else {
+            self.tree.join(path)
+        })
+    }
+
+    /// With `fsync=true`: makes a change to `dir`'s entries durable.
+    fn sync_parent(&self, dir: &Path) -> Result<(), OpError> {
+        match dir.parent() {
+            Some(parent) if self.fsync => std::fs::File::open(parent)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| OpError::io("fsync directory", &e)),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -193,5 +232,35 @@ impl Session for FsSession {
     }
     fn storage_reads(&self) -> u64 {
         self.reads
+    }
+    fn mkdir(&mut self, path: &str) -> Result<(), OpError> {
+        let dir = self.folder(path)?;
+        std::fs::create_dir(&dir).map_err(|e| OpError::io("mkdir", &e))?;
+        self.sync_parent(&dir)
+    }
+    fn stat(&mut self, path: &str) -> Result<(), OpError> {
+        let meta = std::fs::metadata(self.folder(path)?).map_err(|e| OpError::io("stat", &e))?;
+        if meta.is_dir() {
+            Ok(())
+        } else {
+            Err(OpError::new(
+                engine::driver::ErrorClass::Corrupt,
+                format!("{path:?} is not a folder"),
+            ))
+        }
+    }
+    fn list(&mut self, path: &str, out: &mut Vec<String>) -> Result<(), OpError> {
+        out.clear();
+        let entries = std::fs::read_dir(self.folder(path)?).map_err(|e| OpError::io("list", &e))?;
+        for e in entries {
+            let e = e.map_err(|e| OpError::io("list", &e))?;
+            out.push(e.file_name().to_string_lossy().into_owned());
+        }
+        Ok(())
+    }
+    fn rmdir(&mut self, path: &str) -> Result<(), OpError> {
+        let dir = self.folder(path)?;
+        std::fs::remove_dir(&dir).map_err(|e| OpError::io("rmdir", &e))?;
+        self.sync_parent(&dir)
     }
 }

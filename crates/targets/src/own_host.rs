@@ -26,7 +26,7 @@ pub static INFO: DriverInfo = DriverInfo {
     query_options: true,
     summary: "dyno's own benchmark host, started for the run, reached inproc, over loopback, or through the link emulator (lan, wan)",
     forms: &["host:", "host:?topology=wan"],
-    families: &[Family::Kv, Family::Graph],
+    families: &[Family::Kv, Family::Graph, Family::Namespace],
     options: &[
         OptionSpec {
             name: "topology",
@@ -123,6 +123,9 @@ fn io(context: &str) -> impl Fn(std::io::Error) -> DriverError + '_ {
 }
 
 impl TargetConfig for Config {
+    fn families(&self) -> &'static [Family] {
+        INFO.families
+    }
     fn durability(&self) -> String {
         match &self.link {
             Some(l) => format!(
@@ -301,4 +304,28 @@ impl Session for InprocSession {
     fn storage_reads(&self) -> u64 {
         self.reads
     }
+    fn mkdir(&mut self, path: &str) -> Result<(), OpError> {
+        self.objects.mkdir(path).map_err(|e| tree_err(e, path))
+    }
+    fn stat(&mut self, path: &str) -> Result<(), OpError> {
+        self.objects.stat(path).map_err(|e| tree_err(e, path))
+    }
+    fn list(&mut self, path: &str, out: &mut Vec<String>) -> Result<(), OpError> {
+        out.clear();
+        self.objects
+            .list(path, |n| out.push(n.to_string()))
+            .map_err(|e| tree_err(e, path))
+    }
+    fn rmdir(&mut self, path: &str) -> Result<(), OpError> {
+        self.objects.rmdir(path).map_err(|e| tree_err(e, path))
+    }
+}
+
+/// A folder operation's failure, classed as the `dyno://` driver classes the host's answers.
+fn tree_err(e: host::store::TreeError, path: &str) -> OpError {
+    let class = match e {
+        host::store::TreeError::NotFound => ErrorClass::NotFound,
+        _ => ErrorClass::Application,
+    };
+    OpError::new(class, e.message(path))
 }

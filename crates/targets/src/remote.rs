@@ -28,7 +28,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "dyno://127.0.0.1:7000",
         "dyno://127.0.0.1:7000?token=secret",
     ],
-    families: &[Family::Kv, Family::Graph],
+    families: &[Family::Kv, Family::Graph, Family::Namespace],
     options: &[OptionSpec {
         name: "token",
         default: "",
@@ -132,6 +132,9 @@ pub fn store_at(
 }
 
 impl TargetConfig for Config {
+    fn families(&self) -> &'static [Family] {
+        INFO.families
+    }
     fn durability(&self) -> String {
         self.durability
             .get_or_init(|| {
@@ -229,6 +232,30 @@ impl Conn {
         self.frame.clear();
         host::store::write_frame(&mut self.frame, k, parts).expect("writing to a Vec");
         self.out.write_all(&self.frame).map_err(io_err("send"))
+    }
+
+    /// A folder operation: `want` on success, `NOT_FOUND` as a `not_found` error.
+    fn folder(&mut self, k: u8, path: &str, want: u8) -> Result<(), OpError> {
+        self.send(k, &[path.as_bytes()])?;
+        match read_frame(&mut self.input, &mut self.body).map_err(io_err("response"))? {
+            Some(r) if r == want => Ok(()),
+            Some(kind::NOT_FOUND) => Err(OpError::new(
+                ErrorClass::NotFound,
+                format!("the host has no folder {path:?} (or no parent)"),
+            )),
+            Some(kind::ERR) => Err(OpError::new(
+                ErrorClass::Application,
+                format!("the host said: {}", String::from_utf8_lossy(&self.body)),
+            )),
+            Some(r) => Err(OpError::new(
+                ErrorClass::Protocol,
+                format!("unexpected response 0x{r:02x} to a folder operation"),
+            )),
+            None => Err(OpError::new(
+                ErrorClass::Reset,
+                "the host closed the connection",
+            )),
+        }
     }
 
     fn call(&mut self, k: u8, parts: &[&[u8]], want: u8) -> Result<(), OpError> {
@@ -329,5 +356,22 @@ impl Session for RemoteSession {
     }
     fn storage_reads(&self) -> u64 {
         self.reads
+    }
+    fn mkdir(&mut self, path: &str) -> Result<(), OpError> {
+        self.conn.folder(kind::MKDIR, path, kind::OK)
+    }
+    fn stat(&mut self, path: &str) -> Result<(), OpError> {
+        self.conn.folder(kind::STAT, path, kind::OK)
+    }
+    fn list(&mut self, path: &str, out: &mut Vec<String>) -> Result<(), OpError> {
+        self.conn.folder(kind::LIST, path, kind::TEXT)?;
+        out.clear();
+        let text = std::str::from_utf8(&self.conn.body)
+            .map_err(|_| OpError::new(ErrorClass::Protocol, "LIST: names are not UTF-8"))?;
+        out.extend(text.lines().map(str::to_string));
+        Ok(())
+    }
+    fn rmdir(&mut self, path: &str) -> Result<(), OpError> {
+        self.conn.folder(kind::RMDIR, path, kind::OK)
     }
 }

@@ -103,6 +103,66 @@ fn contract(url: &str) {
     }
 }
 
+/// The `namespace` family: folders are made under existing parents only, once; stat finds them;
+/// list names a folder's entries; rmdir removes empty folders only.
+fn folders(url: &str) {
+    let config = config(url);
+    assert!(
+        config
+            .families()
+            .contains(&engine::driver::Family::Namespace),
+        "{url} declares the namespace family"
+    );
+    let store = config.open().unwrap_or_else(|e| panic!("{url}: {e}"));
+    let clock = Clock::monotonic();
+    let mut s = store.connect(&clock).unwrap();
+    let mut names = Vec::new();
+    s.stat("").unwrap();
+    s.mkdir("a").unwrap();
+    s.mkdir("a/b").unwrap();
+    s.mkdir("a/c.d").unwrap();
+    let e = s.mkdir("x/y").unwrap_err();
+    assert_eq!(e.class, ErrorClass::NotFound, "{url}: no parent: {e}");
+    assert!(s.mkdir("a/b").is_err(), "{url}: made twice");
+    assert!(s.mkdir("a/../b").is_err(), "{url}: .. refused");
+    s.stat("a/b").unwrap();
+    assert_eq!(
+        s.stat("a/zz").unwrap_err().class,
+        ErrorClass::NotFound,
+        "{url}"
+    );
+    s.list("a", &mut names).unwrap();
+    names.sort();
+    assert_eq!(names, ["b", "c.d"], "{url}");
+    assert!(s.rmdir("a").is_err(), "{url}: not empty");
+    s.rmdir("a/b").unwrap();
+    s.list("a", &mut names).unwrap();
+    assert_eq!(names, ["c.d"], "{url}");
+    assert_eq!(s.stat("a/b").unwrap_err().class, ErrorClass::NotFound);
+    // A second session sees the first one's folders.
+    let mut t = store.connect(&clock).unwrap();
+    t.stat("a/c.d").unwrap();
+    drop((s, t));
+    store.close().unwrap();
+}
+
+#[test]
+fn folders_on_fs_and_on_the_host() {
+    folders("fs:");
+    folders("fs:?fsync=true");
+    folders("host:");
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = host::store::StoreServer::start(l, None).unwrap();
+    folders(&format!("dyno://{}", server.addr()));
+    let stats = host::store::fetch_stats(server.addr(), None).unwrap();
+    let count = |op: &str| stats.iter().find(|s| s.op == op).map_or(0, |s| s.count);
+    assert_eq!(
+        (count("mkdir"), count("stat"), count("list"), count("rmdir")),
+        (6, 5, 2, 2),
+        "each folder operation is one request, counted by the host"
+    );
+}
+
 #[test]
 fn mem() {
     contract("mem:");

@@ -1,0 +1,295 @@
+//! The `namespace` suite: how long a storage system takes to create and stat a folder as its
+//! tree grows deep or wide, and to create folders for many clients at once (the seed's storage
+//! plots).
+//!
+//! | test | what is timed, per repetition (sample) |
+//! |---|---|
+//! | `depth` | `mkdir` + `stat` of one new folder `depth` levels below the root |
+//! | `width` | `mkdir` + `stat` of one new folder that is entry number `width` of its parent |
+//! | `clients` | each of `clients` sessions creates [`COLLECTIONS`] folders, all starting together: each client's total time |
+//!
+//! The folders above the measured one (a chain for `depth`, `width - 1` siblings for `width`, a
+//! folder per client for `clients`) are made before the first repetition, untimed. Each sample's
+//! new folders are removed after it, untimed, so every sample measures the same place.
+
+use crate::clock::Clock;
+use crate::driver::{OpError, Session, Store};
+use crate::recorder::Recorder;
+use crate::shootout::{TestOutcome, error_reason};
+use results::{Rep, Status};
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Folders each client creates in the `clients` test (the seed's 50 collections).
+pub const COLLECTIONS: u64 = 50;
+pub const DEFAULT_DEPTH: u64 = 10;
+pub const MAX_DEPTH: u64 = 200;
+pub const DEFAULT_WIDTH: u64 = 100;
+pub const MAX_WIDTH: u64 = 100_000;
+pub const DEFAULT_CLIENTS: u32 = 10;
+
+/// The suite's tests, in report order.
+pub const TESTS: [&str; 3] = ["depth", "width", "clients"];
+
+/// The suite's settings at one point of the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    pub depth: u64,
+    pub width: u64,
+    pub clients: u32,
+}
+
+/// The namespace suite on one opened store.
+pub struct Folders<'a> {
+    store: &'a dyn Store,
+    params: Params,
+    tests: Vec<&'static str>,
+    interrupt: &'a AtomicBool,
+    /// Whether the untimed folders are made (`Some(Err)` when making them failed).
+    built: Option<Result<(), String>>,
+}
+
+/// The path of the folder `levels` deep on the chain the `depth` test builds.
+fn chain(levels: u64) -> String {
+    (1..=levels)
+        .map(|i| format!("d{i}"))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+impl<'a> Folders<'a> {
+    pub fn new(
+        store: &'a dyn Store,
+        params: Params,
+        tests: Vec<&'static str>,
+        interrupt: &'a AtomicBool,
+    ) -> Folders<'a> {
+        Folders {
+            store,
+            params,
+            tests,
+            interrupt,
+            built: None,
+        }
+    }
+
+    /// Makes the folders the tests stand on: the chain above the `depth` folder, the parent and
+    /// `width - 1` siblings of the `width` folder, one folder per client.
+    fn build(&self) -> Result<(), String> {
+        let clock = Clock::monotonic();
+        let mut s = self.store.connect(&clock).map_err(|e| e.to_string())?;
+        let mut mk = |p: &str| s.mkdir(p).map_err(|e| format!("mkdir {p}: {e}"));
+        if self.tests.contains(&"depth") {
+            for level in 1..self.params.depth {
+                mk(&chain(level))?;
+            }
+        }
+        if self.tests.contains(&"width") {
+            mk("w")?;
+            for i in 1..self.params.width {
+                mk(&format!("w/e{i}"))?;
+            }
+        }
+        if self.tests.contains(&"clients") {
+            mk("c")?;
+            for i in 0..self.params.clients {
+                mk(&format!("c/{i}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn run_rep(&mut self, rep: u32, mut report: impl FnMut(TestOutcome)) {
+        if self.built.is_none() {
+            self.built = Some(
+                self.build()
+                    .map_err(|e| format!("making the folders the tests stand on failed: {e}")),
+            );
+        }
+        if let Some(Err(why)) = &self.built {
+            for t in &self.tests {
+                report(TestOutcome::not_run(t, Status::Failed, why.clone()));
+            }
+            return;
+        }
+        for &t in &self.tests.clone() {
+            if self.interrupt.load(Ordering::Relaxed) {
+                return;
+            }
+            let outcome = match t {
+                "depth" => self.one_folder(t, &chain(self.params.depth - 1), rep),
+                "width" => self.one_folder(t, "w", rep),
+                _ => self.clients(rep),
+            };
+            report(outcome);
+        }
+    }
+
+    /// Times `mkdir` + `stat` of a new folder under `parent`, then removes it (untimed).
+    fn one_folder(&self, test: &'static str, parent: &str, rep: u32) -> TestOutcome {
+        let clock = Clock::monotonic();
+        let mut s = match self.store.connect(&clock) {
+            Ok(s) => s,
+            Err(e) => return TestOutcome::not_run(test, Status::Failed, e.to_string()),
+        };
+        let path = join(parent, &format!("s{rep}"));
+        let mut rec = Recorder::new();
+        let t0 = clock.now_ns();
+        let made = s.mkdir(&path);
+        let t1 = clock.now_ns();
+        let found = made.as_ref().map_or(Ok(()), |_| s.stat(&path));
+        let t2 = clock.now_ns();
+        rec.record(t1 - t0, made.clone().map(|_| 0));
+        if made.is_ok() {
+            rec.record(t2 - t1, found.map(|_| 0));
+        }
+        let cleanup = if made.is_ok() { s.rmdir(&path) } else { Ok(()) };
+        let wall = t2 - t0;
+        outcome(test, rec, 1, vec![wall], wall, cleanup)
+    }
+
+    /// Every client creates [`COLLECTIONS`] folders in its own folder, all starting together.
+    fn clients(&self, rep: u32) -> TestOutcome {
+        let n = self.params.clients;
+        let mut sessions: Vec<(Clock, Box<dyn Session>)> = Vec::new();
+        for _ in 0..n {
+            let clock = Clock::monotonic();
+            match self.store.connect(&clock) {
+                Ok(s) => sessions.push((clock, s)),
+                Err(e) => return TestOutcome::not_run("clients", Status::Failed, e.to_string()),
+            }
+        }
+        let start = Barrier::new(n as usize);
+        let results: Vec<(Recorder, u64, Result<(), OpError>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = sessions
+                .iter_mut()
+                .enumerate()
+                .map(|(i, (clock, s))| {
+                    let start = &start;
+                    scope.spawn(move || {
+                        let paths: Vec<String> = (0..COLLECTIONS)
+                            .map(|k| format!("c/{i}/r{rep}-{k}"))
+                            .collect();
+                        let mut rec = Recorder::new();
+                        start.wait();
+                        let t0 = clock.now_ns();
+                        let mut last = t0;
+                        for p in &paths {
+                            let r = s.mkdir(p);
+                            let now = clock.now_ns();
+                            rec.record(now - last, r.map(|_| 0));
+                            last = now;
+                        }
+                        let total = last - t0;
+                        // Untimed: each sample starts from the same empty folder.
+                        let cleanup = paths
+                            .iter()
+                            .map(|p| s.rmdir(p))
+                            .find(|r| r.is_err())
+                            .unwrap_or(Ok(()));
+                        (rec, total, cleanup)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|p| {
+                        let why = crate::shootout::panic_message(&p).to_string();
+                        (
+                            Recorder::new(),
+                            0,
+                            Err(OpError::new(crate::driver::ErrorClass::Io, why)),
+                        )
+                    })
+                })
+                .collect()
+        });
+        let mut rec = Recorder::new();
+        let mut times = Vec::new();
+        let mut cleanup = Ok(());
+        for (r, t, c) in results {
+            rec.merge(&r);
+            times.push(t);
+            if cleanup.is_ok() {
+                cleanup = c;
+            }
+        }
+        let wall = times.iter().copied().max().unwrap_or(0);
+        outcome(
+            "clients",
+            rec,
+            COLLECTIONS * u64::from(n),
+            times,
+            wall,
+            cleanup,
+        )
+    }
+}
+
+/// A test's outcome from what it recorded.
+fn outcome(
+    test: &'static str,
+    rec: Recorder,
+    objects: u64,
+    client_ns: Vec<u64>,
+    wall_ns: u64,
+    cleanup: Result<(), OpError>,
+) -> TestOutcome {
+    let errors = rec.error_count();
+    let (status, reason) = if errors > 0 {
+        (Status::Failed, Some(error_reason(&rec, rec.ops)))
+    } else if let Err(e) = cleanup {
+        (
+            Status::Failed,
+            Some(format!("removing the sample's folders failed: {e}")),
+        )
+    } else {
+        (Status::Ok, None)
+    };
+    let rep = Rep {
+        objects,
+        clients: client_ns.len() as u32,
+        wall_ns,
+        client_ns,
+        ops_per_s: if wall_ns > 0 {
+            objects as f64 * 1e9 / wall_ns as f64
+        } else {
+            0.0
+        },
+        commit_ns: 0,
+        storage_reads: 0,
+        errors,
+        latency_ns: results::stats::latency_summary(&rec.latency),
+        load: None,
+    };
+    TestOutcome {
+        test,
+        status,
+        reason,
+        cache: None,
+        rep: Some(rep),
+        recorder: rec,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chain_names_each_level() {
+        assert_eq!(chain(0), "");
+        assert_eq!(chain(3), "d1/d2/d3");
+        assert_eq!(join("", "s0"), "s0");
+        assert_eq!(join(&chain(2), "s1"), "d1/d2/s1");
+    }
+}

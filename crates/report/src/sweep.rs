@@ -1,0 +1,298 @@
+//! Sweeps and the `namespace` suite: a figure per point of a swept parameter, per target, as the
+//! mean, min and max of the point's samples (repetitions). The table and the plots read the same
+//! [`Series`].
+
+use crate::table::{Style, grid, status_word};
+use crate::units;
+use results::{Case, RunRecord};
+use std::io::{self, Write};
+
+/// What a series' figure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// Seconds (smaller is better).
+    Time,
+    /// Per second (larger is better).
+    Rate,
+}
+
+/// One point of one target's line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub x: u64,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Values the point summarizes (samples; for per-client figures, clients × samples).
+    pub n: usize,
+}
+
+/// One plot's worth: a figure against a parameter, a line per target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// A file-name stem, e.g. `depth` or `clients-per-folder`.
+    pub name: String,
+    pub param: String,
+    pub test: String,
+    pub figure: Figure,
+    /// What the y axis shows, e.g. "time to create and stat a folder".
+    pub what: String,
+    /// Per target (in column order): its points, and the notes of points with no figure.
+    pub lines: Vec<(String, Vec<Point>)>,
+    pub notes: Vec<String>,
+}
+
+fn stat(values: &[f64], x: u64) -> Option<Point> {
+    if values.is_empty() {
+        return None;
+    }
+    let n = values.len();
+    Some(Point {
+        x,
+        mean: values.iter().sum::<f64>() / n as f64,
+        min: values.iter().copied().fold(f64::INFINITY, f64::min),
+        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        n,
+    })
+}
+
+/// The kinds of figure a test gives: (name suffix, what, figure, values of one case).
+type Extract = fn(&Case) -> Vec<f64>;
+
+fn figures(suite: &str, test: &str) -> Vec<(&'static str, &'static str, Figure, Extract)> {
+    match (suite, test) {
+        ("namespace", "depth") | ("namespace", "width") => {
+            vec![("", "time to create and stat a folder", Figure::Time, |c| {
+                c.reps.iter().map(|r| r.wall_ns as f64 / 1e9).collect()
+            })]
+        }
+        ("namespace", "clients") => vec![
+            (
+                "",
+                "time for a client to create 50 folders (min / mean / max over clients)",
+                Figure::Time,
+                |c| {
+                    c.reps
+                        .iter()
+                        .flat_map(|r| r.client_ns.iter().map(|&t| t as f64 / 1e9))
+                        .collect()
+                },
+            ),
+            (
+                "-per-folder",
+                "time per folder: the slowest client's time / 50",
+                Figure::Time,
+                |c| {
+                    // Folders per client: all folders over the clients.
+                    c.reps
+                        .iter()
+                        .map(|r| {
+                            let per_client = r.objects as f64 / f64::from(r.clients.max(1));
+                            r.wall_ns as f64 / 1e9 / per_client.max(1.0)
+                        })
+                        .collect()
+                },
+            ),
+        ],
+        ("magma", t)
+            if results::suites::magma_test(t)
+                .is_some_and(|m| m.unit == results::suites::Unit::Seconds) =>
+        {
+            vec![("", "time of one run", Figure::Time, |c| {
+                c.reps.iter().map(|r| r.wall_ns as f64 / 1e9).collect()
+            })]
+        }
+        _ => vec![("", "operations per second", Figure::Rate, |c| {
+            c.reps.iter().map(|r| r.ops_per_s).collect()
+        })],
+    }
+}
+
+/// Every series of a record: one per swept parameter × test × figure. A run of the namespace
+/// suite with no sweep gives one-point series at the plan's values.
+pub fn series(r: &RunRecord) -> Vec<Series> {
+    let mut params: Vec<String> = r.plan.sweeps.iter().map(|s| s.param.clone()).collect();
+    let swept = !params.is_empty();
+    if !swept {
+        params.push(String::new());
+    }
+    let targets: Vec<&str> = r.plan.targets.iter().map(|t| t.name.as_str()).collect();
+    let mut out = Vec::new();
+    for param in &params {
+        let in_sweep = |c: &&Case| match &c.sweep {
+            Some(p) => &p.param == param,
+            None => !swept,
+        };
+        let mut tests: Vec<&str> = Vec::new();
+        for c in r.cases.iter().filter(in_sweep) {
+            if !tests.contains(&c.test.as_str()) {
+                tests.push(&c.test);
+            }
+        }
+        for test in tests {
+            let x_of = |c: &Case| match (&c.sweep, &r.plan.namespace) {
+                (Some(p), _) => p.value,
+                (None, Some(n)) => match test {
+                    "depth" => n.depth,
+                    "width" => n.width,
+                    _ => u64::from(r.plan.concurrency),
+                },
+                (None, None) => 0,
+            };
+            let param_name = if swept {
+                param.clone()
+            } else if r.plan.suite == "namespace" {
+                test.to_string()
+            } else {
+                String::new()
+            };
+            for (suffix, what, figure, extract) in figures(&r.plan.suite, test) {
+                let mut lines = Vec::new();
+                let mut notes = Vec::new();
+                for t in &targets {
+                    let mut points = Vec::new();
+                    for c in r
+                        .cases
+                        .iter()
+                        .filter(in_sweep)
+                        .filter(|c| c.target == *t && c.test == test)
+                    {
+                        match status_word(c) {
+                            None => points.extend(stat(&extract(c), x_of(c))),
+                            Some(w) => notes.push(format!(
+                                "{t} {test} at {param_name} {}: {w}{}",
+                                x_of(c),
+                                c.reason
+                                    .as_deref()
+                                    .map(|r| format!(": {r}"))
+                                    .unwrap_or_default()
+                            )),
+                        }
+                    }
+                    lines.push((t.to_string(), points));
+                }
+                out.push(Series {
+                    name: format!("{test}{suffix}"),
+                    param: param_name.clone(),
+                    test: test.to_string(),
+                    figure,
+                    what: what.to_string(),
+                    lines,
+                    notes,
+                });
+            }
+        }
+    }
+    // File names must not collide when a test appears in several sweeps.
+    if params.len() > 1 {
+        for s in &mut out {
+            s.name = format!("{}-{}", s.param, s.name);
+        }
+    }
+    out
+}
+
+/// A figure in the table: a time in its unit, a rate with separators.
+pub fn cell(figure: Figure, v: f64) -> String {
+    match figure {
+        Figure::Time => units::latency((v * 1e9).round() as u64),
+        Figure::Rate => units::rate(v),
+    }
+}
+
+/// The sweep tables: per series, a row per point, a column per target: mean (min – max).
+pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    let p = &r.plan;
+    let samples = if p.reps == 1 {
+        "1 sample".to_string()
+    } else {
+        format!("{} samples", p.reps)
+    };
+    let mut settings = Vec::new();
+    if let Some(n) = &p.namespace {
+        settings.push(format!(
+            "depth {}, width {}, {} clients × {} folders",
+            n.depth, n.width, p.concurrency, n.collections
+        ));
+    }
+    for s in &p.sweeps {
+        let v = &s.values;
+        settings.push(match v.len() {
+            1 => format!("{} = {}", s.param, v[0]),
+            _ => format!(
+                "{} swept over {} points, {}…{}",
+                s.param,
+                v.len(),
+                v[0],
+                v[v.len() - 1]
+            ),
+        });
+    }
+    let title = format!("dyno {} · {} · {samples}", p.suite, settings.join(" · "));
+    let h2 = match style {
+        Style::Text => {
+            writeln!(out, "{title}")?;
+            ""
+        }
+        Style::Markdown => {
+            writeln!(out, "### {title}")?;
+            "#### "
+        }
+    };
+    let all = series(r);
+    for s in &all {
+        writeln!(out)?;
+        let stat = if p.reps > 1 || s.lines.iter().any(|(_, l)| l.iter().any(|p| p.n > 1)) {
+            "mean (min – max)"
+        } else {
+            "one sample"
+        };
+        writeln!(out, "{h2}{}: {} — {stat}", s.test, s.what)?;
+        if style == Style::Markdown {
+            writeln!(out)?;
+        }
+        let header = vec![
+            std::iter::once(s.param.clone())
+                .chain(s.lines.iter().map(|(t, _)| t.clone()))
+                .collect::<Vec<_>>(),
+        ];
+        let mut xs: Vec<u64> = s
+            .lines
+            .iter()
+            .flat_map(|(_, l)| l.iter().map(|p| p.x))
+            .collect();
+        xs.dedup();
+        let mut seen = Vec::new();
+        xs.retain(|x| {
+            let new = !seen.contains(x);
+            seen.push(*x);
+            new
+        });
+        let body: Vec<Vec<String>> = xs
+            .iter()
+            .map(|x| {
+                std::iter::once(x.to_string())
+                    .chain(
+                        s.lines
+                            .iter()
+                            .map(|(_, l)| match l.iter().find(|p| p.x == *x) {
+                                None => "-".into(),
+                                Some(p) if p.n == 1 => cell(s.figure, p.mean),
+                                Some(p) => format!(
+                                    "{} ({} – {})",
+                                    cell(s.figure, p.mean),
+                                    cell(s.figure, p.min),
+                                    cell(s.figure, p.max)
+                                ),
+                            }),
+                    )
+                    .collect()
+            })
+            .collect();
+        grid(out, style, &header, &body)?;
+        for n in &s.notes {
+            writeln!(out, "- {n}")?;
+        }
+    }
+    Ok(())
+}
