@@ -36,6 +36,9 @@ pub enum Command {
         /// Output format: table, markdown, csv or json.
         #[arg(long, short = 'f', default_value = "table")]
         format: String,
+        /// Also draw the plots (SVG, PNG and .dat for gnuplot) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
     },
     /// List the drivers: URL forms, operation families and options.
     Targets,

@@ -19,7 +19,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run_cmd(*args),
         Command::Validate { plan } => validate(&plan),
-        Command::Report { dir, format } => report_cmd(&dir, &format),
+        Command::Report { dir, format, plots } => report_cmd(&dir, &format, plots.as_deref()),
         Command::Targets => targets_cmd(),
         Command::Serve(args) => crate::serve::serve(args),
         Command::Stats { addr, token } => crate::serve::stats(&addr, token.as_deref()),
@@ -231,6 +231,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         eprintln!("dyno: {failed} case(s) failed; the notes under the table say why");
     }
     eprintln!("dyno: record written to {}", record_path.display());
+    write_plots(&outcome.record, &out_dir.join("plots"));
     if outcome.record.interrupted {
         eprintln!("dyno: interrupted");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
@@ -272,11 +273,42 @@ fn validate(path: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn report_cmd(dir: &Path, format: &str) -> Result<ExitCode> {
+/// Draws a record's plots (SVG, PNG, `.dat`) into `dir`; a failure is a warning, not a lost run.
+fn write_plots(record: &results::RunRecord, dir: &Path) {
+    #[cfg(feature = "plots")]
+    match report::plots::write_all(record, dir) {
+        Ok(files) if files.is_empty() => {}
+        Ok(files) => eprintln!(
+            "dyno: {} plot files (SVG, PNG, .dat) written to {}",
+            files.len(),
+            dir.display()
+        ),
+        Err(e) => eprintln!("dyno: warning: the plots could not be drawn: {e}"),
+    }
+    #[cfg(not(feature = "plots"))]
+    {
+        let _ = (record, dir);
+    }
+}
+
+fn report_cmd(dir: &Path, format: &str, plots: Option<&Path>) -> Result<ExitCode> {
     let format = parse_format(Some(&Sp::new(format.to_string(), Origin::Flag("--format"))))?;
     let records = results::store::load(dir)?;
     let mut out = std::io::stdout().lock();
     report::render(format, &records, &mut out).context("writing the report")?;
+    if let Some(to) = plots {
+        if cfg!(not(feature = "plots")) {
+            bail!("--plots: this dyno was built without plots; build it with `--features plots`");
+        }
+        for (i, r) in records.iter().enumerate() {
+            let dir = if records.len() == 1 {
+                to.to_path_buf()
+            } else {
+                to.join(format!("{:03}", i + 1))
+            };
+            write_plots(r, &dir);
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -9,12 +9,16 @@
 //! - [`magma_table`]: the magma suite as MagmaBenchmarker prints it, with the topology penalties.
 //! - [`sweep`]: sweeps and the namespace suite: a figure per point (mean, min – max of the
 //!   samples) per target; the series the plots draw.
+//! - [`plots`] (feature `plots`, on by default): SVG, PNG and `.dat` files: sweeps, latency
+//!   spectra, load time series.
 //! - [`csv`]: one row per case, raw numbers, for spreadsheets and scripts.
 //! - [`units`]: thousands separators and human latency units.
 
 pub mod csv;
 pub mod load_table;
 pub mod magma_table;
+#[cfg(feature = "plots")]
+pub mod plots;
 pub mod sweep;
 pub mod table;
 pub mod units;

@@ -185,7 +185,7 @@ pub fn series(r: &RunRecord) -> Vec<Series> {
     }
     // File names must not collide when a test appears in several sweeps.
     if params.len() > 1 {
-        for s in &mut out {
+        for s in out.iter_mut().filter(|s| s.param != s.test) {
             s.name = format!("{}-{}", s.param, s.name);
         }
     }

@@ -1,0 +1,495 @@
+//! Plots drawn by dyno itself: each as SVG, PNG, and a plain `.dat` table (whitespace-separated
+//! columns under a `#` header) for gnuplot users to restyle.
+//!
+//! - sweeps ([`crate::sweep::series`]): x = the swept parameter (a log axis when its values span
+//!   more than two decades), y = the figure; per target a mean line with a min–max band;
+//! - latency spectra: per test, each target's latency against percentile on HdrHistogram's log
+//!   axis (`1 / (1 - q)`: 90%, 99%, 99.9% … evenly spaced);
+//! - load time series: per target, responses per second and p99 per interval.
+//!
+//! The tables' figures and the plots' come from the same records: nothing here measures.
+
+use crate::sweep::{Figure, Series};
+use plotters::prelude::*;
+use results::RunRecord;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+const SIZE: (u32, u32) = (960, 600);
+/// A font for PNG text (SVG names its font and lets the viewer draw it): DejaVu Sans, whose
+/// licence is beside it in `assets/`.
+const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // The bytes are a valid TrueType font; a failure would leave PNG text blank, not crash.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+/// One line of a plot: its name and points (x, y, and the band's low and high).
+struct Line {
+    name: String,
+    points: Vec<(f64, f64, f64, f64)>,
+}
+
+/// What a plot shows, whatever the backend.
+struct Chart {
+    title: String,
+    x_desc: String,
+    y_desc: String,
+    /// How an x value is labelled (log axes draw log10(x) and label it back).
+    x_label: fn(f64) -> String,
+    lines: Vec<Line>,
+    band: bool,
+}
+
+fn plain(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+fn pow10(x: f64) -> String {
+    plain(10f64.powf(x).round())
+}
+
+/// `1 / (1 - q)` on a log axis, labelled as the percentile.
+fn percentile(x: f64) -> String {
+    let q = 100.0 * (1.0 - 10f64.powf(-x));
+    if x <= 0.0 {
+        "0%".into()
+    } else {
+        let s = format!("{q:.4}");
+        format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    c: &Chart,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(err)?;
+    let xs = c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    let ys = c
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| if c.band { p.3 } else { p.1 }));
+    let mut y1 = ys.fold(0f64, f64::max);
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 <= x0 {
+        (x0, x1) = (x0 - 0.5, x1 + 0.5);
+    }
+    if y1 <= 0.0 {
+        y1 = 1.0;
+    }
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&c.title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x0..x1, 0f64..y1 * 1.08)
+        .map_err(err)?;
+    let x_label = c.x_label;
+    chart
+        .configure_mesh()
+        .x_desc(&c.x_desc)
+        .y_desc(&c.y_desc)
+        .x_label_formatter(&|x| x_label(*x))
+        .y_label_formatter(&|y| {
+            format!("{y:.3}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+        })
+        .label_style(("sans-serif", 15))
+        .draw()
+        .map_err(err)?;
+    for (i, l) in c.lines.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        if c.band && l.points.len() > 1 {
+            let band: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .map(|p| (p.0, p.2))
+                .chain(l.points.iter().rev().map(|p| (p.0, p.3)))
+                .collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(band, color.mix(0.18))))
+                .map_err(err)?;
+        }
+        chart
+            .draw_series(LineSeries::new(
+                l.points.iter().map(|p| (p.0, p.1)),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(&l.name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        if c.band {
+            chart
+                .draw_series(
+                    l.points
+                        .iter()
+                        .map(|p| Circle::new((p.0, p.1), 3, color.filled())),
+                )
+                .map_err(err)?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+/// Writes `stem.svg`, `stem.png` and `stem.dat` under `dir`.
+fn write(dir: &Path, stem: &str, c: &Chart, dat: &str) -> Result<Vec<PathBuf>, String> {
+    register_font();
+    let svg_path = dir.join(format!("{stem}.svg"));
+    let png_path = dir.join(format!("{stem}.png"));
+    let dat_path = dir.join(format!("{stem}.dat"));
+    let mut svg = String::new();
+    draw(
+        SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(),
+        c,
+    )?;
+    std::fs::write(&svg_path, svg).map_err(|e| format!("{}: {e}", svg_path.display()))?;
+    draw(BitMapBackend::new(&png_path, SIZE).into_drawing_area(), c)?;
+    std::fs::write(&dat_path, dat).map_err(|e| format!("{}: {e}", dat_path.display()))?;
+    Ok(vec![svg_path, png_path, dat_path])
+}
+
+/// A time axis in the unit that suits its largest value.
+fn time_unit(max_s: f64) -> (f64, &'static str) {
+    if max_s < 1e-3 {
+        (1e6, "µs")
+    } else if max_s < 1.0 {
+        (1e3, "ms")
+    } else {
+        (1.0, "s")
+    }
+}
+
+fn sweep_chart(r: &RunRecord, s: &Series) -> (Chart, String) {
+    let xs: Vec<u64> = s
+        .lines
+        .iter()
+        .flat_map(|(_, l)| l.iter().map(|p| p.x))
+        .collect();
+    let (lo, hi) = (
+        xs.iter().copied().min().unwrap_or(1).max(1),
+        xs.iter().copied().max().unwrap_or(1),
+    );
+    let x_log = hi as f64 / lo as f64 > 100.0 && xs.iter().all(|&x| x > 0);
+    let max = s
+        .lines
+        .iter()
+        .flat_map(|(_, l)| l.iter().map(|p| p.max))
+        .fold(0f64, f64::max);
+    let (scale, y_desc) = match s.figure {
+        Figure::Time => {
+            let (k, unit) = time_unit(max);
+            (k, format!("{} ({unit})", s.what))
+        }
+        Figure::Rate => (1.0, s.what.clone()),
+    };
+    let lines = s
+        .lines
+        .iter()
+        .map(|(name, pts)| Line {
+            name: name.clone(),
+            points: pts
+                .iter()
+                .map(|p| {
+                    let x = if x_log {
+                        (p.x as f64).log10()
+                    } else {
+                        p.x as f64
+                    };
+                    (x, p.mean * scale, p.min * scale, p.max * scale)
+                })
+                .collect(),
+        })
+        .collect();
+    let samples = r.plan.reps;
+    let chart = Chart {
+        title: format!(
+            "{} {}: {} against {} (mean, min–max of {samples} sample{})",
+            r.plan.suite,
+            s.test,
+            s.what.split(" (").next().unwrap_or(&s.what),
+            s.param,
+            if samples == 1 { "" } else { "s" }
+        ),
+        x_desc: s.param.clone(),
+        y_desc,
+        x_label: if x_log { pow10 } else { plain },
+        lines,
+        band: true,
+    };
+    let mut dat = format!(
+        "# dyno {} {}: {} against {}\n# {}",
+        r.plan.suite, s.test, s.what, s.param, s.param
+    );
+    let unit = if s.figure == Figure::Time {
+        "_s"
+    } else {
+        "_per_s"
+    };
+    for (name, _) in &s.lines {
+        let _ = write!(dat, " {name}_mean{unit} {name}_min{unit} {name}_max{unit}");
+    }
+    dat.push('\n');
+    let mut all: Vec<u64> = xs.clone();
+    all.sort_unstable();
+    all.dedup();
+    for x in all {
+        let _ = write!(dat, "{x}");
+        for (_, l) in &s.lines {
+            match l.iter().find(|p| p.x == x) {
+                Some(p) => {
+                    let _ = write!(dat, " {:e} {:e} {:e}", p.mean, p.min, p.max);
+                }
+                None => dat.push_str(" nan nan nan"),
+            }
+        }
+        dat.push('\n');
+    }
+    (chart, dat)
+}
+
+/// Percentiles the spectrum is drawn at: 0% up to 99.9999%.
+fn spectrum_points() -> Vec<f64> {
+    (0..=120)
+        .map(|i| 1.0 - 10f64.powf(-(i as f64) / 20.0))
+        .collect()
+}
+
+fn spectrum_chart(r: &RunRecord, test: &str) -> Option<(Chart, String)> {
+    let mut hists = Vec::new();
+    for c in r
+        .cases
+        .iter()
+        .filter(|c| c.test == test && c.sweep.is_none())
+    {
+        if let Some(h) = c
+            .histogram
+            .as_deref()
+            .and_then(|h| results::histogram::decode(h).ok())
+            && !h.is_empty()
+        {
+            hists.push((c.target.clone(), h));
+        }
+    }
+    if hists.is_empty() {
+        return None;
+    }
+    let qs = spectrum_points();
+    let max_ns = hists.iter().map(|(_, h)| h.max()).max().unwrap_or(1);
+    let (k, unit) = time_unit(max_ns as f64 / 1e9);
+    let mut dat = format!(
+        "# dyno {} {test}: latency by percentile\n# percentile one_over_1_minus_q",
+        r.plan.suite
+    );
+    for (name, _) in &hists {
+        let _ = write!(dat, " {name}_s");
+    }
+    dat.push('\n');
+    for &q in &qs {
+        let _ = write!(dat, "{:.6} {:e}", q * 100.0, 1.0 / (1.0 - q));
+        for (_, h) in &hists {
+            let _ = write!(dat, " {:e}", h.value_at_quantile(q) as f64 / 1e9);
+        }
+        dat.push('\n');
+    }
+    let lines = hists
+        .iter()
+        .map(|(name, h)| Line {
+            name: name.clone(),
+            points: qs
+                .iter()
+                .map(|&q| {
+                    let v = h.value_at_quantile(q) as f64 / 1e9 * k;
+                    ((1.0 / (1.0 - q)).log10(), v, v, v)
+                })
+                .collect(),
+        })
+        .collect();
+    let corrected = if r.plan.suite == "load" {
+        " (from the intended start)"
+    } else {
+        ""
+    };
+    Some((
+        Chart {
+            title: format!("{} {test}: latency by percentile{corrected}", r.plan.suite),
+            x_desc: "percentile".into(),
+            y_desc: format!("latency ({unit})"),
+            x_label: percentile,
+            lines,
+            band: false,
+        },
+        dat,
+    ))
+}
+
+/// Per load target: responses per second and p99 per interval, over its first repetition.
+fn series_charts(r: &RunRecord) -> Vec<(String, Chart, String)> {
+    let mut out = Vec::new();
+    for c in r.cases.iter().filter(|c| c.sweep.is_none()) {
+        let Some(l) = c.reps.first().and_then(|rep| rep.load.as_ref()) else {
+            continue;
+        };
+        if l.intervals.is_empty() {
+            continue;
+        }
+        let mut dat = format!(
+            "# dyno load {}: per interval\n# start_s end_s responses_per_s p50_s p99_s max_s errors",
+            c.target
+        );
+        dat.push('\n');
+        let mut rate = Vec::new();
+        let mut p99 = Vec::new();
+        for i in &l.intervals {
+            let secs = (i.end_ns - i.start_ns).max(1) as f64 / 1e9;
+            let per_s = i.responses as f64 / secs;
+            let _ = writeln!(
+                dat,
+                "{:.3} {:.3} {per_s:.1} {:e} {:e} {:e} {}",
+                i.start_ns as f64 / 1e9,
+                i.end_ns as f64 / 1e9,
+                i.p50_ns as f64 / 1e9,
+                i.p99_ns as f64 / 1e9,
+                i.max_ns as f64 / 1e9,
+                i.errors
+            );
+            let t = i.end_ns as f64 / 1e9;
+            rate.push((t, per_s, per_s, per_s));
+            p99.push((t, i.p99_ns as f64 / 1e6, 0.0, 0.0));
+        }
+        out.push((
+            format!("series-{}-rate", c.target),
+            Chart {
+                title: format!("load {}: responses per second, per interval", c.target),
+                x_desc: "time (s)".into(),
+                y_desc: "responses/s".into(),
+                x_label: plain,
+                lines: vec![Line {
+                    name: c.target.clone(),
+                    points: rate,
+                }],
+                band: false,
+            },
+            dat.clone(),
+        ));
+        out.push((
+            format!("series-{}-p99", c.target),
+            Chart {
+                title: format!("load {}: p99 latency per interval", c.target),
+                x_desc: "time (s)".into(),
+                y_desc: "p99 (ms)".into(),
+                x_label: plain,
+                lines: vec![Line {
+                    name: c.target.clone(),
+                    points: p99,
+                }],
+                band: false,
+            },
+            dat,
+        ));
+    }
+    out
+}
+
+/// A name safe as a file name.
+fn stem(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Writes every plot of a record into `dir` (created if needed); returns the files written.
+pub fn write_all(r: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    let swept = !r.plan.sweeps.is_empty() || r.plan.suite == "namespace";
+    if swept {
+        for s in crate::sweep::series(r) {
+            if s.lines.iter().all(|(_, l)| l.is_empty()) {
+                continue;
+            }
+            let (chart, dat) = sweep_chart(r, &s);
+            files.extend(write(
+                dir,
+                &format!("sweep-{}", stem(&s.name)),
+                &chart,
+                &dat,
+            )?);
+        }
+    }
+    let mut tests: Vec<&str> = Vec::new();
+    for c in r.cases.iter().filter(|c| c.sweep.is_none()) {
+        if !tests.contains(&c.test.as_str()) {
+            tests.push(&c.test);
+        }
+    }
+    for t in tests {
+        if let Some((chart, dat)) = spectrum_chart(r, t) {
+            files.extend(write(dir, &format!("latency-{}", stem(t)), &chart, &dat)?);
+        }
+    }
+    for (name, chart, dat) in series_charts(r) {
+        files.extend(write(dir, &stem(&name), &chart, &dat)?);
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_labels_read_as_hdrhistogram_plots_do() {
+        assert_eq!(percentile(0.0), "0%");
+        assert_eq!(percentile(1.0), "90%");
+        assert_eq!(percentile(2.0), "99%");
+        assert_eq!(percentile(3.0), "99.9%");
+        assert_eq!(pow10(2.0), "100");
+        assert_eq!(stem("a b/c"), "a_b_c");
+    }
+}
