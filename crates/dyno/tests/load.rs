@@ -195,34 +195,36 @@ fn old_and_new_side_by_side_in_one_table() {
 fn open_loop_reports_intended_and_achieved_rate() {
     let _serial = serial();
     let s = server(Body::Json, None);
-    let dir = tempfile::tempdir().unwrap();
-    dyno(dir.path())
-        .arg("run")
-        .arg(format!("http://{}/", s.addr()))
-        .args([
-            "--rate",
-            "500",
-            "-d",
-            "1s",
-            "-c",
-            "4",
-            "--arrival",
-            "poisson",
-            "-o",
-            "o",
-        ])
-        .assert()
-        .success();
-    let rec = record(&dir.path().join("o"));
-    assert_schema_valid(&rec);
-    assert_eq!(rec["plan"]["load"]["model"], "open");
-    assert_eq!(rec["plan"]["load"]["arrival"], "poisson");
-    let g = &load_of(&rec, "http")["generator"];
-    assert_eq!(g["intended_per_s"], 500.0);
-    let achieved = g["achieved_per_s"].as_f64().unwrap();
-    assert!((400.0..600.0).contains(&achieved), "{achieved}");
-    assert!(g["lag_ns"]["p99"].as_u64().is_some());
-    assert_eq!(g["valid"], true, "{}", g["reason"]);
+    valid_within_three_tries(|| {
+        let dir = tempfile::tempdir().unwrap();
+        dyno(dir.path())
+            .arg("run")
+            .arg(format!("http://{}/", s.addr()))
+            .args([
+                "--rate",
+                "500",
+                "-d",
+                "1s",
+                "-c",
+                "4",
+                "--arrival",
+                "poisson",
+                "-o",
+                "o",
+            ])
+            .assert()
+            .success();
+        let rec = record(&dir.path().join("o"));
+        assert_schema_valid(&rec);
+        assert_eq!(rec["plan"]["load"]["model"], "open");
+        assert_eq!(rec["plan"]["load"]["arrival"], "poisson");
+        let g = &load_of(&rec, "http")["generator"];
+        assert_eq!(g["intended_per_s"], 500.0);
+        let achieved = g["achieved_per_s"].as_f64().unwrap();
+        assert!((400.0..600.0).contains(&achieved), "{achieved}");
+        assert!(g["lag_ns"]["p99"].as_u64().is_some());
+        g.clone()
+    });
 }
 
 #[test]

@@ -119,3 +119,20 @@ pub fn assert_magma_ok(rec: &Value) {
         assert!(c["summary"]["ops_per_s"]["best"].as_f64().unwrap() > 0.0);
     }
 }
+
+/// Runs `attempt` (one load run, returning its generator self-check) up to three times until the
+/// self-check passes. On a shared, noisy machine a generator held up by others is rightly marked
+/// invalid; what is tested is that dyno can keep the rate and says so, not that the machine is
+/// quiet.
+#[allow(dead_code)]
+pub fn valid_within_three_tries(mut attempt: impl FnMut() -> Value) {
+    let mut reasons = Vec::new();
+    for i in 0..3 {
+        let g = attempt();
+        if g["valid"] == true {
+            return;
+        }
+        reasons.push(format!("try {i}: {}", g["reason"]));
+    }
+    panic!("the generator never kept the rate: {reasons:?}");
+}
