@@ -120,7 +120,7 @@ impl<'a> Folders<'a> {
             }
             return;
         }
-        for &t in &self.tests.clone() {
+        for &t in &self.tests {
             if self.interrupt.load(Ordering::Relaxed) {
                 return;
             }
@@ -141,17 +141,17 @@ impl<'a> Folders<'a> {
             Err(e) => return TestOutcome::not_run(test, Status::Failed, e.to_string()),
         };
         let path = join(parent, &format!("s{rep}"));
-        let mut rec = Recorder::new();
         let t0 = clock.now_ns();
         let made = s.mkdir(&path);
         let t1 = clock.now_ns();
-        let found = made.as_ref().map_or(Ok(()), |_| s.stat(&path));
+        let found = made.is_ok().then(|| s.stat(&path));
         let t2 = clock.now_ns();
-        rec.record(t1 - t0, made.clone().map(|_| 0));
-        if made.is_ok() {
+        let cleanup = if made.is_ok() { s.rmdir(&path) } else { Ok(()) };
+        let mut rec = Recorder::new();
+        rec.record(t1 - t0, made.map(|_| 0));
+        if let Some(found) = found {
             rec.record(t2 - t1, found.map(|_| 0));
         }
-        let cleanup = if made.is_ok() { s.rmdir(&path) } else { Ok(()) };
         let wall = t2 - t0;
         outcome(test, rec, 1, vec![wall], wall, cleanup)
     }

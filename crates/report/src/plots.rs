@@ -5,7 +5,7 @@
 //!   more than two decades), y = the figure; per target a mean line with a min–max band;
 //! - latency spectra: per test, each target's latency against percentile on HdrHistogram's log
 //!   axis (`1 / (1 - q)`: 90%, 99%, 99.9% … evenly spaced);
-//! - load time series: per target, responses per second and p99 per interval.
+//! - load time series: responses per second and p99 per interval, a line per target.
 //!
 //! The tables' figures and the plots' come from the same records: nothing here measures.
 
@@ -362,29 +362,30 @@ fn spectrum_chart(r: &RunRecord, test: &str) -> Option<(Chart, String)> {
     ))
 }
 
-/// Per load target: responses per second and p99 per interval, over its first repetition.
-fn series_charts(r: &RunRecord) -> Vec<(String, Chart, String)> {
-    let mut out = Vec::new();
+/// The load time series: responses per second and p99 per interval, a line per target (each
+/// target's first measured repetition). One `.dat` holds both, a row per target and interval.
+fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
+    let mut dat = String::from(
+        "# dyno load: per interval, each target's first repetition\n\
+         # target start_s end_s responses_per_s p50_s p99_s max_s errors\n",
+    );
+    let (mut rate, mut p99) = (Vec::new(), Vec::new());
     for c in r.cases.iter().filter(|c| c.sweep.is_none()) {
         let Some(l) = c.reps.first().and_then(|rep| rep.load.as_ref()) else {
             continue;
         };
-        if l.intervals.is_empty() {
-            continue;
-        }
-        let mut dat = format!(
-            "# dyno load {}: per interval\n# start_s end_s responses_per_s p50_s p99_s max_s errors",
-            c.target
-        );
-        dat.push('\n');
-        let mut rate = Vec::new();
-        let mut p99 = Vec::new();
+        let line = |points| Line {
+            name: c.target.clone(),
+            points,
+        };
+        let (mut per_s, mut p) = (Vec::new(), Vec::new());
         for i in &l.intervals {
             let secs = (i.end_ns - i.start_ns).max(1) as f64 / 1e9;
-            let per_s = i.responses as f64 / secs;
+            let n = i.responses as f64 / secs;
             let _ = writeln!(
                 dat,
-                "{:.3} {:.3} {per_s:.1} {:e} {:e} {:e} {}",
+                "{} {:.3} {:.3} {n:.1} {:e} {:e} {:e} {}",
+                c.target,
                 i.start_ns as f64 / 1e9,
                 i.end_ns as f64 / 1e9,
                 i.p50_ns as f64 / 1e9,
@@ -393,41 +394,34 @@ fn series_charts(r: &RunRecord) -> Vec<(String, Chart, String)> {
                 i.errors
             );
             let t = i.end_ns as f64 / 1e9;
-            rate.push((t, per_s, per_s, per_s));
-            p99.push((t, i.p99_ns as f64 / 1e6, 0.0, 0.0));
+            per_s.push((t, n, n, n));
+            let ms = i.p99_ns as f64 / 1e6;
+            p.push((t, ms, ms, ms));
         }
-        out.push((
-            format!("series-{}-rate", c.target),
-            Chart {
-                title: format!("load {}: responses per second, per interval", c.target),
-                x_desc: "time (s)".into(),
-                y_desc: "responses/s".into(),
-                x_label: plain,
-                lines: vec![Line {
-                    name: c.target.clone(),
-                    points: rate,
-                }],
-                band: false,
-            },
-            dat.clone(),
-        ));
-        out.push((
-            format!("series-{}-p99", c.target),
-            Chart {
-                title: format!("load {}: p99 latency per interval", c.target),
-                x_desc: "time (s)".into(),
-                y_desc: "p99 (ms)".into(),
-                x_label: plain,
-                lines: vec![Line {
-                    name: c.target.clone(),
-                    points: p99,
-                }],
-                band: false,
-            },
-            dat,
-        ));
+        if !per_s.is_empty() {
+            rate.push(line(per_s));
+            p99.push(line(p));
+        }
     }
-    out
+    if rate.is_empty() {
+        return Vec::new();
+    }
+    let chart = |title: &str, y_desc: &str, lines| Chart {
+        title: format!("load: {title} per interval"),
+        x_desc: "time (s)".into(),
+        y_desc: y_desc.into(),
+        x_label: plain,
+        lines,
+        band: false,
+    };
+    vec![
+        (
+            "series-rate",
+            chart("responses per second", "responses/s", rate),
+            dat.clone(),
+        ),
+        ("series-p99", chart("p99 latency", "p99 (ms)", p99), dat),
+    ]
 }
 
 /// A name safe as a file name.
@@ -474,7 +468,7 @@ pub fn write_all(r: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, String> {
         }
     }
     for (name, chart, dat) in series_charts(r) {
-        files.extend(write(dir, &stem(&name), &chart, &dat)?);
+        files.extend(write(dir, name, &chart, &dat)?);
     }
     Ok(files)
 }

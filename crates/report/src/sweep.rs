@@ -256,18 +256,13 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
                 .chain(s.lines.iter().map(|(t, _)| t.clone()))
                 .collect::<Vec<_>>(),
         ];
-        let mut xs: Vec<u64> = s
-            .lines
-            .iter()
-            .flat_map(|(_, l)| l.iter().map(|p| p.x))
-            .collect();
-        xs.dedup();
-        let mut seen = Vec::new();
-        xs.retain(|x| {
-            let new = !seen.contains(x);
-            seen.push(*x);
-            new
-        });
+        // The points in the order they ran.
+        let mut xs: Vec<u64> = Vec::new();
+        for p in s.lines.iter().flat_map(|(_, l)| l) {
+            if !xs.contains(&p.x) {
+                xs.push(p.x);
+            }
+        }
         let body: Vec<Vec<String>> = xs
             .iter()
             .map(|x| {

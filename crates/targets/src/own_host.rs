@@ -259,19 +259,13 @@ impl Session for InprocSession {
         self.reads += 1;
         match self.objects.get(key, out).map_err(op)? {
             true => Ok(()),
-            false => Err(OpError::new(
-                ErrorClass::NotFound,
-                "the host has no such key",
-            )),
+            false => Err(no_key()),
         }
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         match self.objects.delete(key).map_err(op)? {
             true => Ok(()),
-            false => Err(OpError::new(
-                ErrorClass::NotFound,
-                "the host has no such key",
-            )),
+            false => Err(no_key()),
         }
     }
     fn get_many(
@@ -292,10 +286,7 @@ impl Session for InprocSession {
             .map_err(op)?;
         match missing {
             None => Ok(()),
-            Some(_) => Err(OpError::new(
-                ErrorClass::NotFound,
-                "the host has no such key",
-            )),
+            Some(_) => Err(no_key()),
         }
     }
     fn commit(&mut self) -> Result<(), OpError> {
@@ -319,6 +310,10 @@ impl Session for InprocSession {
     fn rmdir(&mut self, path: &str) -> Result<(), OpError> {
         self.objects.rmdir(path).map_err(|e| tree_err(e, path))
     }
+}
+
+fn no_key() -> OpError {
+    OpError::new(ErrorClass::NotFound, "the host has no such key")
 }
 
 /// A folder operation's failure, classed as the `dyno://` driver classes the host's answers.

@@ -12,7 +12,7 @@ use engine::driver::{
     CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
     OptionSpec, ServerOp, Session, Store, TargetConfig, TxMode,
 };
-use host::store::{expect, kind, read_frame};
+use host::store::{kind, read_frame};
 use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -234,33 +234,65 @@ impl Conn {
         self.out.write_all(&self.frame).map_err(io_err("send"))
     }
 
-    /// A folder operation: `want` on success, `NOT_FOUND` as a `not_found` error.
-    fn folder(&mut self, k: u8, path: &str, want: u8) -> Result<(), OpError> {
-        self.send(k, &[path.as_bytes()])?;
-        match read_frame(&mut self.input, &mut self.body).map_err(io_err("response"))? {
-            Some(r) if r == want => Ok(()),
-            Some(kind::NOT_FOUND) => Err(OpError::new(
-                ErrorClass::NotFound,
-                format!("the host has no folder {path:?} (or no parent)"),
-            )),
-            Some(kind::ERR) => Err(OpError::new(
-                ErrorClass::Application,
-                format!("the host said: {}", String::from_utf8_lossy(&self.body)),
-            )),
-            Some(r) => Err(OpError::new(
-                ErrorClass::Protocol,
-                format!("unexpected response 0x{r:02x} to a folder operation"),
-            )),
-            None => Err(OpError::new(
-                ErrorClass::Reset,
-                "the host closed the connection",
-            )),
-        }
+    /// Sends a request whose body is keys (u64 BE each), built straight into the frame.
+    fn send_keys(&mut self, k: u8, keys: &[u64]) -> Result<(), OpError> {
+        self.frame.clear();
+        self.frame
+            .extend_from_slice(&(1 + 8 * keys.len() as u32).to_be_bytes());
+        self.frame.push(k);
+        self.frame
+            .extend(keys.iter().flat_map(|key| key.to_be_bytes()));
+        self.out.write_all(&self.frame).map_err(io_err("send"))
+    }
+
+    /// Reads a response into `into` and checks it is `want`.
+    fn expect(
+        &mut self,
+        want: u8,
+        into: Option<&mut Vec<u8>>,
+        missing: &'static str,
+    ) -> Result<(), OpError> {
+        response(
+            &mut self.input,
+            into.unwrap_or(&mut self.body),
+            want,
+            missing,
+        )
     }
 
     fn call(&mut self, k: u8, parts: &[&[u8]], want: u8) -> Result<(), OpError> {
         self.send(k, parts)?;
-        expect(&mut self.input, &mut self.body, want).map_err(io_err("response"))
+        self.expect(want, None, NO_KEY)
+    }
+}
+
+const NO_KEY: &str = "the host has no such key";
+const NO_FOLDER: &str = "the host has no such folder (or no parent of it)";
+
+/// Reads the response to a request into `into` and checks it is `want`: `NOT_FOUND` becomes a
+/// `not_found` error saying `missing`, `ERR` the host's own message, anything else a protocol
+/// error.
+fn response(
+    input: &mut BufReader<TcpStream>,
+    into: &mut Vec<u8>,
+    want: u8,
+    missing: &'static str,
+) -> Result<(), OpError> {
+    match read_frame(input, into).map_err(io_err("response"))? {
+        Some(k) if k == want => Ok(()),
+        Some(kind::NOT_FOUND) => Err(OpError::new(ErrorClass::NotFound, missing)),
+        Some(kind::ERR) => Err(OpError::new(
+            ErrorClass::Application,
+            format!("the host said: {}", String::from_utf8_lossy(into)),
+        )),
+        Some(k) => Err(OpError::new(
+            ErrorClass::Protocol,
+            format!("unexpected response 0x{k:02x} (wanted 0x{want:02x})"),
+        )),
+        None => Err(OpError::new(
+            ErrorClass::Reset,
+            "the host closed the connection",
+        )),
     }
 }
 
@@ -280,39 +312,11 @@ impl Session for RemoteSession {
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
         self.reads += 1;
         self.conn.send(kind::GET, &[&key.to_be_bytes()])?;
-        match read_frame(&mut self.conn.input, out).map_err(io_err("response"))? {
-            Some(kind::VALUE) => Ok(()),
-            Some(kind::NOT_FOUND) => Err(OpError::new(
-                ErrorClass::NotFound,
-                "the host has no such key",
-            )),
-            Some(kind::ERR) => Err(OpError::new(
-                ErrorClass::Application,
-                format!("the host said: {}", String::from_utf8_lossy(out)),
-            )),
-            Some(_) => Err(OpError::new(
-                ErrorClass::Protocol,
-                "unexpected response to GET",
-            )),
-            None => Err(OpError::new(
-                ErrorClass::Reset,
-                "the host closed the connection",
-            )),
-        }
+        self.conn.expect(kind::VALUE, Some(out), NO_KEY)
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
-        self.conn.send(kind::DELETE, &[&key.to_be_bytes()])?;
-        match read_frame(&mut self.conn.input, &mut self.conn.body).map_err(io_err("response"))? {
-            Some(kind::OK) => Ok(()),
-            Some(kind::NOT_FOUND) => Err(OpError::new(
-                ErrorClass::NotFound,
-                "the host has no such key",
-            )),
-            _ => Err(OpError::new(
-                ErrorClass::Protocol,
-                "unexpected response to DELETE",
-            )),
-        }
+        self.conn
+            .call(kind::DELETE, &[&key.to_be_bytes()], kind::OK)
     }
     fn get_many(
         &mut self,
@@ -321,35 +325,10 @@ impl Session for RemoteSession {
         ends: &mut Vec<usize>,
     ) -> Result<(), OpError> {
         self.reads += keys.len() as u64;
-        let mut body = std::mem::take(&mut self.conn.body);
-        body.clear();
-        body.extend(keys.iter().flat_map(|k| k.to_be_bytes()));
-        let sent = self.conn.send(kind::MGET, &[&body]);
-        self.conn.body = body;
-        sent?;
-        let k =
-            read_frame(&mut self.conn.input, &mut self.conn.body).map_err(io_err("response"))?;
-        let body = &self.conn.body;
-        match k {
-            Some(kind::VALUES) => host::store::split_values(body, keys.len(), out, ends)
-                .map_err(|e| OpError::new(ErrorClass::Protocol, format!("MGET: {e}"))),
-            Some(kind::NOT_FOUND) => Err(OpError::new(
-                ErrorClass::NotFound,
-                "the host has no such key",
-            )),
-            Some(kind::ERR) => Err(OpError::new(
-                ErrorClass::Application,
-                format!("the host said: {}", String::from_utf8_lossy(body)),
-            )),
-            Some(_) => Err(OpError::new(
-                ErrorClass::Protocol,
-                "unexpected response to MGET",
-            )),
-            None => Err(OpError::new(
-                ErrorClass::Reset,
-                "the host closed the connection",
-            )),
-        }
+        self.conn.send_keys(kind::MGET, keys)?;
+        self.conn.expect(kind::VALUES, None, NO_KEY)?;
+        host::store::split_values(&self.conn.body, keys.len(), out, ends)
+            .map_err(|e| OpError::new(ErrorClass::Protocol, format!("MGET: {e}")))
     }
     fn commit(&mut self) -> Result<(), OpError> {
         self.conn.call(kind::COMMIT, &[], kind::OK)
@@ -358,13 +337,13 @@ impl Session for RemoteSession {
         self.reads
     }
     fn mkdir(&mut self, path: &str) -> Result<(), OpError> {
-        self.conn.folder(kind::MKDIR, path, kind::OK)
+        self.folder(kind::MKDIR, path, kind::OK)
     }
     fn stat(&mut self, path: &str) -> Result<(), OpError> {
-        self.conn.folder(kind::STAT, path, kind::OK)
+        self.folder(kind::STAT, path, kind::OK)
     }
     fn list(&mut self, path: &str, out: &mut Vec<String>) -> Result<(), OpError> {
-        self.conn.folder(kind::LIST, path, kind::TEXT)?;
+        self.folder(kind::LIST, path, kind::TEXT)?;
         out.clear();
         let text = std::str::from_utf8(&self.conn.body)
             .map_err(|_| OpError::new(ErrorClass::Protocol, "LIST: names are not UTF-8"))?;
@@ -372,6 +351,14 @@ impl Session for RemoteSession {
         Ok(())
     }
     fn rmdir(&mut self, path: &str) -> Result<(), OpError> {
-        self.conn.folder(kind::RMDIR, path, kind::OK)
+        self.folder(kind::RMDIR, path, kind::OK)
+    }
+}
+
+impl RemoteSession {
+    /// A folder operation: the path is the body.
+    fn folder(&mut self, k: u8, path: &str, want: u8) -> Result<(), OpError> {
+        self.conn.send(k, &[path.as_bytes()])?;
+        self.conn.expect(want, None, NO_FOLDER)
     }
 }
