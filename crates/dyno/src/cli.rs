@@ -33,12 +33,16 @@ pub enum Command {
     Report {
         /// A results directory (holding run.json), a directory of them, or a run.json file.
         dir: PathBuf,
-        /// Output format: table, markdown, csv or json.
+        /// Output format: table, markdown, csv, json or html.
         #[arg(long, short = 'f', default_value = "table")]
         format: String,
         /// Also draw the plots (SVG, PNG and .dat for gnuplot) into this directory.
         #[arg(long, value_name = "DIR")]
         plots: Option<PathBuf>,
+        /// Also write one self-contained HTML page (tables, plots, environment, plan): to
+        /// DIR/report.html, or to FILE with --html=FILE.
+        #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
+        html: Option<Option<PathBuf>>,
     },
     /// List the drivers: URL forms, operation families and options.
     Targets,

@@ -19,7 +19,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run_cmd(*args),
         Command::Validate { plan } => validate(&plan),
-        Command::Report { dir, format, plots } => report_cmd(&dir, &format, plots.as_deref()),
+        Command::Report {
+            dir,
+            format,
+            plots,
+            html,
+        } => report_cmd(&dir, &format, plots.as_deref(), html),
         Command::Targets => targets_cmd(),
         Command::Serve(args) => crate::serve::serve(args),
         Command::Stats { addr, token } => crate::serve::stats(&addr, token.as_deref()),
@@ -232,6 +237,11 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     }
     eprintln!("dyno: record written to {}", record_path.display());
     write_plots(&outcome.record, &out_dir.join("plots"));
+    let html = out_dir.join("report.html");
+    match write_html(std::slice::from_ref(&outcome.record), &html) {
+        Ok(()) => eprintln!("dyno: HTML report written to {}", html.display()),
+        Err(e) => eprintln!("dyno: warning: {e:#}"),
+    }
     if outcome.record.interrupted {
         eprintln!("dyno: interrupted");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
@@ -291,9 +301,35 @@ fn write_plots(record: &results::RunRecord, dir: &Path) {
     }
 }
 
-fn report_cmd(dir: &Path, format: &str, plots: Option<&Path>) -> Result<ExitCode> {
+/// Writes the HTML page of `records` to `path` (atomically: a reader never sees half a page).
+fn write_html(records: &[results::RunRecord], path: &Path) -> Result<()> {
+    let mut page = Vec::new();
+    report::html::render(records, &mut page).context("rendering the HTML report")?;
+    let tmp = path.with_extension("html.tmp");
+    std::fs::write(&tmp, &page)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+fn report_cmd(
+    dir: &Path,
+    format: &str,
+    plots: Option<&Path>,
+    html: Option<Option<PathBuf>>,
+) -> Result<ExitCode> {
     let format = parse_format(Some(&Sp::new(format.to_string(), Origin::Flag("--format"))))?;
     let records = results::store::load(dir)?;
+    if let Some(html) = html {
+        let path = html.unwrap_or_else(|| {
+            if dir.is_dir() {
+                dir.join("report.html")
+            } else {
+                dir.with_file_name("report.html")
+            }
+        });
+        write_html(&records, &path)?;
+        eprintln!("dyno: HTML report written to {}", path.display());
+    }
     let mut out = std::io::stdout().lock();
     report::render(format, &records, &mut out).context("writing the report")?;
     if let Some(to) = plots {

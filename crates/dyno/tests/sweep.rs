@@ -25,19 +25,9 @@ fn assert_svg(path: &Path, names: &[&str]) {
 
 /// The PNG decodes to an image of the plot's size with more than one colour.
 fn assert_png(path: &Path) {
-    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
-    let mut reader = decoder
-        .read_info()
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    assert_eq!((info.width, info.height), (960, 600));
-    let first = &buf[..3];
-    assert!(
-        buf.chunks(3).any(|px| px != first),
-        "{}: a blank image",
-        path.display()
-    );
+    let (w, h, pixels) = decode_png(&std::fs::read(path).unwrap(), &path.display().to_string());
+    assert_eq!((w, h), (960, 600));
+    assert!(not_blank(&pixels), "{}: a blank image", path.display());
 }
 
 /// The `.dat` has a `#` header naming each target's columns, and one row per point.

@@ -11,10 +11,13 @@
 //!   samples) per target; the series the plots draw.
 //! - [`plots`] (feature `plots`, on by default): SVG, PNG and `.dat` files: sweeps, latency
 //!   spectra, load time series.
+//! - [`html`]: one self-contained page (inline CSS and SVG, no script) with every table, plot,
+//!   the environment and the plan.
 //! - [`csv`]: one row per case, raw numbers, for spreadsheets and scripts.
 //! - [`units`]: thousands separators and human latency units.
 
 pub mod csv;
+pub mod html;
 pub mod load_table;
 pub mod magma_table;
 #[cfg(feature = "plots")]
@@ -37,10 +40,12 @@ pub enum Format {
     Csv,
     /// The records themselves, one JSON document per line.
     Json,
+    /// One self-contained HTML page.
+    Html,
 }
 
 impl Format {
-    pub const NAMES: &[&str] = &["table", "markdown", "csv", "json"];
+    pub const NAMES: &[&str] = &["table", "markdown", "csv", "json", "html"];
 
     pub fn parse(name: &str) -> Option<Format> {
         match name {
@@ -48,6 +53,7 @@ impl Format {
             "markdown" | "md" => Some(Format::Markdown),
             "csv" => Some(Format::Csv),
             "json" => Some(Format::Json),
+            "html" => Some(Format::Html),
             _ => None,
         }
     }
@@ -63,6 +69,7 @@ pub fn render(format: Format, records: &[RunRecord], out: &mut dyn Write) -> io:
             .iter()
             .try_for_each(|r| table::render(r, table::Style::Markdown, out)),
         Format::Csv => csv::render(records, out),
+        Format::Html => html::render(records, out),
         Format::Json => records.iter().try_for_each(|r| {
             serde_json::to_writer(&mut *out, r)?;
             writeln!(out)

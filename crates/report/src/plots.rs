@@ -171,21 +171,48 @@ where
     root.present().map_err(err)
 }
 
-/// Writes `stem.svg`, `stem.png` and `stem.dat` under `dir`.
-fn write(dir: &Path, stem: &str, c: &Chart, dat: &str) -> Result<Vec<PathBuf>, String> {
-    register_font();
-    let svg_path = dir.join(format!("{stem}.svg"));
-    let png_path = dir.join(format!("{stem}.png"));
-    let dat_path = dir.join(format!("{stem}.dat"));
-    let mut svg = String::new();
-    draw(
-        SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(),
-        c,
-    )?;
-    std::fs::write(&svg_path, svg).map_err(|e| format!("{}: {e}", svg_path.display()))?;
-    draw(BitMapBackend::new(&png_path, SIZE).into_drawing_area(), c)?;
-    std::fs::write(&dat_path, dat).map_err(|e| format!("{}: {e}", dat_path.display()))?;
-    Ok(vec![svg_path, png_path, dat_path])
+/// One plot of a record: its file stem, its title, and its SVG and `.dat` texts.
+pub struct Plot {
+    /// The file name without extension (`sweep-depth`, `latency-add`, `series-rate` …).
+    pub stem: String,
+    pub title: String,
+    /// The SVG document (960 × 600 with a `viewBox`, so it scales).
+    pub svg: String,
+    /// The same data as a whitespace-separated table under a `#` header.
+    pub dat: String,
+    chart: Chart,
+}
+
+impl Plot {
+    fn new(stem: String, chart: Chart, dat: String) -> Result<Plot, String> {
+        // SVG text is laid out with the font's metrics too.
+        register_font();
+        let mut svg = String::new();
+        draw(
+            SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(),
+            &chart,
+        )?;
+        Ok(Plot {
+            stem,
+            title: chart.title.clone(),
+            svg,
+            dat,
+            chart,
+        })
+    }
+
+    /// Writes `stem.svg`, `stem.png` and `stem.dat` under `dir`.
+    fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
+        let path = |ext: &str| dir.join(format!("{}.{ext}", self.stem));
+        let (svg, png, dat) = (path("svg"), path("png"), path("dat"));
+        std::fs::write(&svg, &self.svg).map_err(|e| format!("{}: {e}", svg.display()))?;
+        draw(
+            BitMapBackend::new(&png, SIZE).into_drawing_area(),
+            &self.chart,
+        )?;
+        std::fs::write(&dat, &self.dat).map_err(|e| format!("{}: {e}", dat.display()))?;
+        Ok(vec![svg, png, dat])
+    }
 }
 
 /// A time axis in the unit that suits its largest value.
@@ -437,10 +464,9 @@ fn stem(s: &str) -> String {
         .collect()
 }
 
-/// Writes every plot of a record into `dir` (created if needed); returns the files written.
-pub fn write_all(r: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut files = Vec::new();
+/// Every plot of a record, in the order the tables show their figures.
+pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, String> {
+    let mut out = Vec::new();
     let swept = !r.plan.sweeps.is_empty() || r.plan.suite == "namespace";
     if swept {
         for s in crate::sweep::series(r) {
@@ -448,12 +474,7 @@ pub fn write_all(r: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, String> {
                 continue;
             }
             let (chart, dat) = sweep_chart(r, &s);
-            files.extend(write(
-                dir,
-                &format!("sweep-{}", stem(&s.name)),
-                &chart,
-                &dat,
-            )?);
+            out.push(Plot::new(format!("sweep-{}", stem(&s.name)), chart, dat)?);
         }
     }
     let mut tests: Vec<&str> = Vec::new();
@@ -464,11 +485,21 @@ pub fn write_all(r: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, String> {
     }
     for t in tests {
         if let Some((chart, dat)) = spectrum_chart(r, t) {
-            files.extend(write(dir, &format!("latency-{}", stem(t)), &chart, &dat)?);
+            out.push(Plot::new(format!("latency-{}", stem(t)), chart, dat)?);
         }
     }
     for (name, chart, dat) in series_charts(r) {
-        files.extend(write(dir, name, &chart, &dat)?);
+        out.push(Plot::new(name.to_string(), chart, dat)?);
+    }
+    Ok(out)
+}
+
+/// Writes every plot of a record into `dir` (created if needed); returns the files written.
+pub fn write_all(r: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for p in plots(r)? {
+        files.extend(p.write(dir)?);
     }
     Ok(files)
 }

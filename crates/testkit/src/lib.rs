@@ -4,6 +4,10 @@
 //! A server that is not installed makes `start` return `None` with a printed notice, so a bare
 //! `cargo test` skips what needs it; under `./scripts/test` (which installs the servers and sets
 //! `DYNO_REQUIRE_SERVERS=1`) it fails the test instead.
+//!
+//! [`browser`] drives a headless Chromium the same way, for the HTML report.
+
+pub mod browser;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

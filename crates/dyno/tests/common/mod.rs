@@ -136,3 +136,20 @@ pub fn valid_within_three_tries(mut attempt: impl FnMut() -> Value) {
     }
     panic!("the generator never kept the rate: {reasons:?}");
 }
+
+/// Decodes a PNG: width, height and the pixel bytes; panics naming `what` when it does not decode.
+pub fn decode_png(bytes: &[u8], what: &str) -> (u32, u32, Vec<u8>) {
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf)
+}
+
+/// True when the image has more than one colour (a drawn page, not a blank one).
+pub fn not_blank(pixels: &[u8]) -> bool {
+    let first = &pixels[..3];
+    pixels.chunks(3).any(|px| px != first)
+}
