@@ -194,6 +194,22 @@ pub struct RunArgs {
     /// mean, min and max [default: as --reps].
     #[arg(long, allow_negative_numbers = true, help_heading = "Sweeps")]
     pub samples: Option<i64>,
+    /// Watch this process (and its descendants) for the whole run: CPU, RSS, threads, open
+    /// files, bytes read and written, once a second. Repeatable.
+    #[arg(
+        long = "pid",
+        value_name = "PID",
+        allow_negative_numbers = true,
+        help_heading = "Monitoring"
+    )]
+    pub pids: Vec<i64>,
+    /// Watch every process of this name (as `ps -e` shows it). Repeatable.
+    #[arg(
+        long = "process-name",
+        value_name = "NAME",
+        help_heading = "Monitoring"
+    )]
+    pub process_names: Vec<String>,
 
     /// Load: how long to offer load, e.g. 10s or 2m [default: 10s; 2s with --quick].
     #[arg(long, short = 'd', help_heading = "Load (http://, tcp://)")]

@@ -82,6 +82,7 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
                     name: None,
                     url: Sp::new(url.clone(), Origin::Arg(i + 1)),
                     options: Vec::new(),
+                    process: None,
                 })
                 .collect(),
             ..RawPlan::default()
@@ -154,6 +155,13 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
             .map(|s| Sp::new(s.clone(), Origin::Flag("--sweep")))
             .collect();
     }
+    raw.pids
+        .extend(a.pids.iter().map(|&p| Sp::new(p, Origin::Flag("--pid"))));
+    raw.process_names.extend(
+        a.process_names
+            .iter()
+            .map(|n| Sp::new(n.clone(), Origin::Flag("--process-name"))),
+    );
     if a.no_warmup {
         raw.warmup = Some(Sp::new(false, Origin::Flag("--no-warmup")));
     }
@@ -216,7 +224,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let mut sink = |r: &results::RunRecord| {
         results::store::write_atomic(&record_path, r).map_err(|e| e.to_string())
     };
-    let outcome = engine::runner::run(&plan, dyno, &INTERRUPT, &mut sink)?;
+    let outcome = engine::runner::run(&plan, dyno, &INTERRUPT, &out_dir, &mut sink)?;
     for w in &outcome.warnings {
         eprintln!("dyno: warning: {w}");
     }

@@ -167,7 +167,7 @@ fn bad_flags_name_the_flag() {
         (
             &["run", "--format", "xml"],
             1,
-            "Error: --format: unknown format \"xml\"; formats: table, markdown, csv, json\n",
+            "Error: --format: unknown format \"xml\"; formats: table, markdown, csv, json, html\n",
         ),
         (&["run", "--format", "jsn"], 1, "did you mean \"json\"?"),
         (
@@ -238,8 +238,8 @@ fn bad_plans_name_file_line_and_column() {
         ),
         ("[targets.a]\nurl = \"fs:\"\n", ""),
         (
-            "[output]\nformat = \"html\"\n",
-            "plan.toml:2:10: unknown format \"html\"",
+            "[output]\nformat = \"pdf\"\n",
+            "plan.toml:2:10: unknown format \"pdf\"",
         ),
     ];
     for (text, message) in cases {

@@ -15,6 +15,8 @@
 //! - [`magma`]: the `magma` suite (MagmaBenchmarker's tests), on [`graph`] objects.
 //! - [`load_suite`]: the `load` suite: load runs turned into the record's figures.
 //! - [`runner`]: runs a plan, target by target, and builds the run record.
+//! - [`monitor`]: samples the watched processes (CPU, RSS, threads, files, I/O) once a second;
+//!   [`process`]: starts a target's server from the plan and stops it.
 //! - [`env`], [`pagecache`]: the machine's description; dropping and verifying the page cache.
 //! - [`units`], [`suggest`]: parsing durations and sizes; "did you mean".
 
@@ -26,8 +28,10 @@ pub mod graph;
 pub mod load;
 pub mod load_suite;
 pub mod magma;
+pub mod monitor;
 pub mod pagecache;
 pub mod plan;
+pub mod process;
 pub mod recorder;
 pub mod runner;
 pub mod schedule;

@@ -122,7 +122,52 @@ pub struct RawTarget {
     pub url: Sp<String>,
     /// Driver options (from the plan file; URL query options are added at resolution).
     pub options: Vec<(Sp<String>, Sp<String>)>,
+    /// `[targets.NAME.process]`: the target's server, to start or to find, and watch.
+    pub process: Option<RawProcess>,
 }
+
+/// `[targets.NAME.process]` as written: `cmd` and `ready` (dyno starts it), or `pid`, or `name`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawProcess {
+    /// Where the table is.
+    pub at: Option<Origin>,
+    pub cmd: Option<Sp<String>>,
+    pub ready: Option<Sp<String>>,
+    pub ready_timeout: Option<Sp<String>>,
+    pub pid: Option<Sp<i64>>,
+    pub name: Option<Sp<String>>,
+}
+
+/// A target's process, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessSpec {
+    /// dyno starts `cmd` (through `sh -c`) before the run, waits until `ready` accepts a TCP
+    /// connection (at most `ready_timeout`), watches it, and stops it after the run.
+    Start {
+        cmd: String,
+        ready: std::net::SocketAddr,
+        ready_timeout: std::time::Duration,
+    },
+    /// A running process, by PID.
+    Pid(u32),
+    /// Running processes, by name (each with its descendants).
+    Name(String),
+}
+
+impl fmt::Display for ProcessSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProcessSpec::Start { cmd, ready, .. } => {
+                write!(f, "started by dyno: {cmd} (ready: tcp:{ready})")
+            }
+            ProcessSpec::Pid(p) => write!(f, "pid {p}"),
+            ProcessSpec::Name(n) => write!(f, "processes named {n}"),
+        }
+    }
+}
+
+/// How long a started process may take to accept connections, unless `ready_timeout` says.
+pub const DEFAULT_READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A plan exactly as the user wrote it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -152,6 +197,10 @@ pub struct RawPlan {
     /// Samples per point: the repetitions, named as sweeps name them.
     pub samples: Option<Sp<i64>>,
     pub targets: Vec<RawTarget>,
+    /// `--pid`: processes to watch for the whole run.
+    pub pids: Vec<Sp<i64>>,
+    /// `--process-name`: processes to watch, by name.
+    pub process_names: Vec<Sp<String>>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
     // The load suite:
@@ -226,6 +275,8 @@ pub struct PlanTarget {
     pub name: String,
     pub url: String,
     pub config: Box<dyn TargetConfig>,
+    /// The target's process to start or find, and watch.
+    pub process: Option<ProcessSpec>,
 }
 
 impl fmt::Debug for PlanTarget {
@@ -262,6 +313,9 @@ pub struct Plan {
     pub namespace: Option<crate::folders::Params>,
     /// Each sweep varies one parameter over its values, the others at the plan's.
     pub sweeps: Vec<Sweep>,
+    /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
+    pub watch_pids: Vec<u32>,
+    pub watch_names: Vec<String>,
 }
 
 /// One sweep: a parameter and its values.
@@ -345,7 +399,18 @@ impl Plan {
                     url: results::redact_url(&t.url),
                     options: t.config.options(),
                     durability: t.config.durability(),
+                    process: t.process.as_ref().map(|p| p.to_string()),
                 })
+                .collect(),
+            watch: self
+                .watch_pids
+                .iter()
+                .map(|p| format!("pid {p}"))
+                .chain(
+                    self.watch_names
+                        .iter()
+                        .map(|n| format!("processes named {n}")),
+                )
                 .collect(),
             load: self.load.as_ref().map(|l| l.record()),
             magma: self.magma.map(|m| results::MagmaPlanRecord {
@@ -700,6 +765,7 @@ impl RawPlan {
                     name: None,
                     url: Sp::new(u.to_string(), Origin::Default),
                     options: Vec::new(),
+                    process: None,
                 })
                 .collect()
         } else {
@@ -922,7 +988,34 @@ impl RawPlan {
             None
         };
 
+        let mut watch_pids = Vec::new();
+        for p in &self.pids {
+            match u32::try_from(p.value) {
+                Ok(v) if v > 0 => watch_pids.push(v),
+                _ => {
+                    return Err(PlanError::new(
+                        p.at.clone(),
+                        format!("{} is not a process id", p.value),
+                    )
+                    .hint("give a positive PID, as `pgrep NAME` prints it"));
+                }
+            }
+        }
+        let mut watch_names = Vec::new();
+        for n in &self.process_names {
+            if n.value.is_empty() || n.value.contains('/') {
+                return Err(PlanError::new(
+                    n.at.clone(),
+                    format!("{:?} is not a process name", n.value),
+                )
+                .hint("the name as `ps -e` shows it, e.g. redis-server"));
+            }
+            watch_names.push(n.value.clone());
+        }
+
         Ok(Plan {
+            watch_pids,
+            watch_names,
             source: self
                 .file
                 .map_or_else(|| "command line".to_string(), |p| p.display().to_string()),
@@ -1356,6 +1449,7 @@ fn expand_topologies(
             name: None,
             url: Sp::new("host:".to_string(), list.at.clone()),
             options: Vec::new(),
+            process: None,
         }]
     } else {
         targets.to_vec()
@@ -1616,10 +1710,87 @@ fn resolve_target(
                 .hint("give each target its own name"),
         );
     }
+    let process = raw.process.as_ref().map(resolve_process).transpose()?;
     Ok(PlanTarget {
         name,
         url: url.value.clone(),
         config,
+        process,
+    })
+}
+
+fn resolve_process(p: &RawProcess) -> Result<ProcessSpec, PlanError> {
+    let at = p.at.clone().unwrap_or(Origin::Arg(0));
+    let given = [p.cmd.is_some(), p.pid.is_some(), p.name.is_some()];
+    if given.iter().filter(|&&g| g).count() != 1 {
+        return Err(PlanError::new(
+            at,
+            "a target's process needs exactly one of `cmd` (dyno starts it), `pid` or `name`",
+        )
+        .hint("e.g. cmd = \"redis-server --port 6379\" with ready = \"tcp:127.0.0.1:6379\""));
+    }
+    if let Some(pid) = &p.pid {
+        return match u32::try_from(pid.value) {
+            Ok(v) if v > 0 => Ok(ProcessSpec::Pid(v)),
+            _ => Err(PlanError::new(
+                pid.at.clone(),
+                "pid must be a positive process id",
+            )),
+        };
+    }
+    if let Some(name) = &p.name {
+        if name.value.is_empty() || name.value.contains('/') {
+            return Err(
+                PlanError::new(name.at.clone(), "name must be a process name")
+                    .hint("the name as `ps -e` shows it, e.g. redis-server"),
+            );
+        }
+        return Ok(ProcessSpec::Name(name.value.clone()));
+    }
+    let cmd = p.cmd.as_ref().expect("one of the three is given");
+    if cmd.value.trim().is_empty() {
+        return Err(PlanError::new(cmd.at.clone(), "cmd is empty"));
+    }
+    for (k, v) in [("ready", &p.ready), ("ready_timeout", &p.ready_timeout)] {
+        if v.is_some() && p.cmd.is_none() {
+            return Err(PlanError::new(
+                at.clone(),
+                format!("`{k}` is for a process dyno starts (with `cmd`)"),
+            ));
+        }
+    }
+    let Some(ready) = &p.ready else {
+        return Err(PlanError::new(
+            cmd.at.clone(),
+            "a process dyno starts needs `ready`: the address it accepts connections on",
+        )
+        .hint("add e.g. ready = \"tcp:127.0.0.1:6379\""));
+    };
+    let addr = ready
+        .value
+        .strip_prefix("tcp:")
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .ok_or_else(|| {
+            PlanError::new(
+                ready.at.clone(),
+                format!("{:?} is not a readiness check", ready.value),
+            )
+            .hint("write tcp:IP:PORT, e.g. tcp:127.0.0.1:6379 (dyno connects until it accepts)")
+        })?;
+    let ready_timeout = match &p.ready_timeout {
+        None => DEFAULT_READY_TIMEOUT,
+        Some(t) => crate::units::parse_duration(&t.value)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                PlanError::new(t.at.clone(), format!("{:?} is not a duration", t.value))
+                    .hint("write e.g. \"30s\"")
+            })?,
+    };
+    Ok(ProcessSpec::Start {
+        cmd: cmd.value.clone(),
+        ready: addr,
+        ready_timeout,
     })
 }
 
@@ -1786,7 +1957,12 @@ fn target_from_toml(
     };
     let mut url = None;
     let mut options = Vec::new();
+    let mut process = None;
     for (k, v) in table.iter() {
+        if k.get_ref() == "process" {
+            process = Some(process_from_toml(src, v)?);
+            continue;
+        }
         let text = match v.get_ref() {
             DeValue::String(s) => s.to_string(),
             DeValue::Integer(i) => i.to_string(),
@@ -1827,7 +2003,51 @@ fn target_from_toml(
         name: Some(Sp::new(name.get_ref().to_string(), name_at)),
         url,
         options,
+        process,
     })
+}
+
+fn process_from_toml(src: &Source, v: &Spanned<DeValue>) -> Result<RawProcess, PlanError> {
+    let table = expect_table(src, "targets.NAME.process", v)?;
+    let mut p = RawProcess {
+        at: Some(src.at(v.span())),
+        ..RawProcess::default()
+    };
+    for (k, v) in table.iter() {
+        let at = src.at(v.span());
+        let text = || match v.get_ref() {
+            DeValue::String(s) => Ok(Sp::new(s.to_string(), at.clone())),
+            other => Err(wrong_type(src, k, v, other, "a string")),
+        };
+        match k.get_ref().as_ref() {
+            "cmd" => p.cmd = Some(text()?),
+            "ready" => p.ready = Some(text()?),
+            "ready_timeout" => p.ready_timeout = Some(text()?),
+            "name" => p.name = Some(text()?),
+            "pid" => match v.get_ref() {
+                DeValue::Integer(i) => {
+                    let n = i.as_str().parse::<i64>().map_err(|_| {
+                        PlanError::new(at.clone(), "pid must be a positive process id")
+                    })?;
+                    p.pid = Some(Sp::new(n, at));
+                }
+                other => return Err(wrong_type(src, k, v, other, "an integer")),
+            },
+            other => {
+                const KEYS: [&str; 5] = ["cmd", "ready", "ready_timeout", "pid", "name"];
+                return Err(PlanError::new(
+                    src.at(k.span()),
+                    format!("unknown key `{other}` in a target's process"),
+                )
+                .hint(format!(
+                    "{}keys: {}",
+                    did_you_mean(other, KEYS.iter().copied()),
+                    KEYS.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(p)
 }
 
 #[cfg(test)]
@@ -2045,11 +2265,13 @@ url = "mem:"
             name: None,
             url: Sp::new("sqlite:/x.db?synchronous=full".into(), Origin::Arg(1)),
             options: vec![],
+            process: None,
         });
         raw.targets.push(RawTarget {
             name: None,
             url: Sp::new("sqlite:/y.db".into(), Origin::Arg(2)),
             options: vec![],
+            process: None,
         });
         let p = raw.resolve(&Fake).unwrap();
         assert_eq!(p.targets[0].config.options()["synchronous"], "full");

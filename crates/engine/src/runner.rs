@@ -7,12 +7,14 @@
 //! repetition is done, and the record is handed to the sink after every repetition: a run cut off
 //! at any moment leaves a true record behind.
 
+use crate::clock::Clock;
 use crate::magma::Magma;
 use crate::plan::{Plan, PlanTarget};
 use crate::recorder::Recorder;
 use crate::shootout::{Params, Shootout, Test, TestOutcome};
 use results::{Case, DynoInfo, Namespace, RunRecord, SCHEMA, Status};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The sink that receives the record after every repetition.
@@ -124,6 +126,9 @@ pub enum RunError {
     /// The record could not be written.
     #[error("writing the run record: {0}")]
     Sink(String),
+    /// A process to watch could not be found or watched.
+    #[error("{0}")]
+    Watch(String),
 }
 
 /// A finished (or interrupted) run.
@@ -181,14 +186,126 @@ pub fn preflight(plan: &Plan) -> Result<(), RunError> {
     Ok(())
 }
 
-/// Runs `plan`, handing the record to `sink` after every repetition and at the end.
+/// The processes a run starts and watches: the targets' servers it started (stopped when this
+/// is dropped) and the monitor sampling every watched process.
+struct Watched {
+    _started: Vec<crate::process::Started>,
+    monitor: Option<crate::monitor::Monitor>,
+}
+
+/// Starts the targets' servers and the monitor; finds processes given by PID or name.
+fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
+    use crate::plan::ProcessSpec;
+    use results::WatchSource;
+    let mut started = Vec::new();
+    let mut watches = Vec::new();
+    let refused = |t: &PlanTarget, message: String| RunError::Refused {
+        name: t.name.clone(),
+        url: results::redact_url(&t.url),
+        message,
+    };
+    let by_name = |name: &str| {
+        let pids = crate::monitor::find_by_name(name);
+        if pids.is_empty() {
+            Err(format!("no running process is named {name:?}"))
+        } else {
+            Ok(pids)
+        }
+    };
+    for t in &plan.targets {
+        let target = Some(t.name.clone());
+        match &t.process {
+            None => {}
+            Some(ProcessSpec::Start {
+                cmd,
+                ready,
+                ready_timeout,
+            }) => {
+                let s = crate::process::start(&t.name, cmd, *ready, *ready_timeout, logs)
+                    .map_err(|e| refused(t, e))?;
+                watches.push(crate::monitor::Watch {
+                    target,
+                    pid: s.pid,
+                    source: WatchSource::Started,
+                });
+                started.push(s);
+            }
+            Some(ProcessSpec::Pid(pid)) => {
+                if crate::monitor::command(*pid).is_none() {
+                    return Err(refused(t, format!("no process has PID {pid}")));
+                }
+                watches.push(crate::monitor::Watch {
+                    target,
+                    pid: *pid,
+                    source: WatchSource::Pid,
+                });
+            }
+            Some(ProcessSpec::Name(name)) => {
+                for pid in by_name(name).map_err(|e| refused(t, e))? {
+                    watches.push(crate::monitor::Watch {
+                        target: target.clone(),
+                        pid,
+                        source: WatchSource::Name,
+                    });
+                }
+            }
+        }
+    }
+    let flag = |message: String| RunError::Watch(message);
+    for &pid in &plan.watch_pids {
+        if crate::monitor::command(pid).is_none() {
+            return Err(flag(format!("--pid {pid}: no process has that PID")));
+        }
+        watches.push(crate::monitor::Watch {
+            target: None,
+            pid,
+            source: WatchSource::Pid,
+        });
+    }
+    for name in &plan.watch_names {
+        for pid in by_name(name).map_err(|e| flag(format!("--process-name {name}: {e}")))? {
+            watches.push(crate::monitor::Watch {
+                target: None,
+                pid,
+                source: WatchSource::Name,
+            });
+        }
+    }
+    let monitor = if watches.is_empty() {
+        None
+    } else {
+        let m = crate::monitor::Monitor::start(&watches, clock.clone(), crate::monitor::INTERVAL)
+            .map_err(|e| flag(e.to_string()))?;
+        Some(m)
+    };
+    Ok(Watched {
+        _started: started,
+        monitor,
+    })
+}
+
+/// Runs `plan`, handing the record to `sink` after every repetition and at the end. Servers the
+/// plan starts log into `logs` (the results directory).
 pub fn run(
     plan: &Plan,
     dyno: DynoInfo,
     interrupt: &AtomicBool,
+    logs: &Path,
     sink: &mut Sink,
 ) -> Result<RunOutcome, RunError> {
     preflight(plan)?;
+    let clock = Clock::monotonic();
+    let watched = watch(plan, &clock, logs)?;
+    // Every record handed on carries the resource series so far.
+    let mut with_resources = |r: &RunRecord| match &watched.monitor {
+        Some(m) => {
+            let mut r = r.clone();
+            r.resources = m.series();
+            sink(&r)
+        }
+        None => sink(r),
+    };
+    let sink: &mut Sink = &mut with_resources;
 
     let paths: BTreeMap<String, Option<std::path::PathBuf>> = plan
         .targets
@@ -204,6 +321,7 @@ pub fn run(
         environment: crate::env::environment(&paths),
         plan: plan.record(),
         cases: Vec::new(),
+        resources: Vec::new(),
     };
     let points = points(plan);
     for point in &points {
@@ -273,6 +391,9 @@ pub fn run(
 
     record.interrupted = interrupt.load(Ordering::Relaxed);
     record.finished = Some(now_utc());
+    if let Some(m) = &watched.monitor {
+        record.resources = m.stop();
+    }
     sink(&record).map_err(RunError::Sink)?;
     Ok(RunOutcome { record, warnings })
 }

@@ -10,7 +10,9 @@
 //! due inside a window wait for the window's end (P ms every Q s, from the server's start): the
 //! pattern that exposes coordinated omission. [`Fault`] makes every Nth request get a connection
 //! reset or garbage bytes instead of an answer. An HTTP request for `/status/NNN` is answered
-//! with status NNN (as httpbin does), to test how clients count errors.
+//! with status NNN (as httpbin does), to test how clients count errors; one for `/retain/KIB`
+//! makes the server keep KIB kibibytes it has written to (a deliberate leak, up to
+//! [`MAX_RETAINED`] in all), to test resource monitoring and the leak verdict.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -28,6 +30,11 @@ const MAX_REQUEST_HEAD: usize = 64 << 10;
 const MAX_REQUEST_BODY: u64 = 16 << 20;
 /// Payloads larger than this are refused at start-up.
 pub const MAX_PAYLOAD: usize = 64 << 20;
+/// Memory `/retain/KIB` may hold in all: enough for a test to see RSS grow, small enough never to
+/// press the machine. Past it, `/retain` answers 507.
+pub const MAX_RETAINED: usize = 512 << 20;
+/// One `/retain` request holds at most this much.
+const MAX_RETAIN_PER_REQUEST: usize = 64 << 20;
 
 /// What a response holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,6 +114,9 @@ struct Shared {
     live: AtomicUsize,
     stop: AtomicBool,
     stats: Stats,
+    /// What `/retain` requests hold, until the server stops.
+    retained: std::sync::Mutex<Vec<Vec<u8>>>,
+    retained_bytes: AtomicUsize,
 }
 
 /// A running server.
@@ -164,6 +174,8 @@ impl Server {
             filler,
             json,
             live: AtomicUsize::new(0),
+            retained: std::sync::Mutex::new(Vec::new()),
+            retained_bytes: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             stats: Stats::default(),
         });
@@ -248,6 +260,20 @@ enum Action {
 }
 
 impl Shared {
+    /// Holds `bytes` more (written to, so they count in RSS): 200, or 507 past [`MAX_RETAINED`].
+    fn retain(&self, bytes: usize) -> u16 {
+        let before = self.retained_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if before + bytes > MAX_RETAINED {
+            self.retained_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            return 507;
+        }
+        let block = vec![0xA5u8; bytes];
+        if let Ok(mut held) = self.retained.lock() {
+            held.push(block);
+        }
+        200
+    }
+
     fn next_action(&self) -> Action {
         let n = self.stats.requests.fetch_add(1, Ordering::Relaxed) + 1;
         match self.spec.fault {
@@ -430,12 +456,18 @@ fn serve_http(stream: TcpStream, shared: &Shared, rng: &mut u64) -> io::Result<(
         }
         let is_head = req.method == Some("HEAD");
         // `/status/NNN` answers with that status (as httpbin does), for testing error counting.
-        let status = req
+        let mut status = req
             .path
             .and_then(|p| p.strip_prefix("/status/"))
             .and_then(|c| c.parse::<u16>().ok())
             .filter(|c| (200..600).contains(c))
             .unwrap_or(200);
+        if let Some(kib) = req.path.and_then(|p| p.strip_prefix("/retain/")) {
+            status = match kib.parse::<usize>() {
+                Ok(kib) if kib << 10 <= MAX_RETAIN_PER_REQUEST => shared.retain(kib << 10),
+                _ => 400,
+            };
+        }
         if length > MAX_REQUEST_BODY {
             out.write_all(
                 b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
@@ -514,6 +546,33 @@ mod tests {
             assert!(text.ends_with("\"version\":\"0.1.0\"}"), "{text}");
         }
         assert_eq!(s.stats().requests.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn retain_holds_memory_up_to_its_bound() {
+        let s = start(spec(Kind::Http, Body::Json));
+        let mut c = TcpStream::connect(s.addr()).unwrap();
+        let mut status = |path: &str| {
+            write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            let mut buf = [0u8; 512];
+            let n = c.read(&mut buf).unwrap();
+            String::from_utf8_lossy(&buf[..n])[9..12].to_string()
+        };
+        assert_eq!(status("/retain/1024"), "200");
+        assert_eq!(status("/retain/lots"), "400");
+        assert_eq!(
+            status(&format!("/retain/{}", (MAX_RETAIN_PER_REQUEST >> 10) + 1)),
+            "400"
+        );
+        assert_eq!(s.shared.retained_bytes.load(Ordering::Relaxed), 1 << 20);
+        let held = s.shared.retained.lock().unwrap();
+        assert!(held[0].len() == 1 << 20 && held[0].iter().all(|&b| b == 0xA5));
+        drop(held);
+        s.shared
+            .retained_bytes
+            .store(MAX_RETAINED - 1024, Ordering::Relaxed);
+        assert_eq!(status("/retain/1"), "200");
+        assert_eq!(status("/retain/1"), "507");
     }
 
     #[test]

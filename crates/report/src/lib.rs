@@ -13,6 +13,7 @@
 //!   spectra, load time series.
 //! - [`html`]: one self-contained page (inline CSS and SVG, no script) with every table, plot,
 //!   the environment and the plan.
+//! - [`resources`]: the watched processes (peak RSS, mean CPU, the RSS trend), after any table.
 //! - [`csv`]: one row per case, raw numbers, for spreadsheets and scripts.
 //! - [`units`]: thousands separators and human latency units.
 
@@ -22,6 +23,7 @@ pub mod load_table;
 pub mod magma_table;
 #[cfg(feature = "plots")]
 pub mod plots;
+pub mod resources;
 pub mod sweep;
 pub mod table;
 pub mod units;

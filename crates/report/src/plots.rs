@@ -451,6 +451,69 @@ fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
     ]
 }
 
+/// The watched processes: RSS and CPU against the run's time, a line per process. One `.dat`
+/// holds both, a row per process and sample.
+fn resource_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
+    if r.resources.iter().all(|p| p.samples.is_empty()) {
+        return Vec::new();
+    }
+    let mut dat = String::from(
+        "# dyno: watched processes, one row per sample\n\
+         # process t_s cpu_percent rss_bytes threads open_files read_bytes written_bytes \
+         disk_read_bytes disk_written_bytes\n",
+    );
+    let (mut rss, mut cpu) = (Vec::new(), Vec::new());
+    for p in &r.resources {
+        let name = crate::resources::label(p);
+        let col = stem(&name);
+        let (mut m, mut c) = (Vec::new(), Vec::new());
+        for s in p.samples.iter().filter(|s| s.processes > 0) {
+            let t = s.t_ns as f64 / 1e9;
+            let opt = |v: Option<u64>| v.map_or_else(|| "nan".to_string(), |v| v.to_string());
+            let _ = writeln!(
+                dat,
+                "{col} {t:.3} {:.2} {} {} {} {} {} {} {}",
+                s.cpu_percent,
+                s.rss_bytes,
+                s.threads,
+                s.open_files,
+                opt(s.read_bytes),
+                opt(s.written_bytes),
+                opt(s.disk_read_bytes),
+                opt(s.disk_written_bytes)
+            );
+            let mib = s.rss_bytes as f64 / 1048576.0;
+            m.push((t, mib, mib, mib));
+            c.push((t, s.cpu_percent, s.cpu_percent, s.cpu_percent));
+        }
+        rss.push(Line {
+            name: name.clone(),
+            points: m,
+        });
+        cpu.push(Line { name, points: c });
+    }
+    let chart = |title: &str, y_desc: &str, lines| Chart {
+        title: format!("watched processes: {title}"),
+        x_desc: "time since the run's start (s)".into(),
+        y_desc: y_desc.into(),
+        x_label: plain,
+        lines,
+        band: false,
+    };
+    vec![
+        (
+            "resources-rss",
+            chart("resident memory", "RSS (MiB)", rss),
+            dat.clone(),
+        ),
+        (
+            "resources-cpu",
+            chart("CPU", "CPU (% of one core)", cpu),
+            dat,
+        ),
+    ]
+}
+
 /// A name safe as a file name.
 fn stem(s: &str) -> String {
     s.chars()
@@ -488,7 +551,7 @@ pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, String> {
             out.push(Plot::new(format!("latency-{}", stem(t)), chart, dat)?);
         }
     }
-    for (name, chart, dat) in series_charts(r) {
+    for (name, chart, dat) in series_charts(r).into_iter().chain(resource_charts(r)) {
         out.push(Plot::new(name.to_string(), chart, dat)?);
     }
     Ok(out)

@@ -167,15 +167,20 @@ pub(crate) fn grid(
     Ok(())
 }
 
-/// Renders one run: title, rate table, latency table, notes.
+/// Renders one run: its suite's tables and notes, then the watched processes.
 pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
     match r.plan.suite.as_str() {
-        "load" => return crate::load_table::render(r, style, out),
-        "magma" => return crate::magma_table::render(r, style, out),
-        "namespace" => return crate::sweep::render(r, style, out),
-        _ if !r.plan.sweeps.is_empty() => return crate::sweep::render(r, style, out),
-        _ => {}
+        "load" => crate::load_table::render(r, style, out)?,
+        "magma" => crate::magma_table::render(r, style, out)?,
+        "namespace" => crate::sweep::render(r, style, out)?,
+        _ if !r.plan.sweeps.is_empty() => crate::sweep::render(r, style, out)?,
+        _ => shootout(r, style, out)?,
     }
+    crate::resources::render(r, style, out)
+}
+
+/// The shootout: title, rate table, latency table, notes.
+fn shootout(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
     let p = &r.plan;
     let cols = columns(r);
     let tests = rows(r);

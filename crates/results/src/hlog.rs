@@ -3,8 +3,8 @@
 //! nanoseconds; the `Interval_Max` column is in milliseconds.
 
 use crate::histogram::Histogram;
-use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -16,6 +16,73 @@ pub struct LogInterval<'a> {
     pub histogram: &'a Histogram,
 }
 
+/// An interval log written as the run goes: the header when created, then one line per
+/// interval, each in a single `write` (a process killed at any moment leaves whole lines only).
+/// The lines are exactly those HdrHistogram's own `IntervalLogWriter` writes.
+pub struct Writer {
+    file: std::fs::File,
+    serializer: V2DeflateSerializer,
+    bytes: Vec<u8>,
+    line: String,
+}
+
+/// `1.500` for 1.5 s, as the log format writes times.
+fn seconds(d: Duration) -> f64 {
+    d.as_secs() as f64 + f64::from(d.subsec_nanos()) / 1e9
+}
+
+impl Writer {
+    /// Creates (replaces) `path` and writes the log's header.
+    pub fn create(path: &Path, start: SystemTime, comment: &str) -> std::io::Result<Writer> {
+        let mut header = Vec::new();
+        let mut serializer = V2DeflateSerializer::new();
+        IntervalLogWriterBuilder::new()
+            .add_comment(comment)
+            .add_comment("values in nanoseconds; Interval_Max in milliseconds")
+            .with_start_time(start)
+            .with_base_time(start)
+            .with_max_value_divisor(MAX_DIVISOR)
+            .begin_log_with(&mut header, &mut serializer)?;
+        let mut file = std::fs::File::create(path)?;
+        file.write_all(&header)?;
+        Ok(Writer {
+            file,
+            serializer,
+            bytes: Vec::new(),
+            line: String::new(),
+        })
+    }
+
+    /// Appends one interval: `start_ns` and `end_ns` from the log's start.
+    pub fn append(&mut self, start_ns: u64, end_ns: u64, h: &Histogram) -> std::io::Result<()> {
+        use base64::Engine as _;
+        use std::fmt::Write as _;
+        self.bytes.clear();
+        self.line.clear();
+        self.serializer
+            .serialize(h, &mut self.bytes)
+            .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        let _ = write!(
+            self.line,
+            "{:.3},{:.3},{:.3},",
+            seconds(Duration::from_nanos(start_ns)),
+            seconds(Duration::from_nanos(end_ns.saturating_sub(start_ns))),
+            h.max() as f64 / MAX_DIVISOR
+        );
+        base64::engine::general_purpose::STANDARD.encode_string(&self.bytes, &mut self.line);
+        self.line.push('\n');
+        self.file.write_all(self.line.as_bytes())
+    }
+
+    /// Makes what was written durable (the soak's checkpoints call it).
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// `Interval_Max` is written in milliseconds.
+const MAX_DIVISOR: f64 = 1e6;
+
 /// Writes an interval log to `path` (replacing it) atomically.
 pub fn write(
     path: &Path,
@@ -23,30 +90,13 @@ pub fn write(
     comment: &str,
     intervals: &[LogInterval],
 ) -> std::io::Result<()> {
-    let mut bytes = Vec::new();
-    {
-        let mut serializer = V2DeflateSerializer::new();
-        let mut log = IntervalLogWriterBuilder::new()
-            .add_comment(comment)
-            .add_comment("values in nanoseconds; Interval_Max in milliseconds")
-            .with_start_time(start)
-            .with_base_time(start)
-            .with_max_value_divisor(1e6)
-            .begin_log_with(&mut bytes, &mut serializer)?;
-        for iv in intervals {
-            log.write_histogram(
-                iv.histogram,
-                Duration::from_nanos(iv.start_ns),
-                Duration::from_nanos(iv.end_ns.saturating_sub(iv.start_ns)),
-                None,
-            )
-            .map_err(|e| std::io::Error::other(format!("{e}")))?;
-        }
-    }
     let tmp = path.with_extension("hlog.tmp");
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(&bytes)?;
-    f.sync_all()?;
+    let mut w = Writer::create(&tmp, start, comment)?;
+    for iv in intervals {
+        w.append(iv.start_ns, iv.end_ns, iv.histogram)?;
+    }
+    w.sync()?;
+    drop(w);
     std::fs::rename(&tmp, path)
 }
 
@@ -99,5 +149,42 @@ mod tests {
         );
         let back = crate::histogram::decode(hists[1].encoded_histogram()).unwrap();
         assert_eq!(back.len(), 5);
+    }
+
+    #[test]
+    fn streamed_lines_are_hdrhistograms_own() {
+        let mut h = crate::new_histogram();
+        for v in [1_000u64, 52_000, 3_300_000, 7_777_777_777] {
+            h.record(v).unwrap();
+        }
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let mut theirs = Vec::new();
+        let mut ser = V2DeflateSerializer::new();
+        {
+            let mut log = IntervalLogWriterBuilder::new()
+                .add_comment("c")
+                .add_comment("values in nanoseconds; Interval_Max in milliseconds")
+                .with_start_time(start)
+                .with_base_time(start)
+                .with_max_value_divisor(1e6)
+                .begin_log_with(&mut theirs, &mut ser)
+                .unwrap();
+            for (a, b) in [(0u64, 1_000_000_000u64), (1_000_000_000, 1_500_000_123)] {
+                log.write_histogram(
+                    &h,
+                    Duration::from_nanos(a),
+                    Duration::from_nanos(b - a),
+                    None,
+                )
+                .unwrap();
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.hlog");
+        let mut w = Writer::create(&path, start, "c").unwrap();
+        w.append(0, 1_000_000_000, &h).unwrap();
+        w.append(1_000_000_000, 1_500_000_123, &h).unwrap();
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), theirs);
     }
 }

@@ -9,12 +9,14 @@
 //! - [`record`]: the types of the record (`RunRecord`, `Case`, `Rep`, `Summary` …), every field documented.
 //! - [`stats`]: pure statistics over samples (spread of repetitions, percentiles of a histogram).
 //! - [`histogram`]: the latency histogram type and its portable encoding (HdrHistogram V2, deflate, base64).
-//! - [`hlog`]: HdrHistogram interval logs.
+//! - [`hlog`]: HdrHistogram interval logs, written at once or streamed as a run goes.
+//! - [`series`]: time series of bounded length (thinned, never truncated).
 //! - [`store`]: writing a record atomically, and reading the records of a results directory back.
 
 pub mod histogram;
 pub mod hlog;
 pub mod record;
+pub mod series;
 pub mod stats;
 pub mod store;
 pub mod suites;

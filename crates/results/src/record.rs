@@ -29,6 +29,103 @@ pub struct RunRecord {
     pub plan: PlanRecord,
     /// One entry per cell of the plan (target × test), in the order they ran.
     pub cases: Vec<Case>,
+    /// The watched processes (a target's server, `--pid`, `--process-name`): one series each,
+    /// sampled over the whole run on the run's clock. Absent when nothing was watched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ProcessSeries>,
+}
+
+/// How a watched process was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchSource {
+    /// dyno started it from the plan (`[targets.NAME.process] cmd = …`).
+    Started,
+    /// Given by PID (`--pid`, or `pid =` in the plan).
+    Pid,
+    /// Found by its name (`--process-name`, or `name =` in the plan).
+    Name,
+}
+
+/// One watched process and its descendants, sampled once per `interval_ns`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSeries {
+    /// The target the process serves; `null` for a process watched for the whole run.
+    pub target: Option<String>,
+    pub pid: u32,
+    /// The process's name (`/proc/PID/comm`).
+    pub command: String,
+    pub source: WatchSource,
+    /// The time between samples; doubles each time the series is thinned to stay within its cap.
+    pub interval_ns: u64,
+    /// Samples in time order. At most 4,096: when a longer run fills them, neighbours merge in
+    /// pairs (the larger RSS, threads and files, the later counters, the mean CPU) and
+    /// `interval_ns` doubles; the first sample stays as taken.
+    pub samples: Vec<ResourceSample>,
+    /// The figures over the whole series.
+    pub summary: ResourceSummary,
+}
+
+/// One sample of a process and its descendants.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceSample {
+    /// Since the run's start, on the clock the cases' times use.
+    pub t_ns: u64,
+    /// CPU time used since the previous sample over the wall time between them; 100 = one core.
+    pub cpu_percent: f64,
+    /// Resident memory, summed over the process and its descendants.
+    pub rss_bytes: u64,
+    pub threads: u64,
+    pub open_files: u64,
+    /// Bytes passed to read- and write-family system calls since the process started (`rchar`,
+    /// `wchar`: files, pipes, and sockets read with read(2), not with recv(2)); `null` where
+    /// `/proc/PID/io` cannot be read.
+    pub read_bytes: Option<u64>,
+    pub written_bytes: Option<u64>,
+    /// Bytes the process made the storage layer read and write (`read_bytes`, `write_bytes`;
+    /// page-cache hits are not reads), since it started.
+    #[serde(default)]
+    pub disk_read_bytes: Option<u64>,
+    #[serde(default)]
+    pub disk_written_bytes: Option<u64>,
+    /// Processes counted (the watched one and its live descendants); 0 once it has exited.
+    pub processes: u64,
+}
+
+/// The figures the report shows for a watched process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceSummary {
+    pub samples: u64,
+    pub peak_rss_bytes: u64,
+    pub mean_cpu_percent: f64,
+    pub max_threads: u64,
+    pub max_open_files: u64,
+    /// Bytes read and written during the run (the counters' growth), through system calls and
+    /// at the storage layer.
+    pub read_bytes: Option<u64>,
+    pub written_bytes: Option<u64>,
+    #[serde(default)]
+    pub disk_read_bytes: Option<u64>,
+    #[serde(default)]
+    pub disk_written_bytes: Option<u64>,
+    /// The RSS trend: a robust slope with its 95% interval and a verdict.
+    pub rss_trend: Option<Trend>,
+}
+
+/// A robust linear trend (Theil–Sen slope, with Sen's 95% confidence interval).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trend {
+    /// The median slope, in units per second.
+    pub slope_per_s: f64,
+    pub low_per_s: f64,
+    pub high_per_s: f64,
+    /// `growing`, `shrinking` or `flat`: growing when the whole interval is above zero and the
+    /// growth over the run is more than 1% of the median value (and at least 1 MiB for memory).
+    pub verdict: String,
 }
 
 /// The dyno build that produced a record.
@@ -93,6 +190,9 @@ pub struct PlanRecord {
     /// (or absent) without sweeps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweeps: Vec<SweepRecord>,
+    /// Processes watched for the whole run (`--pid`, `--process-name`), as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watch: Vec<String>,
 }
 
 /// How the `namespace` suite was sized (the values outside a sweep of them).
@@ -175,6 +275,9 @@ pub struct TargetRecord {
     pub options: BTreeMap<String, String>,
     /// The durability class, e.g. `WAL sync=NORMAL`.
     pub durability: String,
+    /// The process watched for this target: how it was started or found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
 }
 
 /// The outcome class of a case.

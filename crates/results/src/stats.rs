@@ -63,6 +63,87 @@ pub fn merge<'a>(parts: impl IntoIterator<Item = &'a Histogram>) -> Histogram {
     out
 }
 
+/// Points the Theil–Sen slope is computed over: a longer series is thinned evenly to this many,
+/// which keeps the pairs (n² / 2, about 130,000) cheap for a week-long run.
+pub const TREND_POINTS: usize = 512;
+
+/// The Theil–Sen slope of `points` (x, y): the median of the slopes of every pair, with Sen's
+/// distribution-free 95% confidence interval (from Kendall's S). Robust: up to 29% of the points
+/// may be wild without moving it. Returns `(slope, low, high)`, or `None` below 3 points or when
+/// every x is the same.
+pub fn theil_sen(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    assert!(
+        points.iter().all(|(x, y)| x.is_finite() && y.is_finite()),
+        "trend points are finite"
+    );
+    let points: Vec<(f64, f64)> = if points.len() > TREND_POINTS {
+        (0..TREND_POINTS)
+            .map(|i| points[i * (points.len() - 1) / (TREND_POINTS - 1)])
+            .collect()
+    } else {
+        points.to_vec()
+    };
+    let n = points.len();
+    if n < 3 {
+        return None;
+    }
+    let mut slopes = Vec::with_capacity(n * (n - 1) / 2);
+    for i in 0..n {
+        for j in i + 1..n {
+            let dx = points[j].0 - points[i].0;
+            if dx != 0.0 {
+                slopes.push((points[j].1 - points[i].1) / dx);
+            }
+        }
+    }
+    if slopes.is_empty() {
+        return None;
+    }
+    slopes.sort_by(f64::total_cmp);
+    let m = slopes.len();
+    let median = if m % 2 == 1 {
+        slopes[m / 2]
+    } else {
+        (slopes[m / 2 - 1] + slopes[m / 2]) / 2.0
+    };
+    // Sen (1968): C = z·sqrt(var S), var S = n(n-1)(2n+5)/18 (no ties); the interval runs from
+    // the ((m - C)/2)-th to the ((m + C)/2 + 1)-th ordered slope.
+    let nf = n as f64;
+    let c = 1.96 * (nf * (nf - 1.0) * (2.0 * nf + 5.0) / 18.0).sqrt();
+    let lo = (((m as f64 - c) / 2.0).floor().max(0.0) as usize).min(m - 1);
+    let hi = (((m as f64 + c) / 2.0).ceil() as usize).min(m - 1);
+    Some((median, slopes[lo], slopes[hi]))
+}
+
+/// The trend of a series sampled at `points` (seconds, value): growing when the whole 95%
+/// interval of the slope is above zero and the growth over the series is more than 1% of the
+/// median value and more than `floor` (so a few pages of noise are not a leak); shrinking when
+/// the mirror holds; flat otherwise. `None` below 10 points: too short to say.
+pub fn trend(points: &[(f64, f64)], floor: f64) -> Option<crate::record::Trend> {
+    if points.len() < 10 {
+        return None;
+    }
+    let (slope, low, high) = theil_sen(points)?;
+    let span = points[points.len() - 1].0 - points[0].0;
+    let mut ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+    ys.sort_by(f64::total_cmp);
+    let median = ys[ys.len() / 2];
+    let matters = |s: f64| (s * span).abs() > (0.01 * median.abs()).max(floor);
+    let verdict = if low > 0.0 && matters(slope) {
+        "growing"
+    } else if high < 0.0 && matters(slope) {
+        "shrinking"
+    } else {
+        "flat"
+    };
+    Some(crate::record::Trend {
+        slope_per_s: slope,
+        low_per_s: low,
+        high_per_s: high,
+        verdict: verdict.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +186,59 @@ mod tests {
     #[test]
     fn empty_histogram_has_no_summary() {
         assert!(latency_summary(&new_histogram()).is_none());
+    }
+
+    #[test]
+    fn theil_sen_finds_the_line_through_outliers() {
+        // y = 2x + 1 with two wild points: the slope stays 2, and the interval holds it.
+        let mut pts: Vec<(f64, f64)> = (0..50).map(|i| (i as f64, 2.0 * i as f64 + 1.0)).collect();
+        pts[10].1 = 1e6;
+        pts[40].1 = -1e6;
+        let (slope, lo, hi) = theil_sen(&pts).unwrap();
+        assert_eq!(slope, 2.0);
+        assert!(lo <= 2.0 && hi >= 2.0, "{lo} {hi}");
+        assert!(theil_sen(&pts[..2]).is_none());
+        assert!(theil_sen(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]).is_none());
+    }
+
+    #[test]
+    fn trend_verdicts() {
+        let series = |f: &dyn Fn(f64) -> f64| -> Vec<(f64, f64)> {
+            (0..120).map(|i| (i as f64, f(i as f64))).collect()
+        };
+        const MIB: f64 = 1048576.0;
+        // 100 MiB steady, with a saw of ±2 MiB: flat.
+        let flat = series(&|t| {
+            100.0 * MIB
+                + if (t as u64).is_multiple_of(2) {
+                    2.0
+                } else {
+                    -2.0
+                } * MIB
+        });
+        assert_eq!(trend(&flat, MIB).unwrap().verdict, "flat");
+        // 100 MiB growing 0.5 MiB/s with noise: growing, the slope near 0.5 MiB/s.
+        let grow = series(&|t| {
+            100.0 * MIB
+                + 0.5 * MIB * t
+                + if (t as u64).is_multiple_of(3) {
+                    MIB
+                } else {
+                    0.0
+                }
+        });
+        let g = trend(&grow, MIB).unwrap();
+        assert_eq!(g.verdict, "growing");
+        assert!((g.slope_per_s / MIB - 0.5).abs() < 0.05, "{g:?}");
+        assert!(g.low_per_s > 0.0 && g.high_per_s >= g.slope_per_s);
+        // A slope that is real but tiny (64 KiB over the run): flat by the floor.
+        let tiny = series(&|t| 100.0 * MIB + 512.0 * t);
+        assert_eq!(trend(&tiny, MIB).unwrap().verdict, "flat");
+        let shrink = series(&|t| 300.0 * MIB - MIB * t);
+        assert_eq!(trend(&shrink, MIB).unwrap().verdict, "shrinking");
+        assert!(trend(&grow[..9], MIB).is_none());
+        // A long series is thinned, not refused.
+        let long: Vec<(f64, f64)> = (0..100_000).map(|i| (i as f64, i as f64)).collect();
+        assert_eq!(theil_sen(&long).unwrap().0, 1.0);
     }
 }
