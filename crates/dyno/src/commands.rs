@@ -224,7 +224,17 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let mut sink = |r: &results::RunRecord| {
         results::store::write_atomic(&record_path, r).map_err(|e| e.to_string())
     };
-    let outcome = engine::runner::run(&plan, dyno, &INTERRUPT, &out_dir, &mut sink)?;
+    let outcome = engine::runner::run(
+        &plan,
+        dyno,
+        engine::runner::Hooks {
+            interrupt: &INTERRUPT,
+            logs: &out_dir,
+            checkpoint: engine::runner::DEFAULT_CHECKPOINT,
+            progress: &mut |_| {},
+        },
+        &mut sink,
+    )?;
     for w in &outcome.warnings {
         eprintln!("dyno: warning: {w}");
     }

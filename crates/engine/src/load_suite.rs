@@ -19,8 +19,6 @@ use std::time::{Duration, SystemTime};
 pub const MAX_BUSY: f64 = 0.95;
 /// In open loop, dyno dispatching 1 % of requests later than this means it could not keep time.
 pub const MAX_LAG_P99_NS: u64 = 1_000_000;
-/// The record keeps at most this many intervals per repetition (the `.hlog` keeps them all).
-pub const MAX_RECORD_INTERVALS: usize = 10_000;
 /// The latency bounds of the seed's "completed within" table.
 pub const WITHIN_NS: [u64; 7] = [
     100_000_000,
@@ -79,35 +77,173 @@ pub fn hlog_path(asked: &Path, target: &str, rep: u32, single: bool) -> PathBuf 
     asked.with_file_name(format!("{stem}.{target}.{rep}.{ext}"))
 }
 
-/// Runs one repetition against `ep`.
+/// What a running repetition has done so far, updated as each interval ends: for checkpoints,
+/// the progress display and live metrics. Bounded: a cumulative histogram and a capped series.
+#[derive(Debug, Clone)]
+pub struct Live {
+    /// The end of the last finished interval, from the repetition's start.
+    pub elapsed_ns: u64,
+    /// How long the repetition is meant to run, when known.
+    pub planned_ns: Option<u64>,
+    /// The intervals so far, summed (its `latency` is every response's so far).
+    pub total: load::Interval,
+    /// The last finished interval's figures.
+    pub last: Option<IntervalRecord>,
+    pub intervals: results::series::Capped<IntervalRecord>,
+}
+
+impl Live {
+    pub fn new(p: &LoadParams) -> Live {
+        let planned_ns = match &p.model {
+            LoadModel::Closed { stop } => match stop {
+                crate::worker::Stop::Duration { ns } => Some(*ns),
+                _ => None,
+            },
+            LoadModel::Open { profile, .. } => Some(profile.duration_ns()),
+        };
+        Live {
+            elapsed_ns: 0,
+            planned_ns,
+            total: load::Interval {
+                start_ns: 0,
+                end_ns: 0,
+                latency: results::new_histogram(),
+                requests: 0,
+                responses: 0,
+                ok: 0,
+                connects: 0,
+                bytes_in: 0,
+                bytes_out: 0,
+                errors: [0; ErrorClass::COUNT],
+            },
+            last: None,
+            intervals: results::series::Capped::new(
+                load::MAX_RECORD_INTERVALS,
+                IntervalRecord::merged,
+            ),
+        }
+    }
+
+    fn add(&mut self, iv: &load::Interval) {
+        let t = &mut self.total;
+        t.latency
+            .add(&iv.latency)
+            .expect("histograms of one range always merge");
+        t.requests += iv.requests;
+        t.responses += iv.responses;
+        t.ok += iv.ok;
+        t.connects += iv.connects;
+        t.bytes_in += iv.bytes_in;
+        t.bytes_out += iv.bytes_out;
+        for (a, b) in t.errors.iter_mut().zip(iv.errors) {
+            *a += b;
+        }
+        t.end_ns = iv.end_ns;
+        self.elapsed_ns = iv.end_ns;
+        let r = iv.record();
+        self.last = Some(r);
+        self.intervals.push(r);
+    }
+
+    /// The repetition so far as a record's repetition, marked `partial`: counts, rates and
+    /// latency of the finished intervals; `cpu` is dyno's (user, system) CPU since it started.
+    pub fn partial_rep(&self, p: &LoadParams, cpu: (u64, u64)) -> Rep {
+        let t = &self.total;
+        let mut recorder = crate::recorder::Recorder::new();
+        recorder.latency = t.latency.clone();
+        recorder.ops = t.responses;
+        recorder.errors = t.errors;
+        let intended_per_s = match &p.model {
+            LoadModel::Open { profile, .. } => {
+                let secs = profile.duration_ns() as f64 / 1e9;
+                (secs > 0.0).then(|| profile.expected_count() / secs)
+            }
+            LoadModel::Closed { .. } => None,
+        };
+        let r = LoadResult {
+            recorder,
+            counters: load::Counters {
+                requests: t.requests,
+                responses: t.responses,
+                ok: t.ok,
+                bytes_out: t.bytes_out,
+                bytes_in: t.bytes_in,
+                connects: t.connects,
+                ..Default::default()
+            },
+            intervals: self.intervals.to_vec(),
+            check: load::SelfCheck {
+                lag: results::new_histogram(),
+                intended_per_s,
+                achieved_per_s: per_s(t.requests as f64, self.elapsed_ns),
+                cpu_user_ns: cpu.0,
+                cpu_sys_ns: cpu.1,
+                busiest_thread: 0.0,
+            },
+            wall_ns: self.elapsed_ns,
+            interrupted: true,
+        };
+        let mut rep = rep_of(&r, p);
+        if let Some(l) = rep.load.as_mut() {
+            l.partial = true;
+            l.service_ns = None;
+        }
+        rep
+    }
+}
+
+/// Runs one repetition against `ep`. With `hlog`, each interval is appended to the log as it
+/// ends (a run killed at any moment leaves a log of whole intervals); with `live`, it is added
+/// to the running figures.
 pub fn run_rep(
     ep: &Endpoint,
     p: &LoadParams,
     seed: u64,
     interrupt: &AtomicBool,
     hlog: Option<(&Path, &str)>,
+    live: Option<&std::sync::Mutex<Live>>,
 ) -> std::io::Result<LoadRun> {
     let started = SystemTime::now();
-    let result = load::run(&spec(ep, p, seed), interrupt)?;
-    let hlog = match hlog {
-        Some((path, comment)) => {
-            let ivs: Vec<results::hlog::LogInterval> = result
-                .intervals
-                .iter()
-                .map(|iv| results::hlog::LogInterval {
-                    start_ns: iv.start_ns,
-                    end_ns: iv.end_ns,
-                    histogram: &iv.latency,
-                })
-                .collect();
-            results::hlog::write(path, started, comment, &ivs)?;
+    let mut writer = match hlog {
+        Some((path, comment)) => Some(results::hlog::Writer::create(path, started, comment)?),
+        None => None,
+    };
+    let mut failed: Option<std::io::Error> = None;
+    let mut last_sync = std::time::Instant::now();
+    let mut observe = |iv: &load::Interval| {
+        if let Some(w) = writer.as_mut()
+            && failed.is_none()
+        {
+            if let Err(e) = w.append(iv.start_ns, iv.end_ns, &iv.latency) {
+                failed = Some(e);
+            } else if last_sync.elapsed() >= HLOG_SYNC {
+                let _ = w.sync();
+                last_sync = std::time::Instant::now();
+            }
+        }
+        if let Some(live) = live
+            && let Ok(mut l) = live.lock()
+        {
+            l.add(iv);
+        }
+    };
+    let result = load::run(&spec(ep, p, seed), interrupt, &mut observe)?;
+    if let Some(e) = failed {
+        return Err(std::io::Error::other(format!("writing the .hlog: {e}")));
+    }
+    let hlog = match (writer, hlog) {
+        (Some(mut w), Some((path, _))) => {
+            w.sync()?;
             Some(path.to_path_buf())
         }
-        None => None,
+        _ => None,
     };
     let rep = rep_of(&result, p);
     Ok(LoadRun { rep, result, hlog })
 }
+
+/// How often a streamed `.hlog` is made durable (a crash loses at most this much of it).
+const HLOG_SYNC: Duration = Duration::from_secs(10);
 
 fn per_s(n: f64, ns: u64) -> f64 {
     if ns == 0 { 0.0 } else { n * 1e9 / ns as f64 }
@@ -137,21 +273,7 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
         .filter(|iv| iv.end_ns > iv.start_ns)
         .map(|iv| per_s(iv.connects as f64, iv.end_ns - iv.start_ns))
         .fold(0.0, f64::max);
-    let intervals = r
-        .intervals
-        .iter()
-        .take(MAX_RECORD_INTERVALS)
-        .map(|iv| IntervalRecord {
-            start_ns: iv.start_ns,
-            end_ns: iv.end_ns,
-            responses: iv.responses,
-            errors: iv.errors,
-            connects: iv.connects,
-            p50_ns: iv.latency.value_at_quantile(0.5),
-            p99_ns: iv.latency.value_at_quantile(0.99),
-            max_ns: iv.latency.max(),
-        })
-        .collect();
+    let intervals = r.intervals.clone();
     let open = matches!(p.model, LoadModel::Open { .. });
     let lag = results::stats::latency_summary(&r.check.lag);
     let (valid, reason) = verdict(r, open);
@@ -192,6 +314,7 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
             reason,
         },
         intervals,
+        partial: false,
     };
     Rep {
         objects: c.responses,

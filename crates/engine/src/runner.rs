@@ -16,6 +16,7 @@ use results::{Case, DynoInfo, Namespace, RunRecord, SCHEMA, Status};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// The sink that receives the record after every repetition.
 pub type Sink<'a> = dyn FnMut(&RunRecord) -> Result<(), String> + 'a;
@@ -284,16 +285,53 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
     })
 }
 
-/// Runs `plan`, handing the record to `sink` after every repetition and at the end. Servers the
-/// plan starts log into `logs` (the results directory).
+/// Where a run stands, for whoever shows progress: told at each case's start and end and, while
+/// a load repetition runs, about every [`TICK`].
+pub struct Progress<'a> {
+    /// Cases finished, of all the plan's.
+    pub done: usize,
+    pub cases: usize,
+    pub target: &'a str,
+    pub test: &'a str,
+    /// The repetition running (0 = warm-up when there is one), of `reps`.
+    pub rep: u32,
+    pub reps: u32,
+    /// A load repetition's figures so far.
+    pub live: Option<&'a crate::load_suite::Live>,
+}
+
+/// How often a running load repetition reports its progress.
+pub const TICK: Duration = Duration::from_millis(200);
+/// How often a running load repetition is written into the record (a crash loses at most this).
+pub const DEFAULT_CHECKPOINT: Duration = Duration::from_secs(60);
+
+/// What a run needs from its caller besides the plan.
+pub struct Hooks<'a> {
+    /// Set (by Ctrl-C) to stop after the current operation.
+    pub interrupt: &'a AtomicBool,
+    /// Where started servers log (the results directory).
+    pub logs: &'a Path,
+    /// How often a running load repetition is checkpointed into the record.
+    pub checkpoint: Duration,
+    /// Told where the run stands.
+    pub progress: &'a mut dyn FnMut(&Progress),
+}
+
+/// Runs `plan`, handing the record to `sink` after every repetition, at every checkpoint of a
+/// long repetition, and at the end.
 pub fn run(
     plan: &Plan,
     dyno: DynoInfo,
-    interrupt: &AtomicBool,
-    logs: &Path,
+    hooks: Hooks,
     sink: &mut Sink,
 ) -> Result<RunOutcome, RunError> {
     preflight(plan)?;
+    let Hooks {
+        interrupt,
+        logs,
+        checkpoint,
+        progress,
+    } = hooks;
     let clock = Clock::monotonic();
     let watched = watch(plan, &clock, logs)?;
     // Every record handed on carries the resource series so far.
@@ -370,8 +408,24 @@ pub fn run(
             if interrupt.load(Ordering::Relaxed) {
                 break 'points;
             }
+            let cases = record.cases.len();
+            progress(&Progress {
+                done: first,
+                cases,
+                target: &t.name,
+                test: point.tests.first().copied().unwrap_or(""),
+                rep: 0,
+                reps: plan.reps + u32::from(plan.warmup),
+                live: None,
+            });
             if plan.suite == "load" {
-                load_target(plan, point, t, first, &mut record, sink, interrupt)?;
+                let ctx = LoadCtx {
+                    interrupt,
+                    checkpoint,
+                    progress: &mut *progress,
+                    done: first,
+                };
+                load_target(plan, point, t, first, &mut record, sink, ctx)?;
             } else {
                 store_target(
                     plan,
@@ -389,6 +443,15 @@ pub fn run(
         }
     }
 
+    progress(&Progress {
+        done: record.cases.len(),
+        cases: record.cases.len(),
+        target: "",
+        test: "",
+        rep: 0,
+        reps: 0,
+        live: None,
+    });
     record.interrupted = interrupt.load(Ordering::Relaxed);
     record.finished = Some(now_utc());
     if let Some(m) = &watched.monitor {
@@ -546,6 +609,14 @@ fn store_target(
 }
 
 /// The load suite's one case on one target, over every repetition.
+/// What a load target's run needs from the runner.
+struct LoadCtx<'a, 'b> {
+    interrupt: &'a AtomicBool,
+    checkpoint: Duration,
+    progress: &'a mut (dyn FnMut(&Progress) + 'b),
+    done: usize,
+}
+
 fn load_target(
     plan: &Plan,
     point: &Point,
@@ -553,8 +624,14 @@ fn load_target(
     first: usize,
     record: &mut RunRecord,
     sink: &mut Sink,
-    interrupt: &AtomicBool,
+    ctx: LoadCtx,
 ) -> Result<(), RunError> {
+    let LoadCtx {
+        interrupt,
+        checkpoint,
+        progress,
+        done,
+    } = ctx;
     let p = point
         .load
         .as_ref()
@@ -593,13 +670,58 @@ fn load_target(
             t.name,
             results::redact_url(&t.url)
         );
-        let run = crate::load_suite::run_rep(
-            &ep,
-            p,
-            plan.seed.wrapping_add(u64::from(r)),
-            interrupt,
-            hlog.as_deref().map(|h| (h, comment.as_str())),
-        );
+        // The repetition runs on its own thread; this one reports progress and writes
+        // checkpoints until it ends.
+        let live = std::sync::Mutex::new(crate::load_suite::Live::new(p));
+        let (u0, s0) = crate::load::process_cpu_ns();
+        let run = std::thread::scope(|s| -> Result<_, RunError> {
+            let handle = s.spawn(|| {
+                crate::load_suite::run_rep(
+                    &ep,
+                    p,
+                    plan.seed.wrapping_add(u64::from(r)),
+                    interrupt,
+                    hlog.as_deref().map(|h| (h, comment.as_str())),
+                    Some(&live),
+                )
+            });
+            let mut last_checkpoint = std::time::Instant::now();
+            while !handle.is_finished() {
+                std::thread::sleep(TICK);
+                let Ok(now) = live.lock().map(|l| l.clone()) else {
+                    continue;
+                };
+                progress(&Progress {
+                    done,
+                    cases: record.cases.len(),
+                    target: &t.name,
+                    test: point.tests.first().copied().unwrap_or(""),
+                    rep: r,
+                    reps: total,
+                    live: Some(&now),
+                });
+                if last_checkpoint.elapsed() >= checkpoint && now.elapsed_ns > 0 {
+                    last_checkpoint = std::time::Instant::now();
+                    let (u1, s1) = crate::load::process_cpu_ns();
+                    let partial = now.partial_rep(p, (u1 - u0, s1 - s0));
+                    let case = &mut record.cases[case_i];
+                    let reason = case.reason.replace(format!(
+                        "checkpoint: repetition {} was still running, {:.0} s in, when this                          record was written",
+                        r + 1,
+                        now.elapsed_ns as f64 / 1e9
+                    ));
+                    case.reps.push(partial);
+                    let written = sink(record);
+                    let case = &mut record.cases[case_i];
+                    case.reps.pop();
+                    case.reason = reason;
+                    written.map_err(RunError::Sink)?;
+                }
+            }
+            Ok(handle
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the load thread panicked"))))
+        })?;
         let run = match run {
             Ok(run) => run,
             Err(e) => {

@@ -451,8 +451,14 @@ pub struct LoadRep {
     pub service_ns: Option<LatencySummary>,
     /// How the generator itself did.
     pub generator: GeneratorCheck,
-    /// The time series, one entry per interval (at most the first 10,000 intervals).
+    /// The time series, one entry per interval. At most 10,000: when a longer run fills them,
+    /// neighbours merge in pairs (see [`IntervalRecord::merged`]); the `.hlog` keeps every
+    /// interval exactly.
     pub intervals: Vec<IntervalRecord>,
+    /// True for a checkpoint of a repetition still running: the figures so far, from the
+    /// intervals that ended (no service time, no schedule lag, no error examples yet).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// The share of responses within a latency bound.
@@ -498,6 +504,24 @@ pub struct IntervalRecord {
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
+}
+
+impl IntervalRecord {
+    /// Two neighbouring intervals as one (for series thinned to stay bounded): their span, the
+    /// sums of their counts, and the larger of each percentile (an upper bound; the `.hlog` has
+    /// the exact figures).
+    pub fn merged(a: &IntervalRecord, _: u64, b: &IntervalRecord, _: u64) -> IntervalRecord {
+        IntervalRecord {
+            start_ns: a.start_ns,
+            end_ns: b.end_ns,
+            responses: a.responses + b.responses,
+            errors: a.errors + b.errors,
+            connects: a.connects + b.connects,
+            p50_ns: a.p50_ns.max(b.p50_ns),
+            p99_ns: a.p99_ns.max(b.p99_ns),
+            max_ns: a.max_ns.max(b.max_ns),
+        }
+    }
 }
 
 /// The summary of a case over its measured repetitions.

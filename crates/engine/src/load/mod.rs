@@ -107,16 +107,131 @@ pub struct Counters {
     pub outstanding_max: u64,
 }
 
-/// One interval of the time series.
+/// One interval of the time series: what happened between `start_ns` and `end_ns` (from the
+/// run's start), over every thread.
 #[derive(Debug, Clone)]
 pub struct Interval {
     pub start_ns: u64,
     pub end_ns: u64,
     /// Latencies of the responses completed in the interval.
     pub latency: Histogram,
+    pub requests: u64,
     pub responses: u64,
-    pub errors: u64,
+    pub ok: u64,
     pub connects: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Failures by class ([`ErrorClass`] as index).
+    pub errors: [u64; ErrorClass::COUNT],
+}
+
+impl Interval {
+    pub fn error_count(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// The record's entry for this interval.
+    pub fn record(&self) -> results::IntervalRecord {
+        results::IntervalRecord {
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            responses: self.responses,
+            errors: self.error_count(),
+            connects: self.connects,
+            p50_ns: self.latency.value_at_quantile(0.5),
+            p99_ns: self.latency.value_at_quantile(0.99),
+            max_ns: self.latency.max(),
+        }
+    }
+
+    /// Adds a thread's share of the same interval.
+    fn add(&mut self, o: &Interval) {
+        self.latency
+            .add(&o.latency)
+            .expect("histograms of one range always merge");
+        self.start_ns = self.start_ns.min(o.start_ns);
+        self.end_ns = self.end_ns.max(o.end_ns);
+        self.requests += o.requests;
+        self.responses += o.responses;
+        self.ok += o.ok;
+        self.connects += o.connects;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        for (a, b) in self.errors.iter_mut().zip(o.errors) {
+            *a += b;
+        }
+    }
+}
+
+/// The record keeps at most this many intervals per repetition (the `.hlog` keeps them all): a
+/// longer run merges neighbours ([`results::IntervalRecord::merged`]). 10,000 × 64 bytes.
+pub const MAX_RECORD_INTERVALS: usize = 10_000;
+
+/// What a thread tells the collector.
+enum Msg {
+    /// A finished interval: the thread and the interval's index.
+    Interval(usize, u64, Interval),
+    /// The thread has finished (sent when its reporter is dropped, however it ended).
+    Done(usize),
+}
+
+/// A thread's line to the collector; says `Done` when dropped.
+struct Reporter {
+    index: usize,
+    tx: std::sync::mpsc::Sender<Msg>,
+}
+
+impl Drop for Reporter {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Msg::Done(self.index));
+    }
+}
+
+/// Merges the threads' intervals of the same index as soon as every thread has moved past it,
+/// hands each merged interval to `observe` (the `.hlog`, live figures), and keeps the record's
+/// bounded series. Holds only the intervals not yet finished by every thread.
+fn collect(
+    rx: std::sync::mpsc::Receiver<Msg>,
+    threads: usize,
+    observe: &mut (dyn FnMut(&Interval) + Send),
+) -> Vec<results::IntervalRecord> {
+    let mut series =
+        results::series::Capped::new(MAX_RECORD_INTERVALS, results::IntervalRecord::merged);
+    let mut pending: std::collections::BTreeMap<u64, Interval> = Default::default();
+    // The highest index each thread has reported (`u64::MAX` once it is done).
+    let mut reached: Vec<Option<u64>> = vec![None; threads];
+    let mut emit = |iv: Interval| {
+        observe(&iv);
+        series.push(iv.record());
+    };
+    for msg in rx {
+        match msg {
+            Msg::Interval(t, k, iv) => {
+                reached[t] = Some(k);
+                match pending.get_mut(&k) {
+                    Some(p) => p.add(&iv),
+                    None => {
+                        pending.insert(k, iv);
+                    }
+                }
+            }
+            Msg::Done(t) => reached[t] = Some(u64::MAX),
+        }
+        let floor = reached.iter().map(|r| r.unwrap_or(0)).min().unwrap_or(0);
+        let all_reported = reached.iter().all(Option::is_some);
+        while let Some(entry) = pending.first_entry() {
+            if all_reported && *entry.key() <= floor {
+                emit(entry.remove());
+            } else {
+                break;
+            }
+        }
+    }
+    // Every sender is gone: whatever is left is final.
+    for (_, iv) in std::mem::take(&mut pending) {
+        emit(iv);
+    }
+    series.to_vec()
 }
 
 /// How the generator itself did.
@@ -142,7 +257,9 @@ pub struct LoadResult {
     /// response, and failures by class.
     pub recorder: Recorder,
     pub counters: Counters,
-    pub intervals: Vec<Interval>,
+    /// The time series, bounded ([`MAX_RECORD_INTERVALS`]); each interval was also handed to the
+    /// run's observer as it ended.
+    pub intervals: Vec<results::IntervalRecord>,
     pub check: SelfCheck,
     pub wall_ns: u64,
     pub interrupted: bool,
@@ -216,8 +333,9 @@ struct Worker<'a> {
     interval_ns: u64,
     interval_index: u64,
     interval_hist: Histogram,
-    interval_counts: (u64, u64, u64),
-    intervals: Vec<Interval>,
+    /// The counters and errors at the end of the last interval (an interval holds the growth).
+    interval_base: (Counters, [u64; ErrorClass::COUNT]),
+    reporter: Reporter,
     // Outstanding requests, time-weighted.
     outstanding: u64,
     outstanding_since: u64,
@@ -233,7 +351,6 @@ struct WorkerResult {
     rec: Recorder,
     lag: Histogram,
     counters: Counters,
-    intervals: Vec<Interval>,
     cpu_ns: u64,
     wall_ns: u64,
     interrupted: bool,
@@ -244,7 +361,12 @@ fn io_err(context: &'static str, e: &io::Error) -> OpError {
 }
 
 impl<'a> Worker<'a> {
-    fn new(spec: &'a LoadSpec, clock: Clock, share: &Share) -> io::Result<Worker<'a>> {
+    fn new(
+        spec: &'a LoadSpec,
+        clock: Clock,
+        share: &Share,
+        reporter: Reporter,
+    ) -> io::Result<Worker<'a>> {
         let poll = Poll::new()?;
         let timer = timer::Timer::new(poll.registry(), TIMER)?;
         Ok(Worker {
@@ -264,8 +386,8 @@ impl<'a> Worker<'a> {
             interval_ns: spec.interval.as_nanos().max(1_000_000) as u64,
             interval_index: 0,
             interval_hist: results::new_histogram(),
-            interval_counts: (0, 0, 0),
-            intervals: Vec::new(),
+            interval_base: (Counters::default(), [0; ErrorClass::COUNT]),
+            reporter,
             outstanding: 0,
             outstanding_since: 0,
             outstanding_area: 0.0,
@@ -467,7 +589,6 @@ impl<'a> Worker<'a> {
         self.rec.service.saturating_record(service.max(1));
         self.rec.record(latency, outcome.map(|_| 0));
         self.interval_hist.saturating_record(latency.max(1));
-        self.interval_counts.0 += 1;
         let reuse = keep_alive && !self.spec.protocol.connection_per_request();
         if reuse {
             self.conns[ci].state = State::Idle;
@@ -488,7 +609,6 @@ impl<'a> Worker<'a> {
         let was_busy = self.conns[ci].busy();
         let refused = e.class == ErrorClass::Refused;
         self.rec.fail(e);
-        self.interval_counts.1 += 1;
         self.drop_stream(ci);
         if was_busy {
             let n = self.outstanding.saturating_sub(1);
@@ -556,19 +676,35 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Ends the current interval: its growth of the counters and its histogram go to the
+    /// collector (one message a thread per interval; nothing is kept here).
     fn flush_interval(&mut self, now: u64) {
         let start = self.start + self.interval_index * self.interval_ns;
         let mut h = results::new_histogram();
         std::mem::swap(&mut h, &mut self.interval_hist);
-        let (responses, errors, connects) = std::mem::take(&mut self.interval_counts);
-        self.intervals.push(Interval {
+        let (c0, e0) = &self.interval_base;
+        let c = &self.counters;
+        let mut errors = self.rec.errors;
+        for (e, base) in errors.iter_mut().zip(e0) {
+            *e -= base;
+        }
+        let iv = Interval {
             start_ns: start - self.start,
             end_ns: (start + self.interval_ns).min(now) - self.start,
             latency: h,
-            responses,
+            requests: c.requests - c0.requests,
+            responses: c.responses - c0.responses,
+            ok: c.ok - c0.ok,
+            connects: c.connects - c0.connects,
+            bytes_in: c.bytes_in - c0.bytes_in,
+            bytes_out: c.bytes_out - c0.bytes_out,
             errors,
-            connects,
-        });
+        };
+        self.interval_base = (self.counters.clone(), self.rec.errors);
+        let _ = self
+            .reporter
+            .tx
+            .send(Msg::Interval(self.reporter.index, self.interval_index, iv));
         self.interval_index = (now - self.start) / self.interval_ns;
     }
 
@@ -602,7 +738,6 @@ impl<'a> Worker<'a> {
                 Ok(_) => {
                     let _ = s.set_nodelay(true);
                     self.counters.connects += 1;
-                    self.interval_counts.2 += 1;
                     c.state = State::Writing;
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
@@ -802,7 +937,6 @@ impl<'a> Worker<'a> {
             rec: self.rec,
             lag: self.lag,
             counters: self.counters,
-            intervals: self.intervals,
             cpu_ns: thread_cpu_ns() - cpu0,
             wall_ns: wall,
             interrupted,
@@ -815,8 +949,13 @@ fn split(n: usize, parts: usize, i: usize) -> usize {
     n / parts + usize::from(i < n % parts)
 }
 
-/// Runs a load and merges what every thread measured.
-pub fn run(spec: &LoadSpec, interrupt: &AtomicBool) -> io::Result<LoadResult> {
+/// Runs a load and merges what every thread measured. Each interval, merged over the threads,
+/// goes to `observe` as soon as every thread has finished it.
+pub fn run(
+    spec: &LoadSpec,
+    interrupt: &AtomicBool,
+    observe: &mut (dyn FnMut(&Interval) + Send),
+) -> io::Result<LoadResult> {
     let threads = spec.threads.max(1);
     let clock = Clock::monotonic();
     let shares: Vec<Share> = (0..threads)
@@ -858,31 +997,45 @@ pub fn run(spec: &LoadSpec, interrupt: &AtomicBool) -> io::Result<LoadResult> {
         .collect();
     let barrier = Barrier::new(threads + 1);
     let (u0, s0) = process_cpu_ns();
-    let results: Vec<io::Result<WorkerResult>> = std::thread::scope(|s| {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (results, intervals): (Vec<io::Result<WorkerResult>>, _) = std::thread::scope(|s| {
+        let collector = std::thread::Builder::new()
+            .name("dyno-load-intervals".into())
+            .spawn_scoped(s, move || collect(rx, threads, observe))
+            .expect("spawning the interval collector");
         let handles: Vec<_> = shares
             .into_iter()
             .map(|share| {
                 let (clock, barrier) = (clock.clone(), &barrier);
+                let reporter = Reporter {
+                    index: share.index,
+                    tx: tx.clone(),
+                };
                 std::thread::Builder::new()
                     .name(format!("dyno-load-{}", share.index))
-                    .spawn_scoped(s, move || match Worker::new(spec, clock, &share) {
-                        Ok(w) => w.run(share, barrier, interrupt),
-                        Err(e) => {
-                            barrier.wait();
-                            Err(e)
+                    .spawn_scoped(s, move || {
+                        match Worker::new(spec, clock, &share, reporter) {
+                            Ok(w) => w.run(share, barrier, interrupt),
+                            Err(e) => {
+                                barrier.wait();
+                                Err(e)
+                            }
                         }
                     })
                     .expect("spawning a load thread")
             })
             .collect();
+        drop(tx);
         barrier.wait();
-        handles
+        let results = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(io::Error::other("a load thread panicked")))
             })
-            .collect()
+            .collect();
+        let intervals = collector.join().unwrap_or_default();
+        (results, intervals)
     });
     let (u1, s1) = process_cpu_ns();
     let mut parts = Vec::with_capacity(results.len());
@@ -916,7 +1069,6 @@ pub fn run(spec: &LoadSpec, interrupt: &AtomicBool) -> io::Result<LoadResult> {
         }
         interrupted |= p.interrupted;
     }
-    let intervals = merge_intervals(&parts);
     let intended_per_s = match &spec.mode {
         LoadMode::Open { profile, .. } => {
             let secs = profile.duration_ns() as f64 / 1e9;
@@ -944,28 +1096,4 @@ pub fn run(spec: &LoadSpec, interrupt: &AtomicBool) -> io::Result<LoadResult> {
         wall_ns,
         interrupted,
     })
-}
-
-/// Adds the threads' intervals of the same index together.
-fn merge_intervals(parts: &[WorkerResult]) -> Vec<Interval> {
-    let n = parts.iter().map(|p| p.intervals.len()).max().unwrap_or(0);
-    let mut out: Vec<Interval> = Vec::with_capacity(n);
-    for p in parts {
-        for (k, iv) in p.intervals.iter().enumerate() {
-            if k < out.len() {
-                let o = &mut out[k];
-                o.latency
-                    .add(&iv.latency)
-                    .expect("histograms of one range always merge");
-                o.responses += iv.responses;
-                o.errors += iv.errors;
-                o.connects += iv.connects;
-                o.end_ns = o.end_ns.max(iv.end_ns);
-                o.start_ns = o.start_ns.min(iv.start_ns);
-            } else {
-                out.push(iv.clone());
-            }
-        }
-    }
-    out
 }
