@@ -170,7 +170,7 @@ pub const MAX_RECORD_INTERVALS: usize = 10_000;
 /// What a thread tells the collector.
 enum Msg {
     /// A finished interval: the thread and the interval's index.
-    Interval(usize, u64, Interval),
+    Interval(usize, u64, Box<Interval>),
     /// The thread has finished (sent when its reporter is dropped, however it ended).
     Done(usize),
 }
@@ -211,7 +211,7 @@ fn collect(
                 match pending.get_mut(&k) {
                     Some(p) => p.add(&iv),
                     None => {
-                        pending.insert(k, iv);
+                        pending.insert(k, *iv);
                     }
                 }
             }
