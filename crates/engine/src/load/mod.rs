@@ -701,10 +701,11 @@ impl<'a> Worker<'a> {
             errors,
         };
         self.interval_base = (self.counters.clone(), self.rec.errors);
-        let _ = self
-            .reporter
-            .tx
-            .send(Msg::Interval(self.reporter.index, self.interval_index, iv));
+        let _ = self.reporter.tx.send(Msg::Interval(
+            self.reporter.index,
+            self.interval_index,
+            Box::new(iv),
+        ));
         self.interval_index = (now - self.start) / self.interval_ns;
     }
 
