@@ -62,8 +62,27 @@ fn closed(connections: usize, each: u64) -> LoadMode {
     }
 }
 
+/// Runs a load, and checks on every run that the intervals streamed while it ran add up to its
+/// totals: every request, response, byte, connection, failure and latency lands in one interval.
 fn run(s: &LoadSpec) -> LoadResult {
-    load::run(s, &AtomicBool::new(false)).unwrap()
+    let mut seen: Vec<load::Interval> = Vec::new();
+    let r = load::run(s, &AtomicBool::new(false), &mut |iv| seen.push(iv.clone())).unwrap();
+    let sum = |f: fn(&load::Interval) -> u64| seen.iter().map(f).sum::<u64>();
+    assert_eq!(sum(|i| i.requests), r.counters.requests);
+    assert_eq!(sum(|i| i.responses), r.counters.responses);
+    assert_eq!(sum(|i| i.ok), r.counters.ok);
+    assert_eq!(sum(|i| i.bytes_in), r.counters.bytes_in);
+    assert_eq!(sum(|i| i.bytes_out), r.counters.bytes_out);
+    assert_eq!(sum(|i| i.connects), r.counters.connects);
+    assert_eq!(sum(|i| i.error_count()), r.recorder.error_count());
+    assert_eq!(sum(|i| i.latency.len()), r.recorder.latency.len());
+    // In order, without overlap, and the record's series is the same intervals.
+    assert!(
+        seen.windows(2)
+            .all(|w| w[0].end_ns <= w[1].start_ns + 1_000_000)
+    );
+    assert_eq!(seen.len(), r.intervals.len());
+    r
 }
 
 /// Load tests measure timing: one at a time (taken before their servers start, whose stalls are
