@@ -194,6 +194,29 @@ pub struct RunArgs {
     /// mean, min and max [default: as --reps].
     #[arg(long, allow_negative_numbers = true, help_heading = "Sweeps")]
     pub samples: Option<i64>,
+    /// A heavy burst on top of a steady open-loop rate, for soak runs: `every=6h for=10m
+    /// rate=5000` (the last `for` of each `every` runs at the burst rate).
+    #[arg(
+        long,
+        value_name = "every=D for=D rate=R",
+        help_heading = "Load (http://, tcp://)"
+    )]
+    pub burst: Option<String>,
+    /// How often a running load repetition is written into the record, so a crash loses at most
+    /// this much [default: 1m].
+    #[arg(long, value_name = "DURATION", help_heading = "Load (http://, tcp://)")]
+    pub checkpoint: Option<String>,
+    /// Progress on stderr: auto (off unless stdout is a terminal; status lines for load runs of
+    /// a minute or more, else a bar with ETA), bar, lines (one per interval) or off.
+    #[arg(long, default_value = "auto", value_name = "MODE")]
+    pub progress: String,
+    /// No progress and no informational lines on stderr (warnings and errors stay).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Serve live Prometheus metrics (rates, latency quantiles, errors) at
+    /// http://ADDR/metrics while the run goes, e.g. 127.0.0.1:9091.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<String>,
     /// Watch this process (and its descendants) for the whole run: CPU, RSS, threads, open
     /// files, bytes read and written, once a second. Repeatable.
     #[arg(

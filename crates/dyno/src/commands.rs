@@ -133,6 +133,7 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     raw.timeout = sflag(&a.timeout, "--timeout").or(raw.timeout);
     raw.interval = sflag(&a.interval, "--interval").or(raw.interval);
     raw.hlog = sflag(&a.hlog, "--hlog").or(raw.hlog);
+    raw.burst = sflag(&a.burst, "--burst").or(raw.burst);
     raw.objects = flag(a.objects, "--objects").or(raw.objects);
     raw.concurrency = flag(a.concurrency, "--concurrency").or(raw.concurrency);
     raw.reps = flag(a.reps, "--reps").or(raw.reps);
@@ -187,10 +188,101 @@ fn default_out_dir() -> PathBuf {
     dir
 }
 
+/// How the run reports as it goes: the progress mode, the checkpoint interval, live metrics.
+struct Feedback {
+    mode: crate::live::Mode,
+    /// A load run of a minute or more.
+    long_load: bool,
+    checkpoint: std::time::Duration,
+    metrics: Option<(
+        crate::live::MetricsServer,
+        std::sync::Arc<std::sync::Mutex<String>>,
+    )>,
+}
+
+fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
+    use engine::plan::LoadModel;
+    let long_load = plan.load.as_ref().is_some_and(|l| match &l.model {
+        LoadModel::Open { profile, .. } => profile.duration_ns() >= 60_000_000_000,
+        LoadModel::Closed { stop } => {
+            matches!(stop, engine::worker::Stop::Duration { ns } if *ns >= 60_000_000_000)
+        }
+    });
+    let mode =
+        crate::live::Mode::choose(&args.progress, args.quiet, long_load).ok_or_else(|| {
+            PlanError::new(
+                Origin::Flag("--progress"),
+                format!(
+                    "unknown progress mode {:?}; {}modes: {}",
+                    args.progress,
+                    engine::suggest::did_you_mean(
+                        &args.progress,
+                        crate::live::Mode::NAMES.iter().copied()
+                    ),
+                    crate::live::Mode::NAMES.join(", ")
+                ),
+            )
+        })?;
+    let checkpoint = match &args.checkpoint {
+        None => engine::runner::DEFAULT_CHECKPOINT,
+        Some(c) => engine::units::parse_duration(c)
+            .ok()
+            .filter(|d| *d >= std::time::Duration::from_secs(1))
+            .ok_or_else(|| {
+                PlanError::new(
+                    Origin::Flag("--checkpoint"),
+                    format!("{c:?} is not a duration of a second or more"),
+                )
+                .hint("write e.g. 1m or 10s")
+            })?,
+    };
+    let metrics = match &args.metrics_addr {
+        None => None,
+        Some(addr) => {
+            let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let server = crate::live::MetricsServer::start(addr, text.clone()).map_err(|e| {
+                PlanError::new(
+                    Origin::Flag("--metrics-addr"),
+                    format!("cannot serve metrics on {addr}: {e}"),
+                )
+                .hint("give a free local address, e.g. 127.0.0.1:9091")
+            })?;
+            Some((server, text))
+        }
+    };
+    Ok(Feedback {
+        mode,
+        long_load,
+        checkpoint,
+        metrics,
+    })
+}
+
 fn run_cmd(args: RunArgs) -> Result<ExitCode> {
-    let Resolved { plan, format } = resolve(raw_from_args(&args)?)?;
+    let Resolved { mut plan, format } = resolve(raw_from_args(&args)?)?;
     engine::runner::preflight(&plan)?;
+    let fb = feedback(&args, &plan)?;
     let out_dir = plan.out.clone().unwrap_or_else(default_out_dir);
+    // A long load run streams its intervals to an .hlog in the results directory unless told
+    // where: its time series is then complete on disk however long it runs.
+    if fb.long_load
+        && let Some(l) = plan.load.as_mut()
+        && l.hlog.is_none()
+    {
+        l.hlog = Some(out_dir.join("latency.hlog"));
+    }
+    let quiet = args.quiet;
+    let info = |line: String| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    if let Some((server, _)) = &fb.metrics {
+        info(format!(
+            "dyno: live metrics at http://{}/metrics",
+            server.addr
+        ));
+    }
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("creating the results directory {}", out_dir.display()))?;
     let record_path = out_dir.join(results::store::RECORD_FILE);
@@ -206,7 +298,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     })
     .context("installing the Ctrl-C handler")?;
 
-    eprintln!(
+    info(format!(
         "dyno: {} on {} target(s): {}; record: {}",
         plan.suite,
         plan.targets.len(),
@@ -216,7 +308,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
             .collect::<Vec<_>>()
             .join(", "),
         record_path.display()
-    );
+    ));
     let dyno = results::DynoInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         commit: env!("DYNO_COMMIT").to_string(),
@@ -224,14 +316,15 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let mut sink = |r: &results::RunRecord| {
         results::store::write_atomic(&record_path, r).map_err(|e| e.to_string())
     };
+    let mut display = crate::live::Display::new(fb.mode, fb.metrics.as_ref().map(|m| m.1.clone()));
     let outcome = engine::runner::run(
         &plan,
         dyno,
         engine::runner::Hooks {
             interrupt: &INTERRUPT,
             logs: &out_dir,
-            checkpoint: engine::runner::DEFAULT_CHECKPOINT,
-            progress: &mut |_| {},
+            checkpoint: fb.checkpoint,
+            progress: &mut |p| display.update(p),
         },
         &mut sink,
     )?;
@@ -253,11 +346,11 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     if failed > 0 {
         eprintln!("dyno: {failed} case(s) failed; the notes under the table say why");
     }
-    eprintln!("dyno: record written to {}", record_path.display());
-    write_plots(&outcome.record, &out_dir.join("plots"));
+    info(format!("dyno: record written to {}", record_path.display()));
+    write_plots(&outcome.record, &out_dir.join("plots"), quiet);
     let html = out_dir.join("report.html");
     match write_html(std::slice::from_ref(&outcome.record), &html) {
-        Ok(()) => eprintln!("dyno: HTML report written to {}", html.display()),
+        Ok(()) => info(format!("dyno: HTML report written to {}", html.display())),
         Err(e) => eprintln!("dyno: warning: {e:#}"),
     }
     if outcome.record.interrupted {
@@ -302,10 +395,10 @@ fn validate(path: &Path) -> Result<ExitCode> {
 }
 
 /// Draws a record's plots (SVG, PNG, `.dat`) into `dir`; a failure is a warning, not a lost run.
-fn write_plots(record: &results::RunRecord, dir: &Path) {
+fn write_plots(record: &results::RunRecord, dir: &Path, quiet: bool) {
     #[cfg(feature = "plots")]
     match report::plots::write_all(record, dir) {
-        Ok(files) if files.is_empty() => {}
+        Ok(files) if files.is_empty() || quiet => {}
         Ok(files) => eprintln!(
             "dyno: {} plot files (SVG, PNG, .dat) written to {}",
             files.len(),
@@ -315,7 +408,7 @@ fn write_plots(record: &results::RunRecord, dir: &Path) {
     }
     #[cfg(not(feature = "plots"))]
     {
-        let _ = (record, dir);
+        let _ = (record, dir, quiet);
     }
 }
 
@@ -360,7 +453,7 @@ fn report_cmd(
             } else {
                 to.join(format!("{:03}", i + 1))
             };
-            write_plots(r, &dir);
+            write_plots(r, &dir, false);
         }
     }
     Ok(ExitCode::SUCCESS)

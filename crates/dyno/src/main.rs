@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod live;
 mod serve;
 
 use clap::Parser;

@@ -217,6 +217,8 @@ pub struct RawPlan {
     pub timeout: Option<Sp<String>>,
     pub interval: Option<Sp<String>>,
     pub hlog: Option<Sp<String>>,
+    /// Soak runs: `every=6h for=10m rate=5000`, a heavy burst on top of the steady rate.
+    pub burst: Option<Sp<String>>,
 }
 
 /// One stage of an open-loop profile, as written (`{ rate = "1000..5000", duration = "30s" }`).
@@ -248,6 +250,8 @@ pub struct LoadParams {
     pub timeout_ns: u64,
     pub interval_ns: u64,
     pub hlog: Option<PathBuf>,
+    /// The periodic burst the stages were built with, if any.
+    pub burst: Option<Burst>,
 }
 
 /// What resolution needs from the drivers: their schemes and a pure `configure`.
@@ -488,6 +492,11 @@ impl LoadParams {
             timeout_ns: self.timeout_ns,
             interval_ns: self.interval_ns,
             hlog: self.hlog.as_ref().map(|p| p.display().to_string()),
+            burst: self.burst.map(|b| results::BurstRecord {
+                every_ns: b.every_ns,
+                for_ns: b.for_ns,
+                rate_per_s: b.rate_per_s,
+            }),
         }
     }
 }
@@ -530,6 +539,7 @@ const LOAD_KEYS: &[&str] = &[
     "timeout",
     "interval",
     "hlog",
+    "burst",
 ];
 const SUITE_KEYS: &[&str] = &[
     "name",
@@ -674,6 +684,7 @@ impl RawPlan {
                                 plan.interval = Some(Sp::new(expect_str(&src, k, v)?, at))
                             }
                             "hlog" => plan.hlog = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "burst" => plan.burst = Some(Sp::new(expect_str(&src, k, v)?, at)),
                             "requests" => {
                                 plan.requests = Some(Sp::new(expect_int(&src, k, v)?, at))
                             }
@@ -1190,6 +1201,7 @@ impl RawPlan {
             (&self.timeout, "timeout"),
             (&self.interval, "interval"),
             (&self.hlog, "hlog"),
+            (&self.burst, "burst"),
         ]
         .into_iter()
         .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
@@ -1298,6 +1310,7 @@ impl RawPlan {
                 to_per_s: to,
             });
         }
+        let ramped = ramp.is_some();
         if let Some(((from, to), at)) = &rate {
             let total = duration.as_ref().map(|d| d.0);
             match ramp {
@@ -1337,6 +1350,32 @@ impl RawPlan {
             }
         } else if let Some((_, at)) = ramp {
             return Err(PlanError::new(at, "--ramp needs --rate FROM..TO"));
+        }
+        let mut burst = None;
+        if let Some(b) = &self.burst {
+            let Some(((from, to), _)) = rate.as_ref().filter(|_| self.stages.is_empty()) else {
+                return Err(PlanError::new(
+                    b.at.clone(),
+                    "a burst rides on a steady open-loop rate: give --rate R and --duration",
+                )
+                .hint("e.g. --duration 7d --rate 100 --burst every=6h,for=10m,rate=5000"));
+            };
+            if from != to || ramped {
+                return Err(PlanError::new(
+                    b.at.clone(),
+                    "a burst rides on a steady rate, not a ramp",
+                ));
+            }
+            let parsed = parse_burst(&b.value).map_err(|e| {
+                PlanError::new(b.at.clone(), e).hint(
+                    "write every=DURATION for=DURATION rate=PER_S, e.g. every=6h for=10m rate=5000",
+                )
+            })?;
+            let total = stages.iter().map(|s| s.duration_ns).sum();
+            stages = parsed
+                .stages(*from, total)
+                .map_err(|e| PlanError::new(b.at.clone(), e))?;
+            burst = Some(parsed);
         }
         let open = !stages.is_empty();
         if let Some(a) = self.arrival.as_ref().filter(|_| !open) {
@@ -1424,6 +1463,7 @@ impl RawPlan {
             timeout_ns: timeout,
             interval_ns: interval,
             hlog,
+            burst,
         })
     }
 }
@@ -1479,6 +1519,95 @@ fn expand_topologies(
 }
 
 /// Parses `5000` or `1000..20000` (requests per second).
+/// A periodic burst: every `every`, the last `for` of the period runs at `rate`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Burst {
+    pub every_ns: u64,
+    pub for_ns: u64,
+    pub rate_per_s: f64,
+}
+
+/// The most periods a burst may repeat over: each is two stages of the rate profile, which is
+/// read stage by stage as arrivals are drawn.
+pub const MAX_BURST_PERIODS: u64 = 200;
+
+impl Burst {
+    /// The stages of `base` per second for `total_ns`, with this burst at the end of each period.
+    fn stages(&self, base: f64, total_ns: u64) -> Result<Vec<crate::schedule::Stage>, String> {
+        let periods = total_ns.div_ceil(self.every_ns);
+        if periods > MAX_BURST_PERIODS {
+            return Err(format!(
+                "the burst repeats {periods} times over the run; at most {MAX_BURST_PERIODS}: \
+                 lengthen every="
+            ));
+        }
+        let mut out = Vec::new();
+        let mut t = 0;
+        while t < total_ns {
+            for (len, rate) in [
+                (self.every_ns - self.for_ns, base),
+                (self.for_ns, self.rate_per_s),
+            ] {
+                let len = len.min(total_ns - t);
+                if len > 0 {
+                    out.push(crate::schedule::Stage {
+                        duration_ns: len,
+                        from_per_s: rate,
+                        to_per_s: rate,
+                    });
+                    t += len;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Parses `every=6h for=10m rate=5000` (spaces or commas between the parts).
+pub fn parse_burst(text: &str) -> Result<Burst, String> {
+    let (mut every, mut dur, mut rate) = (None, None, None);
+    for part in text.split([' ', ',']).filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("burst part {part:?} is not KEY=VALUE"))?;
+        let d = || {
+            crate::units::parse_duration(v)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .map(|d| d.as_nanos() as u64)
+                .ok_or_else(|| format!("burst {k}={v:?} is not a duration"))
+        };
+        match k {
+            "every" => every = Some(d()?),
+            "for" => dur = Some(d()?),
+            "rate" => {
+                let (a, b) = parse_rate(v)?;
+                if a != b {
+                    return Err("a burst's rate is one number, not a range".into());
+                }
+                rate = Some(a);
+            }
+            other => {
+                return Err(format!(
+                    "unknown burst part {other:?}; {}parts: every, for, rate",
+                    did_you_mean(other, ["every", "for", "rate"])
+                ));
+            }
+        }
+    }
+    let (Some(every_ns), Some(for_ns), Some(rate_per_s)) = (every, dur, rate) else {
+        return Err(format!("burst {text:?} needs every=, for= and rate="));
+    };
+    if for_ns >= every_ns {
+        return Err("a burst's for= must be shorter than its every=".into());
+    }
+    Ok(Burst {
+        every_ns,
+        for_ns,
+        rate_per_s,
+    })
+}
+
 fn parse_rate(text: &str) -> Result<(f64, f64), String> {
     let one = |t: &str| -> Result<f64, String> {
         let v: f64 = t.trim().parse().map_err(|_| format!("rate {text:?} is not a number of requests per second; write e.g. 5000 or 1000..20000"))?;
@@ -2120,6 +2249,43 @@ mod tests {
 
     fn err(text: &str) -> String {
         resolve(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn bursts_ride_on_the_steady_rate_at_the_end_of_each_period() {
+        let load = |extra: &str| {
+            format!(
+                "[targets.w]\nurl = \"http://127.0.0.1:1/\"\n[load]\nduration = \"50s\"\n{extra}"
+            )
+        };
+        let p = resolve(&load("rate = 10\nburst = \"every=20s for=5s rate=100\"\n")).unwrap();
+        let LoadModel::Open { profile, .. } = &p.load.unwrap().model else {
+            panic!("an open loop")
+        };
+        let got: Vec<(u64, f64)> = profile
+            .stages
+            .iter()
+            .map(|s| (s.duration_ns / 1_000_000_000, s.to_per_s))
+            .collect();
+        // 50 s: two full periods (15 s light, 5 s burst) and 10 s of a third.
+        assert_eq!(
+            got,
+            [(15, 10.0), (5, 100.0), (15, 10.0), (5, 100.0), (10, 10.0)]
+        );
+        assert_eq!(profile.duration_ns(), 50_000_000_000);
+
+        let e = err(&load("burst = \"every=20s for=5s rate=100\"\n"));
+        assert!(e.contains("steady open-loop rate"), "{e}");
+        let e = err(&load("rate = 10\nburst = \"every=5s for=5s rate=100\"\n"));
+        assert!(e.contains("shorter than its every="), "{e}");
+        let e = err(&load("rate = 10\nburst = \"evry=20s for=5s rate=100\"\n"));
+        assert!(e.contains("did you mean \"every\""), "{e}");
+        let e = err(&load(
+            "rate = 10\nburst = \"every=100ms for=5ms rate=100\"\n",
+        ));
+        assert!(e.contains("at most 200"), "{e}");
+        let e = err("[targets.a]\nurl = \"mem:\"\n[load]\nburst = \"every=1s for=1ms rate=1\"\n");
+        assert!(e.contains("burst is a setting of the load suite"), "{e}");
     }
 
     #[test]

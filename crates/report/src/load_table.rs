@@ -164,10 +164,21 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
                     format!("{rate} for {}", units::latency(s.duration_ns))
                 })
                 .collect();
+            let profile = match (&l.burst, l.stages.first()) {
+                // A soak: one steady rate with bursts (the stages would be a long list).
+                (Some(b), Some(s)) => format!(
+                    "{} req/s for {} with a burst of {} req/s for {} every {}",
+                    units::rate(s.from_per_s),
+                    units::latency(l.duration_ns.unwrap_or(0)),
+                    units::rate(b.rate_per_s),
+                    units::latency(b.for_ns),
+                    units::latency(b.every_ns)
+                ),
+                _ => stages.join(" then "),
+            };
             format!(
-                "open loop ({}), {}, {} connections (up to {})",
+                "open loop ({}), {profile}, {} connections (up to {})",
                 l.arrival.as_deref().unwrap_or("constant"),
-                stages.join(" then "),
                 l.connections,
                 l.max_connections
             )

@@ -252,6 +252,18 @@ pub struct LoadPlanRecord {
     pub interval_ns: u64,
     /// Where the HdrHistogram interval log was written, if asked.
     pub hlog: Option<String>,
+    /// A soak run's periodic burst (`stages` hold the whole profile it makes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<BurstRecord>,
+}
+
+/// A heavy burst on top of the steady rate: the last `for_ns` of every `every_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BurstRecord {
+    pub every_ns: u64,
+    pub for_ns: u64,
+    pub rate_per_s: f64,
 }
 
 /// One stage of an open-loop rate profile.

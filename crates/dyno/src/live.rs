@@ -1,0 +1,347 @@
+//! What a running `dyno run` shows while it works, on stderr: a progress bar with an ETA for a
+//! finite run, or one status line per interval for a long load run; and, with `--metrics-addr`,
+//! live Prometheus metrics. Nothing here measures: it reads the runner's [`Progress`] reports.
+
+use engine::driver::ErrorClass;
+use engine::runner::Progress;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How the run shows its progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Off,
+    Bar,
+    Lines,
+}
+
+impl Mode {
+    pub const NAMES: &[&str] = &["auto", "bar", "lines", "off"];
+
+    /// `auto`: off unless stdout is a terminal (a report piped to a file stays clean); then
+    /// status lines for load runs of a minute or more, the bar for the rest.
+    pub fn choose(asked: &str, quiet: bool, long_load: bool) -> Option<Mode> {
+        use std::io::IsTerminal;
+        Some(match asked {
+            _ if quiet => Mode::Off,
+            "auto" if !std::io::stdout().is_terminal() => Mode::Off,
+            "auto" if long_load => Mode::Lines,
+            "auto" | "bar" => Mode::Bar,
+            "lines" => Mode::Lines,
+            "off" => Mode::Off,
+            _ => return None,
+        })
+    }
+}
+
+/// The progress display: a bar of the plan's cases (a load case advances with its elapsed time),
+/// or status lines.
+pub struct Display {
+    mode: Mode,
+    bar: Option<ProgressBar>,
+    /// The end of the last interval a status line was printed for.
+    printed_ns: u64,
+    metrics: Option<Arc<Mutex<String>>>,
+}
+
+/// Per mille of a case, for the bar.
+const STEPS: u64 = 1000;
+
+impl Display {
+    pub fn new(mode: Mode, metrics: Option<Arc<Mutex<String>>>) -> Display {
+        let bar = (mode == Mode::Bar).then(|| {
+            let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}",
+                )
+                .expect("a valid template"),
+            );
+            b
+        });
+        Display {
+            mode,
+            bar,
+            printed_ns: 0,
+            metrics,
+        }
+    }
+
+    /// Takes one report from the runner.
+    pub fn update(&mut self, p: &Progress) {
+        if let Some(m) = &self.metrics
+            && let Ok(mut text) = m.lock()
+        {
+            *text = metrics(p);
+        }
+        if p.live.is_none() {
+            // A new case (or repetition) starts its intervals from zero.
+            self.printed_ns = 0;
+        }
+        match self.mode {
+            Mode::Off => {}
+            Mode::Bar => self.bar(p),
+            Mode::Lines => self.line(p),
+        }
+    }
+
+    fn bar(&mut self, p: &Progress) {
+        let Some(bar) = &self.bar else { return };
+        bar.set_length(p.cases as u64 * STEPS);
+        let within = p
+            .live
+            .and_then(|l| {
+                let planned = l.planned_ns? as f64;
+                let rep = (p.rep as f64 + (l.elapsed_ns as f64 / planned).min(1.0))
+                    / p.reps.max(1) as f64;
+                Some((rep * STEPS as f64) as u64)
+            })
+            .unwrap_or(0);
+        bar.set_position(p.done as u64 * STEPS + within);
+        let mut msg = format!("{} {}", p.target, p.test);
+        if let Some(last) = p.live.and_then(|l| l.last) {
+            let secs = (last.end_ns - last.start_ns).max(1) as f64 / 1e9;
+            let _ = write!(
+                msg,
+                ": {} resp/s, p99 {}",
+                report::units::rate(last.responses as f64 / secs),
+                report::units::latency(last.p99_ns)
+            );
+        }
+        bar.set_message(msg);
+        if p.done == p.cases {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn line(&mut self, p: &Progress) {
+        let Some(l) = p.live else { return };
+        let Some(last) = l.last else { return };
+        if last.end_ns <= self.printed_ns {
+            return;
+        }
+        self.printed_ns = last.end_ns;
+        let secs = (last.end_ns - last.start_ns).max(1) as f64 / 1e9;
+        let of = l
+            .planned_ns
+            .map(|n| format!("/{:.0}s", n as f64 / 1e9))
+            .unwrap_or_default();
+        eprintln!(
+            "dyno: [{:>6.0}s{of}] {} {}: {} resp/s, p50 {}, p99 {}, max {}, errors {}; total {} responses, {} errors",
+            last.end_ns as f64 / 1e9,
+            p.target,
+            p.test,
+            report::units::rate(last.responses as f64 / secs),
+            report::units::latency(last.p50_ns),
+            report::units::latency(last.p99_ns),
+            report::units::latency(last.max_ns),
+            last.errors,
+            report::units::count(l.total.responses),
+            report::units::count(l.total.error_count()),
+        );
+    }
+}
+
+/// The Prometheus text exposition of one progress report.
+pub fn metrics(p: &Progress) -> String {
+    let mut out = String::new();
+    let labels = format!(
+        "target=\"{}\",test=\"{}\"",
+        escape(p.target),
+        escape(p.test)
+    );
+    let _ = writeln!(out, "# HELP dyno_cases_done Cases of the plan finished.");
+    let _ = writeln!(out, "# TYPE dyno_cases_done gauge");
+    let _ = writeln!(out, "dyno_cases_done {}", p.done);
+    let _ = writeln!(out, "# HELP dyno_cases Cases in the plan.");
+    let _ = writeln!(out, "# TYPE dyno_cases gauge");
+    let _ = writeln!(out, "dyno_cases {}", p.cases);
+    let Some(l) = p.live else { return out };
+    let t = &l.total;
+    let counter = |out: &mut String, name: &str, help: &str, v: u64| {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let _ = writeln!(out, "{name}{{{labels}}} {v}");
+    };
+    counter(
+        &mut out,
+        "dyno_requests_total",
+        "Requests started in the running repetition.",
+        t.requests,
+    );
+    counter(
+        &mut out,
+        "dyno_responses_total",
+        "Complete responses in the running repetition.",
+        t.responses,
+    );
+    counter(
+        &mut out,
+        "dyno_ok_total",
+        "Successful responses (HTTP 2xx) in the running repetition.",
+        t.ok,
+    );
+    counter(
+        &mut out,
+        "dyno_bytes_received_total",
+        "Bytes read from the target.",
+        t.bytes_in,
+    );
+    counter(
+        &mut out,
+        "dyno_bytes_sent_total",
+        "Bytes written to the target.",
+        t.bytes_out,
+    );
+    let _ = writeln!(out, "# HELP dyno_errors_total Failed requests by class.");
+    let _ = writeln!(out, "# TYPE dyno_errors_total counter");
+    for c in ErrorClass::ALL {
+        let _ = writeln!(
+            out,
+            "dyno_errors_total{{{labels},class=\"{}\"}} {}",
+            c.as_str(),
+            t.errors[c as usize]
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP dyno_latency_seconds Latency from each request's intended start (corrected for coordinated omission), over the running repetition."
+    );
+    let _ = writeln!(out, "# TYPE dyno_latency_seconds summary");
+    for q in [0.5, 0.9, 0.99, 0.999, 0.9999] {
+        let v = if t.latency.is_empty() {
+            0
+        } else {
+            t.latency.value_at_quantile(q)
+        };
+        let _ = writeln!(
+            out,
+            "dyno_latency_seconds{{{labels},quantile=\"{q}\"}} {:e}",
+            v as f64 / 1e9
+        );
+    }
+    let sum_s = t.latency.mean() * t.latency.len() as f64 / 1e9;
+    let _ = writeln!(out, "dyno_latency_seconds_sum{{{labels}}} {sum_s:e}");
+    let _ = writeln!(
+        out,
+        "dyno_latency_seconds_count{{{labels}}} {}",
+        t.latency.len()
+    );
+    if let Some(last) = l.last {
+        let secs = (last.end_ns - last.start_ns).max(1) as f64 / 1e9;
+        let gauge = |out: &mut String, name: &str, help: &str, v: f64| {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            let _ = writeln!(out, "{name}{{{labels}}} {v:e}");
+        };
+        gauge(
+            &mut out,
+            "dyno_interval_responses_per_second",
+            "Responses per second in the last interval.",
+            last.responses as f64 / secs,
+        );
+        gauge(
+            &mut out,
+            "dyno_interval_latency_p99_seconds",
+            "p99 latency in the last interval.",
+            last.p99_ns as f64 / 1e9,
+        );
+        gauge(
+            &mut out,
+            "dyno_elapsed_seconds",
+            "Time into the running repetition.",
+            l.elapsed_ns as f64 / 1e9,
+        );
+    }
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A bound on a scrape's request head, and on how long a client may take to send it.
+const MAX_REQUEST: usize = 8 << 10;
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Serves the latest metrics text at `/metrics` (any other path: 404) until dropped.
+pub struct MetricsServer {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    pub fn start(addr: &str, text: Arc<Mutex<String>>) -> std::io::Result<MetricsServer> {
+        let listener = TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("dyno-metrics".into())
+            .spawn(move || {
+                while !s.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((conn, _)) => {
+                            let _ = answer(conn, &text);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            })?;
+        Ok(MetricsServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Answers one scrape (one request per connection).
+fn answer(mut conn: TcpStream, text: &Mutex<String>) -> std::io::Result<()> {
+    conn.set_nonblocking(false)?;
+    conn.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    conn.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = conn.read(&mut buf)?;
+        if n == 0 || head.len() + n > MAX_REQUEST {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = String::from_utf8_lossy(&head);
+    let path = line.split_whitespace().nth(1).unwrap_or("");
+    let (status, body) = if path == "/metrics" || path.starts_with("/metrics?") {
+        ("200 OK", text.lock().map(|t| t.clone()).unwrap_or_default())
+    } else {
+        ("404 Not Found", "dyno serves /metrics\n".to_string())
+    };
+    write!(
+        conn,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
