@@ -187,7 +187,7 @@ pub struct RunArgs {
     /// Sweep a parameter: PARAM=LIST or PARAM=A..B[:STEP], e.g. depth=1..30, width=1,10,100,
     /// clients=1..64:8. Repeat for more sweeps (each varies one parameter; the others stay at the
     /// plan's). Parameters: depth, width, clients (namespace); clients, objects, size (shootout);
-    /// thousands (magma); clients (load).
+    /// thousands (magma); clients, rate (load).
     #[arg(long = "sweep", value_name = "PARAM=VALUES", help_heading = "Sweeps")]
     pub sweeps: Vec<String>,
     /// Samples per point (the repetitions of each case); the sweep table and plots show their

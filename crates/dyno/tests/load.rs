@@ -228,6 +228,59 @@ fn open_loop_reports_intended_and_achieved_rate() {
 }
 
 #[test]
+fn a_rate_sweep_runs_each_point_as_an_open_loop_and_plots_rate_and_p99() {
+    let _serial = serial();
+    let s = server(Body::Json, None);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dyno(dir.path())
+        .arg("run")
+        .arg(format!("http://{}/", s.addr()))
+        .args([
+            "--sweep",
+            "rate=200,400,800",
+            "-d",
+            "1s",
+            "-c",
+            "2",
+            "-o",
+            "o",
+        ])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    let cases = rec["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 3);
+    for (c, rate) in cases.iter().zip([200.0, 400.0, 800.0]) {
+        assert_eq!(c["sweep"]["param"], "rate");
+        let l = &c["reps"][0]["load"];
+        assert_eq!(l["generator"]["intended_per_s"], rate);
+        let achieved = l["generator"]["achieved_per_s"].as_f64().unwrap();
+        assert!((achieved / rate - 1.0).abs() < 0.2, "{achieved} for {rate}");
+    }
+    assert!(stdout.contains("load: responses per second — "), "{stdout}");
+    assert!(
+        stdout.contains("load: p99 latency from the intended start"),
+        "{stdout}"
+    );
+    let dat = std::fs::read_to_string(dir.path().join("o/plots/sweep-load-p99.dat")).unwrap();
+    assert_eq!(dat.lines().filter(|l| !l.starts_with('#')).count(), 3);
+    // Not with a count of requests, a ramp or a burst.
+    let o = dyno(dir.path())
+        .arg("run")
+        .arg(format!("http://{}/", s.addr()))
+        .args(["--sweep", "rate=100,200", "--requests", "10"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("--sweep: a rate sweep runs each point at one steady rate"),
+        "{e}"
+    );
+}
+
+#[test]
 fn coordinated_omission_is_corrected_against_a_stalling_server() {
     let _serial = serial();
     // 500 ms stall every 5 s; 1000 requests/s for 10 s, which the server otherwise handles with

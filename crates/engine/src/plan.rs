@@ -254,6 +254,33 @@ pub struct LoadParams {
     pub burst: Option<Burst>,
 }
 
+impl LoadParams {
+    /// The same load as an open loop at one steady rate for the same duration (a point of a
+    /// rate sweep; the plan checked that the duration is known and the rate steady).
+    pub fn set_rate(&mut self, per_s: f64) {
+        let (duration_ns, arrival, max_connections) = match &self.model {
+            LoadModel::Open {
+                profile,
+                arrival,
+                max_connections,
+            } => (profile.duration_ns(), *arrival, *max_connections),
+            LoadModel::Closed { stop } => (
+                match stop {
+                    Stop::Duration { ns } | Stop::DurationOrCount { ns, .. } => *ns,
+                    Stop::Count(_) => 0,
+                },
+                ArrivalKind::Constant,
+                self.connections,
+            ),
+        };
+        self.model = LoadModel::Open {
+            profile: RateProfile::constant(per_s, duration_ns),
+            arrival,
+            max_connections,
+        };
+    }
+}
+
 /// What resolution needs from the drivers: their schemes and a pure `configure`.
 pub trait Resolver {
     /// Known URL schemes, for "did you mean".
@@ -998,6 +1025,30 @@ impl RawPlan {
         } else {
             None
         };
+        if let (Some(l), Some(at)) = (
+            &load,
+            self.sweeps
+                .iter()
+                .find(|s| s.value.trim_start().starts_with("rate"))
+                .map(|s| s.at.clone()),
+        ) {
+            // Each point of a rate sweep is an open loop at one steady rate for the duration.
+            let steady = match &l.model {
+                LoadModel::Open { profile, .. } => {
+                    l.burst.is_none()
+                        && profile.stages.len() == 1
+                        && profile.stages[0].from_per_s == profile.stages[0].to_per_s
+                }
+                LoadModel::Closed { stop } => matches!(stop, crate::worker::Stop::Duration { .. }),
+            };
+            if !steady {
+                return Err(PlanError::new(
+                    at,
+                    "a rate sweep runs each point at one steady rate for the duration",
+                )
+                .hint("drop --requests, --ramp, stages and --burst; give --duration"));
+            }
+        }
 
         let mut watch_pids = Vec::new();
         for p in &self.pids {
@@ -1069,7 +1120,7 @@ impl RawPlan {
         let params: &[&'static str] = match suite {
             "namespace" => &["depth", "width", "clients"],
             "magma" => &["thousands"],
-            "load" => &["clients"],
+            "load" => &["clients", "rate"],
             _ => &["clients", "objects", "size"],
         };
         let mut sweeps: Vec<Sweep> = Vec::new();
@@ -1103,6 +1154,7 @@ impl RawPlan {
                 "clients" => (1, max_clients),
                 "objects" => (1, MAX_OBJECTS),
                 "size" => (MIN_SIZE as u64, MAX_SIZE as u64),
+                "rate" => (1, MAX_RATE_PER_S as u64),
                 _ => (1, MAX_THOUSANDS),
             };
             if let Some(v) = values.iter().find(|v| !(min..=max).contains(*v)) {

@@ -72,6 +72,11 @@ fn points(plan: &Plan) -> Vec<Point> {
                         m.thousands = v;
                     }
                 }
+                "rate" => {
+                    if let Some(l) = &mut p.load {
+                        l.set_rate(v as f64);
+                    }
+                }
                 _ => {}
             }
             if let Some(n) = &mut p.namespace {

@@ -102,6 +102,23 @@ fn figures(suite: &str, test: &str) -> Vec<(&'static str, &'static str, Figure, 
                 c.reps.iter().map(|r| r.wall_ns as f64 / 1e9).collect()
             })]
         }
+        ("load", _) => vec![
+            ("", "responses per second", Figure::Rate, |c| {
+                c.reps.iter().map(|r| r.ops_per_s).collect()
+            }),
+            (
+                "-p99",
+                "p99 latency from the intended start",
+                Figure::Time,
+                |c| {
+                    c.reps
+                        .iter()
+                        .filter_map(|r| r.latency_ns.as_ref())
+                        .map(|l| l.p99 as f64 / 1e9)
+                        .collect()
+                },
+            ),
+        ],
         _ => vec![("", "operations per second", Figure::Rate, |c| {
             c.reps.iter().map(|r| r.ops_per_s).collect()
         })],

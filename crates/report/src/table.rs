@@ -170,10 +170,10 @@ pub(crate) fn grid(
 /// Renders one run: its suite's tables and notes, then the watched processes.
 pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
     match r.plan.suite.as_str() {
+        _ if !r.plan.sweeps.is_empty() => crate::sweep::render(r, style, out)?,
         "load" => crate::load_table::render(r, style, out)?,
         "magma" => crate::magma_table::render(r, style, out)?,
         "namespace" => crate::sweep::render(r, style, out)?,
-        _ if !r.plan.sweeps.is_empty() => crate::sweep::render(r, style, out)?,
         _ => shootout(r, style, out)?,
     }
     crate::resources::render(r, style, out)
