@@ -9,34 +9,6 @@ use std::time::{Duration, Instant};
 
 const DYNO: &str = env!("CARGO_BIN_EXE_dyno");
 
-/// A reference HTTP server on a free port, stopped when dropped.
-struct Server(std::process::Child, u16);
-
-impl Server {
-    fn start() -> Server {
-        let port = testkit::free_port();
-        let child = std::process::Command::new(DYNO)
-            .args(["serve", "--http", "--listen", &format!("127.0.0.1:{port}")])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Server(child, port)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn get(port: u16, path: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -56,9 +28,9 @@ fn metric(text: &str, name: &str) -> Option<f64> {
 #[test]
 fn status_lines_one_per_interval_and_silence_when_asked() {
     let _g = serial();
-    let s = Server::start();
+    let s = RefServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("http://127.0.0.1:{}/", s.1);
+    let url = format!("http://127.0.0.1:{}/", s.port);
     let run = |extra: &[&str]| {
         let o = dyno(dir.path())
             .args([
@@ -107,12 +79,12 @@ fn status_lines_one_per_interval_and_silence_when_asked() {
 #[test]
 fn prometheus_metrics_are_served_while_the_run_goes() {
     let _g = serial();
-    let s = Server::start();
+    let s = RefServer::start();
     let dir = tempfile::tempdir().unwrap();
     let port = testkit::free_port();
     let mut child = std::process::Command::new(DYNO)
         .current_dir(dir.path())
-        .args(["run", &format!("http://127.0.0.1:{}/", s.1)])
+        .args(["run", &format!("http://127.0.0.1:{}/", s.port)])
         .args(["--rate", "200", "--duration", "4s", "-o", "out"])
         .args(["--metrics-addr", &format!("127.0.0.1:{port}")])
         .stdout(std::process::Stdio::null())

@@ -8,11 +8,6 @@ use std::path::Path;
 
 const DYNO: &str = env!("CARGO_BIN_EXE_dyno");
 
-fn alive(pid: u64) -> bool {
-    // SAFETY: signal 0 only asks whether the process exists.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
-}
-
 fn plan(dir: &Path, port: u16, path: &str) -> std::path::PathBuf {
     let plan = dir.join("plan.toml");
     std::fs::write(
@@ -114,27 +109,14 @@ fn a_started_server_is_watched_while_it_allocates_and_stopped_after() {
 fn a_process_given_by_pid_is_watched_and_left_running() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
-    let port = testkit::free_port();
-    let mut server = std::process::Command::new(DYNO)
-        .args(["serve", "--http", "--listen", &format!("127.0.0.1:{port}")])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let server = RefServer::start();
+    let port = server.port;
     let out = dir.path().join("out");
     dyno(dir.path())
         .arg("run")
         .arg(format!("http://127.0.0.1:{port}/"))
         .args(["--duration", "1500ms", "-c", "2", "--pid"])
-        .arg(server.id().to_string())
+        .arg(server.child.id().to_string())
         .arg("-o")
         .arg(&out)
         .assert()
@@ -142,7 +124,7 @@ fn a_process_given_by_pid_is_watched_and_left_running() {
     let rec = record(&out);
     assert_schema_valid(&rec);
     let s = &rec["resources"][0];
-    assert_eq!(s["pid"].as_u64(), Some(u64::from(server.id())));
+    assert_eq!(s["pid"].as_u64(), Some(u64::from(server.child.id())));
     assert_eq!(s["source"], "pid");
     assert!(s["target"].is_null());
     assert!(s["samples"].as_array().unwrap().len() >= 2);
@@ -151,13 +133,14 @@ fn a_process_given_by_pid_is_watched_and_left_running() {
         s["summary"]["mean_cpu_percent"].as_f64().unwrap() > 1.0,
         "{s}"
     );
-    assert_eq!(rec["plan"]["watch"][0], format!("pid {}", server.id()));
+    assert_eq!(
+        rec["plan"]["watch"][0],
+        format!("pid {}", server.child.id())
+    );
     assert!(
-        alive(u64::from(server.id())),
+        alive(u64::from(server.child.id())),
         "dyno stopped a process it did not start"
     );
-    server.kill().unwrap();
-    server.wait().unwrap();
 }
 
 #[test]

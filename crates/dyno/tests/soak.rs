@@ -12,11 +12,6 @@ use std::time::{Duration, Instant};
 
 const DYNO: &str = env!("CARGO_BIN_EXE_dyno");
 
-fn alive(pid: u64) -> bool {
-    // SAFETY: signal 0 only asks whether the process exists.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
-}
-
 /// A plan whose targets are reference servers dyno starts: (name, path) each.
 fn plan(dir: &Path, targets: &[(&str, &str)]) -> std::path::PathBuf {
     let mut text = String::from("[suite]\nname = \"load\"\n");

@@ -104,18 +104,7 @@ impl Live {
         Live {
             elapsed_ns: 0,
             planned_ns,
-            total: load::Interval {
-                start_ns: 0,
-                end_ns: 0,
-                latency: results::new_histogram(),
-                requests: 0,
-                responses: 0,
-                ok: 0,
-                connects: 0,
-                bytes_in: 0,
-                bytes_out: 0,
-                errors: [0; ErrorClass::COUNT],
-            },
+            total: load::Interval::empty(),
             last: None,
             intervals: results::series::Capped::new(
                 load::MAX_RECORD_INTERVALS,
@@ -125,20 +114,7 @@ impl Live {
     }
 
     fn add(&mut self, iv: &load::Interval) {
-        let t = &mut self.total;
-        t.latency
-            .add(&iv.latency)
-            .expect("histograms of one range always merge");
-        t.requests += iv.requests;
-        t.responses += iv.responses;
-        t.ok += iv.ok;
-        t.connects += iv.connects;
-        t.bytes_in += iv.bytes_in;
-        t.bytes_out += iv.bytes_out;
-        for (a, b) in t.errors.iter_mut().zip(iv.errors) {
-            *a += b;
-        }
-        t.end_ns = iv.end_ns;
+        self.total.add(iv);
         self.elapsed_ns = iv.end_ns;
         let r = iv.record();
         self.last = Some(r);

@@ -153,3 +153,43 @@ pub fn not_blank(pixels: &[u8]) -> bool {
     let first = &pixels[..3];
     pixels.chunks(3).any(|px| px != first)
 }
+
+/// Whether a process exists (signal 0 only asks).
+pub fn alive(pid: u64) -> bool {
+    // SAFETY: signal 0 sends nothing.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+/// `dyno serve --http` on a free loopback port, as a process of its own; killed when dropped.
+pub struct RefServer {
+    pub child: std::process::Child,
+    pub port: u16,
+}
+
+impl RefServer {
+    pub fn start() -> RefServer {
+        let port = testkit::free_port();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
+            .args(["serve", "--http", "--listen", &format!("127.0.0.1:{port}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        RefServer { child, port }
+    }
+}
+
+impl Drop for RefServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

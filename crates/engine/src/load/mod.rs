@@ -144,8 +144,24 @@ impl Interval {
         }
     }
 
-    /// Adds a thread's share of the same interval.
-    fn add(&mut self, o: &Interval) {
+    /// An interval with nothing in it yet.
+    pub fn empty() -> Interval {
+        Interval {
+            start_ns: 0,
+            end_ns: 0,
+            latency: results::new_histogram(),
+            requests: 0,
+            responses: 0,
+            ok: 0,
+            connects: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+            errors: [0; ErrorClass::COUNT],
+        }
+    }
+
+    /// Adds `o`: a thread's share of the same interval, or a later interval (a running total).
+    pub fn add(&mut self, o: &Interval) {
         self.latency
             .add(&o.latency)
             .expect("histograms of one range always merge");
