@@ -2697,7 +2697,7 @@ url = "mem:"
         assert_eq!(
             err("[load]\nrat = 5\n[targets.api]\nurl = \"http://h/\"\n"),
             "plan.toml:2:1: unknown key `rat` in [load]; did you mean \"rate\"? known keys: duration, \
-             requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog"
+             requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog, burst"
         );
         assert_eq!(
             err("[load]\nstages = [{ rate = 5 }]\n[targets.api]\nurl = \"http://h/\"\n"),
