@@ -65,9 +65,7 @@ pub trait Protocol: Send + Sync + 'static {
 
 /// A running event-loop server; stopped (every connection closed) on [`EventServer::stop`] or drop.
 pub struct EventServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    acceptor: Option<JoinHandle<()>>,
+    acceptor: crate::acceptor::Acceptor,
     loops: Vec<JoinHandle<()>>,
     wakers: Vec<Arc<Waker>>,
 }
@@ -85,7 +83,6 @@ impl EventServer {
         loops: usize,
         max_connections: usize,
     ) -> io::Result<EventServer> {
-        let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let live = Arc::new(AtomicUsize::new(0));
         let mut handles = Vec::new();
@@ -115,40 +112,35 @@ impl EventServer {
             senders.push(tx);
         }
         let (s, w, p) = (stop.clone(), wakers.clone(), protocol);
-        let acceptor = std::thread::Builder::new()
-            .name("dyno-accept".into())
-            .spawn(move || accept(listener, &s, &w, &senders, &live, &*p, max_connections))?;
+        let acceptor =
+            crate::acceptor::Acceptor::spawn("dyno-accept", listener, stop, move |listener| {
+                accept(listener, &s, &w, &senders, &live, &*p, max_connections)
+            })?;
         Ok(EventServer {
-            addr,
-            stop,
-            acceptor: Some(acceptor),
+            acceptor,
             loops: handles,
             wakers,
         })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.acceptor.addr()
     }
 
     /// Stops accepting, closes every connection, and waits for the threads to end.
     pub fn stop(&mut self) {
-        if !self.stop.swap(true, Ordering::SeqCst) {
-            // The acceptor blocks in accept(): a connection of our own wakes it.
-            let _ = std::net::TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        }
-        self.join();
+        self.acceptor.stop();
+        self.join_loops();
     }
 
     /// Blocks until the server is stopped from elsewhere (for `dyno serve`, until Ctrl-C).
     pub fn wait(&mut self) {
-        self.join();
+        self.acceptor.join();
+        self.join_loops();
     }
 
-    fn join(&mut self) {
-        if let Some(h) = self.acceptor.take() {
-            let _ = h.join();
-        }
+    /// Wakes the loops (which see the stop flag) and waits for them.
+    fn join_loops(&mut self) {
         for w in &self.wakers {
             let _ = w.wake();
         }

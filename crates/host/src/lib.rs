@@ -10,8 +10,12 @@
 //! - [`link`]: the link emulator (`dyno link`): a TCP proxy adding delay, jitter and a bandwidth
 //!   cap per direction.
 //!
-//! - [`store`]: the object-store benchmark host (`dyno serve`) and its binary protocol.
+//! - [`store`]: the object-store benchmark host (`dyno serve`) and its binary protocol, on
+//!   [`evloop`]'s event loops.
+//!
+//! - [`acceptor`]: the accepting thread all of them run, and how it is stopped.
 
+pub mod acceptor;
 pub mod evloop;
 pub mod link;
 pub mod reference;

@@ -17,7 +17,6 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Bytes read at a time.
@@ -69,21 +68,20 @@ impl LinkSpec {
 
 /// A running link.
 pub struct Link {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    acceptor: Option<JoinHandle<()>>,
+    acceptor: crate::acceptor::Acceptor,
 }
 
 impl Link {
     /// Proxies connections accepted on `listener` to `to`, impaired by `spec`.
     pub fn start(listener: TcpListener, to: SocketAddr, spec: LinkSpec) -> io::Result<Link> {
-        let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let live = Arc::new(AtomicUsize::new(0));
         let s = stop.clone();
-        let acceptor = std::thread::Builder::new()
-            .name("dyno-link-accept".into())
-            .spawn(move || {
+        let acceptor = crate::acceptor::Acceptor::spawn(
+            "dyno-link-accept",
+            listener,
+            stop,
+            move |listener| {
                 let mut seed = spec.seed;
                 for client in listener.incoming() {
                     if s.load(Ordering::SeqCst) {
@@ -107,34 +105,23 @@ impl Link {
                         live.fetch_sub(1, Ordering::SeqCst);
                     }
                 }
-            })?;
-        Ok(Link {
-            addr,
-            stop,
-            acceptor: Some(acceptor),
-        })
+            },
+        )?;
+        Ok(Link { acceptor })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.acceptor.addr()
     }
 
     /// Stops accepting (connections in progress run until either side closes).
     pub fn stop(&mut self) {
-        if self.stop.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(h) = self.acceptor.take() {
-            let _ = h.join();
-        }
+        self.acceptor.stop();
     }
 
     /// Blocks until the link stops (for `dyno link`).
     pub fn wait(mut self) {
-        if let Some(h) = self.acceptor.take() {
-            let _ = h.join();
-        }
+        self.acceptor.join();
     }
 }
 

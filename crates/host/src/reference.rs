@@ -19,7 +19,6 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Connections served at once; one thread each, so this bounds the server's threads.
@@ -112,7 +111,7 @@ struct Shared {
     filler: Vec<u8>,
     json: Vec<u8>,
     live: AtomicUsize,
-    stop: AtomicBool,
+    stop: Arc<AtomicBool>,
     stats: Stats,
     /// What `/retain` requests hold, until the server stops.
     retained: std::sync::Mutex<Vec<Vec<u8>>>,
@@ -121,9 +120,8 @@ struct Shared {
 
 /// A running server.
 pub struct Server {
-    addr: SocketAddr,
     shared: Arc<Shared>,
-    acceptor: Option<JoinHandle<()>>,
+    acceptor: crate::acceptor::Acceptor,
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -167,7 +165,6 @@ impl Server {
             env!("CARGO_PKG_VERSION")
         )
         .into_bytes();
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             spec,
             started: Instant::now(),
@@ -176,22 +173,21 @@ impl Server {
             live: AtomicUsize::new(0),
             retained: std::sync::Mutex::new(Vec::new()),
             retained_bytes: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
+            stop: Arc::new(AtomicBool::new(false)),
             stats: Stats::default(),
         });
         let s = shared.clone();
-        let acceptor = std::thread::Builder::new()
-            .name("dyno-serve-accept".into())
-            .spawn(move || accept_loop(listener, s))?;
-        Ok(Server {
-            addr,
-            shared,
-            acceptor: Some(acceptor),
-        })
+        let acceptor = crate::acceptor::Acceptor::spawn(
+            "dyno-serve-accept",
+            listener,
+            shared.stop.clone(),
+            move |listener| accept_loop(listener, s),
+        )?;
+        Ok(Server { shared, acceptor })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.acceptor.addr()
     }
 
     pub fn stats(&self) -> &Stats {
@@ -200,21 +196,12 @@ impl Server {
 
     /// Stops accepting; connections in progress end with their current request.
     pub fn stop(&mut self) {
-        if self.shared.stop.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        // Wake the blocking accept with a connection of our own.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(h) = self.acceptor.take() {
-            let _ = h.join();
-        }
+        self.acceptor.stop();
     }
 
     /// Blocks until the server stops (for `dyno serve`).
     pub fn wait(mut self) {
-        if let Some(h) = self.acceptor.take() {
-            let _ = h.join();
-        }
+        self.acceptor.join();
     }
 }
 

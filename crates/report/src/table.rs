@@ -199,10 +199,6 @@ fn shootout(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> 
     };
     writeln!(out, "{h1}")?;
     writeln!(out)?;
-    writeln!(out, "{h2}objects/s")?;
-    if style == Style::Markdown {
-        writeln!(out)?;
-    }
     let header = vec![
         std::iter::once("test".to_string())
             .chain(cols.iter().map(|(n, _)| n.to_string()))
@@ -211,37 +207,17 @@ fn shootout(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> 
             .chain(cols.iter().map(|(_, d)| d.to_string()))
             .collect(),
     ];
-    let body: Vec<Vec<String>> = tests
-        .iter()
-        .map(|t| {
-            std::iter::once(t.to_string())
-                .chain(cols.iter().map(|(n, _)| rate_cell(case(r, n, t))))
-                .collect()
-        })
-        .collect();
-    grid(out, style, &header, &body)?;
-
-    writeln!(out)?;
-    writeln!(out, "{h2}latency per object operation: p50 / p99 / p99.9")?;
-    if style == Style::Markdown {
-        writeln!(out)?;
-    }
-    let body: Vec<Vec<String>> = tests
-        .iter()
-        .map(|t| {
-            std::iter::once(t.to_string())
-                .chain(cols.iter().map(|(n, _)| latency_cell(case(r, n, t))))
-                .collect()
-        })
-        .collect();
-    grid(out, style, &header[..1], &body)?;
-
-    if r.cases.iter().any(|c| c.server.is_some()) {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{h2}client and server time per object operation, p50: client / server / difference (serialization + network)"
-        )?;
+    // One table of tests × targets: its heading, then a row per test with a cell per target;
+    // a blank line between tables.
+    let mut first = true;
+    let mut table = |title: &str,
+                     header: &[Vec<String>],
+                     cell: &mut dyn FnMut(&str, &str) -> String|
+     -> io::Result<()> {
+        if !std::mem::take(&mut first) {
+            writeln!(out)?;
+        }
+        writeln!(out, "{h2}{title}")?;
         if style == Style::Markdown {
             writeln!(out)?;
         }
@@ -249,48 +225,50 @@ fn shootout(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> 
             .iter()
             .map(|t| {
                 std::iter::once(t.to_string())
-                    .chain(cols.iter().map(|(n, _)| server_cell(case(r, n, t))))
+                    .chain(cols.iter().map(|(n, _)| cell(n, t)))
                     .collect()
             })
             .collect();
-        grid(out, style, &header[..1], &body)?;
+        grid(out, style, header, &body)
+    };
+    table("objects/s", &header, &mut |n, t| rate_cell(case(r, n, t)))?;
+    table(
+        "latency per object operation: p50 / p99 / p99.9",
+        &header[..1],
+        &mut |n, t| latency_cell(case(r, n, t)),
+    )?;
+    if r.cases.iter().any(|c| c.server.is_some()) {
+        table(
+            "client and server time per object operation, p50: client / server / difference (serialization + network)",
+            &header[..1],
+            &mut |n, t| server_cell(case(r, n, t)),
+        )?;
     }
-
     let topologies: std::collections::BTreeSet<&str> =
         r.cases.iter().map(|c| c.topology.as_str()).collect();
     if topologies.len() > 1 {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{h2}topology penalty: objects/s, and the ratio to the column before"
+        // Each cell's ratio is to the cell before it in the same row.
+        let mut prev: Option<f64> = None;
+        table(
+            "topology penalty: objects/s, and the ratio to the column before",
+            &header[..1],
+            &mut |n, t| {
+                if n == cols[0].0 {
+                    prev = None;
+                }
+                let rate = case(r, n, t)
+                    .filter(|c| c.status == Status::Ok)
+                    .and_then(|c| c.summary.as_ref())
+                    .map(|s| s.ops_per_s.best);
+                let cell = match (rate, prev) {
+                    (Some(v), Some(p)) if p > 0.0 => format!("{} (×{:.3})", units::rate(v), v / p),
+                    (Some(v), _) => units::rate(v),
+                    (None, _) => rate_cell(case(r, n, t)),
+                };
+                prev = rate;
+                cell
+            },
         )?;
-        if style == Style::Markdown {
-            writeln!(out)?;
-        }
-        let body: Vec<Vec<String>> = tests
-            .iter()
-            .map(|t| {
-                let mut prev: Option<f64> = None;
-                std::iter::once(t.to_string())
-                    .chain(cols.iter().map(|(n, _)| {
-                        let rate = case(r, n, t)
-                            .filter(|c| c.status == Status::Ok)
-                            .and_then(|c| c.summary.as_ref())
-                            .map(|s| s.ops_per_s.best);
-                        let cell = match (rate, prev) {
-                            (Some(v), Some(p)) if p > 0.0 => {
-                                format!("{} (×{:.3})", units::rate(v), v / p)
-                            }
-                            (Some(v), _) => units::rate(v),
-                            (None, _) => rate_cell(case(r, n, t)),
-                        };
-                        prev = rate;
-                        cell
-                    }))
-                    .collect()
-            })
-            .collect();
-        grid(out, style, &header[..1], &body)?;
     }
 
     let notes: Vec<String> = r
