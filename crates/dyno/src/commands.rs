@@ -201,13 +201,11 @@ struct Feedback {
 }
 
 fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
-    use engine::plan::LoadModel;
-    let long_load = plan.load.as_ref().is_some_and(|l| match &l.model {
-        LoadModel::Open { profile, .. } => profile.duration_ns() >= 60_000_000_000,
-        LoadModel::Closed { stop } => {
-            matches!(stop, engine::worker::Stop::Duration { ns } if *ns >= 60_000_000_000)
-        }
-    });
+    let long_load = plan
+        .load
+        .as_ref()
+        .and_then(|l| l.duration_ns())
+        .is_some_and(|ns| ns >= 60_000_000_000);
     let mode =
         crate::live::Mode::choose(&args.progress, args.quiet, long_load).ok_or_else(|| {
             PlanError::new(

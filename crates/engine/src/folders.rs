@@ -260,11 +260,7 @@ fn outcome(
         clients: client_ns.len() as u32,
         wall_ns,
         client_ns,
-        ops_per_s: if wall_ns > 0 {
-            objects as f64 * 1e9 / wall_ns as f64
-        } else {
-            0.0
-        },
+        ops_per_s: results::stats::per_s(objects as f64, wall_ns),
         commit_ns: 0,
         storage_reads: 0,
         errors,

@@ -10,6 +10,7 @@
 use crate::driver::{Endpoint, ErrorClass};
 use crate::load::{self, LoadMode, LoadResult, LoadSpec};
 use crate::plan::{LoadModel, LoadParams};
+use results::stats::per_s;
 use results::{GeneratorCheck, IntervalRecord, LoadRep, Rep, WithinShare};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -94,16 +95,9 @@ pub struct Live {
 
 impl Live {
     pub fn new(p: &LoadParams) -> Live {
-        let planned_ns = match &p.model {
-            LoadModel::Closed { stop } => match stop {
-                crate::worker::Stop::Duration { ns } => Some(*ns),
-                _ => None,
-            },
-            LoadModel::Open { profile, .. } => Some(profile.duration_ns()),
-        };
         Live {
             elapsed_ns: 0,
-            planned_ns,
+            planned_ns: p.duration_ns(),
             total: load::Interval::empty(),
             last: None,
             intervals: results::series::Capped::new(
@@ -130,10 +124,7 @@ impl Live {
         recorder.ops = t.responses;
         recorder.errors = t.errors;
         let intended_per_s = match &p.model {
-            LoadModel::Open { profile, .. } => {
-                let secs = profile.duration_ns() as f64 / 1e9;
-                (secs > 0.0).then(|| profile.expected_count() / secs)
-            }
+            LoadModel::Open { profile, .. } => profile.mean_per_s(),
             LoadModel::Closed { .. } => None,
         };
         let r = LoadResult {
@@ -220,10 +211,6 @@ pub fn run_rep(
 
 /// How often a streamed `.hlog` is made durable (a crash loses at most this much of it).
 const HLOG_SYNC: Duration = Duration::from_secs(10);
-
-fn per_s(n: f64, ns: u64) -> f64 {
-    if ns == 0 { 0.0 } else { n * 1e9 / ns as f64 }
-}
 
 /// The record's figures of one load result.
 pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {

@@ -382,11 +382,7 @@ impl<'a> Magma<'a> {
             clients: 1,
             wall_ns,
             client_ns: vec![wall_ns],
-            ops_per_s: if wall_ns > 0 {
-                units as f64 * 1e9 / wall_ns as f64
-            } else {
-                0.0
-            },
+            ops_per_s: results::stats::per_s(units as f64, wall_ns),
             commit_ns: 0,
             storage_reads,
             errors,

@@ -255,23 +255,28 @@ pub struct LoadParams {
 }
 
 impl LoadParams {
+    /// How long the load runs, when a duration ends it (not a count of requests).
+    pub fn duration_ns(&self) -> Option<u64> {
+        match &self.model {
+            LoadModel::Open { profile, .. } => Some(profile.duration_ns()),
+            LoadModel::Closed { stop } => match stop {
+                Stop::Duration { ns } | Stop::DurationOrCount { ns, .. } => Some(*ns),
+                Stop::Count(_) => None,
+            },
+        }
+    }
+
     /// The same load as an open loop at one steady rate for the same duration (a point of a
     /// rate sweep; the plan checked that the duration is known and the rate steady).
     pub fn set_rate(&mut self, per_s: f64) {
-        let (duration_ns, arrival, max_connections) = match &self.model {
+        let duration_ns = self.duration_ns().unwrap_or(0);
+        let (arrival, max_connections) = match &self.model {
             LoadModel::Open {
-                profile,
                 arrival,
                 max_connections,
-            } => (profile.duration_ns(), *arrival, *max_connections),
-            LoadModel::Closed { stop } => (
-                match stop {
-                    Stop::Duration { ns } | Stop::DurationOrCount { ns, .. } => *ns,
-                    Stop::Count(_) => 0,
-                },
-                ArrivalKind::Constant,
-                self.connections,
-            ),
+                ..
+            } => (*arrival, *max_connections),
+            LoadModel::Closed { .. } => (ArrivalKind::Constant, self.connections),
         };
         self.model = LoadModel::Open {
             profile: RateProfile::constant(per_s, duration_ns),
@@ -468,14 +473,10 @@ impl Plan {
 impl LoadParams {
     /// The settings as the run record stores them.
     pub fn record(&self) -> results::LoadPlanRecord {
-        let (model, max_connections, duration_ns, requests, stages, arrival) = match &self.model {
+        let (model, max_connections, requests, stages, arrival) = match &self.model {
             LoadModel::Closed { stop } => (
                 "closed",
                 self.connections,
-                match stop {
-                    Stop::Duration { ns } | Stop::DurationOrCount { ns, .. } => Some(*ns),
-                    Stop::Count(_) => None,
-                },
                 match stop {
                     Stop::Count(n) | Stop::DurationOrCount { count: n, .. } => Some(*n),
                     Stop::Duration { .. } => None,
@@ -490,7 +491,6 @@ impl LoadParams {
             } => (
                 "open",
                 *max_connections,
-                Some(profile.duration_ns()),
                 None,
                 profile
                     .stages
@@ -512,7 +512,7 @@ impl LoadParams {
             connections: self.connections,
             max_connections,
             threads: self.threads as u64,
-            duration_ns,
+            duration_ns: self.duration_ns(),
             requests_per_connection: requests,
             stages,
             arrival,

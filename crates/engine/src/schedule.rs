@@ -60,6 +60,12 @@ impl RateProfile {
             .sum()
     }
 
+    /// The mean rate over the profile, per second (`None` for an empty profile).
+    pub fn mean_per_s(&self) -> Option<f64> {
+        let ns = self.duration_ns();
+        (ns > 0).then(|| results::stats::per_s(self.expected_count(), ns))
+    }
+
     /// The same profile with every rate multiplied by `f` (to split it among threads).
     pub fn scaled(&self, f: f64) -> RateProfile {
         RateProfile {

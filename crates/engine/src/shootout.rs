@@ -439,11 +439,7 @@ impl<'a> Shootout<'a> {
             clients: self.params.concurrency,
             wall_ns,
             client_ns,
-            ops_per_s: if wall_ns > 0 {
-                objects as f64 * 1e9 / wall_ns as f64
-            } else {
-                0.0
-            },
+            ops_per_s: results::stats::per_s(objects as f64, wall_ns),
             commit_ns: self.clients.iter().map(|c| c.commit_ns).max().unwrap_or(0),
             storage_reads,
             errors,

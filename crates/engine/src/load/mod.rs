@@ -1087,17 +1087,10 @@ pub fn run(
         interrupted |= p.interrupted;
     }
     let intended_per_s = match &spec.mode {
-        LoadMode::Open { profile, .. } => {
-            let secs = profile.duration_ns() as f64 / 1e9;
-            (secs > 0.0).then(|| profile.expected_count() / secs)
-        }
+        LoadMode::Open { profile, .. } => profile.mean_per_s(),
         LoadMode::Closed { .. } => None,
     };
-    let achieved_per_s = if wall_ns > 0 {
-        counters.requests as f64 * 1e9 / wall_ns as f64
-    } else {
-        0.0
-    };
+    let achieved_per_s = results::stats::per_s(counters.requests as f64, wall_ns);
     Ok(LoadResult {
         recorder,
         counters,
