@@ -11,7 +11,7 @@ use crate::driver::{Endpoint, ErrorClass};
 use crate::load::{self, LoadMode, LoadResult, LoadSpec};
 use crate::plan::{LoadModel, LoadParams};
 use results::stats::per_s;
-use results::{GeneratorCheck, IntervalRecord, LoadRep, Rep, WithinShare};
+use results::{GeneratorCheck, LoadRep, Rep, WithinShare};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
@@ -78,97 +78,59 @@ pub fn hlog_path(asked: &Path, target: &str, rep: u32, single: bool) -> PathBuf 
     asked.with_file_name(format!("{stem}.{target}.{rep}.{ext}"))
 }
 
-/// What a running repetition has done so far, updated as each interval ends: for checkpoints,
-/// the progress display and live metrics. Bounded: a cumulative histogram and a capped series.
-#[derive(Debug, Clone)]
-pub struct Live {
-    /// The end of the last finished interval, from the repetition's start.
-    pub elapsed_ns: u64,
-    /// How long the repetition is meant to run, when known.
-    pub planned_ns: Option<u64>,
-    /// The intervals so far, summed (its `latency` is every response's so far).
-    pub total: load::Interval,
-    /// The last finished interval's figures.
-    pub last: Option<IntervalRecord>,
-    pub intervals: results::series::Capped<IntervalRecord>,
+/// The repetition so far as a record's repetition, marked `partial`: counts, rates and latency
+/// of the finished intervals; `cpu` is dyno's (user, system) CPU since it started.
+pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
+    let t = &live.total;
+    let mut recorder = crate::recorder::Recorder::new();
+    recorder.latency = t.latency.clone();
+    recorder.ops = t.responses;
+    recorder.errors = t.errors;
+    let intended_per_s = match &p.model {
+        LoadModel::Open { profile, .. } => profile.mean_per_s(),
+        LoadModel::Closed { .. } => None,
+    };
+    let r = LoadResult {
+        recorder,
+        counters: load::Counters {
+            requests: t.requests,
+            responses: t.responses,
+            ok: t.ok,
+            bytes_out: t.bytes_out,
+            bytes_in: t.bytes_in,
+            connects: t.connects,
+            ..Default::default()
+        },
+        intervals: live.intervals.to_vec(),
+        check: load::SelfCheck {
+            lag: results::new_histogram(),
+            intended_per_s,
+            achieved_per_s: per_s(t.requests as f64, live.elapsed_ns),
+            cpu_user_ns: cpu.0,
+            cpu_sys_ns: cpu.1,
+            busiest_thread: 0.0,
+        },
+        wall_ns: live.elapsed_ns,
+        interrupted: true,
+    };
+    let mut rep = rep_of(&r, p);
+    if let Some(l) = rep.load.as_mut() {
+        l.partial = true;
+        l.service_ns = None;
+    }
+    rep
 }
 
-impl Live {
-    pub fn new(p: &LoadParams) -> Live {
-        Live {
-            elapsed_ns: 0,
-            planned_ns: p.duration_ns(),
-            total: load::Interval::empty(),
-            last: None,
-            intervals: results::series::Capped::new(
-                load::MAX_RECORD_INTERVALS,
-                IntervalRecord::merged,
-            ),
-        }
-    }
-
-    fn add(&mut self, iv: &load::Interval) {
-        self.total.add(iv);
-        self.elapsed_ns = iv.end_ns;
-        let r = iv.record();
-        self.last = Some(r);
-        self.intervals.push(r);
-    }
-
-    /// The repetition so far as a record's repetition, marked `partial`: counts, rates and
-    /// latency of the finished intervals; `cpu` is dyno's (user, system) CPU since it started.
-    pub fn partial_rep(&self, p: &LoadParams, cpu: (u64, u64)) -> Rep {
-        let t = &self.total;
-        let mut recorder = crate::recorder::Recorder::new();
-        recorder.latency = t.latency.clone();
-        recorder.ops = t.responses;
-        recorder.errors = t.errors;
-        let intended_per_s = match &p.model {
-            LoadModel::Open { profile, .. } => profile.mean_per_s(),
-            LoadModel::Closed { .. } => None,
-        };
-        let r = LoadResult {
-            recorder,
-            counters: load::Counters {
-                requests: t.requests,
-                responses: t.responses,
-                ok: t.ok,
-                bytes_out: t.bytes_out,
-                bytes_in: t.bytes_in,
-                connects: t.connects,
-                ..Default::default()
-            },
-            intervals: self.intervals.to_vec(),
-            check: load::SelfCheck {
-                lag: results::new_histogram(),
-                intended_per_s,
-                achieved_per_s: per_s(t.requests as f64, self.elapsed_ns),
-                cpu_user_ns: cpu.0,
-                cpu_sys_ns: cpu.1,
-                busiest_thread: 0.0,
-            },
-            wall_ns: self.elapsed_ns,
-            interrupted: true,
-        };
-        let mut rep = rep_of(&r, p);
-        if let Some(l) = rep.load.as_mut() {
-            l.partial = true;
-            l.service_ns = None;
-        }
-        rep
-    }
-}
-
-/// Runs one repetition against `ep`. With `hlog`, each interval is appended to the log as it
-/// ends (a run killed at any moment leaves a log of whole intervals); with `live`, it is added
-/// to the running figures.
+/// Runs one repetition against `ep`, its running figures in `live` (see [`load::Live::new`]).
+/// With `hlog`, each interval is appended to the log as it ends (a run killed at any moment
+/// leaves a log of whole intervals).
 pub fn run_rep(
     ep: &Endpoint,
     p: &LoadParams,
     seed: u64,
     interrupt: &AtomicBool,
     hlog: Option<(&Path, &str)>,
-    live: Option<&std::sync::Mutex<Live>>,
+    live: &std::sync::Mutex<load::Live>,
 ) -> std::io::Result<LoadRun> {
     let started = SystemTime::now();
     let mut writer = match hlog {
@@ -188,13 +150,8 @@ pub fn run_rep(
                 last_sync = std::time::Instant::now();
             }
         }
-        if let Some(live) = live
-            && let Ok(mut l) = live.lock()
-        {
-            l.add(iv);
-        }
     };
-    let result = load::run(&spec(ep, p, seed), interrupt, &mut observe)?;
+    let result = load::run(&spec(ep, p, seed), interrupt, live, &mut observe)?;
     if let Some(e) = failed {
         return Err(std::io::Error::other(format!("writing the .hlog: {e}")));
     }

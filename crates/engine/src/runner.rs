@@ -302,7 +302,7 @@ pub struct Progress<'a> {
     pub rep: u32,
     pub reps: u32,
     /// A load repetition's figures so far.
-    pub live: Option<&'a crate::load_suite::Live>,
+    pub live: Option<&'a crate::load::Live>,
 }
 
 /// How often a running load repetition reports its progress.
@@ -677,7 +677,7 @@ fn load_target(
         );
         // The repetition runs on its own thread; this one reports progress and writes
         // checkpoints until it ends.
-        let live = std::sync::Mutex::new(crate::load_suite::Live::new(p));
+        let live = std::sync::Mutex::new(crate::load::Live::new(p.duration_ns()));
         let (u0, s0) = crate::load::process_cpu_ns();
         let run = std::thread::scope(|s| -> Result<_, RunError> {
             let handle = s.spawn(|| {
@@ -687,7 +687,7 @@ fn load_target(
                     plan.seed.wrapping_add(u64::from(r)),
                     interrupt,
                     hlog.as_deref().map(|h| (h, comment.as_str())),
-                    Some(&live),
+                    &live,
                 )
             });
             let mut last_checkpoint = std::time::Instant::now();
@@ -710,7 +710,7 @@ fn load_target(
                 }
                 last_checkpoint = std::time::Instant::now();
                 let (u1, s1) = crate::load::process_cpu_ns();
-                let partial = now.partial_rep(p, (u1 - u0, s1 - s0));
+                let partial = crate::load_suite::partial_rep(&now, p, (u1 - u0, s1 - s0));
                 let why = format!(
                     "checkpoint: repetition {} was still running, {:.0} s in, when this record \
                      was written",

@@ -66,7 +66,11 @@ fn closed(connections: usize, each: u64) -> LoadMode {
 /// totals: every request, response, byte, connection, failure and latency lands in one interval.
 fn run(s: &LoadSpec) -> LoadResult {
     let mut seen: Vec<load::Interval> = Vec::new();
-    let r = load::run(s, &AtomicBool::new(false), &mut |iv| seen.push(iv.clone())).unwrap();
+    let live = std::sync::Mutex::new(load::Live::new(None));
+    let r = load::run(s, &AtomicBool::new(false), &live, &mut |iv| {
+        seen.push(iv.clone())
+    })
+    .unwrap();
     let sum = |f: fn(&load::Interval) -> u64| seen.iter().map(f).sum::<u64>();
     assert_eq!(sum(|i| i.requests), r.counters.requests);
     assert_eq!(sum(|i| i.responses), r.counters.responses);

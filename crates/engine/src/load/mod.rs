@@ -183,6 +183,46 @@ impl Interval {
 /// longer run merges neighbours ([`results::IntervalRecord::merged`]). 10,000 × 64 bytes.
 pub const MAX_RECORD_INTERVALS: usize = 10_000;
 
+/// What a running load has done so far, updated by the collector as each interval ends: read by
+/// checkpoints, the progress display and live metrics, and the source of the result's series.
+/// Bounded: a cumulative histogram and a capped series.
+#[derive(Debug, Clone)]
+pub struct Live {
+    /// The end of the last finished interval, from the run's start.
+    pub elapsed_ns: u64,
+    /// How long the run is meant to last, when known.
+    pub planned_ns: Option<u64>,
+    /// The intervals so far, summed (its `latency` is every response's so far).
+    pub total: Interval,
+    /// The last finished interval's figures.
+    pub last: Option<results::IntervalRecord>,
+    /// Every interval so far, at most [`MAX_RECORD_INTERVALS`].
+    pub intervals: results::series::Capped<results::IntervalRecord>,
+}
+
+impl Live {
+    pub fn new(planned_ns: Option<u64>) -> Live {
+        Live {
+            elapsed_ns: 0,
+            planned_ns,
+            total: Interval::empty(),
+            last: None,
+            intervals: results::series::Capped::new(
+                MAX_RECORD_INTERVALS,
+                results::IntervalRecord::merged,
+            ),
+        }
+    }
+
+    fn add(&mut self, iv: &Interval) {
+        self.total.add(iv);
+        self.elapsed_ns = iv.end_ns;
+        let r = iv.record();
+        self.last = Some(r);
+        self.intervals.push(r);
+    }
+}
+
 /// What a thread tells the collector.
 enum Msg {
     /// A finished interval: the thread and the interval's index.
@@ -204,21 +244,22 @@ impl Drop for Reporter {
 }
 
 /// Merges the threads' intervals of the same index as soon as every thread has moved past it,
-/// hands each merged interval to `observe` (the `.hlog`, live figures), and keeps the record's
-/// bounded series. Holds only the intervals not yet finished by every thread.
+/// hands each merged interval to `observe` (the `.hlog`) and adds it to `live`. Holds only the
+/// intervals not yet finished by every thread.
 fn collect(
     rx: std::sync::mpsc::Receiver<Msg>,
     threads: usize,
+    live: &std::sync::Mutex<Live>,
     observe: &mut (dyn FnMut(&Interval) + Send),
-) -> Vec<results::IntervalRecord> {
-    let mut series =
-        results::series::Capped::new(MAX_RECORD_INTERVALS, results::IntervalRecord::merged);
+) {
     let mut pending: std::collections::BTreeMap<u64, Interval> = Default::default();
     // The highest index each thread has reported (`u64::MAX` once it is done).
     let mut reached: Vec<Option<u64>> = vec![None; threads];
     let mut emit = |iv: Interval| {
         observe(&iv);
-        series.push(iv.record());
+        if let Ok(mut l) = live.lock() {
+            l.add(&iv);
+        }
     };
     for msg in rx {
         match msg {
@@ -247,7 +288,6 @@ fn collect(
     for (_, iv) in std::mem::take(&mut pending) {
         emit(iv);
     }
-    series.to_vec()
 }
 
 /// How the generator itself did.
@@ -967,10 +1007,12 @@ fn split(n: usize, parts: usize, i: usize) -> usize {
 }
 
 /// Runs a load and merges what every thread measured. Each interval, merged over the threads,
-/// goes to `observe` as soon as every thread has finished it.
+/// goes to `observe` and into `live` as soon as every thread has finished it; the result's
+/// series is `live`'s.
 pub fn run(
     spec: &LoadSpec,
     interrupt: &AtomicBool,
+    live: &std::sync::Mutex<Live>,
     observe: &mut (dyn FnMut(&Interval) + Send),
 ) -> io::Result<LoadResult> {
     let threads = spec.threads.max(1);
@@ -1015,10 +1057,10 @@ pub fn run(
     let barrier = Barrier::new(threads + 1);
     let (u0, s0) = process_cpu_ns();
     let (tx, rx) = std::sync::mpsc::channel();
-    let (results, intervals): (Vec<io::Result<WorkerResult>>, _) = std::thread::scope(|s| {
+    let results: Vec<io::Result<WorkerResult>> = std::thread::scope(|s| {
         let collector = std::thread::Builder::new()
             .name("dyno-load-intervals".into())
-            .spawn_scoped(s, move || collect(rx, threads, observe))
+            .spawn_scoped(s, move || collect(rx, threads, live, observe))
             .expect("spawning the interval collector");
         let handles: Vec<_> = shares
             .into_iter()
@@ -1051,8 +1093,8 @@ pub fn run(
                     .unwrap_or_else(|_| Err(io::Error::other("a load thread panicked")))
             })
             .collect();
-        let intervals = collector.join().unwrap_or_default();
-        (results, intervals)
+        let _ = collector.join();
+        results
     });
     let (u1, s1) = process_cpu_ns();
     let mut parts = Vec::with_capacity(results.len());
@@ -1091,6 +1133,10 @@ pub fn run(
         LoadMode::Closed { .. } => None,
     };
     let achieved_per_s = results::stats::per_s(counters.requests as f64, wall_ns);
+    let intervals = live
+        .lock()
+        .map(|l| l.intervals.to_vec())
+        .unwrap_or_default();
     Ok(LoadResult {
         recorder,
         counters,
