@@ -54,7 +54,9 @@ struct Proc {
 
 /// One series being built, with what the next CPU figure needs.
 struct Acc {
-    series: ProcessSeries,
+    watch: Watch,
+    /// `/proc/PID/comm` when the watch began.
+    command: String,
     samples: Capped<ResourceSample>,
     last_cpu_ticks: Option<(u64, u64)>,
     interval_ns: u64,
@@ -206,9 +208,10 @@ fn merge(a: &ResourceSample, wa: u64, b: &ResourceSample, wb: u64) -> ResourceSa
 }
 
 impl Acc {
-    fn new(series: ProcessSeries, interval_ns: u64) -> Acc {
+    fn new(watch: &Watch, interval_ns: u64) -> Acc {
         Acc {
-            series,
+            watch: watch.clone(),
+            command: command(watch.pid).unwrap_or_else(|| "?".into()),
             samples: Capped::new(MAX_SAMPLES, merge),
             last_cpu_ticks: None,
             interval_ns,
@@ -217,11 +220,16 @@ impl Acc {
 
     /// The series with its summary.
     fn finished(&self) -> ProcessSeries {
-        let mut s = self.series.clone();
-        s.samples = self.samples.to_vec();
-        s.interval_ns = self.interval_ns * self.samples.stride();
-        s.summary = summarize(&s.samples);
-        s
+        let samples = self.samples.to_vec();
+        ProcessSeries {
+            target: self.watch.target.clone(),
+            pid: self.watch.pid,
+            command: self.command.clone(),
+            source: self.watch.source,
+            interval_ns: self.interval_ns * self.samples.stride(),
+            summary: summarize(&samples),
+            samples,
+        }
     }
 }
 
@@ -261,8 +269,8 @@ pub fn summarize(samples: &[ResourceSample]) -> ResourceSummary {
 fn sample(accs: &mut [Acc], now_ns: u64, ticks: f64, page: u64) {
     let procs = all_processes();
     for acc in accs.iter_mut() {
-        let members = if procs.contains_key(&acc.series.pid) {
-            tree(acc.series.pid, &procs)
+        let members = if procs.contains_key(&acc.watch.pid) {
+            tree(acc.watch.pid, &procs)
         } else {
             Vec::new()
         };
@@ -320,21 +328,7 @@ impl Monitor {
             ));
         }
         let step = interval.as_nanos() as u64;
-        let accs: Vec<Acc> = watches
-            .iter()
-            .map(|w| {
-                let series = ProcessSeries {
-                    target: w.target.clone(),
-                    pid: w.pid,
-                    command: command(w.pid).unwrap_or_else(|| "?".into()),
-                    source: w.source,
-                    interval_ns: step,
-                    samples: Vec::new(),
-                    summary: summarize(&[]),
-                };
-                Acc::new(series, step)
-            })
-            .collect();
+        let accs: Vec<Acc> = watches.iter().map(|w| Acc::new(w, step)).collect();
         let state = Arc::new(Mutex::new(accs));
         let (ticks, page) = (ticks_per_s(), page_size());
         if let Ok(mut a) = state.lock() {
@@ -442,16 +436,12 @@ mod tests {
 
     #[test]
     fn a_full_series_is_thinned_and_keeps_its_span() {
-        let series = ProcessSeries {
+        let watch = Watch {
             target: None,
             pid: 1,
-            command: "x".into(),
             source: WatchSource::Pid,
-            interval_ns: 1_000_000_000,
-            samples: Vec::new(),
-            summary: summarize(&[]),
         };
-        let mut acc = Acc::new(series, 1_000_000_000);
+        let mut acc = Acc::new(&watch, 1_000_000_000);
         let n = 3 * MAX_SAMPLES as u64;
         for i in 0..n {
             // RSS peaks once, at sample 5000: thinning keeps the peak.
