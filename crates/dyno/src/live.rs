@@ -44,8 +44,10 @@ impl Mode {
 pub struct Display {
     mode: Mode,
     bar: Option<ProgressBar>,
-    /// The end of the last interval a status line was printed for.
+    /// The end of the last interval a status line was printed for, and the case and
+    /// repetition it belongs to.
     printed_ns: u64,
+    at: (usize, u32),
     metrics: Option<Arc<Mutex<String>>>,
 }
 
@@ -68,6 +70,7 @@ impl Display {
             mode,
             bar,
             printed_ns: 0,
+            at: (0, 0),
             metrics,
         }
     }
@@ -79,8 +82,9 @@ impl Display {
         {
             *text = metrics(p);
         }
-        if p.live.is_none() {
-            // A new case (or repetition) starts its intervals from zero.
+        if (p.done, p.rep) != self.at {
+            // A new case or repetition starts its intervals from zero.
+            self.at = (p.done, p.rep);
             self.printed_ns = 0;
         }
         match self.mode {
@@ -105,11 +109,10 @@ impl Display {
         bar.set_position(p.done as u64 * STEPS + within);
         let mut msg = format!("{} {}", p.target, p.test);
         if let Some(last) = p.live.and_then(|l| l.last) {
-            let secs = (last.end_ns - last.start_ns).max(1) as f64 / 1e9;
             let _ = write!(
                 msg,
                 ": {} resp/s, p99 {}",
-                report::units::rate(last.responses as f64 / secs),
+                report::units::rate(last.responses_per_s()),
                 report::units::latency(last.p99_ns)
             );
         }
@@ -126,7 +129,6 @@ impl Display {
             return;
         }
         self.printed_ns = last.end_ns;
-        let secs = (last.end_ns - last.start_ns).max(1) as f64 / 1e9;
         let of = l
             .planned_ns
             .map(|n| format!("/{:.0}s", n as f64 / 1e9))
@@ -136,7 +138,7 @@ impl Display {
             last.end_ns as f64 / 1e9,
             p.target,
             p.test,
-            report::units::rate(last.responses as f64 / secs),
+            report::units::rate(last.responses_per_s()),
             report::units::latency(last.p50_ns),
             report::units::latency(last.p99_ns),
             report::units::latency(last.max_ns),
@@ -233,7 +235,6 @@ pub fn metrics(p: &Progress) -> String {
         t.latency.len()
     );
     if let Some(last) = l.last {
-        let secs = (last.end_ns - last.start_ns).max(1) as f64 / 1e9;
         let gauge = |out: &mut String, name: &str, help: &str, v: f64| {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} gauge");
@@ -243,7 +244,7 @@ pub fn metrics(p: &Progress) -> String {
             &mut out,
             "dyno_interval_responses_per_second",
             "Responses per second in the last interval.",
-            last.responses as f64 / secs,
+            last.responses_per_s(),
         );
         gauge(
             &mut out,

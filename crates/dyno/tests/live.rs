@@ -59,6 +59,13 @@ fn status_lines_one_per_interval_and_silence_when_asked() {
         status[0].starts_with("dyno: [     1s/3s] http load: 100 resp/s"),
         "{lines}"
     );
+    // Each repetition (here the warm-up, then the measured one) prints its own intervals.
+    let twice = run(&["--progress", "lines", "--warmup"]);
+    let firsts = twice
+        .lines()
+        .filter(|l| l.starts_with("dyno: [     1s/3s] http load:"))
+        .count();
+    assert_eq!(firsts, 2, "{twice}");
     // Piped stdout: no progress by default; --quiet: not even the informational lines.
     let auto = run(&[]);
     assert!(!auto.contains("resp/s") && !auto.contains('\r'), "{auto}");

@@ -199,27 +199,48 @@ struct Watched {
     monitor: Option<crate::monitor::Monitor>,
 }
 
+/// The watches a PID or a name stands for now (a name may match several processes).
+fn find(
+    spec: &crate::plan::ProcessSpec,
+    target: Option<String>,
+) -> Result<Vec<crate::monitor::Watch>, String> {
+    use crate::plan::ProcessSpec;
+    use results::WatchSource;
+    let watch = |pid, source| crate::monitor::Watch {
+        target: target.clone(),
+        pid,
+        source,
+    };
+    match spec {
+        ProcessSpec::Pid(pid) => match crate::monitor::command(*pid) {
+            Some(_) => Ok(vec![watch(*pid, WatchSource::Pid)]),
+            None => Err(format!("no process has PID {pid}")),
+        },
+        ProcessSpec::Name(name) => {
+            let pids = crate::monitor::find_by_name(name);
+            if pids.is_empty() {
+                return Err(format!("no running process is named {name:?}"));
+            }
+            Ok(pids
+                .into_iter()
+                .map(|p| watch(p, WatchSource::Name))
+                .collect())
+        }
+        ProcessSpec::Start { .. } => unreachable!("a started process is watched once started"),
+    }
+}
+
 /// Starts the targets' servers and the monitor; finds processes given by PID or name.
 fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
     use crate::plan::ProcessSpec;
-    use results::WatchSource;
     let mut started = Vec::new();
     let mut watches = Vec::new();
-    let refused = |t: &PlanTarget, message: String| RunError::Refused {
-        name: t.name.clone(),
-        url: results::redact_url(&t.url),
-        message,
-    };
-    let by_name = |name: &str| {
-        let pids = crate::monitor::find_by_name(name);
-        if pids.is_empty() {
-            Err(format!("no running process is named {name:?}"))
-        } else {
-            Ok(pids)
-        }
-    };
     for t in &plan.targets {
-        let target = Some(t.name.clone());
+        let refused = |message: String| RunError::Refused {
+            name: t.name.clone(),
+            url: results::redact_url(&t.url),
+            message,
+        };
         match &t.process {
             None => {}
             Some(ProcessSpec::Start {
@@ -228,60 +249,28 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
                 ready_timeout,
             }) => {
                 let s = crate::process::start(&t.name, cmd, *ready, *ready_timeout, logs)
-                    .map_err(|e| refused(t, e))?;
+                    .map_err(refused)?;
                 watches.push(crate::monitor::Watch {
-                    target,
+                    target: Some(t.name.clone()),
                     pid: s.pid,
-                    source: WatchSource::Started,
+                    source: results::WatchSource::Started,
                 });
                 started.push(s);
             }
-            Some(ProcessSpec::Pid(pid)) => {
-                if crate::monitor::command(*pid).is_none() {
-                    return Err(refused(t, format!("no process has PID {pid}")));
-                }
-                watches.push(crate::monitor::Watch {
-                    target,
-                    pid: *pid,
-                    source: WatchSource::Pid,
-                });
-            }
-            Some(ProcessSpec::Name(name)) => {
-                for pid in by_name(name).map_err(|e| refused(t, e))? {
-                    watches.push(crate::monitor::Watch {
-                        target: target.clone(),
-                        pid,
-                        source: WatchSource::Name,
-                    });
-                }
-            }
+            Some(spec) => watches.extend(find(spec, Some(t.name.clone())).map_err(refused)?),
         }
     }
-    let flag = |message: String| RunError::Watch(message);
-    for &pid in &plan.watch_pids {
-        if crate::monitor::command(pid).is_none() {
-            return Err(flag(format!("--pid {pid}: no process has that PID")));
-        }
-        watches.push(crate::monitor::Watch {
-            target: None,
-            pid,
-            source: WatchSource::Pid,
-        });
-    }
-    for name in &plan.watch_names {
-        for pid in by_name(name).map_err(|e| flag(format!("--process-name {name}: {e}")))? {
-            watches.push(crate::monitor::Watch {
-                target: None,
-                pid,
-                source: WatchSource::Name,
-            });
-        }
+    let flags = (plan.watch_pids.iter())
+        .map(|&p| ("--pid", ProcessSpec::Pid(p)))
+        .chain((plan.watch_names.iter()).map(|n| ("--process-name", ProcessSpec::Name(n.clone()))));
+    for (flag, spec) in flags {
+        watches.extend(find(&spec, None).map_err(|e| RunError::Watch(format!("{flag}: {e}")))?);
     }
     let monitor = if watches.is_empty() {
         None
     } else {
         let m = crate::monitor::Monitor::start(&watches, clock.clone(), crate::monitor::INTERVAL)
-            .map_err(|e| flag(e.to_string()))?;
+            .map_err(|e| RunError::Watch(e.to_string()))?;
         Some(m)
     };
     Ok(Watched {

@@ -407,8 +407,7 @@ fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
         };
         let (mut per_s, mut p) = (Vec::new(), Vec::new());
         for i in &l.intervals {
-            let secs = (i.end_ns - i.start_ns).max(1) as f64 / 1e9;
-            let n = i.responses as f64 / secs;
+            let n = i.responses_per_s();
             let _ = writeln!(
                 dat,
                 "{} {:.3} {:.3} {n:.1} {:e} {:e} {:e} {}",
