@@ -202,6 +202,15 @@ pub struct RunArgs {
         help_heading = "Load (http://, tcp://)"
     )]
     pub burst: Option<String>,
+    /// How often responses may wake a load thread: `auto` (a short window, only while responses
+    /// queue at a busy target), `off` (every response at once), or a window such as `20us`. Each
+    /// wake-up costs the target's core an interrupt; the wait is counted in latency.
+    #[arg(
+        long,
+        value_name = "auto|off|WINDOW",
+        help_heading = "Load (http://, tcp://)"
+    )]
+    pub coalesce: Option<String>,
     /// How often a running load repetition is written into the record, so a crash loses at most
     /// this much [default: 1m].
     #[arg(long, value_name = "DURATION", help_heading = "Load (http://, tcp://)")]

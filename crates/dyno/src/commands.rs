@@ -134,6 +134,7 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     raw.interval = sflag(&a.interval, "--interval").or(raw.interval);
     raw.hlog = sflag(&a.hlog, "--hlog").or(raw.hlog);
     raw.burst = sflag(&a.burst, "--burst").or(raw.burst);
+    raw.coalesce = sflag(&a.coalesce, "--coalesce").or(raw.coalesce);
     raw.objects = flag(a.objects, "--objects").or(raw.objects);
     raw.concurrency = flag(a.concurrency, "--concurrency").or(raw.concurrency);
     raw.reps = flag(a.reps, "--reps").or(raw.reps);

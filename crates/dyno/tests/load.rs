@@ -328,6 +328,67 @@ fn coordinated_omission_is_corrected_against_a_stalling_server() {
     assert!((9_900..=10_100).contains(&l["requests"].as_u64().unwrap()));
 }
 
+/// The generator's counts of one run with `args` against `s`.
+fn coalescing_run(s: &Server, args: &[&str]) -> (Value, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    dyno(dir.path())
+        .arg("run")
+        .arg(format!("http://{}/", s.addr()))
+        .args(["--threads", "1", "-o", "o"])
+        .args(args)
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    let load = load_of(&rec, "http");
+    assert_eq!(load["requests"], load["ok"], "every request answered");
+    (rec["plan"]["load"].clone(), load["generator"].clone())
+}
+
+#[test]
+fn coalescing_is_recorded_and_only_waits_where_asked() {
+    let _serial = serial();
+    let s = server(Body::Json, None);
+    // A fixed window with 16 connections in flight: responses are taken in windows of exactly
+    // that width, and the run says so.
+    let (plan, g) = coalescing_run(&s, &["-d", "1s", "-c", "16", "--coalesce", "200us"]);
+    assert_eq!(plan["coalesce"], "200us");
+    assert!(g["coalesced"].as_u64().unwrap() > 0, "{g}");
+    assert_eq!(g["window_mean_ns"], 200_000.0);
+    assert!(g["wakeups"].as_u64().unwrap() >= g["coalesced"].as_u64().unwrap());
+    assert!(g["sleep_cost_ns"].as_u64().unwrap() > 0);
+    // Off: never.
+    let (plan, g) = coalescing_run(&s, &["-d", "1s", "-c", "16", "--coalesce", "off"]);
+    assert_eq!(plan["coalesce"], "off");
+    assert_eq!(g["coalesced"], 0);
+    // The default, auto, with one connection: a ping-pong has nothing to gather.
+    let (plan, g) = coalescing_run(&s, &["--requests", "300", "-c", "1"]);
+    assert_eq!(plan["coalesce"], "auto");
+    assert_eq!(g["coalesced"], 0, "{g}");
+    // An open loop whose requests fall due closer together than the fixed window: it paces
+    // itself, each request late by at most about the window, and still keeps the rate.
+    let (_, g) = coalescing_run(
+        &s,
+        &["--rate", "5000", "-d", "1s", "-c", "4", "--coalesce", "1ms"],
+    );
+    assert!(g["coalesced"].as_u64().unwrap() > 0, "{g}");
+    assert_eq!(g["pace_ns"], 1_000_000);
+    let lag_p50 = g["lag_ns"]["p50"].as_u64().unwrap();
+    assert!((100_000..5_000_000).contains(&lag_p50), "{g}");
+    let achieved = g["achieved_per_s"].as_f64().unwrap();
+    assert!((4_500.0..5_500.0).contains(&achieved), "{g}");
+    assert_eq!(
+        g["valid"], true,
+        "lateness within the pace is by design: {g}"
+    );
+    // The same rate with coalescing off wakes for each request.
+    let (_, g) = coalescing_run(
+        &s,
+        &["--rate", "5000", "-d", "1s", "-c", "4", "--coalesce", "off"],
+    );
+    assert_eq!(g["coalesced"], 0, "{g}");
+}
+
 #[test]
 fn load_settings_are_checked() {
     let _serial = serial();
@@ -388,6 +449,18 @@ fn load_settings_are_checked() {
         (
             &["run", "tcp://127.0.0.1:9?framing=lines"],
             "tcp: option framing: \"lines\" is not a framing",
+        ),
+        (
+            &["run", "http://127.0.0.1:9/", "--coalesce", "2ms"],
+            "Error: --coalesce: coalesce 2ms is too wide\n  hint: write auto, off, or a window such as 20us (at most 1ms)",
+        ),
+        (
+            &["run", "http://127.0.0.1:9/", "--coalesce", "soon"],
+            "Error: --coalesce: coalesce: \"soon\" is not a duration",
+        ),
+        (
+            &["run", "mem:", "--coalesce", "off"],
+            "Error: --coalesce: coalesce is a setting of the load suite, and this run is shootout",
         ),
     ];
     for (args, message) in cases {

@@ -219,6 +219,8 @@ pub struct RawPlan {
     pub hlog: Option<Sp<String>>,
     /// Soak runs: `every=6h for=10m rate=5000`, a heavy burst on top of the steady rate.
     pub burst: Option<Sp<String>>,
+    /// `auto`, `off` or a window: how often responses may wake a load thread.
+    pub coalesce: Option<Sp<String>>,
 }
 
 /// One stage of an open-loop profile, as written (`{ rate = "1000..5000", duration = "30s" }`).
@@ -252,6 +254,8 @@ pub struct LoadParams {
     pub hlog: Option<PathBuf>,
     /// The periodic burst the stages were built with, if any.
     pub burst: Option<Burst>,
+    /// How often responses may wake a load thread.
+    pub coalesce: crate::load::Coalesce,
 }
 
 impl LoadParams {
@@ -524,6 +528,7 @@ impl LoadParams {
                 for_ns: b.for_ns,
                 rate_per_s: b.rate_per_s,
             }),
+            coalesce: self.coalesce.label(),
         }
     }
 }
@@ -567,6 +572,7 @@ const LOAD_KEYS: &[&str] = &[
     "interval",
     "hlog",
     "burst",
+    "coalesce",
 ];
 const SUITE_KEYS: &[&str] = &[
     "name",
@@ -712,6 +718,9 @@ impl RawPlan {
                             }
                             "hlog" => plan.hlog = Some(Sp::new(expect_str(&src, k, v)?, at)),
                             "burst" => plan.burst = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "coalesce" => {
+                                plan.coalesce = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
                             "requests" => {
                                 plan.requests = Some(Sp::new(expect_int(&src, k, v)?, at))
                             }
@@ -1254,6 +1263,7 @@ impl RawPlan {
             (&self.interval, "interval"),
             (&self.hlog, "hlog"),
             (&self.burst, "burst"),
+            (&self.coalesce, "coalesce"),
         ]
         .into_iter()
         .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
@@ -1274,6 +1284,27 @@ impl RawPlan {
             )
             .hint("load settings apply to http:// and tcp:// targets")),
             None => Ok(()),
+        }
+    }
+
+    fn resolve_coalesce(&self) -> Result<crate::load::Coalesce, PlanError> {
+        use crate::load::{Coalesce, coalesce::MAX_WINDOW_NS};
+        let Some(c) = &self.coalesce else {
+            return Ok(Coalesce::Auto);
+        };
+        let hint = "write auto, off, or a window such as 20us (at most 1ms)";
+        match c.value.trim() {
+            "auto" => Ok(Coalesce::Auto),
+            "off" | "0" => Ok(Coalesce::Off),
+            v => match crate::units::parse_duration(v) {
+                Ok(d) if d.as_nanos() as u64 <= MAX_WINDOW_NS => {
+                    Ok(Coalesce::Fixed(d.as_nanos() as u64))
+                }
+                Ok(_) => Err(
+                    PlanError::new(c.at.clone(), format!("coalesce {v} is too wide")).hint(hint),
+                ),
+                Err(e) => Err(PlanError::new(c.at.clone(), format!("coalesce: {e}")).hint(hint)),
+            },
         }
     }
 
@@ -1516,6 +1547,7 @@ impl RawPlan {
             interval_ns: interval,
             hlog,
             burst,
+            coalesce: self.resolve_coalesce()?,
         })
     }
 }
@@ -2697,7 +2729,7 @@ url = "mem:"
         assert_eq!(
             err("[load]\nrat = 5\n[targets.api]\nurl = \"http://h/\"\n"),
             "plan.toml:2:1: unknown key `rat` in [load]; did you mean \"rate\"? known keys: duration, \
-             requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog, burst"
+             requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog, burst, coalesce"
         );
         assert_eq!(
             err("[load]\nstages = [{ rate = 5 }]\n[targets.api]\nurl = \"http://h/\"\n"),

@@ -35,6 +35,18 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(ns.round() as u64))
 }
 
+/// The shortest exact form of a duration that [`parse_duration`] reads back: `20us`, `1500us`,
+/// `2s`, `0`.
+pub fn duration_label(ns: u64) -> String {
+    match ns {
+        0 => "0".into(),
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
 /// Parses a byte count: `300`, `4KiB`, `1MiB`, `1GiB`, `10kB` (powers of 1000 for kB/MB/GB).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -145,5 +157,18 @@ mod tests {
         assert_eq!(parse_bool("on"), Ok(true));
         assert_eq!(parse_bool("false"), Ok(false));
         assert!(parse_bool("maybe").is_err());
+    }
+
+    #[test]
+    fn duration_labels_read_back_exactly() {
+        for ns in [0, 1, 999, 20_000, 1_500_000, 2_000_000_000, 61_000_000_000] {
+            let label = duration_label(ns);
+            assert_eq!(
+                parse_duration(&label).unwrap().as_nanos() as u64,
+                ns,
+                "{label}"
+            );
+        }
+        assert_eq!(duration_label(20_000), "20us");
     }
 }

@@ -131,6 +131,28 @@ const ROWS: &[Row] = &[
     ("generator: busiest thread", |_, l| {
         pct(l.generator.busiest_thread)
     }),
+    ("generator: wake-ups per response", |_, l| {
+        let g = &l.generator;
+        if l.responses == 0 || g.wakeups == 0 {
+            return "-".into();
+        }
+        let per = g.wakeups as f64 / l.responses as f64;
+        if g.coalesced == 0 {
+            format!("{per:.2}")
+        } else {
+            format!(
+                "{per:.2} ({} coalesced, window {})",
+                pct(g.coalesced as f64 / g.wakeups as f64),
+                units::latency(g.window_mean_ns as u64)
+            )
+        }
+    }),
+    ("generator: CPU per sleep", |_, l| {
+        match l.generator.sleep_cost_ns {
+            0 => "-".into(),
+            ns => units::latency(ns),
+        }
+    }),
     ("generator: verdict", |_, l| {
         if l.generator.valid {
             "valid".into()

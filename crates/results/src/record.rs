@@ -255,6 +255,14 @@ pub struct LoadPlanRecord {
     /// A soak run's periodic burst (`stages` hold the whole profile it makes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst: Option<BurstRecord>,
+    /// How often responses could wake a load thread: `auto`, `off`, or a fixed window (`20us`).
+    /// While a thread waits out a window its responses wait in the socket, inside their latency.
+    #[serde(default = "auto")]
+    pub coalesce: String,
+}
+
+fn auto() -> String {
+    "auto".into()
 }
 
 /// A heavy burst on top of the steady rate: the last `for_ns` of every `every_ns`.
@@ -498,6 +506,24 @@ pub struct GeneratorCheck {
     pub cpu_ns_per_request: f64,
     /// The busiest load thread's CPU time over its wall time (0..1).
     pub busiest_thread: f64,
+    /// Times the load threads slept and woke again.
+    #[serde(default)]
+    pub wakeups: u64,
+    /// Of those, the sleeps on a thread's own clock for a coalescing window.
+    #[serde(default)]
+    pub coalesced: u64,
+    /// The mean window of those sleeps, ns.
+    #[serde(default)]
+    pub window_mean_ns: f64,
+    /// What one short sleep cost a load thread in CPU, measured as it started (ns): it decides
+    /// which waits are spun and when an open loop paces itself.
+    #[serde(default)]
+    pub sleep_cost_ns: u64,
+    /// Open loop: the widest pace a thread sent at (0 if none paced itself). A paced thread
+    /// sends every request that fell due since its last wake-up at once, each up to this late by
+    /// design; the verdict counts only lateness beyond it.
+    #[serde(default)]
+    pub pace_ns: u64,
     /// False when the generator was the bottleneck; `reason` says how it was seen.
     pub valid: bool,
     pub reason: Option<String>,

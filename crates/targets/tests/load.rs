@@ -52,6 +52,7 @@ fn spec(url: &str, opts: &[(&str, &str)], mode: LoadMode) -> LoadSpec {
         mode,
         timeout: Duration::from_secs(2),
         interval: Duration::from_millis(100),
+        coalesce: engine::load::Coalesce::Auto,
     }
 }
 

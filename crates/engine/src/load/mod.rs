@@ -19,9 +19,11 @@
 //! nothing a server sends can crash or hang the loop: responses are bounded by the reader, every
 //! request by the timeout, and the whole run by its stop condition plus one timeout to drain.
 
+pub mod coalesce;
 pub mod protocol;
 mod timer;
 
+pub use coalesce::Coalesce;
 pub use protocol::{Feed, Protocol, ResponseReader};
 pub use timer::{process_cpu_ns, thread_cpu_ns};
 
@@ -84,6 +86,8 @@ pub struct LoadSpec {
     pub timeout: Duration,
     /// Length of the intervals of the time series (and of the `.hlog`).
     pub interval: Duration,
+    /// How often responses may wake a thread ([`coalesce`]).
+    pub coalesce: Coalesce,
 }
 
 /// Counts of one run (summed over threads).
@@ -304,6 +308,17 @@ pub struct SelfCheck {
     pub cpu_sys_ns: u64,
     /// The busiest load thread's CPU time over its wall time.
     pub busiest_thread: f64,
+    /// Times the load threads slept and woke again, in all.
+    pub wakeups: u64,
+    /// Of those, the sleeps on the thread's own clock for a coalescing window.
+    pub coalesced: u64,
+    /// The mean window of those sleeps, ns (0 when there were none).
+    pub window_mean_ns: f64,
+    /// What one short sleep cost a load thread in CPU, ns (the most over the threads).
+    pub sleep_cost_ns: u64,
+    /// Open loop: the widest pace a thread sent at (0 if none paced itself); its requests went
+    /// out up to this late by design.
+    pub pace_ns: u64,
 }
 
 /// What a load run produced.
@@ -401,12 +416,22 @@ struct Worker<'a> {
     closed_stop: Option<Stop>,
     /// Connections with a `retry_at` set (the loops over them are skipped when zero).
     pausing: usize,
+    window: coalesce::Window,
+    wakeups: u64,
+    coalesced: u64,
+    window_sum: u64,
+    pace_ns: u64,
 }
 
 struct WorkerResult {
     rec: Recorder,
     lag: Histogram,
     counters: Counters,
+    wakeups: u64,
+    coalesced: u64,
+    window_sum: u64,
+    sleep_cost_ns: u64,
+    pace_ns: u64,
     cpu_ns: u64,
     wall_ns: u64,
     interrupted: bool,
@@ -451,6 +476,11 @@ impl<'a> Worker<'a> {
             issuing: true,
             closed_stop: None,
             pausing: 0,
+            window: coalesce::Window::new(spec.coalesce, timer::sleep_cost_ns()),
+            wakeups: 0,
+            coalesced: 0,
+            window_sum: 0,
+            pace_ns: 0,
         })
     }
 
@@ -643,6 +673,7 @@ impl<'a> Worker<'a> {
             self.counters.ok += 1;
         }
         self.rec.service.saturating_record(service.max(1));
+        self.window.observe(service);
         self.rec.record(latency, outcome.map(|_| 0));
         self.interval_hist.saturating_record(latency.max(1));
         let reuse = keep_alive && !self.spec.protocol.connection_per_request();
@@ -718,6 +749,7 @@ impl<'a> Worker<'a> {
     fn dispatch(&mut self, intended: u64, now: u64) {
         self.lag
             .saturating_record(now.saturating_sub(intended).max(1));
+        self.window.due(intended);
         if let Some(ci) = self.idle.pop() {
             self.start(ci, intended, now);
         } else if self.conns.len() < self.max_connections {
@@ -876,6 +908,10 @@ impl<'a> Worker<'a> {
         let drain_ns = self.spec.timeout.as_nanos() as u64;
         let mut issuing_ended_at: Option<u64> = None;
         let mut interrupted = false;
+        // When the thread last woke to something (a response, a due request, a timer).
+        let mut last_wake = 0u64;
+        // When the thread last sent requests that had fallen due.
+        let mut last_dispatch = 0u64;
         loop {
             let now = self.clock.now_ns();
             if interrupt.load(Ordering::Relaxed) {
@@ -895,6 +931,7 @@ impl<'a> Worker<'a> {
                     break;
                 }
                 self.dispatch(t, now);
+                last_dispatch = now;
                 arrivals_started += 1;
                 next_arrival = share.schedule.next(start, now);
             }
@@ -950,10 +987,37 @@ impl<'a> Worker<'a> {
                 }
             }
             let now = self.clock.now_ns();
-            let timeout = if wake <= now + timer::SPIN_BELOW_NS {
+            // No window while requests wait for a connection: each would wait out the window too.
+            let window = if self.backlog.is_empty() {
+                self.window.ns(self.outstanding)
+            } else {
+                0
+            };
+            let pace = self.window.pace_ns();
+            let timeout = if wake <= now {
+                Some(Duration::ZERO)
+            } else if pace > 0 && wake < now + pace {
+                // Requests fall due densely: wake once per pace, on the thread's own clock, and
+                // send whatever fell due meanwhile (late by at most the pace, in its latency).
+                timer::sleep_ns(wake.max(last_dispatch + pace) - now);
+                self.wakeups += 1;
+                self.coalesced += 1;
+                self.window_sum += pace;
+                self.pace_ns = self.pace_ns.max(pace);
+                Some(Duration::ZERO)
+            } else if wake <= now + self.window.spin_below_ns() {
+                Some(Duration::ZERO)
+            } else if now < last_wake + window {
+                // Within a window: sleep on the thread's own clock, not on its sockets, until the
+                // window ends (or something is due sooner), then take whatever came in.
+                timer::sleep_ns((last_wake + window).min(wake) - now);
+                self.wakeups += 1;
+                self.coalesced += 1;
+                self.window_sum += window;
                 Some(Duration::ZERO)
             } else {
                 self.timer.arm(wake, wake - now)?;
+                self.wakeups += 1;
                 None
             };
             match self.poll.poll(&mut events, timeout) {
@@ -962,6 +1026,9 @@ impl<'a> Worker<'a> {
                 Err(e) => return Err(e),
             }
             let now = self.clock.now_ns();
+            if !events.is_empty() {
+                last_wake = now;
+            }
             for ev in events.iter() {
                 if ev.token() == TIMER {
                     self.timer.acknowledge();
@@ -994,6 +1061,11 @@ impl<'a> Worker<'a> {
             rec: self.rec,
             lag: self.lag,
             counters: self.counters,
+            wakeups: self.wakeups,
+            coalesced: self.coalesced,
+            window_sum: self.window_sum,
+            sleep_cost_ns: self.window.spin_below_ns(),
+            pace_ns: self.pace_ns,
             cpu_ns: thread_cpu_ns() - cpu0,
             wall_ns: wall,
             interrupted,
@@ -1108,7 +1180,14 @@ pub fn run(
     let mut wall_ns = 0;
     let mut busiest: f64 = 0.0;
     let mut interrupted = false;
+    let (mut wakeups, mut coalesced, mut window_sum, mut sleep_cost_ns) = (0, 0, 0, 0);
+    let mut pace_ns = 0;
     for p in &parts {
+        pace_ns = p.pace_ns.max(pace_ns);
+        sleep_cost_ns = p.sleep_cost_ns.max(sleep_cost_ns);
+        wakeups += p.wakeups;
+        coalesced += p.coalesced;
+        window_sum += p.window_sum;
         recorder.merge(&p.rec);
         lag.add(&p.lag)
             .expect("histograms of one range always merge");
@@ -1148,6 +1227,15 @@ pub fn run(
             cpu_user_ns: u1 - u0,
             cpu_sys_ns: s1 - s0,
             busiest_thread: busiest,
+            wakeups,
+            coalesced,
+            window_mean_ns: if coalesced > 0 {
+                window_sum as f64 / coalesced as f64
+            } else {
+                0.0
+            },
+            sleep_cost_ns,
+            pace_ns,
         },
         wall_ns,
         interrupted,
