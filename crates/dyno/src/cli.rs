@@ -202,9 +202,10 @@ pub struct RunArgs {
         help_heading = "Load (http://, tcp://)"
     )]
     pub burst: Option<String>,
-    /// How often responses may wake a load thread: `auto` (a short window, only while responses
-    /// queue at a busy target), `off` (every response at once), or a window such as `20us`. Each
-    /// wake-up costs the target's core an interrupt; the wait is counted in latency.
+    /// How often responses may wake a load thread: `auto` (a short window, only while many
+    /// responses are in flight; a dense open loop sends in paced batches), `off` (every response
+    /// and every request at once), or a window such as `20us`. Each wake-up costs the target's
+    /// core an interrupt; the wait is counted in latency.
     #[arg(
         long,
         value_name = "auto|off|WINDOW",

@@ -110,11 +110,7 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
             cpu_user_ns: cpu.0,
             cpu_sys_ns: cpu.1,
             busiest_thread: 0.0,
-            wakeups: 0,
-            coalesced: 0,
-            window_mean_ns: 0.0,
-            sleep_cost_ns: 0,
-            pace_ns: 0,
+            waits: Default::default(),
         },
         wall_ns: live.elapsed_ns,
         interrupted: true,
@@ -236,11 +232,11 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
                 0.0
             },
             busiest_thread: r.check.busiest_thread,
-            wakeups: r.check.wakeups,
-            coalesced: r.check.coalesced,
-            window_mean_ns: r.check.window_mean_ns,
-            sleep_cost_ns: r.check.sleep_cost_ns,
-            pace_ns: r.check.pace_ns,
+            wakeups: r.check.waits.wakeups,
+            coalesced: r.check.waits.coalesced,
+            window_mean_ns: r.check.waits.window_mean_ns(),
+            sleep_cost_ns: r.check.waits.sleep_cost_ns,
+            pace_ns: r.check.waits.pace_ns,
             valid,
             reason,
         },
@@ -266,7 +262,7 @@ fn verdict(r: &LoadResult, open: bool) -> (bool, Option<String>) {
     if open {
         // A paced thread sends up to its pace late by design; only lateness beyond it counts.
         let late = r.check.lag.value_at_quantile(0.99);
-        if !r.check.lag.is_empty() && late > MAX_LAG_P99_NS + r.check.pace_ns {
+        if !r.check.lag.is_empty() && late > MAX_LAG_P99_NS + r.check.waits.pace_ns {
             return (
                 false,
                 Some(format!(
@@ -309,11 +305,7 @@ mod tests {
                 cpu_user_ns: 0,
                 cpu_sys_ns: 0,
                 busiest_thread: busiest,
-                wakeups: 0,
-                coalesced: 0,
-                window_mean_ns: 0.0,
-                sleep_cost_ns: 0,
-                pace_ns: 0,
+                waits: Default::default(),
             },
             wall_ns: 1,
             interrupted: false,
@@ -334,9 +326,9 @@ mod tests {
         assert_eq!(verdict(&result(500_000, 0.99), true), (true, None));
         // A paced thread sends up to its pace late by design: only lateness beyond it counts.
         let mut paced = result(1_500_000, 0.5);
-        paced.check.pace_ns = 1_000_000;
+        paced.check.waits.pace_ns = 1_000_000;
         assert_eq!(verdict(&paced, true), (true, None));
-        paced.check.pace_ns = 200_000;
+        paced.check.waits.pace_ns = 200_000;
         assert!(!verdict(&paced, true).0);
         // Closed loop: a load thread busy 95 % or more may have set the pace.
         let (valid, why) = verdict(&result(0, 0.97), false);

@@ -23,17 +23,23 @@ pub fn spread(samples: &[f64]) -> Option<Spread> {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
     Some(Spread {
         best: sorted[n - 1],
-        median,
+        median: median_of_sorted(&sorted),
         min: sorted[0],
         max: sorted[n - 1],
     })
+}
+
+/// The middle value of a sorted, non-empty sample (the mean of the two middle values for an even
+/// count).
+fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
 }
 
 /// `n` per second over `ns` nanoseconds; 0 when no time passed (a rate, never a division by 0).
@@ -106,11 +112,7 @@ pub fn theil_sen(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
     }
     slopes.sort_by(f64::total_cmp);
     let m = slopes.len();
-    let median = if m % 2 == 1 {
-        slopes[m / 2]
-    } else {
-        (slopes[m / 2 - 1] + slopes[m / 2]) / 2.0
-    };
+    let median = median_of_sorted(&slopes);
     // Sen (1968): C = z·sqrt(var S), var S = n(n-1)(2n+5)/18 (no ties); the interval runs from
     // the ((m - C)/2)-th to the ((m + C)/2 + 1)-th ordered slope.
     let nf = n as f64;
@@ -132,7 +134,7 @@ pub fn trend(points: &[(f64, f64)], floor: f64) -> Option<crate::record::Trend> 
     let span = points[points.len() - 1].0 - points[0].0;
     let mut ys: Vec<f64> = points.iter().map(|p| p.1).collect();
     ys.sort_by(f64::total_cmp);
-    let median = ys[ys.len() / 2];
+    let median = median_of_sorted(&ys);
     let matters = |s: f64| (s * span).abs() > (0.01 * median.abs()).max(floor);
     let verdict = if low > 0.0 && matters(slope) {
         "growing"

@@ -84,7 +84,45 @@ impl Coalesce {
     }
 }
 
-/// One thread's window: the running service time and the window it implies now.
+/// How a thread waited, for the run's self-check (summed over threads with [`Waits::add`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Waits {
+    /// Times a thread waited: a blocking poll (which returns at once when something is already
+    /// ready), or a sleep on its own clock.
+    pub wakeups: u64,
+    /// Of those, the sleeps on its own clock: a response window or an open loop's pace.
+    pub coalesced: u64,
+    /// The widths of those sleeps, summed, ns.
+    pub window_sum_ns: u64,
+    /// Open loop: the widest pace a thread sent at (0 if none paced itself); its requests went
+    /// out up to this late by design.
+    pub pace_ns: u64,
+    /// What one short sleep cost a thread in CPU, ns (the most over the threads).
+    pub sleep_cost_ns: u64,
+}
+
+impl Waits {
+    /// Adds another thread's waits.
+    pub fn add(&mut self, o: &Waits) {
+        self.wakeups += o.wakeups;
+        self.coalesced += o.coalesced;
+        self.window_sum_ns += o.window_sum_ns;
+        self.pace_ns = self.pace_ns.max(o.pace_ns);
+        self.sleep_cost_ns = self.sleep_cost_ns.max(o.sleep_cost_ns);
+    }
+
+    /// The mean width of the sleeps on a thread's own clock, ns (0 when there were none).
+    pub fn window_mean_ns(&self) -> f64 {
+        if self.coalesced == 0 {
+            0.0
+        } else {
+            self.window_sum_ns as f64 / self.coalesced as f64
+        }
+    }
+}
+
+/// One thread's window: the running service time and the window it implies now, and how the
+/// thread waited so far.
 #[derive(Debug, Clone)]
 pub struct Window {
     mode: Coalesce,
@@ -95,6 +133,7 @@ pub struct Window {
     /// Open loop: the running gap between due requests, and the last one's time.
     gap_ns: u64,
     last_due: Option<u64>,
+    waits: Waits,
 }
 
 impl Window {
@@ -107,7 +146,32 @@ impl Window {
             seen: 0,
             gap_ns: u64::MAX,
             last_due: None,
+            waits: Waits {
+                sleep_cost_ns,
+                ..Waits::default()
+            },
         }
+    }
+
+    /// The thread blocked in its poll.
+    pub fn blocked(&mut self) {
+        self.waits.wakeups += 1;
+    }
+
+    /// The thread slept on its own clock for a window (or, `paced`, for its pace) `width_ns`
+    /// wide.
+    pub fn slept(&mut self, width_ns: u64, paced: bool) {
+        self.waits.wakeups += 1;
+        self.waits.coalesced += 1;
+        self.waits.window_sum_ns += width_ns;
+        if paced {
+            self.waits.pace_ns = self.waits.pace_ns.max(width_ns);
+        }
+    }
+
+    /// How the thread has waited so far.
+    pub fn waits(&self) -> Waits {
+        self.waits
     }
 
     /// A response took `service_ns` from its send.
@@ -145,14 +209,15 @@ impl Window {
         if self.gap_ns < pace { pace } else { 0 }
     }
 
-    /// Waits shorter than this are spun rather than slept: a sleep would cost more.
-    pub fn spin_below_ns(&self) -> u64 {
+    /// What one sleep costs the thread: waits shorter than this are spun rather than slept.
+    pub fn sleep_cost_ns(&self) -> u64 {
         self.sleep_cost_ns
     }
 
-    /// The window to use with `in_flight` requests in flight; 0 for none.
-    pub fn ns(&self, in_flight: u64) -> u64 {
-        if in_flight < 2 {
+    /// The window to use with `in_flight` requests in flight; 0 for none. None either while
+    /// requests are `waiting` for a connection: each of them would wait the window out too.
+    pub fn ns(&self, in_flight: u64, waiting: bool) -> u64 {
+        if in_flight < 2 || waiting {
             return 0;
         }
         match self.mode {
@@ -190,36 +255,43 @@ mod tests {
     fn auto_coalesces_only_many_responses_in_flight() {
         // 50 connections queued ~700 µs at a busy server: a 1/8 window.
         let w = warmed(Coalesce::Auto, 700_000);
-        assert!((86_000..=88_000).contains(&w.ns(50)), "{}", w.ns(50));
+        assert!(
+            (86_000..=88_000).contains(&w.ns(50, false)),
+            "{}",
+            w.ns(50, false)
+        );
         // The same service time with fewer than 8 in flight: under one response per window.
-        assert_eq!(w.ns(8), w.ns(50));
-        assert_eq!(w.ns(7), 0);
-        assert_eq!(w.ns(1), 0);
+        assert_eq!(w.ns(8, false), w.ns(50, false));
+        assert_eq!(w.ns(7, false), 0);
+        assert_eq!(w.ns(1, false), 0);
         // A fast target: the window would be under what a sleep costs.
-        assert_eq!(warmed(Coalesce::Auto, 150_000).ns(1000), 0);
+        assert_eq!(warmed(Coalesce::Auto, 150_000).ns(1000, false), 0);
         let mut cheap = Window::new(Coalesce::Auto, 2_000);
         for _ in 0..2_000 {
             cheap.observe(150_000);
         }
-        assert_eq!(cheap.ns(1000), 150_000 / SHARE);
+        assert_eq!(cheap.ns(1000, false), 150_000 / SHARE);
         // A long queue: capped, and then it takes more in flight to fill a window.
         let slow = warmed(Coalesce::Auto, 10_000_000);
-        assert_eq!(slow.ns(1000), AUTO_MAX_WINDOW_NS);
-        assert_eq!(slow.ns(99), 0);
+        assert_eq!(slow.ns(1000, false), AUTO_MAX_WINDOW_NS);
+        assert_eq!(slow.ns(99, false), 0);
         // Before warm-up: nothing to judge from.
         let mut cold = Window::new(Coalesce::Auto, COST);
         for _ in 0..WARM - 1 {
             cold.observe(700_000);
         }
-        assert_eq!(cold.ns(50), 0);
+        assert_eq!(cold.ns(50, false), 0);
     }
 
     #[test]
     fn off_and_fixed_do_what_they_say() {
-        assert_eq!(warmed(Coalesce::Off, 700_000).ns(50), 0);
+        assert_eq!(warmed(Coalesce::Off, 700_000).ns(50, false), 0);
         let fixed = Window::new(Coalesce::Fixed(20_000), COST);
-        assert_eq!(fixed.ns(2), 20_000);
-        assert_eq!(fixed.ns(1), 0);
+        assert_eq!(fixed.ns(2, false), 20_000);
+        assert_eq!(fixed.ns(1, false), 0);
+        // Requests waiting for a connection: no window, whatever the mode.
+        assert_eq!(fixed.ns(2, true), 0);
+        assert_eq!(warmed(Coalesce::Auto, 700_000).ns(50, true), 0);
         assert_eq!(Coalesce::Fixed(20_000).label(), "20us");
         assert_eq!(Coalesce::Auto.label(), "auto");
         assert_eq!(Coalesce::Off.label(), "off");
@@ -256,6 +328,22 @@ mod tests {
         assert_eq!(cheap(5_000), MIN_PACE_NS);
         // Before two requests: nothing known.
         assert_eq!(Window::new(Coalesce::Auto, COST).pace_ns(), 0);
+    }
+
+    #[test]
+    fn waits_are_counted_and_summed_over_threads() {
+        let mut a = Window::new(Coalesce::Auto, COST);
+        a.blocked();
+        a.slept(30_000, false);
+        a.slept(80_000, true);
+        let mut b = Window::new(Coalesce::Auto, 25_000);
+        b.slept(10_000, true);
+        let mut w = a.waits();
+        w.add(&b.waits());
+        assert_eq!((w.wakeups, w.coalesced, w.window_sum_ns), (4, 3, 120_000));
+        assert_eq!((w.pace_ns, w.sleep_cost_ns), (80_000, 25_000));
+        assert_eq!(w.window_mean_ns(), 40_000.0);
+        assert_eq!(Waits::default().window_mean_ns(), 0.0);
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub mod coalesce;
 pub mod protocol;
 mod timer;
 
-pub use coalesce::Coalesce;
+pub use coalesce::{Coalesce, Waits};
 pub use protocol::{Feed, Protocol, ResponseReader};
 pub use timer::{process_cpu_ns, thread_cpu_ns};
 
@@ -308,17 +308,8 @@ pub struct SelfCheck {
     pub cpu_sys_ns: u64,
     /// The busiest load thread's CPU time over its wall time.
     pub busiest_thread: f64,
-    /// Times the load threads slept and woke again, in all.
-    pub wakeups: u64,
-    /// Of those, the sleeps on the thread's own clock for a coalescing window.
-    pub coalesced: u64,
-    /// The mean window of those sleeps, ns (0 when there were none).
-    pub window_mean_ns: f64,
-    /// What one short sleep cost a load thread in CPU, ns (the most over the threads).
-    pub sleep_cost_ns: u64,
-    /// Open loop: the widest pace a thread sent at (0 if none paced itself); its requests went
-    /// out up to this late by design.
-    pub pace_ns: u64,
+    /// How the load threads waited ([`coalesce`]).
+    pub waits: Waits,
 }
 
 /// What a load run produced.
@@ -417,21 +408,13 @@ struct Worker<'a> {
     /// Connections with a `retry_at` set (the loops over them are skipped when zero).
     pausing: usize,
     window: coalesce::Window,
-    wakeups: u64,
-    coalesced: u64,
-    window_sum: u64,
-    pace_ns: u64,
 }
 
 struct WorkerResult {
     rec: Recorder,
     lag: Histogram,
     counters: Counters,
-    wakeups: u64,
-    coalesced: u64,
-    window_sum: u64,
-    sleep_cost_ns: u64,
-    pace_ns: u64,
+    waits: Waits,
     cpu_ns: u64,
     wall_ns: u64,
     interrupted: bool,
@@ -477,10 +460,6 @@ impl<'a> Worker<'a> {
             closed_stop: None,
             pausing: 0,
             window: coalesce::Window::new(spec.coalesce, timer::sleep_cost_ns()),
-            wakeups: 0,
-            coalesced: 0,
-            window_sum: 0,
-            pace_ns: 0,
         })
     }
 
@@ -987,12 +966,7 @@ impl<'a> Worker<'a> {
                 }
             }
             let now = self.clock.now_ns();
-            // No window while requests wait for a connection: each would wait out the window too.
-            let window = if self.backlog.is_empty() {
-                self.window.ns(self.outstanding)
-            } else {
-                0
-            };
+            let window = self.window.ns(self.outstanding, !self.backlog.is_empty());
             let pace = self.window.pace_ns();
             let timeout = if wake <= now {
                 Some(Duration::ZERO)
@@ -1000,24 +974,19 @@ impl<'a> Worker<'a> {
                 // Requests fall due densely: wake once per pace, on the thread's own clock, and
                 // send whatever fell due meanwhile (late by at most the pace, in its latency).
                 timer::sleep_ns(wake.max(last_dispatch + pace) - now);
-                self.wakeups += 1;
-                self.coalesced += 1;
-                self.window_sum += pace;
-                self.pace_ns = self.pace_ns.max(pace);
+                self.window.slept(pace, true);
                 Some(Duration::ZERO)
-            } else if wake <= now + self.window.spin_below_ns() {
+            } else if wake <= now + self.window.sleep_cost_ns() {
                 Some(Duration::ZERO)
             } else if now < last_wake + window {
                 // Within a window: sleep on the thread's own clock, not on its sockets, until the
                 // window ends (or something is due sooner), then take whatever came in.
                 timer::sleep_ns((last_wake + window).min(wake) - now);
-                self.wakeups += 1;
-                self.coalesced += 1;
-                self.window_sum += window;
+                self.window.slept(window, false);
                 Some(Duration::ZERO)
             } else {
                 self.timer.arm(wake, wake - now)?;
-                self.wakeups += 1;
+                self.window.blocked();
                 None
             };
             match self.poll.poll(&mut events, timeout) {
@@ -1061,11 +1030,7 @@ impl<'a> Worker<'a> {
             rec: self.rec,
             lag: self.lag,
             counters: self.counters,
-            wakeups: self.wakeups,
-            coalesced: self.coalesced,
-            window_sum: self.window_sum,
-            sleep_cost_ns: self.window.spin_below_ns(),
-            pace_ns: self.pace_ns,
+            waits: self.window.waits(),
             cpu_ns: thread_cpu_ns() - cpu0,
             wall_ns: wall,
             interrupted,
@@ -1180,14 +1145,9 @@ pub fn run(
     let mut wall_ns = 0;
     let mut busiest: f64 = 0.0;
     let mut interrupted = false;
-    let (mut wakeups, mut coalesced, mut window_sum, mut sleep_cost_ns) = (0, 0, 0, 0);
-    let mut pace_ns = 0;
+    let mut waits = Waits::default();
     for p in &parts {
-        pace_ns = p.pace_ns.max(pace_ns);
-        sleep_cost_ns = p.sleep_cost_ns.max(sleep_cost_ns);
-        wakeups += p.wakeups;
-        coalesced += p.coalesced;
-        window_sum += p.window_sum;
+        waits.add(&p.waits);
         recorder.merge(&p.rec);
         lag.add(&p.lag)
             .expect("histograms of one range always merge");
@@ -1227,15 +1187,7 @@ pub fn run(
             cpu_user_ns: u1 - u0,
             cpu_sys_ns: s1 - s0,
             busiest_thread: busiest,
-            wakeups,
-            coalesced,
-            window_mean_ns: if coalesced > 0 {
-                window_sum as f64 / coalesced as f64
-            } else {
-                0.0
-            },
-            sleep_cost_ns,
-            pace_ns,
+            waits,
         },
         wall_ns,
         interrupted,
