@@ -264,8 +264,16 @@ fn a_rate_sweep_runs_each_point_as_an_open_loop_and_plots_rate_and_p99() {
         stdout.contains("load: p99 latency from the intended start"),
         "{stdout}"
     );
+    // Each point is plotted, or (if the generator judged its own run invalid, as a busy machine
+    // can make it at any rate) named under the table with its reason: none goes missing.
     let dat = std::fs::read_to_string(dir.path().join("o/plots/sweep-load-p99.dat")).unwrap();
-    assert_eq!(dat.lines().filter(|l| !l.starts_with('#')).count(), 3);
+    let plotted = dat.lines().filter(|l| !l.starts_with('#')).count();
+    let noted = stdout
+        .lines()
+        .filter(|l| l.starts_with("- ") && l.contains(" at rate ") && l.contains(": invalid: "))
+        .count();
+    assert!(plotted >= 1, "{dat}\n{stdout}");
+    assert_eq!(plotted + noted, 3, "{dat}\n{stdout}");
     // Not with a count of requests, a ramp or a burst.
     let o = dyno(dir.path())
         .arg("run")
@@ -376,11 +384,11 @@ fn coalescing_is_recorded_and_only_waits_where_asked() {
     let lag_p50 = g["lag_ns"]["p50"].as_u64().unwrap();
     assert!((100_000..5_000_000).contains(&lag_p50), "{g}");
     let achieved = g["achieved_per_s"].as_f64().unwrap();
-    assert!((4_500.0..5_500.0).contains(&achieved), "{g}");
-    assert_eq!(
-        g["valid"], true,
-        "lateness within the pace is by design: {g}"
-    );
+    assert!((4_000.0..6_000.0).contains(&achieved), "{g}");
+    // Lateness within the pace is by design: the run is invalid only when its lag p99 goes past
+    // 1 ms on top of the pace (which a busy machine can still make it do).
+    let lag_p99 = g["lag_ns"]["p99"].as_u64().unwrap();
+    assert_eq!(g["valid"], lag_p99 <= 1_000_000 + 1_000_000, "{g}");
     // The same rate with coalescing off wakes for each request.
     let (_, g) = coalescing_run(
         &s,
