@@ -149,59 +149,65 @@ impl Display {
     }
 }
 
+/// Writes a metric family's `# HELP` and `# TYPE` lines.
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
 /// The Prometheus text exposition of one progress report.
 pub fn metrics(p: &Progress) -> String {
     let mut out = String::new();
+    for (name, help, v) in [
+        ("dyno_cases_done", "Cases of the plan finished.", p.done),
+        ("dyno_cases", "Cases in the plan.", p.cases),
+    ] {
+        family(&mut out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {v}");
+    }
+    let Some(l) = p.live else { return out };
     let labels = format!(
         "target=\"{}\",test=\"{}\"",
         escape(p.target),
         escape(p.test)
     );
-    let _ = writeln!(out, "# HELP dyno_cases_done Cases of the plan finished.");
-    let _ = writeln!(out, "# TYPE dyno_cases_done gauge");
-    let _ = writeln!(out, "dyno_cases_done {}", p.done);
-    let _ = writeln!(out, "# HELP dyno_cases Cases in the plan.");
-    let _ = writeln!(out, "# TYPE dyno_cases gauge");
-    let _ = writeln!(out, "dyno_cases {}", p.cases);
-    let Some(l) = p.live else { return out };
     let t = &l.total;
-    let counter = |out: &mut String, name: &str, help: &str, v: u64| {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} counter");
+    for (name, help, v) in [
+        (
+            "dyno_requests_total",
+            "Requests started in the running repetition.",
+            t.requests,
+        ),
+        (
+            "dyno_responses_total",
+            "Complete responses in the running repetition.",
+            t.responses,
+        ),
+        (
+            "dyno_ok_total",
+            "Successful responses (HTTP 2xx) in the running repetition.",
+            t.ok,
+        ),
+        (
+            "dyno_bytes_received_total",
+            "Bytes read from the target.",
+            t.bytes_in,
+        ),
+        (
+            "dyno_bytes_sent_total",
+            "Bytes written to the target.",
+            t.bytes_out,
+        ),
+    ] {
+        family(&mut out, name, "counter", help);
         let _ = writeln!(out, "{name}{{{labels}}} {v}");
-    };
-    counter(
+    }
+    family(
         &mut out,
-        "dyno_requests_total",
-        "Requests started in the running repetition.",
-        t.requests,
+        "dyno_errors_total",
+        "counter",
+        "Failed requests by class.",
     );
-    counter(
-        &mut out,
-        "dyno_responses_total",
-        "Complete responses in the running repetition.",
-        t.responses,
-    );
-    counter(
-        &mut out,
-        "dyno_ok_total",
-        "Successful responses (HTTP 2xx) in the running repetition.",
-        t.ok,
-    );
-    counter(
-        &mut out,
-        "dyno_bytes_received_total",
-        "Bytes read from the target.",
-        t.bytes_in,
-    );
-    counter(
-        &mut out,
-        "dyno_bytes_sent_total",
-        "Bytes written to the target.",
-        t.bytes_out,
-    );
-    let _ = writeln!(out, "# HELP dyno_errors_total Failed requests by class.");
-    let _ = writeln!(out, "# TYPE dyno_errors_total counter");
     for c in ErrorClass::ALL {
         let _ = writeln!(
             out,
@@ -210,11 +216,12 @@ pub fn metrics(p: &Progress) -> String {
             t.errors[c as usize]
         );
     }
-    let _ = writeln!(
-        out,
-        "# HELP dyno_latency_seconds Latency from each request's intended start (corrected for coordinated omission), over the running repetition."
+    family(
+        &mut out,
+        "dyno_latency_seconds",
+        "summary",
+        "Latency from each request's intended start (corrected for coordinated omission), over the running repetition.",
     );
-    let _ = writeln!(out, "# TYPE dyno_latency_seconds summary");
     for q in [0.5, 0.9, 0.99, 0.999, 0.9999] {
         let v = if t.latency.is_empty() {
             0
@@ -234,30 +241,26 @@ pub fn metrics(p: &Progress) -> String {
         "dyno_latency_seconds_count{{{labels}}} {}",
         t.latency.len()
     );
-    if let Some(last) = l.last {
-        let gauge = |out: &mut String, name: &str, help: &str, v: f64| {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} gauge");
-            let _ = writeln!(out, "{name}{{{labels}}} {v:e}");
-        };
-        gauge(
-            &mut out,
+    let Some(last) = l.last else { return out };
+    for (name, help, v) in [
+        (
             "dyno_interval_responses_per_second",
             "Responses per second in the last interval.",
             last.responses_per_s(),
-        );
-        gauge(
-            &mut out,
+        ),
+        (
             "dyno_interval_latency_p99_seconds",
             "p99 latency in the last interval.",
             last.p99_ns as f64 / 1e9,
-        );
-        gauge(
-            &mut out,
+        ),
+        (
             "dyno_elapsed_seconds",
             "Time into the running repetition.",
             l.elapsed_ns as f64 / 1e9,
-        );
+        ),
+    ] {
+        family(&mut out, name, "gauge", help);
+        let _ = writeln!(out, "{name}{{{labels}}} {v:e}");
     }
     out
 }

@@ -602,7 +602,6 @@ fn store_target(
     Ok(())
 }
 
-/// The load suite's one case on one target, over every repetition.
 /// What a load target's run needs from the runner.
 struct LoadCtx<'a, 'b> {
     interrupt: &'a AtomicBool,
@@ -611,6 +610,7 @@ struct LoadCtx<'a, 'b> {
     done: usize,
 }
 
+/// The load suite's one case on one target, over every repetition.
 fn load_target(
     plan: &Plan,
     point: &Point,
@@ -665,23 +665,26 @@ fn load_target(
             results::redact_url(&t.url)
         );
         // The repetition runs on its own thread; this one reports progress and writes
-        // checkpoints until it ends.
+        // checkpoints until it ends (it says so at once, or its sender goes if it panics).
         let live = std::sync::Mutex::new(crate::load::Live::new(p.duration_ns()));
         let (u0, s0) = crate::load::process_cpu_ns();
+        let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
         let run = std::thread::scope(|s| -> Result<_, RunError> {
             let handle = s.spawn(|| {
-                crate::load_suite::run_rep(
+                let ended_tx = ended_tx;
+                let run = crate::load_suite::run_rep(
                     &ep,
                     p,
                     plan.seed.wrapping_add(u64::from(r)),
                     interrupt,
                     hlog.as_deref().map(|h| (h, comment.as_str())),
                     &live,
-                )
+                );
+                let _ = ended_tx.send(());
+                run
             });
             let mut last_checkpoint = std::time::Instant::now();
-            while !handle.is_finished() {
-                std::thread::sleep(TICK);
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = ended.recv_timeout(TICK) {
                 // The collector holds this lock only to add an interval: reading under it
                 // (rather than copying a series of up to 10,000 intervals each tick) is cheap.
                 let Ok(now) = live.lock() else { continue };

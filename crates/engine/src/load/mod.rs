@@ -111,6 +111,21 @@ pub struct Counters {
     pub outstanding_max: u64,
 }
 
+impl Counters {
+    /// Adds another thread's counts (the means and maxima add too: threads run side by side).
+    pub fn add(&mut self, o: &Counters) {
+        self.requests += o.requests;
+        self.responses += o.responses;
+        self.ok += o.ok;
+        self.bytes_out += o.bytes_out;
+        self.bytes_in += o.bytes_in;
+        self.connects += o.connects;
+        self.unsent += o.unsent;
+        self.outstanding_mean += o.outstanding_mean;
+        self.outstanding_max += o.outstanding_max;
+    }
+}
+
 /// One interval of the time series: what happened between `start_ns` and `end_ns` (from the
 /// run's start), over every thread.
 #[derive(Debug, Clone)]
@@ -1151,16 +1166,7 @@ pub fn run(
         recorder.merge(&p.rec);
         lag.add(&p.lag)
             .expect("histograms of one range always merge");
-        let c = &p.counters;
-        counters.requests += c.requests;
-        counters.responses += c.responses;
-        counters.ok += c.ok;
-        counters.bytes_out += c.bytes_out;
-        counters.bytes_in += c.bytes_in;
-        counters.connects += c.connects;
-        counters.unsent += c.unsent;
-        counters.outstanding_mean += c.outstanding_mean;
-        counters.outstanding_max += c.outstanding_max;
+        counters.add(&p.counters);
         wall_ns = wall_ns.max(p.wall_ns);
         if p.wall_ns > 0 {
             busiest = busiest.max(p.cpu_ns as f64 / p.wall_ns as f64);
