@@ -15,6 +15,21 @@ static INTERRUPT: AtomicBool = AtomicBool::new(false);
 /// The exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 const EXIT_INTERRUPTED: u8 = 130;
 
+/// The exit code of a run that completed with one or more failed cases (the target erred, or a
+/// check failed). Bad input is 1, a malformed command line 2; a failed case is data, recorded
+/// and rendered, and this code tells a script about it.
+const EXIT_FAILED_CASES: u8 = 3;
+
+/// Writes `bytes` to standard output. A reader that went away (`dyno run … | head -1`) ends the
+/// printing quietly, as Unix tools do: everything on disk was written before.
+fn print_out(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the report to standard output"),
+    }
+}
+
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run_cmd(*args),
@@ -174,21 +189,6 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     Ok(raw)
 }
 
-/// `./dyno-results/<UTC time>/`, made unique if two runs start in the same second.
-fn default_out_dir() -> PathBuf {
-    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .replace(':', "-");
-    let base = PathBuf::from("dyno-results");
-    let mut dir = base.join(&stamp);
-    let mut k = 2;
-    while dir.exists() {
-        dir = base.join(format!("{stamp}-{k}"));
-        k += 1;
-    }
-    dir
-}
-
 /// How the run reports as it goes: the progress mode, the checkpoint interval, live metrics.
 struct Feedback {
     mode: crate::live::Mode,
@@ -261,7 +261,18 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let Resolved { mut plan, format } = resolve(raw_from_args(&args)?)?;
     engine::runner::preflight(&plan)?;
     let fb = feedback(&args, &plan)?;
-    let out_dir = plan.out.clone().unwrap_or_else(default_out_dir);
+    let placement = results::store::claim_run_dir(
+        plan.out.as_deref(),
+        std::time::SystemTime::now(),
+    )
+    .map_err(|e| match e {
+        results::store::StoreError::Foreign { .. } => anyhow::Error::new(e).context(
+            "-o/--out: give a new or empty directory, or one dyno made (a new run there goes \
+                 into a subdirectory of its own)",
+        ),
+        e => anyhow::Error::new(e).context("creating the results directory"),
+    })?;
+    let out_dir = placement.dir().to_path_buf();
     // A long load run streams its intervals to an .hlog in the results directory unless told
     // where: its time series is then complete on disk however long it runs.
     if fb.long_load
@@ -282,8 +293,13 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
             server.addr
         ));
     }
-    std::fs::create_dir_all(&out_dir)
-        .with_context(|| format!("creating the results directory {}", out_dir.display()))?;
+    if let results::store::Placement::Beside { asked, dir } = &placement {
+        info(format!(
+            "dyno: {} holds earlier runs, left as they are; this run goes to {}",
+            asked.display(),
+            dir.display()
+        ));
+    }
     let record_path = out_dir.join(results::store::RECORD_FILE);
 
     static PRESSES: AtomicUsize = AtomicUsize::new(0);
@@ -331,10 +347,18 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         eprintln!("dyno: warning: {w}");
     }
 
-    let mut stdout = std::io::stdout().lock();
-    report::render(format, std::slice::from_ref(&outcome.record), &mut stdout)
-        .context("writing the report")?;
-    stdout.flush().ok();
+    // Every file first, then the terminal: a closed pipe must not cost a file.
+    let mut text = Vec::new();
+    report::render(format, std::slice::from_ref(&outcome.record), &mut text)
+        .context("rendering the report")?;
+    info(format!("dyno: record written to {}", record_path.display()));
+    write_plots(&outcome.record, &out_dir.join("plots"), quiet);
+    let html = out_dir.join("report.html");
+    match write_html(std::slice::from_ref(&outcome.record), &html) {
+        Ok(()) => info(format!("dyno: HTML report written to {}", html.display())),
+        Err(e) => eprintln!("dyno: warning: {e:#}"),
+    }
+    print_out(&text)?;
 
     let failed = outcome
         .record
@@ -345,16 +369,12 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     if failed > 0 {
         eprintln!("dyno: {failed} case(s) failed; the notes under the table say why");
     }
-    info(format!("dyno: record written to {}", record_path.display()));
-    write_plots(&outcome.record, &out_dir.join("plots"), quiet);
-    let html = out_dir.join("report.html");
-    match write_html(std::slice::from_ref(&outcome.record), &html) {
-        Ok(()) => info(format!("dyno: HTML report written to {}", html.display())),
-        Err(e) => eprintln!("dyno: warning: {e:#}"),
-    }
     if outcome.record.interrupted {
         eprintln!("dyno: interrupted");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    if failed > 0 {
+        return Ok(ExitCode::from(EXIT_FAILED_CASES));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -440,8 +460,8 @@ fn report_cmd(
         write_html(&records, &path)?;
         eprintln!("dyno: HTML report written to {}", path.display());
     }
-    let mut out = std::io::stdout().lock();
-    report::render(format, &records, &mut out).context("writing the report")?;
+    let mut text = Vec::new();
+    report::render(format, &records, &mut text).context("rendering the report")?;
     if let Some(to) = plots {
         if cfg!(not(feature = "plots")) {
             bail!("--plots: this dyno was built without plots; build it with `--features plots`");
@@ -455,6 +475,7 @@ fn report_cmd(
             write_plots(r, &dir, false);
         }
     }
+    print_out(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -428,7 +428,10 @@ impl<'a> Magma<'a> {
         let once = Stop::Count(1);
         let session = self.session.as_deref_mut().expect("connected");
         let w = &mut self.work;
-        let reading = name.ends_with("Read") || name == "getMagmaArraySize";
+        // Read tests run inside one read transaction; peakRefreshRate ends and begins it per
+        // operation, so it needs one open before its first operation too.
+        let reading =
+            name.ends_with("Read") || name == "getMagmaArraySize" || name == "peakRefreshRate";
         if reading {
             session.begin(TxMode::Read)?;
         }

@@ -256,6 +256,10 @@ pub struct LoadParams {
     pub burst: Option<Burst>,
     /// How often responses may wake a load thread.
     pub coalesce: crate::load::Coalesce,
+    /// The open loop's arrivals and connection cap, as given: the model's when it is open, and
+    /// each point's of a rate sweep.
+    pub arrival: ArrivalKind,
+    pub max_connections: u64,
 }
 
 impl LoadParams {
@@ -274,18 +278,10 @@ impl LoadParams {
     /// rate sweep; the plan checked that the duration is known and the rate steady).
     pub fn set_rate(&mut self, per_s: f64) {
         let duration_ns = self.duration_ns().unwrap_or(0);
-        let (arrival, max_connections) = match &self.model {
-            LoadModel::Open {
-                arrival,
-                max_connections,
-                ..
-            } => (*arrival, *max_connections),
-            LoadModel::Closed { .. } => (ArrivalKind::Constant, self.connections),
-        };
         self.model = LoadModel::Open {
             profile: RateProfile::constant(per_s, duration_ns),
-            arrival,
-            max_connections,
+            arrival: self.arrival,
+            max_connections: self.max_connections,
         };
     }
 }
@@ -1461,7 +1457,12 @@ impl RawPlan {
             burst = Some(parsed);
         }
         let open = !stages.is_empty();
-        if let Some(a) = self.arrival.as_ref().filter(|_| !open) {
+        // Each point of a rate sweep is an open loop, so the open loop's settings apply to it.
+        let rate_sweep = self
+            .sweeps
+            .iter()
+            .any(|s| s.value.trim_start().starts_with("rate"));
+        if let Some(a) = self.arrival.as_ref().filter(|_| !open && !rate_sweep) {
             return Err(PlanError::new(
                 a.at.clone(),
                 "arrival applies to an open loop (--rate)",
@@ -1500,10 +1501,10 @@ impl RawPlan {
                 ));
             }
             Some(m) => {
-                if !open {
+                if !open && !rate_sweep {
                     return Err(PlanError::new(
                         m.at.clone(),
-                        "max_connections applies to an open loop (--rate)",
+                        "max_connections applies to an open loop (--rate or --sweep rate=…)",
                     )
                     .hint("a closed loop keeps exactly -c connections"));
                 }
@@ -1548,6 +1549,8 @@ impl RawPlan {
             hlog,
             burst,
             coalesce: self.resolve_coalesce()?,
+            arrival,
+            max_connections,
         })
     }
 }
@@ -2333,6 +2336,34 @@ mod tests {
 
     fn err(text: &str) -> String {
         resolve(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_rate_sweep_is_an_open_loop_and_takes_its_settings() {
+        let plan = |extra: &str| {
+            format!(
+                "[suite]\nsweep = \"rate=100,200\"\n[targets.w]\nurl = \"http://127.0.0.1:1/\"\n[load]\nduration = \"2s\"\n{extra}"
+            )
+        };
+        let mut l = resolve(&plan("max_connections = 64\narrival = \"poisson\"\n"))
+            .unwrap()
+            .load
+            .unwrap();
+        l.set_rate(200.0);
+        let LoadModel::Open {
+            profile,
+            arrival,
+            max_connections,
+        } = &l.model
+        else {
+            panic!("a point of a rate sweep is an open loop")
+        };
+        assert_eq!(*max_connections, 64);
+        assert_eq!(*arrival, ArrivalKind::Poisson);
+        assert_eq!(profile.duration_ns(), 2_000_000_000);
+        // Without a sweep, the settings of an open loop still need one.
+        let e = err("[targets.w]\nurl = \"http://127.0.0.1:1/\"\n[load]\nmax_connections = 64\n");
+        assert!(e.contains("applies to an open loop"), "{e}");
     }
 
     #[test]

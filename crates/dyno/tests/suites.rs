@@ -1,0 +1,85 @@
+//! Every suite on every embedded target it applies to: each case must be `ok`, or `n/a` with a
+//! reason. This guards against a class of bug a single target hides — a suite that ends a
+//! transaction it never began worked on the stores that ignore it and failed on SQLite.
+
+mod common;
+
+use common::*;
+
+/// Runs `args` in a fresh directory and returns every case of its record that is neither `ok`
+/// nor `n/a` with a reason, as `target test: status: reason`.
+fn bad_cases(args: &[&str]) -> (serde_json::Value, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--no-warmup", "-o", "o"]);
+    let out = dyno(dir.path()).args(&all).output().unwrap();
+    let rec = record(&dir.path().join("o"));
+    let bad = rec["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            let reason = c["reason"].as_str().unwrap_or("");
+            !(c["status"] == "ok" || (c["status"] == "na" && !reason.is_empty()))
+        })
+        .map(|c| {
+            format!(
+                "{} {}: {}: {}",
+                c["target"], c["test"], c["status"], c["reason"]
+            )
+        })
+        .collect::<Vec<_>>();
+    // A run with no failed case exits 0; one with a failed case exits 3.
+    let want = if bad.is_empty() { 0 } else { 3 };
+    assert_eq!(out.status.code(), Some(want), "{bad:?}");
+    (rec, bad)
+}
+
+#[test]
+fn magma_on_every_embedded_target() {
+    let _serial = serial();
+    let (rec, bad) = bad_cases(&[
+        "sqlite:",
+        "lmdb:",
+        "fs:",
+        "mem:",
+        "--suite",
+        "magma",
+        "--quick",
+        "--thousands",
+        "10",
+        "--test-time",
+        "20ms",
+    ]);
+    assert!(
+        bad.is_empty(),
+        "cases neither ok nor n/a:\n{}",
+        bad.join("\n")
+    );
+    assert_eq!(rec["cases"].as_array().unwrap().len(), 4 * 17);
+}
+
+#[test]
+fn shootout_on_every_embedded_target() {
+    let _serial = serial();
+    let (rec, bad) = bad_cases(&["sqlite:", "lmdb:", "fs:", "mem:", "--quick"]);
+    assert!(
+        bad.is_empty(),
+        "cases neither ok nor n/a:\n{}",
+        bad.join("\n")
+    );
+    assert_eq!(rec["cases"].as_array().unwrap().len(), 4 * 6);
+}
+
+#[test]
+fn namespace_on_every_target_that_speaks_it() {
+    let _serial = serial();
+    let (rec, bad) = bad_cases(&["fs:", "host:", "--suite", "namespace", "--quick"]);
+    assert!(
+        bad.is_empty(),
+        "cases neither ok nor n/a:\n{}",
+        bad.join("\n")
+    );
+    assert!(!rec["cases"].as_array().unwrap().is_empty());
+}
