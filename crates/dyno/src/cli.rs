@@ -212,6 +212,14 @@ pub struct RunArgs {
         help_heading = "Load (http://, tcp://)"
     )]
     pub coalesce: Option<String>,
+    /// Open loop: how late dyno may dispatch at p99 (beyond its pace) before the run is marked
+    /// invalid: a share of the corrected latency p99 (`50%`) or a time (`2ms`) [default: 50%].
+    #[arg(
+        long,
+        value_name = "SHARE%|DURATION",
+        help_heading = "Load (http://, tcp://)"
+    )]
+    pub max_lag: Option<String>,
     /// How often a running load repetition is written into the record, so a crash loses at most
     /// this much [default: 1m].
     #[arg(long, value_name = "DURATION", help_heading = "Load (http://, tcp://)")]

@@ -150,6 +150,7 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     raw.hlog = sflag(&a.hlog, "--hlog").or(raw.hlog);
     raw.burst = sflag(&a.burst, "--burst").or(raw.burst);
     raw.coalesce = sflag(&a.coalesce, "--coalesce").or(raw.coalesce);
+    raw.max_lag = sflag(&a.max_lag, "--max-lag").or(raw.max_lag);
     raw.objects = flag(a.objects, "--objects").or(raw.objects);
     raw.concurrency = flag(a.concurrency, "--concurrency").or(raw.concurrency);
     raw.reps = flag(a.reps, "--reps").or(raw.reps);
@@ -385,14 +386,15 @@ fn validate(path: &Path) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{}: ok — suite {}, {} objects × {} clients, {} B, {} repetition(s){}, format {format:?}",
+        "{}: ok — suite {}, {} objects × {} clients, {} B, {} repetition(s){}, format {}",
         path.display(),
         plan.suite,
         plan.objects,
         plan.concurrency,
         plan.size,
         plan.reps,
-        if plan.warmup { " + warm-up" } else { "" }
+        if plan.warmup { " + warm-up" } else { "" },
+        format.name()
     )?;
     for t in &plan.targets {
         let opts: Vec<String> = t

@@ -98,7 +98,7 @@ pub fn stats(addr: &str, token: Option<&str>) -> Result<ExitCode> {
         "{:<8} {:>12} {:>12} {:>12} {:>12} {:>12}",
         "op", "count", "p50", "p99", "p99.9", "max"
     );
-    let us = |ns: u64| format!("{:.1}µs", ns as f64 / 1e3);
+    let us = report::units::latency;
     for s in &stats {
         let h = &s.latency;
         println!(

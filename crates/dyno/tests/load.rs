@@ -242,6 +242,9 @@ fn a_rate_sweep_runs_each_point_as_an_open_loop_and_plots_rate_and_p99() {
             "1s",
             "-c",
             "2",
+            // A rate sweep is an open loop: its connection cap is accepted.
+            "--max-connections",
+            "8",
             "-o",
             "o",
         ])
@@ -264,16 +267,43 @@ fn a_rate_sweep_runs_each_point_as_an_open_loop_and_plots_rate_and_p99() {
         stdout.contains("load: p99 latency from the intended start"),
         "{stdout}"
     );
-    // Each point is plotted, or (if the generator judged its own run invalid, as a busy machine
-    // can make it at any rate) named under the table with its reason: none goes missing.
+    assert_eq!(rec["plan"]["load"]["max_connections"], 8);
+    // Every point is plotted and in the table, even one the generator judged invalid (as a busy
+    // machine can make it at any rate): marked, with its reason under the table.
     let dat = std::fs::read_to_string(dir.path().join("o/plots/sweep-load-p99.dat")).unwrap();
     let plotted = dat.lines().filter(|l| !l.starts_with('#')).count();
-    let noted = stdout
+    assert_eq!(plotted, 3, "{dat}\n{stdout}");
+    // Mark the middle point invalid, as the verdict would, and render the record again.
+    let path = dir.path().join("o/run.json");
+    let mut rec = rec;
+    let why = "dyno dispatched 1% of requests 2.00ms or more late, beyond its pace";
+    rec["cases"][1]["status"] = "invalid".into();
+    rec["cases"][1]["reason"] = why.into();
+    std::fs::write(&path, serde_json::to_vec(&rec).unwrap()).unwrap();
+    let again = dir.path().join("again");
+    let out = dyno(dir.path())
+        .args(["report", "o", "--plots"])
+        .arg(&again)
+        .assert()
+        .success();
+    let table = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let row = table
         .lines()
-        .filter(|l| l.starts_with("- ") && l.contains(" at rate ") && l.contains(": invalid: "))
-        .count();
-    assert!(plotted >= 1, "{dat}\n{stdout}");
-    assert_eq!(plotted + noted, 3, "{dat}\n{stdout}");
+        .find(|l| l.starts_with("400 "))
+        .unwrap_or_else(|| panic!("no row for 400/s:\n{table}"));
+    assert!(row.trim_end().ends_with(" invalid"), "{row}");
+    assert!(
+        table.contains(&format!("- http load at rate 400: marked invalid: {why}")),
+        "{table}"
+    );
+    let dat = std::fs::read_to_string(again.join("sweep-load-p99.dat")).unwrap();
+    assert_eq!(dat.lines().filter(|l| !l.starts_with('#')).count(), 3);
+    let svg = std::fs::read_to_string(again.join("sweep-load-p99.svg")).unwrap();
+    assert!(svg.contains("hollow: invalid"), "the legend names the mark");
+    assert!(
+        !svg.contains("load load"),
+        "the suite and the test are one word"
+    );
     // Not with a count of requests, a ramp or a burst.
     let o = dyno(dir.path())
         .arg("run")
@@ -375,10 +405,22 @@ fn coalescing_is_recorded_and_only_waits_where_asked() {
     assert_eq!(g["coalesced"], 0, "{g}");
     // An open loop whose requests fall due closer together than the fixed window: it paces
     // itself, each request late by at most about the window, and still keeps the rate.
-    let (_, g) = coalescing_run(
+    let (plan, g) = coalescing_run(
         &s,
-        &["--rate", "5000", "-d", "1s", "-c", "4", "--coalesce", "1ms"],
+        &[
+            "--rate",
+            "5000",
+            "-d",
+            "1s",
+            "-c",
+            "4",
+            "--coalesce",
+            "1ms",
+            "--max-lag",
+            "2ms",
+        ],
     );
+    assert_eq!(plan["max_lag"], "2ms");
     assert!(g["coalesced"].as_u64().unwrap() > 0, "{g}");
     assert_eq!(g["pace_ns"], 1_000_000);
     let lag_p50 = g["lag_ns"]["p50"].as_u64().unwrap();
@@ -386,9 +428,9 @@ fn coalescing_is_recorded_and_only_waits_where_asked() {
     let achieved = g["achieved_per_s"].as_f64().unwrap();
     assert!((4_000.0..6_000.0).contains(&achieved), "{g}");
     // Lateness within the pace is by design: the run is invalid only when its lag p99 goes past
-    // 1 ms on top of the pace (which a busy machine can still make it do).
+    // --max-lag (here 2 ms) on top of the pace (which a busy machine can still make it do).
     let lag_p99 = g["lag_ns"]["p99"].as_u64().unwrap();
-    assert_eq!(g["valid"], lag_p99 <= 1_000_000 + 1_000_000, "{g}");
+    assert_eq!(g["valid"], lag_p99 <= 1_000_000 + 2_000_000, "{g}");
     // The same rate with coalescing off wakes for each request.
     let (_, g) = coalescing_run(
         &s,

@@ -30,7 +30,10 @@ fn a_second_run_into_the_same_directory_keeps_the_first() {
         .assert()
         .success();
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
-    assert!(err.contains("holds earlier runs, left as they are"), "{err}");
+    assert!(
+        err.contains("holds earlier runs, left as they are"),
+        "{err}"
+    );
     // The first run's files are byte for byte what they were.
     assert_eq!(
         std::fs::read(dir.path().join("nightly/run.json")).unwrap(),
@@ -140,4 +143,174 @@ fn failed_cases_exit_3_and_stay_in_the_record() {
         ])
         .assert()
         .code(3);
+}
+
+#[test]
+fn words_users_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // A host that refuses the token: the column says so (not "host unreachable").
+    let port = testkit::free_port();
+    let mut host = Command::new(env!("CARGO_BIN_EXE_dyno"))
+        .args(["serve", "--token", "s3cret", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the host did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let a = dyno(dir.path())
+        .args(["run", "--quick", "--no-warmup", "-o", "wrong"])
+        .arg(format!("dyno://127.0.0.1:{port}?token=nope"))
+        .assert()
+        .code(3);
+    let out = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(out.contains("unknown (refused: wrong token)"), "{out}");
+    assert!(!out.contains("host unreachable"), "{out}");
+    // `dyno stats` writes latencies as the report does: three significant digits.
+    dyno(dir.path())
+        .args(["run", "--quick", "--no-warmup", "-o", "right"])
+        .arg(format!("dyno://127.0.0.1:{port}?token=s3cret"))
+        .assert()
+        .success();
+    let a = dyno(dir.path())
+        .args(["stats", &format!("127.0.0.1:{port}"), "--token", "s3cret"])
+        .assert()
+        .success();
+    let stats = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    let _ = host.kill();
+    let _ = host.wait();
+    for cell in stats
+        .lines()
+        .skip(1)
+        .flat_map(|l| l.split_whitespace().skip(2))
+    {
+        let digits = cell.chars().filter(|c| c.is_ascii_digit()).count();
+        assert!(
+            digits <= 3 && (cell.ends_with("ns") || cell.ends_with('s')),
+            "{cell} in\n{stats}"
+        );
+    }
+
+    // A cause is said once.
+    std::fs::write(dir.path().join("file"), "x").unwrap();
+    let a = dyno(dir.path())
+        .args(["run", "--quick", "mem:", "-o", "file"])
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert_eq!(err.matches("not a directory").count(), 1, "{err}");
+
+    // https:// is TLS, not a typo of http.
+    let a = dyno(dir.path())
+        .args(["run", "https://127.0.0.1:1/"])
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(err.contains("need TLS"), "{err}");
+    assert!(!err.contains("did you mean"), "{err}");
+
+    // validate names the format as it is written.
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        "[targets.m]\nurl = \"mem:\"\n[output]\nformat = \"csv\"\n",
+    )
+    .unwrap();
+    let a = dyno(dir.path())
+        .arg("validate")
+        .arg(&plan)
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(said.contains("format csv"), "{said}");
+}
+
+#[test]
+fn summary_json_is_the_headline_figures_per_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dyno(dir.path())
+        .args([
+            "run",
+            "--quick",
+            "mem:",
+            "sqlite:",
+            "-f",
+            "summary-json",
+            "-o",
+            "o",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    let doc: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(doc["schema"], "dyno.summary-1");
+    let cases = doc["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 12);
+    let rec = record(&dir.path().join("o"));
+    for (s, c) in cases.iter().zip(rec["cases"].as_array().unwrap()) {
+        assert_eq!(s["target"], c["target"]);
+        assert_eq!(s["test"], c["test"]);
+        assert_eq!(s["status"], c["status"]);
+        if c["status"] == "ok" {
+            assert_eq!(s["ops_per_s"], c["summary"]["ops_per_s"]);
+            assert_eq!(s["latency_ns"]["p99"], c["summary"]["latency_ns"]["p99"]);
+        }
+    }
+    // Far smaller than the record.
+    let whole = std::fs::read(dir.path().join("o/run.json")).unwrap();
+    assert!(
+        text.len() * 5 < whole.len(),
+        "{} vs {}",
+        text.len(),
+        whole.len()
+    );
+    // And the same from the saved record.
+    let again = dyno(dir.path())
+        .args(["report", "o", "-f", "summary-json"])
+        .assert()
+        .success();
+    assert_eq!(String::from_utf8_lossy(&again.get_output().stdout), text);
+}
+
+#[test]
+fn the_shootout_draws_its_rates_as_bars_on_a_log_axis() {
+    if !cfg!(feature = "plots") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    dyno(dir.path())
+        .args(["run", "--quick", "mem:", "fs:", "-o", "o"])
+        .assert()
+        .success();
+    let plots = dir.path().join("o/plots");
+    let svg = std::fs::read_to_string(plots.join("shootout-rate.svg")).unwrap();
+    for word in ["mem", "fs", "add", "steamin", "objects/s"] {
+        assert!(svg.contains(word), "{word} missing from the bar chart");
+    }
+    let dat = std::fs::read_to_string(plots.join("shootout-rate.dat")).unwrap();
+    let rows: Vec<&str> = dat.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(rows.len(), 6, "{dat}");
+    // mem's cold state is n/a: no bar, and `nan` in the data.
+    assert!(rows.iter().any(|r| r.starts_with("cold nan ")), "{dat}");
+    // mem and fs differ by more than a decade: the bars and the latency spectra use decade
+    // ticks (a linear axis would label 0, 50, 100 … or 0, 10,000,000 …).
+    let labels = |svg: &str| -> Vec<String> { svg.lines().map(|l| l.trim().to_string()).collect() };
+    let bars = labels(&svg);
+    for tick in ["10,000", "100,000", "1,000,000"] {
+        assert!(bars.iter().any(|l| l == tick), "no tick {tick} on the bars");
+    }
+    let spectrum = labels(&std::fs::read_to_string(plots.join("latency-add.svg")).unwrap());
+    for tick in ["1", "10", "100"] {
+        assert!(
+            spectrum.iter().any(|l| l == tick),
+            "no tick {tick} on the spectrum"
+        );
+    }
 }

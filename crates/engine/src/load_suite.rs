@@ -9,7 +9,7 @@
 
 use crate::driver::{Endpoint, ErrorClass};
 use crate::load::{self, LoadMode, LoadResult, LoadSpec};
-use crate::plan::{LoadModel, LoadParams};
+use crate::plan::{LoadModel, LoadParams, MaxLag};
 use results::stats::per_s;
 use results::{GeneratorCheck, LoadRep, Rep, WithinShare};
 use std::path::{Path, PathBuf};
@@ -18,8 +18,6 @@ use std::time::{Duration, SystemTime};
 
 /// A load thread busier than this (CPU time over wall time) may have set the pace itself.
 pub const MAX_BUSY: f64 = 0.95;
-/// In open loop, dyno dispatching 1 % of requests later than this means it could not keep time.
-pub const MAX_LAG_P99_NS: u64 = 1_000_000;
 /// The latency bounds of the seed's "completed within" table.
 pub const WITHIN_NS: [u64; 7] = [
     100_000_000,
@@ -198,7 +196,7 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
     let intervals = r.intervals.clone();
     let open = matches!(p.model, LoadModel::Open { .. });
     let lag = results::stats::latency_summary(&r.check.lag);
-    let (valid, reason) = verdict(r, open);
+    let (valid, reason) = verdict(r, open.then_some(p.max_lag));
     let cpu = r.check.cpu_user_ns + r.check.cpu_sys_ns;
     let load = LoadRep {
         requests: c.requests,
@@ -258,16 +256,37 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
 }
 
 /// Whether the generator kept up, and if not, how that was seen.
-fn verdict(r: &LoadResult, open: bool) -> (bool, Option<String>) {
-    if open {
-        // A paced thread sends up to its pace late by design; only lateness beyond it counts.
-        let late = r.check.lag.value_at_quantile(0.99);
-        if !r.check.lag.is_empty() && late > MAX_LAG_P99_NS + r.check.waits.pace_ns {
+fn verdict(r: &LoadResult, max_lag: Option<MaxLag>) -> (bool, Option<String>) {
+    if let Some(max_lag) = max_lag {
+        // Every arrival the schedule makes is dispatched, so a generator that cannot keep the
+        // rate shows as lateness, which is inside every corrected latency: weigh it against
+        // the p99 it distorts. A paced thread sends up to its pace late by design; only
+        // lateness beyond it counts.
+        if r.check.lag.is_empty() {
+            return (true, None);
+        }
+        let late = r
+            .check
+            .lag
+            .value_at_quantile(0.99)
+            .saturating_sub(r.check.waits.pace_ns);
+        let p99 = r.recorder.latency.value_at_quantile(0.99);
+        let limit = max_lag.limit_ns(p99);
+        if late > limit {
+            let against = match max_lag {
+                MaxLag::Share(s) => format!(
+                    "{:.0}% of the corrected p99 of {} (limit {})",
+                    late as f64 / p99.max(1) as f64 * 100.0,
+                    results::units::latency(p99),
+                    MaxLag::Share(s).label()
+                ),
+                MaxLag::Ns(ns) => format!("over the limit of {}", results::units::latency(ns)),
+            };
             return (
                 false,
                 Some(format!(
-                    "dyno dispatched 1% of requests more than {:.1} ms late (its own schedule lag, not the target's): the generator could not keep the rate",
-                    late as f64 / 1e6
+                    "dyno dispatched 1% of requests {} or more late, beyond its pace: {against}; that much of the figure is dyno's own lateness, not the target's (--max-lag sets the limit)",
+                    results::units::latency(late),
                 )),
             );
         }
@@ -289,13 +308,18 @@ fn verdict(r: &LoadResult, open: bool) -> (bool, Option<String>) {
 mod tests {
     use super::*;
 
-    fn result(lag_p99_ns: u64, busiest: f64) -> LoadResult {
+    /// A result whose dispatch lag p99 is `lag_p99_ns` and whose corrected latency p99 is
+    /// `latency_p99_ns`.
+    fn result(lag_p99_ns: u64, latency_p99_ns: u64, busiest: f64) -> LoadResult {
         let mut lag = results::new_histogram();
         // 98 dispatches on time and 2 late: the 99th percentile is the late value.
         lag.record_n(10_000, 98).unwrap();
         lag.record_n(lag_p99_ns.max(1), 2).unwrap();
+        let mut recorder = crate::recorder::Recorder::new();
+        recorder.latency.record_n(100_000, 98).unwrap();
+        recorder.latency.record_n(latency_p99_ns.max(1), 2).unwrap();
         LoadResult {
-            recorder: crate::recorder::Recorder::new(),
+            recorder,
             counters: Default::default(),
             intervals: Vec::new(),
             check: crate::load::SelfCheck {
@@ -313,31 +337,64 @@ mod tests {
     }
 
     #[test]
-    fn the_generator_is_judged_by_its_own_lag_in_open_loop_and_its_cpu_in_closed() {
-        // Open loop: 1 % of dispatches 5 ms late is the generator's fault, whatever its CPU.
-        let (valid, why) = verdict(&result(5_000_000, 0.5), true);
+    fn the_generator_is_judged_by_its_lag_against_the_p99_in_open_loop_and_its_cpu_in_closed() {
+        let half = Some(MaxLag::DEFAULT);
+        // Open loop: 1 % of dispatches 5 ms late against a corrected p99 of 6 ms: most of the
+        // tail is dyno's own lateness, whatever its CPU.
+        let (valid, why) = verdict(&result(5_000_000, 6_000_000, 0.5), half);
         assert!(!valid);
-        assert!(
-            why.unwrap()
-                .starts_with("dyno dispatched 1% of requests more than 5.0 ms late")
+        assert_eq!(
+            why.unwrap(),
+            "dyno dispatched 1% of requests 5.00ms or more late, beyond its pace: 83% of the \
+             corrected p99 of 6.00ms (limit 50%); that much of the figure is dyno's own \
+             lateness, not the target's (--max-lag sets the limit)"
         );
-        // 1 % at 0.5 ms is on time; a busy thread alone does not make an open loop invalid:
-        // requests waiting for a connection are the target's, charged to its latency.
-        assert_eq!(verdict(&result(500_000, 0.99), true), (true, None));
+        // The same lateness against a target whose p99 is 50 ms distorts it by a tenth: valid.
+        // A busy thread alone does not make an open loop invalid: requests waiting for a
+        // connection are the target's, charged to its latency.
+        assert_eq!(
+            verdict(&result(5_000_000, 50_000_000, 0.99), half),
+            (true, None)
+        );
+        // A fixed limit is a fixed limit.
+        let two_ms = Some(MaxLag::Ns(2_000_000));
+        assert!(!verdict(&result(2_500_000, 50_000_000, 0.5), two_ms).0);
+        assert_eq!(
+            verdict(&result(1_500_000, 1_600_000, 0.5), two_ms),
+            (true, None)
+        );
         // A paced thread sends up to its pace late by design: only lateness beyond it counts.
-        let mut paced = result(1_500_000, 0.5);
+        let mut paced = result(1_500_000, 2_000_000, 0.5);
         paced.check.waits.pace_ns = 1_000_000;
-        assert_eq!(verdict(&paced, true), (true, None));
+        assert_eq!(verdict(&paced, half), (true, None));
         paced.check.waits.pace_ns = 200_000;
-        assert!(!verdict(&paced, true).0);
+        assert!(!verdict(&paced, half).0);
         // Closed loop: a load thread busy 95 % or more may have set the pace.
-        let (valid, why) = verdict(&result(0, 0.97), false);
+        let (valid, why) = verdict(&result(0, 0, 0.97), None);
         assert!(!valid);
         assert!(
             why.unwrap()
                 .starts_with("a load thread was busy 97% of the run")
         );
-        assert_eq!(verdict(&result(0, 0.60), false), (true, None));
+        assert_eq!(verdict(&result(0, 0, 0.60), None), (true, None));
+    }
+
+    #[test]
+    fn max_lag_is_a_share_or_a_time() {
+        assert_eq!(MaxLag::parse("50%"), Ok(MaxLag::Share(0.5)));
+        assert_eq!(MaxLag::parse("2ms"), Ok(MaxLag::Ns(2_000_000)));
+        assert_eq!(MaxLag::parse(" 10 % "), Ok(MaxLag::Share(0.1)));
+        assert!(
+            MaxLag::parse("0%")
+                .unwrap_err()
+                .contains("between 1% and 100%")
+        );
+        assert!(MaxLag::parse("150%").is_err());
+        assert!(MaxLag::parse("0").is_err());
+        assert!(MaxLag::parse("fast").is_err());
+        assert_eq!(MaxLag::Share(0.25).label(), "25%");
+        assert_eq!(MaxLag::Ns(1_500_000).label(), "1500us");
+        assert_eq!(MaxLag::Share(0.5).limit_ns(3_000_000), 1_500_000);
     }
 
     #[test]

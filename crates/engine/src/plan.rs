@@ -221,6 +221,8 @@ pub struct RawPlan {
     pub burst: Option<Sp<String>>,
     /// `auto`, `off` or a window: how often responses may wake a load thread.
     pub coalesce: Option<Sp<String>>,
+    /// `50%` or `2ms`: how late dyno may dispatch before an open loop is invalid.
+    pub max_lag: Option<Sp<String>>,
 }
 
 /// One stage of an open-loop profile, as written (`{ rate = "1000..5000", duration = "30s" }`).
@@ -260,6 +262,57 @@ pub struct LoadParams {
     /// each point's of a rate sweep.
     pub arrival: ArrivalKind,
     pub max_connections: u64,
+    /// How late dyno may dispatch at p99 before an open-loop run is marked invalid.
+    pub max_lag: MaxLag,
+}
+
+/// How late dyno may dispatch due requests, at p99 and beyond its pace, before an open-loop run
+/// is marked invalid. Lateness is inside every corrected latency, so it is weighed against the
+/// figure it distorts: by default, at most half the corrected p99 the run reports may be dyno's
+/// own lateness (the rest is the target's), or at most a stated time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MaxLag {
+    /// At most this share (0..=1) of the run's corrected latency p99.
+    Share(f64),
+    /// At most this long.
+    Ns(u64),
+}
+
+impl MaxLag {
+    pub const DEFAULT: MaxLag = MaxLag::Share(0.5);
+
+    /// The limit in ns for a run whose corrected latency p99 is `latency_p99_ns`.
+    pub fn limit_ns(self, latency_p99_ns: u64) -> u64 {
+        match self {
+            MaxLag::Share(s) => (latency_p99_ns as f64 * s) as u64,
+            MaxLag::Ns(ns) => ns,
+        }
+    }
+
+    /// As written: `50%` or `2ms`.
+    pub fn label(self) -> String {
+        match self {
+            MaxLag::Share(s) => format!("{}%", s * 100.0),
+            MaxLag::Ns(ns) => crate::units::duration_label(ns),
+        }
+    }
+
+    /// Parses `50%` (a share of the corrected p99, 1% to 100%) or a duration such as `2ms`.
+    pub fn parse(text: &str) -> Result<MaxLag, String> {
+        let t = text.trim();
+        if let Some(pct) = t.strip_suffix('%') {
+            return match pct.trim().parse::<f64>() {
+                Ok(p) if (1.0..=100.0).contains(&p) => Ok(MaxLag::Share(p / 100.0)),
+                Ok(_) => Err(format!("{t}: a share must be between 1% and 100%")),
+                Err(_) => Err(format!("{t:?} is not a percentage")),
+            };
+        }
+        match crate::units::parse_duration(t) {
+            Ok(d) if !d.is_zero() => Ok(MaxLag::Ns(d.as_nanos() as u64)),
+            Ok(_) => Err("max_lag must be more than 0".to_string()),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 impl LoadParams {
@@ -525,6 +578,7 @@ impl LoadParams {
                 rate_per_s: b.rate_per_s,
             }),
             coalesce: self.coalesce.label(),
+            max_lag: self.max_lag.label(),
         }
     }
 }
@@ -569,6 +623,7 @@ const LOAD_KEYS: &[&str] = &[
     "hlog",
     "burst",
     "coalesce",
+    "max_lag",
 ];
 const SUITE_KEYS: &[&str] = &[
     "name",
@@ -717,6 +772,7 @@ impl RawPlan {
                             "coalesce" => {
                                 plan.coalesce = Some(Sp::new(expect_str(&src, k, v)?, at))
                             }
+                            "max_lag" => plan.max_lag = Some(Sp::new(expect_str(&src, k, v)?, at)),
                             "requests" => {
                                 plan.requests = Some(Sp::new(expect_int(&src, k, v)?, at))
                             }
@@ -1260,6 +1316,7 @@ impl RawPlan {
             (&self.hlog, "hlog"),
             (&self.burst, "burst"),
             (&self.coalesce, "coalesce"),
+            (&self.max_lag, "max_lag"),
         ]
         .into_iter()
         .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
@@ -1522,6 +1579,20 @@ impl RawPlan {
             }
             Some(t) => t.value as u64,
         } as usize;
+        let max_lag = match &self.max_lag {
+            None => MaxLag::DEFAULT,
+            Some(m) if !open && !rate_sweep => {
+                return Err(PlanError::new(
+                    m.at.clone(),
+                    "max_lag applies to an open loop (--rate or --sweep rate=…)",
+                )
+                .hint("a closed loop has no schedule to fall behind"));
+            }
+            Some(m) => MaxLag::parse(&m.value).map_err(|e| {
+                PlanError::new(m.at.clone(), format!("max_lag: {e}"))
+                    .hint("write a share of the corrected p99 such as 50%, or a time such as 2ms")
+            })?,
+        };
         let hlog = self.hlog.as_ref().map(|h| PathBuf::from(&h.value));
         let stop_duration = duration.map(|d| d.0);
         let model = if open {
@@ -1551,6 +1622,7 @@ impl RawPlan {
             coalesce: self.resolve_coalesce()?,
             arrival,
             max_connections,
+            max_lag,
         })
     }
 }
@@ -1842,6 +1914,14 @@ fn resolve_target(
             schemes.join(", ")
         )));
     };
+    if scheme == "https" && !schemes.contains(&scheme) {
+        // Not a typo of http: the user meant TLS, and a suggestion to drop it would mislead.
+        return Err(PlanError::new(
+            url.at.clone(),
+            "https:// targets need TLS, which this dyno's http driver does not speak yet",
+        )
+        .hint("load the server's plain-HTTP port (http://…), or a TLS-terminating proxy in front of it; nothing was run"));
+    }
     if !schemes.contains(&scheme) {
         return Err(PlanError::new(
             url.at.clone(),
@@ -2760,7 +2840,7 @@ url = "mem:"
         assert_eq!(
             err("[load]\nrat = 5\n[targets.api]\nurl = \"http://h/\"\n"),
             "plan.toml:2:1: unknown key `rat` in [load]; did you mean \"rate\"? known keys: duration, \
-             requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog, burst, coalesce"
+             requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog, burst, coalesce, max_lag"
         );
         assert_eq!(
             err("[load]\nstages = [{ rate = 5 }]\n[targets.api]\nurl = \"http://h/\"\n"),

@@ -10,11 +10,13 @@
 //! - [`sweep`]: sweeps and the namespace suite: a figure per point (mean, min – max of the
 //!   samples) per target; the series the plots draw.
 //! - [`plots`] (feature `plots`, on by default): SVG, PNG and `.dat` files: sweeps, latency
-//!   spectra, load time series.
+//!   spectra (log axes where values span more than a decade), the shootout's rates as grouped
+//!   bars, load time series (rate, p99, errors per second); invalid points drawn hollow.
 //! - [`html`]: one self-contained page (inline CSS and SVG, no script) with every table, plot,
 //!   the environment and the plan.
 //! - [`resources`]: the watched processes (peak RSS, mean CPU, the RSS trend), after any table.
 //! - [`csv`]: one row per case, raw numbers, for spreadsheets and scripts.
+//! - [`summary`]: `summary-json`, the headline figures per case (the record is `json`).
 //! - [`units`]: thousands separators and human latency units.
 
 pub mod csv;
@@ -24,6 +26,7 @@ pub mod magma_table;
 #[cfg(feature = "plots")]
 pub mod plots;
 pub mod resources;
+pub mod summary;
 pub mod sweep;
 pub mod table;
 pub mod units;
@@ -44,10 +47,24 @@ pub enum Format {
     Json,
     /// One self-contained HTML page.
     Html,
+    /// The headline figures of each case, one small JSON document per record.
+    SummaryJson,
 }
 
 impl Format {
-    pub const NAMES: &[&str] = &["table", "markdown", "csv", "json", "html"];
+    pub const NAMES: &[&str] = &["table", "markdown", "csv", "json", "summary-json", "html"];
+
+    /// The name the user writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Markdown => "markdown",
+            Format::Csv => "csv",
+            Format::Json => "json",
+            Format::SummaryJson => "summary-json",
+            Format::Html => "html",
+        }
+    }
 
     pub fn parse(name: &str) -> Option<Format> {
         match name {
@@ -55,6 +72,7 @@ impl Format {
             "markdown" | "md" => Some(Format::Markdown),
             "csv" => Some(Format::Csv),
             "json" => Some(Format::Json),
+            "summary-json" | "summary" => Some(Format::SummaryJson),
             "html" => Some(Format::Html),
             _ => None,
         }
@@ -71,6 +89,7 @@ pub fn render(format: Format, records: &[RunRecord], out: &mut dyn Write) -> io:
             .iter()
             .try_for_each(|r| table::render(r, table::Style::Markdown, out)),
         Format::Csv => csv::render(records, out),
+        Format::SummaryJson => summary::render(records, out),
         Format::Html => html::render(records, out),
         Format::Json => records.iter().try_for_each(|r| {
             serde_json::to_writer(&mut *out, r)?;

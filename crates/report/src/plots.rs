@@ -42,6 +42,27 @@ fn register_font() {
 struct Line {
     name: String,
     points: Vec<(f64, f64, f64, f64)>,
+    /// Indexes of points whose case was judged invalid: drawn hollow, with a legend entry.
+    invalid: Vec<usize>,
+}
+
+impl Line {
+    fn new(name: String, points: Vec<(f64, f64, f64, f64)>) -> Line {
+        Line {
+            name,
+            points,
+            invalid: Vec::new(),
+        }
+    }
+}
+
+/// How a chart draws its lines.
+#[derive(Clone, PartialEq)]
+enum Kind {
+    /// Lines through the points (with a min–max band when `band`).
+    Lines,
+    /// Grouped bars: x is a category's index (named here), a bar per line side by side.
+    Bars(Vec<String>),
 }
 
 /// What a plot shows, whatever the backend.
@@ -53,6 +74,77 @@ struct Chart {
     x_label: fn(f64) -> String,
     lines: Vec<Line>,
     band: bool,
+    kind: Kind,
+}
+
+/// The y axis: linear from 0, or log10 with decade ticks when the values drawn span more than a
+/// decade (a fast target otherwise lies flat at 0 beside a slow one).
+#[derive(Clone, Copy)]
+struct YAxis {
+    log: bool,
+    lo: f64,
+    hi: f64,
+}
+
+impl YAxis {
+    fn of(values: impl Iterator<Item = f64>) -> YAxis {
+        let (mut lo, mut hi) = (f64::INFINITY, 0f64);
+        let mut nonpositive = false;
+        for v in values.filter(|v| v.is_finite()) {
+            if v <= 0.0 {
+                nonpositive = true;
+            } else {
+                lo = lo.min(v);
+            }
+            hi = hi.max(v);
+        }
+        if hi <= 0.0 {
+            hi = 1.0;
+        }
+        if !nonpositive && lo.is_finite() && hi / lo > 10.0 {
+            YAxis {
+                log: true,
+                lo: lo.log10().floor(),
+                hi: hi.log10().ceil(),
+            }
+        } else {
+            YAxis {
+                log: false,
+                lo: 0.0,
+                hi: hi * 1.08,
+            }
+        }
+    }
+
+    /// Where a value is drawn.
+    fn at(self, v: f64) -> f64 {
+        if self.log {
+            v.max(10f64.powf(self.lo)).log10()
+        } else {
+            v
+        }
+    }
+
+    /// A tick's label: the value; on a log axis only at whole decades.
+    fn label(self, y: f64) -> String {
+        let trim = |v: f64| {
+            format!("{v:.3}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+        };
+        if !self.log {
+            return trim(y);
+        }
+        if (y - y.round()).abs() > 1e-6 {
+            return String::new();
+        }
+        // A whole decade, written exactly: 1000, 1, 0.001.
+        match y.round() as i32 {
+            k if k >= 0 => crate::units::count(10u64.pow(k.min(19) as u32)),
+            k => format!("0.{}1", "0".repeat((-k - 1) as usize)),
+        }
+    }
 }
 
 fn plain(x: f64) -> String {
@@ -91,50 +183,92 @@ where
     let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
         (a.min(x), b.max(x))
     });
-    let ys = c
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| if c.band { p.3 } else { p.1 }));
-    let mut y1 = ys.fold(0f64, f64::max);
+    let y = YAxis::of(c.lines.iter().flat_map(|l| {
+        l.points.iter().flat_map(move |p| {
+            if c.band {
+                vec![p.1, p.2, p.3]
+            } else {
+                vec![p.1]
+            }
+        })
+    }));
     if !x0.is_finite() {
         (x0, x1) = (0.0, 1.0);
     }
     if x1 <= x0 {
         (x0, x1) = (x0 - 0.5, x1 + 0.5);
     }
-    if y1 <= 0.0 {
-        y1 = 1.0;
+    if let Kind::Bars(cats) = &c.kind {
+        (x0, x1) = (0.0, cats.len().max(1) as f64);
     }
     let mut chart = ChartBuilder::on(&root)
         .caption(&c.title, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(80)
-        .build_cartesian_2d(x0..x1, 0f64..y1 * 1.08)
+        .build_cartesian_2d(x0..x1, y.lo..y.hi)
         .map_err(err)?;
     let x_label = c.x_label;
-    chart
-        .configure_mesh()
-        .x_desc(&c.x_desc)
+    let bars = matches!(c.kind, Kind::Bars(_));
+    let decades = (y.hi - y.lo).round() as usize + 1;
+    let x_fmt = |x: &f64| x_label(*x);
+    let y_fmt = |v: &f64| y.label(*v);
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(&c.x_desc)
         .y_desc(&c.y_desc)
-        .x_label_formatter(&|x| x_label(*x))
-        .y_label_formatter(&|y| {
-            format!("{y:.3}")
-                .trim_end_matches('0')
-                .trim_end_matches('.')
-                .to_string()
-        })
-        .label_style(("sans-serif", 15))
-        .draw()
-        .map_err(err)?;
-    for (i, l) in c.lines.iter().enumerate() {
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .label_style(("sans-serif", 15));
+    if y.log {
+        mesh.y_labels(decades.max(2));
+    }
+    if bars {
+        mesh.disable_x_mesh().x_labels(0);
+    }
+    mesh.draw().map_err(err)?;
+    if let Kind::Bars(cats) = &c.kind {
+        let n = c.lines.len().max(1) as f64;
+        for (i, l) in c.lines.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(l.points.iter().map(|p| {
+                    let left = p.0 + 0.1 + 0.8 * i as f64 / n;
+                    let right = left + 0.8 / n;
+                    Rectangle::new(
+                        [(left, y.at(0.0).max(y.lo)), (right, y.at(p.1))],
+                        color.filled(),
+                    )
+                }))
+                .map_err(err)?
+                .label(&l.name)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
+                });
+        }
+        for (k, name) in cats.iter().enumerate() {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    name.clone(),
+                    (k as f64 + 0.5, y.lo),
+                    TextStyle::from(("sans-serif", 15).into_font()).pos(
+                        plotters::style::text_anchor::Pos::new(
+                            plotters::style::text_anchor::HPos::Center,
+                            plotters::style::text_anchor::VPos::Top,
+                        ),
+                    ),
+                )))
+                .map_err(err)?;
+        }
+    }
+    let mut any_invalid = false;
+    for (i, l) in c.lines.iter().enumerate().filter(|_| !bars) {
         let color = PALETTE[i % PALETTE.len()];
         if c.band && l.points.len() > 1 {
             let band: Vec<(f64, f64)> = l
                 .points
                 .iter()
-                .map(|p| (p.0, p.2))
-                .chain(l.points.iter().rev().map(|p| (p.0, p.3)))
+                .map(|p| (p.0, y.at(p.2)))
+                .chain(l.points.iter().rev().map(|p| (p.0, y.at(p.3))))
                 .collect();
             chart
                 .draw_series(std::iter::once(Polygon::new(band, color.mix(0.18))))
@@ -142,7 +276,7 @@ where
         }
         chart
             .draw_series(LineSeries::new(
-                l.points.iter().map(|p| (p.0, p.1)),
+                l.points.iter().map(|p| (p.0, y.at(p.1))),
                 color.stroke_width(2),
             ))
             .map_err(err)?
@@ -155,10 +289,29 @@ where
                 .draw_series(
                     l.points
                         .iter()
-                        .map(|p| Circle::new((p.0, p.1), 3, color.filled())),
+                        .enumerate()
+                        .filter(|(k, _)| !l.invalid.contains(k))
+                        .map(|(_, p)| Circle::new((p.0, y.at(p.1)), 3, color.filled())),
                 )
                 .map_err(err)?;
         }
+        // Invalid points: hollow and larger, never left out.
+        chart
+            .draw_series(
+                l.invalid
+                    .iter()
+                    .filter_map(|k| l.points.get(*k))
+                    .map(|p| Circle::new((p.0, y.at(p.1)), 6, color.stroke_width(2))),
+            )
+            .map_err(err)?;
+        any_invalid |= !l.invalid.is_empty();
+    }
+    if any_invalid {
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(err)?
+            .label("hollow: invalid (generator lagged; see the notes)")
+            .legend(|(x, y)| Circle::new((x + 10, y), 6, BLACK.stroke_width(2)));
     }
     chart
         .configure_series_labels()
@@ -254,6 +407,12 @@ fn sweep_chart(r: &RunRecord, s: &Series) -> (Chart, String) {
         .iter()
         .map(|(name, pts)| Line {
             name: name.clone(),
+            invalid: pts
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.invalid)
+                .map(|(k, _)| k)
+                .collect(),
             points: pts
                 .iter()
                 .map(|p| {
@@ -270,9 +429,8 @@ fn sweep_chart(r: &RunRecord, s: &Series) -> (Chart, String) {
     let samples = r.plan.reps;
     let chart = Chart {
         title: format!(
-            "{} {}: {} against {} (mean, min–max of {samples} sample{})",
-            r.plan.suite,
-            s.test,
+            "{}: {} against {} (mean, min–max of {samples} sample{})",
+            heading(&r.plan.suite, &s.test),
             s.what.split(" (").next().unwrap_or(&s.what),
             s.param,
             if samples == 1 { "" } else { "s" }
@@ -282,6 +440,7 @@ fn sweep_chart(r: &RunRecord, s: &Series) -> (Chart, String) {
         x_label: if x_log { pow10 } else { plain },
         lines,
         band: true,
+        kind: Kind::Lines,
     };
     let mut dat = format!(
         "# dyno {} {}: {} against {}\n# {}",
@@ -360,15 +519,15 @@ fn spectrum_chart(r: &RunRecord, test: &str) -> Option<(Chart, String)> {
     }
     let lines = hists
         .iter()
-        .map(|(name, h)| Line {
-            name: name.clone(),
-            points: qs
+        .map(|(name, h)| {
+            let points = qs
                 .iter()
                 .map(|&q| {
                     let v = h.value_at_quantile(q) as f64 / 1e9 * k;
                     ((1.0 / (1.0 - q)).log10(), v, v, v)
                 })
-                .collect(),
+                .collect();
+            Line::new(name.clone(), points)
         })
         .collect();
     let corrected = if r.plan.suite == "load" {
@@ -378,12 +537,16 @@ fn spectrum_chart(r: &RunRecord, test: &str) -> Option<(Chart, String)> {
     };
     Some((
         Chart {
-            title: format!("{} {test}: latency by percentile{corrected}", r.plan.suite),
+            title: format!(
+                "{}: latency by percentile{corrected}",
+                heading(&r.plan.suite, test)
+            ),
             x_desc: "percentile".into(),
             y_desc: format!("latency ({unit})"),
             x_label: percentile,
             lines,
             band: false,
+            kind: Kind::Lines,
         },
         dat,
     ))
@@ -396,16 +559,13 @@ fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
         "# dyno load: per interval, each target's first repetition\n\
          # target start_s end_s responses_per_s p50_s p99_s max_s errors\n",
     );
-    let (mut rate, mut p99) = (Vec::new(), Vec::new());
+    let (mut rate, mut p99, mut errors) = (Vec::new(), Vec::new(), Vec::new());
     for c in r.cases.iter().filter(|c| c.sweep.is_none()) {
         let Some(l) = c.reps.first().and_then(|rep| rep.load.as_ref()) else {
             continue;
         };
-        let line = |points| Line {
-            name: c.target.clone(),
-            points,
-        };
-        let (mut per_s, mut p) = (Vec::new(), Vec::new());
+        let line = |points| Line::new(c.target.clone(), points);
+        let (mut per_s, mut p, mut e) = (Vec::new(), Vec::new(), Vec::new());
         for i in &l.intervals {
             let n = i.responses_per_s();
             let _ = writeln!(
@@ -423,10 +583,13 @@ fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
             per_s.push((t, n, n, n));
             let ms = i.p99_ns as f64 / 1e6;
             p.push((t, ms, ms, ms));
+            let err = results::stats::per_s(i.errors as f64, i.end_ns - i.start_ns);
+            e.push((t, err, err, err));
         }
         if !per_s.is_empty() {
             rate.push(line(per_s));
             p99.push(line(p));
+            errors.push(line(e));
         }
     }
     if rate.is_empty() {
@@ -439,6 +602,7 @@ fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
         x_label: plain,
         lines,
         band: false,
+        kind: Kind::Lines,
     };
     vec![
         (
@@ -446,7 +610,16 @@ fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
             chart("responses per second", "responses/s", rate),
             dat.clone(),
         ),
-        ("series-p99", chart("p99 latency", "p99 (ms)", p99), dat),
+        (
+            "series-p99",
+            chart("p99 latency", "p99 (ms)", p99),
+            dat.clone(),
+        ),
+        (
+            "series-errors",
+            chart("errors per second", "errors/s", errors),
+            dat,
+        ),
     ]
 }
 
@@ -485,11 +658,8 @@ fn resource_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
             m.push((t, mib, mib, mib));
             c.push((t, s.cpu_percent, s.cpu_percent, s.cpu_percent));
         }
-        rss.push(Line {
-            name: name.clone(),
-            points: m,
-        });
-        cpu.push(Line { name, points: c });
+        rss.push(Line::new(name.clone(), m));
+        cpu.push(Line::new(name, c));
     }
     let chart = |title: &str, y_desc: &str, lines| Chart {
         title: format!("watched processes: {title}"),
@@ -498,6 +668,7 @@ fn resource_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
         x_label: plain,
         lines,
         band: false,
+        kind: Kind::Lines,
     };
     vec![
         (
@@ -511,6 +682,85 @@ fn resource_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
             dat,
         ),
     ]
+}
+
+/// A plot's subject: the suite and the test, once when they are the same (`load`, not `load load`).
+fn heading(suite: &str, test: &str) -> String {
+    if suite == test {
+        suite.to_string()
+    } else {
+        format!("{suite} {test}")
+    }
+}
+
+/// The shootout's rates as grouped bars: a group per test, a bar per target (the best of the
+/// repetitions, as the table shows). A case with no rate (n/a, failed) has no bar; its cell in
+/// the `.dat` is `nan`.
+fn shootout_chart(r: &RunRecord) -> Option<(Chart, String)> {
+    if r.plan.suite != "shootout" {
+        return None;
+    }
+    let mut tests: Vec<&str> = Vec::new();
+    for c in r.cases.iter().filter(|c| c.sweep.is_none()) {
+        if !tests.contains(&c.test.as_str()) {
+            tests.push(&c.test);
+        }
+    }
+    let targets: Vec<&str> = r.plan.targets.iter().map(|t| t.name.as_str()).collect();
+    let rate = |t: &str, test: &str| {
+        r.cases
+            .iter()
+            .find(|c| c.target == t && c.test == test && c.sweep.is_none())
+            .filter(|c| crate::table::status_word(c).is_none())
+            .and_then(|c| c.summary.as_ref())
+            .map(|s| s.ops_per_s.best)
+    };
+    let mut dat = format!(
+        "# dyno shootout: objects per second, best of {} repetition(s)\n# test",
+        r.plan.reps
+    );
+    for t in &targets {
+        let _ = write!(dat, " {t}_per_s");
+    }
+    dat.push('\n');
+    for test in &tests {
+        dat.push_str(test);
+        for t in &targets {
+            match rate(t, test) {
+                Some(v) => {
+                    let _ = write!(dat, " {v:.1}");
+                }
+                None => dat.push_str(" nan"),
+            }
+        }
+        dat.push('\n');
+    }
+    let lines: Vec<Line> = targets
+        .iter()
+        .map(|t| {
+            let points = tests
+                .iter()
+                .enumerate()
+                .filter_map(|(k, test)| rate(t, test).map(|v| (k as f64, v, v, v)))
+                .collect();
+            Line::new(t.to_string(), points)
+        })
+        .collect();
+    if lines.iter().all(|l| l.points.is_empty()) {
+        return None;
+    }
+    Some((
+        Chart {
+            title: "shootout: objects per second by test (best of the repetitions)".into(),
+            x_desc: "test".into(),
+            y_desc: "objects/s".into(),
+            x_label: plain,
+            lines,
+            band: false,
+            kind: Kind::Bars(tests.iter().map(|t| t.to_string()).collect()),
+        },
+        dat,
+    ))
 }
 
 /// A name safe as a file name.
@@ -538,6 +788,9 @@ pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, String> {
             let (chart, dat) = sweep_chart(r, &s);
             out.push(Plot::new(format!("sweep-{}", stem(&s.name)), chart, dat)?);
         }
+    }
+    if let Some((chart, dat)) = shootout_chart(r) {
+        out.push(Plot::new("shootout-rate".to_string(), chart, dat)?);
     }
     let mut tests: Vec<&str> = Vec::new();
     for c in r.cases.iter().filter(|c| c.sweep.is_none()) {
@@ -578,5 +831,25 @@ mod tests {
         assert_eq!(percentile(3.0), "99.9%");
         assert_eq!(pow10(2.0), "100");
         assert_eq!(stem("a b/c"), "a_b_c");
+        assert_eq!(heading("load", "load"), "load");
+        assert_eq!(heading("shootout", "add"), "shootout add");
+    }
+
+    #[test]
+    fn the_y_axis_goes_log_with_decade_ticks_past_a_decade() {
+        // 0.04 to 250: four decades, so log, from 0.01 to 1000.
+        let y = YAxis::of([0.04, 3.0, 250.0].into_iter());
+        assert!(y.log);
+        assert_eq!((y.lo, y.hi), (-2.0, 3.0));
+        assert_eq!(y.label(-2.0), "0.01");
+        assert_eq!(y.label(0.0), "1");
+        assert_eq!(y.label(3.0), "1,000");
+        assert_eq!(y.label(1.5), "", "ticks only at whole decades");
+        assert!((y.at(100.0) - 2.0).abs() < 1e-12);
+        // Within a decade, or with a zero (errors per second), linear from 0.
+        assert!(!YAxis::of([2.0, 15.0].into_iter()).log);
+        let z = YAxis::of([0.0, 5.0, 500.0].into_iter());
+        assert!(!z.log);
+        assert_eq!(z.lo, 0.0);
     }
 }

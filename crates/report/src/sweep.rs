@@ -25,6 +25,9 @@ pub struct Point {
     pub max: f64,
     /// Values the point summarizes (samples; for per-client figures, clients × samples).
     pub n: usize,
+    /// The case was judged `invalid` (the generator could not keep up): its figures are shown,
+    /// marked, and the notes say why.
+    pub invalid: bool,
 }
 
 /// One plot's worth: a figure against a parameter, a line per target.
@@ -53,6 +56,7 @@ fn stat(values: &[f64], x: u64) -> Option<Point> {
         min: values.iter().copied().fold(f64::INFINITY, f64::min),
         max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         n,
+        invalid: false,
     })
 }
 
@@ -174,16 +178,31 @@ pub fn series(r: &RunRecord) -> Vec<Series> {
                         .filter(in_sweep)
                         .filter(|c| c.target == *t && c.test == test)
                     {
-                        match status_word(c) {
-                            None => points.extend(stat(&extract(c), x_of(c))),
-                            Some(w) => notes.push(format!(
+                        let note = |w: &str| {
+                            format!(
                                 "{t} {test} at {param_name} {}: {w}{}",
                                 x_of(c),
                                 c.reason
                                     .as_deref()
                                     .map(|r| format!(": {r}"))
                                     .unwrap_or_default()
-                            )),
+                            )
+                        };
+                        match status_word(c) {
+                            None => points.extend(stat(&extract(c), x_of(c))),
+                            // An invalid point has its figures: shown, marked, explained.
+                            Some(w) if c.status == results::Status::Invalid => {
+                                let point = stat(&extract(c), x_of(c))
+                                    .map(|p| Point { invalid: true, ..p });
+                                match point {
+                                    Some(p) => {
+                                        points.push(p);
+                                        notes.push(note("marked invalid"));
+                                    }
+                                    None => notes.push(note(w)),
+                                }
+                            }
+                            Some(w) => notes.push(note(w)),
                         }
                     }
                     lines.push((t.to_string(), points));
@@ -289,13 +308,19 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
                             .iter()
                             .map(|(_, l)| match l.iter().find(|p| p.x == *x) {
                                 None => "-".into(),
-                                Some(p) if p.n == 1 => cell(s.figure, p.mean),
-                                Some(p) => format!(
-                                    "{} ({} – {})",
-                                    cell(s.figure, p.mean),
-                                    cell(s.figure, p.min),
-                                    cell(s.figure, p.max)
-                                ),
+                                Some(p) => {
+                                    let v = if p.n == 1 {
+                                        cell(s.figure, p.mean)
+                                    } else {
+                                        format!(
+                                            "{} ({} – {})",
+                                            cell(s.figure, p.mean),
+                                            cell(s.figure, p.min),
+                                            cell(s.figure, p.max)
+                                        )
+                                    };
+                                    if p.invalid { format!("{v} invalid") } else { v }
+                                }
                             }),
                     )
                     .collect()

@@ -27,27 +27,9 @@ fn separated(digits: &str) -> String {
     out
 }
 
-/// Nanoseconds in the largest unit that keeps three significant digits: `850ns`, `12.3µs`,
-/// `1.23ms`, `2.50s`.
-pub fn latency(ns: u64) -> String {
-    let v = ns as f64;
-    let (value, unit) = if ns < 1_000 {
-        return format!("{ns}ns");
-    } else if ns < 1_000_000 {
-        (v / 1e3, "µs")
-    } else if ns < 1_000_000_000 {
-        (v / 1e6, "ms")
-    } else {
-        (v / 1e9, "s")
-    };
-    if value < 10.0 {
-        format!("{value:.2}{unit}")
-    } else if value < 100.0 {
-        format!("{value:.1}{unit}")
-    } else {
-        format!("{value:.0}{unit}")
-    }
-}
+/// Latencies in the unit that fits (`1.23ms`): one rule for every figure dyno prints, kept in
+/// `results` so that the engine's own messages (the generator's verdict) read the same.
+pub use results::units::latency;
 
 /// Bytes in SI units (as gobench and wrk report them): `13.9 MB`.
 pub fn bytes(n: u64) -> String {

@@ -29,8 +29,9 @@ pub fn new_histogram() -> Histogram {
 /// Why a stored histogram could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
+    // Not a `source` (no `#[from]`): the message holds the cause, printed once.
     #[error("histogram is not valid base64: {0}")]
-    Base64(#[from] base64::DecodeError),
+    Base64(base64::DecodeError),
     #[error("histogram bytes are not HdrHistogram V2: {0:?}")]
     Format(hdrhistogram::serialization::DeserializeError),
 }
@@ -46,7 +47,7 @@ pub fn encode(h: &Histogram) -> String {
 
 /// Decodes what [`encode`] produced (or any V2 / V2-deflate histogram in base64).
 pub fn decode(text: &str) -> Result<Histogram, DecodeError> {
-    let bytes = STANDARD.decode(text.trim())?;
+    let bytes = STANDARD.decode(text.trim()).map_err(DecodeError::Base64)?;
     Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(DecodeError::Format)

@@ -11,7 +11,8 @@
 //! - [`histogram`]: the latency histogram type and its portable encoding (HdrHistogram V2, deflate, base64).
 //! - [`hlog`]: HdrHistogram interval logs, written at once or streamed as a run goes.
 //! - [`series`]: time series of bounded length (thinned, never truncated).
-//! - [`store`]: writing a record atomically, and reading the records of a results directory back.
+//! - [`store`]: claiming a new run's directory (never an earlier run's, never a foreign one), writing a record atomically, and reading the records of a results directory back.
+//! - [`units`]: how a time reads for people, one rule everywhere.
 
 pub mod histogram;
 pub mod hlog;
@@ -20,6 +21,7 @@ pub mod series;
 pub mod stats;
 pub mod store;
 pub mod suites;
+pub mod units;
 
 pub use histogram::{Histogram, new_histogram};
 pub use record::*;

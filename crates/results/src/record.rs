@@ -259,6 +259,14 @@ pub struct LoadPlanRecord {
     /// While a thread waits out a window its responses wait in the socket, inside their latency.
     #[serde(default = "auto")]
     pub coalesce: String,
+    /// Open loop: how late dyno may dispatch at p99 (beyond its pace) before the run is marked
+    /// invalid: a share of the corrected latency p99 (`50%`) or a duration (`2ms`).
+    #[serde(default = "default_max_lag")]
+    pub max_lag: String,
+}
+
+fn default_max_lag() -> String {
+    "50%".into()
 }
 
 fn auto() -> String {

@@ -15,15 +15,17 @@ pub const RECORD_FILE: &str = "run.json";
 /// Why records could not be written or read.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{path}: {source}")]
+    // The cause is part of the message and deliberately not a `source`: a chain printed with
+    // `{:#}` would say it twice.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: not a dyno run record: {source}")]
+    #[error("{path}: not a dyno run record: {error}")]
     Json {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     #[error(
         "{path}: record schema is {found:?}, this dyno reads {SCHEMA:?}; use the dyno that wrote it"
@@ -41,9 +43,9 @@ pub enum StoreError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
+    move |error| StoreError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
@@ -143,7 +145,7 @@ pub fn claim_run_dir(
     if !asked.is_dir() {
         return Err(StoreError::Io {
             path: asked.to_path_buf(),
-            source: std::io::Error::other("exists and is not a directory"),
+            error: std::io::Error::other("exists and is not a directory"),
         });
     }
     let empty = fs::read_dir(asked).map_err(io(asked))?.next().is_none();
@@ -186,9 +188,9 @@ pub fn write_atomic(path: &Path, record: &RunRecord) -> Result<(), StoreError> {
 pub fn read_record(path: &Path) -> Result<RunRecord, StoreError> {
     let bytes = fs::read(path).map_err(io(path))?;
     let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|source| StoreError::Json {
+        serde_json::from_slice(&bytes).map_err(|error| StoreError::Json {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
     let found = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
     if found != SCHEMA {
@@ -197,9 +199,9 @@ pub fn read_record(path: &Path) -> Result<RunRecord, StoreError> {
             found: found.to_string(),
         });
     }
-    serde_json::from_value(value).map_err(|source| StoreError::Json {
+    serde_json::from_value(value).map_err(|error| StoreError::Json {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 

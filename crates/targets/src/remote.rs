@@ -131,6 +131,18 @@ pub fn store_at(
     }))
 }
 
+/// The column header of a host that did not say its durability: why, in a few words.
+fn durability_unknown(e: &std::io::Error) -> String {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        ConnectionRefused | TimedOut | HostUnreachable | NetworkUnreachable | AddrNotAvailable => {
+            "unknown (host unreachable)".into()
+        }
+        _ if e.to_string().contains("token") => "unknown (refused: wrong token)".into(),
+        _ => format!("unknown ({e})"),
+    }
+}
+
 impl TargetConfig for Config {
     fn families(&self) -> &'static [Family] {
         INFO.families
@@ -138,11 +150,16 @@ impl TargetConfig for Config {
     fn durability(&self) -> String {
         self.durability
             .get_or_init(|| {
-                crate::net::resolve(&self.authority, None)
-                    .ok()
-                    .and_then(|addr| host::store::fetch_info(addr, self.token.as_deref()).ok())
-                    .and_then(|info| info.get("durability").cloned())
-                    .unwrap_or_else(|| "unknown (host unreachable)".into())
+                let Ok(addr) = crate::net::resolve(&self.authority, None) else {
+                    return "unknown (host unreachable)".into();
+                };
+                match host::store::fetch_info(addr, self.token.as_deref()) {
+                    Ok(info) => info
+                        .get("durability")
+                        .cloned()
+                        .unwrap_or_else(|| "unknown (the host did not say)".into()),
+                    Err(e) => durability_unknown(&e),
+                }
             })
             .clone()
     }
