@@ -534,7 +534,7 @@ fn a_dead_endpoint_fails_its_case_and_says_why() {
         .arg(format!("http://{addr}/"))
         .args(["--requests", "3", "-c", "2", "-o", "o"])
         .assert()
-        .success()
+        .code(3)
         .stdout(predicate::str::contains("6 × refused"));
     let rec = record(&dir.path().join("o"));
     let c = case(&rec, "http", "load");

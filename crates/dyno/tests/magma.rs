@@ -105,7 +105,7 @@ fn four_topologies_on_the_host_in_quick_mode() {
 #[test]
 fn magma_verifies_what_it_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, rec) = magma_quick(dir.path(), "o", "mock:?latency=10us&corrupt_every=7");
+    let (out, rec) = magma_quick(dir.path(), "o", "mock:?latency=10us&corrupt_every=7", 3);
     let c = case(&rec, "mock", "oneThousandLevelsDeepRead");
     assert_eq!(c["status"], "failed", "{c}");
     assert!(c["errors"]["corrupt"].as_u64().unwrap() > 0, "{c}");

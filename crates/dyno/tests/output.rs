@@ -299,18 +299,19 @@ fn the_shootout_draws_its_rates_as_bars_on_a_log_axis() {
     assert_eq!(rows.len(), 6, "{dat}");
     // mem's cold state is n/a: no bar, and `nan` in the data.
     assert!(rows.iter().any(|r| r.starts_with("cold nan ")), "{dat}");
-    // mem and fs differ by more than a decade: the bars and the latency spectra use decade
-    // ticks (a linear axis would label 0, 50, 100 … or 0, 10,000,000 …).
-    let labels = |svg: &str| -> Vec<String> { svg.lines().map(|l| l.trim().to_string()).collect() };
-    let bars = labels(&svg);
-    for tick in ["10,000", "100,000", "1,000,000"] {
-        assert!(bars.iter().any(|l| l == tick), "no tick {tick} on the bars");
-    }
-    let spectrum = labels(&std::fs::read_to_string(plots.join("latency-add.svg")).unwrap());
-    for tick in ["1", "10", "100"] {
-        assert!(
-            spectrum.iter().any(|l| l == tick),
-            "no tick {tick} on the spectrum"
-        );
-    }
+    // mem and fs differ by more than a decade: the bars and the latency spectra are drawn on
+    // log axes, labelled at whole decades (a linear axis labels 0, 50, 100 …). Which decades
+    // depends on the machine's speed; at least three must be labelled on each.
+    let decade_ticks = |file: &str| {
+        let svg = std::fs::read_to_string(plots.join(file)).unwrap();
+        svg.lines()
+            .map(|l| l.trim().replace(',', ""))
+            .filter(|l| {
+                let d = l.strip_prefix("0.").unwrap_or(l).trim_start_matches('0');
+                !d.is_empty() && d.starts_with('1') && d[1..].chars().all(|c| c == '0')
+            })
+            .count()
+    };
+    assert!(decade_ticks("shootout-rate.svg") >= 3, "bars");
+    assert!(decade_ticks("latency-add.svg") >= 3, "spectrum");
 }

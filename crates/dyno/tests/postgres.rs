@@ -51,7 +51,7 @@ fn shootout_and_magma_on_postgres_in_a_schema_of_their_own() {
     );
 
     let target = format!("{}?synchronous_commit=off", pg.url());
-    let (_, rec) = magma_quick(dir.path(), "magma", &target);
+    let (_, rec) = magma_quick(dir.path(), "magma", &target, 0);
     assert_magma_ok(&rec);
     assert_eq!(
         rec["plan"]["targets"][0]["durability"], "fsync=on synchronous_commit=off",

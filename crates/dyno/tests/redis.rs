@@ -52,7 +52,7 @@ fn shootout_on_redis_in_its_own_prefix_and_nothing_left_behind() {
 fn magma_on_redis_reads_in_batches_and_leaves_nothing_behind() {
     let Some(r) = Redis::start() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let (_, rec) = magma_quick(dir.path(), "o", &format!("redis://127.0.0.1:{}", r.port));
+    let (_, rec) = magma_quick(dir.path(), "o", &format!("redis://127.0.0.1:{}", r.port), 0);
     assert_magma_ok(&rec);
     assert_eq!(dbsize(r.port), 0, "dyno removed exactly what it wrote");
 }

@@ -153,7 +153,7 @@ fn the_steamin_check_fails_when_the_storage_sees_a_read() {
             "o",
         ])
         .assert()
-        .success()
+        .code(3)
         .stderr(predicate::str::contains("2 case(s) failed"));
     let rec = record(&dir.path().join("o"));
     assert_schema_valid(&rec);
@@ -191,7 +191,7 @@ fn failures_are_counted_by_class_and_the_run_goes_on() {
             "o",
         ])
         .assert()
-        .success();
+        .code(3);
     let rec = record(&dir.path().join("o"));
     assert_schema_valid(&rec);
     let add = case(&rec, "mock", "add");
@@ -379,7 +379,7 @@ fn a_panicking_driver_fails_its_case_and_the_run_goes_on() {
             "o",
         ])
         .assert()
-        .success();
+        .code(3);
     let rec = record(&dir.path().join("o"));
     assert_schema_valid(&rec);
     // Each session's 30th operation is its 10th update: both clients panic there.
@@ -445,7 +445,7 @@ fn the_shootout_runs_on_the_benchmark_host_and_stats_show_the_server_side() {
     assert_eq!(puts.split_whitespace().nth(1), Some("800"), "{out}");
 
     // The magma suite on the same host, its server figures beside the client's.
-    let (out, rec) = magma_quick(dir.path(), "magma", &format!("dyno://{}", server.addr()));
+    let (out, rec) = magma_quick(dir.path(), "magma", &format!("dyno://{}", server.addr()), 0);
     assert_magma_ok(&rec);
     let read = &case(&rec, "dyno", "oneThousandElementArrayOfObjectsRead")["server"];
     assert_eq!(read["get"]["count"], read["mget"]["count"], "{read}");

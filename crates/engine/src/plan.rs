@@ -527,9 +527,10 @@ impl LoadParams {
     /// The settings as the run record stores them.
     pub fn record(&self) -> results::LoadPlanRecord {
         let (model, max_connections, requests, stages, arrival) = match &self.model {
+            // A closed loop keeps its connections; a rate sweep's points may open up to the cap.
             LoadModel::Closed { stop } => (
                 "closed",
-                self.connections,
+                self.max_connections,
                 match stop {
                     Stop::Count(n) | Stop::DurationOrCount { count: n, .. } => Some(*n),
                     Stop::Duration { .. } => None,
