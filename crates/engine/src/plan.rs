@@ -2891,4 +2891,64 @@ url = "mem:"
         assert!(split_url("/tmp/a").is_none());
         assert!(split_url(":x").is_none());
     }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A plan that uses most of the reader: every section, spans, arrays of tables.
+        const VALID: &str = "[suite]\nname = \"load\"\nreps = 2\nwarmup = false\n\n[load]\nduration = \"2s\"\nmax_connections = 16\narrival = \"poisson\"\nmax_lag = \"25%\"\nstages = [{ rate = \"10..20\", duration = \"1s\" }]\n\n[output]\nformat = \"csv\"\ndir = \"out\"\n\n[targets.web]\nurl = \"http://127.0.0.1:8080/x\"\n\n[targets.api]\nurl = \"http://[::1]:8081/y\"\n";
+
+        /// Reads and resolves `text`: a plan or an error, never a panic; an error names its place.
+        fn read(text: &str) {
+            match parse(text).and_then(|raw| raw.resolve(&Fake)) {
+                Ok(_) => {}
+                Err(e) => assert!(!e.to_string().is_empty()),
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1000))]
+
+            #[test]
+            fn any_text_is_a_plan_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+                read(&String::from_utf8_lossy(&bytes));
+            }
+
+            #[test]
+            fn mutated_plans_are_plans_or_errors(
+                edits in prop::collection::vec((any::<usize>(), 0x20u8..0x7f), 1..6),
+                cut in any::<usize>(),
+            ) {
+                let mut b = VALID.as_bytes().to_vec();
+                for (at, v) in edits {
+                    let at = at % b.len();
+                    b[at] = v;
+                }
+                b.truncate(cut % (b.len() + 1) + b.len() / 2);
+                read(&String::from_utf8_lossy(&b));
+            }
+
+            #[test]
+            fn any_url_is_a_target_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..120)) {
+                let url = String::from_utf8_lossy(&bytes).into_owned();
+                let _ = split_url(&url);
+                let raw = RawPlan {
+                    targets: vec![RawTarget {
+                        name: None,
+                        url: Sp::new(url, Origin::Arg(1)),
+                        options: Vec::new(),
+                        process: None,
+                    }],
+                    ..RawPlan::default()
+                };
+                let _ = raw.resolve(&Fake);
+            }
+        }
+
+        #[test]
+        fn the_fuzzed_plan_is_itself_valid() {
+            parse(VALID).unwrap().resolve(&Fake).unwrap();
+        }
+    }
 }

@@ -1120,3 +1120,91 @@ pub fn expect(s: &mut impl Read, body: &mut Vec<u8>, want: u8) -> io::Result<()>
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Serves `input` to one connection as the event loop would (answer, drop what was used,
+    /// again), and checks what the loop relies on: every call returns, a request uses no more
+    /// than it was given, `Need` asks for more than there is and never past the frame limit,
+    /// and one answer stays within a frame.
+    fn serve(token: Option<&str>, input: &[u8]) {
+        let shared = Shared {
+            token: token.map(str::to_string),
+            disk: None,
+            namespaces: RwLock::new(HashMap::new()),
+            stats: Mutex::new(Vec::new()),
+        };
+        let mut lp = shared.start_loop();
+        let mut c = shared.open(&mut lp);
+        let (mut at, mut out) = (0, Vec::new());
+        for _ in 0..=input.len() {
+            out.clear();
+            let rest = &input[at..];
+            match shared.next(&mut c, rest, &mut out) {
+                Step::Need(n) => {
+                    assert!(n > rest.len(), "Need({n}) with {} bytes there", rest.len());
+                    assert!(n <= 4 + MAX_FRAME as usize);
+                    break;
+                }
+                Step::Done(used) => {
+                    assert!(
+                        used > 0 && used <= rest.len(),
+                        "used {used} of {}",
+                        rest.len()
+                    );
+                    shared.sent(&mut lp, &mut c);
+                    at += used;
+                }
+                Step::Close(used) => {
+                    assert!(used <= rest.len());
+                    break;
+                }
+            }
+            assert!(out.len() <= 4 + MAX_FRAME as usize);
+        }
+    }
+
+    /// Well-formed frames of any kind with any body, behind a HELLO and an OPEN so that the
+    /// commands reach the store; `edits` then change some bytes (lengths included).
+    fn frames() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop::collection::vec(
+                (0u8..=0x12, prop::collection::vec(any::<u8>(), 0..40)),
+                0..12,
+            ),
+            prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+        )
+            .prop_map(|(frames, edits)| {
+                let mut b = Vec::new();
+                write_frame(&mut b, kind::HELLO, &[b"s3cret"]).unwrap();
+                write_frame(&mut b, kind::OPEN, &[b"dyno_fuzz"]).unwrap();
+                for (k, body) in frames {
+                    write_frame(&mut b, k, &[&body]).unwrap();
+                }
+                for (at, v) in edits {
+                    let at = at % b.len();
+                    b[at] = v;
+                }
+                b
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn any_bytes_get_an_answer_or_a_close(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            serve(None, &bytes);
+            serve(Some("s3cret"), &bytes);
+        }
+
+        #[test]
+        fn mutated_frames_get_an_answer_or_a_close(bytes in frames()) {
+            serve(None, &bytes);
+            serve(Some("s3cret"), &bytes);
+        }
+    }
+}

@@ -785,4 +785,50 @@ mod tests {
         .unwrap();
         assert!(e.message.contains("set by dyno"));
     }
+
+    mod fuzz {
+        use super::*;
+        use crate::fuzz::{bytes_and_cuts, drive, mutated};
+        use proptest::prelude::*;
+
+        const VALID: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n0\r\nT: v\r\n\r\nHTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\nbye";
+
+        fn check(data: &[u8], cuts: &[usize], eof: bool) {
+            for head in [false, true] {
+                let mut r = HttpReader::new(head, 4096);
+                // The reader keeps only a head, of at most MAX_HEAD bytes.
+                drive(&mut r, data, cuts, eof);
+                assert!(r.head.len() <= MAX_HEAD);
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn any_bytes_are_responses_or_an_error((data, cuts, eof) in bytes_and_cuts()) {
+                check(&data, &cuts, eof);
+            }
+
+            #[test]
+            fn mutated_responses_are_responses_or_an_error((data, cuts, eof) in mutated(VALID)) {
+                check(&data, &cuts, eof);
+            }
+        }
+
+        #[test]
+        fn a_head_that_never_ends_is_refused_at_its_bound() {
+            let mut r = HttpReader::new(false, 1 << 20);
+            let line =
+                b"X-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
+            let mut fed = 0;
+            let mut first = r.feed(b"HTTP/1.1 200 OK\r\n", false);
+            while matches!(first, Ok(Feed::More)) && fed <= MAX_HEAD * 2 {
+                first = r.feed(line, false);
+                fed += line.len();
+            }
+            assert!(first.is_err(), "an endless head must be an error");
+            assert!(r.head.len() <= MAX_HEAD);
+        }
+    }
 }

@@ -165,3 +165,71 @@ impl Resolver for Registry {
         (driver.configure)(rest, options)
     }
 }
+
+/// Property-test helpers shared by the response readers' tests.
+#[cfg(test)]
+pub(crate) mod fuzz {
+    use engine::load::protocol::{Feed, ResponseReader};
+    use proptest::prelude::*;
+
+    /// Random bytes, and where to cut them into the reads the reader sees.
+    pub fn bytes_and_cuts() -> impl Strategy<Value = (Vec<u8>, Vec<usize>, bool)> {
+        (
+            prop::collection::vec(any::<u8>(), 0..1024),
+            prop::collection::vec(any::<usize>(), 0..6),
+            any::<bool>(),
+        )
+    }
+
+    /// `valid` with a few bytes changed and cut somewhere.
+    pub fn mutated(valid: &'static [u8]) -> impl Strategy<Value = (Vec<u8>, Vec<usize>, bool)> {
+        (
+            prop::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+            any::<usize>(),
+            prop::collection::vec(any::<usize>(), 0..6),
+            any::<bool>(),
+        )
+            .prop_map(move |(edits, cut, cuts, eof)| {
+                let mut b = valid.to_vec();
+                for (at, v) in edits {
+                    let at = at % b.len();
+                    b[at] = v;
+                }
+                b.truncate(cut % (b.len() + 1));
+                (b, cuts, eof)
+            })
+    }
+
+    /// Feeds `data` in pieces cut at `cuts`, as the event loop does: after each complete response
+    /// the reader is reset and fed the rest. Every call must return (no panic) and a response
+    /// must use no more than it was given; the caller then checks the reader's memory bound.
+    /// Stops at the first error, as the connection would.
+    pub fn drive(r: &mut dyn ResponseReader, data: &[u8], cuts: &[usize], eof: bool) {
+        let mut at: Vec<usize> = cuts.iter().map(|c| c % (data.len() + 1)).collect();
+        at.push(0);
+        at.push(data.len());
+        at.sort_unstable();
+        at.dedup();
+        for w in at.windows(2) {
+            let mut rest = &data[w[0]..w[1]];
+            // Each response uses at least one byte, or the piece is done.
+            for _ in 0..=rest.len() + 1 {
+                match r.feed(rest, false) {
+                    Ok(Feed::More) => break,
+                    Ok(Feed::Done { used, .. }) => {
+                        assert!(used <= rest.len(), "used {used} of {}", rest.len());
+                        rest = &rest[used..];
+                        r.reset();
+                        if rest.is_empty() {
+                            break;
+                        }
+                    }
+                    Err(_) => return,
+                }
+            }
+        }
+        if eof {
+            let _ = r.feed(&[], true);
+        }
+    }
+}

@@ -97,6 +97,71 @@ fn protocol(msg: &'static str) -> OpError {
     OpError::new(ErrorClass::Protocol, msg)
 }
 
+/// Reads one RESP reply from `input`: a line of at most 64 KiB, and for a bulk string its bytes
+/// into `bulk`. Memory grows with the bytes that arrive, never with the length a reply claims
+/// (at most [`MAX_BULK`]), so a hostile length costs nothing until its bytes come.
+fn read_reply(
+    input: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    bulk: &mut Vec<u8>,
+) -> Result<Reply, OpError> {
+    line.clear();
+    let n = input
+        .take(64 << 10)
+        .read_until(b'\n', line)
+        .map_err(io_err("receive"))?;
+    if n == 0 {
+        return Err(OpError::new(
+            ErrorClass::Reset,
+            "the server closed the connection",
+        ));
+    }
+    if n < 3 || !line.ends_with(b"\r\n") {
+        return Err(protocol("a reply line not ended by CRLF"));
+    }
+    let body = &line[1..n - 2];
+    let int = || -> Result<i64, OpError> {
+        std::str::from_utf8(body)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| protocol("a reply length that is not a number"))
+    };
+    match line[0] {
+        b'+' => Ok(Reply::Status),
+        b'-' => Ok(Reply::Error(String::from_utf8_lossy(body).into_owned())),
+        b':' => Ok(Reply::Int(int()?)),
+        b'*' => Ok(Reply::Array(int()?)),
+        b'$' => {
+            let len = int()?;
+            if len < 0 {
+                return Ok(Reply::Bulk(false));
+            }
+            let len = len as usize;
+            if len > MAX_BULK {
+                return Err(protocol("a bulk reply larger than 512 MiB"));
+            }
+            bulk.clear();
+            let want = len as u64 + 2;
+            let got = input
+                .take(want)
+                .read_to_end(bulk)
+                .map_err(io_err("receive"))?;
+            if got as u64 != want {
+                return Err(OpError::new(
+                    ErrorClass::Reset,
+                    "the server closed the connection inside a bulk reply",
+                ));
+            }
+            if &bulk[len..] != b"\r\n" {
+                return Err(protocol("a bulk reply not ended by CRLF"));
+            }
+            bulk.truncate(len);
+            Ok(Reply::Bulk(true))
+        }
+        _ => Err(protocol("not a RESP reply")),
+    }
+}
+
 impl Conn {
     fn open(addr: SocketAddr, password: Option<&str>) -> Result<Conn, OpError> {
         let s = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io_err("connect"))?;
@@ -130,54 +195,7 @@ impl Conn {
 
     /// Reads one reply; a bulk string's bytes go into `bulk`.
     fn reply(&mut self, bulk: &mut Vec<u8>) -> Result<Reply, OpError> {
-        self.line.clear();
-        let n = self
-            .input
-            .by_ref()
-            .take(64 << 10)
-            .read_until(b'\n', &mut self.line)
-            .map_err(io_err("receive"))?;
-        if n == 0 {
-            return Err(OpError::new(
-                ErrorClass::Reset,
-                "the server closed the connection",
-            ));
-        }
-        if n < 3 || !self.line.ends_with(b"\r\n") {
-            return Err(protocol("a reply line not ended by CRLF"));
-        }
-        let body = &self.line[1..n - 2];
-        let int = || -> Result<i64, OpError> {
-            std::str::from_utf8(body)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| protocol("a reply length that is not a number"))
-        };
-        match self.line[0] {
-            b'+' => Ok(Reply::Status),
-            b'-' => Ok(Reply::Error(String::from_utf8_lossy(body).into_owned())),
-            b':' => Ok(Reply::Int(int()?)),
-            b'*' => Ok(Reply::Array(int()?)),
-            b'$' => {
-                let len = int()?;
-                if len < 0 {
-                    return Ok(Reply::Bulk(false));
-                }
-                let len = len as usize;
-                if len > MAX_BULK {
-                    return Err(protocol("a bulk reply larger than 512 MiB"));
-                }
-                bulk.clear();
-                bulk.resize(len + 2, 0);
-                self.input.read_exact(bulk).map_err(io_err("receive"))?;
-                if &bulk[len..] != b"\r\n" {
-                    return Err(protocol("a bulk reply not ended by CRLF"));
-                }
-                bulk.truncate(len);
-                Ok(Reply::Bulk(true))
-            }
-            _ => Err(protocol("not a RESP reply")),
-        }
+        read_reply(&mut self.input, &mut self.line, bulk)
     }
 
     fn expect_ok(&mut self, scratch: &mut Vec<u8>) -> Result<(), OpError> {
@@ -531,5 +549,75 @@ impl Session for RedisSession {
     }
     fn storage_reads(&self) -> u64 {
         self.reads
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Reads replies from `bytes` until an error or the end: never a panic, and `bulk` never
+    /// larger than what arrived.
+    fn read_all(bytes: &[u8]) -> Vec<Result<Reply, OpError>> {
+        let mut input = std::io::Cursor::new(bytes);
+        let (mut line, mut bulk) = (Vec::new(), Vec::new());
+        let mut out = Vec::new();
+        // Each reply consumes at least 3 bytes, so this many reads always reach the end.
+        for _ in 0..=bytes.len() / 3 + 1 {
+            let r = read_reply(&mut input, &mut line, &mut bulk);
+            assert!(
+                bulk.len() <= bytes.len(),
+                "bulk {} of {}",
+                bulk.len(),
+                bytes.len()
+            );
+            let stop = r.is_err();
+            out.push(r);
+            if stop {
+                break;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn replies_as_redis_sends_them() {
+        let r = read_all(b"+OK\r\n$5\r\nhello\r\n$-1\r\n:42\r\n*2\r\n-ERR no\r\n");
+        assert!(matches!(r[0], Ok(Reply::Status)));
+        assert!(matches!(r[1], Ok(Reply::Bulk(true))));
+        assert!(matches!(r[2], Ok(Reply::Bulk(false))));
+        assert!(matches!(r[3], Ok(Reply::Int(42))));
+        assert!(matches!(r[4], Ok(Reply::Array(2))));
+        assert!(matches!(&r[5], Ok(Reply::Error(e)) if e == "ERR no"));
+        // A claimed 500 MiB bulk with 3 bytes behind it: an error, and no 500 MiB buffer.
+        let r = read_all(b"$524288000\r\nabc");
+        assert_eq!(r[0].as_ref().unwrap_err().class, ErrorClass::Reset);
+    }
+
+    const VALID: &[u8] =
+        b"+OK\r\n$5\r\nhello\r\n$-1\r\n:42\r\n*2\r\n$3\r\nabc\r\n$0\r\n\r\n-ERR x\r\n";
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn any_bytes_are_replies_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            read_all(&bytes);
+        }
+
+        #[test]
+        fn mutated_replies_are_replies_or_an_error(
+            edits in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+            cut in any::<usize>(),
+        ) {
+            let mut bytes = VALID.to_vec();
+            for (at, b) in edits {
+                let at = at % bytes.len();
+                bytes[at] = b;
+            }
+            bytes.truncate(cut % (bytes.len() + 1));
+            read_all(&bytes);
+        }
     }
 }

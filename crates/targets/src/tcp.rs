@@ -481,4 +481,55 @@ mod tests {
             "close framing implies it"
         );
     }
+
+    mod fuzz {
+        use super::*;
+        use crate::fuzz::{bytes_and_cuts, drive, mutated};
+        use proptest::prelude::*;
+
+        const VALID: &[u8] = b"\x00\x00\x00\x05hello\x00\x00\x00\x00line\r\nmore\r\nfixed!!";
+
+        fn framings() -> Vec<Framing> {
+            vec![
+                Framing::Length {
+                    bytes: 4,
+                    little: false,
+                },
+                Framing::Length {
+                    bytes: 2,
+                    little: true,
+                },
+                Framing::Length {
+                    bytes: 8,
+                    little: false,
+                },
+                Framing::Delimiter(b"\r\n".to_vec()),
+                Framing::Fixed(7),
+                Framing::Close,
+            ]
+        }
+
+        fn check(data: &[u8], cuts: &[usize], eof: bool) {
+            for f in framings() {
+                let mut r = TcpReader::new(f, 4096);
+                // The reader keeps a length prefix and counters: nothing grows with the input.
+                drive(&mut r, data, cuts, eof);
+                assert!(r.prefix_got <= r.prefix.len());
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn any_bytes_are_responses_or_an_error((data, cuts, eof) in bytes_and_cuts()) {
+                check(&data, &cuts, eof);
+            }
+
+            #[test]
+            fn mutated_responses_are_responses_or_an_error((data, cuts, eof) in mutated(VALID)) {
+                check(&data, &cuts, eof);
+            }
+        }
+    }
 }
