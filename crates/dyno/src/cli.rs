@@ -220,6 +220,12 @@ pub struct RunArgs {
         help_heading = "Load (http://, tcp://)"
     )]
     pub max_lag: Option<String>,
+    /// https://: trust the CA certificates of this PEM file instead of Mozilla's roots.
+    #[arg(long, value_name = "FILE", help_heading = "Load (http://, tcp://)")]
+    pub ca: Option<String>,
+    /// https://: accept any certificate (a test server's self-signed one); still encrypted.
+    #[arg(long, help_heading = "Load (http://, tcp://)")]
+    pub insecure: bool,
     /// How often a running load repetition is written into the record, so a crash loses at most
     /// this much [default: 1m].
     #[arg(long, value_name = "DURATION", help_heading = "Load (http://, tcp://)")]

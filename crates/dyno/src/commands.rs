@@ -138,6 +138,34 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
             ));
         }
     }
+    // TLS flags become options of every https:// target named on the command line.
+    let mut tls: Vec<(&'static str, &'static str, String)> = Vec::new();
+    if let Some(ca) = &a.ca {
+        tls.push(("ca", "--ca", ca.clone()));
+    }
+    if a.insecure {
+        tls.push(("insecure", "--insecure", "true".to_string()));
+    }
+    for (name, flag, value) in tls {
+        let https: Vec<&mut RawTarget> = raw
+            .targets
+            .iter_mut()
+            .filter(|t| t.url.value.starts_with("https:"))
+            .collect();
+        if https.is_empty() {
+            return Err(PlanError::new(
+                Origin::Flag(flag),
+                format!("{flag} applies to https:// targets, and none was named"),
+            )
+            .into());
+        }
+        for t in https {
+            t.options.push((
+                Sp::new(name.to_string(), Origin::Flag(flag)),
+                Sp::new(value.clone(), Origin::Flag(flag)),
+            ));
+        }
+    }
     raw.duration = sflag(&a.duration, "--duration").or(raw.duration);
     raw.requests = flag(a.requests, "--requests").or(raw.requests);
     raw.rate = sflag(&a.rate, "--rate").or(raw.rate);

@@ -120,3 +120,126 @@ fn open_loop_against_nginx() {
         l["generator"].clone()
     });
 }
+
+/// A CA and a certificate it signed for 127.0.0.1 and localhost: (CA PEM, chain PEM, key PEM).
+fn test_pki() -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, SanType};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut leaf = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    leaf.subject_alt_names
+        .push(SanType::IpAddress("127.0.0.1".parse().unwrap()));
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+#[test]
+fn https_against_nginx_closed_and_open_loop_with_the_certificate_checked() {
+    let _serial = serial();
+    let (ca, cert, key) = test_pki();
+    let Some(n) = Nginx::start_tls(&cert, &key) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ca.pem"), &ca).unwrap();
+    let url = n.url("/hello.txt");
+    assert!(url.starts_with("https://"));
+
+    // Closed loop, the certificate checked against the test's CA.
+    let a = dyno(dir.path())
+        .args([
+            "run",
+            &url,
+            "--requests",
+            "200",
+            "-c",
+            "4",
+            "--ca",
+            "ca.pem",
+        ])
+        .args(["--no-warmup", "-o", "closed"])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    let rec = record(&dir.path().join("closed"));
+    assert_schema_valid(&rec);
+    let c = case(&rec, "https", "load");
+    assert_eq!(c["status"], "ok", "{}", c["reason"]);
+    assert!(
+        c["durability"]
+            .as_str()
+            .unwrap()
+            .contains("TLS, verified against"),
+        "{}",
+        c["durability"]
+    );
+    let l = &c["reps"][0]["load"];
+    assert_eq!(l["ok"], 800);
+    assert!(l["bytes_in"].as_u64().unwrap() >= 800 * HELLO.len() as u64);
+    // One handshake per connection, timed.
+    let h = &l["tls_handshake_ns"];
+    assert_eq!(h["count"], l["connects"], "{l}");
+    assert!(h["p50"].as_u64().unwrap() > 0);
+    assert!(
+        out.contains("TLS handshake p50 / p99 (per connection)"),
+        "{out}"
+    );
+
+    // Open loop: the connections opened up front shake hands before the measured start.
+    dyno(dir.path())
+        .args([
+            "run", &url, "--rate", "200", "-d", "1s", "-c", "2", "--ca", "ca.pem",
+        ])
+        .args(["--no-warmup", "-o", "open"])
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("open"));
+    let c = case(&rec, "https", "load");
+    let l = &c["reps"][0]["load"];
+    assert_eq!(l["network_failed"], 0, "{l}");
+    assert!(l["ok"].as_u64().unwrap() >= 190, "{l}");
+    assert!(l["tls_handshake_ns"]["count"].as_u64().unwrap() >= 2);
+
+    // Mozilla's roots do not know the test's CA: every request fails, said once, exit 3.
+    let a = dyno(dir.path())
+        .args([
+            "run",
+            &url,
+            "--requests",
+            "5",
+            "-c",
+            "1",
+            "--no-warmup",
+            "-o",
+            "unknown",
+        ])
+        .assert()
+        .code(3);
+    let out = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(out.contains("invalid peer certificate"), "{out}");
+    let rec = record(&dir.path().join("unknown"));
+    assert_eq!(case(&rec, "https", "load")["reps"][0]["load"]["ok"], 0);
+
+    // --insecure takes any certificate and says so in the column header.
+    let a = dyno(dir.path())
+        .args(["run", &url, "--requests", "20", "-c", "2", "--insecure"])
+        .args(["--no-warmup", "-o", "insecure"])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(out.contains("TLS, NOT verified"), "{out}");
+
+    // A CA file that is not one is refused before anything runs.
+    std::fs::write(dir.path().join("bad.pem"), "not a certificate").unwrap();
+    let a = dyno(dir.path())
+        .args(["run", &url, "--ca", "bad.pem", "-o", "bad"])
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(err.contains("bad.pem") && err.contains("PEM"), "{err}");
+    assert!(!dir.path().join("bad").exists());
+}

@@ -207,14 +207,30 @@ fn words_users_read() {
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert_eq!(err.matches("not a directory").count(), 1, "{err}");
 
-    // https:// is TLS, not a typo of http.
+    // https:// is TLS, not a typo of http: a closed port is a failed case, not bad input.
+    let port = testkit::free_port();
     let a = dyno(dir.path())
-        .args(["run", "https://127.0.0.1:1/"])
+        .args([
+            "run",
+            &format!("https://127.0.0.1:{port}/"),
+            "--requests",
+            "2",
+        ])
+        .args(["-c", "1", "--no-warmup", "-o", "tls"])
+        .assert()
+        .code(3);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(!err.contains("did you mean"), "{err}");
+    // TLS flags without an https:// target are refused, naming the flag.
+    let a = dyno(dir.path())
+        .args(["run", "http://127.0.0.1:1/", "--insecure"])
         .assert()
         .code(1);
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
-    assert!(err.contains("need TLS"), "{err}");
-    assert!(!err.contains("did you mean"), "{err}");
+    assert!(
+        err.contains("--insecure applies to https:// targets"),
+        "{err}"
+    );
 
     // validate names the format as it is written.
     let plan = dir.path().join("p.toml");

@@ -101,6 +101,7 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
             ..Default::default()
         },
         intervals: live.intervals.to_vec(),
+        handshake: results::new_histogram(),
         check: load::SelfCheck {
             lag: results::new_histogram(),
             intended_per_s,
@@ -218,6 +219,7 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
         outstanding_max: c.outstanding_max,
         within,
         service_ns: results::stats::latency_summary(&rec.service),
+        tls_handshake_ns: results::stats::latency_summary(&r.handshake),
         generator: GeneratorCheck {
             intended_per_s: r.check.intended_per_s,
             achieved_per_s: r.check.achieved_per_s,
@@ -322,6 +324,7 @@ mod tests {
             recorder,
             counters: Default::default(),
             intervals: Vec::new(),
+            handshake: results::new_histogram(),
             check: crate::load::SelfCheck {
                 lag,
                 intended_per_s: Some(1000.0),

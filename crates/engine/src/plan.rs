@@ -1919,9 +1919,9 @@ fn resolve_target(
         // Not a typo of http: the user meant TLS, and a suggestion to drop it would mislead.
         return Err(PlanError::new(
             url.at.clone(),
-            "https:// targets need TLS, which this dyno's http driver does not speak yet",
+            "https:// targets need TLS, and this dyno was built without it",
         )
-        .hint("load the server's plain-HTTP port (http://…), or a TLS-terminating proxy in front of it; nothing was run"));
+        .hint("build dyno with its default features (the `tls` feature), or load the server's plain-HTTP port; nothing was run"));
     }
     if !schemes.contains(&scheme) {
         return Err(PlanError::new(

@@ -28,6 +28,8 @@ fn lat(s: Option<&LatencySummary>, f: fn(&LatencySummary) -> u64) -> String {
     s.map_or("-".to_string(), |s| units::latency(f(s)))
 }
 
+const TLS_ROW: &str = "TLS handshake p50 / p99 (per connection)";
+
 const ROWS: &[Row] = &[
     ("requests", |_, l| count(l.requests)),
     ("successful", |_, l| count(l.ok)),
@@ -55,6 +57,16 @@ const ROWS: &[Row] = &[
             units::rate(l.connects_per_s),
             units::rate(l.connects_peak_per_s)
         )
+    }),
+    // Shown only when a column spoke TLS.
+    (TLS_ROW, |_, l| match &l.tls_handshake_ns {
+        Some(h) => format!(
+            "{} / {} ({} handshakes)",
+            units::latency(h.p50),
+            units::latency(h.p99),
+            count(h.count)
+        ),
+        None => "-".into(),
     }),
     ("outstanding (mean / max)", |_, l| {
         format!("{:.1} / {}", l.outstanding_mean, count(l.outstanding_max))
@@ -240,8 +252,16 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
             .chain(cases.iter().map(|c| c.durability.clone()))
             .collect(),
     ];
+    let tls = cases.iter().any(|c| {
+        c.reps.iter().any(|r| {
+            r.load
+                .as_ref()
+                .is_some_and(|l| l.tls_handshake_ns.is_some())
+        })
+    });
     let body: Vec<Vec<String>> = ROWS
         .iter()
+        .filter(|(name, _)| tls || *name != TLS_ROW)
         .map(|(name, f)| {
             std::iter::once(name.to_string())
                 .chain(cases.iter().map(|c| match (status_word(c), best(c)) {

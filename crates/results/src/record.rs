@@ -477,6 +477,10 @@ pub struct LoadRep {
     pub within: Vec<WithinShare>,
     /// Service time: from the actual send to the response (uncorrected; latency_ns is corrected).
     pub service_ns: Option<LatencySummary>,
+    /// TLS targets: each connection's handshake, from TCP connected to the handshake done
+    /// (count = handshakes); absent in the clear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake_ns: Option<LatencySummary>,
     /// How the generator itself did.
     pub generator: GeneratorCheck,
     /// The time series, one entry per interval. At most 10,000: when a longer run fills them,

@@ -1,4 +1,5 @@
-//! `http://HOST[:PORT]/PATH` — HTTP/1.1 request/response load (no TLS).
+//! `http://HOST[:PORT]/PATH` and `https://…` — HTTP/1.1 request/response load, in the clear or
+//! over TLS (rustls, [`crate::tls`]; Cargo feature `tls`, on by default).
 //!
 //! The request is built once (method, path and query, `Host`, `User-Agent`, the plan's headers
 //! and body) and sent as is for every request. Responses are read as a stream: headers up to
@@ -24,42 +25,75 @@ use std::sync::Arc;
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "http",
     query_options: false,
-    summary: "HTTP/1.1 request/response load (keep-alive or a connection per request; no TLS)",
+    summary: "HTTP/1.1 request/response load (keep-alive or a connection per request)",
     forms: &["http://127.0.0.1:8080/path?query"],
     families: &[Family::Request],
-    options: &[
-        OptionSpec {
-            name: "method",
-            default: "GET",
-            help: "request method",
-        },
-        OptionSpec {
-            name: "headers",
-            default: "",
-            help: "extra headers, one `Name: value` per line",
-        },
-        OptionSpec {
-            name: "body",
-            default: "",
-            help: "request body",
-        },
-        OptionSpec {
-            name: "body_file",
-            default: "",
-            help: "read the request body from this file",
-        },
-        OptionSpec {
-            name: "keepalive",
-            default: "true",
-            help: "reuse connections (false: one per request)",
-        },
-        OptionSpec {
-            name: "max_response",
-            default: "64MiB",
-            help: "largest response accepted",
-        },
-    ],
+    options: OPTIONS,
 };
+
+/// `https://`: the same load over TLS, with the certificate checked.
+#[cfg(feature = "tls")]
+pub static HTTPS_INFO: DriverInfo = DriverInfo {
+    scheme: "https",
+    query_options: false,
+    summary: "HTTP/1.1 load over TLS (rustls); the certificate checked against Mozilla's roots, a CA file, or not at all",
+    forms: &["https://example.test/path   (--ca FILE, --insecure)"],
+    families: &[Family::Request],
+    options: HTTPS_OPTIONS,
+};
+
+#[cfg(feature = "tls")]
+const HTTPS_OPTIONS: &[OptionSpec] = &[
+    OPTIONS[0],
+    OPTIONS[1],
+    OPTIONS[2],
+    OPTIONS[3],
+    OPTIONS[4],
+    OPTIONS[5],
+    OptionSpec {
+        name: "ca",
+        default: "",
+        help: "trust the CA certificates of this PEM file instead of Mozilla's roots",
+    },
+    OptionSpec {
+        name: "insecure",
+        default: "false",
+        help: "accept any certificate (a test server's self-signed one); the traffic is still encrypted",
+    },
+];
+
+const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "method",
+        default: "GET",
+        help: "request method",
+    },
+    OptionSpec {
+        name: "headers",
+        default: "",
+        help: "extra headers, one `Name: value` per line",
+    },
+    OptionSpec {
+        name: "body",
+        default: "",
+        help: "request body",
+    },
+    OptionSpec {
+        name: "body_file",
+        default: "",
+        help: "read the request body from this file",
+    },
+    OptionSpec {
+        name: "keepalive",
+        default: "true",
+        help: "reuse connections (false: one per request)",
+    },
+    OptionSpec {
+        name: "max_response",
+        default: "64MiB",
+        help: "largest response accepted",
+    },
+];
 
 /// Response headers larger than this are a protocol error (nginx's default limit is 8 KiB).
 pub const MAX_HEAD: usize = 64 << 10;
@@ -77,6 +111,8 @@ struct Config {
     keepalive: bool,
     max_response: u64,
     resolved: BTreeMap<String, String>,
+    #[cfg(feature = "tls")]
+    tls: Option<(crate::tls::Client, crate::tls::Trust)>,
 }
 
 /// Validates the URL and options; touches nothing.
@@ -84,7 +120,43 @@ pub fn configure(
     rest: &str,
     options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
-    let o = Opts::new("http", options, INFO.options)?;
+    configure_as(&INFO, rest, options).map(|c| Box::new(c) as Box<dyn TargetConfig>)
+}
+
+/// `https://`: as [`configure`], and the TLS client (a `ca` file is read here, so a bad one is
+/// refused before anything runs).
+#[cfg(feature = "tls")]
+pub fn configure_https(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let mut c = configure_as(&HTTPS_INFO, rest, options)?;
+    let o = Opts::new("https", options, HTTPS_INFO.options)?;
+    let trust = match (o.text("ca"), o.bool("insecure")?) {
+        ("", false) => crate::tls::Trust::Roots,
+        (ca, false) => crate::tls::Trust::Ca(PathBuf::from(ca)),
+        ("", true) => crate::tls::Trust::Insecure,
+        (_, true) => {
+            return Err(
+                ConfigError::option("insecure", "both ca and insecure=true are set")
+                    .hint("keep ca to check the certificate, or insecure=true not to"),
+            );
+        }
+    };
+    let host = match c.authority.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() && !h.is_empty() => h.to_string(),
+        _ => c.authority.clone(),
+    };
+    c.tls = Some((crate::tls::Client::new(&host, &trust)?, trust));
+    Ok(Box::new(c))
+}
+
+fn configure_as(
+    info: &DriverInfo,
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Config, ConfigError> {
+    let o = Opts::new(info.scheme, options, info.options)?;
     let after = rest.strip_prefix("//").ok_or_else(|| {
         ConfigError::url("an HTTP URL needs //HOST").hint("write e.g. http://127.0.0.1:8080/")
     })?;
@@ -149,7 +221,7 @@ pub fn configure(
             );
         }
     };
-    Ok(Box::new(Config {
+    Ok(Config {
         authority: authority.to_string(),
         path,
         method,
@@ -159,17 +231,23 @@ pub fn configure(
         keepalive: o.bool("keepalive")?,
         max_response: o.size("max_response")?,
         resolved: o.resolved(),
-    }))
+        #[cfg(feature = "tls")]
+        tls: None,
+    })
 }
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
-        if self.keepalive {
+        let reuse = if self.keepalive {
             "keep-alive"
         } else {
             "connection per request"
+        };
+        #[cfg(feature = "tls")]
+        if let Some((_, trust)) = &self.tls {
+            return format!("{reuse}, {}", trust.label());
         }
-        .into()
+        reuse.into()
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()
@@ -181,7 +259,11 @@ impl TargetConfig for Config {
         INFO.families
     }
     fn endpoint(&self) -> Result<Endpoint, DriverError> {
-        let addr = crate::net::resolve(&self.authority, Some(80))?;
+        #[cfg(feature = "tls")]
+        let port = if self.tls.is_some() { 443 } else { 80 };
+        #[cfg(not(feature = "tls"))]
+        let port = 80;
+        let addr = crate::net::resolve(&self.authority, Some(port))?;
         let body = crate::net::bytes(&self.body, &self.body_file, "body_file")?;
         let mut req = format!(
             "{} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: dyno/{}\r\n",
@@ -209,6 +291,8 @@ impl TargetConfig for Config {
                 keepalive: self.keepalive,
                 head_request: self.method == "HEAD",
                 max_response: self.max_response,
+                #[cfg(feature = "tls")]
+                tls: self.tls.as_ref().map(|t| t.0.clone()),
             }),
         })
     }
@@ -219,6 +303,8 @@ struct Http {
     keepalive: bool,
     head_request: bool,
     max_response: u64,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::Client>,
 }
 
 impl Protocol for Http {
@@ -230,6 +316,10 @@ impl Protocol for Http {
     }
     fn reader(&self) -> Box<dyn ResponseReader> {
         Box::new(HttpReader::new(self.head_request, self.max_response))
+    }
+    #[cfg(feature = "tls")]
+    fn channel(&self) -> Result<Option<Box<dyn engine::load::Channel>>, OpError> {
+        self.tls.as_ref().map(|t| t.channel()).transpose()
     }
 }
 

@@ -36,6 +36,8 @@ pub mod redis;
 pub mod remote;
 pub mod sqlite;
 pub mod tcp;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 use engine::driver::{ConfigError, DriverInfo, TargetConfig};
 use engine::plan::Resolver;
@@ -96,6 +98,11 @@ pub fn drivers() -> Vec<Driver> {
             configure: tcp::configure,
         },
     ];
+    #[cfg(feature = "tls")]
+    all.push(Driver {
+        info: &http::HTTPS_INFO,
+        configure: http::configure_https,
+    });
     #[cfg(feature = "postgres")]
     all.push(Driver {
         info: &postgres::INFO,

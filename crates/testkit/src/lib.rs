@@ -109,24 +109,45 @@ fn quiet(bin: &Path) -> Command {
 /// A private nginx serving [`HELLO`] at `/hello.txt` and a 404 at `/missing`.
 pub struct Nginx {
     pub port: u16,
+    tls: bool,
     _server: Running,
 }
 
 impl Nginx {
     pub fn start() -> Option<Nginx> {
+        Nginx::start_with(None)
+    }
+
+    /// nginx serving TLS with this certificate chain and key (PEM), e.g. made by rcgen.
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> Option<Nginx> {
+        Nginx::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> Option<Nginx> {
         let bin = installed("nginx", &["/usr/sbin/nginx", "/usr/bin/nginx"])?;
         let (port, server) = on_a_free_port("nginx", |port| {
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path();
             std::fs::create_dir(d.join("www")).unwrap();
             std::fs::write(d.join("www/hello.txt"), HELLO).unwrap();
+            let ssl = match tls {
+                None => String::new(),
+                Some((cert, key)) => {
+                    std::fs::write(d.join("cert.pem"), cert).unwrap();
+                    std::fs::write(d.join("key.pem"), key).unwrap();
+                    format!(
+                        " ssl;\n    ssl_certificate {d}/cert.pem;\n    ssl_certificate_key {d}/key.pem",
+                        d = d.display()
+                    )
+                }
+            };
             let conf = format!(
                 "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
                  events {{ worker_connections 4096; }}\n\
                  http {{\n  access_log off;\n  keepalive_requests 10000000;\n\
                  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
                  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
-                 server {{\n    listen 127.0.0.1:{port};\n    root {d}/www;\n    location = /missing {{ return 404; }}\n  }}\n}}\n",
+                 server {{\n    listen 127.0.0.1:{port}{ssl};\n    root {d}/www;\n    location = /missing {{ return 404; }}\n  }}\n}}\n",
                 d = d.display()
             );
             std::fs::write(d.join("nginx.conf"), conf).unwrap();
@@ -141,12 +162,14 @@ impl Nginx {
         });
         Some(Nginx {
             port,
+            tls: tls.is_some(),
             _server: server,
         })
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}{path}", self.port)
     }
 }
 

@@ -24,7 +24,7 @@ pub mod protocol;
 mod timer;
 
 pub use coalesce::{Coalesce, Waits};
-pub use protocol::{Feed, Protocol, ResponseReader};
+pub use protocol::{Channel, Feed, Protocol, ResponseReader};
 pub use timer::{process_cpu_ns, thread_cpu_ns};
 
 use crate::clock::Clock;
@@ -338,6 +338,8 @@ pub struct LoadResult {
     /// run's observer as it ended.
     pub intervals: Vec<results::IntervalRecord>,
     pub check: SelfCheck,
+    /// TLS targets: each connection's handshake, from TCP connected to the handshake done.
+    pub handshake: Histogram,
     pub wall_ns: u64,
     pub interrupted: bool,
 }
@@ -358,6 +360,10 @@ enum State {
 
 struct Conn {
     stream: Option<TcpStream>,
+    /// TLS targets: the secure channel over `stream`.
+    tls: Option<Box<dyn Channel>>,
+    /// When the TLS handshake began (TCP connected), until it is done and recorded.
+    handshake_from: Option<u64>,
     state: State,
     reader: Box<dyn ResponseReader>,
     written: usize,
@@ -402,6 +408,7 @@ struct Worker<'a> {
     backlog: VecDeque<u64>,
     rec: Recorder,
     lag: Histogram,
+    handshake: Histogram,
     counters: Counters,
     buf: Vec<u8>,
     open: bool,
@@ -428,6 +435,7 @@ struct Worker<'a> {
 struct WorkerResult {
     rec: Recorder,
     lag: Histogram,
+    handshake: Histogram,
     counters: Counters,
     waits: Waits,
     cpu_ns: u64,
@@ -437,6 +445,80 @@ struct WorkerResult {
 
 fn io_err(context: &'static str, e: &io::Error) -> OpError {
     OpError::new(ErrorClass::of_io(e), format!("{context}: {e}"))
+}
+
+/// Writes a channel's pending ciphertext: `Ok(true)` when all of it went out, `Ok(false)` when
+/// the socket is full (the rest goes when it is writable again).
+fn flush_tls(tls: &mut dyn Channel, socket: &mut dyn Write) -> io::Result<bool> {
+    while tls.wants_write() {
+        match tls.write_tls(socket) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Takes plaintext from a channel into `buf`, reading and processing ciphertext from the socket
+/// as needed: the inner result is what a plain socket's `read` would give (`Ok(0)` at the end,
+/// `WouldBlock` when nothing more has arrived); the outer `Err` is a TLS failure.
+fn recv_tls(
+    tls: &mut dyn Channel,
+    socket: &mut TcpStream,
+    buf: &mut [u8],
+) -> Result<io::Result<usize>, OpError> {
+    let mut closed = false;
+    // Each pass reads from the socket; it ends when the socket has nothing more.
+    loop {
+        match tls.recv(buf) {
+            Ok(n) => return Ok(Ok(n)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && closed => return Ok(Ok(0)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            // TCP closed without TLS's close_notify: an end all the same.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Ok(0)),
+            Err(e) => return Ok(Err(e)),
+        }
+        match tls.read_tls(socket) {
+            Ok(0) => closed = true,
+            Ok(_) => {}
+            Err(e) => return Ok(Err(e)),
+        }
+        tls.process()?;
+        // Handshake messages and alerts; a full socket keeps them for the next writable event.
+        if let Err(e) = flush_tls(tls, socket) {
+            return Ok(Err(e));
+        }
+    }
+}
+
+/// Completes a channel's handshake on a blocking socket, within `timeout`.
+fn handshake_blocking(
+    tls: &mut dyn Channel,
+    s: &mut std::net::TcpStream,
+    timeout: Duration,
+) -> io::Result<()> {
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    // A handshake is a few round trips; this bounds a server that keeps sending without ending it.
+    for _ in 0..64 {
+        while tls.wants_write() {
+            tls.write_tls(s)?;
+        }
+        if !tls.is_handshaking() {
+            s.set_read_timeout(None)?;
+            s.set_write_timeout(None)?;
+            return Ok(());
+        }
+        if tls.read_tls(s)? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        tls.process()
+            .map_err(|e| io::Error::other(e.message.to_string()))?;
+    }
+    Err(io::Error::other("the TLS handshake did not end"))
 }
 
 impl<'a> Worker<'a> {
@@ -458,6 +540,7 @@ impl<'a> Worker<'a> {
             backlog: VecDeque::new(),
             rec: Recorder::new(),
             lag: results::new_histogram(),
+            handshake: results::new_histogram(),
             counters: Counters::default(),
             buf: vec![0; READ_CHUNK],
             open: share.schedule.is_open(),
@@ -481,6 +564,8 @@ impl<'a> Worker<'a> {
     fn add_conn(&mut self, remaining: u64) -> usize {
         self.conns.push(Conn {
             stream: None,
+            tls: None,
+            handshake_from: None,
             state: State::Closed,
             reader: self.spec.protocol.reader(),
             written: 0,
@@ -554,6 +639,23 @@ impl<'a> Worker<'a> {
         if c.written == 0 {
             c.sent = now;
         }
+        if let Some(tls) = c.tls.as_mut() {
+            // The channel holds the request until its handshake is done, then encrypts it.
+            if c.written < req.len() {
+                if let Err(e) = tls.send(&req[c.written..]) {
+                    self.fail(ci, io_err("send", &e), now);
+                    return;
+                }
+                self.counters.bytes_out += (req.len() - c.written) as u64;
+                c.written = req.len();
+            }
+            match flush_tls(tls.as_mut(), stream) {
+                Ok(true) => c.state = State::Reading,
+                Ok(false) => {}
+                Err(e) => self.fail(ci, io_err("send", &e), now),
+            }
+            return;
+        }
         while c.written < req.len() {
             match stream.write(&req[c.written..]) {
                 Ok(0) => {
@@ -583,7 +685,24 @@ impl<'a> Worker<'a> {
             let Some(stream) = c.stream.as_mut() else {
                 return;
             };
-            let (n, eof) = match stream.read(&mut self.buf) {
+            let got = match c.tls.as_mut() {
+                None => stream.read(&mut self.buf),
+                Some(tls) => match recv_tls(tls.as_mut(), stream, &mut self.buf) {
+                    Ok(got) => got,
+                    Err(e) => {
+                        self.fail(ci, e, now);
+                        return;
+                    }
+                },
+            };
+            if let (Some(from), Some(tls)) = (c.handshake_from, c.tls.as_ref())
+                && !tls.is_handshaking()
+            {
+                self.handshake
+                    .saturating_record(now.saturating_sub(from).max(1));
+                c.handshake_from = None;
+            }
+            let (n, eof) = match got {
                 Ok(0) => (0, true),
                 Ok(n) => (n, false),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -654,6 +773,8 @@ impl<'a> Worker<'a> {
         if let Some(mut s) = c.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);
         }
+        c.tls = None;
+        c.handshake_from = None;
         c.state = State::Closed;
     }
 
@@ -822,6 +943,17 @@ impl<'a> Worker<'a> {
                     let _ = s.set_nodelay(true);
                     self.counters.connects += 1;
                     c.state = State::Writing;
+                    match self.spec.protocol.channel() {
+                        Ok(tls) => {
+                            let c = &mut self.conns[ci];
+                            c.handshake_from = tls.as_ref().map(|_| now);
+                            c.tls = tls;
+                        }
+                        Err(e) => {
+                            self.fail(ci, e, now);
+                            return;
+                        }
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
                 Err(e) => {
@@ -832,6 +964,15 @@ impl<'a> Worker<'a> {
         }
         if self.conns[ci].state == State::Writing {
             self.write(ci, now);
+        }
+        // A channel's handshake or alerts may have been left unsent by a full socket.
+        let c = &mut self.conns[ci];
+        if let (Some(tls), Some(stream)) = (c.tls.as_mut(), c.stream.as_mut())
+            && c.state != State::Writing
+            && let Err(e) = flush_tls(tls.as_mut(), stream)
+        {
+            self.fail(ci, io_err("send", &e), now);
+            return;
         }
         if matches!(self.conns[ci].state, State::Reading | State::Idle) {
             self.read(ci, now);
@@ -844,10 +985,17 @@ impl<'a> Worker<'a> {
     fn preconnect(&mut self, n: usize) {
         for _ in 0..n {
             let ci = self.add_conn(u64::MAX);
+            let t0 = self.clock.now_ns();
+            let mut tls = None;
             let connected =
                 std::net::TcpStream::connect_timeout(&self.spec.addr, self.spec.timeout).and_then(
-                    |s| {
+                    |mut s| {
                         s.set_nodelay(true)?;
+                        // A TLS connection opened up front has its handshake done up front too.
+                        tls = self.spec.protocol.channel().map_err(io::Error::other)?;
+                        if let Some(ch) = tls.as_mut() {
+                            handshake_blocking(ch.as_mut(), &mut s, self.spec.timeout)?;
+                        }
                         s.set_nonblocking(true)?;
                         let mut s = TcpStream::from_std(s);
                         self.poll.registry().register(
@@ -859,8 +1007,13 @@ impl<'a> Worker<'a> {
                     },
                 );
             if let Ok(s) = connected {
+                if tls.is_some() {
+                    let ns = self.clock.now_ns().saturating_sub(t0);
+                    self.handshake.saturating_record(ns.max(1));
+                }
                 let c = &mut self.conns[ci];
                 c.stream = Some(s);
+                c.tls = tls;
                 c.state = State::Idle;
                 self.counters.connects += 1;
             }
@@ -1044,6 +1197,7 @@ impl<'a> Worker<'a> {
         Ok(WorkerResult {
             rec: self.rec,
             lag: self.lag,
+            handshake: self.handshake,
             counters: self.counters,
             waits: self.window.waits(),
             cpu_ns: thread_cpu_ns() - cpu0,
@@ -1156,6 +1310,7 @@ pub fn run(
 
     let mut recorder = Recorder::new();
     let mut lag = results::new_histogram();
+    let mut handshake = results::new_histogram();
     let mut counters = Counters::default();
     let mut wall_ns = 0;
     let mut busiest: f64 = 0.0;
@@ -1165,6 +1320,9 @@ pub fn run(
         waits.add(&p.waits);
         recorder.merge(&p.rec);
         lag.add(&p.lag)
+            .expect("histograms of one range always merge");
+        handshake
+            .add(&p.handshake)
             .expect("histograms of one range always merge");
         counters.add(&p.counters);
         wall_ns = wall_ns.max(p.wall_ns);
@@ -1195,6 +1353,7 @@ pub fn run(
             busiest_thread: busiest,
             waits,
         },
+        handshake,
         wall_ns,
         interrupted,
     })

@@ -41,4 +41,31 @@ pub trait Protocol: Send + Sync {
     fn connection_per_request(&self) -> bool;
     /// A reader for a new connection.
     fn reader(&self) -> Box<dyn ResponseReader>;
+    /// A secure channel (TLS) for a new connection, or `None` to speak in the clear.
+    fn channel(&self) -> Result<Option<Box<dyn Channel>>, OpError> {
+        Ok(None)
+    }
+}
+
+/// A secure channel over one connection (TLS), as the event loop drives it: ciphertext moves
+/// between the channel and the non-blocking socket; requests go in and responses come out as
+/// plaintext. The shape is rustls's, so a driver wraps a `rustls::ClientConnection` directly;
+/// the engine itself has no TLS library.
+pub trait Channel: Send {
+    /// Reads ciphertext from the socket (`Ok(0)`: the peer closed TCP).
+    fn read_tls(&mut self, socket: &mut dyn std::io::Read) -> std::io::Result<usize>;
+    /// Processes what was read; an `Err` (a bad certificate, a protocol error) ends the
+    /// connection.
+    fn process(&mut self) -> Result<(), OpError>;
+    /// Writes pending ciphertext to the socket.
+    fn write_tls(&mut self, socket: &mut dyn std::io::Write) -> std::io::Result<usize>;
+    /// Whether ciphertext is waiting to be written.
+    fn wants_write(&self) -> bool;
+    /// Whether the handshake is still going on.
+    fn is_handshaking(&self) -> bool;
+    /// Queues a request's bytes (held until the handshake is done).
+    fn send(&mut self, plaintext: &[u8]) -> std::io::Result<()>;
+    /// Takes received plaintext: `Ok(0)` when the peer closed the channel, `WouldBlock` when
+    /// nothing is there yet.
+    fn recv(&mut self, out: &mut [u8]) -> std::io::Result<usize>;
 }

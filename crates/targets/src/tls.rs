@@ -1,0 +1,188 @@
+//! TLS for `https://` targets: a rustls client per connection, driven by the load engine
+//! through [`engine::load::Channel`]. Certificates are checked by default against Mozilla's
+//! roots (webpki-roots, built in: no system store is read); `ca=PATH` trusts the certificates of
+//! a PEM file instead (a test server's own CA), and `insecure=true` accepts any certificate
+//! (the handshake's signatures are still checked) for a server whose certificate cannot be
+//! checked.
+
+use engine::driver::{ConfigError, ErrorClass, OpError};
+use engine::load::Channel;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+/// How the server's certificate is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trust {
+    /// Mozilla's roots.
+    Roots,
+    /// The certificates of this PEM file.
+    Ca(std::path::PathBuf),
+    /// Any certificate.
+    Insecure,
+}
+
+impl Trust {
+    /// As the column header shows it.
+    pub fn label(&self) -> String {
+        match self {
+            Trust::Roots => "TLS, verified".into(),
+            Trust::Ca(p) => format!("TLS, verified against {}", p.display()),
+            Trust::Insecure => "TLS, NOT verified".into(),
+        }
+    }
+}
+
+/// A client configuration shared by every connection of a target, and the name it checks.
+#[derive(Clone)]
+pub struct Client {
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tls::Client({:?})", self.name)
+    }
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+impl Client {
+    /// Builds the configuration: reads a `ca` file now, so a bad one is refused before the run.
+    pub fn new(host: &str, trust: &Trust) -> Result<Client, ConfigError> {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let name = ServerName::try_from(host.to_string()).map_err(|_| {
+            ConfigError::url(format!("{host:?} is not a name or address TLS can check"))
+        })?;
+        let p = provider();
+        let builder = ClientConfig::builder_with_provider(p.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| ConfigError::url(format!("TLS: {e}")))?;
+        let config = match trust {
+            Trust::Roots => {
+                let roots = RootCertStore {
+                    roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+                };
+                builder.with_root_certificates(roots).with_no_client_auth()
+            }
+            Trust::Ca(path) => builder
+                .with_root_certificates(roots_from(path)?)
+                .with_no_client_auth(),
+            Trust::Insecure => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyCertificate(
+                    p.signature_verification_algorithms,
+                )))
+                .with_no_client_auth(),
+        };
+        Ok(Client {
+            config: Arc::new(config),
+            name,
+        })
+    }
+
+    /// A channel for a new connection.
+    pub fn channel(&self) -> Result<Box<dyn Channel>, OpError> {
+        ClientConnection::new(self.config.clone(), self.name.clone())
+            .map(|c| Box::new(Tls(c)) as Box<dyn Channel>)
+            .map_err(|e| OpError::new(ErrorClass::Protocol, format!("tls: {e}")))
+    }
+}
+
+/// The certificates of a PEM file, as roots.
+fn roots_from(path: &Path) -> Result<RootCertStore, ConfigError> {
+    let bad = |why: String| {
+        ConfigError::option("ca", format!("{}: {why}", path.display()))
+            .hint("give a PEM file of CA certificates (-----BEGIN CERTIFICATE-----)")
+    };
+    let mut roots = RootCertStore::empty();
+    let certs = CertificateDer::pem_file_iter(path).map_err(|e| bad(e.to_string()))?;
+    for cert in certs {
+        let cert = cert.map_err(|e| bad(e.to_string()))?;
+        roots.add(cert).map_err(|e| bad(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no certificate in it".into()));
+    }
+    Ok(roots)
+}
+
+/// `insecure=true`: any certificate is taken, but the handshake's signatures are still checked
+/// (the connection is encrypted; only who is at the other end is not proven).
+#[derive(Debug)]
+struct AnyCertificate(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+/// One connection's rustls client.
+struct Tls(ClientConnection);
+
+impl Channel for Tls {
+    fn read_tls(&mut self, socket: &mut dyn Read) -> io::Result<usize> {
+        self.0.read_tls(socket)
+    }
+    fn process(&mut self) -> Result<(), OpError> {
+        self.0.process_new_packets().map(drop).map_err(|e| {
+            let class = match e {
+                rustls::Error::InvalidCertificate(_) => ErrorClass::Refused,
+                _ => ErrorClass::Protocol,
+            };
+            OpError::new(class, format!("tls: {e}"))
+        })
+    }
+    fn write_tls(&mut self, socket: &mut dyn Write) -> io::Result<usize> {
+        self.0.write_tls(socket)
+    }
+    fn wants_write(&self) -> bool {
+        self.0.wants_write()
+    }
+    fn is_handshaking(&self) -> bool {
+        self.0.is_handshaking()
+    }
+    fn send(&mut self, plaintext: &[u8]) -> io::Result<()> {
+        self.0.writer().write_all(plaintext)
+    }
+    fn recv(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.0.reader().read(out)
+    }
+}
