@@ -888,13 +888,17 @@ impl RawPlan {
             }
             None => "shootout".to_string(),
         };
-        let family = match suite.as_str() {
-            "load" => Family::Request,
-            "magma" => Family::Graph,
-            "namespace" => Family::Namespace,
-            _ => Family::Kv,
-        };
+        let family = suite_family(&suite);
+        // A store that lacks a store suite's family, beside others that have it, runs as `n/a`
+        // cases with the reason (`na_reason`); a run where none has it is refused.
+        let some_fit = targets
+            .iter()
+            .any(|t| t.config.families().contains(&family));
         for (t, at) in targets.iter().zip(&target_at) {
+            let store = t.config.families().contains(&Family::Kv);
+            if some_fit && store && family != Family::Kv && family != Family::Request {
+                continue;
+            }
             if !t.config.families().contains(&family) {
                 let speaks: Vec<&str> = t.config.families().iter().map(|f| f.as_str()).collect();
                 return Err(PlanError::new(
@@ -1626,6 +1630,37 @@ impl RawPlan {
             max_lag,
         })
     }
+}
+
+/// The family of operations a suite needs of its targets.
+pub fn suite_family(suite: &str) -> Family {
+    match suite {
+        "load" => Family::Request,
+        "magma" => Family::Graph,
+        "namespace" => Family::Namespace,
+        _ => Family::Kv,
+    }
+}
+
+/// Why `target` cannot run `suite`, when it cannot: the reason of its `n/a` cases.
+pub fn na_reason(suite: &str, target: &PlanTarget) -> Option<String> {
+    let family = suite_family(suite);
+    let families = target.config.families();
+    if families.contains(&family) {
+        return None;
+    }
+    let speaks: Vec<&str> = families.iter().map(|f| f.as_str()).collect();
+    Some(format!(
+        "{} speaks {}; the {suite} suite needs {} targets{}",
+        target.name,
+        speaks.join(", "),
+        family.as_str(),
+        if family == Family::Namespace {
+            " (fs:, dyno://, host:)"
+        } else {
+            ""
+        }
+    ))
 }
 
 /// One target per topology: `host:` with `inproc,loopback` becomes `host-inproc` and

@@ -412,7 +412,13 @@ pub fn run(
                 reps: plan.reps + u32::from(plan.warmup),
                 live: None,
             });
-            if plan.suite == "load" {
+            if let Some(why) = crate::plan::na_reason(&plan.suite, t) {
+                // A store without the suite's family, in a run with others that have it.
+                for c in &mut record.cases[first..first + point.tests.len()] {
+                    c.status = Status::Na;
+                    c.reason = Some(why.clone());
+                }
+            } else if plan.suite == "load" {
                 let ctx = LoadCtx {
                     interrupt,
                     checkpoint,

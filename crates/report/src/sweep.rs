@@ -43,6 +43,8 @@ pub struct Series {
     /// Per target (in column order): its points, and the notes of points with no figure.
     pub lines: Vec<(String, Vec<Point>)>,
     pub notes: Vec<String>,
+    /// Points with no figure, by line index and x: the word the table shows (`n/a`, `failed`).
+    pub words: Vec<(usize, u64, &'static str)>,
 }
 
 fn stat(values: &[f64], x: u64) -> Option<Point> {
@@ -170,7 +172,8 @@ pub fn series(r: &RunRecord) -> Vec<Series> {
             for (suffix, what, figure, extract) in figures(&r.plan.suite, test) {
                 let mut lines = Vec::new();
                 let mut notes = Vec::new();
-                for t in &targets {
+                let mut words = Vec::new();
+                for (li, t) in targets.iter().enumerate() {
                     let mut points = Vec::new();
                     for c in r
                         .cases
@@ -199,10 +202,16 @@ pub fn series(r: &RunRecord) -> Vec<Series> {
                                         points.push(p);
                                         notes.push(note("marked invalid"));
                                     }
-                                    None => notes.push(note(w)),
+                                    None => {
+                                        notes.push(note(w));
+                                        words.push((li, x_of(c), w));
+                                    }
                                 }
                             }
-                            Some(w) => notes.push(note(w)),
+                            Some(w) => {
+                                notes.push(note(w));
+                                words.push((li, x_of(c), w));
+                            }
                         }
                     }
                     lines.push((t.to_string(), points));
@@ -215,6 +224,7 @@ pub fn series(r: &RunRecord) -> Vec<Series> {
                     what: what.to_string(),
                     lines,
                     notes,
+                    words,
                 });
             }
         }
@@ -303,26 +313,29 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
             .iter()
             .map(|x| {
                 std::iter::once(x.to_string())
-                    .chain(
-                        s.lines
-                            .iter()
-                            .map(|(_, l)| match l.iter().find(|p| p.x == *x) {
-                                None => "-".into(),
-                                Some(p) => {
-                                    let v = if p.n == 1 {
-                                        cell(s.figure, p.mean)
-                                    } else {
-                                        format!(
-                                            "{} ({} – {})",
-                                            cell(s.figure, p.mean),
-                                            cell(s.figure, p.min),
-                                            cell(s.figure, p.max)
-                                        )
-                                    };
-                                    if p.invalid { format!("{v} invalid") } else { v }
-                                }
-                            }),
-                    )
+                    .chain(s.lines.iter().enumerate().map(|(li, (_, l))| {
+                        match l.iter().find(|p| p.x == *x) {
+                            None => s
+                                .words
+                                .iter()
+                                .find(|(wl, wx, _)| *wl == li && wx == x)
+                                .map_or("-", |w| w.2)
+                                .into(),
+                            Some(p) => {
+                                let v = if p.n == 1 {
+                                    cell(s.figure, p.mean)
+                                } else {
+                                    format!(
+                                        "{} ({} – {})",
+                                        cell(s.figure, p.mean),
+                                        cell(s.figure, p.min),
+                                        cell(s.figure, p.max)
+                                    )
+                                };
+                                if p.invalid { format!("{v} invalid") } else { v }
+                            }
+                        }
+                    }))
                     .collect()
             })
             .collect();
