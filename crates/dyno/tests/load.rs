@@ -209,6 +209,8 @@ fn open_loop_reports_intended_and_achieved_rate() {
                 "4",
                 "--arrival",
                 "poisson",
+                "--max-lag",
+                MAX_LAG_IN_TESTS,
                 "-o",
                 "o",
             ])

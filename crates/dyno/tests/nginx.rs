@@ -109,6 +109,8 @@ fn open_loop_against_nginx() {
                 "1s",
                 "-c",
                 "8",
+                "--max-lag",
+                MAX_LAG_IN_TESTS,
                 "-o",
                 "o",
             ])

@@ -120,6 +120,14 @@ pub fn assert_magma_ok(rec: &Value) {
     }
 }
 
+/// The `--max-lag` of tests that ask whether dyno keeps a rate: dispatched at p99 within 2 ms of
+/// its schedule (beyond its pace). The default rule weighs the lag against the corrected p99, and
+/// against a sub-millisecond test server, from the unoptimized test build on a shared 2-core
+/// machine, it rightly judges many runs invalid (lag 0.3–1.2 ms, 59–84% of a 0.5–1.4 ms p99);
+/// those tests ask a different question. The rule itself is tested apart (engine unit tests, and
+/// the coalescing test checks a run's verdict against its own lag).
+pub const MAX_LAG_IN_TESTS: &str = "2ms";
+
 /// Runs `attempt` (one load run, returning its generator self-check) up to three times until the
 /// self-check passes. On a shared, noisy machine a generator held up by others is rightly marked
 /// invalid; what is tested is that dyno can keep the rate and says so, not that the machine is
