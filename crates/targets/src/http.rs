@@ -1,5 +1,5 @@
 //! `http://HOST[:PORT]/PATH` and `https://…` — HTTP/1.1 request/response load, in the clear or
-//! over TLS (rustls, [`crate::tls`]; Cargo feature `tls`, on by default).
+//! over TLS (rustls, `crate::tls`; Cargo feature `tls`, on by default).
 //!
 //! The request is built once (method, path and query, `Host`, `User-Agent`, the plan's headers
 //! and body) and sent as is for every request. Responses are read as a stream: headers up to

@@ -16,7 +16,7 @@
 //! - `redb` (feature `redb`): redb, kept to reproduce that measurement.
 //! - [`remote`] (`dyno://`), [`own_host`] (`host:`), [`redis`], `postgres` (feature `postgres`,
 //!   on by default): servers, each in a namespace of dyno's own.
-//! - [`http`] (`http://`, and `https://` with [`tls`], feature `tls`, on by default) and
+//! - [`http`] (`http://`, and `https://` with `tls`, feature `tls`, on by default) and
 //!   [`tcp`]: request/response targets for the load engine.
 //! - [`namespace`]: claiming directories and temporary namespaces; [`options`]: option parsing;
 //!   [`net`]: address resolution and request bodies for the request drivers.
