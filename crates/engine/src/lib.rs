@@ -6,7 +6,8 @@
 //! # Layout
 //!
 //! - [`plan`]: raw plans (TOML or flags), their one validation, resolved plans.
-//! - [`driver`]: the traits every target implements (`TargetConfig`, `Store`, `Session`).
+//! - [`driver`]: the traits every target implements (`TargetConfig`, `Store`, `Session`);
+//!   [`error`]: a failed operation's class and message, below both the drivers and [`load`].
 //! - [`clock`]: the monotonic clock, and a virtual one for exact tests.
 //! - [`worker`]: the one worker loop (schedule × stop condition); [`schedule`]: open-loop arrivals.
 //! - [`recorder`]: per-worker histograms and counters.
@@ -23,6 +24,7 @@
 pub mod clock;
 pub mod driver;
 pub mod env;
+pub mod error;
 pub mod folders;
 pub mod graph;
 pub mod load;

@@ -273,7 +273,7 @@ fn plots_section(r: &RunRecord, n: usize, out: &mut String) {
 
 fn record_section(r: &RunRecord, n: usize, out: &mut String) -> io::Result<()> {
     let mut md = Vec::new();
-    crate::table::render(r, crate::table::Style::Markdown, &mut md)?;
+    crate::table::render(r, crate::grid::Style::Markdown, &mut md)?;
     let md = String::from_utf8_lossy(&md);
     let _ = writeln!(
         out,

@@ -4,6 +4,7 @@
 //! # Layout
 //!
 //! - [`Format`] and [`render`]: pick a renderer by name and write records to any `Write`.
+//! - [`grid`]: what every table shares (styles, the aligned grid, notes, a case's status word).
 //! - [`table`]: the shootout table for terminals and its Markdown twin (same cells, same notes).
 //! - [`load_table`]: the load suite's table (figures × targets).
 //! - [`magma_table`]: the magma suite as MagmaBenchmarker prints it, with the topology penalties.
@@ -20,6 +21,7 @@
 //! - [`units`]: thousands separators and human latency units.
 
 pub mod csv;
+pub mod grid;
 pub mod html;
 pub mod load_table;
 pub mod magma_table;
@@ -84,10 +86,10 @@ pub fn render(format: Format, records: &[RunRecord], out: &mut dyn Write) -> io:
     match format {
         Format::Table => records
             .iter()
-            .try_for_each(|r| table::render(r, table::Style::Text, out)),
+            .try_for_each(|r| table::render(r, grid::Style::Text, out)),
         Format::Markdown => records
             .iter()
-            .try_for_each(|r| table::render(r, table::Style::Markdown, out)),
+            .try_for_each(|r| table::render(r, grid::Style::Markdown, out)),
         Format::Csv => csv::render(records, out),
         Format::SummaryJson => summary::render(records, out),
         Format::Html => html::render(records, out),

@@ -3,7 +3,7 @@
 //! bytes moved, completed within 100 ms … 10 s), latency from the intended start (corrected)
 //! beside service time (uncorrected), and the generator's verdict on itself.
 
-use crate::table::{Style, footer, grid, status_word};
+use crate::grid::{Style, footer, grid, status_word};
 use crate::units;
 use results::{Case, LatencySummary, LoadRep, RunRecord};
 use std::io::{self, Write};

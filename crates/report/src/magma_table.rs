@@ -5,7 +5,7 @@
 //! the serialization, LAN and WAN penalties), and, where the server measured itself, the client's
 //! time per operation split into the server's and the rest.
 
-use crate::table::{Style, footer, grid, status_word};
+use crate::grid::{Style, footer, grid, status_word};
 use crate::units;
 use results::suites::{MAGMA, Unit, magma_test};
 use results::{Case, RunRecord, Status};

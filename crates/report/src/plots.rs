@@ -711,7 +711,7 @@ fn shootout_chart(r: &RunRecord) -> Option<(Chart, String)> {
         r.cases
             .iter()
             .find(|c| c.target == t && c.test == test && c.sweep.is_none())
-            .filter(|c| crate::table::status_word(c).is_none())
+            .filter(|c| crate::grid::status_word(c).is_none())
             .and_then(|c| c.summary.as_ref())
             .map(|s| s.ops_per_s.best)
     };

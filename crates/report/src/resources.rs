@@ -2,7 +2,7 @@
 //! the bytes it read and wrote during the run, and the RSS trend with its verdict (growing /
 //! flat / shrinking, from a robust slope and its 95% interval). It follows every suite's table.
 
-use crate::table::{Style, grid};
+use crate::grid::{Style, grid};
 use crate::units;
 use results::{ProcessSeries, RunRecord, WatchSource};
 use std::io::{self, Write};

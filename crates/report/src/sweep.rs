@@ -2,7 +2,7 @@
 //! mean, min and max of the point's samples (repetitions). The table and the plots read the same
 //! [`Series`].
 
-use crate::table::{Style, grid, status_word};
+use crate::grid::{Style, grid, status_word};
 use crate::units;
 use results::{Case, RunRecord};
 use std::io::{self, Write};

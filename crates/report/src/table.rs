@@ -2,15 +2,10 @@
 //! second, best repetition), then a latency table (p50 / p99 / p99.9 per object operation), then
 //! notes: every `n/a`, failure and cache state with its reason. Text and Markdown share the cells.
 
+use crate::grid::{Style, footer, grid, status_word};
 use crate::units;
 use results::{Case, RunRecord, Status};
 use std::io::{self, Write};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    Text,
-    Markdown,
-}
 
 /// The targets in column order, with their durability.
 fn columns(r: &RunRecord) -> Vec<(&str, &str)> {
@@ -36,17 +31,6 @@ fn case<'a>(r: &'a RunRecord, target: &str, test: &str) -> Option<&'a Case> {
     r.cases
         .iter()
         .find(|c| c.target == target && c.test == test)
-}
-
-/// What a cell shows when there is no number.
-pub(crate) fn status_word(c: &Case) -> Option<&'static str> {
-    match c.status {
-        Status::Ok => None,
-        Status::Na => Some("n/a"),
-        Status::Failed => Some("failed"),
-        Status::Interrupted => Some("interrupted"),
-        Status::Invalid => Some("invalid"),
-    }
 }
 
 fn rate_cell(c: Option<&Case>) -> String {
@@ -101,70 +85,6 @@ fn server_cell(c: Option<&Case>) -> String {
         (Some(w), _, _) => w.into(),
         _ => "-".into(),
     }
-}
-
-/// Writes a grid; the first column is left-aligned, the others right-aligned.
-pub(crate) fn grid(
-    out: &mut dyn Write,
-    style: Style,
-    header: &[Vec<String>],
-    body: &[Vec<String>],
-) -> io::Result<()> {
-    let n = header[0].len();
-    let width: Vec<usize> = (0..n)
-        .map(|i| {
-            header
-                .iter()
-                .chain(body)
-                .map(|row| row[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let cell = |i: usize, s: &str| {
-        let pad = width[i] - s.chars().count();
-        if i == 0 {
-            format!("{s}{}", " ".repeat(pad))
-        } else {
-            format!("{}{s}", " ".repeat(pad))
-        }
-    };
-    match style {
-        Style::Text => {
-            for row in header {
-                let line: Vec<String> = row.iter().enumerate().map(|(i, s)| cell(i, s)).collect();
-                writeln!(out, "{}", line.join("  ").trim_end())?;
-            }
-            let rule: Vec<String> = width.iter().map(|w| "-".repeat(*w)).collect();
-            writeln!(out, "{}", rule.join("  "))?;
-            for row in body {
-                let line: Vec<String> = row.iter().enumerate().map(|(i, s)| cell(i, s)).collect();
-                writeln!(out, "{}", line.join("  "))?;
-            }
-        }
-        Style::Markdown => {
-            // Markdown has one header row: join the header lines with a line break.
-            let head: Vec<String> = (0..n)
-                .map(|i| {
-                    header
-                        .iter()
-                        .map(|r| r[i].as_str())
-                        .filter(|s| !s.is_empty())
-                        .collect::<Vec<_>>()
-                        .join("<br>")
-                })
-                .collect();
-            writeln!(out, "| {} |", head.join(" | "))?;
-            let align: Vec<&str> = (0..n)
-                .map(|i| if i == 0 { ":---" } else { "---:" })
-                .collect();
-            writeln!(out, "| {} |", align.join(" | "))?;
-            for row in body {
-                writeln!(out, "| {} |", row.join(" | "))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Renders one run: its suite's tables and notes, then the watched processes.
@@ -286,29 +206,4 @@ fn shootout(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> 
         })
         .collect();
     footer(out, style, &notes, r.interrupted)
-}
-
-/// The notes under a table, and the interruption notice.
-pub(crate) fn footer(
-    out: &mut dyn Write,
-    style: Style,
-    notes: &[String],
-    interrupted: bool,
-) -> io::Result<()> {
-    if !notes.is_empty() {
-        writeln!(out)?;
-        match style {
-            Style::Text => writeln!(out, "notes")?,
-            Style::Markdown => writeln!(out, "#### notes\n")?,
-        }
-        for n in notes {
-            writeln!(out, "- {n}")?;
-        }
-    }
-    if interrupted {
-        writeln!(out)?;
-        writeln!(out, "(the run was interrupted; finished cases are kept)")?;
-    }
-    writeln!(out)?;
-    Ok(())
 }

@@ -7,6 +7,7 @@
 //! # Layout
 //!
 //! - [`record`]: the types of the record (`RunRecord`, `Case`, `Rep`, `Summary` …), every field documented.
+//! - [`rate`]: a count over a time, below the record and the statistics.
 //! - [`stats`]: pure statistics over samples (spread of repetitions, percentiles of a histogram).
 //! - [`histogram`]: the latency histogram type and its portable encoding (HdrHistogram V2, deflate, base64).
 //! - [`hlog`]: HdrHistogram interval logs, written at once or streamed as a run goes.
@@ -16,6 +17,7 @@
 
 pub mod histogram;
 pub mod hlog;
+pub mod rate;
 pub mod record;
 pub mod series;
 pub mod stats;

@@ -559,7 +559,7 @@ pub struct IntervalRecord {
 impl IntervalRecord {
     /// Responses per second over the interval.
     pub fn responses_per_s(&self) -> f64 {
-        crate::stats::per_s(self.responses as f64, self.end_ns - self.start_ns)
+        crate::rate::per_s(self.responses as f64, self.end_ns - self.start_ns)
     }
 
     /// Two neighbouring intervals as one (for series thinned to stay bounded): their span, the

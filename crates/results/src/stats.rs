@@ -42,10 +42,7 @@ fn median_of_sorted(sorted: &[f64]) -> f64 {
     }
 }
 
-/// `n` per second over `ns` nanoseconds; 0 when no time passed (a rate, never a division by 0).
-pub fn per_s(n: f64, ns: u64) -> f64 {
-    if ns == 0 { 0.0 } else { n * 1e9 / ns as f64 }
-}
+pub use crate::rate::per_s;
 
 /// The percentiles dyno reports, read from one (merged) histogram. `None` when it is empty.
 pub fn latency_summary(h: &Histogram) -> Option<LatencySummary> {

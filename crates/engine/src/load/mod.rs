@@ -28,7 +28,7 @@ pub use protocol::{Channel, Feed, Protocol, ResponseReader};
 pub use timer::{process_cpu_ns, thread_cpu_ns};
 
 use crate::clock::Clock;
-use crate::driver::{ErrorClass, OpError};
+use crate::error::{ErrorClass, OpError};
 use crate::recorder::Recorder;
 use crate::schedule::{ArrivalKind, Arrivals, RateProfile};
 use crate::worker::{Schedule, Stop};

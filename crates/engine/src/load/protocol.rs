@@ -6,7 +6,7 @@
 //! no memory, and a reader is reused for every response of its connection, so the event loop
 //! allocates nothing per request.
 
-use crate::driver::OpError;
+use crate::error::OpError;
 
 /// Where a response stands after some bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
