@@ -5,7 +5,8 @@
 //!
 //! # Layout
 //!
-//! - [`plan`]: raw plans (TOML or flags), their one validation, resolved plans.
+//! - [`plan`]: raw plans (TOML or flags), their one validation, resolved plans: the types, then
+//!   `file` (reading TOML), `resolve` (the one resolution), `load` (the load suite's settings).
 //! - [`driver`]: the traits every target implements (`TargetConfig`, `Store`, `Session`);
 //!   [`error`]: a failed operation's class and message, below both the drivers and [`load`].
 //! - [`clock`]: the monotonic clock, and a virtual one for exact tests.

@@ -1,0 +1,502 @@
+//! Plan files: TOML read with every value's place (file:line:column), unknown keys named with a
+//! suggestion, and values of the wrong type refused.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Plan files
+// ---------------------------------------------------------------------------------------------
+
+pub(super) struct Source<'a> {
+    path: Arc<str>,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    pub(super) fn at(&self, span: std::ops::Range<usize>) -> Origin {
+        let offset = span.start.min(self.text.len());
+        let before = &self.text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        Origin::File {
+            path: self.path.clone(),
+            line,
+            column,
+        }
+    }
+}
+
+pub(super) type Spanned<T> = toml::Spanned<T>;
+
+pub(super) const TOP_KEYS: &[&str] = &["suite", "load", "output", "targets"];
+pub(super) const LOAD_KEYS: &[&str] = &[
+    "duration",
+    "requests",
+    "rate",
+    "ramp",
+    "stages",
+    "arrival",
+    "max_connections",
+    "threads",
+    "timeout",
+    "interval",
+    "hlog",
+    "burst",
+    "coalesce",
+    "max_lag",
+];
+pub(super) const SUITE_KEYS: &[&str] = &[
+    "name",
+    "topology",
+    "objects",
+    "concurrency",
+    "size",
+    "reps",
+    "warmup",
+    "seed",
+    "thousands",
+    "test_time",
+    "depth",
+    "width",
+    "sweep",
+    "samples",
+];
+pub(super) const OUTPUT_KEYS: &[&str] = &["dir", "format"];
+
+pub(super) fn type_name(v: &DeValue) -> &'static str {
+    match v {
+        DeValue::String(_) => "a string",
+        DeValue::Integer(_) => "an integer",
+        DeValue::Float(_) => "a float",
+        DeValue::Boolean(_) => "a boolean",
+        DeValue::Datetime(_) => "a date-time",
+        DeValue::Array(_) => "an array",
+        DeValue::Table(_) => "a table",
+    }
+}
+
+impl RawPlan {
+    /// Reads a plan file.
+    pub fn from_file(path: &Path) -> Result<RawPlan, PlanError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            PlanError::new(
+                Origin::Flag("PLAN"),
+                format!("cannot read plan file {}: {e}", path.display()),
+            )
+            .hint("give the path of a TOML plan file; `dyno validate PLAN.toml` checks one")
+        })?;
+        RawPlan::from_toml(path, &text)
+    }
+
+    /// Parses a plan file's text; `path` is used only in messages.
+    pub fn from_toml(path: &Path, text: &str) -> Result<RawPlan, PlanError> {
+        let src = Source {
+            path: Arc::from(path.display().to_string()),
+            text,
+        };
+        let doc = DeTable::parse(text).map_err(|e| {
+            let at = src.at(e.span().unwrap_or(0..0));
+            PlanError::new(at, format!("invalid TOML: {}", e.message().trim_end()))
+                .hint("see the plan format in the README (`[suite]`, `[output]`, `[targets.NAME]`)")
+        })?;
+        let mut plan = RawPlan {
+            file: Some(path.to_path_buf()),
+            ..RawPlan::default()
+        };
+        for (key, value) in doc.get_ref().iter() {
+            match key.get_ref().as_ref() {
+                "suite" => {
+                    let table = expect_table(&src, "suite", value)?;
+                    for (k, v) in table.iter() {
+                        let at = src.at(v.span());
+                        match k.get_ref().as_ref() {
+                            "name" => plan.suite = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "topology" => {
+                                plan.topology = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
+                            "objects" => plan.objects = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "concurrency" => {
+                                plan.concurrency = Some(Sp::new(expect_int(&src, k, v)?, at))
+                            }
+                            "size" => plan.size = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "reps" => plan.reps = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "seed" => plan.seed = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "thousands" => {
+                                plan.thousands = Some(Sp::new(expect_int(&src, k, v)?, at))
+                            }
+                            "test_time" => {
+                                plan.test_time = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
+                            "depth" => plan.depth = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "width" => plan.width = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "samples" => plan.samples = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "sweep" => match v.get_ref() {
+                                DeValue::String(one) => {
+                                    plan.sweeps.push(Sp::new(one.to_string(), at))
+                                }
+                                DeValue::Array(all) => {
+                                    for item in all.iter() {
+                                        let at = src.at(item.span());
+                                        match item.get_ref() {
+                                            DeValue::String(one) => {
+                                                plan.sweeps.push(Sp::new(one.to_string(), at))
+                                            }
+                                            other => {
+                                                return Err(wrong_type(
+                                                    &src,
+                                                    k,
+                                                    item,
+                                                    other,
+                                                    "a string like \"depth=1..30\"",
+                                                ));
+                                            }
+                                        }
+                                    }
+                                }
+                                other => {
+                                    return Err(wrong_type(
+                                        &src,
+                                        k,
+                                        v,
+                                        other,
+                                        "a string like \"depth=1..30\" or an array of them",
+                                    ));
+                                }
+                            },
+                            "warmup" => match v.get_ref() {
+                                DeValue::Boolean(b) => plan.warmup = Some(Sp::new(*b, at)),
+                                other => return Err(wrong_type(&src, k, v, other, "a boolean")),
+                            },
+                            other => {
+                                return Err(unknown_key(&src, k, other, "[suite]", SUITE_KEYS));
+                            }
+                        }
+                    }
+                }
+                "load" => {
+                    let table = expect_table(&src, "load", value)?;
+                    for (k, v) in table.iter() {
+                        let at = src.at(v.span());
+                        match k.get_ref().as_ref() {
+                            "duration" => {
+                                plan.duration = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
+                            "ramp" => plan.ramp = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "arrival" => plan.arrival = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "timeout" => plan.timeout = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "interval" => {
+                                plan.interval = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
+                            "hlog" => plan.hlog = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "burst" => plan.burst = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "coalesce" => {
+                                plan.coalesce = Some(Sp::new(expect_str(&src, k, v)?, at))
+                            }
+                            "max_lag" => plan.max_lag = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "requests" => {
+                                plan.requests = Some(Sp::new(expect_int(&src, k, v)?, at))
+                            }
+                            "max_connections" => {
+                                plan.max_connections = Some(Sp::new(expect_int(&src, k, v)?, at))
+                            }
+                            "threads" => plan.threads = Some(Sp::new(expect_int(&src, k, v)?, at)),
+                            "rate" => {
+                                plan.rate = Some(Sp::new(expect_number_text(&src, k, v)?, at))
+                            }
+                            "stages" => plan.stages = stages_from_toml(&src, k, v)?,
+                            other => return Err(unknown_key(&src, k, other, "[load]", LOAD_KEYS)),
+                        }
+                    }
+                }
+                "output" => {
+                    let table = expect_table(&src, "output", value)?;
+                    for (k, v) in table.iter() {
+                        let at = src.at(v.span());
+                        match k.get_ref().as_ref() {
+                            "dir" => plan.out = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            "format" => plan.format = Some(Sp::new(expect_str(&src, k, v)?, at)),
+                            other => {
+                                return Err(unknown_key(&src, k, other, "[output]", OUTPUT_KEYS));
+                            }
+                        }
+                    }
+                }
+                "targets" => {
+                    let table = expect_table(&src, "targets", value)?;
+                    for (name, body) in table.iter() {
+                        plan.targets.push(target_from_toml(&src, name, body)?);
+                    }
+                }
+                other => {
+                    return Err(unknown_key(
+                        &src,
+                        key,
+                        other,
+                        "the plan's top level",
+                        TOP_KEYS,
+                    ));
+                }
+            }
+        }
+        Ok(plan)
+    }
+}
+
+pub(super) fn expect_table<'a, 'i>(
+    src: &Source,
+    name: &str,
+    v: &'a Spanned<DeValue<'i>>,
+) -> Result<&'a DeTable<'i>, PlanError> {
+    match v.get_ref() {
+        DeValue::Table(t) => Ok(t),
+        other => Err(PlanError::new(
+            src.at(v.span()),
+            format!("`{name}` must be a table, not {}", type_name(other)),
+        )
+        .hint(format!("write it as a [{name}] section"))),
+    }
+}
+
+pub(super) fn expect_str(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<String, PlanError> {
+    match v.get_ref() {
+        DeValue::String(s) => Ok(s.to_string()),
+        other => Err(wrong_type(src, k, v, other, "a string")),
+    }
+}
+
+pub(super) fn expect_int(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<i64, PlanError> {
+    match v.get_ref() {
+        DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix()).map_err(|_| {
+            PlanError::new(
+                src.at(v.span()),
+                format!("`{}` is out of range", k.get_ref()),
+            )
+        }),
+        other => Err(wrong_type(src, k, v, other, "an integer")),
+    }
+}
+
+/// A rate written as a number (`5000`) or a string (`"1000..20000"`).
+pub(super) fn expect_number_text(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<String, PlanError> {
+    match v.get_ref() {
+        DeValue::String(s) => Ok(s.to_string()),
+        DeValue::Integer(i) => Ok(i.to_string()),
+        DeValue::Float(f) => Ok(f.as_str().to_string()),
+        other => Err(wrong_type(src, k, v, other, "a number or a string")),
+    }
+}
+
+/// `stages = [{ rate = 1000, duration = "30s" }, { rate = "1000..5000", duration = "1m" }]`
+pub(super) fn stages_from_toml(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<Vec<RawStage>, PlanError> {
+    let DeValue::Array(items) = v.get_ref() else {
+        return Err(wrong_type(src, k, v, v.get_ref(), "an array"));
+    };
+    let mut out = Vec::new();
+    for item in items.iter() {
+        let DeValue::Table(t) = item.get_ref() else {
+            return Err(
+                PlanError::new(src.at(item.span()), "a stage must be a table")
+                    .hint("write { rate = 1000, duration = \"30s\" }"),
+            );
+        };
+        let (mut rate, mut duration) = (None, None);
+        for (sk, sv) in t.iter() {
+            let at = src.at(sv.span());
+            match sk.get_ref().as_ref() {
+                "rate" => rate = Some(Sp::new(expect_number_text(src, sk, sv)?, at)),
+                "duration" => duration = Some(Sp::new(expect_str(src, sk, sv)?, at)),
+                other => {
+                    return Err(unknown_key(
+                        src,
+                        sk,
+                        other,
+                        "a stage",
+                        &["rate", "duration"],
+                    ));
+                }
+            }
+        }
+        match (rate, duration) {
+            (Some(rate), Some(duration)) => out.push(RawStage { rate, duration }),
+            _ => {
+                return Err(PlanError::new(
+                    src.at(item.span()),
+                    "a stage needs a rate and a duration",
+                )
+                .hint("write { rate = 1000, duration = \"30s\" }"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn wrong_type(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+    found: &DeValue,
+    want: &str,
+) -> PlanError {
+    PlanError::new(
+        src.at(v.span()),
+        format!("`{}` must be {want}, not {}", k.get_ref(), type_name(found)),
+    )
+    .hint(match want {
+        "an integer" => format!("write e.g. {} = 1000 (no quotes)", k.get_ref()),
+        "a boolean" => format!("write {} = true or {} = false", k.get_ref(), k.get_ref()),
+        "an array" => format!("write e.g. {} = [ ... ]", k.get_ref()),
+        "a number or a string" => format!(
+            "write e.g. {} = 5000 or {} = \"1000..20000\"",
+            k.get_ref(),
+            k.get_ref()
+        ),
+        _ => format!("write e.g. {} = \"…\" (in quotes)", k.get_ref()),
+    })
+}
+
+pub(super) fn unknown_key(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    name: &str,
+    section: &str,
+    known: &[&str],
+) -> PlanError {
+    PlanError::new(
+        src.at(k.span()),
+        format!(
+            "unknown key `{name}` in {section}; {}known keys: {}",
+            did_you_mean(name, known.iter().copied()),
+            known.join(", ")
+        ),
+    )
+}
+
+pub(super) fn target_from_toml(
+    src: &Source,
+    name: &Spanned<std::borrow::Cow<str>>,
+    body: &Spanned<DeValue>,
+) -> Result<RawTarget, PlanError> {
+    let name_at = src.at(name.span());
+    let DeValue::Table(table) = body.get_ref() else {
+        return Err(PlanError::new(
+            src.at(body.span()),
+            format!("target `{}` must be a table", name.get_ref()),
+        )
+        .hint(format!(
+            "write [targets.{}] with url = \"scheme:…\" under it",
+            name.get_ref()
+        )));
+    };
+    let mut url = None;
+    let mut options = Vec::new();
+    let mut process = None;
+    for (k, v) in table.iter() {
+        if k.get_ref() == "process" {
+            process = Some(process_from_toml(src, v)?);
+            continue;
+        }
+        let text = match v.get_ref() {
+            DeValue::String(s) => s.to_string(),
+            DeValue::Integer(i) => i.to_string(),
+            DeValue::Float(f) => f.as_str().to_string(),
+            DeValue::Boolean(b) => b.to_string(),
+            other => {
+                return Err(PlanError::new(
+                    src.at(v.span()),
+                    format!(
+                        "target option `{}` must be a string, number or boolean, not {}",
+                        k.get_ref(),
+                        type_name(other)
+                    ),
+                ));
+            }
+        };
+        let at = src.at(v.span());
+        if k.get_ref() == "url" {
+            if !matches!(v.get_ref(), DeValue::String(_)) {
+                return Err(wrong_type(src, k, v, v.get_ref(), "a string"));
+            }
+            url = Some(Sp::new(text, at));
+        } else {
+            options.push((
+                Sp::new(k.get_ref().to_string(), src.at(k.span())),
+                Sp::new(text, at),
+            ));
+        }
+    }
+    let url = url.ok_or_else(|| {
+        PlanError::new(
+            name_at.clone(),
+            format!("target `{}` has no url", name.get_ref()),
+        )
+        .hint("add e.g. url = \"sqlite:/tmp/dyno.db\" to it")
+    })?;
+    Ok(RawTarget {
+        name: Some(Sp::new(name.get_ref().to_string(), name_at)),
+        url,
+        options,
+        process,
+    })
+}
+
+pub(super) fn process_from_toml(
+    src: &Source,
+    v: &Spanned<DeValue>,
+) -> Result<RawProcess, PlanError> {
+    let table = expect_table(src, "targets.NAME.process", v)?;
+    let mut p = RawProcess {
+        at: Some(src.at(v.span())),
+        ..RawProcess::default()
+    };
+    for (k, v) in table.iter() {
+        let at = src.at(v.span());
+        let text = || match v.get_ref() {
+            DeValue::String(s) => Ok(Sp::new(s.to_string(), at.clone())),
+            other => Err(wrong_type(src, k, v, other, "a string")),
+        };
+        match k.get_ref().as_ref() {
+            "cmd" => p.cmd = Some(text()?),
+            "ready" => p.ready = Some(text()?),
+            "ready_timeout" => p.ready_timeout = Some(text()?),
+            "name" => p.name = Some(text()?),
+            "pid" => match v.get_ref() {
+                DeValue::Integer(i) => {
+                    let n = i.as_str().parse::<i64>().map_err(|_| {
+                        PlanError::new(at.clone(), "pid must be a positive process id")
+                    })?;
+                    p.pid = Some(Sp::new(n, at));
+                }
+                other => return Err(wrong_type(src, k, v, other, "an integer")),
+            },
+            other => {
+                const KEYS: [&str; 5] = ["cmd", "ready", "ready_timeout", "pid", "name"];
+                return Err(PlanError::new(
+                    src.at(k.span()),
+                    format!("unknown key `{other}` in a target's process"),
+                )
+                .hint(format!(
+                    "{}keys: {}",
+                    did_you_mean(other, KEYS.iter().copied()),
+                    KEYS.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(p)
+}
