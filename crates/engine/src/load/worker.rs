@@ -1,0 +1,800 @@
+//! One load thread: its connections' state machine (connect, write, read, complete or fail),
+//! the open loop's dispatch and backlog, timeouts, intervals, and the poll loop that drives them.
+
+use super::channel::*;
+use super::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum State {
+    /// No socket.
+    Closed,
+    /// Connecting; the request goes out once connected.
+    Connecting,
+    /// Writing the request.
+    Writing,
+    /// Reading the response.
+    Reading,
+    /// Connected, no request in flight.
+    Idle,
+}
+
+pub(super) struct Conn {
+    pub(super) stream: Option<TcpStream>,
+    /// TLS targets: the secure channel over `stream`.
+    pub(super) tls: Option<Box<dyn Channel>>,
+    /// When the TLS handshake began (TCP connected), until it is done and recorded.
+    pub(super) handshake_from: Option<u64>,
+    pub(super) state: State,
+    pub(super) reader: Box<dyn ResponseReader>,
+    pub(super) written: usize,
+    /// When the request in flight was due (latency starts here).
+    pub(super) intended: u64,
+    /// When the connection started working on it (the timeout starts here).
+    pub(super) started: u64,
+    /// When its first byte was written (service time starts here).
+    pub(super) sent: u64,
+    /// Closed loop: requests this connection may still start (`u64::MAX` for a duration stop).
+    pub(super) remaining: u64,
+    /// Closed loop: when the next request is due, after a failure pause.
+    pub(super) retry_at: Option<u64>,
+}
+
+impl Conn {
+    fn busy(&self) -> bool {
+        matches!(
+            self.state,
+            State::Connecting | State::Writing | State::Reading
+        )
+    }
+}
+
+/// One thread's share of a run.
+pub(super) struct Share {
+    pub(super) index: usize,
+    pub(super) connections: usize,
+    pub(super) max_connections: usize,
+    pub(super) schedule: Schedule,
+    pub(super) stop: Option<Stop>,
+    pub(super) closed_remaining: u64,
+}
+
+pub(super) struct Worker<'a> {
+    pub(super) spec: &'a LoadSpec,
+    pub(super) clock: Clock,
+    pub(super) poll: Poll,
+    pub(super) timer: timer::Timer,
+    pub(super) conns: Vec<Conn>,
+    pub(super) idle: Vec<usize>,
+    pub(super) backlog: VecDeque<u64>,
+    pub(super) rec: Recorder,
+    pub(super) lag: Histogram,
+    pub(super) handshake: Histogram,
+    pub(super) counters: Counters,
+    pub(super) buf: Vec<u8>,
+    pub(super) open: bool,
+    pub(super) max_connections: usize,
+    // Intervals.
+    pub(super) interval_ns: u64,
+    pub(super) interval_index: u64,
+    pub(super) interval_hist: Histogram,
+    /// The counters and errors at the end of the last interval (an interval holds the growth).
+    pub(super) interval_base: (Counters, [u64; ErrorClass::COUNT]),
+    pub(super) reporter: Reporter,
+    // Outstanding requests, time-weighted.
+    pub(super) outstanding: u64,
+    pub(super) outstanding_since: u64,
+    pub(super) outstanding_area: f64,
+    pub(super) start: u64,
+    pub(super) issuing: bool,
+    pub(super) closed_stop: Option<Stop>,
+    /// Connections with a `retry_at` set (the loops over them are skipped when zero).
+    pub(super) pausing: usize,
+    pub(super) window: coalesce::Window,
+}
+
+pub(super) struct WorkerResult {
+    pub(super) rec: Recorder,
+    pub(super) lag: Histogram,
+    pub(super) handshake: Histogram,
+    pub(super) counters: Counters,
+    pub(super) waits: Waits,
+    pub(super) cpu_ns: u64,
+    pub(super) wall_ns: u64,
+    pub(super) interrupted: bool,
+}
+
+pub(super) fn io_err(context: &'static str, e: &io::Error) -> OpError {
+    OpError::new(ErrorClass::of_io(e), format!("{context}: {e}"))
+}
+
+impl<'a> Worker<'a> {
+    pub(super) fn new(
+        spec: &'a LoadSpec,
+        clock: Clock,
+        share: &Share,
+        reporter: Reporter,
+    ) -> io::Result<Worker<'a>> {
+        let poll = Poll::new()?;
+        let timer = timer::Timer::new(poll.registry(), TIMER)?;
+        Ok(Worker {
+            spec,
+            clock,
+            poll,
+            timer,
+            conns: Vec::with_capacity(share.max_connections),
+            idle: Vec::with_capacity(share.max_connections),
+            backlog: VecDeque::new(),
+            rec: Recorder::new(),
+            lag: results::new_histogram(),
+            handshake: results::new_histogram(),
+            counters: Counters::default(),
+            buf: vec![0; READ_CHUNK],
+            open: share.schedule.is_open(),
+            max_connections: share.max_connections,
+            interval_ns: spec.interval.as_nanos().max(1_000_000) as u64,
+            interval_index: 0,
+            interval_hist: results::new_histogram(),
+            interval_base: (Counters::default(), [0; ErrorClass::COUNT]),
+            reporter,
+            outstanding: 0,
+            outstanding_since: 0,
+            outstanding_area: 0.0,
+            start: 0,
+            issuing: true,
+            closed_stop: None,
+            pausing: 0,
+            window: coalesce::Window::new(spec.coalesce, timer::sleep_cost_ns()),
+        })
+    }
+
+    pub(super) fn add_conn(&mut self, remaining: u64) -> usize {
+        self.conns.push(Conn {
+            stream: None,
+            tls: None,
+            handshake_from: None,
+            state: State::Closed,
+            reader: self.spec.protocol.reader(),
+            written: 0,
+            intended: 0,
+            started: 0,
+            sent: 0,
+            remaining,
+            retry_at: None,
+        });
+        self.conns.len() - 1
+    }
+
+    pub(super) fn set_outstanding(&mut self, now: u64, n: u64) {
+        self.outstanding_area +=
+            self.outstanding as f64 * now.saturating_sub(self.outstanding_since) as f64;
+        self.outstanding_since = now;
+        self.outstanding = n;
+        self.counters.outstanding_max = self.counters.outstanding_max.max(n);
+    }
+
+    pub(super) fn in_flight(&self) -> u64 {
+        self.conns.iter().filter(|c| c.busy()).count() as u64
+    }
+
+    /// Starts request `intended` on connection `ci`, connecting first if needed.
+    pub(super) fn start(&mut self, ci: usize, intended: u64, now: u64) {
+        self.counters.requests += 1;
+        let c = &mut self.conns[ci];
+        if c.remaining != u64::MAX {
+            c.remaining -= 1;
+        }
+        c.intended = intended;
+        c.started = now;
+        c.written = 0;
+        c.reader.reset();
+        if c.stream.is_none() {
+            match TcpStream::connect(self.spec.addr) {
+                Ok(mut s) => {
+                    if let Err(e) = self.poll.registry().register(
+                        &mut s,
+                        Token(ci),
+                        Interest::READABLE | Interest::WRITABLE,
+                    ) {
+                        self.fail(ci, io_err("register", &e), now);
+                        return;
+                    }
+                    let c = &mut self.conns[ci];
+                    c.stream = Some(s);
+                    c.state = State::Connecting;
+                }
+                Err(e) => {
+                    self.fail(ci, io_err("connect", &e), now);
+                    return;
+                }
+            }
+        } else {
+            c.state = State::Writing;
+            self.write(ci, now);
+        }
+        let n = self.outstanding + 1;
+        self.set_outstanding(now, n);
+    }
+
+    /// Writes what is left of the request; moves to reading once it is all out.
+    pub(super) fn write(&mut self, ci: usize, now: u64) {
+        let req = self.spec.protocol.request();
+        let c = &mut self.conns[ci];
+        let Some(stream) = c.stream.as_mut() else {
+            return;
+        };
+        if c.written == 0 {
+            c.sent = now;
+        }
+        if let Some(tls) = c.tls.as_mut() {
+            // The channel holds the request until its handshake is done, then encrypts it.
+            if c.written < req.len() {
+                if let Err(e) = tls.send(&req[c.written..]) {
+                    self.fail(ci, io_err("send", &e), now);
+                    return;
+                }
+                self.counters.bytes_out += (req.len() - c.written) as u64;
+                c.written = req.len();
+            }
+            match flush_tls(tls.as_mut(), stream) {
+                Ok(true) => c.state = State::Reading,
+                Ok(false) => {}
+                Err(e) => self.fail(ci, io_err("send", &e), now),
+            }
+            return;
+        }
+        while c.written < req.len() {
+            match stream.write(&req[c.written..]) {
+                Ok(0) => {
+                    let e = OpError::new(ErrorClass::Reset, "connection closed while sending");
+                    self.fail(ci, e, now);
+                    return;
+                }
+                Ok(n) => {
+                    c.written += n;
+                    self.counters.bytes_out += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.fail(ci, io_err("send", &e), now);
+                    return;
+                }
+            }
+        }
+        c.state = State::Reading;
+    }
+
+    /// Reads what has arrived; completes the response when the reader says so.
+    pub(super) fn read(&mut self, ci: usize, now: u64) {
+        loop {
+            let c = &mut self.conns[ci];
+            let Some(stream) = c.stream.as_mut() else {
+                return;
+            };
+            let got = match c.tls.as_mut() {
+                None => stream.read(&mut self.buf),
+                Some(tls) => match recv_tls(tls.as_mut(), stream, &mut self.buf) {
+                    Ok(got) => got,
+                    Err(e) => {
+                        self.fail(ci, e, now);
+                        return;
+                    }
+                },
+            };
+            if let (Some(from), Some(tls)) = (c.handshake_from, c.tls.as_ref())
+                && !tls.is_handshaking()
+            {
+                self.handshake
+                    .saturating_record(now.saturating_sub(from).max(1));
+                c.handshake_from = None;
+            }
+            let (n, eof) = match got {
+                Ok(0) => (0, true),
+                Ok(n) => (n, false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if c.state == State::Reading || c.state == State::Writing {
+                        self.fail(ci, io_err("receive", &e), now);
+                    } else {
+                        self.drop_stream(ci);
+                    }
+                    return;
+                }
+            };
+            self.counters.bytes_in += n as u64;
+            if c.state != State::Reading {
+                // Bytes or a close while no request is in flight.
+                if n > 0 && c.state == State::Idle {
+                    // A server talking out of turn: the connection can no longer be trusted.
+                    self.drop_stream(ci);
+                    self.rec.fail(OpError::new(
+                        ErrorClass::Protocol,
+                        "bytes received with no request in flight",
+                    ));
+                } else if eof {
+                    self.drop_stream(ci);
+                }
+                return;
+            }
+            match c.reader.feed(&self.buf[..n], eof) {
+                Ok(Feed::More) if eof => {
+                    self.fail(
+                        ci,
+                        OpError::new(
+                            ErrorClass::Reset,
+                            "connection closed before the response ended",
+                        ),
+                        now,
+                    );
+                    return;
+                }
+                Ok(Feed::More) => {}
+                Ok(Feed::Done {
+                    used,
+                    outcome,
+                    keep_alive,
+                }) => {
+                    if used < n {
+                        self.fail(
+                            ci,
+                            OpError::new(ErrorClass::Protocol, "more bytes than the response"),
+                            now,
+                        );
+                        return;
+                    }
+                    self.complete(ci, outcome, keep_alive && !eof, now);
+                    return;
+                }
+                Err(e) => {
+                    self.fail(ci, e, now);
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn drop_stream(&mut self, ci: usize) {
+        let c = &mut self.conns[ci];
+        if let Some(mut s) = c.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        c.tls = None;
+        c.handshake_from = None;
+        c.state = State::Closed;
+    }
+
+    /// A response ended.
+    pub(super) fn complete(
+        &mut self,
+        ci: usize,
+        outcome: Result<(), OpError>,
+        keep_alive: bool,
+        now: u64,
+    ) {
+        let c = &mut self.conns[ci];
+        let latency = now.saturating_sub(c.intended);
+        let service = now.saturating_sub(c.sent);
+        self.counters.responses += 1;
+        if outcome.is_ok() {
+            self.counters.ok += 1;
+        }
+        self.rec.service.saturating_record(service.max(1));
+        self.window.observe(service);
+        self.rec.record(latency, outcome.map(|_| 0));
+        self.interval_hist.saturating_record(latency.max(1));
+        let reuse = keep_alive && !self.spec.protocol.connection_per_request();
+        if reuse {
+            self.conns[ci].state = State::Idle;
+        } else {
+            self.drop_stream(ci);
+        }
+        let n = self.outstanding.saturating_sub(1);
+        self.set_outstanding(now, n);
+        self.next_for(ci, now);
+    }
+
+    /// A request failed: count it (no latency: there was no response), close the connection.
+    ///
+    /// A failure inside `start` itself (the connect call failed at once) never starts another
+    /// request from here, so failures cannot recurse: a closed-loop connection pauses, an
+    /// open-loop one goes back to the idle list for the next due request.
+    pub(super) fn fail(&mut self, ci: usize, e: OpError, now: u64) {
+        let was_busy = self.conns[ci].busy();
+        let refused = e.class == ErrorClass::Refused;
+        self.rec.fail(e);
+        self.drop_stream(ci);
+        if was_busy {
+            let n = self.outstanding.saturating_sub(1);
+            self.set_outstanding(now, n);
+        }
+        if self.open {
+            if was_busy {
+                self.next_for(ci, now);
+            } else {
+                self.idle.push(ci);
+            }
+        } else if refused || !was_busy {
+            if self.conns[ci].retry_at.is_none() {
+                self.pausing += 1;
+            }
+            self.conns[ci].retry_at = Some(now + RETRY_PAUSE_NS);
+        } else {
+            self.next_for(ci, now);
+        }
+    }
+
+    /// What a connection does after a request ended.
+    pub(super) fn next_for(&mut self, ci: usize, now: u64) {
+        if self.open {
+            if let Some(intended) = self.backlog.pop_front() {
+                // It was counted as outstanding when queued; `start` counts it again.
+                let n = self.outstanding.saturating_sub(1);
+                self.set_outstanding(now, n);
+                self.start(ci, intended, now);
+            } else {
+                self.idle.push(ci);
+            }
+            return;
+        }
+        if self.may_start(ci, now) {
+            self.start(ci, now, now);
+        }
+    }
+
+    /// Closed loop: whether connection `ci` may start another request now.
+    pub(super) fn may_start(&self, ci: usize, now: u64) -> bool {
+        self.issuing && self.conns[ci].remaining > 0 && !self.closed_over(now)
+    }
+
+    /// Closed loop with a duration: true once it has passed.
+    pub(super) fn closed_over(&self, now: u64) -> bool {
+        matches!(self.closed_stop, Some(Stop::Duration { ns }) if now - self.start >= ns)
+    }
+
+    /// An open-loop request is due at `intended`.
+    pub(super) fn dispatch(&mut self, intended: u64, now: u64) {
+        self.lag
+            .saturating_record(now.saturating_sub(intended).max(1));
+        self.window.due(intended);
+        if let Some(ci) = self.idle.pop() {
+            self.start(ci, intended, now);
+        } else if self.conns.len() < self.max_connections {
+            let ci = self.add_conn(u64::MAX);
+            self.start(ci, intended, now);
+        } else if self.backlog.len() < MAX_BACKLOG {
+            self.backlog.push_back(intended);
+            let n = self.outstanding + 1;
+            self.set_outstanding(now, n);
+        } else {
+            self.counters.unsent += 1;
+        }
+    }
+
+    /// Ends the current interval: its growth of the counters and its histogram go to the
+    /// collector (one message a thread per interval; nothing is kept here).
+    pub(super) fn flush_interval(&mut self, now: u64) {
+        let start = self.start + self.interval_index * self.interval_ns;
+        let mut h = results::new_histogram();
+        std::mem::swap(&mut h, &mut self.interval_hist);
+        let (c0, e0) = &self.interval_base;
+        let c = &self.counters;
+        let mut errors = self.rec.errors;
+        for (e, base) in errors.iter_mut().zip(e0) {
+            *e -= base;
+        }
+        let iv = Interval {
+            start_ns: start - self.start,
+            end_ns: (start + self.interval_ns).min(now) - self.start,
+            latency: h,
+            requests: c.requests - c0.requests,
+            responses: c.responses - c0.responses,
+            ok: c.ok - c0.ok,
+            connects: c.connects - c0.connects,
+            bytes_in: c.bytes_in - c0.bytes_in,
+            bytes_out: c.bytes_out - c0.bytes_out,
+            errors,
+        };
+        self.interval_base = (self.counters.clone(), self.rec.errors);
+        let _ = self.reporter.tx.send(Msg::Interval(
+            self.reporter.index,
+            self.interval_index,
+            Box::new(iv),
+        ));
+        self.interval_index = (now - self.start) / self.interval_ns;
+    }
+
+    pub(super) fn scan_timeouts(&mut self, now: u64) {
+        let timeout = self.spec.timeout.as_nanos() as u64;
+        for ci in 0..self.conns.len() {
+            let c = &self.conns[ci];
+            if c.busy() && now.saturating_sub(c.started) > timeout {
+                let e = OpError::new(
+                    ErrorClass::Timeout,
+                    "no complete response within the timeout",
+                );
+                self.fail(ci, e, now);
+            }
+        }
+    }
+
+    pub(super) fn handle(&mut self, ci: usize, now: u64) {
+        let state = self.conns[ci].state;
+        if state == State::Connecting {
+            let c = &mut self.conns[ci];
+            let Some(s) = c.stream.as_ref() else { return };
+            match s.take_error() {
+                Ok(Some(e)) | Err(e) => {
+                    self.fail(ci, io_err("connect", &e), now);
+                    return;
+                }
+                Ok(None) => {}
+            }
+            match s.peer_addr() {
+                Ok(_) => {
+                    let _ = s.set_nodelay(true);
+                    self.counters.connects += 1;
+                    c.state = State::Writing;
+                    match self.spec.protocol.channel() {
+                        Ok(tls) => {
+                            let c = &mut self.conns[ci];
+                            c.handshake_from = tls.as_ref().map(|_| now);
+                            c.tls = tls;
+                        }
+                        Err(e) => {
+                            self.fail(ci, e, now);
+                            return;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+                Err(e) => {
+                    self.fail(ci, io_err("connect", &e), now);
+                    return;
+                }
+            }
+        }
+        if self.conns[ci].state == State::Writing {
+            self.write(ci, now);
+        }
+        // A channel's handshake or alerts may have been left unsent by a full socket.
+        let c = &mut self.conns[ci];
+        if let (Some(tls), Some(stream)) = (c.tls.as_mut(), c.stream.as_mut())
+            && c.state != State::Writing
+            && let Err(e) = flush_tls(tls.as_mut(), stream)
+        {
+            self.fail(ci, io_err("send", &e), now);
+            return;
+        }
+        if matches!(self.conns[ci].state, State::Reading | State::Idle) {
+            self.read(ci, now);
+        }
+    }
+
+    /// Open loop: connects the connections opened up front, before the measured start, so the
+    /// first requests do not pay for connecting. A connection that fails here is connected (and
+    /// its failure counted) when it is first used.
+    pub(super) fn preconnect(&mut self, n: usize) {
+        for _ in 0..n {
+            let ci = self.add_conn(u64::MAX);
+            let t0 = self.clock.now_ns();
+            let mut tls = None;
+            let connected =
+                std::net::TcpStream::connect_timeout(&self.spec.addr, self.spec.timeout).and_then(
+                    |mut s| {
+                        s.set_nodelay(true)?;
+                        // A TLS connection opened up front has its handshake done up front too.
+                        tls = self.spec.protocol.channel().map_err(io::Error::other)?;
+                        if let Some(ch) = tls.as_mut() {
+                            handshake_blocking(ch.as_mut(), &mut s, self.spec.timeout)?;
+                        }
+                        s.set_nonblocking(true)?;
+                        let mut s = TcpStream::from_std(s);
+                        self.poll.registry().register(
+                            &mut s,
+                            Token(ci),
+                            Interest::READABLE | Interest::WRITABLE,
+                        )?;
+                        Ok(s)
+                    },
+                );
+            if let Ok(s) = connected {
+                if tls.is_some() {
+                    let ns = self.clock.now_ns().saturating_sub(t0);
+                    self.handshake.saturating_record(ns.max(1));
+                }
+                let c = &mut self.conns[ci];
+                c.stream = Some(s);
+                c.tls = tls;
+                c.state = State::Idle;
+                self.counters.connects += 1;
+            }
+            self.idle.push(ci);
+        }
+    }
+
+    pub(super) fn run(
+        mut self,
+        mut share: Share,
+        barrier: &Barrier,
+        interrupt: &AtomicBool,
+    ) -> io::Result<WorkerResult> {
+        let mut events = Events::with_capacity(EVENTS);
+        if self.open {
+            self.preconnect(share.connections);
+        }
+        barrier.wait();
+        let cpu0 = thread_cpu_ns();
+        let start = self.clock.now_ns();
+        self.start = start;
+        self.outstanding_since = start;
+        self.closed_stop = if self.open { None } else { share.stop };
+        let mut next_scan = start + SCAN_NS;
+        let mut next_arrival = if self.open {
+            share.schedule.next(start, start)
+        } else {
+            None
+        };
+        let mut arrivals_started: u64 = 0;
+        if !self.open {
+            for _ in 0..share.connections {
+                let ci = self.add_conn(share.closed_remaining);
+                if share.closed_remaining > 0 {
+                    self.start(ci, start, start);
+                }
+            }
+        }
+        let drain_ns = self.spec.timeout.as_nanos() as u64;
+        let mut issuing_ended_at: Option<u64> = None;
+        let mut interrupted = false;
+        // When the thread last woke to something (a response, a due request, a timer).
+        let mut last_wake = 0u64;
+        // When the thread last sent requests that had fallen due.
+        let mut last_dispatch = 0u64;
+        loop {
+            let now = self.clock.now_ns();
+            if interrupt.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            // Open loop: dispatch every request that is due.
+            while let Some(t) = next_arrival {
+                if t > now {
+                    break;
+                }
+                let stop_now = share
+                    .stop
+                    .is_some_and(|s| s.reached(arrivals_started, t - start));
+                if stop_now {
+                    next_arrival = None;
+                    break;
+                }
+                self.dispatch(t, now);
+                last_dispatch = now;
+                arrivals_started += 1;
+                next_arrival = share.schedule.next(start, now);
+            }
+            // Closed loop: connections pausing after a failure.
+            if self.pausing > 0 {
+                for ci in 0..self.conns.len() {
+                    if self.conns[ci].retry_at.is_some_and(|at| at <= now) {
+                        self.conns[ci].retry_at = None;
+                        self.pausing -= 1;
+                        if self.may_start(ci, now) {
+                            self.start(ci, now, now);
+                        }
+                    }
+                }
+            }
+            if now >= self.start + (self.interval_index + 1) * self.interval_ns {
+                self.flush_interval(now);
+            }
+            if now >= next_scan {
+                self.scan_timeouts(now);
+                next_scan = now + SCAN_NS;
+            }
+            // Is issuing over?
+            if self.issuing {
+                let over = if self.open {
+                    next_arrival.is_none()
+                } else {
+                    self.closed_over(now) || self.conns.iter().all(|c| c.remaining == 0)
+                };
+                if over {
+                    self.issuing = false;
+                    issuing_ended_at = Some(now);
+                }
+            }
+            if !self.issuing {
+                if self.in_flight() + self.backlog.len() as u64 == 0 {
+                    break;
+                }
+                if issuing_ended_at.is_some_and(|t| now > t + drain_ns) {
+                    break;
+                }
+            }
+            // Sleep until the next thing to do: an arrival, a retry, an interval, a scan.
+            let mut wake = next_scan.min(self.start + (self.interval_index + 1) * self.interval_ns);
+            if let Some(t) = next_arrival {
+                wake = wake.min(t);
+            }
+            if self.pausing > 0 {
+                for c in &self.conns {
+                    if let Some(t) = c.retry_at {
+                        wake = wake.min(t);
+                    }
+                }
+            }
+            let now = self.clock.now_ns();
+            let window = self.window.ns(self.outstanding, !self.backlog.is_empty());
+            let pace = self.window.pace_ns();
+            let timeout = if wake <= now {
+                Some(Duration::ZERO)
+            } else if pace > 0 && wake < now + pace {
+                // Requests fall due densely: wake once per pace, on the thread's own clock, and
+                // send whatever fell due meanwhile (late by at most the pace, in its latency).
+                timer::sleep_ns(wake.max(last_dispatch + pace) - now);
+                self.window.slept(pace, true);
+                Some(Duration::ZERO)
+            } else if wake <= now + self.window.sleep_cost_ns() {
+                Some(Duration::ZERO)
+            } else if now < last_wake + window {
+                // Within a window: sleep on the thread's own clock, not on its sockets, until the
+                // window ends (or something is due sooner), then take whatever came in.
+                timer::sleep_ns((last_wake + window).min(wake) - now);
+                self.window.slept(window, false);
+                Some(Duration::ZERO)
+            } else {
+                self.timer.arm(wake, wake - now)?;
+                self.window.blocked();
+                None
+            };
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            let now = self.clock.now_ns();
+            if !events.is_empty() {
+                last_wake = now;
+            }
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    self.timer.acknowledge();
+                    continue;
+                }
+                self.handle(ev.token().0, now);
+            }
+        }
+        let end = self.clock.now_ns();
+        // Whatever is still in flight or queued never got its response.
+        let never = self.backlog.len() as u64;
+        self.counters.unsent += never;
+        if !interrupted {
+            for ci in 0..self.conns.len() {
+                if self.conns[ci].busy() {
+                    let e = OpError::new(ErrorClass::Timeout, "no response before the run ended");
+                    self.fail(ci, e, end);
+                }
+            }
+        }
+        self.set_outstanding(end, 0);
+        self.flush_interval(end);
+        let wall = end - start;
+        self.counters.outstanding_mean = if wall > 0 {
+            self.outstanding_area / wall as f64
+        } else {
+            0.0
+        };
+        Ok(WorkerResult {
+            rec: self.rec,
+            lag: self.lag,
+            handshake: self.handshake,
+            counters: self.counters,
+            waits: self.window.waits(),
+            cpu_ns: thread_cpu_ns() - cpu0,
+            wall_ns: wall,
+            interrupted,
+        })
+    }
+}
