@@ -1,0 +1,580 @@
+//! The host's server: one connection's state and open transaction, the answer to each request,
+//! the per-loop statistics, and the event-loop server that runs it.
+
+use super::*;
+
+/// One connection's open transaction: its writes in order, the latest per key, their bytes.
+#[derive(Default)]
+pub(super) struct Pending {
+    pub(super) writes: Vec<Write1>,
+    pub(super) latest: HashMap<u64, usize>,
+    pub(super) bytes: usize,
+}
+
+impl Pending {
+    /// The transaction's own value of `key`: `Some(None)` when it deleted it.
+    pub(super) fn lookup(&self, key: u64) -> Option<Option<&[u8]>> {
+        self.latest.get(&key).map(|&i| self.writes[i].1.as_deref())
+    }
+
+    pub(super) fn push(&mut self, key: u64, value: Option<Vec<u8>>) -> Result<(), String> {
+        self.bytes += value.as_ref().map_or(0, Vec::len) + 16;
+        if self.bytes > MAX_TX_BYTES {
+            return Err(format!(
+                "the transaction holds over {MAX_TX_BYTES} bytes of writes (the limit per connection); it was rolled back: commit more often"
+            ));
+        }
+        self.latest.insert(key, self.writes.len());
+        self.writes.push((key, value));
+        Ok(())
+    }
+}
+
+/// Reads `keys` as a transaction sees them: its own writes first, then the store.
+pub(super) fn read_through(
+    objects: &Objects,
+    pending: Option<&Pending>,
+    keys: &[u64],
+    mut each: impl FnMut(&[u8]),
+) -> io::Result<Option<u64>> {
+    let Some(p) = pending.filter(|p| !p.writes.is_empty()) else {
+        return objects.get_each(keys, each);
+    };
+    for &k in keys {
+        match p.lookup(k) {
+            Some(Some(v)) => each(v),
+            Some(None) => return Ok(Some(k)),
+            None => {
+                if let Some(missing) = objects.get_each(&[k], &mut each)? {
+                    return Ok(Some(missing));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Server-side latency of one operation kind.
+pub(super) struct OpStats {
+    pub(super) count: u64,
+    pub(super) latency: hdrhistogram::Histogram<u64>,
+}
+
+/// One event loop's figures: locked by its loop per request (uncontended), and by `STATS`.
+pub(super) type Local = Arc<Mutex<Vec<OpStats>>>;
+
+pub(super) struct Shared {
+    pub(super) token: Option<String>,
+    /// `--store PATH`; objects in memory when `None`.
+    pub(super) disk: Option<Arc<DiskStore>>,
+    pub(super) namespaces: RwLock<HashMap<String, Arc<Objects>>>,
+    /// Each event loop's figures.
+    pub(super) stats: Mutex<Vec<Local>>,
+}
+
+/// A running benchmark host: one event loop per core it may run on ([`crate::evloop`]).
+pub struct StoreServer {
+    pub(super) server: EventServer,
+}
+
+impl StoreServer {
+    /// Serves `listener`; clients must present `token` when one is given.
+    pub fn start(listener: TcpListener, token: Option<String>) -> io::Result<StoreServer> {
+        StoreServer::start_with(listener, token, None, MAX_CONNECTIONS)
+    }
+
+    /// As [`StoreServer::start`], with a lower connection limit (for tests of the limit).
+    pub fn start_with_limit(
+        listener: TcpListener,
+        token: Option<String>,
+        max_connections: usize,
+    ) -> io::Result<StoreServer> {
+        StoreServer::start_with(listener, token, None, max_connections)
+    }
+
+    /// Serves `listener` from `disk` (`--store PATH`), or from memory when `None`.
+    pub fn start_with(
+        listener: TcpListener,
+        token: Option<String>,
+        disk: Option<Arc<DiskStore>>,
+        max_connections: usize,
+    ) -> io::Result<StoreServer> {
+        let shared = Arc::new(Shared {
+            token,
+            disk,
+            namespaces: RwLock::new(HashMap::new()),
+            stats: Mutex::new(Vec::new()),
+        });
+        let server = EventServer::start(
+            listener,
+            shared,
+            evloop::loops_wanted(),
+            max_connections.min(MAX_CONNECTIONS),
+        )?;
+        Ok(StoreServer { server })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr()
+    }
+
+    /// Stops the host: no new connections, and the open ones are closed.
+    pub fn stop(&mut self) {
+        self.server.stop();
+    }
+
+    /// Blocks until the server stops (for `dyno serve`).
+    pub fn wait(mut self) {
+        self.server.wait();
+    }
+}
+
+pub(super) fn key_of(body: &[u8]) -> Option<u64> {
+    body.get(..8)
+        .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes")))
+}
+
+/// One connection's state.
+pub(super) struct Conn {
+    pub(super) authed: bool,
+    pub(super) objects: Option<Arc<Objects>>,
+    pub(super) pending: Option<Pending>,
+    /// Scratch for a value and for `MGET`'s keys, kept between requests.
+    pub(super) value: Vec<u8>,
+    pub(super) keys: Vec<u64>,
+    /// The request being answered: its kind and when it was read.
+    pub(super) answering: Option<(u8, Instant)>,
+}
+
+impl Protocol for Shared {
+    type Loop = Local;
+    type Conn = Conn;
+
+    fn start_loop(&self) -> Local {
+        let stats: Local = Arc::new(Mutex::new(new_stats()));
+        if let Ok(mut all) = self.stats.lock() {
+            all.push(stats.clone());
+        }
+        stats
+    }
+
+    fn open(&self, _: &mut Local) -> Conn {
+        Conn {
+            authed: self.token.is_none(),
+            objects: None,
+            pending: None,
+            value: Vec::new(),
+            keys: Vec::new(),
+            answering: None,
+        }
+    }
+
+    fn next(&self, c: &mut Conn, input: &[u8], out: &mut Vec<u8>) -> Step {
+        let Some(head) = input.get(..4) else {
+            return Step::Need(5);
+        };
+        let len = u32::from_be_bytes(head.try_into().expect("4 bytes"));
+        let refuse = |out: &mut Vec<u8>, msg: &str| {
+            frame(out, kind::ERR, &[msg.as_bytes()]);
+            Step::Close(input.len())
+        };
+        if len == 0 {
+            return refuse(out, "an empty frame (no kind byte)");
+        }
+        if len > MAX_FRAME {
+            return refuse(
+                out,
+                &format!("a frame of {len} bytes exceeds the limit of {MAX_FRAME}"),
+            );
+        }
+        let total = 4 + len as usize;
+        if input.len() < total {
+            return Step::Need(total);
+        }
+        let (k, body) = (input[4], &input[5..total]);
+        let t = Instant::now();
+        match self.answer(c, k, body, out) {
+            Ok(true) => {
+                c.answering = Some((k, t));
+                Step::Done(total)
+            }
+            Ok(false) => Step::Close(total),
+            Err(e) => {
+                out.clear();
+                refuse(out, &format!("the host failed: {e}"))
+            }
+        }
+    }
+
+    fn sent(&self, stats: &mut Local, c: &mut Conn) {
+        if let (Some((k, t)), Ok(mut l)) = (c.answering.take(), stats.lock())
+            && let Some(slot) = l.get_mut(usize::from(k))
+        {
+            slot.count += 1;
+            slot.latency
+                .saturating_record(t.elapsed().as_nanos().max(1) as u64);
+        }
+    }
+
+    fn refuse(&self, stream: &mut TcpStream, limit: usize) {
+        let msg = format!("too many connections (the limit is {limit})");
+        let _ = write_frame(stream, kind::ERR, &[msg.as_bytes()]);
+    }
+}
+
+impl Shared {
+    /// Answers one request into `out`; `Ok(false)` when the connection must close after it.
+    pub(super) fn answer(
+        &self,
+        c: &mut Conn,
+        k: u8,
+        body: &[u8],
+        out: &mut Vec<u8>,
+    ) -> io::Result<bool> {
+        let bad = |out: &mut Vec<u8>, msg: &str| {
+            frame(out, kind::ERR, &[msg.as_bytes()]);
+            Ok(false)
+        };
+        if !c.authed && k != kind::HELLO {
+            return bad(
+                out,
+                "authentication required: send HELLO with the host's token first",
+            );
+        }
+        match k {
+            kind::HELLO => {
+                let ok = self.token.as_deref().is_none_or(|t| t.as_bytes() == body);
+                if !ok {
+                    return bad(out, "wrong token");
+                }
+                c.authed = true;
+                frame(out, kind::OK, &[]);
+            }
+            kind::OPEN | kind::DROP => {
+                let Ok(name) = std::str::from_utf8(body) else {
+                    return bad(out, "a namespace is UTF-8");
+                };
+                if !name.starts_with("dyno_") || name.len() > 200 {
+                    return bad(
+                        out,
+                        "a namespace starts with dyno_ (and is at most 200 bytes)",
+                    );
+                }
+                let mut all = self.namespaces.write().map_err(|_| poisoned())?;
+                if k == kind::DROP {
+                    all.remove(name);
+                    if let Some(d) = &self.disk {
+                        d.drop_namespace(name)?;
+                    }
+                } else {
+                    if !all.contains_key(name) && all.len() >= MAX_NAMESPACES {
+                        return bad(out, "too many namespaces on this host");
+                    }
+                    let o = match all.get(name) {
+                        Some(o) => o.clone(),
+                        None => {
+                            let o = Arc::new(match &self.disk {
+                                Some(d) => Objects::on_disk(d.clone(), name)?,
+                                None => Objects::default(),
+                            });
+                            all.insert(name.to_string(), o.clone());
+                            o
+                        }
+                    };
+                    c.objects = Some(o);
+                }
+                c.pending = None;
+                frame(out, kind::OK, &[]);
+            }
+            kind::BEGIN | kind::COMMIT => {
+                if let (Some(p), Some(map)) = (c.pending.take(), &c.objects) {
+                    map.apply(p.writes.iter().map(|(k, v)| (*k, v.as_deref())))?;
+                }
+                if k == kind::BEGIN {
+                    c.pending = Some(Pending::default());
+                }
+                frame(out, kind::OK, &[]);
+            }
+            kind::INFO => {
+                let durability = self
+                    .disk
+                    .as_ref()
+                    .map_or_else(|| "volatile (host memory)".to_string(), |d| d.describe());
+                let text = format!(
+                    "durability: {durability}\nversion: dyno {}\n",
+                    env!("CARGO_PKG_VERSION")
+                );
+                frame(out, kind::TEXT, &[text.as_bytes()]);
+            }
+            kind::PUT | kind::GET | kind::DELETE => {
+                let Some(map) = &c.objects else {
+                    return bad(out, "no namespace: send OPEN first");
+                };
+                let Some(key) = key_of(body) else {
+                    return bad(out, "a key is 8 bytes");
+                };
+                let found = |value: &mut Vec<u8>, p: Option<&Pending>| {
+                    value.clear();
+                    read_through(map, p, &[key], |v| value.extend_from_slice(v))
+                        .map(|m| m.is_none())
+                };
+                match (k, c.pending.as_mut()) {
+                    (kind::PUT, None) => {
+                        map.put(key, &body[8..])?;
+                        frame(out, kind::OK, &[]);
+                    }
+                    (kind::PUT, Some(p)) => match p.push(key, Some(body[8..].to_vec())) {
+                        Ok(()) => frame(out, kind::OK, &[]),
+                        Err(msg) => {
+                            c.pending = None;
+                            frame(out, kind::ERR, &[msg.as_bytes()]);
+                        }
+                    },
+                    (kind::GET, p) => {
+                        // Straight into the response: no copy through a scratch buffer.
+                        let at = out.len();
+                        frame(out, kind::VALUE, &[]);
+                        let missing = read_through(map, p.map(|p| &*p), &[key], |v| {
+                            out.extend_from_slice(v)
+                        })?;
+                        if missing.is_some() {
+                            out.truncate(at);
+                            frame(out, kind::NOT_FOUND, &[]);
+                        } else {
+                            let len = (out.len() - at - 4) as u32;
+                            out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+                        }
+                    }
+                    (_, None) => {
+                        let r = if map.delete(key)? {
+                            kind::OK
+                        } else {
+                            kind::NOT_FOUND
+                        };
+                        frame(out, r, &[]);
+                    }
+                    (_, Some(p)) => {
+                        if !found(&mut c.value, Some(p))? {
+                            frame(out, kind::NOT_FOUND, &[]);
+                        } else if let Err(msg) = p.push(key, None) {
+                            c.pending = None;
+                            frame(out, kind::ERR, &[msg.as_bytes()]);
+                        } else {
+                            frame(out, kind::OK, &[]);
+                        }
+                    }
+                }
+            }
+            kind::MGET => {
+                let Some(map) = &c.objects else {
+                    return bad(out, "no namespace: send OPEN first");
+                };
+                if !body.len().is_multiple_of(8) {
+                    return bad(out, "MGET carries whole 8-byte keys");
+                }
+                c.keys.clear();
+                c.keys.extend(
+                    body.chunks_exact(8)
+                        .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes"))),
+                );
+                // One pass: values are copied while the reply fits a frame, then only counted.
+                let at = out.len();
+                frame(out, kind::VALUES, &[]);
+                let mut total = 0u64;
+                let missing = read_through(map, c.pending.as_ref(), &c.keys, |v| {
+                    total += 4 + v.len() as u64;
+                    if total < u64::from(MAX_FRAME) {
+                        out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                        out.extend_from_slice(v);
+                    }
+                })?;
+                let len = (out.len() - at - 4) as u32;
+                out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+                match missing {
+                    Some(k) => {
+                        out.truncate(at);
+                        frame(out, kind::NOT_FOUND, &[&k.to_be_bytes()]);
+                    }
+                    None if total >= u64::from(MAX_FRAME) => {
+                        out.truncate(at);
+                        let msg = format!(
+                            "the {} values asked for come to {total} bytes, over the frame limit of {MAX_FRAME}; ask for fewer keys at a time",
+                            c.keys.len()
+                        );
+                        frame(out, kind::ERR, &[msg.as_bytes()]);
+                    }
+                    None => {}
+                }
+            }
+            kind::MKDIR | kind::STAT | kind::LIST | kind::RMDIR => {
+                let Some(map) = &c.objects else {
+                    return bad(out, "no namespace: send OPEN first");
+                };
+                let Ok(path) = std::str::from_utf8(body) else {
+                    return bad(out, "a folder path is UTF-8");
+                };
+                let done = match k {
+                    kind::MKDIR => map.mkdir(path),
+                    kind::STAT => map.stat(path),
+                    kind::RMDIR => map.rmdir(path),
+                    _ => {
+                        let at = out.len();
+                        frame(out, kind::TEXT, &[]);
+                        let listed = map.list(path, |name| {
+                            out.extend_from_slice(name.as_bytes());
+                            out.push(b'\n');
+                        });
+                        if listed.is_ok() {
+                            let len = (out.len() - at - 4) as u32;
+                            out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+                        } else {
+                            out.truncate(at);
+                        }
+                        listed
+                    }
+                };
+                match done {
+                    Ok(()) if k == kind::LIST => {}
+                    Ok(()) => frame(out, kind::OK, &[]),
+                    Err(TreeError::NotFound) => frame(out, kind::NOT_FOUND, &[]),
+                    Err(e) => frame(out, kind::ERR, &[e.message(path).as_bytes()]),
+                }
+            }
+            kind::STATS => {
+                let text = stats_text(self);
+                frame(out, kind::TEXT, &[text.as_bytes()]);
+            }
+            other => return bad(out, &format!("unknown frame kind 0x{other:02x}")),
+        }
+        Ok(true)
+    }
+}
+
+pub(super) fn new_stats() -> Vec<OpStats> {
+    (0..OPS.len())
+        .map(|_| OpStats {
+            count: 0,
+            latency: results::new_histogram(),
+        })
+        .collect()
+}
+
+pub(super) fn add_stats(into: &mut [OpStats], from: &[OpStats]) {
+    for (a, b) in into.iter_mut().zip(from) {
+        a.count += b.count;
+        let _ = a.latency.add(&b.latency);
+    }
+}
+
+/// Everything so far: every event loop's figures, exactly.
+pub(super) fn stats_text(shared: &Shared) -> String {
+    let mut all = new_stats();
+    if let Ok(loops) = shared.stats.lock() {
+        for l in loops.iter() {
+            if let Ok(l) = l.lock() {
+                add_stats(&mut all, &l);
+            }
+        }
+    }
+    let mut text = String::new();
+    for (i, s) in all.iter().enumerate().skip(1) {
+        if s.count == 0 {
+            continue;
+        }
+        text.push_str(&format!(
+            "{} {} {}\n",
+            OPS[i],
+            s.count,
+            results::histogram::encode(&s.latency)
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Serves `input` to one connection as the event loop would (answer, drop what was used,
+    /// again), and checks what the loop relies on: every call returns, a request uses no more
+    /// than it was given, `Need` asks for more than there is and never past the frame limit,
+    /// and one answer stays within a frame.
+    fn serve(token: Option<&str>, input: &[u8]) {
+        let shared = Shared {
+            token: token.map(str::to_string),
+            disk: None,
+            namespaces: RwLock::new(HashMap::new()),
+            stats: Mutex::new(Vec::new()),
+        };
+        let mut lp = shared.start_loop();
+        let mut c = shared.open(&mut lp);
+        let (mut at, mut out) = (0, Vec::new());
+        for _ in 0..=input.len() {
+            out.clear();
+            let rest = &input[at..];
+            match shared.next(&mut c, rest, &mut out) {
+                Step::Need(n) => {
+                    assert!(n > rest.len(), "Need({n}) with {} bytes there", rest.len());
+                    assert!(n <= 4 + MAX_FRAME as usize);
+                    break;
+                }
+                Step::Done(used) => {
+                    assert!(
+                        used > 0 && used <= rest.len(),
+                        "used {used} of {}",
+                        rest.len()
+                    );
+                    shared.sent(&mut lp, &mut c);
+                    at += used;
+                }
+                Step::Close(used) => {
+                    assert!(used <= rest.len());
+                    break;
+                }
+            }
+            assert!(out.len() <= 4 + MAX_FRAME as usize);
+        }
+    }
+
+    /// Well-formed frames of any kind with any body, behind a HELLO and an OPEN so that the
+    /// commands reach the store; `edits` then change some bytes (lengths included).
+    fn frames() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop::collection::vec(
+                (0u8..=0x12, prop::collection::vec(any::<u8>(), 0..40)),
+                0..12,
+            ),
+            prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+        )
+            .prop_map(|(frames, edits)| {
+                let mut b = Vec::new();
+                write_frame(&mut b, kind::HELLO, &[b"s3cret"]).unwrap();
+                write_frame(&mut b, kind::OPEN, &[b"dyno_fuzz"]).unwrap();
+                for (k, body) in frames {
+                    write_frame(&mut b, k, &[&body]).unwrap();
+                }
+                for (at, v) in edits {
+                    let at = at % b.len();
+                    b[at] = v;
+                }
+                b
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn any_bytes_get_an_answer_or_a_close(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            serve(None, &bytes);
+            serve(Some("s3cret"), &bytes);
+        }
+
+        #[test]
+        fn mutated_frames_get_an_answer_or_a_close(bytes in frames()) {
+            serve(None, &bytes);
+            serve(Some("s3cret"), &bytes);
+        }
+    }
+}
