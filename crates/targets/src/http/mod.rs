@@ -1,0 +1,356 @@
+//! `http://HOST[:PORT]/PATH` and `https://…` — HTTP/1.1 request/response load, in the clear or
+//! over TLS (rustls, `crate::tls`; Cargo feature `tls`, on by default).
+//!
+//! The request is built once (method, path and query, `Host`, `User-Agent`, the plan's headers
+//! and body) and sent as is for every request. Responses are read as a stream: headers up to
+//! [`MAX_HEAD`], then the body counted by `Content-Length`, by chunks, or until the server closes —
+//! never held in memory. 2xx is success; any other complete response is counted as
+//! `application` (non-2xx); anything that is not HTTP is `protocol`. Keep-alive is the default;
+//! `keepalive=false` opens a connection per request and says `Connection: close`.
+//!
+//! The URL's query is part of the request; options come from flags or the plan:
+//! `method`, `headers` (one `Name: value` per line), `body`, `body_file`, `keepalive`,
+//! `max_response`.
+
+use crate::options::Opts;
+use engine::driver::{
+    ConfigError, DriverError, DriverInfo, Endpoint, Family, OptionSpec, TargetConfig,
+};
+use engine::load::{Protocol, ResponseReader};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+mod reader;
+pub use reader::{HttpReader, MAX_HEAD};
+
+pub static INFO: DriverInfo = DriverInfo {
+    scheme: "http",
+    query_options: false,
+    summary: "HTTP/1.1 request/response load (keep-alive or a connection per request)",
+    forms: &["http://127.0.0.1:8080/path?query"],
+    families: &[Family::Request],
+    options: OPTIONS,
+};
+
+/// `https://`: the same load over TLS, with the certificate checked.
+#[cfg(feature = "tls")]
+pub static HTTPS_INFO: DriverInfo = DriverInfo {
+    scheme: "https",
+    query_options: false,
+    summary: "HTTP/1.1 load over TLS (rustls); the certificate checked against Mozilla's roots, a CA file, or not at all",
+    forms: &["https://example.test/path   (--ca FILE, --insecure)"],
+    families: &[Family::Request],
+    options: HTTPS_OPTIONS,
+};
+
+#[cfg(feature = "tls")]
+const HTTPS_OPTIONS: &[OptionSpec] = &[
+    OPTIONS[0],
+    OPTIONS[1],
+    OPTIONS[2],
+    OPTIONS[3],
+    OPTIONS[4],
+    OPTIONS[5],
+    OptionSpec {
+        name: "ca",
+        default: "",
+        help: "trust the CA certificates of this PEM file instead of Mozilla's roots",
+    },
+    OptionSpec {
+        name: "insecure",
+        default: "false",
+        help: "accept any certificate (a test server's self-signed one); the traffic is still encrypted",
+    },
+];
+
+const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "method",
+        default: "GET",
+        help: "request method",
+    },
+    OptionSpec {
+        name: "headers",
+        default: "",
+        help: "extra headers, one `Name: value` per line",
+    },
+    OptionSpec {
+        name: "body",
+        default: "",
+        help: "request body",
+    },
+    OptionSpec {
+        name: "body_file",
+        default: "",
+        help: "read the request body from this file",
+    },
+    OptionSpec {
+        name: "keepalive",
+        default: "true",
+        help: "reuse connections (false: one per request)",
+    },
+    OptionSpec {
+        name: "max_response",
+        default: "64MiB",
+        help: "largest response accepted",
+    },
+];
+
+#[derive(Debug, Clone)]
+struct Config {
+    authority: String,
+    path: String,
+    method: String,
+    headers: Vec<(String, String)>,
+    body: Option<Vec<u8>>,
+    body_file: Option<PathBuf>,
+    keepalive: bool,
+    max_response: u64,
+    resolved: BTreeMap<String, String>,
+    #[cfg(feature = "tls")]
+    tls: Option<(crate::tls::Client, crate::tls::Trust)>,
+}
+
+/// Validates the URL and options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    configure_as(&INFO, rest, options).map(|c| Box::new(c) as Box<dyn TargetConfig>)
+}
+
+/// `https://`: as [`configure`], and the TLS client (a `ca` file is read here, so a bad one is
+/// refused before anything runs).
+#[cfg(feature = "tls")]
+pub fn configure_https(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let mut c = configure_as(&HTTPS_INFO, rest, options)?;
+    let o = Opts::new("https", options, HTTPS_INFO.options)?;
+    let trust = match (o.text("ca"), o.bool("insecure")?) {
+        ("", false) => crate::tls::Trust::Roots,
+        (ca, false) => crate::tls::Trust::Ca(PathBuf::from(ca)),
+        ("", true) => crate::tls::Trust::Insecure,
+        (_, true) => {
+            return Err(
+                ConfigError::option("insecure", "both ca and insecure=true are set")
+                    .hint("keep ca to check the certificate, or insecure=true not to"),
+            );
+        }
+    };
+    let host = match c.authority.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() && !h.is_empty() => h.to_string(),
+        _ => c.authority.clone(),
+    };
+    c.tls = Some((crate::tls::Client::new(&host, &trust)?, trust));
+    Ok(Box::new(c))
+}
+
+fn configure_as(
+    info: &DriverInfo,
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Config, ConfigError> {
+    let o = Opts::new(info.scheme, options, info.options)?;
+    let after = rest.strip_prefix("//").ok_or_else(|| {
+        ConfigError::url("an HTTP URL needs //HOST").hint("write e.g. http://127.0.0.1:8080/")
+    })?;
+    let (authority, path) = match after.find(['/', '?']) {
+        Some(i) if after.as_bytes()[i] == b'/' => (&after[..i], after[i..].to_string()),
+        Some(i) => (&after[..i], format!("/{}", &after[i..])),
+        None => (after, "/".to_string()),
+    };
+    if authority.is_empty() {
+        return Err(
+            ConfigError::url("the URL has no host").hint("write e.g. http://127.0.0.1:8080/")
+        );
+    }
+    if path.contains(['\r', '\n', ' ']) {
+        return Err(ConfigError::url("the path contains spaces or line breaks")
+            .hint("percent-encode them (%20, %0A)"));
+    }
+    let method = o.text("method").to_string();
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(
+            ConfigError::option("method", format!("{method:?} is not an HTTP method"))
+                .hint("write e.g. GET, POST or PUT"),
+        );
+    }
+    let mut headers = Vec::new();
+    for line in o
+        .text("headers")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+    {
+        let (name, value) = line.split_once(':').ok_or_else(|| {
+            ConfigError::option("headers", format!("{line:?} is not `Name: value`"))
+        })?;
+        let name = name.trim();
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(ConfigError::option(
+                "headers",
+                format!("{name:?} is not a header name"),
+            ));
+        }
+        if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("host") {
+            return Err(
+                ConfigError::option("headers", format!("{name} is set by dyno"))
+                    .hint("dyno sends Host from the URL and Content-Length from the body"),
+            );
+        }
+        headers.push((name.to_string(), value.trim().to_string()));
+    }
+    let (body, body_file) = match (o.text("body"), o.text("body_file")) {
+        ("", "") => (None, None),
+        (b, "") => (Some(b.as_bytes().to_vec()), None),
+        ("", f) => (None, Some(PathBuf::from(f))),
+        _ => {
+            return Err(
+                ConfigError::option("body_file", "both body and body_file are set")
+                    .hint("keep one of the two"),
+            );
+        }
+    };
+    Ok(Config {
+        authority: authority.to_string(),
+        path,
+        method,
+        headers,
+        body,
+        body_file,
+        keepalive: o.bool("keepalive")?,
+        max_response: o.size("max_response")?,
+        resolved: o.resolved(),
+        #[cfg(feature = "tls")]
+        tls: None,
+    })
+}
+
+impl TargetConfig for Config {
+    fn durability(&self) -> String {
+        let reuse = if self.keepalive {
+            "keep-alive"
+        } else {
+            "connection per request"
+        };
+        #[cfg(feature = "tls")]
+        if let Some((_, trust)) = &self.tls {
+            return format!("{reuse}, {}", trust.label());
+        }
+        reuse.into()
+    }
+    fn options(&self) -> BTreeMap<String, String> {
+        self.resolved.clone()
+    }
+    fn data_path(&self) -> Option<PathBuf> {
+        None
+    }
+    fn families(&self) -> &'static [Family] {
+        INFO.families
+    }
+    fn endpoint(&self) -> Result<Endpoint, DriverError> {
+        #[cfg(feature = "tls")]
+        let port = if self.tls.is_some() { 443 } else { 80 };
+        #[cfg(not(feature = "tls"))]
+        let port = 80;
+        let addr = crate::net::resolve(&self.authority, Some(port))?;
+        let body = crate::net::bytes(&self.body, &self.body_file, "body_file")?;
+        let mut req = format!(
+            "{} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: dyno/{}\r\n",
+            self.method,
+            self.path,
+            self.authority,
+            env!("CARGO_PKG_VERSION")
+        );
+        for (k, v) in &self.headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH") {
+            req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        if !self.keepalive {
+            req.push_str("Connection: close\r\n");
+        }
+        req.push_str("\r\n");
+        let mut bytes = req.into_bytes();
+        bytes.extend_from_slice(&body);
+        Ok(Endpoint {
+            addr,
+            protocol: Arc::new(Http {
+                request: bytes,
+                keepalive: self.keepalive,
+                head_request: self.method == "HEAD",
+                max_response: self.max_response,
+                #[cfg(feature = "tls")]
+                tls: self.tls.as_ref().map(|t| t.0.clone()),
+            }),
+        })
+    }
+}
+
+struct Http {
+    request: Vec<u8>,
+    keepalive: bool,
+    head_request: bool,
+    max_response: u64,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::Client>,
+}
+
+impl Protocol for Http {
+    fn request(&self) -> &[u8] {
+        &self.request
+    }
+    fn connection_per_request(&self) -> bool {
+        !self.keepalive
+    }
+    fn reader(&self) -> Box<dyn ResponseReader> {
+        Box::new(HttpReader::new(self.head_request, self.max_response))
+    }
+    #[cfg(feature = "tls")]
+    fn channel(&self) -> Result<Option<Box<dyn engine::load::Channel>>, engine::driver::OpError> {
+        self.tls.as_ref().map(|t| t.channel()).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_is_built_once_from_url_and_options() {
+        let opts = BTreeMap::from([
+            ("method".to_string(), "POST".to_string()),
+            ("headers".to_string(), "X-A: 1\nX-B: two".to_string()),
+            ("body".to_string(), "{}".to_string()),
+        ]);
+        let c = configure("//127.0.0.1:8080/v1/x?q=1", &opts).unwrap();
+        let ep = c.endpoint().unwrap();
+        let req = String::from_utf8(ep.protocol.request().to_vec()).unwrap();
+        assert!(
+            req.starts_with("POST /v1/x?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"),
+            "{req}"
+        );
+        assert!(
+            req.contains("X-A: 1\r\nX-B: two\r\nContent-Length: 2\r\n\r\n{}"),
+            "{req}"
+        );
+        assert_eq!(ep.addr.port(), 8080);
+        assert!(configure("//h/", &BTreeMap::from([("method".into(), "get".into())])).is_err());
+        assert!(configure("127.0.0.1/", &BTreeMap::new()).is_err());
+        let e = configure(
+            "//h/",
+            &BTreeMap::from([("headers".into(), "Host: x".into())]),
+        )
+        .err()
+        .unwrap();
+        assert!(e.message.contains("set by dyno"));
+    }
+}
