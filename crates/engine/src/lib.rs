@@ -15,6 +15,7 @@
 //! - [`load`]: the event-loop engine for request/response targets (closed and open loop).
 //! - [`shootout`]: the `shootout` suite (zodbshootout's six tests).
 //! - [`magma`]: the `magma` suite (MagmaBenchmarker's tests), on [`graph`] objects.
+//! - [`namespace`]: the `namespace` suite (folders: depth, width, clients).
 //! - [`load_suite`]: the `load` suite: load runs turned into the record's figures.
 //! - [`runner`]: runs a plan, target by target, and builds the run record.
 //! - [`monitor`]: samples the watched processes (CPU, RSS, threads, files, I/O) once a second;
@@ -26,12 +27,12 @@ pub mod clock;
 pub mod driver;
 pub mod env;
 pub mod error;
-pub mod folders;
 pub mod graph;
 pub mod load;
 pub mod load_suite;
 pub mod magma;
 pub mod monitor;
+pub mod namespace;
 pub mod pagecache;
 pub mod plan;
 pub mod process;

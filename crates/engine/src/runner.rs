@@ -28,7 +28,7 @@ struct Point {
     concurrency: u32,
     size: usize,
     magma: Option<crate::magma::Params>,
-    namespace: Option<crate::folders::Params>,
+    namespace: Option<crate::namespace::Params>,
     load: Option<crate::plan::LoadParams>,
     /// The tests (rows) that run here.
     tests: Vec<&'static str>,
@@ -47,7 +47,7 @@ fn points(plan: &Plan) -> Vec<Point> {
         tests: match plan.suite.as_str() {
             "load" => vec!["load"],
             "magma" => results::suites::MAGMA.iter().map(|t| t.name).collect(),
-            "namespace" => crate::folders::TESTS.to_vec(),
+            "namespace" => crate::namespace::TESTS.to_vec(),
             _ => Test::ALL.iter().map(|t| t.name()).collect(),
         },
     };
@@ -106,7 +106,7 @@ fn points(plan: &Plan) -> Vec<Point> {
 enum StoreSuite<'a> {
     Shootout(Shootout<'a>),
     Magma(Box<Magma<'a>>),
-    Folders(crate::folders::Folders<'a>),
+    Folders(crate::namespace::Folders<'a>),
 }
 
 impl StoreSuite<'_> {
@@ -536,7 +536,7 @@ fn store_target(
             t.config.virtual_time(),
             interrupt,
         ))),
-        (None, Some(n)) => StoreSuite::Folders(crate::folders::Folders::new(
+        (None, Some(n)) => StoreSuite::Folders(crate::namespace::Folders::new(
             &*store,
             *n,
             tests.clone(),

@@ -8,7 +8,7 @@
 //! file from the page cache and verifies it with `mincore`; directory entries and inodes stay
 //! cached (only a system-wide `drop_caches` clears those), and the record says so.
 
-use crate::namespace::{self, Place};
+use crate::claim::{self, Place};
 use crate::options::Opts;
 use engine::clock::Clock;
 use engine::driver::{
@@ -142,7 +142,7 @@ impl Store for FsStore {
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         if self.temporary {
-            namespace::remove_dir(&self.root)
+            claim::remove_dir(&self.root)
         } else {
             Ok(())
         }

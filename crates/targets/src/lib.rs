@@ -18,15 +18,15 @@
 //!   on by default): servers, each in a namespace of dyno's own.
 //! - [`http`] (`http://`, and `https://` with `tls`, feature `tls`, on by default) and
 //!   [`tcp`]: request/response targets for the load engine.
-//! - [`namespace`]: claiming directories and temporary namespaces; [`options`]: option parsing;
+//! - [`claim`]: claiming directories and temporary namespaces (a `dyno_` place, proven by a marker); [`options`]: option parsing;
 //!   [`net`]: address resolution and request bodies for the request drivers.
 
+pub mod claim;
 pub mod fs;
 pub mod http;
 pub mod lmdb;
 pub mod mem;
 pub mod mock;
-pub mod namespace;
 pub mod net;
 pub mod options;
 pub mod own_host;

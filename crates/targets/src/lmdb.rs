@@ -5,7 +5,7 @@
 //! reads run in a read transaction the session owns. Write transactions are exclusive, so
 //! concurrent writers queue. The default is `sync=true` (fsync at commit).
 
-use crate::namespace::{self, Place};
+use crate::claim::{self, Place};
 use crate::options::Opts;
 use engine::clock::Clock;
 use engine::driver::{
@@ -181,7 +181,7 @@ impl Store for LmdbStore {
             env.prepare_for_closing().wait();
         }
         if self.temporary {
-            namespace::remove_dir(&self.dir)
+            claim::remove_dir(&self.dir)
         } else {
             Ok(())
         }

@@ -7,7 +7,7 @@
 //! `immediate` (fsync at every commit). `cold` closes the database (its cache goes with it), evicts
 //! the file from the page cache, verifies with `mincore`, and reopens it.
 
-use crate::namespace::{self, Place};
+use crate::claim::{self, Place};
 use crate::options::Opts;
 use engine::clock::Clock;
 use engine::driver::{
@@ -153,7 +153,7 @@ impl TargetConfig for Config {
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
         let (path, temp_dir) = match &self.place {
             Place::Temporary => {
-                let dir = namespace::temp_dir("redb")?;
+                let dir = claim::temp_dir("redb")?;
                 (dir.join("dyno.redb"), Some(dir))
             }
             Place::At(p) => {
@@ -268,7 +268,7 @@ impl Store for RedbStore {
             slot.take();
         }
         match &self.temp_dir {
-            Some(dir) => namespace::remove_dir(dir),
+            Some(dir) => claim::remove_dir(dir),
             None => Ok(()),
         }
     }

@@ -7,7 +7,7 @@
 //! take the lock at `BEGIN IMMEDIATE`, so concurrent writers queue instead of deadlocking.
 //! Defaults: WAL journal, `synchronous=NORMAL` (durable at checkpoints, not at every commit).
 
-use crate::namespace::{self, Place};
+use crate::claim::{self, Place};
 use crate::options::Opts;
 use engine::clock::Clock;
 use engine::driver::{
@@ -209,7 +209,7 @@ impl TargetConfig for Config {
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
         let (path, temp_dir, existed) = match &self.place {
             Place::Temporary => {
-                let dir = namespace::temp_dir("sqlite")?;
+                let dir = claim::temp_dir("sqlite")?;
                 (dir.join("dyno.db"), Some(dir), false)
             }
             Place::At(p) => (p.clone(), None, check_path(p)?),
@@ -310,7 +310,7 @@ impl Store for SqliteStore {
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         match &self.temp_dir {
-            Some(dir) => namespace::remove_dir(dir),
+            Some(dir) => claim::remove_dir(dir),
             None => Ok(()),
         }
     }

@@ -301,7 +301,7 @@ pub struct Plan {
     /// The magma suite's settings; `None` for other suites.
     pub magma: Option<crate::magma::Params>,
     /// The namespace suite's settings; `None` for other suites.
-    pub namespace: Option<crate::folders::Params>,
+    pub namespace: Option<crate::namespace::Params>,
     /// Each sweep varies one parameter over its values, the others at the plan's.
     pub sweeps: Vec<Sweep>,
     /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
@@ -411,7 +411,7 @@ impl Plan {
             namespace: self.namespace.map(|n| results::NamespacePlanRecord {
                 depth: n.depth,
                 width: n.width,
-                collections: crate::folders::COLLECTIONS,
+                collections: crate::namespace::COLLECTIONS,
             }),
             sweeps: self
                 .sweeps

@@ -141,7 +141,7 @@ impl RawPlan {
             )
         } else if namespace_suite {
             (
-                crate::folders::DEFAULT_CLIENTS as u64,
+                crate::namespace::DEFAULT_CLIENTS as u64,
                 MAX_CONCURRENCY as u64,
                 "each client is an OS thread",
             )
@@ -209,21 +209,21 @@ impl RawPlan {
             }
         };
         let namespace = if namespace_suite {
-            Some(crate::folders::Params {
+            Some(crate::namespace::Params {
                 depth: bounded(
                     self.depth.clone(),
                     "depth",
-                    crate::folders::DEFAULT_DEPTH,
+                    crate::namespace::DEFAULT_DEPTH,
                     1,
-                    crate::folders::MAX_DEPTH,
+                    crate::namespace::MAX_DEPTH,
                     "a folder path is at most 2048 bytes",
                 )?,
                 width: bounded(
                     self.width.clone(),
                     "width",
-                    crate::folders::DEFAULT_WIDTH,
+                    crate::namespace::DEFAULT_WIDTH,
                     1,
-                    crate::folders::MAX_WIDTH,
+                    crate::namespace::MAX_WIDTH,
                     "the width test makes width - 1 folders first",
                 )?,
                 clients: concurrency,
@@ -401,8 +401,8 @@ impl RawPlan {
             let values =
                 parse_values(spec.trim()).map_err(|e| bad(format!("sweep {name}: {e}")))?;
             let (min, max) = match param {
-                "depth" => (1, crate::folders::MAX_DEPTH),
-                "width" => (1, crate::folders::MAX_WIDTH),
+                "depth" => (1, crate::namespace::MAX_DEPTH),
+                "width" => (1, crate::namespace::MAX_WIDTH),
                 "clients" => (1, max_clients),
                 "objects" => (1, MAX_OBJECTS),
                 "size" => (MIN_SIZE as u64, MAX_SIZE as u64),

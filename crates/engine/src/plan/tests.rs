@@ -164,7 +164,7 @@ fn sweeps_take_lists_and_ranges_and_are_checked_against_the_suite_and_bounds() {
     assert_eq!(p.sweeps[1].values, [1, 10, 100, 1000]);
     assert_eq!(
         p.namespace,
-        Some(crate::folders::Params {
+        Some(crate::namespace::Params {
             depth: 10,
             width: 100,
             clients: 10
