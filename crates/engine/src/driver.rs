@@ -121,8 +121,11 @@ pub trait TargetConfig: Send + Sync {
     fn durability(&self) -> String;
     /// Every option with its resolved value, defaults included.
     fn options(&self) -> BTreeMap<String, String>;
-    /// The path data will live in, when known before opening (for the filesystem type).
-    fn data_path(&self) -> Option<PathBuf>;
+    /// The path data will live in, when known before opening (for the filesystem type); `None`
+    /// for servers and temporary namespaces.
+    fn data_path(&self) -> Option<PathBuf> {
+        None
+    }
     /// True when the driver runs on a virtual clock (exact, simulated latencies).
     fn virtual_time(&self) -> bool {
         false

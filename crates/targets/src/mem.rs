@@ -11,7 +11,6 @@ use engine::driver::{
 };
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 /// Shards: enough that 2..64 clients seldom contend on one lock.
@@ -114,9 +113,6 @@ impl TargetConfig for MemConfig {
     }
     fn options(&self) -> BTreeMap<String, String> {
         BTreeMap::new()
-    }
-    fn data_path(&self) -> Option<PathBuf> {
-        None
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
         Ok(Box::new(MemStore {

@@ -18,7 +18,6 @@ use engine::driver::{
     OptionSpec, Session, Store, TargetConfig, TxMode,
 };
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 pub static INFO: DriverInfo = DriverInfo {
@@ -150,9 +149,6 @@ impl TargetConfig for MockConfig {
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.0.resolved.clone()
-    }
-    fn data_path(&self) -> Option<PathBuf> {
-        None
     }
     fn virtual_time(&self) -> bool {
         !self.0.real_clock

@@ -18,7 +18,6 @@ use host::link::{Link, LinkSpec};
 use host::store::{Objects, StoreServer};
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 pub static INFO: DriverInfo = DriverInfo {
@@ -143,9 +142,6 @@ impl TargetConfig for Config {
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()
-    }
-    fn data_path(&self) -> Option<PathBuf> {
-        None
     }
     fn topology(&self) -> &'static str {
         self.topology

@@ -22,7 +22,6 @@ use engine::driver::{
 };
 use postgres::{Client, NoTls, Statement};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -163,9 +162,6 @@ impl TargetConfig for Config {
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()
-    }
-    fn data_path(&self) -> Option<PathBuf> {
-        None
     }
     fn topology(&self) -> &'static str {
         crate::net::topology_of(&self.authority)

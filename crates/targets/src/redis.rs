@@ -16,7 +16,6 @@ use engine::driver::{
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -274,9 +273,6 @@ impl TargetConfig for Config {
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()
-    }
-    fn data_path(&self) -> Option<PathBuf> {
-        None
     }
     fn topology(&self) -> &'static str {
         crate::net::topology_of(&self.authority)

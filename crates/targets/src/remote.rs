@@ -16,7 +16,6 @@ use host::store::{kind, read_frame};
 use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -168,9 +167,6 @@ impl TargetConfig for Config {
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()
-    }
-    fn data_path(&self) -> Option<PathBuf> {
-        None
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
         let addr = crate::net::resolve(&self.authority, None)?;

@@ -249,9 +249,6 @@ impl TargetConfig for Config {
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()
     }
-    fn data_path(&self) -> Option<PathBuf> {
-        None
-    }
     fn families(&self) -> &'static [Family] {
         INFO.families
     }
