@@ -66,11 +66,13 @@ fn serve_host(a: &ServeArgs) -> Result<ExitCode> {
     let kept = disk
         .as_ref()
         .map_or_else(|| "objects in memory".to_string(), |d| d.describe());
-    let server = host::store::StoreServer::start_with(
+    let server = host::store::StoreServer::start(
         listener,
-        a.token.clone(),
-        disk,
-        host::store::MAX_CONNECTIONS,
+        host::store::Options {
+            token: a.token.clone(),
+            disk,
+            ..Default::default()
+        },
     )
     .context("starting the benchmark host")?;
     println!(

@@ -398,7 +398,7 @@ fn a_panicking_driver_fails_its_case_and_the_run_goes_on() {
 #[test]
 fn the_shootout_runs_on_the_benchmark_host_and_stats_show_the_server_side() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let server = host::store::StoreServer::start(l, None).unwrap();
+    let server = host::store::StoreServer::start(l, Default::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     dyno(dir.path())
         .args(["run", "--quick", "-o", "o"])

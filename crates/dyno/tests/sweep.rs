@@ -65,7 +65,7 @@ fn sweep_cases<'a>(rec: &'a Value, test: &str) -> Vec<&'a Value> {
 #[test]
 fn depth_and_width_sweeps_on_fs_and_the_host_with_their_plots() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let server = host::store::StoreServer::start(l, None).unwrap();
+    let server = host::store::StoreServer::start(l, Default::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dyno(dir.path())
         .args([

@@ -1,7 +1,7 @@
 //! The benchmark host's limits: each broken rule gets a clear error on that connection only,
 //! while other connections keep working.
 
-use host::store::{MAX_FRAME, StoreServer, expect, kind, write_frame};
+use host::store::{MAX_FRAME, Options, StoreServer, expect, kind, write_frame};
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
@@ -37,7 +37,11 @@ fn error_of(c: &mut TcpStream) -> String {
 
 #[test]
 fn an_oversized_frame_is_refused_and_others_go_on() {
-    let s = StoreServer::start(TcpListener::bind("127.0.0.1:0").unwrap(), None).unwrap();
+    let s = StoreServer::start(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        Options::default(),
+    )
+    .unwrap();
     let mut held = connect(&s);
     write_frame(&mut held, kind::OPEN, &[b"dyno_test"]).unwrap();
     let mut bad = connect(&s);
@@ -57,7 +61,11 @@ fn an_oversized_frame_is_refused_and_others_go_on() {
 
 #[test]
 fn garbage_closes_only_its_connection() {
-    let s = StoreServer::start(TcpListener::bind("127.0.0.1:0").unwrap(), None).unwrap();
+    let s = StoreServer::start(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        Options::default(),
+    )
+    .unwrap();
     let mut bad = connect(&s);
     bad.write_all(&[0, 0, 0, 3, 0x7f, 1, 2]).unwrap();
     assert!(error_of(&mut bad).contains("unknown frame kind 0x7f"));
@@ -74,7 +82,10 @@ fn garbage_closes_only_its_connection() {
 fn a_wrong_or_missing_token_is_refused() {
     let s = StoreServer::start(
         TcpListener::bind("127.0.0.1:0").unwrap(),
-        Some("right".into()),
+        Options {
+            token: Some("right".into()),
+            ..Options::default()
+        },
     )
     .unwrap();
     let mut c = connect(&s);
@@ -88,8 +99,14 @@ fn a_wrong_or_missing_token_is_refused() {
 
 #[test]
 fn connections_over_the_limit_are_told_so() {
-    let s =
-        StoreServer::start_with_limit(TcpListener::bind("127.0.0.1:0").unwrap(), None, 2).unwrap();
+    let s = StoreServer::start(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        Options {
+            max_connections: 2,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     let mut a = connect(&s);
     let mut b = connect(&s);
     // Make sure both are being served before the third arrives.
@@ -147,7 +164,11 @@ fn transactions_are_atomic(s: &StoreServer) {
 
 #[test]
 fn transactions_in_memory() {
-    let s = StoreServer::start(TcpListener::bind("127.0.0.1:0").unwrap(), None).unwrap();
+    let s = StoreServer::start(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        Options::default(),
+    )
+    .unwrap();
     transactions_are_atomic(&s);
     let info = host::store::fetch_info(s.addr(), None).unwrap();
     assert_eq!(info["durability"], "volatile (host memory)");
@@ -155,14 +176,21 @@ fn transactions_in_memory() {
 
 #[test]
 fn a_store_on_disk_keeps_objects_across_restarts_and_refuses_foreign_directories() {
-    use host::store::{DiskStore, MAX_CONNECTIONS};
+    use host::store::DiskStore;
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
     let start = || {
         let disk = Arc::new(DiskStore::open(&path).unwrap());
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        StoreServer::start_with(l, None, Some(disk), MAX_CONNECTIONS).unwrap()
+        StoreServer::start(
+            l,
+            Options {
+                disk: Some(disk),
+                ..Options::default()
+            },
+        )
+        .unwrap()
     };
     let s = start();
     transactions_are_atomic(&s);
@@ -215,7 +243,11 @@ fn a_store_on_disk_keeps_objects_across_restarts_and_refuses_foreign_directories
 
 #[test]
 fn a_batched_read_over_the_frame_limit_is_refused_and_the_connection_goes_on() {
-    let s = StoreServer::start(TcpListener::bind("127.0.0.1:0").unwrap(), None).unwrap();
+    let s = StoreServer::start(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        Options::default(),
+    )
+    .unwrap();
     let mut c = opened(&s);
     c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let big = vec![7u8; 40 << 20];

@@ -153,7 +153,8 @@ impl TargetConfig for Config {
             }));
         }
         let bind = || TcpListener::bind("127.0.0.1:0").map_err(io("binding a loopback port"));
-        let server = StoreServer::start(bind()?, None).map_err(io("starting the host"))?;
+        let server =
+            StoreServer::start(bind()?, Default::default()).map_err(io("starting the host"))?;
         let link = self
             .link
             .map(|spec| Link::start(bind()?, server.addr(), spec).map_err(io("starting the link")))

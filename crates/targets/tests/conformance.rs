@@ -152,7 +152,7 @@ fn folders_on_fs_and_on_the_host() {
     folders("fs:?fsync=true");
     folders("host:");
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let server = host::store::StoreServer::start(l, None).unwrap();
+    let server = host::store::StoreServer::start(l, Default::default()).unwrap();
     folders(&format!("dyno://{}", server.addr()));
     let stats = host::store::fetch_stats(server.addr(), None).unwrap();
     let count = |op: &str| stats.iter().find(|s| s.op == op).map_or(0, |s| s.count);
@@ -188,7 +188,14 @@ fn fs() {
 #[test]
 fn dyno_host() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let server = host::store::StoreServer::start(l, Some("s3cret".into())).unwrap();
+    let server = host::store::StoreServer::start(
+        l,
+        host::store::Options {
+            token: Some("s3cret".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     contract(&format!("dyno://{}?token=s3cret", server.addr()));
     let stats = host::store::fetch_stats(server.addr(), Some("s3cret")).unwrap();
     let count = |op: &str| stats.iter().find(|s| s.op == op).map_or(0, |s| s.count);
@@ -305,9 +312,14 @@ fn dyno_host_with_a_store_on_disk() {
     let dir = tempfile::tempdir().unwrap();
     let disk = std::sync::Arc::new(host::store::DiskStore::open(dir.path()).unwrap());
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let server =
-        host::store::StoreServer::start_with(l, None, Some(disk), host::store::MAX_CONNECTIONS)
-            .unwrap();
+    let server = host::store::StoreServer::start(
+        l,
+        host::store::Options {
+            disk: Some(disk),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let url = format!("dyno://{}", server.addr());
     contract(&url);
     let durability = config(&url).durability();

@@ -77,28 +77,36 @@ pub struct StoreServer {
     pub(super) server: EventServer,
 }
 
+/// How a host serves: the defaults are no token, objects in memory, [`MAX_CONNECTIONS`].
+#[derive(Clone)]
+pub struct Options {
+    /// Clients must present this token first (`HELLO`).
+    pub token: Option<String>,
+    /// `--store PATH`: objects in LMDB; in memory when `None`.
+    pub disk: Option<Arc<DiskStore>>,
+    /// Connections served at once (at most [`MAX_CONNECTIONS`]); more are refused with `ERR`.
+    pub max_connections: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            token: None,
+            disk: None,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
+}
+
 impl StoreServer {
-    /// Serves `listener`; clients must present `token` when one is given.
-    pub fn start(listener: TcpListener, token: Option<String>) -> io::Result<StoreServer> {
-        StoreServer::start_with(listener, token, None, MAX_CONNECTIONS)
-    }
-
-    /// As [`StoreServer::start`], with a lower connection limit (for tests of the limit).
-    pub fn start_with_limit(
-        listener: TcpListener,
-        token: Option<String>,
-        max_connections: usize,
-    ) -> io::Result<StoreServer> {
-        StoreServer::start_with(listener, token, None, max_connections)
-    }
-
-    /// Serves `listener` from `disk` (`--store PATH`), or from memory when `None`.
-    pub fn start_with(
-        listener: TcpListener,
-        token: Option<String>,
-        disk: Option<Arc<DiskStore>>,
-        max_connections: usize,
-    ) -> io::Result<StoreServer> {
+    /// Serves `listener` as `options` say: a token clients must present, objects on disk or in
+    /// memory, and a connection limit.
+    pub fn start(listener: TcpListener, options: Options) -> io::Result<StoreServer> {
+        let Options {
+            token,
+            disk,
+            max_connections,
+        } = options;
         let shared = Arc::new(Shared {
             token,
             disk,
