@@ -11,12 +11,6 @@ use results::suites::{MAGMA, Unit, magma_test};
 use results::{Case, RunRecord, Status};
 use std::io::{self, Write};
 
-fn case<'a>(r: &'a RunRecord, target: &str, test: &str) -> Option<&'a Case> {
-    r.cases
-        .iter()
-        .find(|c| c.target == target && c.test == test)
-}
-
 /// The best repetition's rate, when the case is ok.
 fn best(c: Option<&Case>) -> Option<f64> {
     c.filter(|c| c.status == Status::Ok)
@@ -48,7 +42,7 @@ fn seconds(s: f64) -> String {
 }
 
 fn cell(r: &RunRecord, target: &str, test: &str) -> String {
-    let c = case(r, target, test);
+    let c = r.case_of(target, test);
     let unit = magma_test(test).map_or(Unit::PerSecond, |t| t.unit);
     match (c.and_then(status_word), best(c)) {
         (Some(w), _) => w.to_string(),
@@ -213,7 +207,10 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
                         if i == 0 {
                             return cell(r, c, t.name);
                         }
-                        match (best(case(r, cols[i - 1], t.name)), best(case(r, c, t.name))) {
+                        match (
+                            best(r.case_of(cols[i - 1], t.name)),
+                            best(r.case_of(c, t.name)),
+                        ) {
                             (Some(p), Some(v)) => ratio(v / p),
                             _ => "-".to_string(),
                         }
@@ -239,7 +236,7 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
             .filter(|t| t.group != "connectionTests")
             .map(|t| {
                 std::iter::once(t.name.to_string())
-                    .chain(cols.iter().map(|c| split_cell(case(r, c, t.name))))
+                    .chain(cols.iter().map(|c| split_cell(r.case_of(c, t.name))))
                     .collect()
             })
             .collect();

@@ -708,9 +708,7 @@ fn shootout_chart(r: &RunRecord) -> Option<(Chart, String)> {
     }
     let targets: Vec<&str> = r.plan.targets.iter().map(|t| t.name.as_str()).collect();
     let rate = |t: &str, test: &str| {
-        r.cases
-            .iter()
-            .find(|c| c.target == t && c.test == test && c.sweep.is_none())
+        r.case_of(t, test)
             .filter(|c| crate::grid::status_word(c).is_none())
             .and_then(|c| c.summary.as_ref())
             .map(|s| s.ops_per_s.best)

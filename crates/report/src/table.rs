@@ -27,12 +27,6 @@ fn rows(r: &RunRecord) -> Vec<&str> {
     tests
 }
 
-fn case<'a>(r: &'a RunRecord, target: &str, test: &str) -> Option<&'a Case> {
-    r.cases
-        .iter()
-        .find(|c| c.target == target && c.test == test)
-}
-
 fn rate_cell(c: Option<&Case>) -> String {
     match c {
         None => "-".into(),
@@ -151,17 +145,17 @@ fn shootout(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> 
             .collect();
         grid(out, style, header, &body)
     };
-    table("objects/s", &header, &mut |n, t| rate_cell(case(r, n, t)))?;
+    table("objects/s", &header, &mut |n, t| rate_cell(r.case_of(n, t)))?;
     table(
         "latency per object operation: p50 / p99 / p99.9",
         &header[..1],
-        &mut |n, t| latency_cell(case(r, n, t)),
+        &mut |n, t| latency_cell(r.case_of(n, t)),
     )?;
     if r.cases.iter().any(|c| c.server.is_some()) {
         table(
             "client and server time per object operation, p50: client / server / difference (serialization + network)",
             &header[..1],
-            &mut |n, t| server_cell(case(r, n, t)),
+            &mut |n, t| server_cell(r.case_of(n, t)),
         )?;
     }
     let topologies: std::collections::BTreeSet<&str> =
@@ -176,14 +170,15 @@ fn shootout(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> 
                 if n == cols[0].0 {
                     prev = None;
                 }
-                let rate = case(r, n, t)
+                let rate = r
+                    .case_of(n, t)
                     .filter(|c| c.status == Status::Ok)
                     .and_then(|c| c.summary.as_ref())
                     .map(|s| s.ops_per_s.best);
                 let cell = match (rate, prev) {
                     (Some(v), Some(p)) if p > 0.0 => format!("{} (×{:.3})", units::rate(v), v / p),
                     (Some(v), _) => units::rate(v),
-                    (None, _) => rate_cell(case(r, n, t)),
+                    (None, _) => rate_cell(r.case_of(n, t)),
                 };
                 prev = rate;
                 cell

@@ -395,6 +395,70 @@ pub struct Case {
     pub sweep: Option<SweepPoint>,
 }
 
+/// What names a case: the fields tables, plots, `compare` and `merge` match cases on — never a
+/// case's figures. Two runs' cases with equal identities measured the same thing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CaseId {
+    pub suite: String,
+    pub test: String,
+    /// The target's label in the plan (its column).
+    pub target: String,
+    pub topology: String,
+    /// In a sweep, the parameter and its value at this point.
+    pub sweep: Option<(String, u64)>,
+}
+
+impl CaseId {
+    /// As people read it: `shootout add · sqlite`, `load load · http · rate=800`.
+    pub fn label(&self) -> String {
+        let mut s = format!("{} {} · {}", self.suite, self.test, self.target);
+        if let Some((p, v)) = &self.sweep {
+            s.push_str(&format!(" · {p}={v}"));
+        }
+        s
+    }
+}
+
+impl Case {
+    /// This case's identity.
+    pub fn id(&self) -> CaseId {
+        CaseId {
+            suite: self.suite.clone(),
+            test: self.test.clone(),
+            target: self.target.clone(),
+            topology: self.topology.clone(),
+            sweep: self.sweep.as_ref().map(|p| (p.param.clone(), p.value)),
+        }
+    }
+
+    /// Whether this is the case of `target` and `test` at `sweep` (`None`: outside any sweep) —
+    /// within one run, the suite and the topology follow from the target.
+    pub fn is(&self, target: &str, test: &str, sweep: Option<(&str, u64)>) -> bool {
+        self.target == target
+            && self.test == test
+            && self.sweep.as_ref().map(|p| (p.param.as_str(), p.value)) == sweep
+    }
+}
+
+impl RunRecord {
+    /// The case with this identity.
+    pub fn case(&self, id: &CaseId) -> Option<&Case> {
+        self.cases.iter().find(|c| {
+            c.is(
+                &id.target,
+                &id.test,
+                id.sweep.as_ref().map(|(p, v)| (p.as_str(), *v)),
+            ) && c.suite == id.suite
+                && c.topology == id.topology
+        })
+    }
+
+    /// The case of `target` and `test` outside any sweep.
+    pub fn case_of(&self, target: &str, test: &str) -> Option<&Case> {
+        self.cases.iter().find(|c| c.is(target, test, None))
+    }
+}
+
 /// One point of a sweep: the parameter varied and its value here (the others at the plan's).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -660,5 +724,38 @@ mod tests {
         );
         assert_eq!(redact_url("sqlite:/tmp/a.db"), "sqlite:/tmp/a.db");
         assert_eq!(redact_url("http://u@h/p?x=a:b@c"), "http://u@h/p?x=a:b@c");
+    }
+}
+
+#[cfg(test)]
+mod case_id_tests {
+    use super::*;
+
+    #[test]
+    fn a_case_is_found_by_its_identity_and_only_by_it() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../dyno/tests/fixtures/run-1/ratesweep/run.json"
+        ))
+        .unwrap();
+        let r: RunRecord = serde_json::from_str(&text).unwrap();
+        let at_300 = r
+            .cases
+            .iter()
+            .find(|c| c.sweep.as_ref().is_some_and(|p| p.value == 300))
+            .unwrap();
+        let id = at_300.id();
+        assert_eq!(id.label(), "load load · http · rate=300");
+        assert!(std::ptr::eq(r.case(&id).unwrap(), at_300));
+        // The same target and test at another point, or outside the sweep, is another case.
+        let mut other = id.clone();
+        other.sweep = Some(("rate".into(), 100));
+        assert!(!std::ptr::eq(r.case(&other).unwrap(), at_300));
+        other.sweep = None;
+        assert!(r.case(&other).is_none());
+        assert!(r.case_of("http", "load").is_none());
+        let mut topo = id.clone();
+        topo.topology = "wan".into();
+        assert!(r.case(&topo).is_none());
     }
 }
