@@ -8,7 +8,7 @@
 //! actual send (uncorrected), a time series, and the generator's verdict on itself.
 
 use crate::driver::{Endpoint, ErrorClass};
-use crate::load::{self, LoadMode, LoadResult, LoadSpec};
+use crate::load::{self, LoadResult, LoadSpec};
 use crate::plan::{LoadModel, LoadParams, MaxLag};
 use results::stats::per_s;
 use results::{GeneratorCheck, LoadRep, Rep, WithinShare};
@@ -37,29 +37,13 @@ pub struct LoadRun {
 }
 
 fn spec(ep: &Endpoint, p: &LoadParams, seed: u64) -> LoadSpec {
-    let mode = match &p.model {
-        LoadModel::Closed { stop } => LoadMode::Closed {
-            connections: p.connections as usize,
-            stop: *stop,
-        },
-        LoadModel::Open {
-            profile,
-            arrival,
-            max_connections,
-        } => LoadMode::Open {
-            profile: profile.clone(),
-            arrival: *arrival,
-            seed,
-            connections: p.connections as usize,
-            max_connections: *max_connections as usize,
-            stop: None,
-        },
-    };
     LoadSpec {
         addr: ep.addr,
         protocol: ep.protocol.clone(),
         threads: p.threads,
-        mode,
+        model: p.model.clone(),
+        connections: p.connections as usize,
+        seed,
         timeout: Duration::from_nanos(p.timeout_ns),
         interval: Duration::from_nanos(p.interval_ns),
         coalesce: p.coalesce,
@@ -85,10 +69,7 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
     recorder.latency = t.latency.clone();
     recorder.ops = t.responses;
     recorder.errors = t.errors;
-    let intended_per_s = match &p.model {
-        LoadModel::Open { profile, .. } => profile.mean_per_s(),
-        LoadModel::Closed { .. } => None,
-    };
+    let intended_per_s = p.model.intended_per_s();
     let r = LoadResult {
         recorder,
         counters: load::Counters {

@@ -3,7 +3,7 @@
 //! there at all. Loopback only; every run is bounded by a count or a short duration.
 
 use engine::driver::ErrorClass;
-use engine::load::{self, LoadMode, LoadResult, LoadSpec};
+use engine::load::{self, LoadModel, LoadResult, LoadSpec};
 use engine::plan::Resolver;
 use engine::schedule::{ArrivalKind, RateProfile};
 use engine::worker::Stop;
@@ -29,7 +29,10 @@ fn server(kind: Kind, body: Body, fault: Option<Fault>) -> Server {
     .unwrap()
 }
 
-fn spec(url: &str, opts: &[(&str, &str)], mode: LoadMode) -> LoadSpec {
+/// A load model and the connections opened up front.
+type Load = (LoadModel, usize);
+
+fn spec(url: &str, opts: &[(&str, &str)], (model, connections): Load) -> LoadSpec {
     let parts = engine::plan::split_url(url).unwrap();
     let options: BTreeMap<String, String> = opts
         .iter()
@@ -49,18 +52,34 @@ fn spec(url: &str, opts: &[(&str, &str)], mode: LoadMode) -> LoadSpec {
         addr: ep.addr,
         protocol: ep.protocol,
         threads: 2,
-        mode,
+        model,
+        connections,
+        seed: 1,
         timeout: Duration::from_secs(2),
         interval: Duration::from_millis(100),
         coalesce: engine::load::Coalesce::Auto,
     }
 }
 
-fn closed(connections: usize, each: u64) -> LoadMode {
-    LoadMode::Closed {
+fn closed(connections: usize, each: u64) -> Load {
+    (
+        LoadModel::Closed {
+            stop: Stop::Count(each),
+        },
         connections,
-        stop: Stop::Count(each),
-    }
+    )
+}
+
+/// An open loop at `per_s` for 500 ms.
+fn open(per_s: f64, arrival: ArrivalKind, connections: usize, max_connections: u64) -> Load {
+    (
+        LoadModel::Open {
+            profile: RateProfile::constant(per_s, 500_000_000),
+            arrival,
+            max_connections,
+        },
+        connections,
+    )
 }
 
 /// Runs a load, and checks on every run that the intervals streamed while it ran add up to its
@@ -156,10 +175,12 @@ fn http_duration_stop() {
         None,
     );
     let url = format!("http://{}/", s.addr());
-    let mode = LoadMode::Closed {
-        connections: 8,
-        stop: Stop::Duration { ns: 300_000_000 },
-    };
+    let mode = (
+        LoadModel::Closed {
+            stop: Stop::Duration { ns: 300_000_000 },
+        },
+        8,
+    );
     let r = run(&spec(&url, &[], mode));
     assert!(r.counters.responses > 100, "{}", r.counters.responses);
     assert_eq!(r.recorder.error_count(), 0);
@@ -267,14 +288,7 @@ fn a_server_that_never_answers_times_out() {
 fn open_loop_offers_the_stated_rate() {
     let _serial = serial();
     let s = server(Kind::Http, Body::Json, None);
-    let mode = LoadMode::Open {
-        profile: RateProfile::constant(2_000.0, 500_000_000),
-        arrival: ArrivalKind::Constant,
-        seed: 1,
-        connections: 4,
-        max_connections: 4,
-        stop: None,
-    };
+    let mode = open(2_000.0, ArrivalKind::Constant, 4, 4);
     let r = run(&spec(&format!("http://{}/", s.addr()), &[], mode));
     assert!(
         (990..=1010).contains(&r.counters.requests),
@@ -294,15 +308,10 @@ fn open_loop_offers_the_stated_rate() {
         "{}",
         r.check.lag.value_at_quantile(0.5)
     );
-    let poisson = LoadMode::Open {
-        profile: RateProfile::constant(2_000.0, 500_000_000),
-        arrival: ArrivalKind::Poisson,
-        seed: 9,
-        connections: 4,
-        max_connections: 16,
-        stop: None,
-    };
-    let r = run(&spec(&format!("http://{}/", s.addr()), &[], poisson));
+    let poisson = open(2_000.0, ArrivalKind::Poisson, 4, 16);
+    let mut sp = spec(&format!("http://{}/", s.addr()), &[], poisson);
+    sp.seed = 9;
+    let r = run(&sp);
     assert!(
         (850..=1150).contains(&r.counters.requests),
         "{}",
@@ -331,14 +340,7 @@ fn open_loop_opens_connections_up_to_the_limit_when_all_are_busy() {
         },
     )
     .unwrap();
-    let mode = LoadMode::Open {
-        profile: RateProfile::constant(200.0, 500_000_000),
-        arrival: ArrivalKind::Constant,
-        seed: 1,
-        connections: 2,
-        max_connections: 12,
-        stop: None,
-    };
+    let mode = open(200.0, ArrivalKind::Constant, 2, 12);
     let r = run(&spec(&format!("http://{}/", s.addr()), &[], mode));
     assert_eq!(r.counters.connects, 12, "grew from 2 to the limit of 12");
     assert_eq!(r.counters.ok, r.counters.requests);

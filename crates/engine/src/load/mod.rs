@@ -64,22 +64,29 @@ const EVENTS: usize = 1024;
 /// The token of a thread's timer.
 const TIMER: Token = Token(usize::MAX);
 
-/// How load is offered.
+/// How load is offered: the one type the plan resolves to and the engine runs.
 #[derive(Debug, Clone)]
-pub enum LoadMode {
-    /// `connections` connections, each sending its next request when the previous one ends,
-    /// until `stop` (a duration for all, or a count of requests per connection).
-    Closed { connections: usize, stop: Stop },
-    /// Requests at the arrival times of `profile`; `connections` are opened up front, more as
-    /// needed up to `max_connections`. `stop` may end it before the profile does.
+pub enum LoadModel {
+    /// Each connection sends its next request when its previous response ends, until `stop` (a
+    /// duration for all, or a count of requests per connection).
+    Closed { stop: Stop },
+    /// Requests at the arrival times of `profile`; connections opened up front, more as needed up
+    /// to `max_connections`.
     Open {
         profile: RateProfile,
         arrival: ArrivalKind,
-        seed: u64,
-        connections: usize,
-        max_connections: usize,
-        stop: Option<Stop>,
+        max_connections: u64,
     },
+}
+
+impl LoadModel {
+    /// The mean rate an open loop asks for; `None` for a closed loop (the target sets the pace).
+    pub fn intended_per_s(&self) -> Option<f64> {
+        match self {
+            LoadModel::Open { profile, .. } => profile.mean_per_s(),
+            LoadModel::Closed { .. } => None,
+        }
+    }
 }
 
 /// Everything one load run needs.
@@ -88,7 +95,11 @@ pub struct LoadSpec {
     pub addr: SocketAddr,
     pub protocol: Arc<dyn Protocol>,
     pub threads: usize,
-    pub mode: LoadMode,
+    pub model: LoadModel,
+    /// Connections opened up front (all of them, in a closed loop).
+    pub connections: usize,
+    /// The seed of Poisson arrivals.
+    pub seed: u64,
     /// A request with no complete response this long after it started is a `timeout`.
     pub timeout: Duration,
     /// Length of the intervals of the time series (and of the `.hlog`).
@@ -185,11 +196,11 @@ pub fn run(
     let threads = spec.threads.max(1);
     let clock = Clock::monotonic();
     let shares: Vec<Share> = (0..threads)
-        .map(|i| match &spec.mode {
-            LoadMode::Closed { connections, stop } => Share {
+        .map(|i| match &spec.model {
+            LoadModel::Closed { stop } => Share {
                 index: i,
-                connections: split(*connections, threads, i),
-                max_connections: split(*connections, threads, i),
+                connections: split(spec.connections, threads, i),
+                max_connections: split(spec.connections, threads, i),
                 schedule: Schedule::Closed,
                 stop: Some(*stop),
                 closed_remaining: match stop {
@@ -197,26 +208,20 @@ pub fn run(
                     Stop::Duration { .. } => u64::MAX,
                 },
             },
-            LoadMode::Open {
+            LoadModel::Open {
                 profile,
                 arrival,
-                seed,
-                connections,
                 max_connections,
-                stop,
             } => Share {
                 index: i,
-                connections: split(*connections, threads, i),
-                max_connections: split(*max_connections, threads, i).max(1),
+                connections: split(spec.connections, threads, i),
+                max_connections: split(*max_connections as usize, threads, i).max(1),
                 schedule: Schedule::Open(Arrivals::new(
                     profile.scaled(1.0 / threads as f64),
                     *arrival,
-                    seed.wrapping_add(i as u64 * 0x9E37_79B9),
+                    spec.seed.wrapping_add(i as u64 * 0x9E37_79B9),
                 )),
-                stop: stop.map(|s| match s {
-                    Stop::Count(n) => Stop::Count(split(n as usize, threads, i) as u64),
-                    d => d,
-                }),
+                stop: None,
                 closed_remaining: u64::MAX,
             },
         })
@@ -292,10 +297,7 @@ pub fn run(
         }
         interrupted |= p.interrupted;
     }
-    let intended_per_s = match &spec.mode {
-        LoadMode::Open { profile, .. } => profile.mean_per_s(),
-        LoadMode::Closed { .. } => None,
-    };
+    let intended_per_s = spec.model.intended_per_s();
     let achieved_per_s = results::stats::per_s(counters.requests as f64, wall_ns);
     let intervals = live
         .lock()

@@ -3,18 +3,7 @@
 
 use super::*;
 
-/// How the load suite offers load.
-#[derive(Debug, Clone)]
-pub enum LoadModel {
-    /// Each connection sends its next request when its previous response ends.
-    Closed { stop: Stop },
-    /// Requests at the profile's arrival times; connections grow up to `max_connections`.
-    Open {
-        profile: RateProfile,
-        arrival: ArrivalKind,
-        max_connections: u64,
-    },
-}
+pub use crate::load::LoadModel;
 
 /// The load suite's resolved settings.
 #[derive(Debug, Clone)]
