@@ -70,15 +70,18 @@ impl<'a> Opts<'a> {
     }
 
     pub fn bool(&self, name: &str) -> Result<bool, ConfigError> {
-        engine::units::parse_bool(self.text(name)).map_err(|e| ConfigError::option(name, e))
+        engine::units::parse_bool(self.text(name))
+            .map_err(|e| ConfigError::option(name, e.to_string()))
     }
 
     pub fn duration(&self, name: &str) -> Result<Duration, ConfigError> {
-        engine::units::parse_duration(self.text(name)).map_err(|e| ConfigError::option(name, e))
+        engine::units::parse_duration(self.text(name))
+            .map_err(|e| ConfigError::option(name, e.to_string()))
     }
 
     pub fn size(&self, name: &str) -> Result<u64, ConfigError> {
-        engine::units::parse_size(self.text(name)).map_err(|e| ConfigError::option(name, e))
+        engine::units::parse_size(self.text(name))
+            .map_err(|e| ConfigError::option(name, e.to_string()))
     }
 
     pub fn count(&self, name: &str) -> Result<u64, ConfigError> {

@@ -93,7 +93,8 @@ pub fn configure(
         .expect("a checked choice");
     let link = |prefix: &str| -> Result<LinkSpec, ConfigError> {
         let rate = |name: &str| {
-            engine::units::parse_bitrate(o.text(name)).map_err(|e| ConfigError::option(name, e))
+            engine::units::parse_bitrate(o.text(name))
+                .map_err(|e| ConfigError::option(name, e.to_string()))
         };
         let rate = rate(&format!("{prefix}_rate"))?;
         Ok(LinkSpec {

@@ -70,7 +70,7 @@ impl MaxLag {
         match crate::units::parse_duration(t) {
             Ok(d) if !d.is_zero() => Ok(MaxLag::Ns(d.as_nanos() as u64)),
             Ok(_) => Err("max_lag must be more than 0".to_string()),
-            Err(e) => Err(e),
+            Err(e) => Err(e.to_string()),
         }
     }
 }
