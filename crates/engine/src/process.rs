@@ -32,6 +32,40 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(5)..].join("\n  ")
 }
 
+/// Why a target's server could not be started; each message names the command and its log.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{path}: {error}")]
+    Log {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    #[error("starting `{cmd}`: {error}")]
+    Spawn { cmd: String, error: std::io::Error },
+    #[error(
+        "`{cmd}` exited ({status}) before accepting connections on {ready}; its log ({}) ends:\n  {tail}",
+        log.display()
+    )]
+    Exited {
+        cmd: String,
+        status: std::process::ExitStatus,
+        ready: SocketAddr,
+        log: std::path::PathBuf,
+        tail: String,
+    },
+    #[error(
+        "`{cmd}` did not accept connections on {ready} within {}; it was stopped (its log: {}); raise ready_timeout if it needs longer",
+        humantime::format_duration(*timeout),
+        log.display()
+    )]
+    NotReady {
+        cmd: String,
+        ready: SocketAddr,
+        timeout: Duration,
+        log: std::path::PathBuf,
+    },
+}
+
 /// Starts `cmd` for target `name`, logging to `log_dir/NAME.process.log`, and waits (at most
 /// `timeout`) until `ready` accepts a TCP connection.
 pub fn start(
@@ -40,13 +74,15 @@ pub fn start(
     ready: SocketAddr,
     timeout: Duration,
     log_dir: &Path,
-) -> Result<Started, String> {
-    std::fs::create_dir_all(log_dir).map_err(|e| format!("{}: {e}", log_dir.display()))?;
+) -> Result<Started, StartError> {
+    let log_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| StartError::Log { path, error }
+    };
+    std::fs::create_dir_all(log_dir).map_err(log_error(log_dir))?;
     let log = log_dir.join(format!("{name}.process.log"));
-    let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let out = std::fs::File::create(&log).map_err(log_error(&log))?;
+    let err = out.try_clone().map_err(log_error(&log))?;
     let mut command = Command::new("sh");
     command
         .arg("-c")
@@ -62,9 +98,10 @@ pub fn start(
             Ok(())
         });
     }
-    let child = command
-        .spawn()
-        .map_err(|e| format!("starting `{cmd}`: {e}"))?;
+    let child = command.spawn().map_err(|error| StartError::Spawn {
+        cmd: cmd.to_string(),
+        error,
+    })?;
     let mut started = Started {
         pid: child.id(),
         child: Some(child),
@@ -73,24 +110,26 @@ pub fn start(
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(Ok(Some(status))) = started.child.as_mut().map(|c| c.try_wait()) {
-            return Err(format!(
-                "`{cmd}` exited ({status}) before accepting connections on {ready}; its log \
-                 ({}) ends:\n  {}",
-                started.log.display(),
-                tail(&started.log)
-            ));
+            return Err(StartError::Exited {
+                cmd: cmd.to_string(),
+                status,
+                ready,
+                tail: tail(&started.log),
+                log: started.log.clone(),
+            });
         }
         if TcpStream::connect_timeout(&ready, Duration::from_millis(200)).is_ok() {
             return Ok(started);
         }
         if Instant::now() >= deadline {
-            let log = started.log.display().to_string();
+            let log = started.log.clone();
             drop(started);
-            return Err(format!(
-                "`{cmd}` did not accept connections on {ready} within {}; it was stopped \
-                 (its log: {log}); raise ready_timeout if it needs longer",
-                humantime::format_duration(timeout)
-            ));
+            return Err(StartError::NotReady {
+                cmd: cmd.to_string(),
+                ready,
+                timeout,
+                log,
+            });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -145,6 +184,8 @@ mod tests {
             dir.path(),
         )
         .unwrap_err();
+        assert!(matches!(e, StartError::Exited { .. }), "{e}");
+        let e = e.to_string();
         assert!(e.contains("exited (exit status: 3)"), "{e}");
         assert!(e.contains("no such thing"), "{e}");
     }
@@ -161,7 +202,8 @@ mod tests {
             dir.path(),
         )
         .unwrap_err();
-        assert!(e.contains("did not accept connections"), "{e}");
+        assert!(matches!(e, StartError::NotReady { .. }), "{e}");
+        assert!(e.to_string().contains("did not accept connections"), "{e}");
         assert!(t.elapsed() < Duration::from_secs(5));
     }
 }

@@ -249,7 +249,7 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
                 ready_timeout,
             }) => {
                 let s = crate::process::start(&t.name, cmd, *ready, *ready_timeout, logs)
-                    .map_err(refused)?;
+                    .map_err(|e| refused(e.to_string()))?;
                 watches.push(crate::monitor::Watch {
                     target: Some(t.name.clone()),
                     pid: s.pid,
