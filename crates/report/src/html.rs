@@ -256,7 +256,7 @@ fn plots_section(r: &RunRecord, n: usize, out: &mut String) {
             let _ = writeln!(
                 out,
                 "<h2 id=\"plots-{n}\">Plots</h2><p>The plots could not be drawn: {}</p>",
-                escape(&e)
+                escape(&e.to_string())
             );
         }
     }

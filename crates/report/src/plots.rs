@@ -16,6 +16,28 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 const SIZE: (u32, u32) = (960, 600);
+
+/// Why a plot could not be drawn or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// The drawing backend failed (plotters' own message).
+    #[error("drawing: {0}")]
+    Draw(String),
+    #[error("{path}: {error}")]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+impl PlotError {
+    fn write(path: &Path) -> impl FnOnce(std::io::Error) -> PlotError + '_ {
+        move |error| PlotError::Write {
+            path: path.to_path_buf(),
+            error,
+        }
+    }
+}
 /// A font for PNG text (SVG names its font and lets the viewer draw it): DejaVu Sans, whose
 /// licence is beside it in `assets/`.
 const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
@@ -173,11 +195,11 @@ fn percentile(x: f64) -> String {
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     c: &Chart,
-) -> Result<(), String>
+) -> Result<(), PlotError>
 where
     DB::ErrorType: 'static,
 {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| PlotError::Draw(e.to_string());
     root.fill(&WHITE).map_err(err)?;
     let xs = c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
     let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
@@ -337,7 +359,7 @@ pub struct Plot {
 }
 
 impl Plot {
-    fn new(stem: String, chart: Chart, dat: String) -> Result<Plot, String> {
+    fn new(stem: String, chart: Chart, dat: String) -> Result<Plot, PlotError> {
         // SVG text is laid out with the font's metrics too.
         register_font();
         let mut svg = String::new();
@@ -355,15 +377,15 @@ impl Plot {
     }
 
     /// Writes `stem.svg`, `stem.png` and `stem.dat` under `dir`.
-    fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
         let path = |ext: &str| dir.join(format!("{}.{ext}", self.stem));
         let (svg, png, dat) = (path("svg"), path("png"), path("dat"));
-        std::fs::write(&svg, &self.svg).map_err(|e| format!("{}: {e}", svg.display()))?;
+        std::fs::write(&svg, &self.svg).map_err(PlotError::write(&svg))?;
         draw(
             BitMapBackend::new(&png, SIZE).into_drawing_area(),
             &self.chart,
         )?;
-        std::fs::write(&dat, &self.dat).map_err(|e| format!("{}: {e}", dat.display()))?;
+        std::fs::write(&dat, &self.dat).map_err(PlotError::write(&dat))?;
         Ok(vec![svg, png, dat])
     }
 }
@@ -775,7 +797,7 @@ fn stem(s: &str) -> String {
 }
 
 /// Every plot of a record, in the order the tables show their figures.
-pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, String> {
+pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, PlotError> {
     let mut out = Vec::new();
     let swept = !r.plan.sweeps.is_empty() || r.plan.suite == "namespace";
     if swept {
@@ -808,8 +830,8 @@ pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, String> {
 }
 
 /// Writes every plot of a record into `dir` (created if needed); returns the files written.
-pub fn write_all(r: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn write_all(r: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    std::fs::create_dir_all(dir).map_err(PlotError::write(dir))?;
     let mut files = Vec::new();
     for p in plots(r)? {
         files.extend(p.write(dir)?);
