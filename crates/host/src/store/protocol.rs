@@ -82,6 +82,17 @@ pub(super) fn frame(out: &mut Vec<u8>, kind: u8, parts: &[&[u8]]) {
     write_frame(out, kind, parts).expect("writing to a Vec does not fail");
 }
 
+/// Why a `VALUES` body does not hold the values asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValuesError {
+    #[error("a value's length is cut short")]
+    LengthCut,
+    #[error("a value of {len} bytes is cut short")]
+    ValueCut { len: usize },
+    #[error("{got} values for {keys} keys")]
+    Count { got: usize, keys: usize },
+}
+
 /// Cuts a `VALUES` body (per key: u32 BE length, bytes) into values end to end in `out` and
 /// their ends in `ends`; checks there are exactly `n` and nothing is left over.
 pub fn split_values(
@@ -89,24 +100,27 @@ pub fn split_values(
     n: usize,
     out: &mut Vec<u8>,
     ends: &mut Vec<usize>,
-) -> Result<(), String> {
+) -> Result<(), ValuesError> {
     out.clear();
     ends.clear();
     let mut at = 0;
     while at < body.len() {
         let Some(len) = body.get(at..at + 4) else {
-            return Err("a value's length is cut short".into());
+            return Err(ValuesError::LengthCut);
         };
         let len = u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize;
         let Some(v) = body.get(at + 4..at + 4 + len) else {
-            return Err(format!("a value of {len} bytes is cut short"));
+            return Err(ValuesError::ValueCut { len });
         };
         out.extend_from_slice(v);
         ends.push(out.len());
         at += 4 + len;
     }
     if ends.len() != n {
-        return Err(format!("{} values for {n} keys", ends.len()));
+        return Err(ValuesError::Count {
+            got: ends.len(),
+            keys: n,
+        });
     }
     Ok(())
 }

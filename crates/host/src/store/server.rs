@@ -3,6 +3,13 @@
 
 use super::*;
 
+/// A transaction that grew past [`MAX_TX_BYTES`]: it is rolled back, and the client told why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the transaction holds over {MAX_TX_BYTES} bytes of writes (the limit per connection); it was rolled back: commit more often"
+)]
+pub(super) struct TooLarge;
+
 /// One connection's open transaction: its writes in order, the latest per key, their bytes.
 #[derive(Default)]
 pub(super) struct Pending {
@@ -17,12 +24,10 @@ impl Pending {
         self.latest.get(&key).map(|&i| self.writes[i].1.as_deref())
     }
 
-    pub(super) fn push(&mut self, key: u64, value: Option<Vec<u8>>) -> Result<(), String> {
+    pub(super) fn push(&mut self, key: u64, value: Option<Vec<u8>>) -> Result<(), TooLarge> {
         self.bytes += value.as_ref().map_or(0, Vec::len) + 16;
         if self.bytes > MAX_TX_BYTES {
-            return Err(format!(
-                "the transaction holds over {MAX_TX_BYTES} bytes of writes (the limit per connection); it was rolled back: commit more often"
-            ));
+            return Err(TooLarge);
         }
         self.latest.insert(key, self.writes.len());
         self.writes.push((key, value));
@@ -333,9 +338,9 @@ impl Shared {
                     }
                     (kind::PUT, Some(p)) => match p.push(key, Some(body[8..].to_vec())) {
                         Ok(()) => frame(out, kind::OK, &[]),
-                        Err(msg) => {
+                        Err(e) => {
                             c.pending = None;
-                            frame(out, kind::ERR, &[msg.as_bytes()]);
+                            frame(out, kind::ERR, &[e.to_string().as_bytes()]);
                         }
                     },
                     (kind::GET, p) => {
@@ -364,9 +369,9 @@ impl Shared {
                     (_, Some(p)) => {
                         if !found(&mut c.value, Some(p))? {
                             frame(out, kind::NOT_FOUND, &[]);
-                        } else if let Err(msg) = p.push(key, None) {
+                        } else if let Err(e) = p.push(key, None) {
                             c.pending = None;
-                            frame(out, kind::ERR, &[msg.as_bytes()]);
+                            frame(out, kind::ERR, &[e.to_string().as_bytes()]);
                         } else {
                             frame(out, kind::OK, &[]);
                         }
@@ -568,6 +573,46 @@ mod tests {
                 }
                 b
             })
+    }
+
+    #[test]
+    fn a_transaction_past_its_bound_is_refused_with_the_reason() {
+        let mut p = Pending::default();
+        assert_eq!(p.push(1, Some(vec![0; 1 << 20])), Ok(()));
+        let big = vec![0; MAX_TX_BYTES];
+        let e = p.push(2, Some(big)).unwrap_err();
+        assert_eq!(e, TooLarge);
+        assert!(
+            e.to_string()
+                .contains("it was rolled back: commit more often")
+        );
+    }
+
+    #[test]
+    fn values_bodies_are_cut_or_refused() {
+        let mut body = Vec::new();
+        for v in [&b"ab"[..], b"", b"xyz"] {
+            body.extend_from_slice(&(v.len() as u32).to_be_bytes());
+            body.extend_from_slice(v);
+        }
+        let (mut out, mut ends) = (Vec::new(), Vec::new());
+        split_values(&body, 3, &mut out, &mut ends).unwrap();
+        assert_eq!(
+            (out.as_slice(), ends.as_slice()),
+            (&b"abxyz"[..], &[2, 2, 5][..])
+        );
+        assert_eq!(
+            split_values(&body, 2, &mut out, &mut ends),
+            Err(ValuesError::Count { got: 3, keys: 2 })
+        );
+        assert_eq!(
+            split_values(&body[..body.len() - 1], 3, &mut out, &mut ends),
+            Err(ValuesError::ValueCut { len: 3 })
+        );
+        assert_eq!(
+            split_values(&body[..2], 1, &mut out, &mut ends),
+            Err(ValuesError::LengthCut)
+        );
     }
 
     proptest! {
