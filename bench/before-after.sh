@@ -17,40 +17,18 @@ if [ -z "$new" ]; then
   cargo build --release -q
   new=$PWD/target/release/dyno
 fi
+# The runs happen in a scratch directory: name both binaries absolutely.
+old=$(realpath "$old")
+new=$(realpath "$new")
 [ -x /usr/sbin/nginx ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx; }
+. bench/nginx.sh
 work=$(mktemp -d)
-nginx_pid=""
 cleanup() {
-  set +e
-  if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null; wait "$nginx_pid" 2>/dev/null; fi
+  stop_nginx
   rm -rf "$work"
 }
 trap cleanup EXIT
-mkdir -p "$work/www"
-printf 'Hello, dyno!\n' > "$work/www/hello.txt"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$work/nginx.conf" <<CONF
-daemon off;
-user root;
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  client_body_temp_path $work/body; proxy_temp_path $work/proxy; fastcgi_temp_path $work/fastcgi;
-  uwsgi_temp_path $work/uwsgi; scgi_temp_path $work/scgi;
-  server { listen 127.0.0.1:$port; root $work/www; }
-}
-CONF
-taskset -c 1 /usr/sbin/nginx -p "$work" -c "$work/nginx.conf" &
-nginx_pid=$!
-for _ in $(seq 50); do
-  python3 -c "import socket; socket.create_connection(('127.0.0.1',$port))" 2>/dev/null && break
-  sleep 0.1
-done
-url="http://127.0.0.1:$port/hello.txt"
+start_nginx "$work"
 cd "$work"
 for round in $(seq "$rounds"); do
   for which in old new; do

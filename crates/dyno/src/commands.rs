@@ -106,64 +106,50 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     let flag = |v: Option<i64>, name: &'static str| v.map(|v| Sp::new(v, Origin::Flag(name)));
     let sflag =
         |v: &Option<String>, name: &'static str| v.clone().map(|v| Sp::new(v, Origin::Flag(name)));
-    // HTTP flags become options of every target named on the command line.
-    let mut http: Vec<(&'static str, String)> = Vec::new();
+    // Request flags become options of the targets named on the command line: the HTTP ones of
+    // every target, the TLS ones of every https:// target (and of none is refused).
+    let mut given: Vec<(&'static str, &'static str, String)> = Vec::new();
     if let Some(m) = &a.method {
-        http.push(("method", m.clone()));
+        given.push(("method", "--method", m.clone()));
     }
     if !a.headers.is_empty() {
-        http.push(("headers", a.headers.join("\n")));
+        given.push(("headers", "--header", a.headers.join("\n")));
     }
     if let Some(b) = &a.body {
-        http.push(("body", b.clone()));
+        given.push(("body", "--body", b.clone()));
     }
     if let Some(f) = &a.body_file {
-        http.push(("body_file", f.clone()));
+        given.push(("body_file", "--body-file", f.clone()));
     }
     if a.no_keepalive {
-        http.push(("keepalive", "false".to_string()));
+        given.push(("keepalive", "--no-keepalive", "false".to_string()));
     }
-    for (name, value) in http {
-        let flag = match name {
-            "method" => "--method",
-            "headers" => "--header",
-            "body" => "--body",
-            "body_file" => "--body-file",
-            _ => "--no-keepalive",
-        };
-        for t in &mut raw.targets {
+    if let Some(ca) = &a.ca {
+        given.push(("ca", "--ca", ca.clone()));
+    }
+    if a.insecure {
+        given.push(("insecure", "--insecure", "true".to_string()));
+    }
+    for (name, flag, value) in given {
+        let tls = matches!(name, "ca" | "insecure");
+        let mut named = 0;
+        for t in raw
+            .targets
+            .iter_mut()
+            .filter(|t| !tls || t.url.value.starts_with("https:"))
+        {
+            named += 1;
             t.options.push((
                 Sp::new(name.to_string(), Origin::Flag(flag)),
                 Sp::new(value.clone(), Origin::Flag(flag)),
             ));
         }
-    }
-    // TLS flags become options of every https:// target named on the command line.
-    let mut tls: Vec<(&'static str, &'static str, String)> = Vec::new();
-    if let Some(ca) = &a.ca {
-        tls.push(("ca", "--ca", ca.clone()));
-    }
-    if a.insecure {
-        tls.push(("insecure", "--insecure", "true".to_string()));
-    }
-    for (name, flag, value) in tls {
-        let https: Vec<&mut RawTarget> = raw
-            .targets
-            .iter_mut()
-            .filter(|t| t.url.value.starts_with("https:"))
-            .collect();
-        if https.is_empty() {
+        if tls && named == 0 {
             return Err(PlanError::new(
                 Origin::Flag(flag),
                 format!("{flag} applies to https:// targets, and none was named"),
             )
             .into());
-        }
-        for t in https {
-            t.options.push((
-                Sp::new(name.to_string(), Origin::Flag(flag)),
-                Sp::new(value.clone(), Origin::Flag(flag)),
-            ));
         }
     }
     raw.duration = sflag(&a.duration, "--duration").or(raw.duration);

@@ -257,11 +257,11 @@ fn verdict(r: &LoadResult, max_lag: Option<MaxLag>) -> (bool, Option<String>) {
         let limit = max_lag.limit_ns(p99);
         if late > limit {
             let against = match max_lag {
-                MaxLag::Share(s) => format!(
+                MaxLag::Percent(_) => format!(
                     "{:.0}% of the corrected p99 of {} (limit {})",
                     late as f64 / p99.max(1) as f64 * 100.0,
                     results::units::latency(p99),
-                    MaxLag::Share(s).label()
+                    max_lag.label()
                 ),
                 MaxLag::Ns(ns) => format!("over the limit of {}", results::units::latency(ns)),
             };
@@ -365,9 +365,12 @@ mod tests {
 
     #[test]
     fn max_lag_is_a_share_or_a_time() {
-        assert_eq!(MaxLag::parse("50%"), Ok(MaxLag::Share(0.5)));
+        assert_eq!(MaxLag::parse("50%"), Ok(MaxLag::Percent(50.0)));
         assert_eq!(MaxLag::parse("2ms"), Ok(MaxLag::Ns(2_000_000)));
-        assert_eq!(MaxLag::parse(" 10 % "), Ok(MaxLag::Share(0.1)));
+        assert_eq!(MaxLag::parse(" 10 % "), Ok(MaxLag::Percent(10.0)));
+        // Written as given, never as a float that drifted (7% is not 7.000000000000001%).
+        assert_eq!(MaxLag::parse("7%").unwrap().label(), "7%");
+        assert_eq!(MaxLag::parse("12.5%").unwrap().label(), "12.5%");
         assert!(
             MaxLag::parse("0%")
                 .unwrap_err()
@@ -376,9 +379,9 @@ mod tests {
         assert!(MaxLag::parse("150%").is_err());
         assert!(MaxLag::parse("0").is_err());
         assert!(MaxLag::parse("fast").is_err());
-        assert_eq!(MaxLag::Share(0.25).label(), "25%");
+        assert_eq!(MaxLag::Percent(25.0).label(), "25%");
         assert_eq!(MaxLag::Ns(1_500_000).label(), "1500us");
-        assert_eq!(MaxLag::Share(0.5).limit_ns(3_000_000), 1_500_000);
+        assert_eq!(MaxLag::Percent(50.0).limit_ns(3_000_000), 1_500_000);
     }
 
     #[test]

@@ -205,14 +205,12 @@ where
     let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
         (a.min(x), b.max(x))
     });
+    // The mean, and the band's low and high where a band is drawn.
+    let drawn = if c.band { 3 } else { 1 };
     let y = YAxis::of(c.lines.iter().flat_map(|l| {
-        l.points.iter().flat_map(move |p| {
-            if c.band {
-                vec![p.1, p.2, p.3]
-            } else {
-                vec![p.1]
-            }
-        })
+        l.points
+            .iter()
+            .flat_map(move |p| [p.1, p.2, p.3].into_iter().take(drawn))
     }));
     if !x0.is_finite() {
         (x0, x1) = (0.0, 1.0);
@@ -722,12 +720,7 @@ fn shootout_chart(r: &RunRecord) -> Option<(Chart, String)> {
     if r.plan.suite != "shootout" {
         return None;
     }
-    let mut tests: Vec<&str> = Vec::new();
-    for c in r.cases.iter().filter(|c| c.sweep.is_none()) {
-        if !tests.contains(&c.test.as_str()) {
-            tests.push(&c.test);
-        }
-    }
+    let tests = r.tests_where(|c| c.sweep.is_none());
     let targets: Vec<&str> = r.plan.targets.iter().map(|t| t.name.as_str()).collect();
     let rate = |t: &str, test: &str| {
         r.case_of(t, test)
@@ -812,12 +805,7 @@ pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, PlotError> {
     if let Some((chart, dat)) = shootout_chart(r) {
         out.push(Plot::new("shootout-rate".to_string(), chart, dat)?);
     }
-    let mut tests: Vec<&str> = Vec::new();
-    for c in r.cases.iter().filter(|c| c.sweep.is_none()) {
-        if !tests.contains(&c.test.as_str()) {
-            tests.push(&c.test);
-        }
-    }
+    let tests = r.tests_where(|c| c.sweep.is_none());
     for t in tests {
         if let Some((chart, dat)) = spectrum_chart(r, t) {
             out.push(Plot::new(format!("latency-{}", stem(t)), chart, dat)?);

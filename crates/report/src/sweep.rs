@@ -146,13 +146,7 @@ pub fn series(r: &RunRecord) -> Vec<Series> {
             Some(p) => &p.param == param,
             None => !swept,
         };
-        let mut tests: Vec<&str> = Vec::new();
-        for c in r.cases.iter().filter(in_sweep) {
-            if !tests.contains(&c.test.as_str()) {
-                tests.push(&c.test);
-            }
-        }
-        for test in tests {
+        for test in r.tests_where(|c| in_sweep(&c)) {
             let x_of = |c: &Case| match (&c.sweep, &r.plan.namespace) {
                 (Some(p), _) => p.value,
                 (None, Some(n)) => match test {

@@ -16,17 +16,6 @@ fn columns(r: &RunRecord) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// The tests in row order (the order cases ran).
-fn rows(r: &RunRecord) -> Vec<&str> {
-    let mut tests: Vec<&str> = Vec::new();
-    for c in &r.cases {
-        if !tests.contains(&c.test.as_str()) {
-            tests.push(&c.test);
-        }
-    }
-    tests
-}
-
 fn rate_cell(c: Option<&Case>) -> String {
     match c {
         None => "-".into(),
@@ -97,7 +86,7 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
 fn shootout(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
     let p = &r.plan;
     let cols = columns(r);
-    let tests = rows(r);
+    let tests = r.tests_where(|_| true);
     let reps = if p.reps == 1 {
         "1 repetition".to_string()
     } else {

@@ -395,42 +395,7 @@ pub struct Case {
     pub sweep: Option<SweepPoint>,
 }
 
-/// What names a case: the fields tables, plots, `compare` and `merge` match cases on — never a
-/// case's figures. Two runs' cases with equal identities measured the same thing.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CaseId {
-    pub suite: String,
-    pub test: String,
-    /// The target's label in the plan (its column).
-    pub target: String,
-    pub topology: String,
-    /// In a sweep, the parameter and its value at this point.
-    pub sweep: Option<(String, u64)>,
-}
-
-impl CaseId {
-    /// As people read it: `shootout add · sqlite`, `load load · http · rate=800`.
-    pub fn label(&self) -> String {
-        let mut s = format!("{} {} · {}", self.suite, self.test, self.target);
-        if let Some((p, v)) = &self.sweep {
-            s.push_str(&format!(" · {p}={v}"));
-        }
-        s
-    }
-}
-
 impl Case {
-    /// This case's identity.
-    pub fn id(&self) -> CaseId {
-        CaseId {
-            suite: self.suite.clone(),
-            test: self.test.clone(),
-            target: self.target.clone(),
-            topology: self.topology.clone(),
-            sweep: self.sweep.as_ref().map(|p| (p.param.clone(), p.value)),
-        }
-    }
-
     /// Whether this is the case of `target` and `test` at `sweep` (`None`: outside any sweep) —
     /// within one run, the suite and the topology follow from the target.
     pub fn is(&self, target: &str, test: &str, sweep: Option<(&str, u64)>) -> bool {
@@ -441,16 +406,15 @@ impl Case {
 }
 
 impl RunRecord {
-    /// The case with this identity.
-    pub fn case(&self, id: &CaseId) -> Option<&Case> {
-        self.cases.iter().find(|c| {
-            c.is(
-                &id.target,
-                &id.test,
-                id.sweep.as_ref().map(|(p, v)| (p.as_str(), *v)),
-            ) && c.suite == id.suite
-                && c.topology == id.topology
-        })
+    /// The tests of the cases `keep` keeps, each once, in the order they ran.
+    pub fn tests_where(&self, keep: impl Fn(&Case) -> bool) -> Vec<&str> {
+        let mut tests: Vec<&str> = Vec::new();
+        for c in self.cases.iter().filter(|c| keep(c)) {
+            if !tests.contains(&c.test.as_str()) {
+                tests.push(&c.test);
+            }
+        }
+        tests
     }
 
     /// The case of `target` and `test` outside any sweep.
@@ -728,34 +692,27 @@ mod tests {
 }
 
 #[cfg(test)]
-mod case_id_tests {
+mod case_tests {
     use super::*;
 
     #[test]
-    fn a_case_is_found_by_its_identity_and_only_by_it() {
+    fn a_case_is_found_by_target_test_and_sweep_point() {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../dyno/tests/fixtures/run-1/ratesweep/run.json"
         ))
         .unwrap();
         let r: RunRecord = serde_json::from_str(&text).unwrap();
-        let at_300 = r
+        let at_300: Vec<&Case> = r
             .cases
             .iter()
-            .find(|c| c.sweep.as_ref().is_some_and(|p| p.value == 300))
-            .unwrap();
-        let id = at_300.id();
-        assert_eq!(id.label(), "load load · http · rate=300");
-        assert!(std::ptr::eq(r.case(&id).unwrap(), at_300));
-        // The same target and test at another point, or outside the sweep, is another case.
-        let mut other = id.clone();
-        other.sweep = Some(("rate".into(), 100));
-        assert!(!std::ptr::eq(r.case(&other).unwrap(), at_300));
-        other.sweep = None;
-        assert!(r.case(&other).is_none());
+            .filter(|c| c.is("http", "load", Some(("rate", 300))))
+            .collect();
+        assert_eq!(at_300.len(), 1);
+        assert_eq!(at_300[0].sweep.as_ref().unwrap().value, 300);
+        // Outside the sweep there is no such case, and another point is another case.
         assert!(r.case_of("http", "load").is_none());
-        let mut topo = id.clone();
-        topo.topology = "wan".into();
-        assert!(r.case(&topo).is_none());
+        assert!(!at_300[0].is("http", "load", Some(("rate", 100))));
+        assert_eq!(r.tests_where(|_| true), ["load"]);
     }
 }

@@ -137,7 +137,7 @@ fn durability_unknown(e: &std::io::Error) -> String {
         ConnectionRefused | TimedOut | HostUnreachable | NetworkUnreachable | AddrNotAvailable => {
             "unknown (host unreachable)".into()
         }
-        _ if e.to_string().contains("token") => "unknown (refused: wrong token)".into(),
+        PermissionDenied => "unknown (refused: wrong token)".into(),
         _ => format!("unknown ({e})"),
     }
 }

@@ -168,17 +168,25 @@ pub fn alive(pid: u64) -> bool {
     unsafe { libc::kill(pid as i32, 0) == 0 }
 }
 
-/// `dyno serve --http` on a free loopback port, as a process of its own; killed when dropped.
+/// `dyno serve` on a free loopback port, as a process of its own; killed when dropped.
 pub struct RefServer {
     pub child: std::process::Child,
     pub port: u16,
 }
 
 impl RefServer {
+    /// The reference HTTP server (`dyno serve --http`).
     pub fn start() -> RefServer {
+        RefServer::serve(&["--http"])
+    }
+
+    /// `dyno serve ARGS --listen 127.0.0.1:PORT`, once it accepts connections.
+    pub fn serve(args: &[&str]) -> RefServer {
         let port = testkit::free_port();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
-            .args(["serve", "--http", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("serve")
+            .args(args)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()

@@ -32,19 +32,19 @@ pub struct LoadParams {
 /// own lateness (the rest is the target's), or at most a stated time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum MaxLag {
-    /// At most this share (0..=1) of the run's corrected latency p99.
-    Share(f64),
+    /// At most this percentage (1..=100, as written) of the run's corrected latency p99.
+    Percent(f64),
     /// At most this long.
     Ns(u64),
 }
 
 impl MaxLag {
-    pub const DEFAULT: MaxLag = MaxLag::Share(0.5);
+    pub const DEFAULT: MaxLag = MaxLag::Percent(50.0);
 
     /// The limit in ns for a run whose corrected latency p99 is `latency_p99_ns`.
     pub fn limit_ns(self, latency_p99_ns: u64) -> u64 {
         match self {
-            MaxLag::Share(s) => (latency_p99_ns as f64 * s) as u64,
+            MaxLag::Percent(p) => (latency_p99_ns as f64 * p / 100.0) as u64,
             MaxLag::Ns(ns) => ns,
         }
     }
@@ -52,7 +52,7 @@ impl MaxLag {
     /// As written: `50%` or `2ms`.
     pub fn label(self) -> String {
         match self {
-            MaxLag::Share(s) => format!("{}%", s * 100.0),
+            MaxLag::Percent(p) => format!("{p}%"),
             MaxLag::Ns(ns) => crate::units::duration_label(ns),
         }
     }
@@ -62,7 +62,7 @@ impl MaxLag {
         let t = text.trim();
         if let Some(pct) = t.strip_suffix('%') {
             return match pct.trim().parse::<f64>() {
-                Ok(p) if (1.0..=100.0).contains(&p) => Ok(MaxLag::Share(p / 100.0)),
+                Ok(p) if (1.0..=100.0).contains(&p) => Ok(MaxLag::Percent(p)),
                 Ok(_) => Err(format!("{t}: a share must be between 1% and 100%")),
                 Err(_) => Err(format!("{t:?} is not a percentage")),
             };

@@ -81,17 +81,8 @@ impl RawPlan {
             if some_fit && store && family != Family::Kv && family != Family::Request {
                 continue;
             }
-            if !t.config.families().contains(&family) {
-                let speaks: Vec<&str> = t.config.families().iter().map(|f| f.as_str()).collect();
-                return Err(PlanError::new(
-                    at.clone(),
-                    format!(
-                        "target {} speaks {}; the {suite} suite needs {} targets",
-                        t.name,
-                        speaks.join(", "),
-                        family.as_str()
-                    ),
-                )
+            if let Some(why) = mismatch(&suite, t) {
+                return Err(PlanError::new(at.clone(), format!("target {why}"))
                 .hint(if family == Family::Request {
                     "the load suite runs against http:// and tcp:// targets"
                 } else if family == Family::Namespace {
@@ -508,6 +499,16 @@ pub fn suite_family(suite: &str) -> Family {
 
 /// Why `target` cannot run `suite`, when it cannot: the reason of its `n/a` cases.
 pub fn na_reason(suite: &str, target: &PlanTarget) -> Option<String> {
+    let why = mismatch(suite, target)?;
+    Some(if suite_family(suite) == Family::Namespace {
+        format!("{why} (fs:, dyno://, host:)")
+    } else {
+        why
+    })
+}
+
+/// `NAME speaks kv, graph; the SUITE suite needs FAMILY targets`, when it does not speak it.
+fn mismatch(suite: &str, target: &PlanTarget) -> Option<String> {
     let family = suite_family(suite);
     let families = target.config.families();
     if families.contains(&family) {
@@ -515,15 +516,10 @@ pub fn na_reason(suite: &str, target: &PlanTarget) -> Option<String> {
     }
     let speaks: Vec<&str> = families.iter().map(|f| f.as_str()).collect();
     Some(format!(
-        "{} speaks {}; the {suite} suite needs {} targets{}",
+        "{} speaks {}; the {suite} suite needs {} targets",
         target.name,
         speaks.join(", "),
-        family.as_str(),
-        if family == Family::Namespace {
-            " (fs:, dyno://, host:)"
-        } else {
-            ""
-        }
+        family.as_str()
     ))
 }
 

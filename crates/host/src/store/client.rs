@@ -55,14 +55,19 @@ pub fn fetch_info(
         .collect())
 }
 
-/// One request answered with `TEXT`, on a connection of its own.
+/// One request answered with `TEXT`, on a connection of its own. A host that answers the token
+/// with `ERR` refused it: that is `PermissionDenied`, so a caller can say so.
 pub(super) fn ask_text(addr: SocketAddr, token: Option<&str>, k: u8) -> io::Result<String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut body = Vec::new();
     if let Some(t) = token {
         write_frame(&mut s, kind::HELLO, &[t.as_bytes()])?;
-        expect(&mut s, &mut body, kind::OK)?;
+        expect(&mut s, &mut body, kind::OK).map_err(|e| match e.kind() {
+            // `expect` makes an `ERR` answer an `Other` error; to `HELLO` it means the token.
+            io::ErrorKind::Other => io::Error::new(io::ErrorKind::PermissionDenied, e),
+            _ => e,
+        })?;
     }
     write_frame(&mut s, k, &[])?;
     expect(&mut s, &mut body, kind::TEXT)?;

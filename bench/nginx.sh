@@ -1,0 +1,40 @@
+# Sourced by the benchmarks that load nginx (bench/http-vs-wrk.sh, bench/before-after.sh).
+#
+# start_nginx DIR: a private nginx (one worker, pinned to core 1) serving the 13-byte file
+# hello.txt from DIR on a free loopback port; sets nginx_pid, port and url, and returns once it
+# accepts connections. stop_nginx: stops it; call it from the script's EXIT trap.
+nginx_pid=""
+
+start_nginx() {
+  local dir=$1
+  mkdir -p "$dir/www"
+  printf 'Hello, dyno!\n' > "$dir/www/hello.txt"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  cat > "$dir/nginx.conf" <<CONF
+daemon off;
+user root;
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path $dir/body; proxy_temp_path $dir/proxy; fastcgi_temp_path $dir/fastcgi;
+  uwsgi_temp_path $dir/uwsgi; scgi_temp_path $dir/scgi;
+  server { listen 127.0.0.1:$port; root $dir/www; }
+}
+CONF
+  taskset -c 1 /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" &
+  nginx_pid=$!
+  for _ in $(seq 50); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1',$port))" 2>/dev/null && break
+    sleep 0.1
+  done
+  url="http://127.0.0.1:$port/hello.txt"
+}
+
+stop_nginx() {
+  # nginx's exit status must not end the caller's cleanup early.
+  if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
+}
