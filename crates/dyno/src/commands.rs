@@ -70,7 +70,7 @@ fn parse_format(f: Option<&Sp<String>>) -> Result<Format, PlanError> {
 
 /// The single place where input is checked, for `run` and `validate` alike.
 fn resolve(raw: RawPlan) -> Result<Resolved, PlanError> {
-    let plan = raw.resolve(&targets::Registry)?;
+    let plan = raw.resolve(&crate::suites::Plans)?;
     let format = parse_format(plan.format.as_ref())?;
     Ok(Resolved { plan, format })
 }
@@ -217,11 +217,7 @@ struct Feedback {
 }
 
 fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
-    let long_load = plan
-        .load
-        .as_ref()
-        .and_then(|l| l.duration_ns())
-        .is_some_and(|ns| ns >= 60_000_000_000);
+    let long_load = (plan.settings.rep_duration_ns()).is_some_and(|ns| ns >= 60_000_000_000);
     let mode =
         crate::live::Mode::choose(&args.progress, args.quiet, long_load).ok_or_else(|| {
             PlanError::new(
@@ -290,11 +286,8 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let out_dir = placement.dir().to_path_buf();
     // A long load run streams its intervals to an .hlog in the results directory unless told
     // where: its time series is then complete on disk however long it runs.
-    if fb.long_load
-        && let Some(l) = plan.load.as_mut()
-        && l.hlog.is_none()
-    {
-        l.hlog = Some(out_dir.join("latency.hlog"));
+    if fb.long_load {
+        plan.settings.stream_into(&out_dir);
     }
     let quiet = args.quiet;
     let info = |line: String| {
@@ -330,7 +323,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
 
     info(format!(
         "dyno: {} on {} target(s): {}; record: {}",
-        plan.suite,
+        plan.suite.name(),
         plan.targets.len(),
         plan.targets
             .iter()
@@ -364,8 +357,13 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
 
     // Every file first, then the terminal: a closed pipe must not cost a file.
     let mut text = Vec::new();
-    report::render(format, std::slice::from_ref(&outcome.record), &mut text)
-        .context("rendering the report")?;
+    report::render(
+        format,
+        std::slice::from_ref(&outcome.record),
+        report::Views(&crate::suites::views()),
+        &mut text,
+    )
+    .context("rendering the report")?;
     info(format!("dyno: record written to {}", record_path.display()));
     write_plots(&outcome.record, &out_dir.join("plots"), quiet);
     let html = out_dir.join("report.html");
@@ -402,7 +400,7 @@ fn validate(path: &Path) -> Result<ExitCode> {
         out,
         "{}: ok — suite {}, {} objects × {} clients, {} B, {} repetition(s){}, format {}",
         path.display(),
-        plan.suite,
+        plan.suite.name(),
         plan.objects,
         plan.concurrency,
         plan.size,
@@ -432,7 +430,7 @@ fn validate(path: &Path) -> Result<ExitCode> {
 /// Draws a record's plots (SVG, PNG, `.dat`) into `dir`; a failure is a warning, not a lost run.
 fn write_plots(record: &results::RunRecord, dir: &Path, quiet: bool) {
     #[cfg(feature = "plots")]
-    match report::plots::write_all(record, dir) {
+    match report::plots::write_all(record, report::Views(&crate::suites::views()), dir) {
         Ok(files) if files.is_empty() || quiet => {}
         Ok(files) => eprintln!(
             "dyno: {} plot files (SVG, PNG, .dat) written to {}",
@@ -450,7 +448,8 @@ fn write_plots(record: &results::RunRecord, dir: &Path, quiet: bool) {
 /// Writes the HTML page of `records` to `path` (atomically: a reader never sees half a page).
 fn write_html(records: &[results::RunRecord], path: &Path) -> Result<()> {
     let mut page = Vec::new();
-    report::html::render(records, &mut page).context("rendering the HTML report")?;
+    report::html::render(records, report::Views(&crate::suites::views()), &mut page)
+        .context("rendering the HTML report")?;
     let tmp = path.with_extension("html.tmp");
     std::fs::write(&tmp, &page)
         .and_then(|()| std::fs::rename(&tmp, path))
@@ -477,7 +476,13 @@ fn report_cmd(
         eprintln!("dyno: HTML report written to {}", path.display());
     }
     let mut text = Vec::new();
-    report::render(format, &records, &mut text).context("rendering the report")?;
+    report::render(
+        format,
+        &records,
+        report::Views(&crate::suites::views()),
+        &mut text,
+    )
+    .context("rendering the report")?;
     if let Some(to) = plots {
         if cfg!(not(feature = "plots")) {
             bail!("--plots: this dyno was built without plots; build it with `--features plots`");

@@ -4,6 +4,9 @@ mod cli;
 mod commands;
 mod live;
 mod serve;
+mod suites;
+#[cfg(test)]
+mod tally;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -1,23 +1,25 @@
 //! dyno's engine: plans, the drivers' contract, the worker loop, measurement and suites.
 //!
-//! The engine knows nothing of how results are shown: it produces [`results::RunRecord`]s and
-//! hands each to a sink as soon as a case ends.
+//! The engine produces [`results::RunRecord`]s and hands each to a sink as soon as a case ends.
+//! How a record is shown is the `report` crate's; each suite says, through `report::View`, which
+//! of its tables and figures apply to its records.
 //!
 //! # Layout
 //!
 //! - [`plan`]: raw plans (TOML or flags), their one validation, resolved plans: the types, then
-//!   `file` (reading TOML), `resolve` (the one resolution), `load` (the load suite's settings).
+//!   `file` (reading TOML), `resolve` (the one resolution; each suite resolves its own part).
+//! - [`suite`]: what a suite is (the `Suite` trait) and what the runner offers it (`Repeat`).
+//! - [`suites`]: the suites, one folder or file each, and their registry: `shootout`
+//!   (zodbshootout's six tests), `magma` (MagmaBenchmarker's tests, on [`graph`] objects),
+//!   `namespace` (folders: depth, width, clients), `load` (request/response load).
 //! - [`driver`]: the traits every target implements (`TargetConfig`, `Store`, `Session`);
 //!   [`error`]: a failed operation's class and message, below both the drivers and [`load`].
 //! - [`clock`]: the monotonic clock, and a virtual one for exact tests.
 //! - [`worker`]: the one worker loop (schedule × stop condition); [`schedule`]: open-loop arrivals.
 //! - [`recorder`]: per-worker histograms and counters.
 //! - [`load`]: the event-loop engine for request/response targets (closed and open loop).
-//! - [`shootout`]: the `shootout` suite (zodbshootout's six tests).
-//! - [`magma`]: the `magma` suite (MagmaBenchmarker's tests), on [`graph`] objects.
-//! - [`namespace`]: the `namespace` suite (folders: depth, width, clients).
-//! - [`load_suite`]: the `load` suite: load runs turned into the record's figures.
-//! - [`runner`]: runs a plan, target by target, and builds the run record.
+//! - [`runner`]: runs a plan, target by target, and builds the run record: the one loop of
+//!   repetitions (warm-up, progress, checkpoints, interruption, the sink) for every suite.
 //! - [`monitor`]: samples the watched processes (CPU, RSS, threads, files, I/O) once a second;
 //!   [`process`]: starts a target's server from the plan and stops it.
 //! - [`env`], [`pagecache`]: the machine's description; dropping and verifying the page cache.
@@ -29,17 +31,15 @@ pub mod env;
 pub mod error;
 pub mod graph;
 pub mod load;
-pub mod load_suite;
-pub mod magma;
 pub mod monitor;
-pub mod namespace;
 pub mod pagecache;
 pub mod plan;
 pub mod process;
 pub mod recorder;
 pub mod runner;
 pub mod schedule;
-pub mod shootout;
 pub mod suggest;
+pub mod suite;
+pub mod suites;
 pub mod units;
 pub mod worker;

@@ -8,89 +8,41 @@
 //! at any moment leaves a true record behind.
 
 use crate::clock::Clock;
-use crate::magma::Magma;
 use crate::plan::{Plan, PlanTarget};
 use crate::recorder::Recorder;
-use crate::shootout::{Params, Shootout, Test, TestOutcome};
+use crate::suite::{After, Partial, Point, RepCtx, Repeat, TestOutcome};
 use results::{Case, DynoInfo, Namespace, RunRecord, SCHEMA, Status};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The sink that receives the record after every repetition.
 pub type Sink<'a> = dyn FnMut(&RunRecord) -> Result<(), String> + 'a;
 
-/// One point of the plan: its settings, with a swept parameter (if any) at its value here.
-struct Point {
-    sweep: Option<results::SweepPoint>,
-    objects: u64,
-    concurrency: u32,
-    size: usize,
-    magma: Option<crate::magma::Params>,
-    namespace: Option<crate::namespace::Params>,
-    load: Option<crate::plan::LoadParams>,
-    /// The tests (rows) that run here.
-    tests: Vec<&'static str>,
-}
-
 /// The plan's points: itself, or each value of each sweep (the other parameters at the plan's).
+/// The shared settings follow a sweep of them here; a suite reads its own swept parameter from
+/// [`Point::sweep`].
 fn points(plan: &Plan) -> Vec<Point> {
-    let base = || Point {
+    let base = Point {
         sweep: None,
         objects: plan.objects,
         concurrency: plan.concurrency,
         size: plan.size,
-        magma: plan.magma,
-        namespace: plan.namespace,
-        load: plan.load.clone(),
-        tests: match plan.suite.as_str() {
-            "load" => vec!["load"],
-            "magma" => results::suites::MAGMA.iter().map(|t| t.name).collect(),
-            "namespace" => crate::namespace::TESTS.to_vec(),
-            _ => Test::ALL.iter().map(|t| t.name()).collect(),
-        },
     };
     if plan.sweeps.is_empty() {
-        return vec![base()];
+        return vec![base];
     }
     let mut all = Vec::new();
     for sweep in &plan.sweeps {
         for &v in &sweep.values {
-            let mut p = base();
+            let mut p = base.clone();
             match sweep.param {
                 "objects" => p.objects = v,
                 "size" => p.size = v as usize,
-                "clients" => {
-                    p.concurrency = v as u32;
-                    if let Some(l) = &mut p.load {
-                        l.connections = v;
-                    }
-                }
-                "thousands" => {
-                    if let Some(m) = &mut p.magma {
-                        m.thousands = v;
-                    }
-                }
-                "rate" => {
-                    if let Some(l) = &mut p.load {
-                        l.set_rate(v as f64);
-                    }
-                }
+                "clients" => p.concurrency = v as u32,
                 _ => {}
-            }
-            if let Some(n) = &mut p.namespace {
-                match sweep.param {
-                    "depth" => n.depth = v,
-                    "width" => n.width = v,
-                    _ => n.clients = v as u32,
-                }
-                // A sweep of one of the suite's parameters runs the test that parameter sizes.
-                p.tests = vec![match sweep.param {
-                    "depth" => "depth",
-                    "width" => "width",
-                    _ => "clients",
-                }];
             }
             p.sweep = Some(results::SweepPoint {
                 param: sweep.param.to_string(),
@@ -100,23 +52,6 @@ fn points(plan: &Plan) -> Vec<Point> {
         }
     }
     all
-}
-
-/// A suite that runs on an opened store, test by test.
-enum StoreSuite<'a> {
-    Shootout(Shootout<'a>),
-    Magma(Box<Magma<'a>>),
-    Folders(crate::namespace::Folders<'a>),
-}
-
-impl StoreSuite<'_> {
-    fn run_rep(&mut self, rep: u32, report: impl FnMut(TestOutcome)) {
-        match self {
-            StoreSuite::Shootout(s) => s.run_rep(rep, report),
-            StoreSuite::Magma(m) => m.run_rep(rep, report),
-            StoreSuite::Folders(f) => f.run_rep(rep, report),
-        }
-    }
 }
 
 /// Why a run could not go on.
@@ -356,21 +291,16 @@ pub fn run(
         resources: Vec::new(),
     };
     let points = points(plan);
-    for point in &points {
+    let tests: Vec<Vec<&'static str>> = points.iter().map(|p| plan.suite.tests(plan, p)).collect();
+    for (point, tests) in points.iter().zip(&tests) {
         for t in &plan.targets {
-            // A load target is reached over the network; a store says where it sits.
-            let topology = if plan.suite == "load" {
-                "loopback"
-            } else {
-                t.config.topology()
-            };
-            for test in &point.tests {
+            for test in tests {
                 record.cases.push(Case {
                     target: t.name.clone(),
                     url: results::redact_url(&t.url),
-                    suite: plan.suite.clone(),
+                    suite: plan.suite.name().to_string(),
                     test: test.to_string(),
-                    topology: topology.to_string(),
+                    topology: plan.suite.topology(t).to_string(),
                     status: Status::Interrupted,
                     reason: Some("the run ended before this case finished".to_string()),
                     durability: t.config.durability(),
@@ -397,7 +327,7 @@ pub fn run(
 
     let mut warnings = Vec::new();
     let mut first = 0;
-    'points: for point in &points {
+    'points: for (point, tests) in points.iter().zip(&tests) {
         for t in &plan.targets {
             if interrupt.load(Ordering::Relaxed) {
                 break 'points;
@@ -407,38 +337,48 @@ pub fn run(
                 done: first,
                 cases,
                 target: &t.name,
-                test: point.tests.first().copied().unwrap_or(""),
+                test: tests.first().copied().unwrap_or(""),
                 rep: 0,
                 reps: plan.reps + u32::from(plan.warmup),
                 live: None,
             });
-            if let Some(why) = crate::plan::na_reason(&plan.suite, t) {
+            let mine = first..first + tests.len();
+            if let Some(why) = crate::plan::na_reason(plan.suite, t) {
                 // A store without the suite's family, in a run with others that have it.
-                for c in &mut record.cases[first..first + point.tests.len()] {
+                for c in &mut record.cases[mine] {
                     c.status = Status::Na;
                     c.reason = Some(why.clone());
                 }
-            } else if plan.suite == "load" {
-                let ctx = LoadCtx {
+            } else {
+                let mut run = TargetRun {
+                    plan,
+                    target: t,
+                    tests,
+                    first,
+                    record: &mut record,
+                    acc: tests.iter().map(|_| CaseAcc::new()).collect(),
+                    sink: &mut *sink,
                     interrupt,
                     checkpoint,
                     progress: &mut *progress,
-                    done: first,
+                    warnings: &mut warnings,
+                    failed_sink: None,
                 };
-                load_target(plan, point, t, first, &mut record, sink, ctx)?;
-            } else {
-                store_target(
-                    plan,
-                    point,
-                    t,
-                    first,
-                    &mut record,
-                    sink,
-                    interrupt,
-                    &mut warnings,
-                )?;
+                let ran = plan.suite.run(plan, point, t, interrupt, &mut run);
+                if let Some(e) = run.failed_sink.take() {
+                    return Err(RunError::Sink(e));
+                }
+                match ran {
+                    Ok(()) => run.finish(),
+                    Err(why) => {
+                        for c in &mut record.cases[mine] {
+                            c.status = Status::Failed;
+                            c.reason = Some(why.clone());
+                        }
+                    }
+                }
             }
-            first += point.tests.len();
+            first += tests.len();
             sink(&record).map_err(RunError::Sink)?;
         }
     }
@@ -461,309 +401,212 @@ pub fn run(
     Ok(RunOutcome { record, warnings })
 }
 
-fn new_acc() -> CaseAcc {
-    CaseAcc {
-        recorder: Recorder::new(),
-        failure: None,
-        failure_measured: false,
-        na: None,
-        interrupted: false,
-        invalid: None,
-        server: BTreeMap::new(),
+impl CaseAcc {
+    fn new() -> CaseAcc {
+        CaseAcc {
+            recorder: Recorder::new(),
+            failure: None,
+            failure_measured: false,
+            na: None,
+            interrupted: false,
+            invalid: None,
+            server: BTreeMap::new(),
+        }
     }
 }
 
-/// What the server did between two snapshots of its cumulative figures.
-fn server_delta(
-    before: &[crate::driver::ServerOp],
-    after: &[crate::driver::ServerOp],
-) -> Vec<(String, u64, results::Histogram)> {
-    after
-        .iter()
-        .filter_map(|a| {
-            let mut h = a.latency.clone();
-            let mut count = a.count;
-            if let Some(b) = before.iter().find(|b| b.op == a.op) {
-                count = count.saturating_sub(b.count);
-                h.subtract(&b.latency).ok()?;
-            }
-            (count > 0).then(|| (a.op.clone(), count, h))
-        })
-        .collect()
-}
-
-/// A store suite's cases (`shootout`, `magma`) on one target, over every repetition.
-#[allow(clippy::too_many_arguments)]
-fn store_target(
-    plan: &Plan,
-    point: &Point,
-    t: &PlanTarget,
+/// One target at one point: its cases in the record and what they accumulate, and everything a
+/// repetition needs from the run. It is the [`Repeat`] a suite runs through.
+struct TargetRun<'r, 'h> {
+    plan: &'r Plan,
+    target: &'r PlanTarget,
+    tests: &'r [&'static str],
+    /// The index of the target's first case at this point in the record.
     first: usize,
-    record: &mut RunRecord,
-    sink: &mut Sink,
-    interrupt: &AtomicBool,
-    warnings: &mut Vec<String>,
-) -> Result<(), RunError> {
-    let tests = &point.tests;
-    let cases = first..first + tests.len();
-    let store = match t.config.open() {
-        Ok(s) => s,
-        Err(e) => {
-            for c in &mut record.cases[cases] {
-                c.status = Status::Failed;
-                c.reason = Some(format!("could not open the target: {e}"));
-            }
-            return Ok(());
-        }
-    };
-    let namespace = store.namespace();
-    let versions = store.versions();
-    for c in &mut record.cases[cases.clone()] {
-        c.namespace = namespace.clone();
-        c.versions = versions.clone();
-    }
-    let params = Params {
-        objects: point.objects,
-        concurrency: point.concurrency,
-        size: point.size,
-        seed: plan.seed,
-    };
-    let mut acc: Vec<CaseAcc> = tests.iter().map(|_| new_acc()).collect();
-    let mut suite = match (&point.magma, &point.namespace) {
-        (Some(m), _) => StoreSuite::Magma(Box::new(Magma::new(
-            &*store,
-            *m,
-            t.config.virtual_time(),
-            interrupt,
-        ))),
-        (None, Some(n)) => StoreSuite::Folders(crate::namespace::Folders::new(
-            &*store,
-            *n,
-            tests.clone(),
-            interrupt,
-        )),
-        (None, None) => StoreSuite::Shootout(Shootout::new(
-            &*store,
-            params,
-            t.config.virtual_time(),
-            interrupt,
-        )),
-    };
-    let total = plan.reps + u32::from(plan.warmup);
-    // The server's figures are read between tests (outside any timed part).
-    let mut server_before = store.server_stats().and_then(Result::ok);
-    for r in 0..total {
-        let measured = !(plan.warmup && r == 0);
-        suite.run_rep(r, |o: TestOutcome| {
-            let i = tests
-                .iter()
-                .position(|t| *t == o.test)
-                .expect("a suite test");
-            let case = &mut record.cases[first + i];
-            let a = &mut acc[i];
-            if let Some(before) = &server_before {
-                let after = store.server_stats().and_then(Result::ok);
-                if let (Some(after), true) = (&after, measured) {
-                    for (op, n, h) in server_delta(before, after) {
-                        let slot = a
-                            .server
-                            .entry(op)
-                            .or_insert_with(|| (0, results::new_histogram()));
-                        slot.0 += n;
-                        let _ = slot.1.add(&h);
-                    }
-                }
-                if after.is_some() {
-                    server_before = after;
-                }
-            }
-            if o.cache.is_some() {
-                case.cache = o.cache;
-            }
-            match o.status {
-                Status::Na => a.na = o.reason,
-                Status::Interrupted => a.interrupted = true,
-                Status::Failed => a.failed(o.reason, measured),
-                _ => {}
-            }
-            if measured {
-                a.recorder.merge(&o.recorder);
-                case.reps.extend(o.rep);
-            } else {
-                case.warmup = o.rep;
-            }
-        });
-        sink(record).map_err(RunError::Sink)?;
-        if interrupt.load(Ordering::Relaxed) {
-            break;
-        }
-    }
-    drop(suite);
-    for (i, a) in acc.into_iter().enumerate() {
-        finish_case(&mut record.cases[first + i], a, plan.reps);
-    }
-    if let Err(e) = store.close() {
-        warnings.push(format!("target {}: {e}", t.name));
-    }
-    Ok(())
-}
-
-/// What a load target's run needs from the runner.
-struct LoadCtx<'a, 'b> {
-    interrupt: &'a AtomicBool,
+    record: &'r mut RunRecord,
+    acc: Vec<CaseAcc>,
+    sink: &'r mut Sink<'h>,
+    interrupt: &'r AtomicBool,
     checkpoint: Duration,
-    progress: &'a mut (dyn FnMut(&Progress) + 'b),
-    done: usize,
+    progress: &'r mut (dyn FnMut(&Progress) + 'h),
+    warnings: &'r mut Vec<String>,
+    /// A sink error stops the run.
+    failed_sink: Option<String>,
 }
 
-/// The load suite's one case on one target, over every repetition.
-fn load_target(
-    plan: &Plan,
-    point: &Point,
-    t: &PlanTarget,
-    first: usize,
-    record: &mut RunRecord,
-    sink: &mut Sink,
-    ctx: LoadCtx,
-) -> Result<(), RunError> {
-    let LoadCtx {
-        interrupt,
-        checkpoint,
-        progress,
-        done,
-    } = ctx;
-    let p = point
-        .load
-        .as_ref()
-        .expect("a resolved load plan has load settings");
-    let case_i = first;
-    let ep = match t.config.endpoint() {
-        Ok(ep) => ep,
-        Err(e) => {
-            let c = &mut record.cases[case_i];
-            c.status = Status::Failed;
-            c.reason = Some(format!("could not reach the target: {e}"));
-            return Ok(());
+/// What a repetition's thread tells the runner.
+enum Msg {
+    Outcome(Box<TestOutcome>),
+    Ended(After),
+}
+
+impl TargetRun<'_, '_> {
+    /// Folds one test's outcome into its case.
+    fn take(&mut self, o: TestOutcome, measured: bool) {
+        let i = (self.tests.iter())
+            .position(|t| *t == o.test)
+            .expect("a suite reports its own tests");
+        let case = &mut self.record.cases[self.first + i];
+        let a = &mut self.acc[i];
+        if measured {
+            for (op, n, h) in o.server {
+                let slot = (a.server)
+                    .entry(op)
+                    .or_insert_with(|| (0, results::new_histogram()));
+                slot.0 += n;
+                let _ = slot.1.add(&h);
+            }
         }
-    };
-    record.cases[case_i].namespace = Namespace {
-        location: ep.addr.to_string(),
-        created_by_dyno: false,
-        temporary: false,
-    };
-    let mut a = new_acc();
-    let total = plan.reps + u32::from(plan.warmup);
-    let single = plan.targets.len() == 1 && total == 1;
-    for r in 0..total {
-        let measured = !(plan.warmup && r == 0);
-        let hlog = p.hlog.as_ref().map(|h| match &point.sweep {
-            // One log per point of a sweep.
-            Some(at) => {
-                let name = format!("{}-{}{}", t.name, at.param, at.value);
-                crate::load_suite::hlog_path(h, &name, r, false)
-            }
-            None => crate::load_suite::hlog_path(h, &t.name, r, single),
-        });
-        let comment = format!(
-            "dyno {} load of {} ({})",
-            env!("CARGO_PKG_VERSION"),
-            t.name,
-            results::redact_url(&t.url)
-        );
-        // The repetition runs on its own thread; this one reports progress and writes
-        // checkpoints until it ends (it says so at once, or its sender goes if it panics).
-        let live = std::sync::Mutex::new(crate::load::Live::new(p.duration_ns()));
-        let (u0, s0) = crate::load::process_cpu_ns();
-        let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
-        let run = std::thread::scope(|s| -> Result<_, RunError> {
-            let handle = s.spawn(|| {
-                let ended_tx = ended_tx;
-                let run = crate::load_suite::run_rep(
-                    &ep,
-                    p,
-                    plan.seed.wrapping_add(u64::from(r)),
-                    interrupt,
-                    hlog.as_deref().map(|h| (h, comment.as_str())),
-                    &live,
-                );
-                let _ = ended_tx.send(());
-                run
-            });
-            let mut last_checkpoint = std::time::Instant::now();
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = ended.recv_timeout(TICK) {
-                // The collector holds this lock only to add an interval: reading under it
-                // (rather than copying a series of up to 10,000 intervals each tick) is cheap.
-                let Ok(now) = live.lock() else { continue };
-                progress(&Progress {
-                    done,
-                    cases: record.cases.len(),
-                    target: &t.name,
-                    test: point.tests.first().copied().unwrap_or(""),
-                    rep: r,
-                    reps: total,
-                    live: Some(&now),
-                });
-                if last_checkpoint.elapsed() < checkpoint || now.elapsed_ns == 0 {
-                    continue;
-                }
-                last_checkpoint = std::time::Instant::now();
-                let (u1, s1) = crate::load::process_cpu_ns();
-                let partial = crate::load_suite::partial_rep(&now, p, (u1 - u0, s1 - s0));
-                let why = format!(
-                    "checkpoint: repetition {} was still running, {:.0} s in, when this record \
-                     was written",
-                    r + 1,
-                    now.elapsed_ns as f64 / 1e9
-                );
-                drop(now);
-                let case = &mut record.cases[case_i];
-                let reason = case.reason.replace(why);
-                case.reps.push(partial);
-                let written = sink(record);
-                let case = &mut record.cases[case_i];
-                case.reps.pop();
-                case.reason = reason;
-                written.map_err(RunError::Sink)?;
-            }
-            Ok(handle
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("the load thread panicked"))))
-        })?;
-        let run = match run {
-            Ok(run) => run,
-            Err(e) => {
-                a.failed(Some(format!("the load could not run: {e}")), measured);
-                break;
-            }
-        };
-        let case = &mut record.cases[case_i];
-        if run.result.interrupted {
-            a.interrupted = true;
+        if o.cache.is_some() {
+            case.cache = o.cache;
         }
-        if let Some(l) = &run.rep.load {
-            if !l.generator.valid && a.invalid.is_none() {
-                a.invalid = l.generator.reason.clone();
-            }
-            if l.responses == 0 && l.requests > 0 {
-                a.failed(
-                    Some(format!("no response to any of {} requests", l.requests)),
-                    measured,
-                );
-            }
+        match o.status {
+            Status::Na => a.na = o.reason,
+            Status::Interrupted => a.interrupted = true,
+            Status::Failed => a.failed(o.reason, measured),
+            Status::Invalid if a.invalid.is_none() => a.invalid = o.reason,
+            _ => {}
         }
         if measured {
-            a.recorder.merge(&run.result.recorder);
-            case.reps.push(run.rep);
+            a.recorder.merge(&o.recorder);
+            case.reps.extend(o.rep);
         } else {
-            case.warmup = Some(run.rep);
-        }
-        sink(record).map_err(RunError::Sink)?;
-        if interrupt.load(Ordering::Relaxed) {
-            break;
+            case.warmup = o.rep;
         }
     }
-    finish_case(&mut record.cases[case_i], a, plan.reps);
-    Ok(())
+
+    fn sink(&mut self) {
+        if self.failed_sink.is_none()
+            && let Err(e) = (self.sink)(self.record)
+        {
+            self.failed_sink = Some(e);
+        }
+    }
+
+    /// Writes the record with `partial` as the running case's latest repetition, then takes it
+    /// out again: a crash loses at most one checkpoint interval.
+    fn checkpoint(&mut self, case: usize, rep: u32, elapsed_ns: u64, partial: results::Rep) {
+        let why = format!(
+            "checkpoint: repetition {} was still running, {:.0} s in, when this record was written",
+            rep + 1,
+            elapsed_ns as f64 / 1e9
+        );
+        let c = &mut self.record.cases[self.first + case];
+        let reason = c.reason.replace(why);
+        c.reps.push(partial);
+        self.sink();
+        let c = &mut self.record.cases[self.first + case];
+        c.reps.pop();
+        c.reason = reason;
+    }
+
+    fn finish(mut self) {
+        let reps = self.plan.reps;
+        for (i, a) in std::mem::take(&mut self.acc).into_iter().enumerate() {
+            finish_case(&mut self.record.cases[self.first + i], a, reps);
+        }
+    }
+}
+
+impl Repeat for TargetRun<'_, '_> {
+    fn describe(&mut self, namespace: Namespace, versions: BTreeMap<String, String>) {
+        let cases = self.first..self.first + self.tests.len();
+        for c in &mut self.record.cases[cases] {
+            c.namespace = namespace.clone();
+            c.versions = versions.clone();
+        }
+    }
+
+    fn repeat(
+        &mut self,
+        live: Option<&Mutex<crate::load::Live>>,
+        partial: Option<&Partial>,
+        rep: &mut (dyn FnMut(&RepCtx) -> After + Send),
+    ) {
+        let total = self.plan.reps + u32::from(self.plan.warmup);
+        let interrupt = self.interrupt;
+        for r in 0..total {
+            let measured = !(self.plan.warmup && r == 0);
+            if let Some(l) = live
+                && let Ok(mut l) = l.lock()
+            {
+                l.reset();
+            }
+            let (tx, rx) = std::sync::mpsc::channel::<Msg>();
+            let (u0, s0) = crate::load::process_cpu_ns();
+            let mut after = After::Next;
+            std::thread::scope(|s| {
+                let ended = tx.clone();
+                let rep = &mut *rep;
+                // The repetition runs on its own thread; this one takes its outcomes, shows
+                // progress and writes checkpoints until it ends (it says so, or its sender goes
+                // if it panics).
+                s.spawn(move || {
+                    let report = move |o: TestOutcome| {
+                        let _ = tx.send(Msg::Outcome(Box::new(o)));
+                    };
+                    let ctx = RepCtx::new(r, measured, interrupt, live, &report);
+                    let _ = ended.send(Msg::Ended(rep(&ctx)));
+                });
+                let mut running = 0;
+                let mut last_checkpoint = std::time::Instant::now();
+                loop {
+                    match rx.recv_timeout(TICK) {
+                        Ok(Msg::Outcome(o)) => {
+                            self.take(*o, measured);
+                            running += 1;
+                        }
+                        Ok(Msg::Ended(a)) => {
+                            after = a;
+                            break;
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                            after = After::Fail("the repetition's thread panicked".into());
+                            break;
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    }
+                    let now = live.and_then(|l| l.lock().ok());
+                    let test = self.tests.get(running).or(self.tests.last()).copied();
+                    (self.progress)(&Progress {
+                        done: self.first + running.min(self.tests.len()),
+                        cases: self.record.cases.len(),
+                        target: &self.target.name,
+                        test: test.unwrap_or(""),
+                        rep: r,
+                        reps: total,
+                        live: now.as_deref(),
+                    });
+                    let (Some(now), Some(partial)) = (now, partial) else {
+                        continue;
+                    };
+                    if last_checkpoint.elapsed() < self.checkpoint || now.elapsed_ns == 0 {
+                        continue;
+                    }
+                    last_checkpoint = std::time::Instant::now();
+                    let (u1, s1) = crate::load::process_cpu_ns();
+                    let rep = partial(&now, (u1 - u0, s1 - s0));
+                    let elapsed_ns = now.elapsed_ns;
+                    drop(now);
+                    self.checkpoint(running.min(self.tests.len() - 1), r, elapsed_ns, rep);
+                }
+            });
+            if let After::Fail(why) = after {
+                for a in &mut self.acc {
+                    a.failed(Some(why.clone()), measured);
+                }
+                break;
+            }
+            self.sink();
+            if interrupt.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+    }
+
+    fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
 }
 
 fn finish_case(case: &mut Case, a: CaseAcc, reps: u32) {

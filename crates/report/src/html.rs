@@ -236,9 +236,9 @@ fn scalable(svg: &str) -> String {
     format!("{open} role=\"img\"{rest}")
 }
 
-fn plots_section(r: &RunRecord, n: usize, out: &mut String) {
+fn plots_section(r: &RunRecord, views: crate::Views, n: usize, out: &mut String) {
     #[cfg(feature = "plots")]
-    match crate::plots::plots(r) {
+    match crate::plots::plots(r, views) {
         Ok(plots) if plots.is_empty() => {}
         Ok(plots) => {
             let _ = writeln!(out, "<h2 id=\"plots-{n}\">Plots</h2>");
@@ -262,7 +262,7 @@ fn plots_section(r: &RunRecord, n: usize, out: &mut String) {
     }
     #[cfg(not(feature = "plots"))]
     {
-        let _ = (r, n);
+        let _ = (r, views, n);
         let _ = writeln!(
             out,
             "<h2 id=\"plots-{n}\">Plots</h2><p class=\"muted\">This dyno was built without plots \
@@ -271,9 +271,14 @@ fn plots_section(r: &RunRecord, n: usize, out: &mut String) {
     }
 }
 
-fn record_section(r: &RunRecord, n: usize, out: &mut String) -> io::Result<()> {
+fn record_section(
+    r: &RunRecord,
+    views: crate::Views,
+    n: usize,
+    out: &mut String,
+) -> io::Result<()> {
     let mut md = Vec::new();
-    crate::table::render(r, crate::grid::Style::Markdown, &mut md)?;
+    crate::table::render(r, views, crate::grid::Style::Markdown, &mut md)?;
     let md = String::from_utf8_lossy(&md);
     let _ = writeln!(
         out,
@@ -295,7 +300,7 @@ fn record_section(r: &RunRecord, n: usize, out: &mut String) -> io::Result<()> {
         escape(&r.schema)
     );
     out.push_str(&markdown(&md));
-    plots_section(r, n, out);
+    plots_section(r, views, n, out);
     let _ = writeln!(out, "<h2 id=\"environment-{n}\">Environment</h2>");
     key_values(&serde_json::to_value(&r.environment)?, out);
     let _ = writeln!(out, "<h2 id=\"plan-{n}\">Plan</h2>");
@@ -311,7 +316,7 @@ fn record_section(r: &RunRecord, n: usize, out: &mut String) -> io::Result<()> {
 }
 
 /// Writes the page for `records` (usually one run; each gets its own section).
-pub fn render(records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
+pub fn render(records: &[RunRecord], views: crate::Views, out: &mut dyn Write) -> io::Result<()> {
     let title = match records {
         [r] => format!("dyno {} · {}", r.plan.suite, r.started),
         rs => format!("dyno · {} runs", rs.len()),
@@ -338,7 +343,7 @@ pub fn render(records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
             "<nav><a href=\"#results-{n}\">results</a><a href=\"#plots-{n}\">plots</a>\
              <a href=\"#environment-{n}\">environment</a><a href=\"#plan-{n}\">plan</a></nav>"
         );
-        record_section(r, n, &mut page)?;
+        record_section(r, views, n, &mut page)?;
     }
     page.push_str("</body>\n</html>\n");
     out.write_all(page.as_bytes())

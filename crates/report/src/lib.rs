@@ -5,11 +5,13 @@
 //!
 //! - [`Format`] and [`render`]: pick a renderer by name and write records to any `Write`.
 //! - [`grid`]: what every table shares (styles, the aligned grid, notes, a case's status word).
-//! - [`table`]: the shootout table for terminals and its Markdown twin (same cells, same notes).
-//! - [`load_table`]: the load suite's table (figures × targets).
-//! - [`magma_table`]: the magma suite as MagmaBenchmarker prints it, with the topology penalties.
-//! - [`sweep`]: sweeps and the namespace suite: a figure per point (mean, min – max of the
-//!   samples) per target; the series the plots draw.
+//! - [`view`]: what the renderers ask of a suite ([`View`]), found by name in a [`Views`]
+//!   catalogue; the suites implement it beside how they run (`engine::suites`), so nothing here
+//!   names a suite.
+//! - [`table`]: the run's tables for terminals and their Markdown twin (same cells, same notes),
+//!   and the tests × targets table most suites use.
+//! - [`sweep`]: sweeps, and suites whose tests are sweeps of their own: a figure per point (mean,
+//!   min – max of the samples) per target; the series the plots draw.
 //! - [`plots`] (feature `plots`, on by default): SVG, PNG and `.dat` files: sweeps, latency
 //!   spectra (log axes where values span more than a decade), the shootout's rates as grouped
 //!   bars, load time series (rate, p99, errors per second); invalid points drawn hollow.
@@ -23,8 +25,6 @@
 pub mod csv;
 pub mod grid;
 pub mod html;
-pub mod load_table;
-pub mod magma_table;
 #[cfg(feature = "plots")]
 pub mod plots;
 pub mod resources;
@@ -32,6 +32,9 @@ pub mod summary;
 pub mod sweep;
 pub mod table;
 pub mod units;
+pub mod view;
+
+pub use view::{View, Views};
 
 use results::RunRecord;
 use std::io::{self, Write};
@@ -82,17 +85,22 @@ impl Format {
 }
 
 /// Writes `records` in `format`.
-pub fn render(format: Format, records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
+pub fn render(
+    format: Format,
+    records: &[RunRecord],
+    views: Views,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match format {
         Format::Table => records
             .iter()
-            .try_for_each(|r| table::render(r, grid::Style::Text, out)),
+            .try_for_each(|r| table::render(r, views, grid::Style::Text, out)),
         Format::Markdown => records
             .iter()
-            .try_for_each(|r| table::render(r, grid::Style::Markdown, out)),
+            .try_for_each(|r| table::render(r, views, grid::Style::Markdown, out)),
         Format::Csv => csv::render(records, out),
         Format::SummaryJson => summary::render(records, out),
-        Format::Html => html::render(records, out),
+        Format::Html => html::render(records, views, out),
         Format::Json => records.iter().try_for_each(|r| {
             serde_json::to_writer(&mut *out, r)?;
             writeln!(out)

@@ -10,6 +10,7 @@
 //! The tables' figures and the plots' come from the same records: nothing here measures.
 
 use crate::sweep::{Figure, Series};
+use crate::view::{View, Views};
 use plotters::prelude::*;
 use results::RunRecord;
 use std::fmt::Write as _;
@@ -500,7 +501,7 @@ fn spectrum_points() -> Vec<f64> {
         .collect()
 }
 
-fn spectrum_chart(r: &RunRecord, test: &str) -> Option<(Chart, String)> {
+fn spectrum_chart(r: &RunRecord, view: &dyn View, test: &str) -> Option<(Chart, String)> {
     let mut hists = Vec::new();
     for c in r
         .cases
@@ -550,7 +551,7 @@ fn spectrum_chart(r: &RunRecord, test: &str) -> Option<(Chart, String)> {
             Line::new(name.clone(), points)
         })
         .collect();
-    let corrected = if r.plan.suite == "load" {
+    let corrected = if view.latency_from_intended_start() {
         " (from the intended start)"
     } else {
         ""
@@ -716,8 +717,8 @@ fn heading(suite: &str, test: &str) -> String {
 /// The shootout's rates as grouped bars: a group per test, a bar per target (the best of the
 /// repetitions, as the table shows). A case with no rate (n/a, failed) has no bar; its cell in
 /// the `.dat` is `nan`.
-fn shootout_chart(r: &RunRecord) -> Option<(Chart, String)> {
-    if r.plan.suite != "shootout" {
+fn rate_bars(r: &RunRecord, view: &dyn View) -> Option<(Chart, String)> {
+    if !view.rate_bars() {
         return None;
     }
     let tests = r.tests_where(|c| c.sweep.is_none());
@@ -729,8 +730,8 @@ fn shootout_chart(r: &RunRecord) -> Option<(Chart, String)> {
             .map(|s| s.ops_per_s.best)
     };
     let mut dat = format!(
-        "# dyno shootout: objects per second, best of {} repetition(s)\n# test",
-        r.plan.reps
+        "# dyno {}: objects per second, best of {} repetition(s)\n# test",
+        r.plan.suite, r.plan.reps
     );
     for t in &targets {
         let _ = write!(dat, " {t}_per_s");
@@ -764,7 +765,10 @@ fn shootout_chart(r: &RunRecord) -> Option<(Chart, String)> {
     }
     Some((
         Chart {
-            title: "shootout: objects per second by test (best of the repetitions)".into(),
+            title: format!(
+                "{}: objects per second by test (best of the repetitions)",
+                r.plan.suite
+            ),
             x_desc: "test".into(),
             y_desc: "objects/s".into(),
             x_label: plain,
@@ -790,11 +794,12 @@ fn stem(s: &str) -> String {
 }
 
 /// Every plot of a record, in the order the tables show their figures.
-pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, PlotError> {
+pub fn plots(r: &RunRecord, views: Views) -> Result<Vec<Plot>, PlotError> {
     let mut out = Vec::new();
-    let swept = !r.plan.sweeps.is_empty() || r.plan.suite == "namespace";
-    if swept {
-        for s in crate::sweep::series(r) {
+    let view = views.of(&r.plan.suite);
+    let own_sweeps = (r.tests_where(|_| true).iter()).any(|t| view.own_sweep(r, t).is_some());
+    if !r.plan.sweeps.is_empty() || own_sweeps {
+        for s in crate::sweep::series(r, view) {
             if s.lines.iter().all(|(_, l)| l.is_empty()) {
                 continue;
             }
@@ -802,12 +807,16 @@ pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, PlotError> {
             out.push(Plot::new(format!("sweep-{}", stem(&s.name)), chart, dat)?);
         }
     }
-    if let Some((chart, dat)) = shootout_chart(r) {
-        out.push(Plot::new("shootout-rate".to_string(), chart, dat)?);
+    if let Some((chart, dat)) = rate_bars(r, view) {
+        out.push(Plot::new(
+            format!("{}-rate", stem(&r.plan.suite)),
+            chart,
+            dat,
+        )?);
     }
     let tests = r.tests_where(|c| c.sweep.is_none());
     for t in tests {
-        if let Some((chart, dat)) = spectrum_chart(r, t) {
+        if let Some((chart, dat)) = spectrum_chart(r, view, t) {
             out.push(Plot::new(format!("latency-{}", stem(t)), chart, dat)?);
         }
     }
@@ -818,10 +827,10 @@ pub fn plots(r: &RunRecord) -> Result<Vec<Plot>, PlotError> {
 }
 
 /// Writes every plot of a record into `dir` (created if needed); returns the files written.
-pub fn write_all(r: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+pub fn write_all(r: &RunRecord, views: Views, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(PlotError::write(dir))?;
     let mut files = Vec::new();
-    for p in plots(r)? {
+    for p in plots(r, views)? {
         files.extend(p.write(dir)?);
     }
     Ok(files)

@@ -1,9 +1,10 @@
-//! Sweeps and the `namespace` suite: a figure per point of a swept parameter, per target, as the
-//! mean, min and max of the point's samples (repetitions). The table and the plots read the same
-//! [`Series`].
+//! Sweeps, and suites whose tests are sweeps of their own: a figure per point of a swept parameter,
+//! per target, as the mean, min and max of the point's samples (repetitions). The table and the
+//! plots read the same [`Series`].
 
 use crate::grid::{Style, grid, status_word};
 use crate::units;
+use crate::view::{SweepFigure, View};
 use results::{Case, RunRecord};
 use std::io::{self, Write};
 
@@ -62,78 +63,10 @@ fn stat(values: &[f64], x: u64) -> Option<Point> {
     })
 }
 
-/// The kinds of figure a test gives: (name suffix, what, figure, values of one case).
-type Extract = fn(&Case) -> Vec<f64>;
-
-fn figures(suite: &str, test: &str) -> Vec<(&'static str, &'static str, Figure, Extract)> {
-    match (suite, test) {
-        ("namespace", "depth") | ("namespace", "width") => {
-            vec![("", "time to create and stat a folder", Figure::Time, |c| {
-                c.reps.iter().map(|r| r.wall_ns as f64 / 1e9).collect()
-            })]
-        }
-        ("namespace", "clients") => vec![
-            (
-                "",
-                "time for a client to create 50 folders (min / mean / max over clients)",
-                Figure::Time,
-                |c| {
-                    c.reps
-                        .iter()
-                        .flat_map(|r| r.client_ns.iter().map(|&t| t as f64 / 1e9))
-                        .collect()
-                },
-            ),
-            (
-                "-per-folder",
-                "time per folder: the slowest client's time / 50",
-                Figure::Time,
-                |c| {
-                    // Folders per client: all folders over the clients.
-                    c.reps
-                        .iter()
-                        .map(|r| {
-                            let per_client = r.objects as f64 / f64::from(r.clients.max(1));
-                            r.wall_ns as f64 / 1e9 / per_client.max(1.0)
-                        })
-                        .collect()
-                },
-            ),
-        ],
-        ("magma", t)
-            if results::suites::magma_test(t)
-                .is_some_and(|m| m.unit == results::suites::Unit::Seconds) =>
-        {
-            vec![("", "time of one run", Figure::Time, |c| {
-                c.reps.iter().map(|r| r.wall_ns as f64 / 1e9).collect()
-            })]
-        }
-        ("load", _) => vec![
-            ("", "responses per second", Figure::Rate, |c| {
-                c.reps.iter().map(|r| r.ops_per_s).collect()
-            }),
-            (
-                "-p99",
-                "p99 latency from the intended start",
-                Figure::Time,
-                |c| {
-                    c.reps
-                        .iter()
-                        .filter_map(|r| r.latency_ns.as_ref())
-                        .map(|l| l.p99 as f64 / 1e9)
-                        .collect()
-                },
-            ),
-        ],
-        _ => vec![("", "operations per second", Figure::Rate, |c| {
-            c.reps.iter().map(|r| r.ops_per_s).collect()
-        })],
-    }
-}
-
-/// Every series of a record: one per swept parameter × test × figure. A run of the namespace
-/// suite with no sweep gives one-point series at the plan's values.
-pub fn series(r: &RunRecord) -> Vec<Series> {
+/// Every series of a record: one per swept parameter × test × figure. Outside a sweep, a suite
+/// whose tests are sweeps of their own ([`View::own_sweep`]) gives one-point series at the
+/// plan's values.
+pub fn series(r: &RunRecord, view: &dyn View) -> Vec<Series> {
     let mut params: Vec<String> = r.plan.sweeps.iter().map(|s| s.param.clone()).collect();
     let swept = !params.is_empty();
     if !swept {
@@ -147,23 +80,23 @@ pub fn series(r: &RunRecord) -> Vec<Series> {
             None => !swept,
         };
         for test in r.tests_where(|c| in_sweep(&c)) {
-            let x_of = |c: &Case| match (&c.sweep, &r.plan.namespace) {
-                (Some(p), _) => p.value,
-                (None, Some(n)) => match test {
-                    "depth" => n.depth,
-                    "width" => n.width,
-                    _ => u64::from(r.plan.concurrency),
-                },
-                (None, None) => 0,
+            let own = view.own_sweep(r, test);
+            let x_of = |c: &Case| match &c.sweep {
+                Some(p) => p.value,
+                None => own.unwrap_or(0),
             };
-            let param_name = if swept {
-                param.clone()
-            } else if r.plan.suite == "namespace" {
-                test.to_string()
-            } else {
-                String::new()
+            let param_name = match (swept, own) {
+                (true, _) => param.clone(),
+                (false, Some(_)) => test.to_string(),
+                (false, None) => String::new(),
             };
-            for (suffix, what, figure, extract) in figures(&r.plan.suite, test) {
+            for SweepFigure {
+                suffix,
+                what,
+                figure,
+                values: extract,
+            } in view.sweep_figures(test)
+            {
                 let mut lines = Vec::new();
                 let mut notes = Vec::new();
                 let mut words = Vec::new();
@@ -241,20 +174,14 @@ pub fn cell(figure: Figure, v: f64) -> String {
 }
 
 /// The sweep tables: per series, a row per point, a column per target: mean (min – max).
-pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(r: &RunRecord, view: &dyn View, style: Style, out: &mut dyn Write) -> io::Result<()> {
     let p = &r.plan;
     let samples = if p.reps == 1 {
         "1 sample".to_string()
     } else {
         format!("{} samples", p.reps)
     };
-    let mut settings = Vec::new();
-    if let Some(n) = &p.namespace {
-        settings.push(format!(
-            "depth {}, width {}, {} clients × {} folders",
-            n.depth, n.width, p.concurrency, n.collections
-        ));
-    }
+    let mut settings: Vec<String> = view.settings_line(r).into_iter().collect();
     for s in &p.sweeps {
         let v = &s.values;
         settings.push(match v.len() {
@@ -279,7 +206,7 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
             "#### "
         }
     };
-    let all = series(r);
+    let all = series(r, view);
     for s in &all {
         writeln!(out)?;
         let stat = if p.reps > 1 || s.lines.iter().any(|(_, l)| l.iter().any(|p| p.n > 1)) {

@@ -4,6 +4,7 @@
 
 use crate::grid::{Style, footer, grid, status_word};
 use crate::units;
+use crate::view::Views;
 use results::{Case, RunRecord, Status};
 use std::io::{self, Write};
 
@@ -70,20 +71,20 @@ fn server_cell(c: Option<&Case>) -> String {
     }
 }
 
-/// Renders one run: its suite's tables and notes, then the watched processes.
-pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
-    match r.plan.suite.as_str() {
-        _ if !r.plan.sweeps.is_empty() => crate::sweep::render(r, style, out)?,
-        "load" => crate::load_table::render(r, style, out)?,
-        "magma" => crate::magma_table::render(r, style, out)?,
-        "namespace" => crate::sweep::render(r, style, out)?,
-        _ => shootout(r, style, out)?,
+/// Renders one run: a sweep's tables or its suite's, and their notes, then the watched processes.
+pub fn render(r: &RunRecord, views: Views, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    let view = views.of(&r.plan.suite);
+    if r.plan.sweeps.is_empty() {
+        view.table(r, style, out)?;
+    } else {
+        crate::sweep::render(r, view, style, out)?;
     }
     crate::resources::render(r, style, out)
 }
 
-/// The shootout: title, rate table, latency table, notes.
-fn shootout(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+/// Tests × targets (zodbshootout's table): title, rate table, latency table, the server's share
+/// where the target measures itself, topology penalties, notes.
+pub fn tests_by_targets(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
     let p = &r.plan;
     let cols = columns(r);
     let tests = r.tests_where(|_| true);

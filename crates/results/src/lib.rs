@@ -22,7 +22,6 @@ pub mod record;
 pub mod series;
 pub mod stats;
 pub mod store;
-pub mod suites;
 pub mod units;
 
 pub use histogram::{Histogram, new_histogram};

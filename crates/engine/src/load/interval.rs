@@ -111,6 +111,11 @@ impl Live {
         }
     }
 
+    /// Back to nothing measured, for the next repetition.
+    pub fn reset(&mut self) {
+        *self = Live::new(self.planned_ns);
+    }
+
     fn add(&mut self, iv: &Interval) {
         self.total.add(iv);
         self.elapsed_ns = iv.end_ns;

@@ -27,18 +27,15 @@
 //! ```
 
 mod file;
-mod load;
 mod resolve;
 #[cfg(test)]
 mod tests;
 
-pub use load::{Burst, LoadModel, LoadParams, MaxLag, parse_burst};
-pub use resolve::{UrlParts, na_reason, split_url, suite_family};
+pub use resolve::{UrlParts, bounded, na_reason, parse_duration_setting, split_url};
 
 use crate::driver::{ConfigError, Family, TargetConfig};
-use crate::schedule::{ArrivalKind, RateProfile};
 use crate::suggest::did_you_mean;
-use crate::worker::Stop;
+use crate::suite::{Settings, Suite};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -118,10 +115,6 @@ impl PlanError {
         self
     }
 }
-
-/// The suites dyno knows: `shootout` for stores (kv), `magma` for object stores (graph), `load`
-/// for services (request), `namespace` for folder trees (namespace).
-pub const SUITES: &[&str] = &["shootout", "magma", "load", "namespace"];
 
 /// One target as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -241,8 +234,12 @@ pub struct RawStage {
     pub duration: Sp<String>,
 }
 
-/// What resolution needs from the drivers: their schemes and a pure `configure`.
+/// What resolution needs from the drivers: their schemes and a pure `configure`; and the suites.
 pub trait Resolver {
+    /// The suites a plan may name, in the order a run without one tries them.
+    fn suites(&self) -> &[&'static dyn Suite] {
+        &crate::suites::BUILT_IN
+    }
     /// Known URL schemes, for "did you mean".
     fn schemes(&self) -> Vec<&'static str>;
     /// Whether a `?query` in this scheme's URLs holds driver options (else it stays in the URL).
@@ -285,7 +282,9 @@ impl fmt::Debug for PlanTarget {
 pub struct Plan {
     /// The plan file's path, or `command line`.
     pub source: String,
-    pub suite: String,
+    pub suite: &'static dyn Suite,
+    /// The suite's own settings (see [`crate::suite::settings`]).
+    pub settings: Box<dyn Settings>,
     pub objects: u64,
     pub concurrency: u32,
     pub size: usize,
@@ -296,12 +295,6 @@ pub struct Plan {
     pub out: Option<PathBuf>,
     /// The output format as written; the renderers (not the engine) know the names.
     pub format: Option<Sp<String>>,
-    /// The load suite's settings; `None` for other suites.
-    pub load: Option<LoadParams>,
-    /// The magma suite's settings; `None` for other suites.
-    pub magma: Option<crate::magma::Params>,
-    /// The namespace suite's settings; `None` for other suites.
-    pub namespace: Option<crate::namespace::Params>,
     /// Each sweep varies one parameter over its values, the others at the plan's.
     pub sweeps: Vec<Sweep>,
     /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
@@ -312,7 +305,7 @@ pub struct Plan {
 /// One sweep: a parameter and its values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sweep {
-    /// `depth`, `width`, `clients`, `objects`, `size` or `thousands`.
+    /// The parameter, as its suite names it (`clients`, `objects`, `size`, `rate`, …).
     pub param: &'static str,
     pub values: Vec<u64>,
 }
@@ -342,40 +335,19 @@ pub const MAX_REPS: u32 = 1000;
 /// The client object caches hold every object of every client: bounded to keep dyno's memory sane.
 pub const MAX_CACHE_BYTES: u64 = 4 << 30;
 
-/// Magma: MagmaBenchmarker's `thousands`; `--quick` uses 20.
-pub const DEFAULT_THOUSANDS: u64 = 1000;
-pub const QUICK_THOUSANDS: u64 = 20;
-/// Magma: T² pointers and T arrays of T references come back in one batched read; 2000 keeps it
-/// (32 MiB) under the host's frame limit.
-pub const MAX_THOUSANDS: u64 = 2000;
-/// Magma: each rate test repeats its operation for 1 s (`--quick`: 0.1 s), at least once.
-pub const DEFAULT_TEST_NS: u64 = 1_000_000_000;
-pub const QUICK_TEST_NS: u64 = 100_000_000;
-
-/// Load: wrk's default of 10 connections.
-pub const DEFAULT_CONNECTIONS: u64 = 10;
-/// Load: each connection takes a local port, and there are fewer than 65,536.
-pub const MAX_CONNECTIONS: u64 = 60_000;
-/// Load: wrk's default run of 10 s; `--quick` 2 s.
-pub const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
-pub const QUICK_DURATION_NS: u64 = 2_000_000_000;
-/// Load: a request unanswered after 10 s is a timeout (the seed's client waited 10 s).
-pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
-/// Load: one interval of the time series per second.
-pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000_000;
-pub const MIN_INTERVAL_NS: u64 = 10_000_000;
-pub const MAX_INTERVAL_NS: u64 = 3_600_000_000_000;
-/// Load: an event loop per thread; more threads than this only contend.
-pub const MAX_THREADS: usize = 256;
-/// Load: above 10 M requests/s the arrival clock itself could not keep time.
-pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
-
 impl Plan {
+    /// The suite's settings, when they are an `S` (a suite reads its own with
+    /// [`crate::suite::settings`]).
+    pub fn settings_of<S: Settings>(&self) -> Option<&S> {
+        let any: &dyn std::any::Any = self.settings.as_ref();
+        any.downcast_ref::<S>()
+    }
+
     /// The plan as the run record stores it.
     pub fn record(&self) -> results::PlanRecord {
-        results::PlanRecord {
+        let mut r = results::PlanRecord {
             source: self.source.clone(),
-            suite: self.suite.clone(),
+            suite: self.suite.name().to_string(),
             objects: self.objects,
             concurrency: self.concurrency,
             size_bytes: self.size as u64,
@@ -403,16 +375,9 @@ impl Plan {
                         .map(|n| format!("processes named {n}")),
                 )
                 .collect(),
-            load: self.load.as_ref().map(|l| l.record()),
-            magma: self.magma.map(|m| results::MagmaPlanRecord {
-                thousands: m.thousands,
-                test_ns: m.test_ns,
-            }),
-            namespace: self.namespace.map(|n| results::NamespacePlanRecord {
-                depth: n.depth,
-                width: n.width,
-                collections: crate::namespace::COLLECTIONS,
-            }),
+            load: None,
+            magma: None,
+            namespace: None,
             sweeps: self
                 .sweeps
                 .iter()
@@ -421,6 +386,8 @@ impl Plan {
                     values: s.values.clone(),
                 })
                 .collect(),
-        }
+        };
+        self.settings.record(&mut r);
+        r
     }
 }

@@ -2,24 +2,29 @@
 //! target URLs handed to their drivers, sweeps and topologies expanded.
 
 use super::*;
+use crate::suite::{Common, Suite};
 
 impl RawPlan {
     /// Checks every value, fills defaults and configures each target through `resolver`.
     pub fn resolve(self, resolver: &dyn Resolver) -> Result<Plan, PlanError> {
+        let suites = resolver.suites();
         let named = match &self.suite {
             None => None,
-            Some(s) if SUITES.contains(&s.value.as_str()) => Some(s.clone()),
-            Some(s) => {
-                return Err(PlanError::new(
-                    s.at.clone(),
-                    format!(
-                        "unknown suite {:?}; {}suites: {}",
-                        s.value,
-                        did_you_mean(&s.value, SUITES.iter().copied()),
-                        SUITES.join(", ")
-                    ),
-                ));
-            }
+            Some(s) => match suites.iter().find(|x| x.name() == s.value) {
+                Some(x) => Some((*x, s.at.clone())),
+                None => {
+                    let names: Vec<&str> = suites.iter().map(|s| s.name()).collect();
+                    return Err(PlanError::new(
+                        s.at.clone(),
+                        format!(
+                            "unknown suite {:?}; {}suites: {}",
+                            s.value,
+                            did_you_mean(&s.value, names.iter().copied()),
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            },
         };
         let out = match &self.out {
             Some(o) if o.value.trim().is_empty() => {
@@ -30,126 +35,27 @@ impl RawPlan {
         };
 
         // Targets first: their families decide the suite when none is named.
-        let raw_targets = if let Some(t) = &self.topology {
-            expand_topologies(&self.targets, t)?
-        } else if self.targets.is_empty() {
-            if let Some(s) = named.as_ref().filter(|s| s.value == "load") {
-                return Err(
-                    PlanError::new(s.at.clone(), "the load suite needs a target").hint(
-                        "name one, e.g. dyno run http://127.0.0.1:8080/ or tcp://127.0.0.1:7000",
-                    ),
-                );
-            }
-            resolver
-                .default_urls()
-                .into_iter()
-                .map(|u| RawTarget {
-                    name: None,
-                    url: Sp::new(u.to_string(), Origin::Default),
-                    options: Vec::new(),
-                    process: None,
-                })
-                .collect()
-        } else {
-            self.targets.clone()
-        };
-        let mut targets: Vec<PlanTarget> = Vec::new();
-        let mut target_at: Vec<Origin> = Vec::new();
-        for raw in raw_targets {
-            target_at.push(raw.url.at.clone());
-            let t = resolve_target(raw, resolver, &targets)?;
-            targets.push(t);
-        }
-        let suite = match named {
-            Some(s) => s.value,
-            None if targets
+        let (targets, target_at) = self.resolve_targets(resolver, named.as_ref())?;
+        let suite: &'static dyn Suite = match named {
+            Some((s, _)) => s,
+            None => suites
                 .iter()
-                .all(|t| t.config.families().contains(&Family::Request)) =>
-            {
-                "load".to_string()
-            }
-            None => "shootout".to_string(),
+                .find(|s| (targets.iter()).all(|t| t.config.families().contains(&s.family())))
+                .or(suites.first())
+                .copied()
+                .expect("a registry holds at least one suite"),
         };
-        let family = suite_family(&suite);
-        // A store that lacks a store suite's family, beside others that have it, runs as `n/a`
-        // cases with the reason (`na_reason`); a run where none has it is refused.
-        let some_fit = targets
-            .iter()
-            .any(|t| t.config.families().contains(&family));
-        for (t, at) in targets.iter().zip(&target_at) {
-            let store = t.config.families().contains(&Family::Kv);
-            if some_fit && store && family != Family::Kv && family != Family::Request {
-                continue;
-            }
-            if let Some(why) = mismatch(&suite, t) {
-                return Err(PlanError::new(at.clone(), format!("target {why}"))
-                .hint(if family == Family::Request {
-                    "the load suite runs against http:// and tcp:// targets"
-                } else if family == Family::Namespace {
-                    "the namespace suite runs on fs: and dyno:// (and host:) targets"
-                } else {
-                    "http:// and tcp:// targets run the load suite: give them in a run of their own"
-                }));
-            }
-        }
-        let load_suite = suite == "load";
-        let namespace_suite = suite == "namespace";
-        if namespace_suite {
-            self.no_shootout_sizes(
-                "namespace",
-                "size the namespace suite with --depth, --width and -c (clients)",
-            )?;
-        } else if let Some((at, name)) = [(&self.depth, "depth"), (&self.width, "width")]
-            .into_iter()
-            .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
-        {
-            return Err(PlanError::new(
-                at,
-                format!("{name} is a setting of the namespace suite, and this run is {suite}"),
-            )
-            .hint("add --suite namespace"));
-        }
-        let magma = if suite == "magma" {
-            Some(self.resolve_magma()?)
-        } else {
-            self.no_magma_options(&suite)?;
-            None
-        };
-        if !load_suite {
-            self.no_load_options(&suite)?;
-        } else if let Some(t) = &self.topology {
-            return Err(
-                PlanError::new(t.at.clone(), "topologies apply to the shootout suite")
-                    .hint("a load target's address is its topology"),
-            );
-        }
+        check_families(suite, &targets, &target_at)?;
+        self.only_settings_of(suite, suites)?;
 
-        let (default_c, max_c, why_c) = if load_suite {
-            (
-                DEFAULT_CONNECTIONS,
-                MAX_CONNECTIONS,
-                "each connection takes a local port",
-            )
-        } else if namespace_suite {
-            (
-                crate::namespace::DEFAULT_CLIENTS as u64,
-                MAX_CONCURRENCY as u64,
-                "each client is an OS thread",
-            )
-        } else {
-            (
-                DEFAULT_CONCURRENCY as u64,
-                MAX_CONCURRENCY as u64,
-                "each client is an OS thread",
-            )
-        };
+        let clients = suite.clients();
         let concurrency = bounded(
             self.concurrency.clone(),
             "concurrency",
-            default_c,
+            clients.default,
             1,
-            max_c,
-            why_c,
+            clients.max,
+            clients.why,
         )? as u32;
         let objects = bounded(
             self.objects.clone(),
@@ -171,11 +77,6 @@ impl RawPlan {
             MAX_SIZE as u64,
             "each object carries a 16-byte header that reads are verified against",
         )? as usize;
-        let default_reps = if self.quick || load_suite {
-            QUICK_REPS
-        } else {
-            DEFAULT_REPS
-        };
         if let (Some(r), Some(_)) = (&self.reps, &self.samples) {
             return Err(PlanError::new(
                 r.at.clone(),
@@ -186,7 +87,7 @@ impl RawPlan {
         let reps = bounded(
             self.reps.clone().or(self.samples.clone()),
             "reps",
-            default_reps as u64,
+            suite.default_reps(self.quick) as u64,
             1,
             MAX_REPS as u64,
             "each repetition runs the whole suite again",
@@ -199,96 +100,143 @@ impl RawPlan {
                     .hint("use any integer from 0 to 2^63-1"));
             }
         };
-        let namespace = if namespace_suite {
-            Some(crate::namespace::Params {
-                depth: bounded(
-                    self.depth.clone(),
-                    "depth",
-                    crate::namespace::DEFAULT_DEPTH,
-                    1,
-                    crate::namespace::MAX_DEPTH,
-                    "a folder path is at most 2048 bytes",
-                )?,
-                width: bounded(
-                    self.width.clone(),
-                    "width",
-                    crate::namespace::DEFAULT_WIDTH,
-                    1,
-                    crate::namespace::MAX_WIDTH,
-                    "the width test makes width - 1 folders first",
-                )?,
-                clients: concurrency,
-            })
-        } else {
-            None
-        };
-        let sweeps = self.resolve_sweeps(&suite, max_c)?;
-        // The client caches are sized for the largest point of any sweep.
-        let most = |param: &str, base: u64| {
-            sweeps
-                .iter()
-                .filter(|s| s.param == param)
-                .flat_map(|s| s.values.iter().copied())
-                .max()
-                .unwrap_or(base)
-                .max(base)
-        };
-        if !load_suite && magma.is_none() && !namespace_suite {
-            let (objects, concurrency, size) = (
-                most("objects", objects),
-                most("clients", concurrency as u64),
-                most("size", size as u64) as usize,
-            );
-            let cache_bytes = objects * concurrency * size as u64;
-            if cache_bytes > MAX_CACHE_BYTES {
-                let at = [&self.objects, &self.concurrency, &self.size]
-                    .into_iter()
-                    .flatten()
-                    .map(|s| s.at.clone())
-                    .next()
-                    .unwrap_or(Origin::Default);
+        let sweeps = self.resolve_sweeps(suite)?;
+        let settings = suite.resolve(
+            &self,
+            &Common {
+                objects,
+                concurrency,
+                size,
+                seed,
+                quick: self.quick,
+                sweeps: &sweeps,
+            },
+        )?;
+        let (watch_pids, watch_names) = self.watched()?;
+        Ok(Plan {
+            watch_pids,
+            watch_names,
+            source: self
+                .file
+                .map_or_else(|| "command line".to_string(), |p| p.display().to_string()),
+            suite,
+            settings,
+            objects,
+            concurrency,
+            size,
+            reps,
+            warmup: self.warmup.map_or(suite.default_warmup(), |w| w.value),
+            seed,
+            targets,
+            out,
+            format: self.format,
+            sweeps,
+        })
+    }
+
+    /// The targets as written (or the default ones), each configured by its driver, with where
+    /// each was written.
+    fn resolve_targets(
+        &self,
+        resolver: &dyn Resolver,
+        named: Option<&(&'static dyn Suite, Origin)>,
+    ) -> Result<(Vec<PlanTarget>, Vec<Origin>), PlanError> {
+        let raw_targets = if let Some(t) = &self.topology {
+            expand_topologies(&self.targets, t)?
+        } else if self.targets.is_empty() {
+            if let Some((s, at)) = named.filter(|(s, _)| s.family() == Family::Request) {
                 return Err(PlanError::new(
+                    at.clone(),
+                    format!("the {} suite needs a target", s.name()),
+                )
+                .hint("name one, e.g. dyno run http://127.0.0.1:8080/ or tcp://127.0.0.1:7000"));
+            }
+            resolver
+                .default_urls()
+                .into_iter()
+                .map(|u| RawTarget {
+                    name: None,
+                    url: Sp::new(u.to_string(), Origin::Default),
+                    options: Vec::new(),
+                    process: None,
+                })
+                .collect()
+        } else {
+            self.targets.clone()
+        };
+        let mut targets: Vec<PlanTarget> = Vec::new();
+        let mut target_at: Vec<Origin> = Vec::new();
+        for raw in raw_targets {
+            target_at.push(raw.url.at.clone());
+            let t = resolve_target(raw, resolver, &targets)?;
+            targets.push(t);
+        }
+        Ok((targets, target_at))
+    }
+
+    /// The settings of one suite or another that were written, with where, in a fixed order.
+    fn suite_settings_given(&self) -> Vec<(&'static str, Origin)> {
+        let int = |v: &Option<Sp<i64>>, name| v.as_ref().map(|v| (name, v.at.clone()));
+        let text = |v: &Option<Sp<String>>, name| v.as_ref().map(|v| (name, v.at.clone()));
+        [
+            int(&self.objects, "objects"),
+            int(&self.size, "size"),
+            int(&self.concurrency, "concurrency"),
+            int(&self.depth, "depth"),
+            int(&self.width, "width"),
+            int(&self.thousands, "thousands"),
+            text(&self.test_time, "test_time"),
+            text(&self.topology, "topology"),
+            text(&self.duration, "duration"),
+            text(&self.rate, "rate"),
+            text(&self.ramp, "ramp"),
+            text(&self.arrival, "arrival"),
+            text(&self.timeout, "timeout"),
+            text(&self.interval, "interval"),
+            text(&self.hlog, "hlog"),
+            text(&self.burst, "burst"),
+            text(&self.coalesce, "coalesce"),
+            text(&self.max_lag, "max_lag"),
+            int(&self.requests, "requests"),
+            int(&self.max_connections, "max_connections"),
+            int(&self.threads, "threads"),
+            self.stages.first().map(|s| ("stages", s.rate.at.clone())),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// Refuses a setting of another suite: each suite reads only its own.
+    fn only_settings_of(
+        &self,
+        suite: &dyn Suite,
+        suites: &[&'static dyn Suite],
+    ) -> Result<(), PlanError> {
+        for (name, at) in self.suite_settings_given() {
+            if suite.settings().contains(&name) {
+                continue;
+            }
+            let Some(owner) = suites.iter().find(|s| s.settings().contains(&name)) else {
+                continue;
+            };
+            return Err(suite.refuse(name, *owner, &at).unwrap_or_else(|| {
+                PlanError::new(
                     at,
                     format!(
-                        "objects × concurrency × size = {objects} × {concurrency} × {size} B = {} MiB, \
-                         over the {} MiB the client object caches may hold",
-                        cache_bytes >> 20,
-                        MAX_CACHE_BYTES >> 20
+                        "{name} is a setting of the {} suite, and this run is {}",
+                        owner.name(),
+                        suite.name()
                     ),
                 )
-                .hint("lower one of objects (-n), concurrency (-c) or size"));
-            }
+                .hint(owner.owner_hint())
+            }));
         }
-        let load = if load_suite {
-            Some(self.resolve_load(concurrency as u64)?)
-        } else {
-            None
-        };
-        if let (Some(l), Some(at)) = (
-            &load,
-            self.sweeps
-                .iter()
-                .find(|s| s.value.trim_start().starts_with("rate"))
-                .map(|s| s.at.clone()),
-        ) {
-            // Each point of a rate sweep is an open loop at one steady rate for the duration.
-            let steady = match &l.model {
-                LoadModel::Open { profile, .. } => {
-                    l.burst.is_none()
-                        && profile.stages.len() == 1
-                        && profile.stages[0].from_per_s == profile.stages[0].to_per_s
-                }
-                LoadModel::Closed { stop } => matches!(stop, crate::worker::Stop::Duration { .. }),
-            };
-            if !steady {
-                return Err(PlanError::new(
-                    at,
-                    "a rate sweep runs each point at one steady rate for the duration",
-                )
-                .hint("drop --requests, --ramp, stages and --burst; give --duration"));
-            }
-        }
+        Ok(())
+    }
 
+    /// `--pid` and `--process-name`, checked.
+    fn watched(&self) -> Result<(Vec<u32>, Vec<String>), PlanError> {
         let mut watch_pids = Vec::new();
         for p in &self.pids {
             match u32::try_from(p.value) {
@@ -313,67 +261,23 @@ impl RawPlan {
             }
             watch_names.push(n.value.clone());
         }
-
-        Ok(Plan {
-            watch_pids,
-            watch_names,
-            source: self
-                .file
-                .map_or_else(|| "command line".to_string(), |p| p.display().to_string()),
-            suite,
-            objects,
-            concurrency,
-            size,
-            reps,
-            // A load run has no warm-up unless asked: wrk, wrk2 and gobench have none.
-            warmup: self.warmup.map_or(!load_suite, |w| w.value),
-            seed,
-            targets,
-            out,
-            format: self.format,
-            load,
-            magma,
-            namespace,
-            sweeps,
-        })
-    }
-
-    /// Refuses the shootout's sizes in a suite that does not use them.
-    pub(super) fn no_shootout_sizes(&self, suite: &str, hint: &str) -> Result<(), PlanError> {
-        match [(&self.objects, "objects"), (&self.size, "size")]
-            .into_iter()
-            .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
-        {
-            Some((at, name)) => Err(PlanError::new(
-                at,
-                format!("{name} is a setting of the shootout suite, and this run is {suite}"),
-            )
-            .hint(hint.to_string())),
-            None => Ok(()),
-        }
+        Ok((watch_pids, watch_names))
     }
 
     /// Parses and checks every `PARAM=VALUES`: a parameter the suite has, each value within the
     /// parameter's bounds, at most [`MAX_SWEEP_POINTS`] values, one sweep per parameter.
-    pub(super) fn resolve_sweeps(
-        &self,
-        suite: &str,
-        max_clients: u64,
-    ) -> Result<Vec<Sweep>, PlanError> {
-        let params: &[&'static str] = match suite {
-            "namespace" => &["depth", "width", "clients"],
-            "magma" => &["thousands"],
-            "load" => &["clients", "rate"],
-            _ => &["clients", "objects", "size"],
-        };
+    pub(super) fn resolve_sweeps(&self, suite: &dyn Suite) -> Result<Vec<Sweep>, PlanError> {
+        let params = suite.sweepable();
+        let names: Vec<&str> = params.iter().map(|p| p.name).collect();
         let mut sweeps: Vec<Sweep> = Vec::new();
         for raw in &self.sweeps {
             let bad = |msg: String| {
                 PlanError::new(raw.at.clone(), msg).hint(format!(
-                    "write PARAM=LIST or PARAM=A..B[:STEP], e.g. {}=1..30 or {}=1,10,100; the {suite} suite sweeps {}",
-                    params[0],
-                    params[0],
-                    params.join(", ")
+                    "write PARAM=LIST or PARAM=A..B[:STEP], e.g. {}=1..30 or {}=1,10,100; the {} suite sweeps {}",
+                    names[0],
+                    names[0],
+                    suite.name(),
+                    names.join(", ")
                 ))
             };
             let Some((name, spec)) = raw.value.split_once('=') else {
@@ -383,124 +287,83 @@ impl RawPlan {
                 "concurrency" | "c" => "clients",
                 other => other,
             };
-            let Some(&param) = params.iter().find(|p| **p == name) else {
+            let Some(param) = params.iter().find(|p| p.name == name) else {
                 return Err(bad(format!(
-                    "the {suite} suite has no parameter {name:?} to sweep; {}",
-                    did_you_mean(name, params.iter().copied())
+                    "the {} suite has no parameter {name:?} to sweep; {}",
+                    suite.name(),
+                    did_you_mean(name, names.iter().copied())
                 )));
             };
             let values =
                 parse_values(spec.trim()).map_err(|e| bad(format!("sweep {name}: {e}")))?;
-            let (min, max) = match param {
-                "depth" => (1, crate::namespace::MAX_DEPTH),
-                "width" => (1, crate::namespace::MAX_WIDTH),
-                "clients" => (1, max_clients),
-                "objects" => (1, MAX_OBJECTS),
-                "size" => (MIN_SIZE as u64, MAX_SIZE as u64),
-                "rate" => (1, MAX_RATE_PER_S as u64),
-                _ => (1, MAX_THOUSANDS),
-            };
+            let (min, max) = (param.min, param.max);
             if let Some(v) = values.iter().find(|v| !(min..=max).contains(*v)) {
                 return Err(bad(format!(
                     "sweep {name}: {v} is outside {min}..={max}, the bounds of {name}"
                 )));
             }
-            if sweeps.iter().any(|s| s.param == param) {
+            if sweeps.iter().any(|s| s.param == param.name) {
                 return Err(bad(format!("{name} is swept twice")));
             }
-            sweeps.push(Sweep { param, values });
+            sweeps.push(Sweep {
+                param: param.name,
+                values,
+            });
         }
         Ok(sweeps)
     }
-
-    /// The magma suite's settings; it runs one client session, so the shootout's sizes do not
-    /// apply.
-    pub(super) fn resolve_magma(&self) -> Result<crate::magma::Params, PlanError> {
-        let shootout_only = [
-            (&self.objects, "objects"),
-            (&self.concurrency, "concurrency"),
-            (&self.size, "size"),
-        ];
-        if let Some((v, name)) = shootout_only
-            .into_iter()
-            .find_map(|(v, name)| v.as_ref().map(|v| (v, name)))
-        {
-            return Err(PlanError::new(
-                v.at.clone(),
-                format!("{name} is a setting of the shootout suite; magma runs one client session"),
-            )
-            .hint("size the magma suite with --thousands (elements per array, levels of the chain, objects per collection)"));
-        }
-        let thousands = bounded(
-            self.thousands.clone(),
-            "thousands",
-            if self.quick {
-                QUICK_THOUSANDS
-            } else {
-                DEFAULT_THOUSANDS
-            },
-            1,
-            MAX_THOUSANDS,
-            "T arrays of T references come back in one batched read",
-        )?;
-        let test_ns = match &self.test_time {
-            None if self.quick => QUICK_TEST_NS,
-            None => DEFAULT_TEST_NS,
-            Some(t) => {
-                let d = crate::units::parse_duration(&t.value)
-                    .map_err(|e| PlanError::new(t.at.clone(), format!("test_time: {e}")))?;
-                if d.is_zero() || d.as_secs() > 3600 {
-                    return Err(PlanError::new(
-                        t.at.clone(),
-                        "test_time must be more than 0 and at most 1h",
-                    )
-                    .hint("each rate test repeats its operation this long, e.g. 1s"));
-                }
-                d.as_nanos() as u64
-            }
-        };
-        Ok(crate::magma::Params {
-            thousands,
-            test_ns,
-            seed: self
-                .seed
-                .as_ref()
-                .map_or(DEFAULT_SEED, |s| s.value.max(0) as u64),
-        })
-    }
-
-    /// Refuses magma settings in a run of another suite.
-    pub(super) fn no_magma_options(&self, suite: &str) -> Result<(), PlanError> {
-        let at = self
-            .thousands
-            .as_ref()
-            .map(|t| (t.at.clone(), "thousands"))
-            .or_else(|| self.test_time.as_ref().map(|t| (t.at.clone(), "test_time")));
-        match at {
-            Some((at, name)) => Err(PlanError::new(
-                at,
-                format!("{name} is a setting of the magma suite, and this run is {suite}"),
-            )
-            .hint("add --suite magma")),
-            None => Ok(()),
-        }
-    }
 }
 
-/// The family of operations a suite needs of its targets.
-pub fn suite_family(suite: &str) -> Family {
-    match suite {
-        "load" => Family::Request,
-        "magma" => Family::Graph,
-        "namespace" => Family::Namespace,
-        _ => Family::Kv,
+/// Refuses a target that cannot run `suite`. A store that lacks a store suite's family, beside
+/// others that have it, runs as `n/a` cases with the reason ([`na_reason`]); a run where none
+/// has it is refused.
+fn check_families(
+    suite: &dyn Suite,
+    targets: &[PlanTarget],
+    target_at: &[Origin],
+) -> Result<(), PlanError> {
+    let family = suite.family();
+    let some_fit = (targets.iter()).any(|t| t.config.families().contains(&family));
+    for (t, at) in targets.iter().zip(target_at) {
+        let store = t.config.families().contains(&Family::Kv);
+        if some_fit && store && family != Family::Kv && family != Family::Request {
+            continue;
+        }
+        if let Some(why) = mismatch(suite, t) {
+            return Err(
+                PlanError::new(at.clone(), format!("target {why}")).hint(suite.targets_hint())
+            );
+        }
     }
+    Ok(())
+}
+
+/// A duration setting (`test_time = "1s"`): more than 0 and at most `max_s` seconds.
+pub fn parse_duration_setting(
+    v: &Sp<String>,
+    name: &str,
+    max_s: u64,
+    hint: &str,
+) -> Result<u64, PlanError> {
+    let d = crate::units::parse_duration(&v.value)
+        .map_err(|e| PlanError::new(v.at.clone(), format!("{name}: {e}")))?;
+    if d.is_zero() || d.as_secs() > max_s {
+        return Err(PlanError::new(
+            v.at.clone(),
+            format!(
+                "{name} must be more than 0 and at most {}",
+                humantime::format_duration(std::time::Duration::from_secs(max_s))
+            ),
+        )
+        .hint(hint.to_string()));
+    }
+    Ok(d.as_nanos() as u64)
 }
 
 /// Why `target` cannot run `suite`, when it cannot: the reason of its `n/a` cases.
-pub fn na_reason(suite: &str, target: &PlanTarget) -> Option<String> {
+pub fn na_reason(suite: &dyn Suite, target: &PlanTarget) -> Option<String> {
     let why = mismatch(suite, target)?;
-    Some(if suite_family(suite) == Family::Namespace {
+    Some(if suite.family() == Family::Namespace {
         format!("{why} (fs:, dyno://, host:)")
     } else {
         why
@@ -508,17 +371,18 @@ pub fn na_reason(suite: &str, target: &PlanTarget) -> Option<String> {
 }
 
 /// `NAME speaks kv, graph; the SUITE suite needs FAMILY targets`, when it does not speak it.
-fn mismatch(suite: &str, target: &PlanTarget) -> Option<String> {
-    let family = suite_family(suite);
+fn mismatch(suite: &dyn Suite, target: &PlanTarget) -> Option<String> {
+    let family = suite.family();
     let families = target.config.families();
     if families.contains(&family) {
         return None;
     }
     let speaks: Vec<&str> = families.iter().map(|f| f.as_str()).collect();
     Some(format!(
-        "{} speaks {}; the {suite} suite needs {} targets",
+        "{} speaks {}; the {} suite needs {} targets",
         target.name,
         speaks.join(", "),
+        suite.name(),
         family.as_str()
     ))
 }
@@ -611,7 +475,7 @@ pub(super) fn parse_values(spec: &str) -> Result<Vec<u64>, String> {
     Ok(values)
 }
 
-pub(super) fn bounded(
+pub fn bounded(
     value: Option<Sp<i64>>,
     name: &str,
     default: u64,

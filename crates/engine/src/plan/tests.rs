@@ -1,9 +1,12 @@
 //! The plan's tests: reading, resolving, and every error's words and place.
 
-use super::load::*;
 use super::resolve::*;
 use super::*;
 use crate::driver::{DriverError, Store};
+use crate::schedule::ArrivalKind;
+use crate::suites::load::plan::*;
+use crate::suites::load::{LoadModel, LoadParams};
+use crate::worker::Stop;
 
 struct FakeConfig(BTreeMap<String, String>, &'static [Family]);
 
@@ -81,7 +84,8 @@ fn a_rate_sweep_is_an_open_loop_and_takes_its_settings() {
     };
     let mut l = resolve(&plan("max_connections = 64\narrival = \"poisson\"\n"))
         .unwrap()
-        .load
+        .settings_of::<LoadParams>()
+        .cloned()
         .unwrap();
     l.set_rate(200.0);
     let LoadModel::Open {
@@ -106,7 +110,8 @@ fn bursts_ride_on_the_steady_rate_at_the_end_of_each_period() {
         format!("[targets.w]\nurl = \"http://127.0.0.1:1/\"\n[load]\nduration = \"50s\"\n{extra}")
     };
     let p = resolve(&load("rate = 10\nburst = \"every=20s for=5s rate=100\"\n")).unwrap();
-    let LoadModel::Open { profile, .. } = &p.load.unwrap().model else {
+    let LoadModel::Open { profile, .. } = &p.settings_of::<LoadParams>().cloned().unwrap().model
+    else {
         panic!("an open loop")
     };
     let got: Vec<(u64, f64)> = profile
@@ -163,8 +168,8 @@ fn sweeps_take_lists_and_ranges_and_are_checked_against_the_suite_and_bounds() {
     assert_eq!(p.sweeps[0].values.len(), 30);
     assert_eq!(p.sweeps[1].values, [1, 10, 100, 1000]);
     assert_eq!(
-        p.namespace,
-        Some(crate::namespace::Params {
+        p.settings_of::<crate::suites::namespace::Params>().copied(),
+        Some(crate::suites::namespace::Params {
             depth: 10,
             width: 100,
             clients: 10
@@ -212,7 +217,7 @@ fn sweeps_take_lists_and_ranges_and_are_checked_against_the_suite_and_bounds() {
 #[test]
 fn an_empty_plan_gets_zodbshootouts_defaults_and_the_default_targets() {
     let p = resolve("").unwrap();
-    assert_eq!(p.suite, "shootout");
+    assert_eq!(p.suite.name(), "shootout");
     assert_eq!(
         (p.objects, p.concurrency, p.size, p.reps, p.warmup, p.seed),
         (1000, 2, 300, 3, true, 1)
@@ -431,10 +436,14 @@ fn a_load_plan_with_stages_becomes_an_open_loop_profile() {
         "[load]\nstages = [{ rate = 1000, duration = \"2s\" }, { rate = \"1000..3000\", duration = \"1s\" }]\narrival = \"poisson\"\n[targets.api]\nurl = \"http://h/\"\n",
     )
     .unwrap();
-    assert_eq!(p.suite, "load", "request targets choose the load suite");
+    assert_eq!(
+        p.suite.name(),
+        "load",
+        "request targets choose the load suite"
+    );
     assert!(!p.warmup, "load has no warm-up unless asked");
     assert_eq!((p.concurrency, p.reps), (10, 1));
-    let l = p.load.as_ref().unwrap();
+    let l = p.settings_of::<LoadParams>().unwrap();
     let LoadModel::Open {
         profile,
         arrival,
@@ -457,7 +466,8 @@ fn a_ramp_then_holds_the_top_rate_for_the_rest_of_the_duration() {
         "[load]\nrate = \"1000..3000\"\nramp = \"1s\"\nduration = \"3s\"\n[targets.api]\nurl = \"http://h/\"\n",
     )
     .unwrap();
-    let LoadModel::Open { profile, .. } = &p.load.unwrap().model else {
+    let LoadModel::Open { profile, .. } = &p.settings_of::<LoadParams>().cloned().unwrap().model
+    else {
         panic!()
     };
     assert_eq!(profile.duration_ns(), 3_000_000_000);
@@ -468,7 +478,7 @@ fn a_ramp_then_holds_the_top_rate_for_the_rest_of_the_duration() {
 #[test]
 fn closed_loop_defaults_and_gobench_counts() {
     let p = resolve("[targets.api]\nurl = \"http://h/\"\n").unwrap();
-    let l = p.load.unwrap();
+    let l = p.settings_of::<LoadParams>().cloned().unwrap();
     assert!(matches!(
         l.model,
         LoadModel::Closed {
@@ -480,7 +490,7 @@ fn closed_loop_defaults_and_gobench_counts() {
     assert_eq!(l.timeout_ns, DEFAULT_TIMEOUT_NS);
     let p = resolve("[load]\nrequests = 50\n[targets.api]\nurl = \"http://h/\"\n").unwrap();
     assert!(matches!(
-        p.load.unwrap().model,
+        p.settings_of::<LoadParams>().cloned().unwrap().model,
         LoadModel::Closed {
             stop: Stop::Count(50)
         }

@@ -3,8 +3,8 @@
 //! bytes moved, completed within 100 ms … 10 s), latency from the intended start (corrected)
 //! beside service time (uncorrected), and the generator's verdict on itself.
 
-use crate::grid::{Style, footer, grid, status_word};
-use crate::units;
+use report::grid::{Style, footer, grid, status_word};
+use report::units;
 use results::{Case, LatencySummary, LoadRep, RunRecord};
 use std::io::{self, Write};
 

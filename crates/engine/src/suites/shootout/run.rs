@@ -19,6 +19,7 @@
 use crate::clock::Clock;
 use crate::driver::{CacheDrop, ErrorClass, OpError, Session, Store, TxMode};
 use crate::recorder::{Outcome, Recorder};
+use crate::suite::TestOutcome;
 use crate::worker::{self, Schedule, Stop};
 use results::{Rep, Status};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -298,32 +299,9 @@ impl Client {
     }
 }
 
-/// What one test of one repetition produced.
-#[derive(Debug, Clone)]
-pub struct TestOutcome {
-    /// The test's name.
-    pub test: &'static str,
-    pub status: Status,
-    pub reason: Option<String>,
-    /// How the cache state was reached (cold), or `None`.
-    pub cache: Option<String>,
-    /// The figures; `None` when the test did not run (n/a, or no client could start).
-    pub rep: Option<Rep>,
-    /// All clients' operations merged.
-    pub recorder: Recorder,
-}
-
-impl TestOutcome {
-    /// A test that did not run, and why.
-    pub(crate) fn not_run(test: &'static str, status: Status, reason: String) -> TestOutcome {
-        TestOutcome {
-            test,
-            status,
-            reason: Some(reason),
-            cache: None,
-            rep: None,
-            recorder: Recorder::new(),
-        }
+impl crate::suites::StoreRun for Shootout<'_> {
+    fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
+        Shootout::run_rep(self, rep, report)
     }
 }
 
@@ -362,7 +340,7 @@ impl<'a> Shootout<'a> {
     }
 
     /// Runs the six tests of repetition `rep` (keys are fresh for each `rep`), reporting each.
-    pub fn run_rep(&mut self, rep: u32, mut report: impl FnMut(TestOutcome)) {
+    pub fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
         for test in Test::ALL {
             if self.interrupt.load(std::sync::atomic::Ordering::Relaxed) {
                 return;
@@ -484,6 +462,7 @@ impl<'a> Shootout<'a> {
             cache,
             rep: ran.then_some(rep),
             recorder,
+            server: Vec::new(),
         }
     }
 }

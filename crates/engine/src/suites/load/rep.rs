@@ -1,5 +1,4 @@
-//! The `load` suite: request/response load on one target, repetition by repetition, turned into
-//! the run record's figures.
+//! One repetition of request/response load on one target, turned into the run record's figures.
 //!
 //! What a repetition reports: gobench's fields (requests, successful, network failed, non-2xx,
 //! rate, read and write throughput, time), the seed's (connections per second sustained and in the
@@ -7,9 +6,9 @@
 //! dropped requests), latency from the intended start (corrected) beside the service time from the
 //! actual send (uncorrected), a time series, and the generator's verdict on itself.
 
+use super::plan::{LoadModel, LoadParams, MaxLag};
 use crate::driver::{Endpoint, ErrorClass};
 use crate::load::{self, LoadResult, LoadSpec};
-use crate::plan::{LoadModel, LoadParams, MaxLag};
 use results::stats::per_s;
 use results::{GeneratorCheck, LoadRep, Rep, WithinShare};
 use std::path::{Path, PathBuf};

@@ -5,9 +5,9 @@
 //! the serialization, LAN and WAN penalties), and, where the server measured itself, the client's
 //! time per operation split into the server's and the rest.
 
-use crate::grid::{Style, footer, grid, status_word};
-use crate::units;
-use results::suites::{MAGMA, Unit, magma_test};
+use super::list::{MAGMA, Unit, magma_test};
+use report::grid::{Style, footer, grid, status_word};
+use report::units;
 use results::{Case, RunRecord, Status};
 use std::io::{self, Write};
 
@@ -139,7 +139,7 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
     };
     header_block(r, style, out)?;
     let cols: Vec<&str> = r.plan.targets.iter().map(|t| t.name.as_str()).collect();
-    let tests: Vec<&results::suites::MagmaTest> = MAGMA
+    let tests: Vec<&super::list::MagmaTest> = MAGMA
         .iter()
         .filter(|t| r.cases.iter().any(|c| c.test == t.name))
         .collect();

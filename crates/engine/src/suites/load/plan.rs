@@ -1,9 +1,31 @@
 //! The load suite's settings: the model (closed or open loop), the rate profile and its bursts,
 //! connections, the generator's lag limit, and their resolution from the plan.
 
-use super::*;
+use crate::plan::{Origin, PlanError, RawPlan, Sp};
+use crate::schedule::{ArrivalKind, RateProfile};
+use crate::suggest::did_you_mean;
+use crate::worker::Stop;
+use std::path::PathBuf;
 
 pub use crate::load::LoadModel;
+
+/// wrk's default of 10 connections.
+pub const DEFAULT_CONNECTIONS: u64 = 10;
+/// Each connection takes a local port, and there are fewer than 65,536.
+pub const MAX_CONNECTIONS: u64 = 60_000;
+/// wrk's default run of 10 s; `--quick` 2 s.
+pub const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
+pub const QUICK_DURATION_NS: u64 = 2_000_000_000;
+/// A request unanswered after 10 s is a timeout (the seed's client waited 10 s).
+pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
+/// One interval of the time series per second.
+pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000_000;
+pub const MIN_INTERVAL_NS: u64 = 10_000_000;
+pub const MAX_INTERVAL_NS: u64 = 3_600_000_000_000;
+/// An event loop per thread; more threads than this only contend.
+pub const MAX_THREADS: usize = 256;
+/// Above 10 M requests/s the arrival clock itself could not keep time.
+pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
 
 /// The load suite's resolved settings.
 #[derive(Debug, Clone)]
@@ -161,42 +183,6 @@ impl LoadParams {
 }
 
 impl RawPlan {
-    /// Refuses load settings in a run that has no load suite.
-    pub(super) fn no_load_options(&self, suite: &str) -> Result<(), PlanError> {
-        let given = [
-            (&self.duration, "duration"),
-            (&self.rate, "rate"),
-            (&self.ramp, "ramp"),
-            (&self.arrival, "arrival"),
-            (&self.timeout, "timeout"),
-            (&self.interval, "interval"),
-            (&self.hlog, "hlog"),
-            (&self.burst, "burst"),
-            (&self.coalesce, "coalesce"),
-            (&self.max_lag, "max_lag"),
-        ]
-        .into_iter()
-        .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
-        .or_else(|| {
-            [
-                (&self.requests, "requests"),
-                (&self.max_connections, "max_connections"),
-                (&self.threads, "threads"),
-            ]
-            .into_iter()
-            .find_map(|(v, name)| v.as_ref().map(|v| (v.at.clone(), name)))
-        })
-        .or_else(|| self.stages.first().map(|s| (s.rate.at.clone(), "stages")));
-        match given {
-            Some((at, name)) => Err(PlanError::new(
-                at,
-                format!("{name} is a setting of the load suite, and this run is {suite}"),
-            )
-            .hint("load settings apply to http:// and tcp:// targets")),
-            None => Ok(()),
-        }
-    }
-
     pub(super) fn resolve_coalesce(&self) -> Result<crate::load::Coalesce, PlanError> {
         use crate::load::{Coalesce, coalesce::MAX_WINDOW_NS};
         let Some(c) = &self.coalesce else {

@@ -13,10 +13,19 @@
 //! new folders are removed after it, untimed, so every sample measures the same place.
 
 use crate::clock::Clock;
-use crate::driver::{OpError, Session, Store};
+use crate::driver::{Family, OpError, Session, Store};
+use crate::plan::{MAX_CONCURRENCY, Origin, Plan, PlanError, PlanTarget, RawPlan, bounded};
 use crate::recorder::Recorder;
-use crate::shootout::{TestOutcome, error_reason};
+use crate::suite::TestOutcome;
+use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, settings};
+use crate::suites::shootout::run::error_reason;
+use report::View as _;
+use report::grid::Style;
+use report::sweep::Figure;
+use report::view::{SweepFigure, times};
+use results::{Case, RunRecord};
 use results::{Rep, Status};
+use std::io::{self, Write};
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -107,7 +116,7 @@ impl<'a> Folders<'a> {
         Ok(())
     }
 
-    pub fn run_rep(&mut self, rep: u32, mut report: impl FnMut(TestOutcome)) {
+    pub fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
         if self.built.is_none() {
             self.built = Some(
                 self.build()
@@ -203,7 +212,7 @@ impl<'a> Folders<'a> {
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|p| {
-                        let why = crate::shootout::panic_message(&p).to_string();
+                        let why = crate::suites::shootout::run::panic_message(&p).to_string();
                         (
                             Recorder::new(),
                             0,
@@ -274,6 +283,204 @@ fn outcome(
         cache: None,
         rep: Some(rep),
         recorder: rec,
+        server: Vec::new(),
+    }
+}
+
+impl crate::suites::StoreRun for Folders<'_> {
+    fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
+        Folders::run_rep(self, rep, report)
+    }
+}
+
+/// The suite.
+pub struct Namespace;
+
+impl Settings for Params {
+    fn record(&self, plan: &mut results::PlanRecord) {
+        plan.namespace = Some(results::NamespacePlanRecord {
+            depth: self.depth,
+            width: self.width,
+            collections: COLLECTIONS,
+        });
+    }
+}
+
+/// Each client's time, in seconds, over every sample.
+fn client_times(c: &Case) -> Vec<f64> {
+    (c.reps.iter())
+        .flat_map(|r| r.client_ns.iter().map(|&t| t as f64 / 1e9))
+        .collect()
+}
+
+/// The slowest client's time per folder, in seconds.
+fn per_folder(c: &Case) -> Vec<f64> {
+    (c.reps.iter())
+        .map(|r| {
+            let per_client = r.objects as f64 / f64::from(r.clients.max(1));
+            r.wall_ns as f64 / 1e9 / per_client.max(1.0)
+        })
+        .collect()
+}
+
+impl report::View for Namespace {
+    fn name(&self) -> &'static str {
+        "namespace"
+    }
+
+    fn table(&self, r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+        report::sweep::render(r, self, style, out)
+    }
+
+    fn sweep_figures(&self, test: &str) -> Vec<SweepFigure> {
+        if test != "clients" {
+            return vec![SweepFigure {
+                suffix: "",
+                what: "time to create and stat a folder",
+                figure: Figure::Time,
+                values: times,
+            }];
+        }
+        vec![
+            SweepFigure {
+                suffix: "",
+                what: "time for a client to create 50 folders (min / mean / max over clients)",
+                figure: Figure::Time,
+                values: client_times,
+            },
+            SweepFigure {
+                suffix: "-per-folder",
+                what: "time per folder: the slowest client's time / 50",
+                figure: Figure::Time,
+                values: per_folder,
+            },
+        ]
+    }
+
+    fn own_sweep(&self, r: &RunRecord, test: &str) -> Option<u64> {
+        let n = r.plan.namespace.as_ref()?;
+        Some(match test {
+            "depth" => n.depth,
+            "width" => n.width,
+            _ => u64::from(r.plan.concurrency),
+        })
+    }
+
+    fn settings_line(&self, r: &RunRecord) -> Option<String> {
+        let n = r.plan.namespace.as_ref()?;
+        Some(format!(
+            "depth {}, width {}, {} clients × {} folders",
+            n.depth, n.width, r.plan.concurrency, n.collections
+        ))
+    }
+}
+
+impl Suite for Namespace {
+    fn help(&self) -> &'static str {
+        "folder trees: create and stat a folder deep or wide in the tree, and many clients at once"
+    }
+
+    fn family(&self) -> Family {
+        Family::Namespace
+    }
+
+    fn settings(&self) -> &'static [&'static str] {
+        &["depth", "width", "concurrency", "topology"]
+    }
+
+    fn refuse(&self, setting: &str, owner: &dyn Suite, at: &Origin) -> Option<PlanError> {
+        Some(
+            PlanError::new(
+                at.clone(),
+                format!(
+                    "{setting} is a setting of the {} suite, and this run is {}",
+                    owner.name(),
+                    self.name()
+                ),
+            )
+            .hint("size the namespace suite with --depth, --width and -c (clients)"),
+        )
+        .filter(|_| ["objects", "size"].contains(&setting))
+    }
+
+    fn targets_hint(&self) -> &'static str {
+        "the namespace suite runs on fs: and dyno:// (and host:) targets"
+    }
+
+    fn clients(&self) -> Clients {
+        Clients {
+            default: DEFAULT_CLIENTS as u64,
+            max: MAX_CONCURRENCY as u64,
+            why: "each client is an OS thread",
+        }
+    }
+
+    fn sweepable(&self) -> Vec<Param> {
+        vec![
+            Param {
+                name: "depth",
+                min: 1,
+                max: MAX_DEPTH,
+            },
+            Param {
+                name: "width",
+                min: 1,
+                max: MAX_WIDTH,
+            },
+            Param {
+                name: "clients",
+                min: 1,
+                max: MAX_CONCURRENCY as u64,
+            },
+        ]
+    }
+
+    fn resolve(&self, raw: &RawPlan, c: &Common) -> Result<Box<dyn Settings>, PlanError> {
+        Ok(Box::new(Params {
+            depth: bounded(
+                raw.depth.clone(),
+                "depth",
+                DEFAULT_DEPTH,
+                1,
+                MAX_DEPTH,
+                "a folder path is at most 2048 bytes",
+            )?,
+            width: bounded(
+                raw.width.clone(),
+                "width",
+                DEFAULT_WIDTH,
+                1,
+                MAX_WIDTH,
+                "the width test makes width - 1 folders first",
+            )?,
+            clients: c.concurrency,
+        }))
+    }
+
+    fn tests(&self, _: &Plan, point: &Point) -> Vec<&'static str> {
+        // A sweep of one of the suite's parameters runs the test that parameter sizes.
+        match &point.sweep {
+            Some(s) => TESTS.iter().copied().filter(|t| *t == s.param).collect(),
+            None => TESTS.to_vec(),
+        }
+    }
+
+    fn run(
+        &self,
+        plan: &Plan,
+        point: &Point,
+        target: &PlanTarget,
+        interrupt: &AtomicBool,
+        run: &mut dyn Repeat,
+    ) -> Result<(), String> {
+        let mut params = *settings::<Params>(plan);
+        params.depth = point.swept("depth").unwrap_or(params.depth);
+        params.width = point.swept("width").unwrap_or(params.width);
+        params.clients = point.concurrency;
+        let tests = self.tests(plan, point);
+        super::on_store(target, interrupt, run, &|store, interrupt| {
+            Box::new(Folders::new(store, params, tests.clone(), interrupt))
+        })
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `magma` suite: MagmaBenchmarker's tests, with its groups and names, on any target of the
-//! `graph` family (see [`results::suites::MAGMA`] for what each operation is).
+//! `graph` family (see [`super::list::MAGMA`] for what each operation is).
 //!
 //! It measures how fast one client session goes, not the server's capacity: one client, one
 //! session. Before the first repetition the client builds the benchmark repository (untimed):
@@ -18,13 +18,14 @@
 //! test time (at least once); a `Seconds` test times one run (the collection tests) or the mean of
 //! its operations (connect, disconnect).
 
+use super::list::MAGMA;
 use crate::clock::Clock;
 use crate::driver::{ErrorClass, OpError, Session, Store, TxMode};
 use crate::graph::{self, Object};
 use crate::recorder::Recorder;
-use crate::shootout::{TestOutcome, error_reason, panic_message, splitmix};
+use crate::suite::TestOutcome;
+use crate::suites::shootout::run::{error_reason, panic_message, splitmix};
 use crate::worker::{self, Schedule, Stop};
-use results::suites::MAGMA;
 use results::{Rep, Status};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -258,7 +259,7 @@ impl<'a> Magma<'a> {
     }
 
     /// Runs every test of repetition `rep`, reporting each as it ends.
-    pub fn run_rep(&mut self, rep: u32, mut report: impl FnMut(TestOutcome)) {
+    pub fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
         if self.built.is_none() {
             let built = self
                 .guarded(|m| m.build())
@@ -403,6 +404,7 @@ impl<'a> Magma<'a> {
             cache: None,
             rep: Some(rep),
             recorder: rec,
+            server: Vec::new(),
         }
     }
 
@@ -648,6 +650,12 @@ fn check(ok: bool, id: u64, what: &str) -> Result<(), OpError> {
         ErrorClass::Corrupt,
         format!("object {id:#x}: {what}"),
     ))
+}
+
+impl crate::suites::StoreRun for Magma<'_> {
+    fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
+        Magma::run_rep(self, rep, report)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,57 @@
+//! The suites this dyno runs — the engine's registry, and in this crate's own tests one more
+//! (`tally`, a suite written in a test module) — as the plan, the runner and the renderers see
+//! them.
+
+use engine::driver::{ConfigError, TargetConfig};
+use engine::plan::Resolver;
+use engine::suite::Suite;
+use std::collections::BTreeMap;
+
+#[cfg(not(test))]
+static ALL: [&dyn Suite; 4] = engine::suites::BUILT_IN;
+
+#[cfg(test)]
+static ALL: [&dyn Suite; 5] = {
+    let b = engine::suites::BUILT_IN;
+    [b[0], b[1], b[2], b[3], &crate::tally::Tally]
+};
+
+/// Every suite `dyno run` may name.
+pub fn all() -> &'static [&'static dyn Suite] {
+    &ALL
+}
+
+/// How each suite's records read, for the renderers.
+pub fn views() -> Vec<&'static dyn report::View> {
+    engine::suite::views(all())
+}
+
+/// The drivers' resolver, with this build's suites.
+pub struct Plans;
+
+impl Resolver for Plans {
+    fn suites(&self) -> &[&'static dyn Suite] {
+        all()
+    }
+
+    fn schemes(&self) -> Vec<&'static str> {
+        targets::Registry.schemes()
+    }
+
+    fn query_options(&self, scheme: &str) -> bool {
+        targets::Registry.query_options(scheme)
+    }
+
+    fn default_urls(&self) -> Vec<&'static str> {
+        targets::Registry.default_urls()
+    }
+
+    fn configure(
+        &self,
+        scheme: &str,
+        rest: &str,
+        options: &BTreeMap<String, String>,
+    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
+        targets::Registry.configure(scheme, rest, options)
+    }
+}

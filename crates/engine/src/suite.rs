@@ -1,0 +1,269 @@
+//! What a suite is: the one trait every suite implements, and what the runner offers it.
+//!
+//! A suite is a type implementing [`Suite`] (and [`report::View`], how its record reads). It
+//! owns its name and help, the operation family it needs, the plan settings it reads and their
+//! resolution into its [`Settings`], its tests at each point of the plan, and how it runs on one
+//! target: it opens what it needs and hands the runner one closure per repetition through
+//! [`Repeat`]. The runner owns everything else — the cases of the record, warm-up and measured
+//! repetitions, interruption, progress, checkpoints and the sink — once, for every suite.
+//!
+//! A trait rather than an enum: a suite is added (in a test, or in a build with more suites)
+//! without editing a list of variants, and the runner, the plan and the renderers reach a suite
+//! only through these methods. The registry is a slice of `&dyn Suite` ([`crate::suites`]).
+
+use crate::driver::Family;
+use crate::plan::{Plan, PlanError, PlanTarget, RawPlan, Sweep};
+use crate::recorder::Recorder;
+use results::{Namespace, Rep, Status, SweepPoint};
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+/// One sweepable parameter: its name (as `--sweep NAME=…` writes it) and bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct Param {
+    pub name: &'static str,
+    pub min: u64,
+    pub max: u64,
+}
+
+/// The bounds of `-c` in a suite: its default, its most, and why.
+#[derive(Debug, Clone, Copy)]
+pub struct Clients {
+    pub default: u64,
+    pub max: u64,
+    pub why: &'static str,
+}
+
+/// The settings every suite shares, resolved before the suite's own.
+#[derive(Debug, Clone)]
+pub struct Common<'a> {
+    pub objects: u64,
+    pub concurrency: u32,
+    pub size: usize,
+    pub seed: u64,
+    pub quick: bool,
+    pub sweeps: &'a [Sweep],
+}
+
+/// A suite's own resolved settings. Each suite reads its own back with [`settings`].
+pub trait Settings: fmt::Debug + Send + Sync + Any {
+    /// Writes the suite's part of the plan record (its section).
+    fn record(&self, plan: &mut results::PlanRecord) {
+        let _ = plan;
+    }
+    /// How long one repetition offers load, when a duration decides it.
+    fn rep_duration_ns(&self) -> Option<u64> {
+        None
+    }
+    /// A long run streams what it can into the results directory `dir` unless told where.
+    fn stream_into(&mut self, dir: &Path) {
+        let _ = dir;
+    }
+}
+
+/// The settings of a suite with none of its own.
+#[derive(Debug)]
+pub struct NoSettings;
+
+impl Settings for NoSettings {}
+
+/// `plan`'s settings as the suite `S` made them. Panics if another suite's are there: a suite
+/// only ever reads back what its own `resolve` returned.
+pub fn settings<S: Settings>(plan: &Plan) -> &S {
+    (plan.settings_of::<S>()).expect("a plan carries the settings its suite resolved")
+}
+
+/// One point of the plan: the sweep's value here (if any) and the shared settings at it.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub sweep: Option<SweepPoint>,
+    pub objects: u64,
+    pub concurrency: u32,
+    pub size: usize,
+}
+
+impl Point {
+    /// The swept value of `param` here, if this point sweeps it.
+    pub fn swept(&self, param: &str) -> Option<u64> {
+        self.sweep
+            .as_ref()
+            .filter(|s| s.param == param)
+            .map(|s| s.value)
+    }
+}
+
+/// What one test of one repetition produced.
+#[derive(Debug, Clone)]
+pub struct TestOutcome {
+    /// The test's name.
+    pub test: &'static str,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// How the cache state was reached (cold), or `None`.
+    pub cache: Option<String>,
+    /// The figures; `None` when the test did not run (n/a, or no client could start).
+    pub rep: Option<Rep>,
+    /// All clients' operations merged.
+    pub recorder: Recorder,
+    /// What the server measured of itself during the test, by operation (count, latency).
+    pub server: Vec<(String, u64, results::Histogram)>,
+}
+
+impl TestOutcome {
+    /// A test that did not run, and why.
+    pub fn not_run(test: &'static str, status: Status, reason: String) -> TestOutcome {
+        TestOutcome {
+            test,
+            status,
+            reason: Some(reason),
+            cache: None,
+            rep: None,
+            recorder: Recorder::new(),
+            server: Vec::new(),
+        }
+    }
+}
+
+/// What a repetition is told.
+pub struct RepCtx<'a> {
+    /// 0 for the warm-up when there is one.
+    pub rep: u32,
+    pub measured: bool,
+    /// Set by Ctrl-C: stop after the current operation.
+    pub interrupt: &'a AtomicBool,
+    /// Where the repetition's figures so far go, for progress and checkpoints (when the suite
+    /// gave one to [`Repeat::repeat`]).
+    pub live: Option<&'a Mutex<crate::load::Live>>,
+    report: &'a (dyn Fn(TestOutcome) + Sync),
+}
+
+impl<'a> RepCtx<'a> {
+    pub(crate) fn new(
+        rep: u32,
+        measured: bool,
+        interrupt: &'a AtomicBool,
+        live: Option<&'a Mutex<crate::load::Live>>,
+        report: &'a (dyn Fn(TestOutcome) + Sync),
+    ) -> RepCtx<'a> {
+        RepCtx {
+            rep,
+            measured,
+            interrupt,
+            live,
+            report,
+        }
+    }
+
+    /// Hands a test's outcome to the runner (the case is updated and the record sunk).
+    pub fn report(&self, outcome: TestOutcome) {
+        (self.report)(outcome)
+    }
+}
+
+/// Builds a checkpoint of a repetition still running from its figures so far and dyno's CPU
+/// (user, system) since it started: a record's repetition marked partial.
+pub type Partial<'a> = dyn Fn(&crate::load::Live, (u64, u64)) -> Rep + Sync + 'a;
+
+/// What happens after a repetition.
+#[derive(Debug, PartialEq, Eq)]
+pub enum After {
+    /// Go on to the next one.
+    Next,
+    /// Stop repeating: the case failed for this reason.
+    Fail(String),
+}
+
+/// What the runner offers a suite on one target: the cases' description, and the one loop of
+/// repetitions.
+pub trait Repeat {
+    /// Where the data lives and which software versions answer, for every case of the target.
+    fn describe(&mut self, namespace: Namespace, versions: BTreeMap<String, String>);
+    /// Runs the warm-up (if any) and every measured repetition, each on a thread of its own
+    /// while the runner shows progress and writes checkpoints; stops early when interrupted or
+    /// when `rep` says so.
+    fn repeat(
+        &mut self,
+        live: Option<&Mutex<crate::load::Live>>,
+        partial: Option<&Partial>,
+        rep: &mut (dyn FnMut(&RepCtx) -> After + Send),
+    );
+    /// A problem that did not stop the run.
+    fn warn(&mut self, warning: String);
+}
+
+/// A suite: see the module's documentation.
+pub trait Suite: report::View + Sync {
+    /// One line for `--help` and `dyno targets`.
+    fn help(&self) -> &'static str;
+    /// The operations a target needs for this suite.
+    fn family(&self) -> Family;
+    /// The plan settings (their plan-file names) this suite reads, beyond the shared ones.
+    fn settings(&self) -> &'static [&'static str];
+    /// How a setting of this suite given in a run of another should be fixed.
+    fn owner_hint(&self) -> String {
+        format!("add --suite {}", self.name())
+    }
+    /// The error for `setting` (a setting of `owner`) given in a run of this suite, when it
+    /// should say more than that.
+    fn refuse(
+        &self,
+        setting: &str,
+        owner: &dyn Suite,
+        at: &crate::plan::Origin,
+    ) -> Option<PlanError> {
+        let _ = (setting, owner, at);
+        None
+    }
+    /// The hint when a target cannot run this suite.
+    fn targets_hint(&self) -> &'static str;
+    /// `-c`: what it means here and its bounds.
+    fn clients(&self) -> Clients;
+    /// The parameters `--sweep` may vary, with their bounds (`clients` up to `clients().max`).
+    fn sweepable(&self) -> Vec<Param>;
+    /// Repetitions when none are asked for.
+    fn default_reps(&self, quick: bool) -> u32 {
+        if quick {
+            crate::plan::QUICK_REPS
+        } else {
+            crate::plan::DEFAULT_REPS
+        }
+    }
+    /// Whether an unmeasured warm-up repetition runs first unless told.
+    fn default_warmup(&self) -> bool {
+        true
+    }
+    /// Checks and resolves this suite's settings.
+    fn resolve(&self, raw: &RawPlan, common: &Common) -> Result<Box<dyn Settings>, PlanError>;
+    /// The tests (rows) at `point`.
+    fn tests(&self, plan: &Plan, point: &Point) -> Vec<&'static str>;
+    /// Where client and target sit, for the record.
+    fn topology(&self, target: &PlanTarget) -> &'static str {
+        target.config.topology()
+    }
+    /// Runs every repetition on `target` at `point` through `run` (stopping early once
+    /// `interrupt` is set). An error fails every case of the target at this point with that
+    /// reason (it could not be opened or reached).
+    fn run(
+        &self,
+        plan: &Plan,
+        point: &Point,
+        target: &PlanTarget,
+        interrupt: &AtomicBool,
+        run: &mut dyn Repeat,
+    ) -> Result<(), String>;
+}
+
+impl fmt::Debug for dyn Suite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The registry as the renderers see it.
+pub fn views<'a>(suites: &'a [&'a dyn Suite]) -> Vec<&'a dyn report::View> {
+    suites.iter().map(|s| *s as &dyn report::View).collect()
+}

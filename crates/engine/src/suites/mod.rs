@@ -1,0 +1,84 @@
+//! The suites, one folder (or file) each, and their registry.
+//!
+//! Adding a suite is one new module here implementing [`crate::suite::Suite`] and
+//! [`report::View`], and one line in [`BUILT_IN`]. What the store suites share — opening the
+//! store, describing its cases, the server's own figures between tests, closing it — is
+//! [`on_store`].
+
+pub mod load;
+pub mod magma;
+pub mod namespace;
+pub mod shootout;
+
+use crate::driver::{ServerOp, Store};
+use crate::plan::PlanTarget;
+use crate::suite::{After, Repeat, Suite, TestOutcome};
+use std::sync::atomic::AtomicBool;
+
+/// Every suite of this build, in the order a run with no suite named tries them: the first
+/// whose operation family every target speaks runs.
+pub static BUILT_IN: [&dyn Suite; 4] = [
+    &shootout::Shootout,
+    &magma::Magma,
+    &load::Load,
+    &namespace::Namespace,
+];
+
+/// A store suite's state on one opened store, repetition after repetition.
+pub(crate) trait StoreRun: Send {
+    /// Runs every test of repetition `rep`, reporting each as it ends.
+    fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome));
+}
+
+/// Runs a store suite on `target`: opens the store (an error fails the target's cases), has
+/// `make` set the suite up on it, runs its repetitions through `run` with the server's own
+/// figures of each measured test attached, and closes the store.
+pub(crate) fn on_store(
+    target: &PlanTarget,
+    interrupt: &AtomicBool,
+    run: &mut dyn Repeat,
+    make: &dyn for<'s> Fn(&'s dyn Store, &'s AtomicBool) -> Box<dyn StoreRun + 's>,
+) -> Result<(), String> {
+    let store = (target.config.open()).map_err(|e| format!("could not open the target: {e}"))?;
+    run.describe(store.namespace(), store.versions());
+    let mut suite = make(&*store, interrupt);
+    // The server's figures are read between tests (outside any timed part).
+    let mut server_before = store.server_stats().and_then(Result::ok);
+    let shared: &dyn Store = &*store;
+    run.repeat(None, None, &mut |ctx| {
+        suite.run_rep(ctx.rep, &mut |mut o| {
+            if let Some(before) = &server_before {
+                let after = shared.server_stats().and_then(Result::ok);
+                if let (Some(after), true) = (&after, ctx.measured) {
+                    o.server = server_delta(before, after);
+                }
+                if after.is_some() {
+                    server_before = after;
+                }
+            }
+            ctx.report(o);
+        });
+        After::Next
+    });
+    drop(suite);
+    if let Err(e) = store.close() {
+        run.warn(format!("target {}: {e}", target.name));
+    }
+    Ok(())
+}
+
+/// What the server did between two snapshots of its cumulative figures.
+fn server_delta(before: &[ServerOp], after: &[ServerOp]) -> Vec<(String, u64, results::Histogram)> {
+    after
+        .iter()
+        .filter_map(|a| {
+            let mut h = a.latency.clone();
+            let mut count = a.count;
+            if let Some(b) = before.iter().find(|b| b.op == a.op) {
+                count = count.saturating_sub(b.count);
+                h.subtract(&b.latency).ok()?;
+            }
+            (count > 0).then(|| (a.op.clone(), count, h))
+        })
+        .collect()
+}

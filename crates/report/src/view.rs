@@ -1,0 +1,101 @@
+//! How a suite's record reads: the part of each suite the renderers ask for.
+//!
+//! The renderers never name a suite. Each suite implements [`View`] (beside how it runs), and the
+//! caller hands the renderers a [`Views`] catalogue; a record of a suite the catalogue does not
+//! know (a newer dyno's, a suite compiled out) is drawn by [`Generic`]: tests × targets.
+
+use crate::grid::Style;
+use crate::sweep::Figure;
+use results::{Case, RunRecord};
+use std::io::{self, Write};
+
+/// One figure a sweep's point gives for a test: its file-name suffix, what the y axis shows, its
+/// kind, and the values of one case (one per repetition, or per client).
+pub struct SweepFigure {
+    pub suffix: &'static str,
+    pub what: &'static str,
+    pub figure: Figure,
+    pub values: fn(&Case) -> Vec<f64>,
+}
+
+/// The rate per repetition: the figure of most tests.
+pub fn rates(c: &Case) -> Vec<f64> {
+    c.reps.iter().map(|r| r.ops_per_s).collect()
+}
+
+/// The wall time per repetition, in seconds.
+pub fn times(c: &Case) -> Vec<f64> {
+    c.reps.iter().map(|r| r.wall_ns as f64 / 1e9).collect()
+}
+
+/// What the renderers ask of a suite.
+pub trait View: Sync {
+    /// The suite's name, as records carry it.
+    fn name(&self) -> &'static str;
+
+    /// The suite's tables and notes (the watched processes follow, for every suite).
+    fn table(&self, r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+        crate::table::tests_by_targets(r, style, out)
+    }
+
+    /// The figures a test gives at each point of a sweep.
+    fn sweep_figures(&self, test: &str) -> Vec<SweepFigure> {
+        let _ = test;
+        vec![SweepFigure {
+            suffix: "",
+            what: "operations per second",
+            figure: Figure::Rate,
+            values: rates,
+        }]
+    }
+
+    /// For a suite whose tests are each a sweep of their own parameter even outside a sweep:
+    /// that parameter's value for `test` in `r`. `None` (the default): tests are not series.
+    fn own_sweep(&self, r: &RunRecord, test: &str) -> Option<u64> {
+        let _ = (r, test);
+        None
+    }
+
+    /// What a sweep table's title says of the suite's own settings, if anything.
+    fn settings_line(&self, r: &RunRecord) -> Option<String> {
+        let _ = r;
+        None
+    }
+
+    /// Whether latency is measured from each operation's intended start (an open loop's).
+    fn latency_from_intended_start(&self) -> bool {
+        false
+    }
+
+    /// Whether the tests' rates are drawn as grouped bars (a group per test, a bar per target).
+    fn rate_bars(&self) -> bool {
+        false
+    }
+}
+
+/// The view of a suite no catalogue knows: tests × targets.
+pub struct Generic;
+
+impl View for Generic {
+    fn name(&self) -> &'static str {
+        ""
+    }
+}
+
+/// The views the renderers may use, found by the suite's name.
+#[derive(Clone, Copy)]
+pub struct Views<'a>(pub &'a [&'a dyn View]);
+
+impl<'a> Views<'a> {
+    /// The view of `suite`, or [`Generic`].
+    pub fn of(&self, suite: &str) -> &'a dyn View {
+        self.0
+            .iter()
+            .copied()
+            .find(|v| v.name() == suite)
+            .unwrap_or(&Generic)
+    }
+
+    /// No suite known: every record drawn as tests × targets.
+    pub const NONE: Views<'static> = Views(&[]);
+}
