@@ -26,7 +26,7 @@ fn server(body: Body, stall: Option<Stall>) -> Server {
 }
 
 fn load_of(rec: &Value, target: &str) -> Value {
-    case(rec, target, "load")["reps"][0]["load"].clone()
+    case(rec, target, "load")["reps"][0]["detail"]["load"].clone()
 }
 
 #[test]
@@ -259,7 +259,7 @@ fn a_rate_sweep_runs_each_point_as_an_open_loop_and_plots_rate_and_p99() {
     assert_eq!(cases.len(), 3);
     for (c, rate) in cases.iter().zip([200.0, 400.0, 800.0]) {
         assert_eq!(c["sweep"]["param"], "rate");
-        let l = &c["reps"][0]["load"];
+        let l = &c["reps"][0]["detail"]["load"];
         assert_eq!(l["generator"]["intended_per_s"], rate);
         let achieved = l["generator"]["achieved_per_s"].as_f64().unwrap();
         assert!((achieved / rate - 1.0).abs() < 0.2, "{achieved} for {rate}");
@@ -563,8 +563,8 @@ fn an_invalid_run_is_said_in_the_table_and_the_notes() {
     let why = "dyno dispatched 1% of requests more than 13.4 ms late (its own schedule lag, not the target's): the generator could not keep the rate";
     rec["cases"][0]["status"] = "invalid".into();
     rec["cases"][0]["reason"] = why.into();
-    rec["cases"][0]["reps"][0]["load"]["generator"]["valid"] = false.into();
-    rec["cases"][0]["reps"][0]["load"]["generator"]["reason"] = why.into();
+    rec["cases"][0]["reps"][0]["detail"]["load"]["generator"]["valid"] = false.into();
+    rec["cases"][0]["reps"][0]["detail"]["load"]["generator"]["reason"] = why.into();
     assert_schema_valid(&rec);
     std::fs::write(&path, serde_json::to_vec(&rec).unwrap()).unwrap();
     dyno(dir.path())

@@ -62,7 +62,9 @@ fn a_started_server_is_watched_while_it_allocates_and_stopped_after() {
         .iter()
         .map(|s| s["rss_bytes"].as_u64().unwrap())
         .collect();
-    let requests = rec["cases"][0]["reps"][0]["load"]["ok"].as_u64().unwrap();
+    let requests = rec["cases"][0]["reps"][0]["detail"]["load"]["ok"]
+        .as_u64()
+        .unwrap();
     assert!(requests >= 30, "{requests} requests");
     let grew = rss.last().unwrap() - rss[0];
     assert!(

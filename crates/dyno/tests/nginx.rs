@@ -6,7 +6,7 @@ mod common;
 use common::*;
 
 fn load(rec: &serde_json::Value) -> serde_json::Value {
-    case(rec, "http", "load")["reps"][0]["load"].clone()
+    case(rec, "http", "load")["reps"][0]["detail"]["load"].clone()
 }
 
 #[test]
@@ -191,7 +191,7 @@ fn https_against_nginx_closed_and_open_loop_with_the_certificate_checked() {
         "{}",
         c["durability"]
     );
-    let l = &c["reps"][0]["load"];
+    let l = &c["reps"][0]["detail"]["load"];
     assert_eq!(l["ok"], 800);
     assert!(l["bytes_in"].as_u64().unwrap() >= 800 * HELLO.len() as u64);
     // One handshake per connection, timed.
@@ -213,7 +213,7 @@ fn https_against_nginx_closed_and_open_loop_with_the_certificate_checked() {
         .success();
     let rec = record(&dir.path().join("open"));
     let c = case(&rec, "https", "load");
-    let l = &c["reps"][0]["load"];
+    let l = &c["reps"][0]["detail"]["load"];
     assert_eq!(l["network_failed"], 0, "{l}");
     assert!(l["ok"].as_u64().unwrap() >= 190, "{l}");
     assert!(l["tls_handshake_ns"]["count"].as_u64().unwrap() >= 2);
@@ -236,7 +236,10 @@ fn https_against_nginx_closed_and_open_loop_with_the_certificate_checked() {
     let out = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
     assert!(out.contains("invalid peer certificate"), "{out}");
     let rec = record(&dir.path().join("unknown"));
-    assert_eq!(case(&rec, "https", "load")["reps"][0]["load"]["ok"], 0);
+    assert_eq!(
+        case(&rec, "https", "load")["reps"][0]["detail"]["load"]["ok"],
+        0
+    );
 
     // --insecure takes any certificate and says so in the column header.
     let a = dyno(dir.path())

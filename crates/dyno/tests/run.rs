@@ -55,7 +55,7 @@ fn quick_run_on_every_embedded_target_gives_a_full_table_and_a_valid_record() {
     // The record: valid against the schema, one case per cell, the cache states proven.
     let rec = record(&out);
     assert_schema_valid(&rec);
-    assert_eq!(rec["schema"], "dyno.run/1");
+    assert_eq!(rec["schema"], "dyno.run/2");
     assert_eq!(rec["cases"].as_array().unwrap().len(), 30);
     assert_eq!(rec["plan"]["objects"], 100);
     assert_eq!(rec["interrupted"], false);
@@ -78,9 +78,9 @@ fn quick_run_on_every_embedded_target_gives_a_full_table_and_a_valid_record() {
             assert_eq!(c["reps"].as_array().unwrap().len(), 1);
             assert!(c["warmup"].is_object(), "warm-up kept apart");
             let rep = &c["reps"][0];
-            assert_eq!(rep["objects"], 200);
+            assert_eq!(rep["ops"], 200);
             assert_eq!(rep["errors"], 0);
-            let reads = rep["storage_reads"].as_u64().unwrap();
+            let reads = rep["detail"]["store"]["storage_reads"].as_u64().unwrap();
             match test {
                 "steamin" => assert_eq!(reads, 0, "{target}: steamin must not touch storage"),
                 "warm" | "cold" | "hot" => assert_eq!(reads, 200, "{target} {test}"),
@@ -168,7 +168,7 @@ fn the_steamin_check_fails_when_the_storage_sees_a_read() {
     );
     let steamin = case(&rec, "mock", "steamin");
     assert_eq!(steamin["status"], "failed");
-    assert_eq!(steamin["reps"][0]["storage_reads"], 2);
+    assert_eq!(steamin["reps"][0]["detail"]["store"]["storage_reads"], 2);
     assert_eq!(
         steamin["reason"],
         "steamin: the storage saw 2 reads; every object should have come from the client cache"

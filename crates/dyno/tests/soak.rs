@@ -99,7 +99,7 @@ fn a_soak_killed_mid_run_leaves_a_whole_hlog_and_its_checkpoints() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{reason}"));
     assert!(secs >= killed_at - 4.5 && secs <= killed_at, "{reason}");
-    let rep = &case["reps"][0]["load"];
+    let rep = &case["reps"][0]["detail"]["load"];
     assert_eq!(rep["partial"], true);
     let ivs = rep["intervals"].as_array().unwrap();
     assert!(

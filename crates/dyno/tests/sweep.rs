@@ -196,7 +196,7 @@ fn the_clients_test_reports_min_mean_max_over_clients_and_per_folder_time() {
         let n = c["sweep"]["value"].as_u64().unwrap();
         let rep = &c["reps"][0];
         assert_eq!(rep["client_ns"].as_array().unwrap().len() as u64, n);
-        assert_eq!(rep["objects"], 50 * n, "50 folders per client");
+        assert_eq!(rep["ops"], 50 * n, "50 folders per client");
         let slowest = rep["client_ns"]
             .as_array()
             .unwrap()

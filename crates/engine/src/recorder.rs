@@ -74,6 +74,11 @@ impl Recorder {
     }
 
     /// Adds another worker's records into this one.
+    /// What these operations amount to in the record: count, errors, latency and histogram.
+    pub fn figures(&self) -> results::OpFigures {
+        results::OpFigures::of(self.ops, self.error_count(), &self.latency)
+    }
+
     pub fn merge(&mut self, other: &Recorder) {
         self.latency
             .add(&other.latency)

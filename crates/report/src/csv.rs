@@ -40,7 +40,7 @@ pub fn render(records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
             let load = c
                 .reps
                 .iter()
-                .filter_map(|r| r.load.as_ref())
+                .filter_map(|r| r.load())
                 .max_by(|a, b| a.responses_per_s.total_cmp(&b.responses_per_s))
                 .map_or_else(
                     || ",,,,,,,".to_string(),

@@ -582,7 +582,7 @@ fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
     );
     let (mut rate, mut p99, mut errors) = (Vec::new(), Vec::new(), Vec::new());
     for c in r.cases.iter().filter(|c| c.sweep.is_none()) {
-        let Some(l) = c.reps.first().and_then(|rep| rep.load.as_ref()) else {
+        let Some(l) = c.reps.first().and_then(|rep| rep.load()) else {
             continue;
         };
         let line = |points| Line::new(c.target.clone(), points);

@@ -14,7 +14,7 @@ fn case(c: &Case) -> Value {
     let load = c
         .reps
         .iter()
-        .filter_map(|r| r.load.as_ref())
+        .filter_map(|r| r.load())
         .max_by(|a, b| a.responses_per_s.total_cmp(&b.responses_per_s));
     json!({
         "target": c.target,

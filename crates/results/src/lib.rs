@@ -1,11 +1,13 @@
 //! The run record: what one dyno run produced, in one documented serde structure.
 //!
 //! Measurement writes these records and reporting only reads them; a report can be rendered again
-//! from the record alone, years later. The JSON contract is `schema/dyno.run-1.schema.json`, and the
+//! from the record alone, years later. The JSON contract is `schema/dyno.run-2.schema.json`, and the
 //! tests validate every record dyno writes against it.
 //!
 //! # Layout
 //!
+//! - [`migrate`]: records of the first schema (`dyno.run/1`) brought to the current one as they
+//!   are read.
 //! - [`record`]: the types of the record (`RunRecord`, `Case`, `Rep`, `Summary` …), every field documented.
 //! - [`rate`]: a count over a time, below the record and the statistics.
 //! - [`stats`]: pure statistics over samples (spread of repetitions, percentiles of a histogram).
@@ -17,6 +19,7 @@
 
 pub mod histogram;
 pub mod hlog;
+pub mod migrate;
 pub mod rate;
 pub mod record;
 pub mod series;

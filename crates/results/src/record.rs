@@ -1,13 +1,14 @@
 //! The types of a run record. The JSON written to disk is exactly these structures.
 //!
 //! Durations are integers in nanoseconds (`_ns`), rates are per second (`_per_s`), sizes are bytes
-//! (`_bytes`). Every field is documented here and in `schema/dyno.run-1.schema.json`.
+//! (`_bytes`). Every field is documented here and in `schema/dyno.run-2.schema.json`; records of
+//! the first schema (`dyno.run/1`) are read through [`crate::migrate`].
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The value of [`RunRecord::schema`] this crate writes and reads.
-pub const SCHEMA: &str = "dyno.run/1";
+pub const SCHEMA: &str = "dyno.run/2";
 
 /// Everything one `dyno run` produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -442,30 +443,108 @@ pub struct ServerOpRecord {
     pub latency_ns: Option<LatencySummary>,
 }
 
-/// One repetition of one test on one target.
+/// One repetition of one test on one target: what every suite measures, then the suite's own
+/// figures in `detail`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rep {
-    /// Objects processed by all clients together.
-    pub objects: u64,
-    /// Concurrent clients.
+    /// Operations completed by all clients together (objects for the store suites, responses
+    /// for load).
+    pub ops: u64,
+    /// Concurrent clients (connections for load).
     pub clients: u32,
-    /// Wall time of the slowest client, from the common start to its last commit.
+    /// Wall time of the slowest client, from the common start to its end.
     pub wall_ns: u64,
-    /// Each client's own time, in client order.
+    /// Each client's own time, in client order (empty where clients are not timed apart).
     pub client_ns: Vec<u64>,
-    /// `objects` / `wall_ns`, per second.
+    /// `ops` / `wall_ns`, per second.
     pub ops_per_s: f64,
+    /// Operations that failed.
+    pub errors: u64,
+    /// Percentiles of this repetition's operations (for load: from the intended start).
+    pub latency_ns: Option<LatencySummary>,
+    /// The same by kind of operation (`get`, `put`, `request`, …), each with its histogram, so
+    /// a mixed workload's kinds are never blended and repetitions can be compared exactly.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_op: BTreeMap<String, OpFigures>,
+    /// What only this suite measures.
+    pub detail: Detail,
+}
+
+/// One kind of operation in one repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpFigures {
+    /// Operations of this kind (failed ones included).
+    pub count: u64,
+    pub errors: u64,
+    pub latency_ns: Option<LatencySummary>,
+    /// The latency histogram: HdrHistogram V2, deflate, base64.
+    pub histogram: Option<String>,
+}
+
+impl OpFigures {
+    /// The figures of `count` operations, `errors` of them failed, with latencies `h`.
+    pub fn of(count: u64, errors: u64, h: &crate::Histogram) -> OpFigures {
+        OpFigures {
+            count,
+            errors,
+            latency_ns: crate::stats::latency_summary(h),
+            histogram: (!h.is_empty()).then(|| crate::histogram::encode(h)),
+        }
+    }
+}
+
+/// A suite's own figures of one repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Detail {
+    /// Nothing beyond the common figures.
+    None,
+    /// A store suite's transaction and cache figures.
+    Store(StoreRep),
+    /// Request/response load.
+    Load(Box<LoadRep>),
+    /// A suite this schema does not describe: its name and figures as it wrote them.
+    Custom {
+        suite: String,
+        figures: serde_json::Value,
+    },
+}
+
+impl Detail {
+    /// The load figures, for a load repetition.
+    pub fn load(&self) -> Option<&LoadRep> {
+        match self {
+            Detail::Load(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The store figures, for a store suite's repetition.
+    pub fn store(&self) -> Option<&StoreRep> {
+        match self {
+            Detail::Store(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl Rep {
+    /// The load figures, for a load repetition.
+    pub fn load(&self) -> Option<&LoadRep> {
+        self.detail.load()
+    }
+}
+
+/// What a store suite measures of a repetition beyond the common figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreRep {
     /// The slowest client's time in begin + commit.
     pub commit_ns: u64,
     /// Reads that reached the storage below dyno's client object cache.
     pub storage_reads: u64,
-    /// Operations that failed.
-    pub errors: u64,
-    /// Percentiles of this repetition's per-object operations.
-    pub latency_ns: Option<LatencySummary>,
-    /// Request/response figures (the `load` suite); `null` for other suites.
-    pub load: Option<LoadRep>,
 }
 
 /// What one repetition of request/response load measured.
@@ -697,12 +776,11 @@ mod case_tests {
 
     #[test]
     fn a_case_is_found_by_target_test_and_sweep_point() {
-        let text = std::fs::read_to_string(concat!(
+        let r = crate::store::read_record(std::path::Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../dyno/tests/fixtures/run-1/ratesweep/run.json"
-        ))
+        )))
         .unwrap();
-        let r: RunRecord = serde_json::from_str(&text).unwrap();
         let at_300: Vec<&Case> = r
             .cases
             .iter()

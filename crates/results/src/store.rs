@@ -4,6 +4,7 @@
 //! over the final name: a reader (or a crash) sees the previous complete version or the new one,
 //! never a torn file.
 
+use crate::migrate::RUN_1;
 use crate::record::{RunRecord, SCHEMA};
 use std::fs;
 use std::io::Write;
@@ -28,7 +29,7 @@ pub enum StoreError {
         error: serde_json::Error,
     },
     #[error(
-        "{path}: record schema is {found:?}, this dyno reads {SCHEMA:?}; use the dyno that wrote it"
+        "{path}: record schema is {found:?}, this dyno reads {RUN_1:?} and {SCHEMA:?}; use the dyno that wrote it"
     )]
     Schema { path: PathBuf, found: String },
     #[error(
@@ -193,12 +194,11 @@ pub fn read_record(path: &Path) -> Result<RunRecord, StoreError> {
             error,
         })?;
     let found = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
-    if found != SCHEMA {
-        return Err(StoreError::Schema {
-            path: path.to_path_buf(),
-            found: found.to_string(),
-        });
-    }
+    let found = found.to_string();
+    let value = crate::migrate::to_current(value).map_err(|_| StoreError::Schema {
+        path: path.to_path_buf(),
+        found,
+    })?;
     serde_json::from_value(value).map_err(|error| StoreError::Json {
         path: path.to_path_buf(),
         error,

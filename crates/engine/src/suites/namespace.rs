@@ -24,7 +24,7 @@ use report::grid::Style;
 use report::sweep::Figure;
 use report::view::{SweepFigure, times};
 use results::{Case, RunRecord};
-use results::{Rep, Status};
+use results::{Detail, Rep, Status};
 use std::io::{self, Write};
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -265,16 +265,15 @@ fn outcome(
         (Status::Ok, None)
     };
     let rep = Rep {
-        objects,
+        ops: objects,
         clients: client_ns.len() as u32,
         wall_ns,
         client_ns,
         ops_per_s: results::stats::per_s(objects as f64, wall_ns),
-        commit_ns: 0,
-        storage_reads: 0,
         errors,
         latency_ns: results::stats::latency_summary(&rec.latency),
-        load: None,
+        by_op: [("mkdir".to_string(), rec.figures())].into(),
+        detail: Detail::None,
     };
     TestOutcome {
         test,
@@ -317,7 +316,7 @@ fn client_times(c: &Case) -> Vec<f64> {
 fn per_folder(c: &Case) -> Vec<f64> {
     (c.reps.iter())
         .map(|r| {
-            let per_client = r.objects as f64 / f64::from(r.clients.max(1));
+            let per_client = r.ops as f64 / f64::from(r.clients.max(1));
             r.wall_ns as f64 / 1e9 / per_client.max(1.0)
         })
         .collect()

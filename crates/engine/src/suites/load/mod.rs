@@ -240,11 +240,7 @@ impl Suite for Load {
                 Ok(run) => run,
                 Err(e) => return After::Fail(format!("the load could not run: {e}")),
             };
-            let l = run
-                .rep
-                .load
-                .as_ref()
-                .expect("a load repetition has load figures");
+            let l = (run.rep.load()).expect("a load repetition has load figures");
             let (status, reason) = if run.result.interrupted {
                 (Status::Interrupted, None)
             } else if l.responses == 0 && l.requests > 0 {

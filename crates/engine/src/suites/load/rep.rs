@@ -10,7 +10,7 @@ use super::plan::{LoadModel, LoadParams, MaxLag};
 use crate::driver::{Endpoint, ErrorClass};
 use crate::load::{self, LoadResult, LoadSpec};
 use results::stats::per_s;
-use results::{GeneratorCheck, LoadRep, Rep, WithinShare};
+use results::{Detail, GeneratorCheck, LoadRep, Rep, WithinShare};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
@@ -95,7 +95,7 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
         interrupted: true,
     };
     let mut rep = rep_of(&r, p);
-    if let Some(l) = rep.load.as_mut() {
+    if let Detail::Load(l) = &mut rep.detail {
         l.partial = true;
         l.service_ns = None;
     }
@@ -224,16 +224,15 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
         partial: false,
     };
     Rep {
-        objects: c.responses,
+        ops: c.responses,
         clients: p.connections as u32,
         wall_ns: r.wall_ns,
         client_ns: Vec::new(),
         ops_per_s: load.responses_per_s,
-        commit_ns: 0,
-        storage_reads: 0,
         errors: rec.error_count(),
         latency_ns: results::stats::latency_summary(lat),
-        load: Some(load),
+        by_op: [("request".to_string(), rec.figures())].into(),
+        detail: Detail::Load(Box::new(load)),
     }
 }
 

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 fn best(c: &Case) -> Option<&LoadRep> {
     c.reps
         .iter()
-        .filter_map(|r| r.load.as_ref())
+        .filter_map(|r| r.load())
         .max_by(|a, b| a.responses_per_s.total_cmp(&b.responses_per_s))
 }
 
@@ -47,7 +47,7 @@ const ROWS: &[Row] = &[
         let _ = l;
         c.reps
             .iter()
-            .filter(|r| r.load.is_some())
+            .filter(|r| r.load().is_some())
             .max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s))
             .map_or("-".into(), |r| units::latency(r.wall_ns))
     }),
@@ -253,11 +253,9 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
             .collect(),
     ];
     let tls = cases.iter().any(|c| {
-        c.reps.iter().any(|r| {
-            r.load
-                .as_ref()
-                .is_some_and(|l| l.tls_handshake_ns.is_some())
-        })
+        c.reps
+            .iter()
+            .any(|r| r.load().is_some_and(|l| l.tls_handshake_ns.is_some()))
     });
     let body: Vec<Vec<String>> = ROWS
         .iter()

@@ -26,7 +26,7 @@ use crate::recorder::Recorder;
 use crate::suite::TestOutcome;
 use crate::suites::shootout::run::{error_reason, panic_message, splitmix};
 use crate::worker::{self, Schedule, Stop};
-use results::{Rep, Status};
+use results::{Detail, Rep, Status, StoreRep};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -379,16 +379,18 @@ impl<'a> Magma<'a> {
             .map_or(0, |s| s.storage_reads().saturating_sub(reads_before));
         let errors = rec.error_count();
         let rep = Rep {
-            objects: units,
+            ops: units,
             clients: 1,
             wall_ns,
             client_ns: vec![wall_ns],
             ops_per_s: results::stats::per_s(units as f64, wall_ns),
-            commit_ns: 0,
-            storage_reads,
             errors,
             latency_ns: results::stats::latency_summary(&rec.latency),
-            load: None,
+            by_op: [(name.to_string(), rec.figures())].into(),
+            detail: Detail::Store(StoreRep {
+                commit_ns: 0,
+                storage_reads,
+            }),
         };
         let (status, reason) = if interrupted {
             (Status::Interrupted, Some("stopped by the user".to_string()))

@@ -21,7 +21,7 @@ use crate::driver::{CacheDrop, ErrorClass, OpError, Session, Store, TxMode};
 use crate::recorder::{Outcome, Recorder};
 use crate::suite::TestOutcome;
 use crate::worker::{self, Schedule, Stop};
-use results::{Rep, Status};
+use results::{Detail, Rep, Status, StoreRep};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Barrier;
 use std::sync::atomic::AtomicBool;
@@ -412,17 +412,20 @@ impl<'a> Shootout<'a> {
         let storage_reads: u64 = self.clients.iter().map(|c| c.storage_reads).sum();
         let errors = recorder.error_count();
         let objects = recorder.ops;
+        let op = if test.writes() { "put" } else { "get" };
         let rep = Rep {
-            objects,
+            ops: objects,
             clients: self.params.concurrency,
             wall_ns,
             client_ns,
             ops_per_s: results::stats::per_s(objects as f64, wall_ns),
-            commit_ns: self.clients.iter().map(|c| c.commit_ns).max().unwrap_or(0),
-            storage_reads,
             errors,
             latency_ns: results::stats::latency_summary(&recorder.latency),
-            load: None,
+            by_op: [(op.to_string(), recorder.figures())].into(),
+            detail: Detail::Store(StoreRep {
+                commit_ns: self.clients.iter().map(|c| c.commit_ns).max().unwrap_or(0),
+                storage_reads,
+            }),
         };
 
         let fatal: Vec<&str> = self
