@@ -11,9 +11,9 @@ use engine::recorder::Recorder;
 use engine::suite::TestOutcome;
 use engine::suite::{After, Clients, Common, NoSettings, Param, Point, Repeat, Settings, Suite};
 use engine::worker::{self, Schedule, Stop};
-use report::grid::Style;
+use report::grid::Doc;
 use results::{Detail, Rep, RunRecord, Status};
-use std::io::{self, Write};
+use std::io;
 use std::sync::atomic::AtomicBool;
 
 /// The suite.
@@ -44,8 +44,8 @@ impl report::View for Tally {
         "tally"
     }
 
-    fn table(&self, r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "tally of {} keys", r.plan.objects)?;
+    fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+        doc.line(&format!("tally of {} keys", r.plan.objects))?;
         let header = vec![vec![
             "target".to_string(),
             "test".into(),
@@ -74,7 +74,7 @@ impl report::View for Tally {
                 ]
             })
             .collect();
-        report::grid::grid(out, style, &header, &body)
+        doc.table(&header, &body)
     }
 }
 

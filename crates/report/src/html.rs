@@ -35,149 +35,7 @@ dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;overflow-wrap:anywhere}\
 pre{overflow-x:auto;background:var(--head);padding:8px;font-size:.85em}\
 .badge{display:inline-block;padding:0 6px;border-radius:4px;background:#d1242f;color:#fff}";
 
-/// Escapes text for HTML content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Inline Markdown of the renderers' cells and notes: `**bold**`, `` `code` `` and `<br>`;
-/// everything else is text.
-fn inline(s: &str) -> String {
-    let mut out = String::new();
-    for (i, part) in s.split("<br>").enumerate() {
-        if i > 0 {
-            out.push_str("<br>");
-        }
-        let mut bold = false;
-        for (j, b) in part.split("**").enumerate() {
-            if j > 0 {
-                out.push_str(if bold { "</strong>" } else { "<strong>" });
-                bold = !bold;
-            }
-            let mut code = false;
-            for (k, c) in b.split('`').enumerate() {
-                if k > 0 {
-                    out.push_str(if code { "</code>" } else { "<code>" });
-                    code = !code;
-                }
-                out.push_str(&escape(c));
-            }
-            if code {
-                out.push_str("</code>");
-            }
-        }
-        if bold {
-            out.push_str("</strong>");
-        }
-    }
-    out
-}
-
-fn cells(line: &str) -> Vec<&str> {
-    let t = line.trim();
-    let t = t.strip_prefix('|').unwrap_or(t);
-    let t = t.strip_suffix('|').unwrap_or(t);
-    t.split(" | ").map(|c| c.trim_matches(' ')).collect()
-}
-
-fn table(rows: &[&str], out: &mut String) {
-    let Some((head, rest)) = rows.split_first() else {
-        return;
-    };
-    let (align, body): (Vec<bool>, &[&str]) = match rest.split_first() {
-        Some((a, body)) if a.contains("---") => {
-            (cells(a).iter().map(|c| c.ends_with(':')).collect(), body)
-        }
-        _ => (Vec::new(), rest),
-    };
-    let class = |i: usize| {
-        if align.get(i).copied().unwrap_or(false) {
-            "r"
-        } else {
-            "l"
-        }
-    };
-    out.push_str("<div class=\"scroll\"><table>\n<thead><tr>");
-    for (i, c) in cells(head).iter().enumerate() {
-        let _ = write!(out, "<th class=\"{}\">{}</th>", class(i), inline(c));
-    }
-    out.push_str("</tr></thead>\n<tbody>\n");
-    for row in body {
-        out.push_str("<tr>");
-        // Cells keep their leading spaces (magma indents its test names under their group).
-        let line = row.trim().trim_start_matches('|').trim_end_matches('|');
-        for (i, c) in line.split(" | ").enumerate() {
-            let c = c.strip_prefix(' ').unwrap_or(c).trim_end();
-            let _ = write!(out, "<td class=\"{}\">{}</td>", class(i), inline(c));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</tbody></table></div>\n");
-}
-
-/// Turns the Markdown that dyno's own renderers write (headings, pipe tables, `- ` lists,
-/// paragraphs whose lines end in two spaces) into HTML. It is not a general Markdown parser: it
-/// knows only what [`crate::table`] and its siblings produce.
-pub fn markdown(md: &str) -> String {
-    let mut out = String::new();
-    let lines: Vec<&str> = md.lines().collect();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        if line.trim().is_empty() {
-            i += 1;
-        } else if line.starts_with('|') {
-            let start = i;
-            while i < lines.len() && lines[i].starts_with('|') {
-                i += 1;
-            }
-            table(&lines[start..i], &mut out);
-        } else if let Some(h) = line.strip_prefix('#') {
-            let level = 1 + h.chars().take_while(|&c| c == '#').count();
-            let text = h.trim_start_matches('#').trim();
-            // The page's own headings are h1 and h2; a record's start at h3.
-            let level = level.clamp(3, 6);
-            let _ = writeln!(out, "<h{level}>{}</h{level}>", inline(text));
-            i += 1;
-        } else if line.starts_with("- ") {
-            out.push_str("<ul>\n");
-            while i < lines.len() && lines[i].starts_with("- ") {
-                let _ = writeln!(out, "<li>{}</li>", inline(&lines[i][2..]));
-                i += 1;
-            }
-            out.push_str("</ul>\n");
-        } else {
-            out.push_str("<p>");
-            let mut first = true;
-            while i < lines.len()
-                && !lines[i].trim().is_empty()
-                && !lines[i].starts_with('|')
-                && !lines[i].starts_with('#')
-                && !lines[i].starts_with("- ")
-            {
-                if !first {
-                    out.push_str("<br>\n");
-                }
-                first = false;
-                out.push_str(&inline(lines[i].trim_end()));
-                i += 1;
-            }
-            out.push_str("</p>\n");
-        }
-    }
-    out
-}
+pub use crate::grid::escape;
 
 /// A JSON value flattened into `(path, value)` rows: `targets[0].name = mem`.
 fn flatten(prefix: &str, v: &Value, rows: &mut Vec<(String, String)>) {
@@ -277,9 +135,9 @@ fn record_section(
     n: usize,
     out: &mut String,
 ) -> io::Result<()> {
-    let mut md = Vec::new();
-    crate::table::render(r, views, crate::grid::Style::Markdown, &mut md)?;
-    let md = String::from_utf8_lossy(&md);
+    let mut tables = Vec::new();
+    crate::table::render(r, views, crate::grid::Style::Html, &mut tables)?;
+    let tables = String::from_utf8_lossy(&tables);
     let _ = writeln!(
         out,
         "<section><h2 id=\"results-{n}\">Results{}</h2>",
@@ -299,7 +157,7 @@ fn record_section(
         r.cases.len(),
         escape(&r.schema)
     );
-    out.push_str(&markdown(&md));
+    out.push_str(&tables);
     plots_section(r, views, n, out);
     let _ = writeln!(out, "<h2 id=\"environment-{n}\">Environment</h2>");
     key_values(&serde_json::to_value(&r.environment)?, out);
@@ -352,31 +210,6 @@ pub fn render(records: &[RunRecord], views: crate::Views, out: &mut dyn Write) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn markdown_tables_headings_lists_and_escapes() {
-        let md = "### dyno x · 1 < 2\n\n| test | a<br>fsync |\n| :--- | ---: |\n| **g** |  |\n|   add | 1,000 |\n\n- a & b: `x`\n- c\n\nline one  \n**bold:**  \n";
-        let html = markdown(md);
-        assert!(html.contains("<h3>dyno x · 1 &lt; 2</h3>"), "{html}");
-        assert!(html.contains("<th class=\"r\">a<br>fsync</th>"), "{html}");
-        assert!(
-            html.contains("<td class=\"l\"><strong>g</strong></td>"),
-            "{html}"
-        );
-        assert!(
-            html.contains("<td class=\"l\">  add</td><td class=\"r\">1,000</td>"),
-            "{html}"
-        );
-        assert!(
-            html.contains("<li>a &amp; b: <code>x</code></li>"),
-            "{html}"
-        );
-        assert!(
-            html.contains("<p>line one<br>\n<strong>bold:</strong></p>"),
-            "{html}"
-        );
-        assert_eq!(html.matches("<tr>").count(), 2 + 1);
-    }
 
     #[test]
     fn flattening_names_every_leaf() {

@@ -2,10 +2,10 @@
 //! the bytes it read and wrote during the run, and the RSS trend with its verdict (growing /
 //! flat / shrinking, from a robust slope and its 95% interval). It follows every suite's table.
 
-use crate::grid::{Style, grid};
+use crate::grid::Doc;
 use crate::units;
 use results::{ProcessSeries, RunRecord, WatchSource};
-use std::io::{self, Write};
+use std::io;
 
 /// Memory in binary units, as `ps` and `top` think of it: `512.0 MiB`.
 pub fn mib(bytes: u64) -> String {
@@ -48,14 +48,11 @@ pub fn label(p: &ProcessSeries) -> String {
 }
 
 /// Writes the table, or nothing when no process was watched.
-pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     if r.resources.is_empty() {
         return Ok(());
     }
-    match style {
-        Style::Text => writeln!(out, "watched processes (sampled every second)")?,
-        Style::Markdown => writeln!(out, "#### watched processes (sampled every second)\n")?,
-    }
+    doc.heading("watched processes (sampled every second)")?;
     let header = vec![
         [
             "process",
@@ -94,8 +91,8 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
             ]
         })
         .collect();
-    grid(out, style, &header, &body)?;
-    writeln!(out)
+    doc.table(&header, &body)?;
+    doc.blank()
 }
 
 #[cfg(test)]

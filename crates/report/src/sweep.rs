@@ -2,11 +2,11 @@
 //! per target, as the mean, min and max of the point's samples (repetitions). The table and the
 //! plots read the same [`Series`].
 
-use crate::grid::{Style, grid, status_word};
+use crate::grid::{Doc, status_word};
 use crate::units;
 use crate::view::{SweepFigure, View};
 use results::{Case, RunRecord};
-use std::io::{self, Write};
+use std::io;
 
 /// What a series' figure is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,7 +174,7 @@ pub fn cell(figure: Figure, v: f64) -> String {
 }
 
 /// The sweep tables: per series, a row per point, a column per target: mean (min – max).
-pub fn render(r: &RunRecord, view: &dyn View, style: Style, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(r: &RunRecord, view: &dyn View, doc: &mut Doc) -> io::Result<()> {
     let p = &r.plan;
     let samples = if p.reps == 1 {
         "1 sample".to_string()
@@ -196,28 +196,16 @@ pub fn render(r: &RunRecord, view: &dyn View, style: Style, out: &mut dyn Write)
         });
     }
     let title = format!("dyno {} · {} · {samples}", p.suite, settings.join(" · "));
-    let h2 = match style {
-        Style::Text => {
-            writeln!(out, "{title}")?;
-            ""
-        }
-        Style::Markdown => {
-            writeln!(out, "### {title}")?;
-            "#### "
-        }
-    };
+    doc.title(&title)?;
     let all = series(r, view);
     for s in &all {
-        writeln!(out)?;
+        doc.blank()?;
         let stat = if p.reps > 1 || s.lines.iter().any(|(_, l)| l.iter().any(|p| p.n > 1)) {
             "mean (min – max)"
         } else {
             "one sample"
         };
-        writeln!(out, "{h2}{}: {} — {stat}", s.test, s.what)?;
-        if style == Style::Markdown {
-            writeln!(out)?;
-        }
+        doc.heading(&format!("{}: {} — {stat}", s.test, s.what))?;
         let header = vec![
             std::iter::once(s.param.clone())
                 .chain(s.lines.iter().map(|(t, _)| t.clone()))
@@ -260,10 +248,8 @@ pub fn render(r: &RunRecord, view: &dyn View, style: Style, out: &mut dyn Write)
                     .collect()
             })
             .collect();
-        grid(out, style, &header, &body)?;
-        for n in &s.notes {
-            writeln!(out, "- {n}")?;
-        }
+        doc.table(&header, &body)?;
+        doc.list(&s.notes)?;
     }
     Ok(())
 }

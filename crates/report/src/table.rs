@@ -2,7 +2,7 @@
 //! second, best repetition), then a latency table (p50 / p99 / p99.9 per object operation), then
 //! notes: every `n/a`, failure and cache state with its reason. Text and Markdown share the cells.
 
-use crate::grid::{Style, footer, grid, status_word};
+use crate::grid::{Doc, Style, status_word};
 use crate::units;
 use crate::view::Views;
 use results::{Case, RunRecord, Status};
@@ -74,17 +74,18 @@ fn server_cell(c: Option<&Case>) -> String {
 /// Renders one run: a sweep's tables or its suite's, and their notes, then the watched processes.
 pub fn render(r: &RunRecord, views: Views, style: Style, out: &mut dyn Write) -> io::Result<()> {
     let view = views.of(&r.plan.suite);
+    let mut doc = Doc::new(style, out);
     if r.plan.sweeps.is_empty() {
-        view.table(r, style, out)?;
+        view.table(r, &mut doc)?;
     } else {
-        crate::sweep::render(r, view, style, out)?;
+        crate::sweep::render(r, view, &mut doc)?;
     }
-    crate::resources::render(r, style, out)
+    crate::resources::render(r, &mut doc)
 }
 
 /// Tests × targets (zodbshootout's table): title, rate table, latency table, the server's share
 /// where the target measures itself, topology penalties, notes.
-pub fn tests_by_targets(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+pub fn tests_by_targets(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let p = &r.plan;
     let cols = columns(r);
     let tests = r.tests_where(|_| true);
@@ -97,12 +98,8 @@ pub fn tests_by_targets(r: &RunRecord, style: Style, out: &mut dyn Write) -> io:
         "dyno {} · {} objects × {} clients · {} B objects · {reps}",
         p.suite, p.objects, p.concurrency, p.size_bytes
     );
-    let (h1, h2) = match style {
-        Style::Text => (title, String::new()),
-        Style::Markdown => (format!("### {title}"), "#### ".to_string()),
-    };
-    writeln!(out, "{h1}")?;
-    writeln!(out)?;
+    doc.title(&title)?;
+    doc.blank()?;
     let header = vec![
         std::iter::once("test".to_string())
             .chain(cols.iter().map(|(n, _)| n.to_string()))
@@ -119,12 +116,9 @@ pub fn tests_by_targets(r: &RunRecord, style: Style, out: &mut dyn Write) -> io:
                      cell: &mut dyn FnMut(&str, &str) -> String|
      -> io::Result<()> {
         if !std::mem::take(&mut first) {
-            writeln!(out)?;
+            doc.blank()?;
         }
-        writeln!(out, "{h2}{title}")?;
-        if style == Style::Markdown {
-            writeln!(out)?;
-        }
+        doc.heading(title)?;
         let body: Vec<Vec<String>> = tests
             .iter()
             .map(|t| {
@@ -133,7 +127,7 @@ pub fn tests_by_targets(r: &RunRecord, style: Style, out: &mut dyn Write) -> io:
                     .collect()
             })
             .collect();
-        grid(out, style, header, &body)
+        doc.table(header, &body)
     };
     table("objects/s", &header, &mut |n, t| rate_cell(r.case_of(n, t)))?;
     table(
@@ -190,5 +184,5 @@ pub fn tests_by_targets(r: &RunRecord, style: Style, out: &mut dyn Write) -> io:
             Some(format!("{} {}: {text}", c.target, c.test))
         })
         .collect();
-    footer(out, style, &notes, r.interrupted)
+    doc.footer(&notes, r.interrupted)
 }

@@ -4,10 +4,10 @@
 //! caller hands the renderers a [`Views`] catalogue; a record of a suite the catalogue does not
 //! know (a newer dyno's, a suite compiled out) is drawn by [`Generic`]: tests × targets.
 
-use crate::grid::Style;
+use crate::grid::Doc;
 use crate::sweep::Figure;
 use results::{Case, RunRecord};
-use std::io::{self, Write};
+use std::io;
 
 /// One figure a sweep's point gives for a test: its file-name suffix, what the y axis shows, its
 /// kind, and the values of one case (one per repetition, or per client).
@@ -34,8 +34,8 @@ pub trait View: Sync {
     fn name(&self) -> &'static str;
 
     /// The suite's tables and notes (the watched processes follow, for every suite).
-    fn table(&self, r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
-        crate::table::tests_by_targets(r, style, out)
+    fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+        crate::table::tests_by_targets(r, doc)
     }
 
     /// The figures a test gives at each point of a sweep.

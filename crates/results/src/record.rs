@@ -396,9 +396,49 @@ pub struct Case {
     pub sweep: Option<SweepPoint>,
 }
 
+/// What names a case across runs: its suite, test, target, topology and sweep point. Two runs'
+/// cases with the same identity measured the same thing (what `compare` matches on); within one
+/// run, every case has its own.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CaseId {
+    pub suite: String,
+    pub test: String,
+    pub target: String,
+    pub topology: String,
+    /// The swept parameter and its value here; `None` outside a sweep.
+    pub sweep: Option<(String, u64)>,
+}
+
+impl std::fmt::Display for CaseId {
+    /// `shootout add on sqlite (inproc)`, `load on http (loopback) at rate=300`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.suite == self.test {
+            write!(f, "{}", self.suite)?;
+        } else {
+            write!(f, "{} {}", self.suite, self.test)?;
+        }
+        write!(f, " on {} ({})", self.target, self.topology)?;
+        if let Some((p, v)) = &self.sweep {
+            write!(f, " at {p}={v}")?;
+        }
+        Ok(())
+    }
+}
+
 impl Case {
+    /// The case's identity.
+    pub fn id(&self) -> CaseId {
+        CaseId {
+            suite: self.suite.clone(),
+            test: self.test.clone(),
+            target: self.target.clone(),
+            topology: self.topology.clone(),
+            sweep: self.sweep.as_ref().map(|p| (p.param.clone(), p.value)),
+        }
+    }
+
     /// Whether this is the case of `target` and `test` at `sweep` (`None`: outside any sweep) —
-    /// within one run, the suite and the topology follow from the target.
+    /// within one run, the suite and the topology follow from the target, so these name it.
     pub fn is(&self, target: &str, test: &str, sweep: Option<(&str, u64)>) -> bool {
         self.target == target
             && self.test == test
@@ -407,6 +447,18 @@ impl Case {
 }
 
 impl RunRecord {
+    /// The case named `id`, if this run has it.
+    pub fn case(&self, id: &CaseId) -> Option<&Case> {
+        self.cases.iter().find(|c| {
+            c.is(
+                &id.target,
+                &id.test,
+                id.sweep.as_ref().map(|(p, v)| (p.as_str(), *v)),
+            ) && c.suite == id.suite
+                && c.topology == id.topology
+        })
+    }
+
     /// The tests of the cases `keep` keeps, each once, in the order they ran.
     pub fn tests_where(&self, keep: impl Fn(&Case) -> bool) -> Vec<&str> {
         let mut tests: Vec<&str> = Vec::new();
@@ -792,5 +844,20 @@ mod case_tests {
         assert!(r.case_of("http", "load").is_none());
         assert!(!at_300[0].is("http", "load", Some(("rate", 100))));
         assert_eq!(r.tests_where(|_| true), ["load"]);
+        // Its identity names it in full, and finds it again.
+        let id = at_300[0].id();
+        assert_eq!(id.to_string(), "load on http (loopback) at rate=300");
+        assert_eq!(r.case(&id), Some(at_300[0]));
+        let elsewhere = CaseId {
+            topology: "lan".into(),
+            ..id.clone()
+        };
+        assert_eq!(r.case(&elsewhere), None, "another topology is another case");
+        let ids: std::collections::BTreeSet<CaseId> = r.cases.iter().map(Case::id).collect();
+        assert_eq!(
+            ids.len(),
+            r.cases.len(),
+            "every case of a run has its own identity"
+        );
     }
 }

@@ -20,12 +20,12 @@ use crate::suite::TestOutcome;
 use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, settings};
 use crate::suites::shootout::run::error_reason;
 use report::View as _;
-use report::grid::Style;
+use report::grid::Doc;
 use report::sweep::Figure;
 use report::view::{SweepFigure, times};
 use results::{Case, RunRecord};
 use results::{Detail, Rep, Status};
-use std::io::{self, Write};
+use std::io;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -327,8 +327,8 @@ impl report::View for Namespace {
         "namespace"
     }
 
-    fn table(&self, r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
-        report::sweep::render(r, self, style, out)
+    fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+        report::sweep::render(r, self, doc)
     }
 
     fn sweep_figures(&self, test: &str) -> Vec<SweepFigure> {

@@ -12,11 +12,11 @@ use crate::driver::Family;
 use crate::plan::{Origin, Plan, PlanError, PlanTarget, RawPlan};
 use crate::suite::{After, Clients, Common, Param, Point, Repeat, Settings, Suite, settings};
 use plan::{DEFAULT_CONNECTIONS, MAX_CONNECTIONS, MAX_RATE_PER_S};
-use report::grid::Style;
+use report::grid::Doc;
 use report::sweep::Figure;
 use report::view::{SweepFigure, rates};
 use results::{Case, RunRecord, Status};
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -53,8 +53,8 @@ impl report::View for Load {
         "load"
     }
 
-    fn table(&self, r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
-        table::render(r, style, out)
+    fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+        table::render(r, doc)
     }
 
     fn sweep_figures(&self, _: &str) -> Vec<SweepFigure> {

@@ -3,10 +3,10 @@
 //! bytes moved, completed within 100 ms … 10 s), latency from the intended start (corrected)
 //! beside service time (uncorrected), and the generator's verdict on itself.
 
-use report::grid::{Style, footer, grid, status_word};
+use report::grid::{Doc, status_word};
 use report::units;
 use results::{Case, LatencySummary, LoadRep, RunRecord};
-use std::io::{self, Write};
+use std::io;
 
 /// The repetition a column shows: the best rate of the measured ones.
 fn best(c: &Case) -> Option<&LoadRep> {
@@ -178,7 +178,7 @@ fn within(l: &LoadRep, i: usize) -> String {
     l.within.get(i).map_or("-".into(), |w| pct(w.share))
 }
 
-pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let p = &r.plan;
     let model = match &p.load {
         Some(l) if l.model == "open" => {
@@ -234,11 +234,8 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
         format!("best of {} (latencies over all)", p.reps)
     };
     let title = format!("dyno load · {model} · {reps}");
-    match style {
-        Style::Text => writeln!(out, "{title}")?,
-        Style::Markdown => writeln!(out, "### {title}")?,
-    }
-    writeln!(out)?;
+    doc.title(&title)?;
+    doc.blank()?;
     let cases: Vec<&Case> = p
         .targets
         .iter()
@@ -270,7 +267,7 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
                 .collect()
         })
         .collect();
-    grid(out, style, &header, &body)?;
+    doc.table(&header, &body)?;
 
     let mut notes: Vec<String> = Vec::new();
     for c in &cases {
@@ -285,5 +282,5 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
     if let Some(h) = p.load.as_ref().and_then(|l| l.hlog.as_ref()) {
         notes.push(format!("interval log (HdrHistogram .hlog): {h}"));
     }
-    footer(out, style, &notes, r.interrupted)
+    doc.footer(&notes, r.interrupted)
 }

@@ -11,11 +11,11 @@ pub use run::Params;
 use crate::driver::Family;
 use crate::plan::{Origin, Plan, PlanError, PlanTarget, RawPlan, bounded, parse_duration_setting};
 use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, settings};
-use report::grid::Style;
+use report::grid::Doc;
 use report::sweep::Figure;
 use report::view::{SweepFigure, times};
 use results::RunRecord;
-use std::io::{self, Write};
+use std::io;
 use std::sync::atomic::AtomicBool;
 
 /// MagmaBenchmarker's `thousands`; `--quick` uses 20.
@@ -45,8 +45,8 @@ impl report::View for Magma {
         "magma"
     }
 
-    fn table(&self, r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
-        table::render(r, style, out)
+    fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+        table::render(r, doc)
     }
 
     fn sweep_figures(&self, test: &str) -> Vec<SweepFigure> {

@@ -6,10 +6,10 @@
 //! time per operation split into the server's and the rest.
 
 use super::list::{MAGMA, Unit, magma_test};
-use report::grid::{Style, footer, grid, status_word};
+use report::grid::{Doc, status_word};
 use report::units;
 use results::{Case, RunRecord, Status};
-use std::io::{self, Write};
+use std::io;
 
 /// The best repetition's rate, when the case is ok.
 fn best(c: Option<&Case>) -> Option<f64> {
@@ -51,7 +51,7 @@ fn cell(r: &RunRecord, target: &str, test: &str) -> String {
     }
 }
 
-fn header_block(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+fn header_block(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let e = &r.environment;
     let m = r.plan.magma.as_ref();
     let mut lines = vec![
@@ -108,36 +108,22 @@ fn header_block(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<
         }
         lines.push(line);
     }
-    for l in lines {
-        match style {
-            Style::Text => writeln!(out, "{l}")?,
-            // A line break per line, and the "Details:" lines in bold.
-            Style::Markdown if l.ends_with(':') => writeln!(out, "**{l}**  ")?,
-            Style::Markdown => writeln!(out, "{l}  ")?,
-        }
-    }
-    writeln!(out)
+    // A line each, the "Details:" lines in bold.
+    doc.lines(&lines)?;
+    doc.blank()
 }
 
 /// Renders one magma run.
-pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let reps = if r.plan.reps == 1 {
         "1 repetition".to_string()
     } else {
         format!("best of {}", r.plan.reps)
     };
     let title = format!("dyno magma · one client session · {reps}");
-    let h2 = match style {
-        Style::Text => {
-            writeln!(out, "{title}\n")?;
-            ""
-        }
-        Style::Markdown => {
-            writeln!(out, "### {title}\n")?;
-            "#### "
-        }
-    };
-    header_block(r, style, out)?;
+    doc.title(&title)?;
+    doc.blank()?;
+    header_block(r, doc)?;
     let cols: Vec<&str> = r.plan.targets.iter().map(|t| t.name.as_str()).collect();
     let tests: Vec<&super::list::MagmaTest> = MAGMA
         .iter()
@@ -153,10 +139,7 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
     for t in &tests {
         if t.group != group {
             group = t.group;
-            let label = match style {
-                Style::Text => group.to_string(),
-                Style::Markdown => format!("**{group}**"),
-            };
+            let label = doc.strong(group);
             body.push(
                 std::iter::once(label)
                     .chain(cols.iter().map(|_| String::new()))
@@ -169,19 +152,15 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
                 .collect(),
         );
     }
-    grid(out, style, &header, &body)?;
+    doc.table(&header, &body)?;
 
     let topologies: std::collections::BTreeSet<&str> =
         r.cases.iter().map(|c| c.topology.as_str()).collect();
     if topologies.len() > 1 && cols.len() > 1 {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{h2}topology penalty: each column against the one before (×0.25 = a quarter of the rate)"
+        doc.blank()?;
+        doc.heading(
+            "topology penalty: each column against the one before (×0.25 = a quarter of the rate)",
         )?;
-        if style == Style::Markdown {
-            writeln!(out)?;
-        }
         let head = vec![
             std::iter::once("test".to_string())
                 .chain(cols.iter().enumerate().map(|(i, c)| {
@@ -218,18 +197,12 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
                     .collect()
             })
             .collect();
-        grid(out, style, &head, &body)?;
+        doc.table(&head, &body)?;
     }
 
     if r.cases.iter().any(|c| c.server.is_some()) {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{h2}time per operation: client / server / difference (serialization + network)"
-        )?;
-        if style == Style::Markdown {
-            writeln!(out)?;
-        }
+        doc.blank()?;
+        doc.heading("time per operation: client / server / difference (serialization + network)")?;
         // A connection test times one half of connect-and-close, and the server sees both.
         let body: Vec<Vec<String>> = tests
             .iter()
@@ -240,7 +213,7 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
                     .collect()
             })
             .collect();
-        grid(out, style, &header, &body)?;
+        doc.table(&header, &body)?;
     }
 
     let notes: Vec<String> = r
@@ -254,7 +227,7 @@ pub fn render(r: &RunRecord, style: Style, out: &mut dyn Write) -> io::Result<()
             })
         })
         .collect();
-    footer(out, style, &notes, r.interrupted)
+    doc.footer(&notes, r.interrupted)
 }
 
 /// `×0.159`, and three significant digits below 0.1: `×0.000320`.
