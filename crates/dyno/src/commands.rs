@@ -337,7 +337,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         commit: env!("DYNO_COMMIT").to_string(),
     };
     let mut sink = |r: &results::RunRecord| {
-        results::store::write_atomic(&record_path, r).map_err(|e| e.to_string())
+        results::store::write_atomic(&record_path, r).map_err(engine::runner::SinkError::from)
     };
     let mut display = crate::live::Display::new(fb.mode, fb.metrics.as_ref().map(|m| m.1.clone()));
     let outcome = engine::runner::run(

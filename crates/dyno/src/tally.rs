@@ -9,7 +9,9 @@ use engine::error::{ErrorClass, OpError};
 use engine::plan::{Plan, PlanError, PlanTarget, RawPlan};
 use engine::recorder::Recorder;
 use engine::suite::TestOutcome;
-use engine::suite::{After, Clients, Common, NoSettings, Param, Point, Repeat, Settings, Suite};
+use engine::suite::{
+    After, Clients, Common, NoSettings, Param, Point, Repeat, Settings, Suite, TargetError,
+};
 use engine::worker::{self, Schedule, Stop};
 use report::grid::Doc;
 use results::{Detail, Rep, RunRecord, Status};
@@ -231,8 +233,8 @@ impl Suite for Tally {
         target: &PlanTarget,
         _: &AtomicBool,
         run: &mut dyn Repeat,
-    ) -> Result<(), String> {
-        let store = target.config.open().map_err(|e| format!("open: {e}"))?;
+    ) -> Result<(), TargetError> {
+        let store = target.config.open().map_err(TargetError::Open)?;
         run.describe(store.namespace(), store.versions());
         let clock = Clock::monotonic();
         let objects = point.objects;
@@ -253,7 +255,10 @@ impl Suite for Tally {
             }
             After::Next
         });
-        store.close().map_err(|e| e.to_string())
+        if let Err(e) = store.close() {
+            run.warn(format!("target {}: {e}", target.name));
+        }
+        Ok(())
     }
 }
 

@@ -172,6 +172,16 @@ pub enum CacheDrop {
     NotReachable(String),
 }
 
+impl CacheDrop {
+    /// The same outcome with the text of a drop that was done rewritten by `f`.
+    pub fn map_done(self, f: impl FnOnce(String) -> String) -> CacheDrop {
+        match self {
+            CacheDrop::Done(what) => CacheDrop::Done(f(what)),
+            not => not,
+        }
+    }
+}
+
 /// An opened namespace on a store, shared by every client of a case.
 pub trait Store: Send + Sync {
     /// Where the data lives, and whether dyno created it.

@@ -6,6 +6,7 @@
 //! resident. The result says how many pages remained, so a "cold" figure can be trusted — or, on a
 //! filesystem that keeps everything in memory (tmpfs), be declared unreachable.
 
+use crate::driver::CacheDrop;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -100,17 +101,17 @@ pub fn files_under(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// What a drop achieved, in words for the record: `Ok` when the pages are gone, `Err` (the reason
-/// cold cannot be reached) when the filesystem kept them all.
-pub fn describe(r: &Residency, fs: &str, what: &str) -> Result<String, String> {
+/// What a drop achieved, in words for the record: done when the pages are gone, not reachable
+/// (with the reason) when the filesystem kept them all.
+pub fn describe(r: &Residency, fs: &str, what: &str) -> CacheDrop {
     if r.pages > 0 && r.resident == r.pages {
-        return Err(format!(
+        return CacheDrop::NotReachable(format!(
             "the {fs} filesystem keeps files in memory: all {} pages of {} stayed resident after \
              posix_fadvise(DONTNEED)",
             r.pages, what
         ));
     }
-    Ok(format!(
+    CacheDrop::Done(format!(
         "{what}: page cache dropped (fdatasync + posix_fadvise DONTNEED on {} file{}); \
          mincore: {} of {} pages resident after",
         r.files,
@@ -141,10 +142,10 @@ mod tests {
         assert_eq!(r.files, 1);
         let fs = crate::env::filesystem(&p);
         if fs == "tmpfs" {
-            assert!(describe(&r, &fs, "x").is_err());
+            assert!(matches!(describe(&r, &fs, "x"), CacheDrop::NotReachable(_)));
         } else {
             assert_eq!(r.resident, 0, "on {fs} every page is evicted");
-            assert!(describe(&r, &fs, "x").unwrap().contains("0 of"));
+            assert!(matches!(describe(&r, &fs, "x"), CacheDrop::Done(w) if w.contains("0 of")));
         }
     }
 }

@@ -19,7 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The sink that receives the record after every repetition.
-pub type Sink<'a> = dyn FnMut(&RunRecord) -> Result<(), String> + 'a;
+pub type Sink<'a> = dyn FnMut(&RunRecord) -> Result<(), SinkError> + 'a;
+
+/// Why the sink could not take the record (its own error, whatever it writes to).
+pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The plan's points: itself, or each value of each sweep (the other parameters at the plan's).
 /// The shared settings follow a sweep of them here; a suite reads its own swept parameter from
@@ -66,7 +69,7 @@ pub enum RunError {
     },
     /// The record could not be written.
     #[error("writing the run record: {0}")]
-    Sink(String),
+    Sink(SinkError),
     /// A process to watch could not be found or watched.
     #[error("{0}")]
     Watch(String),
@@ -134,11 +137,20 @@ struct Watched {
     monitor: Option<crate::monitor::Monitor>,
 }
 
+/// A process to watch that is not there.
+#[derive(Debug, thiserror::Error)]
+enum Missing {
+    #[error("no process has PID {0}")]
+    Pid(u32),
+    #[error("no running process is named {0:?}")]
+    Name(String),
+}
+
 /// The watches a PID or a name stands for now (a name may match several processes).
 fn find(
     spec: &crate::plan::ProcessSpec,
     target: Option<String>,
-) -> Result<Vec<crate::monitor::Watch>, String> {
+) -> Result<Vec<crate::monitor::Watch>, Missing> {
     use crate::plan::ProcessSpec;
     use results::WatchSource;
     let watch = |pid, source| crate::monitor::Watch {
@@ -149,12 +161,12 @@ fn find(
     match spec {
         ProcessSpec::Pid(pid) => match crate::monitor::command(*pid) {
             Some(_) => Ok(vec![watch(*pid, WatchSource::Pid)]),
-            None => Err(format!("no process has PID {pid}")),
+            None => Err(Missing::Pid(*pid)),
         },
         ProcessSpec::Name(name) => {
             let pids = crate::monitor::find_by_name(name);
             if pids.is_empty() {
-                return Err(format!("no running process is named {name:?}"));
+                return Err(Missing::Name(name.clone()));
             }
             Ok(pids
                 .into_iter()
@@ -192,7 +204,8 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
                 });
                 started.push(s);
             }
-            Some(spec) => watches.extend(find(spec, Some(t.name.clone())).map_err(refused)?),
+            Some(spec) => watches
+                .extend((find(spec, Some(t.name.clone()))).map_err(|e| refused(e.to_string()))?),
         }
     }
     let flags = (plan.watch_pids.iter())
@@ -373,7 +386,7 @@ pub fn run(
                     Err(why) => {
                         for c in &mut record.cases[mine] {
                             c.status = Status::Failed;
-                            c.reason = Some(why.clone());
+                            c.reason = Some(why.to_string());
                         }
                     }
                 }
@@ -431,7 +444,7 @@ struct TargetRun<'r, 'h> {
     progress: &'r mut (dyn FnMut(&Progress) + 'h),
     warnings: &'r mut Vec<String>,
     /// A sink error stops the run.
-    failed_sink: Option<String>,
+    failed_sink: Option<SinkError>,
 }
 
 /// What a repetition's thread tells the runner.

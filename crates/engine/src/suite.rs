@@ -195,6 +195,16 @@ pub trait Repeat {
     fn warn(&mut self, warning: String);
 }
 
+/// Why a suite could not run on a target at all: every case of the target at that point fails
+/// with it.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("could not open the target: {0}")]
+    Open(crate::driver::DriverError),
+    #[error("could not reach the target: {0}")]
+    Reach(crate::driver::DriverError),
+}
+
 /// A suite: see the module's documentation.
 pub trait Suite: report::View + Sync {
     /// One line for `--help` and `dyno targets`.
@@ -254,7 +264,7 @@ pub trait Suite: report::View + Sync {
         target: &PlanTarget,
         interrupt: &AtomicBool,
         run: &mut dyn Repeat,
-    ) -> Result<(), String>;
+    ) -> Result<(), TargetError>;
 }
 
 impl fmt::Debug for dyn Suite {

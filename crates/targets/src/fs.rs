@@ -133,12 +133,11 @@ impl Store for FsStore {
         let r = engine::pagecache::drop_files(&files)
             .map_err(|e| OpError::io("dropping the page cache", &e))?;
         let fs = engine::env::filesystem(&self.objects);
-        Ok(match engine::pagecache::describe(&r, &fs, "object files") {
-            Ok(what) => CacheDrop::Done(format!(
+        Ok(engine::pagecache::describe(&r, &fs, "object files").map_done(|what| {
+            format!(
                 "{what}; directory entries and inodes stay cached (only a system-wide drop_caches clears them)"
-            )),
-            Err(why) => CacheDrop::NotReachable(why),
-        })
+            )
+        }))
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         if self.temporary {

@@ -171,10 +171,8 @@ impl Store for LmdbStore {
         *slot = Some(reopened);
         let r = r.map_err(|e| OpError::io("dropping the page cache", &e))?;
         let fs = engine::env::filesystem(&self.dir);
-        Ok(match engine::pagecache::describe(&r, &fs, "data.mdb") {
-            Ok(what) => CacheDrop::Done(format!("LMDB environment closed and reopened; {what}")),
-            Err(why) => CacheDrop::NotReachable(why),
-        })
+        Ok(engine::pagecache::describe(&r, &fs, "data.mdb")
+            .map_done(|what| format!("LMDB environment closed and reopened; {what}")))
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         if let Some((env, _)) = self.env.lock().ok().and_then(|mut slot| slot.take()) {

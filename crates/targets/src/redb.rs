@@ -254,14 +254,8 @@ impl Store for RedbStore {
         *slot = Some(Arc::new(reopened));
         let r = r.map_err(|e| OpError::io("dropping the page cache", &e))?;
         let fs = engine::env::filesystem(&self.path);
-        Ok(
-            match engine::pagecache::describe(&r, &fs, "the redb file") {
-                Ok(what) => CacheDrop::Done(format!(
-                    "redb closed and reopened (its cache emptied); {what}"
-                )),
-                Err(why) => CacheDrop::NotReachable(why),
-            },
-        )
+        Ok(engine::pagecache::describe(&r, &fs, "the redb file")
+            .map_done(|what| format!("redb closed and reopened (its cache emptied); {what}")))
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         if let Ok(mut slot) = self.db.lock() {

@@ -301,12 +301,8 @@ impl Store for SqliteStore {
         let r = engine::pagecache::drop_files(&self.files())
             .map_err(|e| OpError::io("dropping the page cache", &e))?;
         let fs = engine::env::filesystem(&self.path);
-        Ok(match engine::pagecache::describe(&r, &fs, "SQLite files") {
-            Ok(what) => CacheDrop::Done(format!(
-                "SQLite page cache gone with its connections; {what}"
-            )),
-            Err(why) => CacheDrop::NotReachable(why),
-        })
+        Ok(engine::pagecache::describe(&r, &fs, "SQLite files")
+            .map_done(|what| format!("SQLite page cache gone with its connections; {what}")))
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         match &self.temp_dir {

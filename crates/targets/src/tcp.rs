@@ -70,8 +70,19 @@ pub enum Framing {
     Close,
 }
 
+/// Why an escaped byte string cannot be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EscapeError {
+    #[error("{0:?}: \\x needs two hex digits")]
+    Hex(String),
+    #[error("{0:?}: unknown escape \\{1}")]
+    Unknown(String, char),
+    #[error("{0:?} ends with a lone backslash")]
+    LoneBackslash(String),
+}
+
 /// Decodes `\n`, `\r`, `\t`, `\0`, `\\` and `\xHH`.
-pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
+pub fn unescape(text: &str) -> Result<Vec<u8>, EscapeError> {
     let mut out = Vec::with_capacity(text.len());
     let mut it = text.bytes();
     while let Some(b) = it.next() {
@@ -90,11 +101,11 @@ pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
                 let lo = it.next().and_then(|c| (c as char).to_digit(16));
                 match (hi, lo) {
                     (Some(h), Some(l)) => out.push((h * 16 + l) as u8),
-                    _ => return Err(format!("{text:?}: \\x needs two hex digits")),
+                    _ => return Err(EscapeError::Hex(text.into())),
                 }
             }
-            Some(c) => return Err(format!("{text:?}: unknown escape \\{}", c as char)),
-            None => return Err(format!("{text:?} ends with a lone backslash")),
+            Some(c) => return Err(EscapeError::Unknown(text.into(), c as char)),
+            None => return Err(EscapeError::LoneBackslash(text.into())),
         }
     }
     Ok(out)
@@ -119,7 +130,7 @@ fn parse_framing(text: &str) -> Result<Framing, ConfigError> {
             }
         }
         "delimiter" => {
-            let d = unescape(arg).map_err(bad)?;
+            let d = unescape(arg).map_err(|e| bad(e.to_string()))?;
             if d.is_empty() {
                 return Err(bad(format!("{text:?}: the delimiter is empty")));
             }
@@ -156,7 +167,7 @@ pub fn configure(
     let framing = parse_framing(o.text("framing"))?;
     let (payload, payload_file) = match (o.text("payload"), o.text("payload_file")) {
         (p, "") => (
-            Some(unescape(p).map_err(|e| ConfigError::option("payload", e))?),
+            Some(unescape(p).map_err(|e| ConfigError::option("payload", e.to_string()))?),
             None,
         ),
         ("", f) => (None, Some(PathBuf::from(f))),

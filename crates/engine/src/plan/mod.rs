@@ -116,6 +116,18 @@ impl PlanError {
     }
 }
 
+/// A value as written that cannot be used, and why; the plan's error adds where it was written
+/// and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadValue(pub String);
+
+impl From<BadValue> for String {
+    fn from(b: BadValue) -> String {
+        b.0
+    }
+}
+
 /// One target as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawTarget {

@@ -438,12 +438,12 @@ pub(super) fn expand_topologies(
 }
 
 /// `1,10,100` or `1..30` or `100..1000:100` (inclusive): the values, in the order given.
-pub(super) fn parse_values(spec: &str) -> Result<Vec<u64>, String> {
+pub(super) fn parse_values(spec: &str) -> Result<Vec<u64>, BadValue> {
     let int = |t: &str| {
         t.trim()
             .replace('_', "")
             .parse::<u64>()
-            .map_err(|_| format!("{t:?} is not a whole number"))
+            .map_err(|_| BadValue(format!("{t:?} is not a whole number")))
     };
     let values: Vec<u64> = if let Some((a, rest)) = spec.split_once("..") {
         let (b, step) = match rest.split_once(':') {
@@ -452,25 +452,27 @@ pub(super) fn parse_values(spec: &str) -> Result<Vec<u64>, String> {
         };
         let (a, b) = (int(a)?, int(b)?);
         if step == 0 {
-            return Err("the step must be at least 1".into());
+            return Err(BadValue("the step must be at least 1".into()));
         }
         if b < a {
-            return Err(format!("the range {a}..{b} is empty (it counts up)"));
+            return Err(BadValue(format!(
+                "the range {a}..{b} is empty (it counts up)"
+            )));
         }
         if (b - a) / step >= MAX_SWEEP_POINTS as u64 {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "{a}..{b} in steps of {step} is more than {MAX_SWEEP_POINTS} points"
-            ));
+            )));
         }
         (a..=b).step_by(step as usize).collect()
     } else {
         spec.split(',').map(int).collect::<Result<_, _>>()?
     };
     if values.is_empty() {
-        return Err("no values".into());
+        return Err(BadValue("no values".into()));
     }
     if values.len() > MAX_SWEEP_POINTS {
-        return Err(format!("more than {MAX_SWEEP_POINTS} points"));
+        return Err(BadValue(format!("more than {MAX_SWEEP_POINTS} points")));
     }
     Ok(values)
 }

@@ -12,7 +12,7 @@ pub mod shootout;
 
 use crate::driver::{ServerOp, Store};
 use crate::plan::PlanTarget;
-use crate::suite::{After, Repeat, Suite, TestOutcome};
+use crate::suite::{After, Repeat, Suite, TargetError, TestOutcome};
 use std::sync::atomic::AtomicBool;
 
 /// Every suite of this build, in the order a run with no suite named tries them: the first
@@ -38,8 +38,8 @@ pub(crate) fn on_store(
     interrupt: &AtomicBool,
     run: &mut dyn Repeat,
     make: &dyn for<'s> Fn(&'s dyn Store, &'s AtomicBool) -> Box<dyn StoreRun + 's>,
-) -> Result<(), String> {
-    let store = (target.config.open()).map_err(|e| format!("could not open the target: {e}"))?;
+) -> Result<(), TargetError> {
+    let store = target.config.open().map_err(TargetError::Open)?;
     run.describe(store.namespace(), store.versions());
     let mut suite = make(&*store, interrupt);
     // The server's figures are read between tests (outside any timed part).

@@ -17,7 +17,7 @@ use crate::driver::{Family, OpError, Session, Store};
 use crate::plan::{MAX_CONCURRENCY, Origin, Plan, PlanError, PlanTarget, RawPlan, bounded};
 use crate::recorder::Recorder;
 use crate::suite::TestOutcome;
-use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, settings};
+use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings};
 use crate::suites::shootout::run::error_reason;
 use report::View as _;
 use report::grid::Doc;
@@ -471,7 +471,7 @@ impl Suite for Namespace {
         target: &PlanTarget,
         interrupt: &AtomicBool,
         run: &mut dyn Repeat,
-    ) -> Result<(), String> {
+    ) -> Result<(), TargetError> {
         let mut params = *settings::<Params>(plan);
         params.depth = point.swept("depth").unwrap_or(params.depth);
         params.width = point.swept("width").unwrap_or(params.width);

@@ -10,7 +10,9 @@ pub use plan::{Burst, LoadModel, LoadParams, MaxLag, parse_burst};
 
 use crate::driver::Family;
 use crate::plan::{Origin, Plan, PlanError, PlanTarget, RawPlan};
-use crate::suite::{After, Clients, Common, Param, Point, Repeat, Settings, Suite, settings};
+use crate::suite::{
+    After, Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings,
+};
 use plan::{DEFAULT_CONNECTIONS, MAX_CONNECTIONS, MAX_RATE_PER_S};
 use report::grid::Doc;
 use report::sweep::Figure;
@@ -200,14 +202,13 @@ impl Suite for Load {
         target: &PlanTarget,
         _: &AtomicBool,
         run: &mut dyn Repeat,
-    ) -> Result<(), String> {
+    ) -> Result<(), TargetError> {
         let mut p = settings::<LoadParams>(plan).clone();
         p.connections = u64::from(point.concurrency);
         if let Some(rate) = point.swept("rate") {
             p.set_rate(rate as f64);
         }
-        let ep =
-            (target.config.endpoint()).map_err(|e| format!("could not reach the target: {e}"))?;
+        let ep = target.config.endpoint().map_err(TargetError::Reach)?;
         run.describe(
             results::Namespace {
                 location: ep.addr.to_string(),

@@ -1,7 +1,7 @@
 //! The load suite's settings: the model (closed or open loop), the rate profile and its bursts,
 //! connections, the generator's lag limit, and their resolution from the plan.
 
-use crate::plan::{Origin, PlanError, RawPlan, Sp};
+use crate::plan::{BadValue, Origin, PlanError, RawPlan, Sp};
 use crate::schedule::{ArrivalKind, RateProfile};
 use crate::suggest::did_you_mean;
 use crate::worker::Stop;
@@ -80,19 +80,21 @@ impl MaxLag {
     }
 
     /// Parses `50%` (a share of the corrected p99, 1% to 100%) or a duration such as `2ms`.
-    pub fn parse(text: &str) -> Result<MaxLag, String> {
+    pub fn parse(text: &str) -> Result<MaxLag, BadValue> {
         let t = text.trim();
         if let Some(pct) = t.strip_suffix('%') {
             return match pct.trim().parse::<f64>() {
                 Ok(p) if (1.0..=100.0).contains(&p) => Ok(MaxLag::Percent(p)),
-                Ok(_) => Err(format!("{t}: a share must be between 1% and 100%")),
-                Err(_) => Err(format!("{t:?} is not a percentage")),
+                Ok(_) => Err(BadValue(format!(
+                    "{t}: a share must be between 1% and 100%"
+                ))),
+                Err(_) => Err(BadValue(format!("{t:?} is not a percentage"))),
             };
         }
         match crate::units::parse_duration(t) {
             Ok(d) if !d.is_zero() => Ok(MaxLag::Ns(d.as_nanos() as u64)),
-            Ok(_) => Err("max_lag must be more than 0".to_string()),
-            Err(e) => Err(e.to_string()),
+            Ok(_) => Err(BadValue("max_lag must be more than 0".to_string())),
+            Err(e) => Err(BadValue(e.to_string())),
         }
     }
 }
@@ -489,13 +491,13 @@ impl Burst {
         &self,
         base: f64,
         total_ns: u64,
-    ) -> Result<Vec<crate::schedule::Stage>, String> {
+    ) -> Result<Vec<crate::schedule::Stage>, BadValue> {
         let periods = total_ns.div_ceil(self.every_ns);
         if periods > MAX_BURST_PERIODS {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "the burst repeats {periods} times over the run; at most {MAX_BURST_PERIODS}: \
                  lengthen every="
-            ));
+            )));
         }
         let mut out = Vec::new();
         let mut t = 0;
@@ -520,18 +522,18 @@ impl Burst {
 }
 
 /// Parses `every=6h for=10m rate=5000` (spaces or commas between the parts).
-pub fn parse_burst(text: &str) -> Result<Burst, String> {
+pub fn parse_burst(text: &str) -> Result<Burst, BadValue> {
     let (mut every, mut dur, mut rate) = (None, None, None);
     for part in text.split([' ', ',']).filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
-            .ok_or_else(|| format!("burst part {part:?} is not KEY=VALUE"))?;
+            .ok_or_else(|| BadValue(format!("burst part {part:?} is not KEY=VALUE")))?;
         let d = || {
             crate::units::parse_duration(v)
                 .ok()
                 .filter(|d| !d.is_zero())
                 .map(|d| d.as_nanos() as u64)
-                .ok_or_else(|| format!("burst {k}={v:?} is not a duration"))
+                .ok_or_else(|| BadValue(format!("burst {k}={v:?} is not a duration")))
         };
         match k {
             "every" => every = Some(d()?),
@@ -539,23 +541,27 @@ pub fn parse_burst(text: &str) -> Result<Burst, String> {
             "rate" => {
                 let (a, b) = parse_rate(v)?;
                 if a != b {
-                    return Err("a burst's rate is one number, not a range".into());
+                    return Err(BadValue("a burst's rate is one number, not a range".into()));
                 }
                 rate = Some(a);
             }
             other => {
-                return Err(format!(
+                return Err(BadValue(format!(
                     "unknown burst part {other:?}; {}parts: every, for, rate",
                     did_you_mean(other, ["every", "for", "rate"])
-                ));
+                )));
             }
         }
     }
     let (Some(every_ns), Some(for_ns), Some(rate_per_s)) = (every, dur, rate) else {
-        return Err(format!("burst {text:?} needs every=, for= and rate="));
+        return Err(BadValue(format!(
+            "burst {text:?} needs every=, for= and rate="
+        )));
     };
     if for_ns >= every_ns {
-        return Err("a burst's for= must be shorter than its every=".into());
+        return Err(BadValue(
+            "a burst's for= must be shorter than its every=".into(),
+        ));
     }
     Ok(Burst {
         every_ns,
@@ -564,13 +570,13 @@ pub fn parse_burst(text: &str) -> Result<Burst, String> {
     })
 }
 
-pub(super) fn parse_rate(text: &str) -> Result<(f64, f64), String> {
-    let one = |t: &str| -> Result<f64, String> {
-        let v: f64 = t.trim().parse().map_err(|_| format!("rate {text:?} is not a number of requests per second; write e.g. 5000 or 1000..20000"))?;
+pub(super) fn parse_rate(text: &str) -> Result<(f64, f64), BadValue> {
+    let one = |t: &str| -> Result<f64, BadValue> {
+        let v: f64 = t.trim().parse().map_err(|_| BadValue(format!("rate {text:?} is not a number of requests per second; write e.g. 5000 or 1000..20000")))?;
         if !(v > 0.0 && v <= MAX_RATE_PER_S) {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "rate {text:?} must be above 0 and at most {MAX_RATE_PER_S} per second"
-            ));
+            )));
         }
         Ok(v)
     };

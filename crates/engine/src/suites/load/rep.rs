@@ -372,6 +372,7 @@ mod tests {
         assert!(
             MaxLag::parse("0%")
                 .unwrap_err()
+                .0
                 .contains("between 1% and 100%")
         );
         assert!(MaxLag::parse("150%").is_err());

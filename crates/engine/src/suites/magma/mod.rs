@@ -10,7 +10,7 @@ pub use run::Params;
 
 use crate::driver::Family;
 use crate::plan::{Origin, Plan, PlanError, PlanTarget, RawPlan, bounded, parse_duration_setting};
-use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, settings};
+use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings};
 use report::grid::Doc;
 use report::sweep::Figure;
 use report::view::{SweepFigure, times};
@@ -149,7 +149,7 @@ impl Suite for Magma {
         target: &PlanTarget,
         interrupt: &AtomicBool,
         run: &mut dyn Repeat,
-    ) -> Result<(), String> {
+    ) -> Result<(), TargetError> {
         let mut params = *settings::<Params>(plan);
         if let Some(t) = point.swept("thousands") {
             params.thousands = t;

@@ -10,7 +10,9 @@ use crate::plan::{
     MAX_CACHE_BYTES, MAX_CONCURRENCY, MAX_OBJECTS, MAX_SIZE, MIN_SIZE, Origin, Plan, PlanError,
     PlanTarget, RawPlan,
 };
-use crate::suite::{Clients, Common, NoSettings, Param, Point, Repeat, Settings, Suite};
+use crate::suite::{
+    Clients, Common, NoSettings, Param, Point, Repeat, Settings, Suite, TargetError,
+};
 use std::sync::atomic::AtomicBool;
 
 /// The suite.
@@ -119,7 +121,7 @@ impl Suite for Shootout {
         target: &PlanTarget,
         interrupt: &AtomicBool,
         run: &mut dyn Repeat,
-    ) -> Result<(), String> {
+    ) -> Result<(), TargetError> {
         let params = Params {
             objects: point.objects,
             concurrency: point.concurrency,
