@@ -75,6 +75,55 @@ fn resolve(raw: RawPlan) -> Result<Resolved, PlanError> {
     Ok(Resolved { plan, format })
 }
 
+/// Request flags become options of the targets named on the command line: the HTTP ones of
+/// every target, the TLS ones of every https:// target (and of none is refused).
+fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()> {
+    let mut given: Vec<(&'static str, &'static str, String)> = Vec::new();
+    if let Some(m) = &a.method {
+        given.push(("method", "--method", m.clone()));
+    }
+    if !a.headers.is_empty() {
+        given.push(("headers", "--header", a.headers.join("\n")));
+    }
+    if let Some(b) = &a.body {
+        given.push(("body", "--body", b.clone()));
+    }
+    if let Some(f) = &a.body_file {
+        given.push(("body_file", "--body-file", f.clone()));
+    }
+    if a.no_keepalive {
+        given.push(("keepalive", "--no-keepalive", "false".to_string()));
+    }
+    if let Some(ca) = &a.ca {
+        given.push(("ca", "--ca", ca.clone()));
+    }
+    if a.insecure {
+        given.push(("insecure", "--insecure", "true".to_string()));
+    }
+    for (name, flag, value) in given {
+        let tls = matches!(name, "ca" | "insecure");
+        let mut named = 0;
+        for t in targets
+            .iter_mut()
+            .filter(|t| !tls || t.url.value.starts_with("https:"))
+        {
+            named += 1;
+            t.options.push((
+                Sp::new(name.to_string(), Origin::Flag(flag)),
+                Sp::new(value.clone(), Origin::Flag(flag)),
+            ));
+        }
+        if tls && named == 0 {
+            return Err(PlanError::new(
+                Origin::Flag(flag),
+                format!("{flag} applies to https:// targets, and none was named"),
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Builds the raw plan from the command line: a plan file, or target URLs, then the flags.
 fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     let is_plan = |s: &str| s.ends_with(".toml");
@@ -106,52 +155,7 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     let flag = |v: Option<i64>, name: &'static str| v.map(|v| Sp::new(v, Origin::Flag(name)));
     let sflag =
         |v: &Option<String>, name: &'static str| v.clone().map(|v| Sp::new(v, Origin::Flag(name)));
-    // Request flags become options of the targets named on the command line: the HTTP ones of
-    // every target, the TLS ones of every https:// target (and of none is refused).
-    let mut given: Vec<(&'static str, &'static str, String)> = Vec::new();
-    if let Some(m) = &a.method {
-        given.push(("method", "--method", m.clone()));
-    }
-    if !a.headers.is_empty() {
-        given.push(("headers", "--header", a.headers.join("\n")));
-    }
-    if let Some(b) = &a.body {
-        given.push(("body", "--body", b.clone()));
-    }
-    if let Some(f) = &a.body_file {
-        given.push(("body_file", "--body-file", f.clone()));
-    }
-    if a.no_keepalive {
-        given.push(("keepalive", "--no-keepalive", "false".to_string()));
-    }
-    if let Some(ca) = &a.ca {
-        given.push(("ca", "--ca", ca.clone()));
-    }
-    if a.insecure {
-        given.push(("insecure", "--insecure", "true".to_string()));
-    }
-    for (name, flag, value) in given {
-        let tls = matches!(name, "ca" | "insecure");
-        let mut named = 0;
-        for t in raw
-            .targets
-            .iter_mut()
-            .filter(|t| !tls || t.url.value.starts_with("https:"))
-        {
-            named += 1;
-            t.options.push((
-                Sp::new(name.to_string(), Origin::Flag(flag)),
-                Sp::new(value.clone(), Origin::Flag(flag)),
-            ));
-        }
-        if tls && named == 0 {
-            return Err(PlanError::new(
-                Origin::Flag(flag),
-                format!("{flag} applies to https:// targets, and none was named"),
-            )
-            .into());
-        }
-    }
+    request_flags(a, &mut raw.targets)?;
     raw.duration = sflag(&a.duration, "--duration").or(raw.duration);
     raw.requests = flag(a.requests, "--requests").or(raw.requests);
     raw.rate = sflag(&a.rate, "--rate").or(raw.rate);
@@ -268,6 +272,41 @@ fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
     })
 }
 
+/// Ctrl-C stops the run after the current operation; a second one quits at once.
+fn stop_on_ctrl_c() -> Result<()> {
+    static PRESSES: AtomicUsize = AtomicUsize::new(0);
+    ctrlc::set_handler(|| {
+        if PRESSES.fetch_add(1, Ordering::SeqCst) == 0 {
+            INTERRUPT.store(true, Ordering::SeqCst);
+            eprintln!("\ndyno: stopping after the current operation; finished cases are kept (Ctrl-C again to quit now)");
+        } else {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+    .context("installing the Ctrl-C handler")?;
+    Ok(())
+}
+
+/// The exit status of a finished run: interrupted, some case failed, or success; stderr says why.
+fn exit_code(record: &results::RunRecord) -> ExitCode {
+    let failed = record
+        .cases
+        .iter()
+        .filter(|c| c.status == results::Status::Failed)
+        .count();
+    if failed > 0 {
+        eprintln!("dyno: {failed} case(s) failed; the notes under the table say why");
+    }
+    if record.interrupted {
+        eprintln!("dyno: interrupted");
+        return ExitCode::from(EXIT_INTERRUPTED);
+    }
+    if failed > 0 {
+        return ExitCode::from(EXIT_FAILED_CASES);
+    }
+    ExitCode::SUCCESS
+}
+
 fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let Resolved { mut plan, format } = resolve(raw_from_args(&args)?)?;
     engine::runner::preflight(&plan)?;
@@ -310,16 +349,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     }
     let record_path = out_dir.join(results::store::RECORD_FILE);
 
-    static PRESSES: AtomicUsize = AtomicUsize::new(0);
-    ctrlc::set_handler(|| {
-        if PRESSES.fetch_add(1, Ordering::SeqCst) == 0 {
-            INTERRUPT.store(true, Ordering::SeqCst);
-            eprintln!("\ndyno: stopping after the current operation; finished cases are kept (Ctrl-C again to quit now)");
-        } else {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    })
-    .context("installing the Ctrl-C handler")?;
+    stop_on_ctrl_c()?;
 
     info(format!(
         "dyno: {} on {} target(s): {}; record: {}",
@@ -373,23 +403,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     }
     print_out(&text)?;
 
-    let failed = outcome
-        .record
-        .cases
-        .iter()
-        .filter(|c| c.status == results::Status::Failed)
-        .count();
-    if failed > 0 {
-        eprintln!("dyno: {failed} case(s) failed; the notes under the table say why");
-    }
-    if outcome.record.interrupted {
-        eprintln!("dyno: interrupted");
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
-    }
-    if failed > 0 {
-        return Ok(ExitCode::from(EXIT_FAILED_CASES));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_code(&outcome.record))
 }
 
 fn validate(path: &Path) -> Result<ExitCode> {

@@ -242,6 +242,21 @@ pub struct Progress<'a> {
     pub live: Option<&'a crate::load::Live>,
 }
 
+impl Progress<'_> {
+    /// Every case done.
+    fn finished(cases: usize) -> Progress<'static> {
+        Progress {
+            done: cases,
+            cases,
+            target: "",
+            test: "",
+            rep: 0,
+            reps: 0,
+            live: None,
+        }
+    }
+}
+
 /// How often a running load repetition reports its progress.
 pub const TICK: Duration = Duration::from_millis(200);
 /// How often a running load repetition is written into the record (a crash loses at most this).
@@ -257,6 +272,51 @@ pub struct Hooks<'a> {
     pub checkpoint: Duration,
     /// Told where the run stands.
     pub progress: &'a mut dyn FnMut(&Progress),
+}
+
+/// Gives every case of `cases` its final status and reason.
+fn settle(cases: &mut [Case], status: Status, why: &str) {
+    for c in cases {
+        c.status = status;
+        c.reason = Some(why.to_string());
+    }
+}
+
+/// Every case of the plan, in the order they run, each `interrupted` until it finishes.
+fn unfinished_cases(plan: &Plan, points: &[Point], tests: &[Vec<&'static str>]) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (point, tests) in points.iter().zip(tests) {
+        for t in &plan.targets {
+            for test in tests {
+                cases.push(Case {
+                    target: t.name.clone(),
+                    url: results::redact_url(&t.url),
+                    suite: plan.suite.name().to_string(),
+                    test: test.to_string(),
+                    topology: plan.suite.topology(t).to_string(),
+                    status: Status::Interrupted,
+                    reason: Some("the run ended before this case finished".to_string()),
+                    durability: t.config.durability(),
+                    versions: BTreeMap::new(),
+                    namespace: Namespace {
+                        location: String::new(),
+                        created_by_dyno: false,
+                        temporary: false,
+                    },
+                    cache: None,
+                    warmup: None,
+                    reps: Vec::new(),
+                    summary: None,
+                    errors: BTreeMap::new(),
+                    error_examples: BTreeMap::new(),
+                    histogram: None,
+                    server: None,
+                    sweep: point.sweep.clone(),
+                });
+            }
+        }
+    }
+    cases
 }
 
 /// Runs `plan`, handing the record to `sink` after every repetition, at every checkpoint of a
@@ -305,37 +365,7 @@ pub fn run(
     };
     let points = points(plan);
     let tests: Vec<Vec<&'static str>> = points.iter().map(|p| plan.suite.tests(plan, p)).collect();
-    for (point, tests) in points.iter().zip(&tests) {
-        for t in &plan.targets {
-            for test in tests {
-                record.cases.push(Case {
-                    target: t.name.clone(),
-                    url: results::redact_url(&t.url),
-                    suite: plan.suite.name().to_string(),
-                    test: test.to_string(),
-                    topology: plan.suite.topology(t).to_string(),
-                    status: Status::Interrupted,
-                    reason: Some("the run ended before this case finished".to_string()),
-                    durability: t.config.durability(),
-                    versions: BTreeMap::new(),
-                    namespace: Namespace {
-                        location: String::new(),
-                        created_by_dyno: false,
-                        temporary: false,
-                    },
-                    cache: None,
-                    warmup: None,
-                    reps: Vec::new(),
-                    summary: None,
-                    errors: BTreeMap::new(),
-                    error_examples: BTreeMap::new(),
-                    histogram: None,
-                    server: None,
-                    sweep: point.sweep.clone(),
-                });
-            }
-        }
-    }
+    record.cases = unfinished_cases(plan, &points, &tests);
     sink(&record).map_err(RunError::Sink)?;
 
     let mut warnings = Vec::new();
@@ -358,10 +388,7 @@ pub fn run(
             let mine = first..first + tests.len();
             if let Some(why) = crate::plan::na_reason(plan.suite, t) {
                 // A store without the suite's family, in a run with others that have it.
-                for c in &mut record.cases[mine] {
-                    c.status = Status::Na;
-                    c.reason = Some(why.clone());
-                }
+                settle(&mut record.cases[mine], Status::Na, &why);
             } else {
                 let mut run = TargetRun {
                     plan,
@@ -383,12 +410,7 @@ pub fn run(
                 }
                 match ran {
                     Ok(()) => run.finish(),
-                    Err(why) => {
-                        for c in &mut record.cases[mine] {
-                            c.status = Status::Failed;
-                            c.reason = Some(why.to_string());
-                        }
-                    }
+                    Err(why) => settle(&mut record.cases[mine], Status::Failed, &why.to_string()),
                 }
             }
             first += tests.len();
@@ -396,15 +418,7 @@ pub fn run(
         }
     }
 
-    progress(&Progress {
-        done: record.cases.len(),
-        cases: record.cases.len(),
-        target: "",
-        test: "",
-        rep: 0,
-        reps: 0,
-        live: None,
-    });
+    progress(&Progress::finished(record.cases.len()));
     record.interrupted = interrupt.load(Ordering::Relaxed);
     record.finished = Some(now_utc());
     if let Some(m) = &watched.monitor {

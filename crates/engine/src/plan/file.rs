@@ -105,109 +105,8 @@ impl RawPlan {
         };
         for (key, value) in doc.get_ref().iter() {
             match key.get_ref().as_ref() {
-                "suite" => {
-                    let table = expect_table(&src, "suite", value)?;
-                    for (k, v) in table.iter() {
-                        let at = src.at(v.span());
-                        match k.get_ref().as_ref() {
-                            "name" => plan.suite = Some(Sp::new(expect_str(&src, k, v)?, at)),
-                            "topology" => {
-                                plan.topology = Some(Sp::new(expect_str(&src, k, v)?, at))
-                            }
-                            "objects" => plan.objects = Some(Sp::new(expect_int(&src, k, v)?, at)),
-                            "concurrency" => {
-                                plan.concurrency = Some(Sp::new(expect_int(&src, k, v)?, at))
-                            }
-                            "size" => plan.size = Some(Sp::new(expect_int(&src, k, v)?, at)),
-                            "reps" => plan.reps = Some(Sp::new(expect_int(&src, k, v)?, at)),
-                            "seed" => plan.seed = Some(Sp::new(expect_int(&src, k, v)?, at)),
-                            "thousands" => {
-                                plan.thousands = Some(Sp::new(expect_int(&src, k, v)?, at))
-                            }
-                            "test_time" => {
-                                plan.test_time = Some(Sp::new(expect_str(&src, k, v)?, at))
-                            }
-                            "depth" => plan.depth = Some(Sp::new(expect_int(&src, k, v)?, at)),
-                            "width" => plan.width = Some(Sp::new(expect_int(&src, k, v)?, at)),
-                            "samples" => plan.samples = Some(Sp::new(expect_int(&src, k, v)?, at)),
-                            "sweep" => match v.get_ref() {
-                                DeValue::String(one) => {
-                                    plan.sweeps.push(Sp::new(one.to_string(), at))
-                                }
-                                DeValue::Array(all) => {
-                                    for item in all.iter() {
-                                        let at = src.at(item.span());
-                                        match item.get_ref() {
-                                            DeValue::String(one) => {
-                                                plan.sweeps.push(Sp::new(one.to_string(), at))
-                                            }
-                                            other => {
-                                                return Err(wrong_type(
-                                                    &src,
-                                                    k,
-                                                    item,
-                                                    other,
-                                                    "a string like \"depth=1..30\"",
-                                                ));
-                                            }
-                                        }
-                                    }
-                                }
-                                other => {
-                                    return Err(wrong_type(
-                                        &src,
-                                        k,
-                                        v,
-                                        other,
-                                        "a string like \"depth=1..30\" or an array of them",
-                                    ));
-                                }
-                            },
-                            "warmup" => match v.get_ref() {
-                                DeValue::Boolean(b) => plan.warmup = Some(Sp::new(*b, at)),
-                                other => return Err(wrong_type(&src, k, v, other, "a boolean")),
-                            },
-                            other => {
-                                return Err(unknown_key(&src, k, other, "[suite]", SUITE_KEYS));
-                            }
-                        }
-                    }
-                }
-                "load" => {
-                    let table = expect_table(&src, "load", value)?;
-                    for (k, v) in table.iter() {
-                        let at = src.at(v.span());
-                        match k.get_ref().as_ref() {
-                            "duration" => {
-                                plan.duration = Some(Sp::new(expect_str(&src, k, v)?, at))
-                            }
-                            "ramp" => plan.ramp = Some(Sp::new(expect_str(&src, k, v)?, at)),
-                            "arrival" => plan.arrival = Some(Sp::new(expect_str(&src, k, v)?, at)),
-                            "timeout" => plan.timeout = Some(Sp::new(expect_str(&src, k, v)?, at)),
-                            "interval" => {
-                                plan.interval = Some(Sp::new(expect_str(&src, k, v)?, at))
-                            }
-                            "hlog" => plan.hlog = Some(Sp::new(expect_str(&src, k, v)?, at)),
-                            "burst" => plan.burst = Some(Sp::new(expect_str(&src, k, v)?, at)),
-                            "coalesce" => {
-                                plan.coalesce = Some(Sp::new(expect_str(&src, k, v)?, at))
-                            }
-                            "max_lag" => plan.max_lag = Some(Sp::new(expect_str(&src, k, v)?, at)),
-                            "requests" => {
-                                plan.requests = Some(Sp::new(expect_int(&src, k, v)?, at))
-                            }
-                            "max_connections" => {
-                                plan.max_connections = Some(Sp::new(expect_int(&src, k, v)?, at))
-                            }
-                            "threads" => plan.threads = Some(Sp::new(expect_int(&src, k, v)?, at)),
-                            "rate" => {
-                                plan.rate = Some(Sp::new(expect_number_text(&src, k, v)?, at))
-                            }
-                            "stages" => plan.stages = stages_from_toml(&src, k, v)?,
-                            other => return Err(unknown_key(&src, k, other, "[load]", LOAD_KEYS)),
-                        }
-                    }
-                }
+                "suite" => suite_section(&src, expect_table(&src, "suite", value)?, &mut plan)?,
+                "load" => load_section(&src, expect_table(&src, "load", value)?, &mut plan)?,
                 "output" => {
                     let table = expect_table(&src, "output", value)?;
                     for (k, v) in table.iter() {
@@ -240,6 +139,89 @@ impl RawPlan {
         }
         Ok(plan)
     }
+}
+
+/// The `[suite]` section: the suite, its shared settings, sweeps.
+fn suite_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Result<(), PlanError> {
+    for (k, v) in table.iter() {
+        let at = src.at(v.span());
+        match k.get_ref().as_ref() {
+            "name" => plan.suite = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "topology" => plan.topology = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "objects" => plan.objects = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "concurrency" => plan.concurrency = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "size" => plan.size = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "reps" => plan.reps = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "seed" => plan.seed = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "thousands" => plan.thousands = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "test_time" => plan.test_time = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "depth" => plan.depth = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "width" => plan.width = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "samples" => plan.samples = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "sweep" => match v.get_ref() {
+                DeValue::String(one) => plan.sweeps.push(Sp::new(one.to_string(), at)),
+                DeValue::Array(all) => {
+                    for item in all.iter() {
+                        let at = src.at(item.span());
+                        match item.get_ref() {
+                            DeValue::String(one) => plan.sweeps.push(Sp::new(one.to_string(), at)),
+                            other => {
+                                return Err(wrong_type(
+                                    src,
+                                    k,
+                                    item,
+                                    other,
+                                    "a string like \"depth=1..30\"",
+                                ));
+                            }
+                        }
+                    }
+                }
+                other => {
+                    return Err(wrong_type(
+                        src,
+                        k,
+                        v,
+                        other,
+                        "a string like \"depth=1..30\" or an array of them",
+                    ));
+                }
+            },
+            "warmup" => match v.get_ref() {
+                DeValue::Boolean(b) => plan.warmup = Some(Sp::new(*b, at)),
+                other => return Err(wrong_type(src, k, v, other, "a boolean")),
+            },
+            other => {
+                return Err(unknown_key(src, k, other, "[suite]", SUITE_KEYS));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `[load]` section: the load suite's settings.
+fn load_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Result<(), PlanError> {
+    for (k, v) in table.iter() {
+        let at = src.at(v.span());
+        match k.get_ref().as_ref() {
+            "duration" => plan.duration = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "ramp" => plan.ramp = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "arrival" => plan.arrival = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "timeout" => plan.timeout = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "interval" => plan.interval = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "hlog" => plan.hlog = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "burst" => plan.burst = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "coalesce" => plan.coalesce = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "max_lag" => plan.max_lag = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "requests" => plan.requests = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "max_connections" => plan.max_connections = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "threads" => plan.threads = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "rate" => plan.rate = Some(Sp::new(expect_number_text(src, k, v)?, at)),
+            "stages" => plan.stages = stages_from_toml(src, k, v)?,
+            other => return Err(unknown_key(src, k, other, "[load]", LOAD_KEYS)),
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn expect_table<'a, 'i>(

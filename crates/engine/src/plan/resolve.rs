@@ -48,6 +48,49 @@ impl RawPlan {
         check_families(suite, &targets, &target_at)?;
         self.only_settings_of(suite, suites)?;
 
+        let Shared {
+            objects,
+            concurrency,
+            size,
+            reps,
+            seed,
+        } = self.shared(suite)?;
+        let sweeps = self.resolve_sweeps(suite)?;
+        let settings = suite.resolve(
+            &self,
+            &Common {
+                objects,
+                concurrency,
+                size,
+                seed,
+                quick: self.quick,
+                sweeps: &sweeps,
+            },
+        )?;
+        let (watch_pids, watch_names) = self.watched()?;
+        Ok(Plan {
+            watch_pids,
+            watch_names,
+            source: self
+                .file
+                .map_or_else(|| "command line".to_string(), |p| p.display().to_string()),
+            suite,
+            settings,
+            objects,
+            concurrency,
+            size,
+            reps,
+            warmup: self.warmup.map_or(suite.default_warmup(), |w| w.value),
+            seed,
+            targets,
+            out,
+            format: self.format,
+            sweeps,
+        })
+    }
+
+    /// The settings every suite has, checked against their bounds (`-c`'s are the suite's).
+    fn shared(&self, suite: &dyn Suite) -> Result<Shared, PlanError> {
         let clients = suite.clients();
         let concurrency = bounded(
             self.concurrency.clone(),
@@ -100,37 +143,12 @@ impl RawPlan {
                     .hint("use any integer from 0 to 2^63-1"));
             }
         };
-        let sweeps = self.resolve_sweeps(suite)?;
-        let settings = suite.resolve(
-            &self,
-            &Common {
-                objects,
-                concurrency,
-                size,
-                seed,
-                quick: self.quick,
-                sweeps: &sweeps,
-            },
-        )?;
-        let (watch_pids, watch_names) = self.watched()?;
-        Ok(Plan {
-            watch_pids,
-            watch_names,
-            source: self
-                .file
-                .map_or_else(|| "command line".to_string(), |p| p.display().to_string()),
-            suite,
-            settings,
+        Ok(Shared {
             objects,
             concurrency,
             size,
             reps,
-            warmup: self.warmup.map_or(suite.default_warmup(), |w| w.value),
             seed,
-            targets,
-            out,
-            format: self.format,
-            sweeps,
         })
     }
 
@@ -312,6 +330,15 @@ impl RawPlan {
         }
         Ok(sweeps)
     }
+}
+
+/// The settings every suite has.
+struct Shared {
+    objects: u64,
+    concurrency: u32,
+    size: usize,
+    reps: u32,
+    seed: u64,
 }
 
 /// Refuses a target that cannot run `suite`. A store that lacks a store suite's family, beside
@@ -548,6 +575,41 @@ pub(super) fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
+/// The target's column name: as written, or its scheme (`sqlite`, `sqlite-2`, …); valid and
+/// not taken.
+fn target_name(
+    written: Option<Sp<String>>,
+    scheme: &str,
+    url_at: &Origin,
+    earlier: &[PlanTarget],
+) -> Result<String, PlanError> {
+    let (name, name_at) = match written {
+        Some(n) => (n.value, n.at),
+        None => {
+            let mut name = scheme.to_string();
+            let mut k = 2;
+            while earlier.iter().any(|t| t.name == name) {
+                name = format!("{scheme}-{k}");
+                k += 1;
+            }
+            (name, url_at.clone())
+        }
+    };
+    if !valid_name(&name) {
+        return Err(
+            PlanError::new(name_at, format!("target name {name:?} is not allowed"))
+                .hint("use up to 64 letters, digits, '_', '-' or '.'"),
+        );
+    }
+    if earlier.iter().any(|t| t.name == name) {
+        return Err(
+            PlanError::new(name_at, format!("target name {name:?} is used twice"))
+                .hint("give each target its own name"),
+        );
+    }
+    Ok(name)
+}
+
 pub(super) fn resolve_target(
     raw: RawTarget,
     resolver: &dyn Resolver,
@@ -638,30 +700,7 @@ pub(super) fn resolve_target(
             hint: e.hint,
         }
     })?;
-    let (name, name_at) = match raw.name {
-        Some(n) => (n.value, n.at),
-        None => {
-            let mut name = scheme.to_string();
-            let mut k = 2;
-            while earlier.iter().any(|t| t.name == name) {
-                name = format!("{scheme}-{k}");
-                k += 1;
-            }
-            (name, url.at.clone())
-        }
-    };
-    if !valid_name(&name) {
-        return Err(
-            PlanError::new(name_at, format!("target name {name:?} is not allowed"))
-                .hint("use up to 64 letters, digits, '_', '-' or '.'"),
-        );
-    }
-    if earlier.iter().any(|t| t.name == name) {
-        return Err(
-            PlanError::new(name_at, format!("target name {name:?} is used twice"))
-                .hint("give each target its own name"),
-        );
-    }
+    let name = target_name(raw.name, scheme, &url.at, earlier)?;
     let process = raw.process.as_ref().map(resolve_process).transpose()?;
     Ok(PlanTarget {
         name,

@@ -48,6 +48,15 @@ pub struct Params {
     pub clients: u32,
 }
 
+/// Why the folders the tests stand on could not be made.
+#[derive(Debug, Clone, thiserror::Error)]
+enum BuildError {
+    #[error("{0}")]
+    Connect(OpError),
+    #[error("mkdir {path}: {source}")]
+    Mkdir { path: String, source: OpError },
+}
+
 /// The namespace suite on one opened store.
 pub struct Folders<'a> {
     store: &'a dyn Store,
@@ -55,7 +64,7 @@ pub struct Folders<'a> {
     tests: Vec<&'static str>,
     interrupt: &'a AtomicBool,
     /// Whether the untimed folders are made (`Some(Err)` when making them failed).
-    built: Option<Result<(), String>>,
+    built: Option<Result<(), BuildError>>,
 }
 
 /// The path of the folder `levels` deep on the chain the `depth` test builds.
@@ -92,10 +101,15 @@ impl<'a> Folders<'a> {
 
     /// Makes the folders the tests stand on: the chain above the `depth` folder, the parent and
     /// `width - 1` siblings of the `width` folder, one folder per client.
-    fn build(&self) -> Result<(), String> {
+    fn build(&self) -> Result<(), BuildError> {
         let clock = Clock::monotonic();
-        let mut s = self.store.connect(&clock).map_err(|e| e.to_string())?;
-        let mut mk = |p: &str| s.mkdir(p).map_err(|e| format!("mkdir {p}: {e}"));
+        let mut s = self.store.connect(&clock).map_err(BuildError::Connect)?;
+        let mut mk = |p: &str| {
+            (s.mkdir(p)).map_err(|source| BuildError::Mkdir {
+                path: p.to_string(),
+                source,
+            })
+        };
         if self.tests.contains(&"depth") {
             for level in 1..self.params.depth {
                 mk(&chain(level))?;
@@ -118,12 +132,10 @@ impl<'a> Folders<'a> {
 
     pub fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
         if self.built.is_none() {
-            self.built = Some(
-                self.build()
-                    .map_err(|e| format!("making the folders the tests stand on failed: {e}")),
-            );
+            self.built = Some(self.build());
         }
         if let Some(Err(why)) = &self.built {
+            let why = format!("making the folders the tests stand on failed: {why}");
             for t in &self.tests {
                 report(TestOutcome::not_run(t, Status::Failed, why.clone()));
             }

@@ -224,6 +224,15 @@ fn put_header(
     )
 }
 
+/// Why a step of the suite failed: the driver said so, or it panicked.
+#[derive(Debug, Clone, thiserror::Error)]
+enum Failure {
+    #[error("{0}")]
+    Op(OpError),
+    #[error("the driver panicked: {0}")]
+    Panic(String),
+}
+
 /// Runs the suite's repetitions with one client session on one opened store.
 pub struct Magma<'a> {
     store: &'a dyn Store,
@@ -232,7 +241,7 @@ pub struct Magma<'a> {
     clock: Clock,
     session: Option<Box<dyn Session>>,
     /// Whether the benchmark repository was built (and why not).
-    built: Option<Result<(), String>>,
+    built: Option<Result<(), Failure>>,
     work: Work,
 }
 
@@ -261,12 +270,11 @@ impl<'a> Magma<'a> {
     /// Runs every test of repetition `rep`, reporting each as it ends.
     pub fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
         if self.built.is_none() {
-            let built = self
-                .guarded(|m| m.build())
-                .map_err(|e| format!("building the benchmark repository failed: {e}"));
+            let built = self.guarded(|m| m.build());
             self.built = Some(built);
         }
         if let Some(Err(why)) = &self.built {
+            let why = format!("building the benchmark repository failed: {why}");
             for t in &MAGMA {
                 report(TestOutcome::not_run(t.name, Status::Failed, why.clone()));
             }
@@ -291,12 +299,12 @@ impl<'a> Magma<'a> {
     fn guarded<T>(
         &mut self,
         f: impl FnOnce(&mut Magma<'a>) -> Result<T, OpError>,
-    ) -> Result<T, String> {
+    ) -> Result<T, Failure> {
         match catch_unwind(AssertUnwindSafe(|| f(self))) {
-            Ok(r) => r.map_err(|e| e.to_string()),
+            Ok(r) => r.map_err(Failure::Op),
             Err(panic) => {
                 self.session = None;
-                Err(format!("the driver panicked: {}", panic_message(&panic)))
+                Err(Failure::Panic(panic_message(&panic).to_string()))
             }
         }
     }
@@ -371,7 +379,7 @@ impl<'a> Magma<'a> {
         let run = self.guarded(|m| m.measure(name, rep, &mut rec));
         let (units, wall_ns, interrupted) = match run {
             Ok(r) => r,
-            Err(why) => return TestOutcome::not_run(name, Status::Failed, why),
+            Err(why) => return TestOutcome::not_run(name, Status::Failed, why.to_string()),
         };
         let storage_reads = self
             .session
