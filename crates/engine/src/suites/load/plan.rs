@@ -207,27 +207,11 @@ impl RawPlan {
     }
 
     pub(super) fn resolve_load(&self, connections: u64) -> Result<LoadParams, PlanError> {
-        let dur =
-            |v: &Option<Sp<String>>, name: &str| -> Result<Option<(u64, Origin)>, PlanError> {
-                match v {
-                    None => Ok(None),
-                    Some(s) => {
-                        let d = crate::units::parse_duration(&s.value)
-                            .map_err(|e| PlanError::new(s.at.clone(), format!("{name}: {e}")))?;
-                        if d.is_zero() {
-                            return Err(PlanError::new(
-                                s.at.clone(),
-                                format!("{name} must be more than 0"),
-                            ));
-                        }
-                        Ok(Some((d.as_nanos() as u64, s.at.clone())))
-                    }
-                }
-            };
-        let duration = dur(&self.duration, "duration")?;
-        let ramp = dur(&self.ramp, "ramp")?;
-        let timeout = dur(&self.timeout, "timeout")?.map_or(DEFAULT_TIMEOUT_NS, |d| d.0);
-        let interval = match dur(&self.interval, "interval")? {
+        let duration = positive_duration(&self.duration, "duration")?;
+        let ramp = positive_duration(&self.ramp, "ramp")?;
+        let timeout =
+            positive_duration(&self.timeout, "timeout")?.map_or(DEFAULT_TIMEOUT_NS, |d| d.0);
+        let interval = match positive_duration(&self.interval, "interval")? {
             None => DEFAULT_INTERVAL_NS,
             Some((ns, at)) if !(MIN_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&ns) => {
                 return Err(PlanError::new(at, "interval must be between 10ms and 1h")
@@ -272,6 +256,73 @@ impl RawPlan {
         } else {
             DEFAULT_DURATION_NS
         };
+        let (stages, burst) = self.load_stages(
+            duration.as_ref().map(|d| d.0),
+            ramp,
+            rate.as_ref(),
+            quick_or_default,
+        )?;
+        let open = !stages.is_empty();
+        // Each point of a rate sweep is an open loop, so the open loop's settings apply to it.
+        let rate_sweep = self
+            .sweeps
+            .iter()
+            .any(|s| s.value.trim_start().starts_with("rate"));
+        let (arrival, max_connections) = self.open_loop(open || rate_sweep, connections)?;
+        let cores = crate::env::cores() as u64;
+        let threads = match &self.threads {
+            None => cores.min(if open { u64::MAX } else { connections }).max(1),
+            Some(t) if !(1..=MAX_THREADS as i64).contains(&t.value) => {
+                return Err(PlanError::new(
+                    t.at.clone(),
+                    format!("threads must be between 1 and {MAX_THREADS}"),
+                ));
+            }
+            Some(t) => t.value as u64,
+        } as usize;
+        let max_lag = self.max_lag(open || rate_sweep)?;
+        let hlog = self.hlog.as_ref().map(|h| PathBuf::from(&h.value));
+        let stop_duration = duration.map(|d| d.0);
+        let model = if open {
+            LoadModel::Open {
+                profile: crate::schedule::RateProfile { stages },
+                arrival,
+                max_connections,
+            }
+        } else {
+            LoadModel::Closed {
+                stop: match requests {
+                    Some((n, _)) => crate::worker::Stop::Count(n),
+                    None => crate::worker::Stop::Duration {
+                        ns: stop_duration.unwrap_or(quick_or_default),
+                    },
+                },
+            }
+        };
+        Ok(LoadParams {
+            connections,
+            threads,
+            model,
+            timeout_ns: timeout,
+            interval_ns: interval,
+            hlog,
+            burst,
+            coalesce: self.resolve_coalesce()?,
+            arrival,
+            max_connections,
+            max_lag,
+        })
+    }
+
+    /// The open loop's stages: from `stages`, or from `--rate` (and `--ramp`) over the
+    /// duration; and the burst riding on them, if any.
+    fn load_stages(
+        &self,
+        duration: Option<u64>,
+        ramp: Option<(u64, Origin)>,
+        rate: Option<&((f64, f64), Origin)>,
+        quick_or_default: u64,
+    ) -> Result<(Vec<crate::schedule::Stage>, Option<Burst>), PlanError> {
         let mut stages: Vec<crate::schedule::Stage> = Vec::new();
         for st in &self.stages {
             let (from, to) =
@@ -292,8 +343,8 @@ impl RawPlan {
             });
         }
         let ramped = ramp.is_some();
-        if let Some(((from, to), at)) = &rate {
-            let total = duration.as_ref().map(|d| d.0);
+        if let Some(((from, to), at)) = rate {
+            let total = duration;
             match ramp {
                 Some((r, rat)) => {
                     if from == to {
@@ -358,13 +409,12 @@ impl RawPlan {
                 .map_err(|e| PlanError::new(b.at.clone(), e))?;
             burst = Some(parsed);
         }
-        let open = !stages.is_empty();
-        // Each point of a rate sweep is an open loop, so the open loop's settings apply to it.
-        let rate_sweep = self
-            .sweeps
-            .iter()
-            .any(|s| s.value.trim_start().starts_with("rate"));
-        if let Some(a) = self.arrival.as_ref().filter(|_| !open && !rate_sweep) {
+        Ok((stages, burst))
+    }
+
+    /// The open loop's arrivals and connection cap; refused in a closed loop (`open` is false).
+    fn open_loop(&self, open: bool, connections: u64) -> Result<(ArrivalKind, u64), PlanError> {
+        if let Some(a) = self.arrival.as_ref().filter(|_| !open) {
             return Err(PlanError::new(
                 a.at.clone(),
                 "arrival applies to an open loop (--rate)",
@@ -403,7 +453,7 @@ impl RawPlan {
                 ));
             }
             Some(m) => {
-                if !open && !rate_sweep {
+                if !open {
                     return Err(PlanError::new(
                         m.at.clone(),
                         "max_connections applies to an open loop (--rate or --sweep rate=…)",
@@ -413,20 +463,14 @@ impl RawPlan {
                 m.value as u64
             }
         };
-        let cores = crate::env::cores() as u64;
-        let threads = match &self.threads {
-            None => cores.min(if open { u64::MAX } else { connections }).max(1),
-            Some(t) if !(1..=MAX_THREADS as i64).contains(&t.value) => {
-                return Err(PlanError::new(
-                    t.at.clone(),
-                    format!("threads must be between 1 and {MAX_THREADS}"),
-                ));
-            }
-            Some(t) => t.value as u64,
-        } as usize;
-        let max_lag = match &self.max_lag {
+        Ok((arrival, max_connections))
+    }
+
+    /// How late dyno may dispatch before an open loop is invalid; refused in a closed loop.
+    fn max_lag(&self, open: bool) -> Result<MaxLag, PlanError> {
+        Ok(match &self.max_lag {
             None => MaxLag::DEFAULT,
-            Some(m) if !open && !rate_sweep => {
+            Some(m) if !open => {
                 return Err(PlanError::new(
                     m.at.clone(),
                     "max_lag applies to an open loop (--rate or --sweep rate=…)",
@@ -437,37 +481,6 @@ impl RawPlan {
                 PlanError::new(m.at.clone(), format!("max_lag: {e}"))
                     .hint("write a share of the corrected p99 such as 50%, or a time such as 2ms")
             })?,
-        };
-        let hlog = self.hlog.as_ref().map(|h| PathBuf::from(&h.value));
-        let stop_duration = duration.map(|d| d.0);
-        let model = if open {
-            LoadModel::Open {
-                profile: crate::schedule::RateProfile { stages },
-                arrival,
-                max_connections,
-            }
-        } else {
-            LoadModel::Closed {
-                stop: match requests {
-                    Some((n, _)) => crate::worker::Stop::Count(n),
-                    None => crate::worker::Stop::Duration {
-                        ns: stop_duration.unwrap_or(quick_or_default),
-                    },
-                },
-            }
-        };
-        Ok(LoadParams {
-            connections,
-            threads,
-            model,
-            timeout_ns: timeout,
-            interval_ns: interval,
-            hlog,
-            burst,
-            coalesce: self.resolve_coalesce()?,
-            arrival,
-            max_connections,
-            max_lag,
         })
     }
 }
@@ -522,6 +535,27 @@ impl Burst {
 }
 
 /// Parses `every=6h for=10m rate=5000` (spaces or commas between the parts).
+/// A duration setting that must be more than 0, with where it was written.
+fn positive_duration(
+    v: &Option<Sp<String>>,
+    name: &str,
+) -> Result<Option<(u64, Origin)>, PlanError> {
+    match v {
+        None => Ok(None),
+        Some(s) => {
+            let d = crate::units::parse_duration(&s.value)
+                .map_err(|e| PlanError::new(s.at.clone(), format!("{name}: {e}")))?;
+            if d.is_zero() {
+                return Err(PlanError::new(
+                    s.at.clone(),
+                    format!("{name} must be more than 0"),
+                ));
+            }
+            Ok(Some((d.as_nanos() as u64, s.at.clone())))
+        }
+    }
+}
+
 pub fn parse_burst(text: &str) -> Result<Burst, BadValue> {
     let (mut every, mut dur, mut rate) = (None, None, None);
     for part in text.split([' ', ',']).filter(|p| !p.is_empty()) {
