@@ -49,6 +49,7 @@
 mod client;
 mod objects;
 mod protocol;
+mod request;
 mod server;
 mod tree;
 
@@ -60,6 +61,7 @@ pub use tree::{MAX_FOLDERS, MAX_PATH, TreeError, valid_path};
 
 use objects::*;
 use protocol::*;
+use request::{FolderOp, Request};
 use tree::*;
 
 use std::collections::HashMap;

@@ -142,11 +142,6 @@ impl StoreServer {
     }
 }
 
-pub(super) fn key_of(body: &[u8]) -> Option<u64> {
-    body.get(..8)
-        .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes")))
-}
-
 /// One connection's state.
 pub(super) struct Conn {
     pub(super) authed: bool,
@@ -235,6 +230,18 @@ impl Protocol for Shared {
     }
 }
 
+/// Replies `ERR` with `msg`; the connection closes after it.
+fn refuse_with(out: &mut Vec<u8>, msg: &str) -> io::Result<bool> {
+    frame(out, kind::ERR, &[msg.as_bytes()]);
+    Ok(false)
+}
+
+/// Writes the length of the frame begun at `at` (its header was written with an empty body).
+fn seal(out: &mut [u8], at: usize) {
+    let len = (out.len() - at - 4) as u32;
+    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+}
+
 impl Shared {
     /// Answers one request into `out`; `Ok(false)` when the connection must close after it.
     pub(super) fn answer(
@@ -244,74 +251,35 @@ impl Shared {
         body: &[u8],
         out: &mut Vec<u8>,
     ) -> io::Result<bool> {
-        let bad = |out: &mut Vec<u8>, msg: &str| {
-            frame(out, kind::ERR, &[msg.as_bytes()]);
-            Ok(false)
-        };
         if !c.authed && k != kind::HELLO {
-            return bad(
+            return refuse_with(
                 out,
                 "authentication required: send HELLO with the host's token first",
             );
         }
-        match k {
-            kind::HELLO => {
-                let ok = self.token.as_deref().is_none_or(|t| t.as_bytes() == body);
-                if !ok {
-                    return bad(out, "wrong token");
-                }
-                c.authed = true;
-                frame(out, kind::OK, &[]);
-            }
-            kind::OPEN | kind::DROP => {
-                let Ok(name) = std::str::from_utf8(body) else {
-                    return bad(out, "a namespace is UTF-8");
-                };
-                if !name.starts_with("dyno_") || name.len() > 200 {
-                    return bad(
-                        out,
-                        "a namespace starts with dyno_ (and is at most 200 bytes)",
-                    );
-                }
-                let mut all = self.namespaces.write().map_err(|_| poisoned())?;
-                if k == kind::DROP {
-                    all.remove(name);
-                    if let Some(d) = &self.disk {
-                        d.drop_namespace(name)?;
-                    }
-                } else {
-                    if !all.contains_key(name) && all.len() >= MAX_NAMESPACES {
-                        return bad(out, "too many namespaces on this host");
-                    }
-                    let o = match all.get(name) {
-                        Some(o) => o.clone(),
-                        None => {
-                            let o = Arc::new(match &self.disk {
-                                Some(d) => Objects::on_disk(d.clone(), name)?,
-                                None => Objects::default(),
-                            });
-                            all.insert(name.to_string(), o.clone());
-                            o
-                        }
-                    };
-                    c.objects = Some(o);
-                }
-                c.pending = None;
-                frame(out, kind::OK, &[]);
-            }
-            kind::BEGIN | kind::COMMIT => {
+        if Request::needs_namespace(k) && c.objects.is_none() {
+            return refuse_with(out, "no namespace: send OPEN first");
+        }
+        let request = match Request::parse(k, body) {
+            Ok(Some(r)) => r,
+            Ok(None) => return refuse_with(out, &format!("unknown frame kind 0x{k:02x}")),
+            Err(why) => return refuse_with(out, why),
+        };
+        match request {
+            Request::Hello(token) => return self.hello(c, token, out),
+            Request::Open(name) => return self.open_namespace(c, name, out),
+            Request::Drop(name) => self.drop_namespace(c, name, out)?,
+            Request::Begin | Request::Commit => {
                 if let (Some(p), Some(map)) = (c.pending.take(), &c.objects) {
                     map.apply(p.writes.iter().map(|(k, v)| (*k, v.as_deref())))?;
                 }
-                if k == kind::BEGIN {
+                if request == Request::Begin {
                     c.pending = Some(Pending::default());
                 }
                 frame(out, kind::OK, &[]);
             }
-            kind::INFO => {
-                let durability = self
-                    .disk
-                    .as_ref()
+            Request::Info => {
+                let durability = (self.disk.as_ref())
                     .map_or_else(|| "volatile (host memory)".to_string(), |d| d.describe());
                 let text = format!(
                     "durability: {durability}\nversion: dyno {}\n",
@@ -319,147 +287,195 @@ impl Shared {
                 );
                 frame(out, kind::TEXT, &[text.as_bytes()]);
             }
-            kind::PUT | kind::GET | kind::DELETE => {
-                let Some(map) = &c.objects else {
-                    return bad(out, "no namespace: send OPEN first");
-                };
-                let Some(key) = key_of(body) else {
-                    return bad(out, "a key is 8 bytes");
-                };
-                let found = |value: &mut Vec<u8>, p: Option<&Pending>| {
-                    value.clear();
-                    read_through(map, p, &[key], |v| value.extend_from_slice(v))
-                        .map(|m| m.is_none())
-                };
-                match (k, c.pending.as_mut()) {
-                    (kind::PUT, None) => {
-                        map.put(key, &body[8..])?;
-                        frame(out, kind::OK, &[]);
-                    }
-                    (kind::PUT, Some(p)) => match p.push(key, Some(body[8..].to_vec())) {
-                        Ok(()) => frame(out, kind::OK, &[]),
-                        Err(e) => {
-                            c.pending = None;
-                            frame(out, kind::ERR, &[e.to_string().as_bytes()]);
-                        }
-                    },
-                    (kind::GET, p) => {
-                        // Straight into the response: no copy through a scratch buffer.
-                        let at = out.len();
-                        frame(out, kind::VALUE, &[]);
-                        let missing = read_through(map, p.map(|p| &*p), &[key], |v| {
-                            out.extend_from_slice(v)
-                        })?;
-                        if missing.is_some() {
-                            out.truncate(at);
-                            frame(out, kind::NOT_FOUND, &[]);
-                        } else {
-                            let len = (out.len() - at - 4) as u32;
-                            out[at..at + 4].copy_from_slice(&len.to_be_bytes());
-                        }
-                    }
-                    (_, None) => {
-                        let r = if map.delete(key)? {
-                            kind::OK
-                        } else {
-                            kind::NOT_FOUND
-                        };
-                        frame(out, r, &[]);
-                    }
-                    (_, Some(p)) => {
-                        if !found(&mut c.value, Some(p))? {
-                            frame(out, kind::NOT_FOUND, &[]);
-                        } else if let Err(e) = p.push(key, None) {
-                            c.pending = None;
-                            frame(out, kind::ERR, &[e.to_string().as_bytes()]);
-                        } else {
-                            frame(out, kind::OK, &[]);
-                        }
-                    }
-                }
-            }
-            kind::MGET => {
-                let Some(map) = &c.objects else {
-                    return bad(out, "no namespace: send OPEN first");
-                };
-                if !body.len().is_multiple_of(8) {
-                    return bad(out, "MGET carries whole 8-byte keys");
-                }
-                c.keys.clear();
-                c.keys.extend(
-                    body.chunks_exact(8)
-                        .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes"))),
-                );
-                // One pass: values are copied while the reply fits a frame, then only counted.
-                let at = out.len();
-                frame(out, kind::VALUES, &[]);
-                let mut total = 0u64;
-                let missing = read_through(map, c.pending.as_ref(), &c.keys, |v| {
-                    total += 4 + v.len() as u64;
-                    if total < u64::from(MAX_FRAME) {
-                        out.extend_from_slice(&(v.len() as u32).to_be_bytes());
-                        out.extend_from_slice(v);
-                    }
-                })?;
-                let len = (out.len() - at - 4) as u32;
-                out[at..at + 4].copy_from_slice(&len.to_be_bytes());
-                match missing {
-                    Some(k) => {
-                        out.truncate(at);
-                        frame(out, kind::NOT_FOUND, &[&k.to_be_bytes()]);
-                    }
-                    None if total >= u64::from(MAX_FRAME) => {
-                        out.truncate(at);
-                        let msg = format!(
-                            "the {} values asked for come to {total} bytes, over the frame limit of {MAX_FRAME}; ask for fewer keys at a time",
-                            c.keys.len()
-                        );
-                        frame(out, kind::ERR, &[msg.as_bytes()]);
-                    }
-                    None => {}
-                }
-            }
-            kind::MKDIR | kind::STAT | kind::LIST | kind::RMDIR => {
-                let Some(map) = &c.objects else {
-                    return bad(out, "no namespace: send OPEN first");
-                };
-                let Ok(path) = std::str::from_utf8(body) else {
-                    return bad(out, "a folder path is UTF-8");
-                };
-                let done = match k {
-                    kind::MKDIR => map.mkdir(path),
-                    kind::STAT => map.stat(path),
-                    kind::RMDIR => map.rmdir(path),
-                    _ => {
-                        let at = out.len();
-                        frame(out, kind::TEXT, &[]);
-                        let listed = map.list(path, |name| {
-                            out.extend_from_slice(name.as_bytes());
-                            out.push(b'\n');
-                        });
-                        if listed.is_ok() {
-                            let len = (out.len() - at - 4) as u32;
-                            out[at..at + 4].copy_from_slice(&len.to_be_bytes());
-                        } else {
-                            out.truncate(at);
-                        }
-                        listed
-                    }
-                };
-                match done {
-                    Ok(()) if k == kind::LIST => {}
-                    Ok(()) => frame(out, kind::OK, &[]),
-                    Err(TreeError::NotFound) => frame(out, kind::NOT_FOUND, &[]),
-                    Err(e) => frame(out, kind::ERR, &[e.message(path).as_bytes()]),
-                }
-            }
-            kind::STATS => {
+            Request::Put(key, value) => put(c, key, value, out)?,
+            Request::Get(key) => get(c, key, out)?,
+            Request::Delete(key) => delete(c, key, out)?,
+            Request::MGet(keys) => mget(c, keys, out)?,
+            Request::Folder(op, path) => folder(c, op, path, out),
+            Request::Stats => {
                 let text = stats_text(self);
                 frame(out, kind::TEXT, &[text.as_bytes()]);
             }
-            other => return bad(out, &format!("unknown frame kind 0x{other:02x}")),
         }
         Ok(true)
+    }
+
+    fn hello(&self, c: &mut Conn, token: &[u8], out: &mut Vec<u8>) -> io::Result<bool> {
+        if self.token.as_deref().is_some_and(|t| t.as_bytes() != token) {
+            return refuse_with(out, "wrong token");
+        }
+        c.authed = true;
+        frame(out, kind::OK, &[]);
+        Ok(true)
+    }
+
+    fn open_namespace(&self, c: &mut Conn, name: &str, out: &mut Vec<u8>) -> io::Result<bool> {
+        let mut all = self.namespaces.write().map_err(|_| poisoned())?;
+        if !all.contains_key(name) && all.len() >= MAX_NAMESPACES {
+            return refuse_with(out, "too many namespaces on this host");
+        }
+        let o = match all.get(name) {
+            Some(o) => o.clone(),
+            None => {
+                let o = Arc::new(match &self.disk {
+                    Some(d) => Objects::on_disk(d.clone(), name)?,
+                    None => Objects::default(),
+                });
+                all.insert(name.to_string(), o.clone());
+                o
+            }
+        };
+        c.objects = Some(o);
+        c.pending = None;
+        frame(out, kind::OK, &[]);
+        Ok(true)
+    }
+
+    fn drop_namespace(&self, c: &mut Conn, name: &str, out: &mut Vec<u8>) -> io::Result<()> {
+        let mut all = self.namespaces.write().map_err(|_| poisoned())?;
+        all.remove(name);
+        if let Some(d) = &self.disk {
+            d.drop_namespace(name)?;
+        }
+        c.pending = None;
+        frame(out, kind::OK, &[]);
+        Ok(())
+    }
+}
+
+/// The namespace a request that needs one works on (`answer` checked it is open).
+fn objects(c: &Conn) -> Arc<Objects> {
+    c.objects
+        .clone()
+        .expect("answer checks the namespace first")
+}
+
+/// A write outside a transaction goes to the store; inside one, into the transaction (which is
+/// rolled back when it grows too large).
+fn put(c: &mut Conn, key: u64, value: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+    let map = objects(c);
+    match c.pending.as_mut() {
+        None => {
+            map.put(key, value)?;
+            frame(out, kind::OK, &[]);
+        }
+        Some(p) => match p.push(key, Some(value.to_vec())) {
+            Ok(()) => frame(out, kind::OK, &[]),
+            Err(e) => {
+                c.pending = None;
+                frame(out, kind::ERR, &[e.to_string().as_bytes()]);
+            }
+        },
+    }
+    Ok(())
+}
+
+/// A read as the transaction sees it, straight into the response (no scratch copy).
+fn get(c: &mut Conn, key: u64, out: &mut Vec<u8>) -> io::Result<()> {
+    let map = objects(c);
+    let at = out.len();
+    frame(out, kind::VALUE, &[]);
+    let missing = read_through(&map, c.pending.as_ref(), &[key], |v| {
+        out.extend_from_slice(v)
+    })?;
+    if missing.is_some() {
+        out.truncate(at);
+        frame(out, kind::NOT_FOUND, &[]);
+    } else {
+        seal(out, at);
+    }
+    Ok(())
+}
+
+fn delete(c: &mut Conn, key: u64, out: &mut Vec<u8>) -> io::Result<()> {
+    let map = objects(c);
+    let Some(p) = c.pending.as_mut() else {
+        let r = if map.delete(key)? {
+            kind::OK
+        } else {
+            kind::NOT_FOUND
+        };
+        frame(out, r, &[]);
+        return Ok(());
+    };
+    c.value.clear();
+    let value = &mut c.value;
+    let found = read_through(&map, Some(p), &[key], |v| value.extend_from_slice(v))?.is_none();
+    if !found {
+        frame(out, kind::NOT_FOUND, &[]);
+    } else if let Err(e) = p.push(key, None) {
+        c.pending = None;
+        frame(out, kind::ERR, &[e.to_string().as_bytes()]);
+    } else {
+        frame(out, kind::OK, &[]);
+    }
+    Ok(())
+}
+
+/// Many reads in one reply; one pass: values are copied while the reply fits a frame, then only
+/// counted.
+fn mget(c: &mut Conn, keys: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+    let map = objects(c);
+    c.keys.clear();
+    c.keys.extend(
+        keys.chunks_exact(8)
+            .map(|k| u64::from_be_bytes(k.try_into().expect("8 bytes"))),
+    );
+    let at = out.len();
+    frame(out, kind::VALUES, &[]);
+    let mut total = 0u64;
+    let missing = read_through(&map, c.pending.as_ref(), &c.keys, |v| {
+        total += 4 + v.len() as u64;
+        if total < u64::from(MAX_FRAME) {
+            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+            out.extend_from_slice(v);
+        }
+    })?;
+    seal(out, at);
+    match missing {
+        Some(k) => {
+            out.truncate(at);
+            frame(out, kind::NOT_FOUND, &[&k.to_be_bytes()]);
+        }
+        None if total >= u64::from(MAX_FRAME) => {
+            out.truncate(at);
+            let msg = format!(
+                "the {} values asked for come to {total} bytes, over the frame limit of {MAX_FRAME}; ask for fewer keys at a time",
+                c.keys.len()
+            );
+            frame(out, kind::ERR, &[msg.as_bytes()]);
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+fn folder(c: &Conn, op: FolderOp, path: &str, out: &mut Vec<u8>) {
+    let map = objects(c);
+    let done = match op {
+        FolderOp::Mkdir => map.mkdir(path),
+        FolderOp::Stat => map.stat(path),
+        FolderOp::Rmdir => map.rmdir(path),
+        FolderOp::List => {
+            let at = out.len();
+            frame(out, kind::TEXT, &[]);
+            let listed = map.list(path, |name| {
+                out.extend_from_slice(name.as_bytes());
+                out.push(b'\n');
+            });
+            if listed.is_ok() {
+                seal(out, at);
+            } else {
+                out.truncate(at);
+            }
+            listed
+        }
+    };
+    match done {
+        Ok(()) if op == FolderOp::List => {}
+        Ok(()) => frame(out, kind::OK, &[]),
+        Err(TreeError::NotFound) => frame(out, kind::NOT_FOUND, &[]),
+        Err(e) => frame(out, kind::ERR, &[e.message(path).as_bytes()]),
     }
 }
 
