@@ -177,6 +177,145 @@ impl Work {
     }
 }
 
+/// An operation a magma test repeats.
+type Operation = Box<dyn FnMut(&mut dyn Session, &mut Work) -> Result<(), OpError>>;
+
+/// A read test's operation (each runs for the test time, one unit per run); `None` for the
+/// others.
+fn read_operation(name: &str) -> Option<Operation> {
+    let op: Operation = match name {
+        "peakRefreshRate" => Box::new(|s, w| {
+            s.commit()?;
+            s.begin(TxMode::Read)?;
+            Work::read(s, &mut w.buf, key(SMALL, 0))?.expect_version(1)?;
+            Ok(())
+        }),
+        "singleObjectRead" => Box::new(|s, w| {
+            let id = w.random_small();
+            let o = Work::read(s, &mut w.buf, id)?;
+            o.expect_version(1)?;
+            check(o.payload == w.small, id, "payload differs")
+        }),
+        "oneThousandElementArrayRead" => Box::new(|s, w| {
+            let id = key(ARRAY, 0);
+            let o = Work::read(s, &mut w.buf, id)?;
+            o.expect_version(1)?;
+            check(o.payload == w.elements, id, "elements differ")
+        }),
+        "oneThousandElementArrayOfObjectsRead" => Box::new(|s, w| {
+            let id = key(ARRAY_OF_OBJECTS, 0);
+            let o = Work::read(s, &mut w.buf, id)?;
+            w.keys.clear();
+            w.keys.extend(o.expect_version(1)?.references());
+            check(w.keys.len() as u64 == w.t, id, "wrong reference count")?;
+            w.read_many(s).map(drop)
+        }),
+        "oneMillionObjectPointersRead" => Box::new(|s, w| {
+            let id = key(POINTERS, 0);
+            let o = Work::read(s, &mut w.buf, id)?;
+            w.keys.clear();
+            w.keys.extend(o.expect_version(1)?.references());
+            let pointers = w.read_many(s)?;
+            check(pointers == w.t * w.t, id, "wrong pointer count")
+        }),
+        "oneThousandLevelsDeepRead" => Box::new(|s, w| {
+            let (mut id, mut depth) = (key(CHAIN, 0), 0);
+            loop {
+                let o = Work::read(s, &mut w.buf, id)?;
+                depth += 1;
+                match o.expect_version(1)?.ref_count() {
+                    0 => break,
+                    _ => id = o.reference(0),
+                }
+            }
+            check(depth == w.t, key(CHAIN, 0), "the chain has the wrong depth")
+        }),
+        "getMagmaArraySize" => Box::new(|s, w| {
+            let id = key(COLLECTION, 0);
+            let o = Work::read(s, &mut w.buf, id)?;
+            o.expect_version(1)?;
+            check(o.payload == w.t.to_le_bytes(), id, "wrong size")
+        }),
+        _ => return None,
+    };
+    Some(op)
+}
+
+/// Test `name`'s operation (repetition `rep`, T = `t`): whether it repeats for the test time
+/// (or runs once), and the units one run counts.
+fn operation(name: &str, rep: u32, t: u64) -> (bool, u64, Operation) {
+    if let Some(read) = read_operation(name) {
+        return (true, 1, read);
+    }
+    match name {
+        "peakCommitRate"
+        | "oneThousandElementArrayCommit"
+        | "a1001BufferCommit"
+        | "aOneMillionBufferCommit" => {
+            let slot = [
+                "peakCommitRate",
+                "oneThousandElementArrayCommit",
+                "a1001BufferCommit",
+                "aOneMillionBufferCommit",
+            ]
+            .iter()
+            .position(|n| *n == name)
+            .expect("a write test");
+            (
+                true,
+                1,
+                Box::new(move |s, w| {
+                    s.begin(TxMode::Write)?;
+                    w.versions[slot] += 1;
+                    let payload: &[u8] = match slot {
+                        0 => &w.small,
+                        1 => &w.elements,
+                        2 => &w.buffer1001,
+                        _ => &w.big,
+                    };
+                    let id = key(WRITES, slot as u64);
+                    put(s, &mut w.buf, id, w.versions[slot], &[], payload)?;
+                    s.commit()
+                }),
+            )
+        }
+        "updateThousandsOfMagmaArrayElements" => (
+            false,
+            t,
+            Box::new(|s, w| {
+                s.begin(TxMode::Write)?;
+                w.dirty.fill(false);
+                for _ in 0..w.t {
+                    let at = (splitmix(&mut w.rng) % w.t) as usize;
+                    w.collection[at] = w.random_small();
+                    w.dirty[at / CHUNK] = true;
+                }
+                w.collection_version += 1;
+                for c in (0..w.dirty.len()).filter(|c| w.dirty[*c]) {
+                    let id = key(COLLECTION, 1 + c as u64);
+                    put_chunk(s, &mut w.buf, id, w.collection_version, &w.collection, c)?;
+                }
+                s.commit()
+            }),
+        ),
+        "addThousandsOfObjectsTenAtATime"
+        | "addThousandsOfObjectsOneHundredAtATime"
+        | "addThousandsOfObjectsAtOnce" => {
+            let (variant, batch) = match name {
+                "addThousandsOfObjectsTenAtATime" => (0, 10),
+                "addThousandsOfObjectsOneHundredAtATime" => (1, 100),
+                _ => (2, t),
+            };
+            (
+                false,
+                1,
+                Box::new(move |s, w| add(s, w, rep, variant, batch)),
+            )
+        }
+        other => unreachable!("{other} is not a magma test"),
+    }
+}
+
 /// Puts one object, encoded in `buf`.
 fn put(
     session: &mut dyn Session,
@@ -448,124 +587,13 @@ impl<'a> Magma<'a> {
             session.begin(TxMode::Read)?;
         }
         let mut units = 0u64;
-        let mut run =
-            |stop: Stop,
-             rec: &mut Recorder,
-             per_op: u64,
-             op: &mut dyn FnMut(&mut dyn Session, &mut Work) -> Result<(), OpError>| {
-                worker::run(clock, &mut Schedule::Closed, stop, interrupt, rec, |_| {
-                    op(session, w)?;
-                    units += per_op;
-                    Ok(0)
-                })
-            };
-        let end = match name {
-            "peakRefreshRate" => run(rate, rec, 1, &mut |s, w| {
-                s.commit()?;
-                s.begin(TxMode::Read)?;
-                Work::read(s, &mut w.buf, key(SMALL, 0))?.expect_version(1)?;
-                Ok(())
-            }),
-            "singleObjectRead" => run(rate, rec, 1, &mut |s, w| {
-                let id = w.random_small();
-                let o = Work::read(s, &mut w.buf, id)?;
-                o.expect_version(1)?;
-                check(o.payload == w.small, id, "payload differs")
-            }),
-            "oneThousandElementArrayRead" => run(rate, rec, 1, &mut |s, w| {
-                let id = key(ARRAY, 0);
-                let o = Work::read(s, &mut w.buf, id)?;
-                o.expect_version(1)?;
-                check(o.payload == w.elements, id, "elements differ")
-            }),
-            "oneThousandElementArrayOfObjectsRead" => run(rate, rec, 1, &mut |s, w| {
-                let id = key(ARRAY_OF_OBJECTS, 0);
-                let o = Work::read(s, &mut w.buf, id)?;
-                w.keys.clear();
-                w.keys.extend(o.expect_version(1)?.references());
-                check(w.keys.len() as u64 == w.t, id, "wrong reference count")?;
-                w.read_many(s).map(drop)
-            }),
-            "oneMillionObjectPointersRead" => run(rate, rec, 1, &mut |s, w| {
-                let id = key(POINTERS, 0);
-                let o = Work::read(s, &mut w.buf, id)?;
-                w.keys.clear();
-                w.keys.extend(o.expect_version(1)?.references());
-                let pointers = w.read_many(s)?;
-                check(pointers == w.t * w.t, id, "wrong pointer count")
-            }),
-            "oneThousandLevelsDeepRead" => run(rate, rec, 1, &mut |s, w| {
-                let (mut id, mut depth) = (key(CHAIN, 0), 0);
-                loop {
-                    let o = Work::read(s, &mut w.buf, id)?;
-                    depth += 1;
-                    match o.expect_version(1)?.ref_count() {
-                        0 => break,
-                        _ => id = o.reference(0),
-                    }
-                }
-                check(depth == w.t, key(CHAIN, 0), "the chain has the wrong depth")
-            }),
-            "peakCommitRate"
-            | "oneThousandElementArrayCommit"
-            | "a1001BufferCommit"
-            | "aOneMillionBufferCommit" => {
-                let slot = [
-                    "peakCommitRate",
-                    "oneThousandElementArrayCommit",
-                    "a1001BufferCommit",
-                    "aOneMillionBufferCommit",
-                ]
-                .iter()
-                .position(|n| *n == name)
-                .expect("a write test");
-                run(rate, rec, 1, &mut |s, w| {
-                    s.begin(TxMode::Write)?;
-                    w.versions[slot] += 1;
-                    let payload: &[u8] = match slot {
-                        0 => &w.small,
-                        1 => &w.elements,
-                        2 => &w.buffer1001,
-                        _ => &w.big,
-                    };
-                    let id = key(WRITES, slot as u64);
-                    put(s, &mut w.buf, id, w.versions[slot], &[], payload)?;
-                    s.commit()
-                })
-            }
-            "getMagmaArraySize" => run(rate, rec, 1, &mut |s, w| {
-                let id = key(COLLECTION, 0);
-                let o = Work::read(s, &mut w.buf, id)?;
-                o.expect_version(1)?;
-                check(o.payload == w.t.to_le_bytes(), id, "wrong size")
-            }),
-            "updateThousandsOfMagmaArrayElements" => run(once, rec, t, &mut |s, w| {
-                s.begin(TxMode::Write)?;
-                w.dirty.fill(false);
-                for _ in 0..w.t {
-                    let at = (splitmix(&mut w.rng) % w.t) as usize;
-                    w.collection[at] = w.random_small();
-                    w.dirty[at / CHUNK] = true;
-                }
-                w.collection_version += 1;
-                for c in (0..w.dirty.len()).filter(|c| w.dirty[*c]) {
-                    let id = key(COLLECTION, 1 + c as u64);
-                    put_chunk(s, &mut w.buf, id, w.collection_version, &w.collection, c)?;
-                }
-                s.commit()
-            }),
-            "addThousandsOfObjectsTenAtATime"
-            | "addThousandsOfObjectsOneHundredAtATime"
-            | "addThousandsOfObjectsAtOnce" => {
-                let (variant, batch) = match name {
-                    "addThousandsOfObjectsTenAtATime" => (0, 10),
-                    "addThousandsOfObjectsOneHundredAtATime" => (1, 100),
-                    _ => (2, t),
-                };
-                run(once, rec, 1, &mut |s, w| add(s, w, rep, variant, batch))
-            }
-            other => unreachable!("{other} is not a magma test"),
-        };
+        let (repeated, per_op, mut op) = operation(name, rep, t);
+        let stop = if repeated { rate } else { once };
+        let end = worker::run(clock, &mut Schedule::Closed, stop, interrupt, rec, |_| {
+            op(session, w)?;
+            units += per_op;
+            Ok(0)
+        });
         if reading {
             session.commit()?;
         }
