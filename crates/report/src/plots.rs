@@ -193,6 +193,117 @@ fn percentile(x: f64) -> String {
     }
 }
 
+/// The chart the helpers draw on: linear coordinates, the y axis as [`YAxis`] maps it.
+type Plane<'a, DB> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A group of bars per category, a bar per line, each category's name under its group.
+fn draw_bars<DB: DrawingBackend>(
+    chart: &mut Plane<'_, DB>,
+    c: &Chart,
+    cats: &[String],
+    y: &YAxis,
+) -> Result<(), PlotError>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| PlotError::Draw(e.to_string());
+    let n = c.lines.len().max(1) as f64;
+    for (i, l) in c.lines.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        chart
+            .draw_series(l.points.iter().map(|p| {
+                let left = p.0 + 0.1 + 0.8 * i as f64 / n;
+                let right = left + 0.8 / n;
+                Rectangle::new(
+                    [(left, y.at(0.0).max(y.lo)), (right, y.at(p.1))],
+                    color.filled(),
+                )
+            }))
+            .map_err(err)?
+            .label(&l.name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    for (k, name) in cats.iter().enumerate() {
+        chart
+            .draw_series(std::iter::once(Text::new(
+                name.clone(),
+                (k as f64 + 0.5, y.lo),
+                TextStyle::from(("sans-serif", 15).into_font()).pos(
+                    plotters::style::text_anchor::Pos::new(
+                        plotters::style::text_anchor::HPos::Center,
+                        plotters::style::text_anchor::VPos::Top,
+                    ),
+                ),
+            )))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Each line, its band (min – max) where the chart has one, its points, and its invalid points
+/// hollow; whether any point was invalid.
+fn draw_lines<DB: DrawingBackend>(
+    chart: &mut Plane<'_, DB>,
+    c: &Chart,
+    y: &YAxis,
+) -> Result<bool, PlotError>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| PlotError::Draw(e.to_string());
+    let mut any_invalid = false;
+    for (i, l) in c.lines.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        if c.band && l.points.len() > 1 {
+            let band: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .map(|p| (p.0, y.at(p.2)))
+                .chain(l.points.iter().rev().map(|p| (p.0, y.at(p.3))))
+                .collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(band, color.mix(0.18))))
+                .map_err(err)?;
+        }
+        chart
+            .draw_series(LineSeries::new(
+                l.points.iter().map(|p| (p.0, y.at(p.1))),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(&l.name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        if c.band {
+            chart
+                .draw_series(
+                    l.points
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, _)| !l.invalid.contains(k))
+                        .map(|(_, p)| Circle::new((p.0, y.at(p.1)), 3, color.filled())),
+                )
+                .map_err(err)?;
+        }
+        // Invalid points: hollow and larger, never left out.
+        chart
+            .draw_series(
+                l.invalid
+                    .iter()
+                    .filter_map(|k| l.points.get(*k))
+                    .map(|p| Circle::new((p.0, y.at(p.1)), 6, color.stroke_width(2))),
+            )
+            .map_err(err)?;
+        any_invalid |= !l.invalid.is_empty();
+    }
+    Ok(any_invalid)
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     c: &Chart,
@@ -248,85 +359,9 @@ where
     }
     mesh.draw().map_err(err)?;
     if let Kind::Bars(cats) = &c.kind {
-        let n = c.lines.len().max(1) as f64;
-        for (i, l) in c.lines.iter().enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
-            chart
-                .draw_series(l.points.iter().map(|p| {
-                    let left = p.0 + 0.1 + 0.8 * i as f64 / n;
-                    let right = left + 0.8 / n;
-                    Rectangle::new(
-                        [(left, y.at(0.0).max(y.lo)), (right, y.at(p.1))],
-                        color.filled(),
-                    )
-                }))
-                .map_err(err)?
-                .label(&l.name)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
-                });
-        }
-        for (k, name) in cats.iter().enumerate() {
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    name.clone(),
-                    (k as f64 + 0.5, y.lo),
-                    TextStyle::from(("sans-serif", 15).into_font()).pos(
-                        plotters::style::text_anchor::Pos::new(
-                            plotters::style::text_anchor::HPos::Center,
-                            plotters::style::text_anchor::VPos::Top,
-                        ),
-                    ),
-                )))
-                .map_err(err)?;
-        }
+        draw_bars(&mut chart, c, cats, &y)?;
     }
-    let mut any_invalid = false;
-    for (i, l) in c.lines.iter().enumerate().filter(|_| !bars) {
-        let color = PALETTE[i % PALETTE.len()];
-        if c.band && l.points.len() > 1 {
-            let band: Vec<(f64, f64)> = l
-                .points
-                .iter()
-                .map(|p| (p.0, y.at(p.2)))
-                .chain(l.points.iter().rev().map(|p| (p.0, y.at(p.3))))
-                .collect();
-            chart
-                .draw_series(std::iter::once(Polygon::new(band, color.mix(0.18))))
-                .map_err(err)?;
-        }
-        chart
-            .draw_series(LineSeries::new(
-                l.points.iter().map(|p| (p.0, y.at(p.1))),
-                color.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(&l.name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        if c.band {
-            chart
-                .draw_series(
-                    l.points
-                        .iter()
-                        .enumerate()
-                        .filter(|(k, _)| !l.invalid.contains(k))
-                        .map(|(_, p)| Circle::new((p.0, y.at(p.1)), 3, color.filled())),
-                )
-                .map_err(err)?;
-        }
-        // Invalid points: hollow and larger, never left out.
-        chart
-            .draw_series(
-                l.invalid
-                    .iter()
-                    .filter_map(|k| l.points.get(*k))
-                    .map(|p| Circle::new((p.0, y.at(p.1)), 6, color.stroke_width(2))),
-            )
-            .map_err(err)?;
-        any_invalid |= !l.invalid.is_empty();
-    }
+    let any_invalid = !bars && draw_lines(&mut chart, c, &y)?;
     if any_invalid {
         chart
             .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
