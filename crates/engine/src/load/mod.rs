@@ -184,6 +184,88 @@ fn split(n: usize, parts: usize, i: usize) -> usize {
     n / parts + usize::from(i < n % parts)
 }
 
+/// Thread `i`'s share of the load: its connections, its schedule (an open loop's arrivals are
+/// split evenly, each thread with its own seed), its stop.
+fn share(spec: &LoadSpec, threads: usize, i: usize) -> Share {
+    match &spec.model {
+        LoadModel::Closed { stop } => Share {
+            index: i,
+            connections: split(spec.connections, threads, i),
+            max_connections: split(spec.connections, threads, i),
+            schedule: Schedule::Closed,
+            stop: Some(*stop),
+            closed_remaining: match stop {
+                Stop::Count(n) | Stop::DurationOrCount { count: n, .. } => *n,
+                Stop::Duration { .. } => u64::MAX,
+            },
+        },
+        LoadModel::Open {
+            profile,
+            arrival,
+            max_connections,
+        } => Share {
+            index: i,
+            connections: split(spec.connections, threads, i),
+            max_connections: split(*max_connections as usize, threads, i).max(1),
+            schedule: Schedule::Open(Arrivals::new(
+                profile.scaled(1.0 / threads as f64),
+                *arrival,
+                spec.seed.wrapping_add(i as u64 * 0x9E37_79B9),
+            )),
+            stop: None,
+            closed_remaining: u64::MAX,
+        },
+    }
+}
+
+/// What every thread measured, added up.
+struct Merged {
+    recorder: Recorder,
+    lag: results::Histogram,
+    handshake: results::Histogram,
+    counters: Counters,
+    wall_ns: u64,
+    busiest: f64,
+    interrupted: bool,
+    waits: Waits,
+}
+
+fn merge(parts: &[WorkerResult]) -> Merged {
+    let mut recorder = Recorder::new();
+    let mut lag = results::new_histogram();
+    let mut handshake = results::new_histogram();
+    let mut counters = Counters::default();
+    let mut wall_ns = 0;
+    let mut busiest: f64 = 0.0;
+    let mut interrupted = false;
+    let mut waits = Waits::default();
+    for p in parts {
+        waits.add(&p.waits);
+        recorder.merge(&p.rec);
+        lag.add(&p.lag)
+            .expect("histograms of one range always merge");
+        handshake
+            .add(&p.handshake)
+            .expect("histograms of one range always merge");
+        counters.add(&p.counters);
+        wall_ns = wall_ns.max(p.wall_ns);
+        if p.wall_ns > 0 {
+            busiest = busiest.max(p.cpu_ns as f64 / p.wall_ns as f64);
+        }
+        interrupted |= p.interrupted;
+    }
+    Merged {
+        recorder,
+        lag,
+        handshake,
+        counters,
+        wall_ns,
+        busiest,
+        interrupted,
+        waits,
+    }
+}
+
 /// Runs a load and merges what every thread measured. Each interval, merged over the threads,
 /// goes to `observe` and into `live` as soon as every thread has finished it; the result's
 /// series is `live`'s.
@@ -195,37 +277,7 @@ pub fn run(
 ) -> io::Result<LoadResult> {
     let threads = spec.threads.max(1);
     let clock = Clock::monotonic();
-    let shares: Vec<Share> = (0..threads)
-        .map(|i| match &spec.model {
-            LoadModel::Closed { stop } => Share {
-                index: i,
-                connections: split(spec.connections, threads, i),
-                max_connections: split(spec.connections, threads, i),
-                schedule: Schedule::Closed,
-                stop: Some(*stop),
-                closed_remaining: match stop {
-                    Stop::Count(n) | Stop::DurationOrCount { count: n, .. } => *n,
-                    Stop::Duration { .. } => u64::MAX,
-                },
-            },
-            LoadModel::Open {
-                profile,
-                arrival,
-                max_connections,
-            } => Share {
-                index: i,
-                connections: split(spec.connections, threads, i),
-                max_connections: split(*max_connections as usize, threads, i).max(1),
-                schedule: Schedule::Open(Arrivals::new(
-                    profile.scaled(1.0 / threads as f64),
-                    *arrival,
-                    spec.seed.wrapping_add(i as u64 * 0x9E37_79B9),
-                )),
-                stop: None,
-                closed_remaining: u64::MAX,
-            },
-        })
-        .collect();
+    let shares: Vec<Share> = (0..threads).map(|i| share(spec, threads, i)).collect();
     let barrier = Barrier::new(threads + 1);
     let (u0, s0) = process_cpu_ns();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -274,29 +326,16 @@ pub fn run(
         parts.push(r?);
     }
 
-    let mut recorder = Recorder::new();
-    let mut lag = results::new_histogram();
-    let mut handshake = results::new_histogram();
-    let mut counters = Counters::default();
-    let mut wall_ns = 0;
-    let mut busiest: f64 = 0.0;
-    let mut interrupted = false;
-    let mut waits = Waits::default();
-    for p in &parts {
-        waits.add(&p.waits);
-        recorder.merge(&p.rec);
-        lag.add(&p.lag)
-            .expect("histograms of one range always merge");
-        handshake
-            .add(&p.handshake)
-            .expect("histograms of one range always merge");
-        counters.add(&p.counters);
-        wall_ns = wall_ns.max(p.wall_ns);
-        if p.wall_ns > 0 {
-            busiest = busiest.max(p.cpu_ns as f64 / p.wall_ns as f64);
-        }
-        interrupted |= p.interrupted;
-    }
+    let Merged {
+        recorder,
+        lag,
+        handshake,
+        counters,
+        wall_ns,
+        busiest,
+        interrupted,
+        waits,
+    } = merge(&parts);
     let intended_per_s = spec.model.intended_per_s();
     let achieved_per_s = results::stats::per_s(counters.requests as f64, wall_ns);
     let intervals = live
