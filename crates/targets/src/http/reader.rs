@@ -238,64 +238,76 @@ impl HttpReader {
     }
 }
 
+impl HttpReader {
+    /// Reads a response head from `data[i..]`: the state it leads to and the bytes of `data` it
+    /// used once it is whole, `None` while more is needed. Most heads arrive whole in one read
+    /// and are parsed where they are; only a head split across reads is buffered.
+    #[inline]
+    fn read_head(
+        &mut self,
+        data: &[u8],
+        i: usize,
+        eof: bool,
+    ) -> Result<Option<(State, usize)>, OpError> {
+        let whole = if self.head.is_empty() {
+            let limit = (data.len() - i).min(MAX_HEAD);
+            data[i..i + limit]
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map(|pos| pos + 4)
+        } else {
+            None
+        };
+        match whole {
+            Some(len) => {
+                let next = self.parse_head(&data[i..i + len])?;
+                self.seen += len as u64;
+                Ok(Some((next, len)))
+            }
+            None => {
+                let old = self.head.len();
+                let take = (data.len() - i).min(MAX_HEAD - old);
+                self.head.extend_from_slice(&data[i..i + take]);
+                let from = old.saturating_sub(3);
+                let Some(pos) = self.head[from..].windows(4).position(|w| w == b"\r\n\r\n") else {
+                    if self.head.len() >= MAX_HEAD {
+                        return Err(protocol("response headers larger than 64 KiB"));
+                    }
+                    if eof {
+                        return Err(OpError::new(
+                            ErrorClass::Reset,
+                            if self.head.is_empty() {
+                                "connection closed before a response"
+                            } else {
+                                "connection closed inside the response headers"
+                            },
+                        ));
+                    }
+                    return Ok(None);
+                };
+                let head_len = from + pos + 4;
+                self.seen += head_len as u64;
+                let mut head = std::mem::take(&mut self.head);
+                head.truncate(head_len);
+                let next = self.parse_head(&head);
+                head.clear();
+                self.head = head;
+                Ok(Some((next?, head_len - old)))
+            }
+        }
+    }
+}
+
 impl ResponseReader for HttpReader {
     fn feed(&mut self, data: &[u8], eof: bool) -> Result<Feed, OpError> {
         let mut i = 0;
         loop {
             match self.state {
                 State::Head => {
-                    // Most heads arrive whole in one read: parse them where they are, and buffer
-                    // only a head split across reads.
-                    let whole = if self.head.is_empty() {
-                        let limit = (data.len() - i).min(MAX_HEAD);
-                        data[i..i + limit]
-                            .windows(4)
-                            .position(|w| w == b"\r\n\r\n")
-                            .map(|pos| pos + 4)
-                    } else {
-                        None
+                    let Some((next, used)) = self.read_head(data, i, eof)? else {
+                        return Ok(Feed::More);
                     };
-                    let next = match whole {
-                        Some(len) => {
-                            let next = self.parse_head(&data[i..i + len])?;
-                            i += len;
-                            self.seen += len as u64;
-                            next
-                        }
-                        None => {
-                            let old = self.head.len();
-                            let take = (data.len() - i).min(MAX_HEAD - old);
-                            self.head.extend_from_slice(&data[i..i + take]);
-                            let from = old.saturating_sub(3);
-                            let Some(pos) =
-                                self.head[from..].windows(4).position(|w| w == b"\r\n\r\n")
-                            else {
-                                if self.head.len() >= MAX_HEAD {
-                                    return Err(protocol("response headers larger than 64 KiB"));
-                                }
-                                if eof {
-                                    return Err(OpError::new(
-                                        ErrorClass::Reset,
-                                        if self.head.is_empty() {
-                                            "connection closed before a response"
-                                        } else {
-                                            "connection closed inside the response headers"
-                                        },
-                                    ));
-                                }
-                                return Ok(Feed::More);
-                            };
-                            let head_len = from + pos + 4;
-                            i += head_len - old;
-                            self.seen += head_len as u64;
-                            let mut head = std::mem::take(&mut self.head);
-                            head.truncate(head_len);
-                            let next = self.parse_head(&head);
-                            head.clear();
-                            self.head = head;
-                            next?
-                        }
-                    };
+                    i += used;
                     if (100..200).contains(&self.status) && self.status != 101 {
                         continue; // an interim response: the real one follows
                     }
