@@ -613,6 +613,102 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Connections whose pause after a failure is over start again.
+    fn retry_due(&mut self, now: u64) {
+        for ci in 0..self.conns.len() {
+            if self.conns[ci].retry_at.is_some_and(|at| at <= now) {
+                self.conns[ci].retry_at = None;
+                self.pausing -= 1;
+                if self.may_start(ci, now) {
+                    self.start(ci, now, now);
+                }
+            }
+        }
+    }
+
+    /// How to wait for the next thing to do (an arrival, a retry, an interval, a scan): sleep
+    /// on the thread's own clock for a pace or a coalescing window and then poll without
+    /// waiting, or block in the poll until the timer.
+    fn wait(
+        &mut self,
+        next_scan: u64,
+        next_arrival: Option<u64>,
+        last_wake: u64,
+        last_dispatch: u64,
+    ) -> io::Result<Option<Duration>> {
+        // Sleep until the next thing to do: an arrival, a retry, an interval, a scan.
+        let mut wake = next_scan.min(self.start + (self.interval_index + 1) * self.interval_ns);
+        if let Some(t) = next_arrival {
+            wake = wake.min(t);
+        }
+        if self.pausing > 0 {
+            for c in &self.conns {
+                if let Some(t) = c.retry_at {
+                    wake = wake.min(t);
+                }
+            }
+        }
+        let now = self.clock.now_ns();
+        let window = self.window.ns(self.outstanding, !self.backlog.is_empty());
+        let pace = self.window.pace_ns();
+        Ok(if wake <= now {
+            Some(Duration::ZERO)
+        } else if pace > 0 && wake < now + pace {
+            // Requests fall due densely: wake once per pace, on the thread's own clock, and
+            // send whatever fell due meanwhile (late by at most the pace, in its latency).
+            timer::sleep_ns(wake.max(last_dispatch + pace) - now);
+            self.window.slept(pace, true);
+            Some(Duration::ZERO)
+        } else if wake <= now + self.window.sleep_cost_ns() {
+            Some(Duration::ZERO)
+        } else if now < last_wake + window {
+            // Within a window: sleep on the thread's own clock, not on its sockets, until the
+            // window ends (or something is due sooner), then take whatever came in.
+            timer::sleep_ns((last_wake + window).min(wake) - now);
+            self.window.slept(window, false);
+            Some(Duration::ZERO)
+        } else {
+            self.timer.arm(wake, wake - now)?;
+            self.window.blocked();
+            None
+        })
+    }
+
+    /// The thread's figures once the loop ended: what never got a response counted, the last
+    /// interval flushed.
+    fn finish(mut self, start: u64, cpu0: u64, interrupted: bool) -> WorkerResult {
+        let end = self.clock.now_ns();
+        // Whatever is still in flight or queued never got its response.
+        let never = self.backlog.len() as u64;
+        self.counters.unsent += never;
+        if !interrupted {
+            for ci in 0..self.conns.len() {
+                if self.conns[ci].busy() {
+                    let e = OpError::new(ErrorClass::Timeout, "no response before the run ended");
+                    self.fail(ci, e, end);
+                }
+            }
+        }
+        self.set_outstanding(end, 0);
+        self.flush_interval(end);
+        let wall = end - start;
+        self.counters.outstanding_mean = if wall > 0 {
+            self.outstanding_area / wall as f64
+        } else {
+            0.0
+        };
+        WorkerResult {
+            rec: self.rec,
+            lag: self.lag,
+            handshake: self.handshake,
+            counters: self.counters,
+            waits: self.window.waits(),
+            cpu_ns: thread_cpu_ns() - cpu0,
+            wall_ns: wall,
+            interrupted,
+        }
+    }
+
     pub(super) fn run(
         mut self,
         mut share: Share,
@@ -676,15 +772,7 @@ impl<'a> Worker<'a> {
             }
             // Closed loop: connections pausing after a failure.
             if self.pausing > 0 {
-                for ci in 0..self.conns.len() {
-                    if self.conns[ci].retry_at.is_some_and(|at| at <= now) {
-                        self.conns[ci].retry_at = None;
-                        self.pausing -= 1;
-                        if self.may_start(ci, now) {
-                            self.start(ci, now, now);
-                        }
-                    }
-                }
+                self.retry_due(now);
             }
             if now >= self.start + (self.interval_index + 1) * self.interval_ns {
                 self.flush_interval(now);
@@ -713,42 +801,7 @@ impl<'a> Worker<'a> {
                     break;
                 }
             }
-            // Sleep until the next thing to do: an arrival, a retry, an interval, a scan.
-            let mut wake = next_scan.min(self.start + (self.interval_index + 1) * self.interval_ns);
-            if let Some(t) = next_arrival {
-                wake = wake.min(t);
-            }
-            if self.pausing > 0 {
-                for c in &self.conns {
-                    if let Some(t) = c.retry_at {
-                        wake = wake.min(t);
-                    }
-                }
-            }
-            let now = self.clock.now_ns();
-            let window = self.window.ns(self.outstanding, !self.backlog.is_empty());
-            let pace = self.window.pace_ns();
-            let timeout = if wake <= now {
-                Some(Duration::ZERO)
-            } else if pace > 0 && wake < now + pace {
-                // Requests fall due densely: wake once per pace, on the thread's own clock, and
-                // send whatever fell due meanwhile (late by at most the pace, in its latency).
-                timer::sleep_ns(wake.max(last_dispatch + pace) - now);
-                self.window.slept(pace, true);
-                Some(Duration::ZERO)
-            } else if wake <= now + self.window.sleep_cost_ns() {
-                Some(Duration::ZERO)
-            } else if now < last_wake + window {
-                // Within a window: sleep on the thread's own clock, not on its sockets, until the
-                // window ends (or something is due sooner), then take whatever came in.
-                timer::sleep_ns((last_wake + window).min(wake) - now);
-                self.window.slept(window, false);
-                Some(Duration::ZERO)
-            } else {
-                self.timer.arm(wake, wake - now)?;
-                self.window.blocked();
-                None
-            };
+            let timeout = self.wait(next_scan, next_arrival, last_wake, last_dispatch)?;
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -766,35 +819,6 @@ impl<'a> Worker<'a> {
                 self.handle(ev.token().0, now);
             }
         }
-        let end = self.clock.now_ns();
-        // Whatever is still in flight or queued never got its response.
-        let never = self.backlog.len() as u64;
-        self.counters.unsent += never;
-        if !interrupted {
-            for ci in 0..self.conns.len() {
-                if self.conns[ci].busy() {
-                    let e = OpError::new(ErrorClass::Timeout, "no response before the run ended");
-                    self.fail(ci, e, end);
-                }
-            }
-        }
-        self.set_outstanding(end, 0);
-        self.flush_interval(end);
-        let wall = end - start;
-        self.counters.outstanding_mean = if wall > 0 {
-            self.outstanding_area / wall as f64
-        } else {
-            0.0
-        };
-        Ok(WorkerResult {
-            rec: self.rec,
-            lag: self.lag,
-            handshake: self.handshake,
-            counters: self.counters,
-            waits: self.window.waits(),
-            cpu_ns: thread_cpu_ns() - cpu0,
-            wall_ns: wall,
-            interrupted,
-        })
+        Ok(self.finish(start, cpu0, interrupted))
     }
 }
