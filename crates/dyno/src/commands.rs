@@ -2,7 +2,8 @@
 
 use crate::cli::{Cli, Command, RunArgs};
 use anyhow::{Context, Result, bail};
-use engine::plan::{Origin, Plan, PlanError, RawPlan, RawTarget, Sp};
+use engine::plan::{Origin, PlanError, RawPlan, RawTarget, Sp};
+use engine::suite::Plan;
 use report::Format;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! them.
 
 use engine::driver::{ConfigError, TargetConfig};
-use engine::plan::Resolver;
+use engine::resolve::Resolver;
 use engine::suite::Suite;
 use std::collections::BTreeMap;
 

@@ -6,8 +6,9 @@
 use engine::clock::Clock;
 use engine::driver::{Family, TxMode};
 use engine::error::{ErrorClass, OpError};
-use engine::plan::{Plan, PlanError, PlanTarget, RawPlan};
+use engine::plan::{PlanError, PlanTarget, RawPlan};
 use engine::recorder::Recorder;
+use engine::suite::Plan;
 use engine::suite::TestOutcome;
 use engine::suite::{
     After, Clients, Common, NoSettings, Param, Point, Repeat, Settings, Suite, TargetError,

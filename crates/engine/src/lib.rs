@@ -36,6 +36,7 @@ pub mod pagecache;
 pub mod plan;
 pub mod process;
 pub mod recorder;
+pub mod resolve;
 pub mod runner;
 pub mod schedule;
 pub mod suggest;

@@ -8,8 +8,9 @@
 //! at any moment leaves a true record behind.
 
 use crate::clock::Clock;
-use crate::plan::{Plan, PlanTarget};
+use crate::plan::PlanTarget;
 use crate::recorder::Recorder;
+use crate::suite::Plan;
 use crate::suite::{After, Partial, Point, RepCtx, Repeat, TestOutcome};
 use results::{Case, DynoInfo, Namespace, RunRecord, SCHEMA, Status};
 use std::collections::BTreeMap;
@@ -386,7 +387,7 @@ pub fn run(
                 live: None,
             });
             let mine = first..first + tests.len();
-            if let Some(why) = crate::plan::na_reason(plan.suite, t) {
+            if let Some(why) = crate::resolve::na_reason(plan.suite, t) {
                 // A store without the suite's family, in a run with others that have it.
                 settle(&mut record.cases[mine], Status::Na, &why);
             } else {

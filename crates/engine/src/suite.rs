@@ -12,13 +12,14 @@
 //! only through these methods. The registry is a slice of `&dyn Suite` ([`crate::suites`]).
 
 use crate::driver::Family;
-use crate::plan::{Plan, PlanError, PlanTarget, RawPlan, Sweep};
+use crate::plan::{PlanError, PlanTarget, RawPlan, Sp, Sweep};
 use crate::recorder::Recorder;
 use results::{Namespace, Rep, Status, SweepPoint};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
@@ -75,6 +76,88 @@ impl Settings for NoSettings {}
 /// only ever reads back what its own `resolve` returned.
 pub fn settings<S: Settings>(plan: &Plan) -> &S {
     (plan.settings_of::<S>()).expect("a plan carries the settings its suite resolved")
+}
+
+/// A resolved plan: every value checked and defaulted.
+#[derive(Debug)]
+pub struct Plan {
+    /// The plan file's path, or `command line`.
+    pub source: String,
+    pub suite: &'static dyn Suite,
+    /// The suite's own settings (see [`crate::suite::settings`]).
+    pub settings: Box<dyn Settings>,
+    pub objects: u64,
+    pub concurrency: u32,
+    pub size: usize,
+    pub reps: u32,
+    pub warmup: bool,
+    pub seed: u64,
+    pub targets: Vec<PlanTarget>,
+    pub out: Option<PathBuf>,
+    /// The output format as written; the renderers (not the engine) know the names.
+    pub format: Option<Sp<String>>,
+    /// Each sweep varies one parameter over its values, the others at the plan's.
+    pub sweeps: Vec<Sweep>,
+    /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
+    pub watch_pids: Vec<u32>,
+    pub watch_names: Vec<String>,
+}
+
+impl Plan {
+    /// The suite's settings, when they are an `S` (a suite reads its own with
+    /// [`crate::suite::settings`]).
+    pub fn settings_of<S: Settings>(&self) -> Option<&S> {
+        let any: &dyn std::any::Any = self.settings.as_ref();
+        any.downcast_ref::<S>()
+    }
+
+    /// The plan as the run record stores it.
+    pub fn record(&self) -> results::PlanRecord {
+        let mut r = results::PlanRecord {
+            source: self.source.clone(),
+            suite: self.suite.name().to_string(),
+            objects: self.objects,
+            concurrency: self.concurrency,
+            size_bytes: self.size as u64,
+            reps: self.reps,
+            warmup: self.warmup,
+            seed: self.seed,
+            targets: self
+                .targets
+                .iter()
+                .map(|t| results::TargetRecord {
+                    name: t.name.clone(),
+                    url: results::redact_url(&t.url),
+                    options: t.config.options(),
+                    durability: t.config.durability(),
+                    process: t.process.as_ref().map(|p| p.to_string()),
+                })
+                .collect(),
+            watch: self
+                .watch_pids
+                .iter()
+                .map(|p| format!("pid {p}"))
+                .chain(
+                    self.watch_names
+                        .iter()
+                        .map(|n| format!("processes named {n}")),
+                )
+                .collect(),
+            load: None,
+            magma: None,
+            namespace: None,
+            sweeps: self
+                .sweeps
+                .iter()
+                .map(|s| results::SweepRecord {
+                    param: s.param.to_string(),
+                    values: s.values.clone(),
+                })
+                .collect(),
+        };
+        self.settings.record(&mut r);
+        r
+    }
 }
 
 /// One point of the plan: the sweep's value here (if any) and the shared settings at it.

@@ -8,8 +8,10 @@
 //! - [`view`]: what the renderers ask of a suite ([`View`]), found by name in a [`Views`]
 //!   catalogue; the suites implement it beside how they run (`engine::suites`), so nothing here
 //!   names a suite.
-//! - [`table`]: the run's tables for terminals and their Markdown twin (same cells, same notes),
-//!   and the tests × targets table most suites use.
+//! - [`table`]: a run's tables in any style: its suite's (or a sweep's), then the watched
+//!   processes.
+//! - [`matrix`]: tests × targets, the table most suites use (rates, latencies, the server's
+//!   share, topology penalties, notes).
 //! - [`sweep`]: sweeps, and suites whose tests are sweeps of their own: a figure per point (mean,
 //!   min – max of the samples) per target; the series the plots draw.
 //! - [`plots`] (feature `plots`, on by default): SVG, PNG and `.dat` files: sweeps, latency
@@ -25,6 +27,7 @@
 pub mod csv;
 pub mod grid;
 pub mod html;
+pub mod matrix;
 #[cfg(feature = "plots")]
 pub mod plots;
 pub mod resources;

@@ -4,18 +4,10 @@
 
 use crate::grid::{Doc, status_word};
 use crate::units;
+pub use crate::view::Figure;
 use crate::view::{SweepFigure, View};
 use results::{Case, RunRecord};
 use std::io;
-
-/// What a series' figure is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Figure {
-    /// Seconds (smaller is better).
-    Time,
-    /// Per second (larger is better).
-    Rate,
-}
 
 /// One point of one target's line.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,9 +5,17 @@
 //! know (a newer dyno's, a suite compiled out) is drawn by [`Generic`]: tests × targets.
 
 use crate::grid::Doc;
-use crate::sweep::Figure;
 use results::{Case, RunRecord};
 use std::io;
+
+/// What a series' figure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// Seconds (smaller is better).
+    Time,
+    /// Per second (larger is better).
+    Rate,
+}
 
 /// One figure a sweep's point gives for a test: its file-name suffix, what the y axis shows, its
 /// kind, and the values of one case (one per repetition, or per client).
@@ -35,7 +43,7 @@ pub trait View: Sync {
 
     /// The suite's tables and notes (the watched processes follow, for every suite).
     fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
-        crate::table::tests_by_targets(r, doc)
+        crate::matrix::render(r, doc)
     }
 
     /// The figures a test gives at each point of a sweep.

@@ -535,18 +535,6 @@ pub struct OpFigures {
     pub histogram: Option<String>,
 }
 
-impl OpFigures {
-    /// The figures of `count` operations, `errors` of them failed, with latencies `h`.
-    pub fn of(count: u64, errors: u64, h: &crate::Histogram) -> OpFigures {
-        OpFigures {
-            count,
-            errors,
-            latency_ns: crate::stats::latency_summary(h),
-            histogram: (!h.is_empty()).then(|| crate::histogram::encode(h)),
-        }
-    }
-}
-
 /// A suite's own figures of one repetition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -148,6 +148,18 @@ pub fn trend(points: &[(f64, f64)], floor: f64) -> Option<crate::record::Trend> 
     })
 }
 
+impl crate::record::OpFigures {
+    /// The figures of `count` operations, `errors` of them failed, with latencies `h`.
+    pub fn of(count: u64, errors: u64, h: &crate::Histogram) -> crate::record::OpFigures {
+        crate::record::OpFigures {
+            count,
+            errors,
+            latency_ns: latency_summary(h),
+            histogram: (!h.is_empty()).then(|| crate::histogram::encode(h)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

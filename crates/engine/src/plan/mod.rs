@@ -27,16 +27,9 @@
 //! ```
 
 mod file;
-mod resolve;
-#[cfg(test)]
-mod tests;
 
-pub use resolve::{UrlParts, bounded, na_reason, parse_duration_setting, split_url};
-
-use crate::driver::{ConfigError, Family, TargetConfig};
+use crate::driver::TargetConfig;
 use crate::suggest::did_you_mean;
-use crate::suite::{Settings, Suite};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -246,30 +239,6 @@ pub struct RawStage {
     pub duration: Sp<String>,
 }
 
-/// What resolution needs from the drivers: their schemes and a pure `configure`; and the suites.
-pub trait Resolver {
-    /// The suites a plan may name, in the order a run without one tries them.
-    fn suites(&self) -> &[&'static dyn Suite] {
-        &crate::suites::BUILT_IN
-    }
-    /// Known URL schemes, for "did you mean".
-    fn schemes(&self) -> Vec<&'static str>;
-    /// Whether a `?query` in this scheme's URLs holds driver options (else it stays in the URL).
-    fn query_options(&self, scheme: &str) -> bool {
-        let _ = scheme;
-        true
-    }
-    /// URLs used when the plan names no target.
-    fn default_urls(&self) -> Vec<&'static str>;
-    /// Validates `scheme:rest` with `options` and returns the configured target. Touches nothing.
-    fn configure(
-        &self,
-        scheme: &str,
-        rest: &str,
-        options: &BTreeMap<String, String>,
-    ) -> Result<Box<dyn TargetConfig>, ConfigError>;
-}
-
 /// A target ready to open.
 pub struct PlanTarget {
     pub name: String,
@@ -287,31 +256,6 @@ impl fmt::Debug for PlanTarget {
             .field("options", &self.config.options())
             .finish()
     }
-}
-
-/// A resolved plan: every value checked and defaulted.
-#[derive(Debug)]
-pub struct Plan {
-    /// The plan file's path, or `command line`.
-    pub source: String,
-    pub suite: &'static dyn Suite,
-    /// The suite's own settings (see [`crate::suite::settings`]).
-    pub settings: Box<dyn Settings>,
-    pub objects: u64,
-    pub concurrency: u32,
-    pub size: usize,
-    pub reps: u32,
-    pub warmup: bool,
-    pub seed: u64,
-    pub targets: Vec<PlanTarget>,
-    pub out: Option<PathBuf>,
-    /// The output format as written; the renderers (not the engine) know the names.
-    pub format: Option<Sp<String>>,
-    /// Each sweep varies one parameter over its values, the others at the plan's.
-    pub sweeps: Vec<Sweep>,
-    /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
-    pub watch_pids: Vec<u32>,
-    pub watch_names: Vec<String>,
 }
 
 /// One sweep: a parameter and its values.
@@ -347,59 +291,135 @@ pub const MAX_REPS: u32 = 1000;
 /// The client object caches hold every object of every client: bounded to keep dyno's memory sane.
 pub const MAX_CACHE_BYTES: u64 = 4 << 30;
 
-impl Plan {
-    /// The suite's settings, when they are an `S` (a suite reads its own with
-    /// [`crate::suite::settings`]).
-    pub fn settings_of<S: Settings>(&self) -> Option<&S> {
-        let any: &dyn std::any::Any = self.settings.as_ref();
-        any.downcast_ref::<S>()
+/// A duration setting (`test_time = "1s"`): more than 0 and at most `max_s` seconds.
+pub fn parse_duration_setting(
+    v: &Sp<String>,
+    name: &str,
+    max_s: u64,
+    hint: &str,
+) -> Result<u64, PlanError> {
+    let d = crate::units::parse_duration(&v.value)
+        .map_err(|e| PlanError::new(v.at.clone(), format!("{name}: {e}")))?;
+    if d.is_zero() || d.as_secs() > max_s {
+        return Err(PlanError::new(
+            v.at.clone(),
+            format!(
+                "{name} must be more than 0 and at most {}",
+                humantime::format_duration(std::time::Duration::from_secs(max_s))
+            ),
+        )
+        .hint(hint.to_string()));
     }
+    Ok(d.as_nanos() as u64)
+}
 
-    /// The plan as the run record stores it.
-    pub fn record(&self) -> results::PlanRecord {
-        let mut r = results::PlanRecord {
-            source: self.source.clone(),
-            suite: self.suite.name().to_string(),
-            objects: self.objects,
-            concurrency: self.concurrency,
-            size_bytes: self.size as u64,
-            reps: self.reps,
-            warmup: self.warmup,
-            seed: self.seed,
-            targets: self
-                .targets
-                .iter()
-                .map(|t| results::TargetRecord {
-                    name: t.name.clone(),
-                    url: results::redact_url(&t.url),
-                    options: t.config.options(),
-                    durability: t.config.durability(),
-                    process: t.process.as_ref().map(|p| p.to_string()),
-                })
-                .collect(),
-            watch: self
-                .watch_pids
-                .iter()
-                .map(|p| format!("pid {p}"))
-                .chain(
-                    self.watch_names
-                        .iter()
-                        .map(|n| format!("processes named {n}")),
-                )
-                .collect(),
-            load: None,
-            magma: None,
-            namespace: None,
-            sweeps: self
-                .sweeps
-                .iter()
-                .map(|s| results::SweepRecord {
-                    param: s.param.to_string(),
-                    values: s.values.clone(),
-                })
-                .collect(),
+/// `1,10,100` or `1..30` or `100..1000:100` (inclusive): the values, in the order given.
+pub fn parse_values(spec: &str) -> Result<Vec<u64>, BadValue> {
+    let int = |t: &str| {
+        t.trim()
+            .replace('_', "")
+            .parse::<u64>()
+            .map_err(|_| BadValue(format!("{t:?} is not a whole number")))
+    };
+    let values: Vec<u64> = if let Some((a, rest)) = spec.split_once("..") {
+        let (b, step) = match rest.split_once(':') {
+            Some((b, step)) => (b, int(step)?),
+            None => (rest, 1),
         };
-        self.settings.record(&mut r);
-        r
+        let (a, b) = (int(a)?, int(b)?);
+        if step == 0 {
+            return Err(BadValue("the step must be at least 1".into()));
+        }
+        if b < a {
+            return Err(BadValue(format!(
+                "the range {a}..{b} is empty (it counts up)"
+            )));
+        }
+        if (b - a) / step >= MAX_SWEEP_POINTS as u64 {
+            return Err(BadValue(format!(
+                "{a}..{b} in steps of {step} is more than {MAX_SWEEP_POINTS} points"
+            )));
+        }
+        (a..=b).step_by(step as usize).collect()
+    } else {
+        spec.split(',').map(int).collect::<Result<_, _>>()?
+    };
+    if values.is_empty() {
+        return Err(BadValue("no values".into()));
     }
+    if values.len() > MAX_SWEEP_POINTS {
+        return Err(BadValue(format!("more than {MAX_SWEEP_POINTS} points")));
+    }
+    Ok(values)
+}
+
+pub fn bounded(
+    value: Option<Sp<i64>>,
+    name: &str,
+    default: u64,
+    min: u64,
+    max: u64,
+    why_max: &str,
+) -> Result<u64, PlanError> {
+    let Some(v) = value else { return Ok(default) };
+    if v.value < min as i64 {
+        return Err(PlanError::new(
+            v.at,
+            format!("{name} must be at least {min}, got {}", v.value),
+        )
+        .hint(format!("the default is {default}")));
+    }
+    if v.value as u64 > max {
+        return Err(PlanError::new(
+            v.at,
+            format!("{name} must be at most {max}, got {}", v.value),
+        )
+        .hint(format!("{why_max}; the default is {default}")));
+    }
+    Ok(v.value as u64)
+}
+
+/// The parts of a target URL `scheme:rest?k=v&k2=v2`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlParts<'a> {
+    pub scheme: &'a str,
+    pub rest: &'a str,
+    /// Query options in order; a bare `k` means `k=true`.
+    pub query: Vec<(&'a str, &'a str)>,
+}
+
+/// Splits `scheme:rest?k=v&k2=v2` into its parts; `None` when there is no valid scheme.
+pub fn split_url(url: &str) -> Option<UrlParts<'_>> {
+    let colon = url.find(':')?;
+    let scheme = &url[..colon];
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.')
+    {
+        return None;
+    }
+    let rest = &url[colon + 1..];
+    let (rest, query) = match rest.find('?') {
+        Some(q) => (&rest[..q], &rest[q + 1..]),
+        None => (rest, ""),
+    };
+    let query = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "true")))
+        .collect();
+    Some(UrlParts {
+        scheme,
+        rest,
+        query,
+    })
+}
+
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }

@@ -14,8 +14,9 @@
 
 use crate::clock::Clock;
 use crate::driver::{Family, OpError, Session, Store};
-use crate::plan::{MAX_CONCURRENCY, Origin, Plan, PlanError, PlanTarget, RawPlan, bounded};
+use crate::plan::{MAX_CONCURRENCY, Origin, PlanError, PlanTarget, RawPlan, bounded};
 use crate::recorder::Recorder;
+use crate::suite::Plan;
 use crate::suite::TestOutcome;
 use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings};
 use crate::suites::shootout::run::error_reason;

@@ -9,7 +9,8 @@ pub mod table;
 pub use plan::{Burst, LoadModel, LoadParams, MaxLag, parse_burst};
 
 use crate::driver::Family;
-use crate::plan::{Origin, Plan, PlanError, PlanTarget, RawPlan};
+use crate::plan::{Origin, PlanError, PlanTarget, RawPlan};
+use crate::suite::Plan;
 use crate::suite::{
     After, Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings,
 };

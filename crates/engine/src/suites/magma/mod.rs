@@ -9,7 +9,8 @@ pub use list::{MAGMA, MagmaTest, Unit, magma_test};
 pub use run::Params;
 
 use crate::driver::Family;
-use crate::plan::{Origin, Plan, PlanError, PlanTarget, RawPlan, bounded, parse_duration_setting};
+use crate::plan::{Origin, PlanError, PlanTarget, RawPlan, bounded, parse_duration_setting};
+use crate::suite::Plan;
 use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings};
 use report::grid::Doc;
 use report::sweep::Figure;

@@ -7,9 +7,10 @@ pub use run::{Params, Test, key};
 
 use crate::driver::Family;
 use crate::plan::{
-    MAX_CACHE_BYTES, MAX_CONCURRENCY, MAX_OBJECTS, MAX_SIZE, MIN_SIZE, Origin, Plan, PlanError,
+    MAX_CACHE_BYTES, MAX_CONCURRENCY, MAX_OBJECTS, MAX_SIZE, MIN_SIZE, Origin, PlanError,
     PlanTarget, RawPlan,
 };
+use crate::suite::Plan;
 use crate::suite::{
     Clients, Common, NoSettings, Param, Point, Repeat, Settings, Suite, TargetError,
 };

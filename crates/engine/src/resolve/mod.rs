@@ -1,8 +1,37 @@
 //! The one resolution of a raw plan: values checked against their bounds, defaults filled in,
 //! target URLs handed to their drivers, sweeps and topologies expanded.
 
-use super::*;
-use crate::suite::{Common, Suite};
+use crate::driver::{ConfigError, Family, TargetConfig};
+use crate::plan::*;
+use crate::suggest::did_you_mean;
+use crate::suite::{Common, Plan, Suite};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[cfg(test)]
+mod tests;
+
+/// What resolution needs from the drivers: their schemes and a pure `configure`; and the suites.
+pub trait Resolver {
+    /// The suites a plan may name, in the order a run without one tries them.
+    fn suites(&self) -> &[&'static dyn Suite];
+    /// Known URL schemes, for "did you mean".
+    fn schemes(&self) -> Vec<&'static str>;
+    /// Whether a `?query` in this scheme's URLs holds driver options (else it stays in the URL).
+    fn query_options(&self, scheme: &str) -> bool {
+        let _ = scheme;
+        true
+    }
+    /// URLs used when the plan names no target.
+    fn default_urls(&self) -> Vec<&'static str>;
+    /// Validates `scheme:rest` with `options` and returns the configured target. Touches nothing.
+    fn configure(
+        &self,
+        scheme: &str,
+        rest: &str,
+        options: &BTreeMap<String, String>,
+    ) -> Result<Box<dyn TargetConfig>, ConfigError>;
+}
 
 impl RawPlan {
     /// Checks every value, fills defaults and configures each target through `resolver`.
@@ -284,7 +313,7 @@ impl RawPlan {
 
     /// Parses and checks every `PARAM=VALUES`: a parameter the suite has, each value within the
     /// parameter's bounds, at most [`MAX_SWEEP_POINTS`] values, one sweep per parameter.
-    pub(super) fn resolve_sweeps(&self, suite: &dyn Suite) -> Result<Vec<Sweep>, PlanError> {
+    pub fn resolve_sweeps(&self, suite: &dyn Suite) -> Result<Vec<Sweep>, PlanError> {
         let params = suite.sweepable();
         let names: Vec<&str> = params.iter().map(|p| p.name).collect();
         let mut sweeps: Vec<Sweep> = Vec::new();
@@ -365,28 +394,6 @@ fn check_families(
     Ok(())
 }
 
-/// A duration setting (`test_time = "1s"`): more than 0 and at most `max_s` seconds.
-pub fn parse_duration_setting(
-    v: &Sp<String>,
-    name: &str,
-    max_s: u64,
-    hint: &str,
-) -> Result<u64, PlanError> {
-    let d = crate::units::parse_duration(&v.value)
-        .map_err(|e| PlanError::new(v.at.clone(), format!("{name}: {e}")))?;
-    if d.is_zero() || d.as_secs() > max_s {
-        return Err(PlanError::new(
-            v.at.clone(),
-            format!(
-                "{name} must be more than 0 and at most {}",
-                humantime::format_duration(std::time::Duration::from_secs(max_s))
-            ),
-        )
-        .hint(hint.to_string()));
-    }
-    Ok(d.as_nanos() as u64)
-}
-
 /// Why `target` cannot run `suite`, when it cannot: the reason of its `n/a` cases.
 pub fn na_reason(suite: &dyn Suite, target: &PlanTarget) -> Option<String> {
     let why = mismatch(suite, target)?;
@@ -416,7 +423,7 @@ fn mismatch(suite: &dyn Suite, target: &PlanTarget) -> Option<String> {
 
 /// One target per topology: `host:` with `inproc,loopback` becomes `host-inproc` and
 /// `host-loopback`, each with the driver option `topology`. No target means dyno's own host.
-pub(super) fn expand_topologies(
+pub fn expand_topologies(
     targets: &[RawTarget],
     list: &Sp<String>,
 ) -> Result<Vec<RawTarget>, PlanError> {
@@ -464,117 +471,6 @@ pub(super) fn expand_topologies(
     Ok(out)
 }
 
-/// `1,10,100` or `1..30` or `100..1000:100` (inclusive): the values, in the order given.
-pub(super) fn parse_values(spec: &str) -> Result<Vec<u64>, BadValue> {
-    let int = |t: &str| {
-        t.trim()
-            .replace('_', "")
-            .parse::<u64>()
-            .map_err(|_| BadValue(format!("{t:?} is not a whole number")))
-    };
-    let values: Vec<u64> = if let Some((a, rest)) = spec.split_once("..") {
-        let (b, step) = match rest.split_once(':') {
-            Some((b, step)) => (b, int(step)?),
-            None => (rest, 1),
-        };
-        let (a, b) = (int(a)?, int(b)?);
-        if step == 0 {
-            return Err(BadValue("the step must be at least 1".into()));
-        }
-        if b < a {
-            return Err(BadValue(format!(
-                "the range {a}..{b} is empty (it counts up)"
-            )));
-        }
-        if (b - a) / step >= MAX_SWEEP_POINTS as u64 {
-            return Err(BadValue(format!(
-                "{a}..{b} in steps of {step} is more than {MAX_SWEEP_POINTS} points"
-            )));
-        }
-        (a..=b).step_by(step as usize).collect()
-    } else {
-        spec.split(',').map(int).collect::<Result<_, _>>()?
-    };
-    if values.is_empty() {
-        return Err(BadValue("no values".into()));
-    }
-    if values.len() > MAX_SWEEP_POINTS {
-        return Err(BadValue(format!("more than {MAX_SWEEP_POINTS} points")));
-    }
-    Ok(values)
-}
-
-pub fn bounded(
-    value: Option<Sp<i64>>,
-    name: &str,
-    default: u64,
-    min: u64,
-    max: u64,
-    why_max: &str,
-) -> Result<u64, PlanError> {
-    let Some(v) = value else { return Ok(default) };
-    if v.value < min as i64 {
-        return Err(PlanError::new(
-            v.at,
-            format!("{name} must be at least {min}, got {}", v.value),
-        )
-        .hint(format!("the default is {default}")));
-    }
-    if v.value as u64 > max {
-        return Err(PlanError::new(
-            v.at,
-            format!("{name} must be at most {max}, got {}", v.value),
-        )
-        .hint(format!("{why_max}; the default is {default}")));
-    }
-    Ok(v.value as u64)
-}
-
-/// The parts of a target URL `scheme:rest?k=v&k2=v2`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlParts<'a> {
-    pub scheme: &'a str,
-    pub rest: &'a str,
-    /// Query options in order; a bare `k` means `k=true`.
-    pub query: Vec<(&'a str, &'a str)>,
-}
-
-/// Splits `scheme:rest?k=v&k2=v2` into its parts; `None` when there is no valid scheme.
-pub fn split_url(url: &str) -> Option<UrlParts<'_>> {
-    let colon = url.find(':')?;
-    let scheme = &url[..colon];
-    if scheme.is_empty()
-        || !scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.')
-    {
-        return None;
-    }
-    let rest = &url[colon + 1..];
-    let (rest, query) = match rest.find('?') {
-        Some(q) => (&rest[..q], &rest[q + 1..]),
-        None => (rest, ""),
-    };
-    let query = query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| p.split_once('=').unwrap_or((p, "true")))
-        .collect();
-    Some(UrlParts {
-        scheme,
-        rest,
-        query,
-    })
-}
-
-pub(super) fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-}
-
 /// The target's column name: as written, or its scheme (`sqlite`, `sqlite-2`, …); valid and
 /// not taken.
 fn target_name(
@@ -610,7 +506,7 @@ fn target_name(
     Ok(name)
 }
 
-pub(super) fn resolve_target(
+pub fn resolve_target(
     raw: RawTarget,
     resolver: &dyn Resolver,
     earlier: &[PlanTarget],
@@ -710,7 +606,7 @@ pub(super) fn resolve_target(
     })
 }
 
-pub(super) fn resolve_process(p: &RawProcess) -> Result<ProcessSpec, PlanError> {
+pub fn resolve_process(p: &RawProcess) -> Result<ProcessSpec, PlanError> {
     let at = p.at.clone().unwrap_or(Origin::Arg(0));
     let given = [p.cmd.is_some(), p.pid.is_some(), p.name.is_some()];
     if given.iter().filter(|&&g| g).count() != 1 {

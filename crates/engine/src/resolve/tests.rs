@@ -1,12 +1,12 @@
 //! The plan's tests: reading, resolving, and every error's words and place.
 
-use super::resolve::*;
 use super::*;
 use crate::driver::{DriverError, Store};
 use crate::schedule::ArrivalKind;
 use crate::suites::load::plan::*;
 use crate::suites::load::{LoadModel, LoadParams};
 use crate::worker::Stop;
+use std::path::Path;
 
 struct FakeConfig(BTreeMap<String, String>, &'static [Family]);
 
@@ -33,6 +33,9 @@ impl TargetConfig for FakeConfig {
 struct Fake;
 
 impl Resolver for Fake {
+    fn suites(&self) -> &[&'static dyn Suite] {
+        &crate::suites::BUILT_IN
+    }
     fn schemes(&self) -> Vec<&'static str> {
         vec!["mem", "sqlite", "http", "fs"]
     }
