@@ -9,7 +9,7 @@
 //!
 //! ```toml
 //! [suite]
-//! name = "shootout"      # the only suite so far
+//! name = "shootout"      # shootout, magma, load or namespace
 //! objects = 1000         # per client (-n)
 //! concurrency = 2        # clients (-c)
 //! size = 300             # bytes per object
