@@ -195,8 +195,8 @@ impl Suite for Tally {
         Family::Kv
     }
 
-    fn settings(&self) -> &'static [&'static str] {
-        &["objects"]
+    fn settings(&self) -> Vec<&'static str> {
+        vec!["objects"]
     }
 
     fn targets_hint(&self) -> &'static str {

@@ -197,6 +197,24 @@ pub struct TestOutcome {
 }
 
 impl TestOutcome {
+    /// A test that ran: its status, the reason when not `ok`, its figures and operations.
+    pub fn ran(
+        test: &'static str,
+        (status, reason): (Status, Option<String>),
+        rep: Rep,
+        recorder: Recorder,
+    ) -> TestOutcome {
+        TestOutcome {
+            test,
+            status,
+            reason,
+            cache: None,
+            rep: Some(rep),
+            recorder,
+            server: Vec::new(),
+        }
+    }
+
     /// A test that did not run, and why.
     pub fn not_run(test: &'static str, status: Status, reason: String) -> TestOutcome {
         TestOutcome {
@@ -295,7 +313,7 @@ pub trait Suite: report::View + Sync {
     /// The operations a target needs for this suite.
     fn family(&self) -> Family;
     /// The plan settings (their plan-file names) this suite reads, beyond the shared ones.
-    fn settings(&self) -> &'static [&'static str];
+    fn settings(&self) -> Vec<&'static str>;
     /// How a setting of this suite given in a run of another should be fixed.
     fn owner_hint(&self) -> String {
         format!("add --suite {}", self.name())

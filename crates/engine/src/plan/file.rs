@@ -29,7 +29,8 @@ impl Source<'_> {
 pub(super) type Spanned<T> = toml::Spanned<T>;
 
 pub(super) const TOP_KEYS: &[&str] = &["suite", "load", "output", "targets"];
-pub(super) const LOAD_KEYS: &[&str] = &[
+/// The keys of a plan file's `[load]` section (the load suite's settings).
+pub const LOAD_KEYS: &[&str] = &[
     "duration",
     "requests",
     "rate",

@@ -28,6 +28,8 @@
 
 mod file;
 
+pub use file::LOAD_KEYS;
+
 use crate::driver::TargetConfig;
 use crate::suggest::did_you_mean;
 use std::fmt;

@@ -288,15 +288,7 @@ fn outcome(
         by_op: [("mkdir".to_string(), rec.figures())].into(),
         detail: Detail::None,
     };
-    TestOutcome {
-        test,
-        status,
-        reason,
-        cache: None,
-        rep: Some(rep),
-        recorder: rec,
-        server: Vec::new(),
-    }
+    TestOutcome::ran(test, (status, reason), rep, rec)
 }
 
 impl crate::suites::StoreRun for Folders<'_> {
@@ -396,8 +388,8 @@ impl Suite for Namespace {
         Family::Namespace
     }
 
-    fn settings(&self) -> &'static [&'static str] {
-        &["depth", "width", "concurrency", "topology"]
+    fn settings(&self) -> Vec<&'static str> {
+        vec!["depth", "width", "concurrency", "topology"]
     }
 
     fn refuse(&self, setting: &str, owner: &dyn Suite, at: &Origin) -> Option<PlanError> {

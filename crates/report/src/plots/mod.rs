@@ -86,6 +86,19 @@ impl Plot {
     }
 }
 
+/// Lines over time, no band.
+fn over_time(title: String, x_desc: &str, y_desc: &str, lines: Vec<Line>) -> Chart {
+    Chart {
+        title,
+        x_desc: x_desc.into(),
+        y_desc: y_desc.into(),
+        x_label: plain,
+        lines,
+        band: false,
+        kind: Kind::Lines,
+    }
+}
+
 /// A time axis in the unit that suits its largest value.
 fn time_unit(max_s: f64) -> (f64, &'static str) {
     if max_s < 1e-3 {
@@ -313,14 +326,13 @@ fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
     if rate.is_empty() {
         return Vec::new();
     }
-    let chart = |title: &str, y_desc: &str, lines| Chart {
-        title: format!("load: {title} per interval"),
-        x_desc: "time (s)".into(),
-        y_desc: y_desc.into(),
-        x_label: plain,
-        lines,
-        band: false,
-        kind: Kind::Lines,
+    let chart = |title: &str, y_desc: &str, lines| {
+        over_time(
+            format!("load: {title} per interval"),
+            "time (s)",
+            y_desc,
+            lines,
+        )
     };
     vec![
         (
@@ -379,14 +391,9 @@ fn resource_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
         rss.push(Line::new(name.clone(), m));
         cpu.push(Line::new(name, c));
     }
-    let chart = |title: &str, y_desc: &str, lines| Chart {
-        title: format!("watched processes: {title}"),
-        x_desc: "time since the run's start (s)".into(),
-        y_desc: y_desc.into(),
-        x_label: plain,
-        lines,
-        band: false,
-        kind: Kind::Lines,
+    let chart = |title: &str, y_desc: &str, lines| {
+        let title = format!("watched processes: {title}");
+        over_time(title, "time since the run's start (s)", y_desc, lines)
     };
     vec![
         (

@@ -9,7 +9,7 @@ pub mod table;
 pub use plan::{Burst, LoadModel, LoadParams, MaxLag, parse_burst};
 
 use crate::driver::Family;
-use crate::plan::{Origin, PlanError, PlanTarget, RawPlan};
+use crate::plan::{LOAD_KEYS, Origin, PlanError, PlanTarget, RawPlan};
 use crate::suite::Plan;
 use crate::suite::{
     After, Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings,
@@ -91,27 +91,13 @@ impl Suite for Load {
         Family::Request
     }
 
-    fn settings(&self) -> &'static [&'static str] {
-        &[
-            // Accepted as before the suites were types: recorded, not used by the load.
-            "objects",
-            "size",
-            "concurrency",
-            "duration",
-            "rate",
-            "ramp",
-            "arrival",
-            "timeout",
-            "interval",
-            "hlog",
-            "burst",
-            "coalesce",
-            "max_lag",
-            "requests",
-            "max_connections",
-            "threads",
-            "stages",
-        ]
+    fn settings(&self) -> Vec<&'static str> {
+        // objects, size: accepted as before the suites were types (recorded, not used).
+        let shared = ["objects", "size", "concurrency"];
+        shared
+            .into_iter()
+            .chain(LOAD_KEYS.iter().copied())
+            .collect()
     }
 
     fn owner_hint(&self) -> String {

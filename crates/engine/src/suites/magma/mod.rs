@@ -72,8 +72,8 @@ impl Suite for Magma {
         Family::Graph
     }
 
-    fn settings(&self) -> &'static [&'static str] {
-        &["thousands", "test_time", "topology"]
+    fn settings(&self) -> Vec<&'static str> {
+        vec!["thousands", "test_time", "topology"]
     }
 
     fn refuse(&self, setting: &str, owner: &dyn Suite, at: &Origin) -> Option<PlanError> {

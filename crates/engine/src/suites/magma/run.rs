@@ -546,15 +546,7 @@ impl<'a> Magma<'a> {
         } else {
             (Status::Ok, None)
         };
-        TestOutcome {
-            test: name,
-            status,
-            reason,
-            cache: None,
-            rep: Some(rep),
-            recorder: rec,
-            server: Vec::new(),
-        }
+        TestOutcome::ran(name, (status, reason), rep, rec)
     }
 
     /// The timed part of test `name`: (units, wall ns, interrupted).

@@ -38,8 +38,8 @@ impl Suite for Shootout {
         Family::Kv
     }
 
-    fn settings(&self) -> &'static [&'static str] {
-        &["objects", "size", "concurrency", "topology"]
+    fn settings(&self) -> Vec<&'static str> {
+        vec!["objects", "size", "concurrency", "topology"]
     }
 
     fn targets_hint(&self) -> &'static str {
