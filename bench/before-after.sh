@@ -43,7 +43,9 @@ bin, url, duration, out, which, rnd, quick = sys.argv[1:]
 subprocess.run(["taskset", "-c", "0", bin, "run", url, "-c", "50", "-d", duration, "--threads", "1",
                 "-r", "1", "--no-warmup", "-o", out], capture_output=True, check=True)
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-load = json.load(open(out + "/run.json"))["cases"][0]["reps"][0]["load"]
+rep = json.load(open(out + "/run.json"))["cases"][0]["reps"][0]
+# dyno.run/1 records keep the load figures in the repetition, dyno.run/2 in its detail.
+load = rep["load"] if "load" in rep else rep["detail"]["load"]
 cpu_us = (ru.ru_utime + ru.ru_stime) * 1e6 / load["requests"]
 print(which, rnd, quick, load["responses_per_s"], cpu_us)
 PY
