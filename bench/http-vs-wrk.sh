@@ -57,8 +57,8 @@ for round in $(seq "$rounds"); do
   # dyno: one load thread, 50 connections; as it runs by default, then without coalescing.
   for coalesce in auto off; do
     out=$(measure "$dyno" run "$url" -c 50 -d "$duration" --threads 1 --coalesce $coalesce -f json -o "$work/r$round$coalesce")
-    reqs=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["load"]["requests"])')
-    rate=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["load"]["responses_per_s"])')
+    reqs=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["requests"])')
+    rate=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["responses_per_s"])')
     cpu=$(echo "$out" | sed -n 's/^cpu_ns=//p')
     label=dyno; [ $coalesce = off ] && label=dyno-off
     printf '%-8s %-3s %12s %12.0f %12.2fµs\n' $label "$round" "$reqs" "$rate" "$(echo "$cpu / $reqs / 1000" | bc -l)"
@@ -90,7 +90,7 @@ open_loop() {
   taskset -c 0 "$dyno" run "$url" --rate "$rate" -c 50 -d "$duration" --threads 1 --warmup -f json \
       -o "$work/open$share-$run" 2>/dev/null | python3 -c '
 import json, sys
-r = json.loads(sys.stdin.readline()); c = r["cases"][0]; s = c["summary"]; g = c["reps"][0]["load"]["generator"]
+r = json.loads(sys.stdin.readline()); c = r["cases"][0]; s = c["summary"]; g = c["reps"][0]["detail"]["load"]["generator"]
 ms = lambda ns: "%.2f ms" % (ns / 1e6)
 cpu = (g["cpu_user_ns"] + g["cpu_sys_ns"]) / (c["reps"][0]["wall_ns"] or 1)
 print("%-4s %-4s %8s %10s %14s %16s %10s %6.0f%% %8s" % (sys.argv[1], sys.argv[2], sys.argv[3], ms(s["latency_ns"]["p50"]),
@@ -141,7 +141,7 @@ def busy(t0, t1):
 start = samples[0][0]
 while start < samples[-1][0] and busy(start, start + 2_000_000) < 0.3:
     start += 500_000
-load = record["cases"][0]["reps"][0]["load"]
+load = record["cases"][0]["reps"][0]["detail"]["load"]
 # A running task's time on CPU is brought up to date at each clock tick (4 ms at HZ=250), so it is
 # read over 40 ms: 4 intervals, centred on the one shown.
 WINDOW = 40_000_000

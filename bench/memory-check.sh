@@ -35,7 +35,7 @@ done
 url="http://127.0.0.1:$port/"
 
 taskset -c 0 "$dyno" run "$url" -c 50 -d 5s --quiet -o "$work/ceiling" >/dev/null
-ceiling=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(int(r['cases'][0]['reps'][0]['load']['responses_per_s']))" "$work/ceiling/run.json")
+ceiling=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(int(r['cases'][0]['reps'][0]['detail']['load']['responses_per_s']))" "$work/ceiling/run.json")
 echo "ceiling (closed loop, 50 connections): $ceiling req/s"
 # The highest open-loop rate the generator keeps (its own verdict: valid), from 90% down.
 rate=0
@@ -43,7 +43,7 @@ for pct in 90 80 70 60 50 40 30; do
   try=$((ceiling * pct / 100))
   taskset -c 0 "$dyno" run "$url" --rate "$try" -d 5s -c 50 --max-connections 200 --quiet \
     -o "$work/probe-$pct" >/dev/null
-  valid=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['cases'][0]['reps'][0]['load']['generator']['valid'])" "$work/probe-$pct/run.json")
+  valid=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['cases'][0]['reps'][0]['detail']['load']['generator']['valid'])" "$work/probe-$pct/run.json")
   echo "  open loop at $pct% ($try req/s) for 5 s: generator valid: $valid"
   if [ "$valid" = "True" ]; then rate=$try; break; fi
 done
@@ -67,7 +67,7 @@ import json, math, sys
 pts = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 rec = json.load(open(sys.argv[2]))
 limit = float(sys.argv[3])
-load = rec["cases"][0]["reps"][0]["load"]
+load = rec["cases"][0]["reps"][0]["detail"]["load"]
 g = load["generator"]
 print(f"achieved {g['achieved_per_s']:.0f} req/s of {g['intended_per_s']:.0f} intended; "
       f"generator verdict: {'valid' if g['valid'] else 'INVALID: ' + (g['reason'] or '')}")

@@ -28,27 +28,41 @@ pub struct ConsoleEntry {
     pub message: String,
 }
 
+/// Why a WebDriver call failed.
+#[derive(Debug, thiserror::Error)]
+enum CallError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("ChromeDriver's reply: {0}")]
+    Reply(&'static str),
+    #[error("{error}: {head}")]
+    Json {
+        error: serde_json::Error,
+        head: String,
+    },
+    #[error("{0}: {1}")]
+    WebDriver(Value, Value),
+}
+
 /// Makes one WebDriver call and returns its `value`; a WebDriver error is an `Err` with its
 /// message.
-fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(CALL_TIMEOUT))
-        .map_err(|e| e.to_string())?;
+fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Value, CallError> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(CALL_TIMEOUT))?;
     let body = body.map(Value::to_string).unwrap_or_default();
     write!(
         s,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     // ChromeDriver keeps the connection open after its reply: read by Content-Length.
     let mut raw = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
     let (split, head) = loop {
-        let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
+        let n = s.read(&mut chunk)?;
         if n == 0 {
-            return Err("ChromeDriver closed the connection mid-reply".into());
+            return Err(CallError::Reply("the connection closed mid-reply"));
         }
         raw.extend_from_slice(&chunk[..n]);
         if let Some(p) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -68,7 +82,7 @@ fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Val
         if complete {
             break;
         }
-        let n = s.read(&mut chunk).map_err(|e| e.to_string())?;
+        let n = s.read(&mut chunk)?;
         if n == 0 {
             break;
         }
@@ -76,17 +90,19 @@ fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Val
     }
     let mut payload = raw[split + 4..].to_vec();
     if length.is_none() && head.contains("transfer-encoding: chunked") {
-        payload = dechunk(&payload)?;
+        payload = dechunk(&payload).map_err(CallError::Reply)?;
     }
-    let v: Value = serde_json::from_slice(&payload).map_err(|e| format!("{e}: {head}"))?;
+    let v: Value =
+        serde_json::from_slice(&payload).map_err(|error| CallError::Json { error, head })?;
     let value = v.get("value").cloned().unwrap_or(Value::Null);
     match value.get("error") {
-        Some(err) => Err(format!("{err}: {}", value["message"])),
+        Some(err) => Err(CallError::WebDriver(err.clone(), value["message"].clone())),
         None => Ok(value),
     }
 }
 
-fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
+/// The body of a chunked reply; `Err` says what was wrong with it.
+fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, &'static str> {
     let mut out = Vec::new();
     loop {
         let eol = b
