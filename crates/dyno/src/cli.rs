@@ -258,6 +258,11 @@ pub struct RunArgs {
     )]
     pub process_names: Vec<String>,
 
+    /// A fault to do to a target's process during the run, e.g. "kill every=10s after=1s",
+    /// "pause target=db at=5s,12s for=2s", "restart stagger=30s". Repeatable.
+    #[arg(long = "fault", value_name = "SPEC", help_heading = "Faults")]
+    pub faults: Vec<String>,
+
     /// Load: how long to offer load, e.g. 10s or 2m [default: 10s; 2s with --quick].
     #[arg(long, short = 'd', help_heading = "Load (http://, tcp://)")]
     pub duration: Option<String>,

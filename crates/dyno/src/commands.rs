@@ -206,6 +206,9 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
         raw.warmup = Some(Sp::new(true, Origin::Flag("--warmup")));
     }
     raw.quick |= a.quick;
+    for f in &a.faults {
+        raw.faults.push(engine::plan::RawFault::from_flag(f)?);
+    }
     Ok(raw)
 }
 

@@ -39,6 +39,14 @@ impl Clock {
 
     /// Nanoseconds since the clock's zero.
     #[inline]
+    /// `t` on this clock (a virtual clock reads its own time).
+    pub fn ns_at(&self, t: Instant) -> u64 {
+        match self {
+            Clock::Monotonic(origin) => t.saturating_duration_since(*origin).as_nanos() as u64,
+            _ => self.now_ns(),
+        }
+    }
+
     pub fn now_ns(&self) -> u64 {
         match self {
             Clock::Monotonic(origin) => origin.elapsed().as_nanos() as u64,

@@ -18,6 +18,8 @@
 //! - [`worker`]: the one worker loop (schedule × stop condition); [`schedule`]: open-loop arrivals.
 //! - [`recorder`]: per-worker histograms and counters.
 //! - [`load`]: the event-loop engine for request/response targets (closed and open loop).
+//! - [`fault`]: fault plans (kill, restart, pause a target's process on a schedule) and the
+//!   nemesis thread that does them on the run's clock, healing when the run ends.
 //! - [`runner`]: runs a plan, target by target, and builds the run record: the one loop of
 //!   repetitions (warm-up, progress, checkpoints, interruption, the sink) for every suite.
 //! - [`monitor`]: samples the watched processes (CPU, RSS, threads, files, I/O) once a second;
@@ -29,6 +31,7 @@ pub mod clock;
 pub mod driver;
 pub mod env;
 pub mod error;
+pub mod fault;
 pub mod graph;
 pub mod load;
 pub mod monitor;

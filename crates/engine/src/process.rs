@@ -17,12 +17,38 @@ use std::time::{Duration, Instant};
 /// How long a server has to exit after SIGTERM before it gets SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
-/// A server dyno started; stopped when dropped.
+/// A server dyno started; stopped when dropped. It can be signalled, stopped and started again
+/// (the fault plans do), always checking first that its PID is still the process dyno started.
 #[derive(Debug)]
 pub struct Started {
     child: Option<Child>,
     pub pid: u32,
     pub log: PathBuf,
+    /// The process's start time (`/proc/PID/stat` field 22): a PID reused by another process
+    /// has another.
+    start_time: Option<u64>,
+    cmd: String,
+    ready: SocketAddr,
+    ready_timeout: Duration,
+}
+
+/// Why a process was not signalled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotOurs {
+    #[error("PID {0} has exited: there is no process of dyno's to signal")]
+    Exited(u32),
+    #[error(
+        "PID {0} is no longer the process dyno started (its start time differs): not signalled"
+    )]
+    Reused(u32),
+}
+
+/// A process's start time in clock ticks since boot (`/proc/PID/stat` field 22).
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command (which may hold spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The last lines of a log, for an error message.
@@ -75,75 +101,137 @@ pub fn start(
     timeout: Duration,
     log_dir: &Path,
 ) -> Result<Started, StartError> {
-    let log_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |error| StartError::Log { path, error }
-    };
     std::fs::create_dir_all(log_dir).map_err(log_error(log_dir))?;
-    let log = log_dir.join(format!("{name}.process.log"));
-    let out = std::fs::File::create(&log).map_err(log_error(&log))?;
-    let err = out.try_clone().map_err(log_error(&log))?;
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(format!("exec {cmd}"))
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .process_group(0);
-    // SAFETY: prctl is async-signal-safe and touches only the child being set up.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
-    let child = command.spawn().map_err(|error| StartError::Spawn {
-        cmd: cmd.to_string(),
-        error,
-    })?;
     let mut started = Started {
-        pid: child.id(),
-        child: Some(child),
-        log,
+        child: None,
+        pid: 0,
+        log: log_dir.join(format!("{name}.process.log")),
+        start_time: None,
+        cmd: cmd.to_string(),
+        ready,
+        ready_timeout: timeout,
     };
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(Ok(Some(status))) = started.child.as_mut().map(|c| c.try_wait()) {
-            return Err(StartError::Exited {
-                cmd: cmd.to_string(),
-                status,
-                ready,
-                tail: tail(&started.log),
-                log: started.log.clone(),
-            });
-        }
-        if TcpStream::connect_timeout(&ready, Duration::from_millis(200)).is_ok() {
-            return Ok(started);
-        }
-        if Instant::now() >= deadline {
-            let log = started.log.clone();
-            drop(started);
-            return Err(StartError::NotReady {
-                cmd: cmd.to_string(),
-                ready,
-                timeout,
-                log,
-            });
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    started.spawn(false)?;
+    Ok(started)
+}
+
+fn log_error(path: &Path) -> impl FnOnce(std::io::Error) -> StartError {
+    let path = path.to_path_buf();
+    move |error| StartError::Log { path, error }
 }
 
 impl Started {
-    /// Stops the server (SIGTERM, then SIGKILL after [`STOP_GRACE`]); returns how it ended.
+    /// Runs the command (its output appended to the log when `again`) and waits until it
+    /// accepts connections; stops it and says why when it does not.
+    fn spawn(&mut self, again: bool) -> Result<(), StartError> {
+        let log = &self.log;
+        let out = (std::fs::OpenOptions::new()
+            .create(true)
+            .append(again)
+            .write(true))
+        .truncate(!again)
+        .open(log)
+        .map_err(log_error(log))?;
+        let err = out.try_clone().map_err(log_error(log))?;
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!("exec {}", self.cmd))
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe and touches only the child being set up.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(|error| StartError::Spawn {
+            cmd: self.cmd.clone(),
+            error,
+        })?;
+        self.pid = child.id();
+        self.start_time = start_time(self.pid);
+        self.child = Some(child);
+        let deadline = Instant::now() + self.ready_timeout;
+        loop {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                self.child = None;
+                return Err(StartError::Exited {
+                    cmd: self.cmd.clone(),
+                    status,
+                    ready: self.ready,
+                    tail: tail(&self.log),
+                    log: self.log.clone(),
+                });
+            }
+            if TcpStream::connect_timeout(&self.ready, Duration::from_millis(200)).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                self.stop();
+                return Err(StartError::NotReady {
+                    cmd: self.cmd.clone(),
+                    ready: self.ready,
+                    timeout: self.ready_timeout,
+                    log: self.log.clone(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends `signal` to the process, if it is still the one dyno started: not exited (its PID
+    /// not reaped, so not reusable) and with the start time it had.
+    pub fn signal(&mut self, signal: i32) -> Result<(), NotOurs> {
+        let child = self.child.as_mut().ok_or(NotOurs::Exited(self.pid))?;
+        if !matches!(child.try_wait(), Ok(None)) {
+            return Err(NotOurs::Exited(self.pid));
+        }
+        if start_time(self.pid) != self.start_time {
+            return Err(NotOurs::Reused(self.pid));
+        }
+        // SAFETY: signalling the process this run started, by its PID, checked just above.
+        unsafe { libc::kill(self.pid as i32, signal) };
+        Ok(())
+    }
+
+    /// SIGKILL, and waits for the process to be gone.
+    pub fn kill(&mut self) -> Result<(), NotOurs> {
+        self.signal(libc::SIGKILL)?;
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+        Ok(())
+    }
+
+    /// Starts the command again, after the process ended; waits until it accepts connections.
+    pub fn start_again(&mut self) -> Result<(), StartError> {
+        self.stop();
+        self.spawn(true)
+    }
+
+    /// Whether a process of dyno's is running.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL after [`STOP_GRACE`]); returns how it ended. A
+    /// stopped (paused) server is continued first, or it could not act on SIGTERM.
     pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
         let mut child = self.child.take()?;
         if let Ok(Some(s)) = child.try_wait() {
             return Some(s);
         }
-        // SAFETY: signalling the process this run started, by its PID.
-        unsafe { libc::kill(self.pid as i32, libc::SIGTERM) };
+        // SAFETY: signalling the process this run started (not reaped: its PID is still ours).
+        unsafe {
+            libc::kill(self.pid as i32, libc::SIGCONT);
+            libc::kill(self.pid as i32, libc::SIGTERM);
+        }
         let deadline = Instant::now() + STOP_GRACE;
         while Instant::now() < deadline {
             if let Ok(Some(s)) = child.try_wait() {
@@ -205,5 +293,28 @@ mod tests {
         assert!(matches!(e, StartError::NotReady { .. }), "{e}");
         assert!(e.to_string().contains("did not accept connections"), "{e}");
         assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_process_is_signalled_only_while_it_is_the_one_dyno_started() {
+        let child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let mut p = Started {
+            pid,
+            start_time: start_time(pid).map(|t| t + 1),
+            child: Some(child),
+            log: PathBuf::new(),
+            cmd: "sleep 30".into(),
+            ready: free_addr(),
+            ready_timeout: Duration::from_secs(1),
+        };
+        // Another start time: another process behind the same PID. Not signalled.
+        assert_eq!(p.signal(libc::SIGKILL), Err(NotOurs::Reused(pid)));
+        assert!(p.running(), "the process was not touched");
+        p.start_time = start_time(pid);
+        assert_eq!(p.kill(), Ok(()));
+        assert!(!p.running());
+        // Once reaped, its PID is no longer dyno's to signal.
+        assert_eq!(p.signal(libc::SIGKILL), Err(NotOurs::Exited(pid)));
     }
 }

@@ -134,7 +134,8 @@ pub fn preflight(plan: &Plan) -> Result<(), RunError> {
 /// The processes a run starts and watches: the targets' servers it started (stopped when this
 /// is dropped) and the monitor sampling every watched process.
 struct Watched {
-    _started: Vec<crate::process::Started>,
+    /// The started processes, by target: the fault plans act on them.
+    started: Vec<crate::fault::Member>,
     monitor: Option<crate::monitor::Monitor>,
 }
 
@@ -203,7 +204,10 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
                     pid: s.pid,
                     source: results::WatchSource::Started,
                 });
-                started.push(s);
+                started.push((
+                    t.name.clone(),
+                    std::sync::Arc::new(std::sync::Mutex::new(s)),
+                ));
             }
             Some(spec) => watches
                 .extend((find(spec, Some(t.name.clone()))).map_err(|e| refused(e.to_string()))?),
@@ -222,10 +226,7 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
             .map_err(|e| RunError::Watch(e.to_string()))?;
         Some(m)
     };
-    Ok(Watched {
-        _started: started,
-        monitor,
-    })
+    Ok(Watched { started, monitor })
 }
 
 /// Where a run stands, for whoever shows progress: told at each case's start and end and, while
@@ -275,6 +276,24 @@ pub struct Hooks<'a> {
     pub progress: &'a mut dyn FnMut(&Progress),
 }
 
+/// What each fault did to `case`, from its measured repetitions' time series.
+fn fault_effects(
+    events: &[results::faults::FaultEvent],
+    case: &Case,
+) -> Vec<results::faults::FaultEffect> {
+    (case.reps.iter())
+        .filter_map(|r| r.load())
+        .filter_map(|l| {
+            Some(results::faults::effects(
+                events,
+                &l.intervals,
+                l.started_ns?,
+            ))
+        })
+        .flatten()
+        .collect()
+}
+
 /// Gives every case of `cases` its final status and reason.
 fn settle(cases: &mut [Case], status: Status, why: &str) {
     for c in cases {
@@ -313,6 +332,7 @@ fn unfinished_cases(plan: &Plan, points: &[Point], tests: &[Vec<&'static str>]) 
                     histogram: None,
                     server: None,
                     sweep: point.sweep.clone(),
+                    faults: Vec::new(),
                 });
             }
         }
@@ -363,7 +383,13 @@ pub fn run(
         plan: plan.record(),
         cases: Vec::new(),
         resources: Vec::new(),
+        faults: Vec::new(),
     };
+    let nemesis = (!plan.faults.is_empty()).then(|| {
+        let members = watched.started.clone();
+        let seed = plan.seed;
+        crate::fault::Nemesis::start(plan.faults.clone(), members, clock.clone(), seed, u64::MAX)
+    });
     let points = points(plan);
     let tests: Vec<Vec<&'static str>> = points.iter().map(|p| plan.suite.tests(plan, p)).collect();
     record.cases = unfinished_cases(plan, &points, &tests);
@@ -400,6 +426,7 @@ pub fn run(
                     acc: tests.iter().map(|_| CaseAcc::new()).collect(),
                     sink: &mut *sink,
                     interrupt,
+                    clock: &clock,
                     checkpoint,
                     progress: &mut *progress,
                     warnings: &mut warnings,
@@ -420,6 +447,13 @@ pub fn run(
     }
 
     progress(&Progress::finished(record.cases.len()));
+    // The faults heal before the record is final, and before anything dyno started is stopped.
+    if let Some(n) = nemesis {
+        record.faults = n.stop();
+        for c in &mut record.cases {
+            c.faults = fault_effects(&record.faults, c);
+        }
+    }
     record.interrupted = interrupt.load(Ordering::Relaxed);
     record.finished = Some(now_utc());
     if let Some(m) = &watched.monitor {
@@ -455,6 +489,8 @@ struct TargetRun<'r, 'h> {
     acc: Vec<CaseAcc>,
     sink: &'r mut Sink<'h>,
     interrupt: &'r AtomicBool,
+    /// The run's clock.
+    clock: &'r Clock,
     checkpoint: Duration,
     progress: &'r mut (dyn FnMut(&Progress) + 'h),
     warnings: &'r mut Vec<String>,
@@ -552,7 +588,7 @@ impl Repeat for TargetRun<'_, '_> {
         rep: &mut (dyn FnMut(&RepCtx) -> After + Send),
     ) {
         let total = self.plan.reps + u32::from(self.plan.warmup);
-        let interrupt = self.interrupt;
+        let (interrupt, clock) = (self.interrupt, self.clock);
         for r in 0..total {
             let measured = !(self.plan.warmup && r == 0);
             if let Some(l) = live
@@ -573,7 +609,7 @@ impl Repeat for TargetRun<'_, '_> {
                     let report = move |o: TestOutcome| {
                         let _ = tx.send(Msg::Outcome(Box::new(o)));
                     };
-                    let ctx = RepCtx::new(r, measured, interrupt, live, &report);
+                    let ctx = RepCtx::new((r, measured), interrupt, live, clock, &report);
                     let _ = ended.send(Msg::Ended(rep(&ctx)));
                 });
                 let mut running = 0;
@@ -583,6 +619,8 @@ impl Repeat for TargetRun<'_, '_> {
                         Ok(Msg::Outcome(o)) => {
                             self.take(*o, measured);
                             running += 1;
+                            // Progress is told on ticks: a test's end is not a new repetition.
+                            continue;
                         }
                         Ok(Msg::Ended(a)) => {
                             after = a;

@@ -98,6 +98,8 @@ pub struct Plan {
     pub format: Option<Sp<String>>,
     /// Each sweep varies one parameter over its values, the others at the plan's.
     pub sweeps: Vec<Sweep>,
+    /// What the run does to its targets' processes.
+    pub faults: Vec<crate::fault::Fault>,
     /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
     pub watch_pids: Vec<u32>,
     pub watch_names: Vec<String>,
@@ -154,6 +156,7 @@ impl Plan {
                     values: s.values.clone(),
                 })
                 .collect(),
+            faults: self.faults.iter().map(|f| f.to_string()).collect(),
         };
         self.settings.record(&mut r);
         r
@@ -239,15 +242,17 @@ pub struct RepCtx<'a> {
     /// Where the repetition's figures so far go, for progress and checkpoints (when the suite
     /// gave one to [`Repeat::repeat`]).
     pub live: Option<&'a Mutex<crate::load::Live>>,
+    /// The run's clock: the clock of its faults and resource series.
+    pub clock: &'a crate::clock::Clock,
     report: &'a (dyn Fn(TestOutcome) + Sync),
 }
 
 impl<'a> RepCtx<'a> {
     pub(crate) fn new(
-        rep: u32,
-        measured: bool,
+        (rep, measured): (u32, bool),
         interrupt: &'a AtomicBool,
         live: Option<&'a Mutex<crate::load::Live>>,
+        clock: &'a crate::clock::Clock,
         report: &'a (dyn Fn(TestOutcome) + Sync),
     ) -> RepCtx<'a> {
         RepCtx {
@@ -255,6 +260,7 @@ impl<'a> RepCtx<'a> {
             measured,
             interrupt,
             live,
+            clock,
             report,
         }
     }

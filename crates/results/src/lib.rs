@@ -11,12 +11,15 @@
 //! - [`record`]: the types of the record (`RunRecord`, `Case`, `Rep`, `Summary` …), every field documented.
 //! - [`rate`]: a count over a time, below the record and the statistics.
 //! - [`stats`]: pure statistics over samples (spread of repetitions, percentiles of a histogram).
+//! - [`faults`]: what was done to a target and when, and what each fault did to a case
+//!   (recovery time, unavailability).
 //! - [`histogram`]: the latency histogram type and its portable encoding (HdrHistogram V2, deflate, base64).
 //! - [`hlog`]: HdrHistogram interval logs, written at once or streamed as a run goes.
 //! - [`series`]: time series of bounded length (thinned, never truncated).
 //! - [`store`]: claiming a new run's directory (never an earlier run's, never a foreign one), writing a record atomically, and reading the records of a results directory back.
 //! - [`units`]: how a time reads for people, one rule everywhere.
 
+pub mod faults;
 pub mod histogram;
 pub mod hlog;
 pub mod migrate;

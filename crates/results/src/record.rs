@@ -34,6 +34,9 @@ pub struct RunRecord {
     /// sampled over the whole run on the run's clock. Absent when nothing was watched.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ProcessSeries>,
+    /// The faults done during the run, in order, on the run's clock; absent without faults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<crate::faults::FaultEvent>,
 }
 
 /// How a watched process was found.
@@ -194,6 +197,9 @@ pub struct PlanRecord {
     /// Processes watched for the whole run (`--pid`, `--process-name`), as given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub watch: Vec<String>,
+    /// The fault plan, one resolved line per fault (`kill target=t every=10s after=1s`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
 }
 
 /// How the `namespace` suite was sized (the values outside a sweep of them).
@@ -394,6 +400,9 @@ pub struct Case {
     /// In a sweep, the point this case ran at; absent outside sweeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepPoint>,
+    /// What each fault of the run did to this case (measured repetitions with a time series).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<crate::faults::FaultEffect>,
 }
 
 /// What names a case across runs: its suite, test, target, topology and sweep point. Two runs'
@@ -634,6 +643,10 @@ pub struct LoadRep {
     /// neighbours merge in pairs (see [`IntervalRecord::merged`]); the `.hlog` keeps every
     /// interval exactly.
     pub intervals: Vec<IntervalRecord>,
+    /// When the repetition's load began, on the run's clock (the clock of the faults): its
+    /// intervals start from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ns: Option<u64>,
     /// True for a checkpoint of a repetition still running: the figures so far, from the
     /// intervals that ended (no service time, no schedule lag, no error examples yet).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -696,6 +709,9 @@ pub struct IntervalRecord {
     pub start_ns: u64,
     pub end_ns: u64,
     pub responses: u64,
+    /// Successful responses (HTTP 2xx; any complete frame for tcp).
+    #[serde(default)]
+    pub ok: u64,
     pub errors: u64,
     pub connects: u64,
     pub p50_ns: u64,
@@ -717,6 +733,7 @@ impl IntervalRecord {
             start_ns: a.start_ns,
             end_ns: b.end_ns,
             responses: a.responses + b.responses,
+            ok: a.ok + b.ok,
             errors: a.errors + b.errors,
             connects: a.connects + b.connects,
             p50_ns: a.p50_ns.max(b.p50_ns),

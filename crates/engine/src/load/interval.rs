@@ -33,6 +33,7 @@ impl Interval {
             start_ns: self.start_ns,
             end_ns: self.end_ns,
             responses: self.responses,
+            ok: self.ok,
             errors: self.error_count(),
             connects: self.connects,
             p50_ns: self.latency.value_at_quantile(0.5),

@@ -177,6 +177,8 @@ pub struct LoadResult {
     pub handshake: Histogram,
     pub wall_ns: u64,
     pub interrupted: bool,
+    /// When the threads started (together, past a barrier): the intervals count from here.
+    pub started: std::time::Instant,
 }
 
 /// Splits `n` into `parts` shares that differ by at most one.
@@ -280,6 +282,7 @@ pub fn run(
     let shares: Vec<Share> = (0..threads).map(|i| share(spec, threads, i)).collect();
     let barrier = Barrier::new(threads + 1);
     let (u0, s0) = process_cpu_ns();
+    let mut started = std::time::Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     let results: Vec<io::Result<WorkerResult>> = std::thread::scope(|s| {
         let collector = std::thread::Builder::new()
@@ -310,6 +313,7 @@ pub fn run(
             .collect();
         drop(tx);
         barrier.wait();
+        started = std::time::Instant::now();
         let results = handles
             .into_iter()
             .map(|h| {
@@ -343,6 +347,7 @@ pub fn run(
         .map(|l| l.intervals.to_vec())
         .unwrap_or_default();
     Ok(LoadResult {
+        started,
         recorder,
         counters,
         intervals,

@@ -28,7 +28,7 @@ impl Source<'_> {
 
 pub(super) type Spanned<T> = toml::Spanned<T>;
 
-pub(super) const TOP_KEYS: &[&str] = &["suite", "load", "output", "targets"];
+pub(super) const TOP_KEYS: &[&str] = &["suite", "load", "output", "targets", "faults"];
 /// The keys of a plan file's `[load]` section (the load suite's settings).
 pub const LOAD_KEYS: &[&str] = &[
     "duration",
@@ -121,6 +121,7 @@ impl RawPlan {
                         }
                     }
                 }
+                "faults" => plan.faults = faults_from_toml(&src, key, value)?,
                 "targets" => {
                     let table = expect_table(&src, "targets", value)?;
                     for (name, body) in table.iter() {
@@ -238,6 +239,58 @@ pub(super) fn expect_table<'a, 'i>(
         )
         .hint(format!("write it as a [{name}] section"))),
     }
+}
+
+/// `[[faults]]`: each a table of strings (`at` may be an array of them).
+fn faults_from_toml(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<Vec<RawFault>, PlanError> {
+    let DeValue::Array(items) = v.get_ref() else {
+        return Err(wrong_type(
+            src,
+            k,
+            v,
+            v.get_ref(),
+            "an array of tables ([[faults]])",
+        ));
+    };
+    let mut out = Vec::new();
+    for item in items.iter() {
+        let DeValue::Table(t) = item.get_ref() else {
+            return Err(wrong_type(
+                src,
+                k,
+                item,
+                item.get_ref(),
+                "a table ([[faults]])",
+            ));
+        };
+        let mut words = Vec::new();
+        for (key, value) in t.iter() {
+            let at = src.at(value.span());
+            let text = match value.get_ref() {
+                DeValue::Array(list) => {
+                    let mut parts = Vec::new();
+                    for x in list.iter() {
+                        parts.push(expect_str(src, key, x)?);
+                    }
+                    parts.join(",")
+                }
+                _ => expect_str(src, key, value)?,
+            };
+            words.push((
+                Sp::new(key.get_ref().to_string(), src.at(key.span())),
+                Sp::new(text, at),
+            ));
+        }
+        out.push(RawFault {
+            at: Some(src.at(item.span())),
+            words,
+        });
+    }
+    Ok(out)
 }
 
 pub(super) fn expect_str(

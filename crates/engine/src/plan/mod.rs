@@ -210,6 +210,8 @@ pub struct RawPlan {
     pub pids: Vec<Sp<i64>>,
     /// `--process-name`: processes to watch, by name.
     pub process_names: Vec<Sp<String>>,
+    /// `[[faults]]` and `--fault`: what to do to the targets' processes, and when.
+    pub faults: Vec<RawFault>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
     // The load suite:
@@ -232,6 +234,14 @@ pub struct RawPlan {
     pub coalesce: Option<Sp<String>>,
     /// `50%` or `2ms`: how late dyno may dispatch before an open loop is invalid.
     pub max_lag: Option<Sp<String>>,
+}
+
+/// A fault as written (`--fault`, `[[faults]]`): its place, and its words (`action` among
+/// them); `engine::fault` resolves it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawFault {
+    pub at: Option<Origin>,
+    pub words: Vec<(Sp<String>, Sp<String>)>,
 }
 
 /// One stage of an open-loop profile, as written (`{ rate = "1000..5000", duration = "30s" }`).

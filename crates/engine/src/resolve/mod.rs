@@ -97,9 +97,17 @@ impl RawPlan {
             },
         )?;
         let (watch_pids, watch_names) = self.watched()?;
+        let started: Vec<&str> = (targets.iter())
+            .filter(|t| matches!(t.process, Some(ProcessSpec::Start { .. })))
+            .map(|t| t.name.as_str())
+            .collect();
+        let faults = (self.faults.iter())
+            .map(|f| f.resolve(&started))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Plan {
             watch_pids,
             watch_names,
+            faults,
             source: self
                 .file
                 .map_or_else(|| "command line".to_string(), |p| p.display().to_string()),

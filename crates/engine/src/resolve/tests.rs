@@ -326,7 +326,7 @@ fn unknown_keys_are_named_with_a_suggestion() {
     assert_eq!(
         err("[sute]\n"),
         "plan.toml:1:2: unknown key `sute` in the plan's top level; did you mean \"suite\"? \
-         known keys: suite, load, output, targets"
+         known keys: suite, load, output, targets, faults"
     );
     assert_eq!(
         err("[output]\nfmt = \"csv\"\n"),

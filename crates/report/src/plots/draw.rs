@@ -63,6 +63,8 @@ pub(super) struct Chart {
     pub(super) lines: Vec<Line>,
     pub(super) band: bool,
     pub(super) kind: Kind,
+    /// Spans of x shaded behind the lines (fault windows), with their label for the legend.
+    pub(super) shade: Vec<(f64, f64)>,
 }
 
 /// The y axis: linear from 0, or log10 with decade ticks when the values drawn span more than a
@@ -323,6 +325,20 @@ where
         mesh.disable_x_mesh().x_labels(0);
     }
     mesh.draw().map_err(err)?;
+    for (i, &(a, b)) in c.shade.iter().enumerate() {
+        let grey = RGBColor(120, 120, 120).mix(0.18);
+        let drawn = chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(a.max(x0), y.lo), (b.min(x1), y.hi)],
+                grey.filled(),
+            )))
+            .map_err(err)?;
+        if i == 0 {
+            drawn
+                .label("fault")
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], grey.filled()));
+        }
+    }
     if let Kind::Bars(cats) = &c.kind {
         draw_bars(&mut chart, c, cats, &y)?;
     }

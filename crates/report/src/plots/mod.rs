@@ -96,6 +96,7 @@ fn over_time(title: String, x_desc: &str, y_desc: &str, lines: Vec<Line>) -> Cha
         lines,
         band: false,
         kind: Kind::Lines,
+        shade: Vec::new(),
     }
 }
 
@@ -172,6 +173,7 @@ fn sweep_chart(r: &RunRecord, s: &Series) -> (Chart, String) {
         lines,
         band: true,
         kind: Kind::Lines,
+        shade: Vec::new(),
     };
     let mut dat = format!(
         "# dyno {} {}: {} against {}\n# {}",
@@ -278,6 +280,7 @@ fn spectrum_chart(r: &RunRecord, view: &dyn View, test: &str) -> Option<(Chart, 
             lines,
             band: false,
             kind: Kind::Lines,
+            shade: Vec::new(),
         },
         dat,
     ))
@@ -285,6 +288,34 @@ fn spectrum_chart(r: &RunRecord, view: &dyn View, test: &str) -> Option<(Chart, 
 
 /// The load time series: responses per second and p99 per interval, a line per target (each
 /// target's first measured repetition). One `.dat` holds both, a row per target and interval.
+/// The faults' windows in seconds since the load began (the first target's first repetition,
+/// whose series the charts' time axis follows), a fault still open at the end drawn to its start
+/// plus one interval.
+fn fault_windows(r: &RunRecord) -> Vec<(f64, f64)> {
+    let first = (r.cases.iter())
+        .filter(|c| c.sweep.is_none())
+        .filter_map(|c| c.reps.first().and_then(|rep| rep.load()))
+        .find_map(|l| {
+            Some((
+                l.started_ns?,
+                l.intervals.first()?.end_ns - l.intervals.first()?.start_ns,
+            ))
+        });
+    let Some((started, step)) = first else {
+        return Vec::new();
+    };
+    (r.faults.iter())
+        .filter(|f| f.start_ns >= started)
+        .map(|f| {
+            let end = f.end_ns.unwrap_or(f.start_ns + step);
+            (
+                (f.start_ns - started) as f64 / 1e9,
+                (end.max(f.start_ns) - started) as f64 / 1e9,
+            )
+        })
+        .collect()
+}
+
 fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
     let mut dat = String::from(
         "# dyno load: per interval, each target's first repetition\n\
@@ -326,13 +357,16 @@ fn series_charts(r: &RunRecord) -> Vec<(&'static str, Chart, String)> {
     if rate.is_empty() {
         return Vec::new();
     }
+    let shade = fault_windows(r);
     let chart = |title: &str, y_desc: &str, lines| {
-        over_time(
+        let mut c = over_time(
             format!("load: {title} per interval"),
             "time (s)",
             y_desc,
             lines,
-        )
+        );
+        c.shade = shade.clone();
+        c
     };
     vec![
         (
@@ -479,6 +513,7 @@ fn rate_bars(r: &RunRecord, view: &dyn View) -> Option<(Chart, String)> {
             lines,
             band: false,
             kind: Kind::Bars(tests.iter().map(|t| t.to_string()).collect()),
+            shade: Vec::new(),
         },
         dat,
     ))

@@ -228,7 +228,11 @@ impl Suite for Load {
                 Ok(run) => run,
                 Err(e) => return After::Fail(format!("the load could not run: {e}")),
             };
-            let l = (run.rep.load()).expect("a load repetition has load figures");
+            let mut rep = run.rep;
+            if let results::Detail::Load(l) = &mut rep.detail {
+                l.started_ns = Some(ctx.clock.ns_at(run.result.started));
+            }
+            let l = (rep.load()).expect("a load repetition has load figures");
             let (status, reason) = if run.result.interrupted {
                 (Status::Interrupted, None)
             } else if l.responses == 0 && l.requests > 0 {
@@ -244,7 +248,7 @@ impl Suite for Load {
                 status,
                 reason,
                 cache: None,
-                rep: Some(run.rep),
+                rep: Some(rep),
                 recorder: run.result.recorder,
                 server: Vec::new(),
             });

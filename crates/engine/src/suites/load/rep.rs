@@ -93,6 +93,7 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
         },
         wall_ns: live.elapsed_ns,
         interrupted: true,
+        started: std::time::Instant::now(),
     };
     let mut rep = rep_of(&r, p);
     if let Detail::Load(l) = &mut rep.detail {
@@ -221,6 +222,7 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
             reason,
         },
         intervals,
+        started_ns: None,
         partial: false,
     };
     Rep {
@@ -300,6 +302,7 @@ mod tests {
         recorder.latency.record_n(100_000, 98).unwrap();
         recorder.latency.record_n(latency_p99_ns.max(1), 2).unwrap();
         LoadResult {
+            started: std::time::Instant::now(),
             recorder,
             counters: Default::default(),
             intervals: Vec::new(),

@@ -178,9 +178,9 @@ fn within(l: &LoadRep, i: usize) -> String {
     l.within.get(i).map_or("-".into(), |w| pct(w.share))
 }
 
-pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
-    let p = &r.plan;
-    let model = match &p.load {
+/// How the load was offered, in words: `closed loop, 50 connections, 10s`.
+fn model(load: Option<&results::LoadPlanRecord>) -> String {
+    match load {
         Some(l) if l.model == "open" => {
             let stages: Vec<String> = l
                 .stages
@@ -227,7 +227,12 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             _ => format!("closed loop, {} connections", l.connections),
         },
         None => "load".into(),
-    };
+    }
+}
+
+pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+    let p = &r.plan;
+    let model = model(p.load.as_ref());
     let reps = if p.reps == 1 {
         "1 repetition".to_string()
     } else {
@@ -282,5 +287,64 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     if let Some(h) = p.load.as_ref().and_then(|l| l.hlog.as_ref()) {
         notes.push(format!("interval log (HdrHistogram .hlog): {h}"));
     }
+    for f in r
+        .faults
+        .iter()
+        .filter_map(|f| f.note.as_ref().map(|n| (f, n)))
+    {
+        notes.push(format!(
+            "{} {} at {}: {}",
+            f.0.action,
+            f.0.target,
+            seconds(f.0.start_ns),
+            f.1
+        ));
+    }
+    if !r.faults.is_empty() {
+        faults(r, &cases, doc)?;
+    }
     doc.footer(&notes, r.interrupted)
+}
+
+/// A time on the run's clock, in seconds.
+fn seconds(ns: u64) -> String {
+    format!("{:.1}s", ns as f64 / 1e9)
+}
+
+/// The faults: when each was done and for how long, and per target the time until its service
+/// recovered and the longest time with no successful response (README, "Faults").
+fn faults(r: &RunRecord, cases: &[&Case], doc: &mut Doc) -> io::Result<()> {
+    doc.blank()?;
+    doc.heading("faults: recovery time / longest time without a successful response")?;
+    let header = vec![
+        ["fault", "at", "back after"]
+            .into_iter()
+            .map(String::from)
+            .chain(cases.iter().map(|c| c.target.clone()))
+            .collect::<Vec<_>>(),
+    ];
+    let body: Vec<Vec<String>> = (r.faults.iter().enumerate())
+        .map(|(i, f)| {
+            let back = f
+                .end_ns
+                .map_or("-".into(), |e| units::latency(e - f.start_ns));
+            let effect = |c: &&Case| match c.faults.iter().find(|e| e.event == i) {
+                None => "-".to_string(),
+                Some(e) => format!(
+                    "{} / {}",
+                    e.recovery_ns.map_or("not recovered".into(), units::latency),
+                    units::latency(e.unavailable_ns)
+                ),
+            };
+            [
+                format!("{} {}", f.action, f.target),
+                seconds(f.start_ns),
+                back,
+            ]
+            .into_iter()
+            .chain(cases.iter().map(effect))
+            .collect()
+        })
+        .collect();
+    doc.table(&header, &body)
 }

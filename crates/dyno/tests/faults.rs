@@ -1,0 +1,182 @@
+//! Fault plans on a process dyno starts: killed on a schedule and started again, every event on
+//! the run's clock with its recovery time; a process dyno did not start is never signalled; an
+//! interrupted pause heals and leaves nothing behind.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A plan: open-loop load on dyno's reference HTTP server, which dyno starts, with `faults`.
+fn plan(dir: &Path, port: u16, duration: &str, faults: &str) -> std::path::PathBuf {
+    let dyno = env!("CARGO_BIN_EXE_dyno");
+    let text = format!(
+        r#"[suite]
+name = "load"
+
+[load]
+duration = "{duration}"
+rate = 400
+interval = "100ms"
+max_lag = "100%"
+
+[targets.web]
+url = "http://127.0.0.1:{port}/"
+
+[targets.web.process]
+cmd = "{dyno} serve --http --listen 127.0.0.1:{port}"
+ready = "tcp:127.0.0.1:{port}"
+
+{faults}
+"#
+    );
+    let path = dir.join("plan.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The process's state letter (`R`, `S`, `T` …), or `None` when it is gone (or a zombie).
+fn state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let s = stat[stat.rfind(')')? + 2..].chars().next()?;
+    (s != 'Z').then_some(s)
+}
+
+#[test]
+fn a_killed_server_is_started_again_and_every_fault_has_its_recovery() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let port = testkit::free_port();
+    // Another `dyno serve`, which dyno did not start: same name, another PID.
+    let bystander = RefServer::start();
+    let p = plan(
+        dir.path(),
+        port,
+        "4s",
+        "[[faults]]\naction = \"kill\"\nevery = \"1s\"\nafter = \"300ms\"\n",
+    );
+    let out = dir.path().join("out");
+    dyno(dir.path())
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .assert()
+        .success();
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    assert_eq!(
+        rec["plan"]["faults"][0],
+        "kill target=web every=1s after=300ms"
+    );
+    let events = rec["faults"].as_array().unwrap();
+    assert!((3..=4).contains(&events.len()), "{events:?}");
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["action"], "kill");
+        assert!(e["note"].is_null(), "{e}");
+        let (pid, new) = (e["pid"].as_u64().unwrap(), e["new_pid"].as_u64().unwrap());
+        assert_ne!(pid, new, "started again as another process");
+        // The last one may be healed early, when the run ends.
+        let down = e["end_ns"].as_u64().unwrap() - e["start_ns"].as_u64().unwrap();
+        assert!(down >= 300_000_000 || i == 3, "{down}");
+    }
+    let case = &rec["cases"][0];
+    let load = &case["reps"][0]["detail"]["load"];
+    // Every request is accounted for: a response (ok or not) or a failure.
+    let n = |k: &str| load[k].as_u64().unwrap();
+    assert_eq!(
+        n("ok") + n("non_2xx") + n("network_failed"),
+        n("requests"),
+        "{load}"
+    );
+    assert!(n("network_failed") > 0, "the kills cost requests: {load}");
+    // Each fault inside the series has its effect; the first three recovered, no sooner than
+    // the server was back, and within the second between faults.
+    let effects = case["faults"].as_array().unwrap();
+    assert!(effects.len() >= 3, "{effects:?}");
+    for (i, e) in effects.iter().take(3).enumerate() {
+        assert_eq!(e["event"], i);
+        let recovery = e["recovery_ns"].as_u64().unwrap_or_else(|| panic!("{e}"));
+        assert!((300_000_000..1_000_000_000).contains(&recovery), "{e}");
+        assert!(e["unavailable_ns"].as_u64().unwrap() >= 200_000_000, "{e}");
+    }
+    // The table shows them.
+    let text = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(text.contains("faults: recovery time"), "no faults table");
+    // The process dyno did not start is untouched.
+    assert!(matches!(state(bystander.child.id()), Some('S' | 'R')));
+    // Nothing dyno started is left running.
+    let last = events.last().unwrap()["new_pid"].as_u64().unwrap() as u32;
+    assert_eq!(state(last), None, "the server dyno started was stopped");
+}
+
+#[test]
+fn an_interrupted_pause_heals_and_leaves_no_process_behind() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let port = testkit::free_port();
+    let p = plan(
+        dir.path(),
+        port,
+        "20s",
+        "[[faults]]\naction = \"pause\"\nat = \"1s\"\nfor = \"15s\"\n",
+    );
+    let out = dir.path().join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
+        .current_dir(dir.path())
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The server dyno started, found by its port's readiness and its parent.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let server = loop {
+        let kids =
+            std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+                .unwrap_or_default();
+        if let Some(pid) = kids
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse::<u32>().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "dyno started no server");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Into the pause: the server is stopped.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while state(server) != Some('T') {
+        assert!(Instant::now() < deadline, "the server was never paused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling the dyno this test started, by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(
+        state(server),
+        None,
+        "the paused server is gone, not left stopped"
+    );
+    let rec = record(&out);
+    assert_eq!(rec["interrupted"], true);
+    let e = &rec["faults"][0];
+    assert_eq!(e["action"], "pause");
+    let held = e["end_ns"].as_u64().unwrap() - e["start_ns"].as_u64().unwrap();
+    assert!(
+        held < 14_000_000_000,
+        "healed at the interruption, not after 15 s: {held}"
+    );
+}

@@ -1,0 +1,520 @@
+//! Fault plans: what a run does to its targets' processes, and when, on the run's clock.
+//!
+//! A fault is written `ACTION key=value …` (`--fault`) or as a `[[faults]]` table:
+//!
+//! | action | what dyno does to the target's process |
+//! |---|---|
+//! | `kill` | SIGKILL, then starts it again `after` later (default 1s) and waits until it is ready |
+//! | `restart` | SIGTERM (SIGKILL after 10 s), starts it again at once, waits until it is ready |
+//! | `pause` | SIGSTOP, then SIGCONT `for` later (default 1s) |
+//!
+//! When: `every=10s` (the first one period into the run), `at=5s,12s` (times into the run), or
+//! `stagger=10s` (Jepsen's: each wait uniform in 0..20s, seeded by the plan's seed). `healthy=2s`
+//! keeps at least that long between one fault's end and the next fault. `target=NAME` names the
+//! target; without it, the one target whose process dyno starts.
+//!
+//! dyno signals only a process it started itself, checked by its PID (not yet reaped) and its
+//! start time just before each signal ([`crate::process::Started::signal`]); anything else is
+//! never signalled, and the event says so. When the run ends — finished, interrupted, or failed —
+//! the nemesis heals first: a paused process is continued, a killed one started again.
+
+use crate::clock::Clock;
+use crate::plan::{Origin, PlanError, RawFault, Sp, parse_duration_setting};
+use crate::process::Started;
+use results::faults::FaultEvent;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The most faults one fault line may do in a run (every fault loop is bounded).
+pub const MAX_EVENTS: usize = 10_000;
+/// The longest period, delay or duration a fault may have.
+const MAX_S: u64 = 24 * 3600;
+
+/// What is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// SIGKILL; started again after this long.
+    Kill { after_ns: u64 },
+    /// SIGTERM; started again at once.
+    Restart,
+    /// SIGSTOP for this long, then SIGCONT.
+    Pause { for_ns: u64 },
+}
+
+/// When it is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum When {
+    /// Every period, the first one period into the run.
+    Every(u64),
+    /// At these times into the run.
+    At(Vec<u64>),
+    /// After waits uniform in 0..2×mean.
+    Stagger(u64),
+}
+
+/// One fault of a plan, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    pub action: Action,
+    pub target: String,
+    pub when: When,
+    /// At least this long from one fault's end to the next fault.
+    pub healthy_ns: u64,
+}
+
+fn d(ns: u64) -> String {
+    crate::units::duration_label(ns)
+}
+
+impl fmt::Display for Fault {
+    /// As it can be written again: `kill target=redis every=10s after=1s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.action {
+            Action::Kill { .. } => write!(f, "kill")?,
+            Action::Restart => write!(f, "restart")?,
+            Action::Pause { .. } => write!(f, "pause")?,
+        }
+        write!(f, " target={}", self.target)?;
+        match &self.when {
+            When::Every(ns) => write!(f, " every={}", d(*ns))?,
+            When::Stagger(ns) => write!(f, " stagger={}", d(*ns))?,
+            When::At(ts) => {
+                let ts: Vec<String> = ts.iter().map(|t| d(*t)).collect();
+                write!(f, " at={}", ts.join(","))?
+            }
+        }
+        match self.action {
+            Action::Kill { after_ns } => write!(f, " after={}", d(after_ns))?,
+            Action::Pause { for_ns } => write!(f, " for={}", d(for_ns))?,
+            Action::Restart => {}
+        }
+        if self.healthy_ns > 0 {
+            write!(f, " healthy={}", d(self.healthy_ns))?;
+        }
+        Ok(())
+    }
+}
+
+impl RawFault {
+    /// `kill target=t every=10s` from the command line (`--fault`).
+    pub fn from_flag(text: &str) -> Result<RawFault, PlanError> {
+        let at = Origin::Flag("--fault");
+        let mut parts = text.split_whitespace();
+        let action = parts.next().ok_or_else(|| {
+            PlanError::new(at.clone(), "a fault names its action")
+                .hint("e.g. --fault \"kill every=10s after=1s\"")
+        })?;
+        let mut words = vec![(
+            Sp::new("action".to_string(), at.clone()),
+            Sp::new(action.to_string(), at.clone()),
+        )];
+        for p in parts {
+            let (k, v) = p.split_once('=').ok_or_else(|| {
+                PlanError::new(at.clone(), format!("{p:?} in a fault is not KEY=VALUE"))
+                    .hint("e.g. --fault \"pause target=db every=20s for=2s\"")
+            })?;
+            words.push((
+                Sp::new(k.to_string(), at.clone()),
+                Sp::new(v.to_string(), at.clone()),
+            ));
+        }
+        Ok(RawFault {
+            at: Some(at),
+            words,
+        })
+    }
+
+    /// Resolves the fault; `started` are the targets whose process dyno starts.
+    pub fn resolve(&self, started: &[&str]) -> Result<Fault, PlanError> {
+        let at = self.at.clone().unwrap_or(Origin::Default);
+        const KEYS: &[&str] = &[
+            "action", "target", "every", "at", "stagger", "after", "for", "healthy",
+        ];
+        if let Some((k, _)) = self
+            .words
+            .iter()
+            .find(|(k, _)| !KEYS.contains(&k.value.as_str()))
+        {
+            return Err(
+                PlanError::new(k.at.clone(), format!("unknown fault key {:?}", k.value))
+                    .hint(format!("a fault's keys: {}", KEYS.join(", "))),
+            );
+        }
+        let action = self.action(&at)?;
+        let target = self.target(&at, started)?;
+        let when = self.when(&at)?;
+        Ok(Fault {
+            action,
+            target,
+            when,
+            healthy_ns: self.duration("healthy")?.unwrap_or(0),
+        })
+    }
+
+    fn get(&self, k: &str) -> Option<&Sp<String>> {
+        self.words
+            .iter()
+            .find(|(key, _)| key.value == k)
+            .map(|(_, v)| v)
+    }
+
+    fn duration(&self, k: &str) -> Result<Option<u64>, PlanError> {
+        self.get(k)
+            .map(|v| parse_duration_setting(v, k, MAX_S, "write a duration such as 10s"))
+            .transpose()
+    }
+
+    /// The action, with its own setting (kill's `after`, pause's `for`) and no other's.
+    fn action(&self, at: &Origin) -> Result<Action, PlanError> {
+        let get = |k: &str| self.get(k);
+        let dur = |k: &str| self.duration(k);
+        let action = match get("action").map(|a| a.value.as_str()) {
+            Some("kill") => Action::Kill {
+                after_ns: dur("after")?.unwrap_or(1_000_000_000),
+            },
+            Some("restart") => Action::Restart,
+            Some("pause") => Action::Pause {
+                for_ns: dur("for")?.unwrap_or(1_000_000_000),
+            },
+            other => {
+                let at = get("action").map_or(at.clone(), |a| a.at.clone());
+                return Err(PlanError::new(
+                    at,
+                    format!("unknown fault action {:?}", other.unwrap_or("")),
+                )
+                .hint("the actions: kill, restart, pause"));
+            }
+        };
+        let misplaced = match action {
+            Action::Kill { .. } => get("for").map(|v| ("for", v)),
+            Action::Restart => get("for")
+                .map(|v| ("for", v))
+                .or(get("after").map(|v| ("after", v))),
+            Action::Pause { .. } => get("after").map(|v| ("after", v)),
+        };
+        if let Some((k, v)) = misplaced {
+            return Err(PlanError::new(
+                v.at.clone(),
+                format!("{k} is not a setting of this fault's action"),
+            )
+            .hint("kill takes after= (when to start it again), pause takes for="));
+        }
+        Ok(action)
+    }
+
+    /// The target named, or the one whose process dyno starts.
+    fn target(&self, at: &Origin, started: &[&str]) -> Result<String, PlanError> {
+        let get = |k: &str| self.get(k);
+        Ok(match get("target") {
+            Some(t) if started.contains(&t.value.as_str()) => t.value.clone(),
+            Some(t) => {
+                return Err(PlanError::new(
+                    t.at.clone(),
+                    format!("target {:?} has no process dyno starts", t.value),
+                )
+                .hint("a fault acts on a target with [targets.NAME.process] cmd = … and ready = …; dyno signals only processes it started"));
+            }
+            None => match started {
+                [one] => one.to_string(),
+                [] => {
+                    return Err(PlanError::new(at.clone(), "a fault needs a target whose process dyno starts")
+                        .hint("add [targets.NAME.process] with cmd = … and ready = …: dyno signals only processes it started"));
+                }
+                _ => {
+                    return Err(PlanError::new(
+                        at.clone(),
+                        "several targets have processes: name one",
+                    )
+                    .hint(format!("add target= one of {}", started.join(", "))));
+                }
+            },
+        })
+    }
+
+    /// When: every, at or stagger.
+    fn when(&self, at: &Origin) -> Result<When, PlanError> {
+        let get = |k: &str| self.get(k);
+        let dur = |k: &str| self.duration(k);
+        Ok(match (dur("every")?, get("at"), dur("stagger")?) {
+            (Some(p), None, None) => When::Every(p),
+            (None, None, Some(p)) => When::Stagger(p),
+            (None, Some(list), None) => {
+                let mut ts = Vec::new();
+                for t in list
+                    .value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                {
+                    let v = Sp::new(t.to_string(), list.at.clone());
+                    ts.push(parse_duration_setting(
+                        &v,
+                        "at",
+                        MAX_S,
+                        "write times into the run, e.g. at=5s,12s",
+                    )?);
+                }
+                if ts.is_empty() || ts.len() > MAX_EVENTS {
+                    return Err(PlanError::new(
+                        list.at.clone(),
+                        format!("at= lists 1 to {MAX_EVENTS} times"),
+                    ));
+                }
+                ts.sort_unstable();
+                When::At(ts)
+            }
+            _ => {
+                return Err(PlanError::new(
+                    at.clone(),
+                    "a fault needs exactly one of every=, at= and stagger=",
+                )
+                .hint("e.g. every=10s, at=5s,12s, or stagger=10s (waits uniform in 0..20s)"));
+            }
+        })
+    }
+}
+
+/// The times (into the run) a fault falls due, `seed` for a stagger's draws; at most
+/// [`MAX_EVENTS`], none past `until_ns`.
+pub fn schedule(when: &When, seed: u64, until_ns: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    match when {
+        When::At(ts) => out.extend(ts.iter().copied().filter(|&t| t <= until_ns)),
+        When::Every(p) => {
+            let mut t = *p;
+            while t <= until_ns && out.len() < MAX_EVENTS {
+                out.push(t);
+                t += p;
+            }
+        }
+        When::Stagger(mean) => {
+            let mut state = seed ^ 0x5EED_FA17;
+            let mut t = 0u64;
+            while out.len() < MAX_EVENTS {
+                let draw = crate::suites::shootout::run::splitmix(&mut state);
+                t += (draw % (2 * mean + 1)).max(1);
+                if t > until_ns {
+                    break;
+                }
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// A target's process, as the nemesis acts on it.
+pub type Member = (String, Arc<Mutex<Started>>);
+
+/// The thread doing a run's faults; heals and hands over its events when stopped (or dropped).
+pub struct Nemesis {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Vec<FaultEvent>>>,
+}
+
+/// What the nemesis thread does.
+struct Work {
+    faults: Vec<Fault>,
+    members: Vec<Member>,
+    clock: Clock,
+    stop: Arc<AtomicBool>,
+    events: Vec<FaultEvent>,
+}
+
+impl Work {
+    /// Sleeps until `t_ns` on the run's clock; false when told to stop first.
+    fn sleep_until(&self, t_ns: u64) -> bool {
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let now = self.clock.now_ns();
+            if now >= t_ns {
+                return true;
+            }
+            std::thread::sleep(Duration::from_nanos((t_ns - now).min(20_000_000)));
+        }
+    }
+
+    fn member(&self, target: &str) -> Option<Arc<Mutex<Started>>> {
+        (self.members.iter())
+            .find(|(name, _)| name == target)
+            .map(|(_, m)| m.clone())
+    }
+
+    /// Does `f` to its target now; records the event.
+    fn act(&mut self, f: &Fault) {
+        let Some(member) = self.member(&f.target) else {
+            return;
+        };
+        let Ok(mut p) = member.lock() else { return };
+        let start_ns = self.clock.now_ns();
+        let pid = p.pid;
+        let mut event = FaultEvent {
+            action: match f.action {
+                Action::Kill { .. } => "kill",
+                Action::Restart => "restart",
+                Action::Pause { .. } => "pause",
+            }
+            .to_string(),
+            target: f.target.clone(),
+            start_ns,
+            end_ns: None,
+            pid: Some(pid),
+            new_pid: None,
+            note: None,
+        };
+        let signalled = match f.action {
+            Action::Kill { .. } => p.kill(),
+            Action::Restart => {
+                p.stop();
+                Ok(())
+            }
+            Action::Pause { .. } => p.signal(libc::SIGSTOP),
+        };
+        if let Err(e) = signalled {
+            event.note = Some(e.to_string());
+            self.events.push(event);
+            return;
+        }
+        match f.action {
+            Action::Pause { for_ns } => {
+                // Continued when the pause is over, or at once when the run is stopping.
+                self.sleep_until(start_ns + for_ns);
+                if let Err(e) = p.signal(libc::SIGCONT) {
+                    event.note = Some(e.to_string());
+                }
+                event.end_ns = Some(self.clock.now_ns());
+            }
+            Action::Kill { after_ns } => {
+                self.sleep_until(start_ns + after_ns);
+                self.start_again(&mut p, &mut event);
+            }
+            Action::Restart => self.start_again(&mut p, &mut event),
+        }
+        self.events.push(event);
+    }
+
+    fn start_again(&self, p: &mut Started, event: &mut FaultEvent) {
+        match p.start_again() {
+            Ok(()) => {
+                event.new_pid = Some(p.pid);
+                event.end_ns = Some(self.clock.now_ns());
+            }
+            Err(e) => event.note = Some(format!("it did not start again: {e}")),
+        }
+    }
+
+    fn run(mut self, seed: u64, until_ns: u64) -> Vec<FaultEvent> {
+        // Every fault's times, merged in order; each waits for the previous one to end.
+        let mut due: Vec<(u64, usize)> = Vec::new();
+        for (i, f) in self.faults.iter().enumerate() {
+            let s = seed.wrapping_add(i as u64);
+            due.extend(schedule(&f.when, s, until_ns).into_iter().map(|t| (t, i)));
+        }
+        due.sort_unstable();
+        let mut calm_from = 0u64;
+        for (t, i) in due {
+            let f = self.faults[i].clone();
+            if !self.sleep_until(t.max(calm_from)) {
+                break;
+            }
+            self.act(&f);
+            calm_from = self.clock.now_ns() + f.healthy_ns;
+        }
+        self.events
+    }
+}
+
+impl Nemesis {
+    /// Starts doing `faults` to `members` on `clock` (the run's), until `until_ns` into the run.
+    pub fn start(
+        faults: Vec<Fault>,
+        members: Vec<Member>,
+        clock: Clock,
+        seed: u64,
+        until_ns: u64,
+    ) -> Nemesis {
+        let stop = Arc::new(AtomicBool::new(false));
+        let work = Work {
+            faults,
+            members,
+            clock,
+            stop: stop.clone(),
+            events: Vec::new(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("dyno-nemesis".into())
+            .spawn(move || work.run(seed, until_ns))
+            .expect("spawning the fault thread");
+        Nemesis {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Heals (a paused process continued, a killed one started again) and returns the events.
+    pub fn stop(mut self) -> Vec<FaultEvent> {
+        self.halt()
+    }
+
+    fn halt(&mut self) -> Vec<FaultEvent> {
+        self.stop.store(true, Ordering::Relaxed);
+        (self.thread.take())
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Nemesis {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> RawFault {
+        RawFault::from_flag(text).unwrap()
+    }
+
+    #[test]
+    fn faults_resolve_and_read_back_as_written() {
+        let f = raw("kill every=10s after=500ms")
+            .resolve(&["redis"])
+            .unwrap();
+        assert_eq!(f.to_string(), "kill target=redis every=10s after=500ms");
+        let f = raw("pause target=b at=12s,5s for=2s healthy=1s")
+            .resolve(&["a", "b"])
+            .unwrap();
+        assert_eq!(f.when, When::At(vec![5_000_000_000, 12_000_000_000]));
+        assert_eq!(f.to_string(), "pause target=b at=5s,12s for=2s healthy=1s");
+        let e = |t: &str, started: &[&str]| raw(t).resolve(started).unwrap_err().to_string();
+        assert!(e("kill every=1s", &[]).contains("needs a target whose process dyno starts"));
+        assert!(e("kill every=1s", &["a", "b"]).contains("name one"));
+        assert!(e("kill target=c every=1s", &["a"]).contains("has no process dyno starts"));
+        assert!(e("kill every=1s at=2s", &["a"]).contains("exactly one of"));
+        assert!(e("pause every=1s after=1s", &["a"]).contains("after is not a setting"));
+        assert!(e("explode every=1s", &["a"]).contains("unknown fault action"));
+        assert!(e("kill every=1s colour=red", &["a"]).contains("unknown fault key"));
+        assert!(RawFault::from_flag("kill every").is_err());
+    }
+
+    #[test]
+    fn schedules_are_bounded_and_staggers_stay_within_twice_the_mean() {
+        assert_eq!(schedule(&When::Every(3), 0, 10), [3, 6, 9]);
+        assert_eq!(schedule(&When::Every(1), 0, u64::MAX).len(), MAX_EVENTS);
+        assert_eq!(schedule(&When::At(vec![2, 8, 20]), 0, 10), [2, 8]);
+        let s = schedule(&When::Stagger(1_000), 7, 1_000_000);
+        assert!(
+            s.windows(2).all(|w| w[1] > w[0] && w[1] - w[0] <= 2_000),
+            "{s:?}"
+        );
+        assert!((400..=2_000).contains(&s.len()), "{}", s.len());
+        assert_eq!(s, schedule(&When::Stagger(1_000), 7, 1_000_000), "seeded");
+    }
+}
