@@ -17,7 +17,7 @@ name = "load"
 
 [load]
 duration = "{duration}"
-rate = 400
+rate = 2000
 interval = "100ms"
 max_lag = "100%"
 
@@ -109,8 +109,20 @@ fn a_killed_server_is_started_again_and_every_fault_has_its_recovery() {
     assert!(text.contains("faults: recovery time"), "no faults table");
     // The process dyno did not start is untouched.
     assert!(matches!(state(bystander.child.id()), Some('S' | 'R')));
-    // Nothing dyno started is left running.
+    // The server's resource series follows it across its restarts: one series, the last PID,
+    // sampled all along.
     let last = events.last().unwrap()["new_pid"].as_u64().unwrap() as u32;
+    let series = rec["resources"].as_array().unwrap();
+    assert_eq!(series.len(), 1);
+    assert_eq!(series[0]["pid"], last);
+    let restarted = events[2]["end_ns"].as_u64().unwrap();
+    let samples = series[0]["samples"].as_array().unwrap();
+    assert!(
+        (samples.iter())
+            .any(|s| s["t_ns"].as_u64() > Some(restarted) && s["processes"].as_u64() > Some(0)),
+        "sampled after the third restart: {samples:?}"
+    );
+    // Nothing dyno started is left running.
     assert_eq!(state(last), None, "the server dyno started was stopped");
 }
 

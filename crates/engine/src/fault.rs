@@ -314,10 +314,14 @@ pub struct Nemesis {
     thread: Option<std::thread::JoinHandle<Vec<FaultEvent>>>,
 }
 
+/// Told when a process was started again: its old PID and its new one.
+pub type Follow = Box<dyn Fn(u32, u32) + Send>;
+
 /// What the nemesis thread does.
 struct Work {
     faults: Vec<Fault>,
     members: Vec<Member>,
+    follow: Follow,
     clock: Clock,
     stop: Arc<AtomicBool>,
     events: Vec<FaultEvent>,
@@ -400,6 +404,9 @@ impl Work {
     fn start_again(&self, p: &mut Started, event: &mut FaultEvent) {
         match p.start_again() {
             Ok(()) => {
+                if let Some(old) = event.pid {
+                    (self.follow)(old, p.pid);
+                }
                 event.new_pid = Some(p.pid);
                 event.end_ns = Some(self.clock.now_ns());
             }
@@ -429,18 +436,20 @@ impl Work {
 }
 
 impl Nemesis {
-    /// Starts doing `faults` to `members` on `clock` (the run's), until `until_ns` into the run.
+    /// Starts doing `faults` to `members` on `clock` (the run's), until `until_ns` into the run;
+    /// `follow` is told of each process started again.
     pub fn start(
         faults: Vec<Fault>,
         members: Vec<Member>,
+        follow: Follow,
         clock: Clock,
-        seed: u64,
-        until_ns: u64,
+        (seed, until_ns): (u64, u64),
     ) -> Nemesis {
         let stop = Arc::new(AtomicBool::new(false));
         let work = Work {
             faults,
             members,
+            follow,
             clock,
             stop: stop.clone(),
             events: Vec::new(),

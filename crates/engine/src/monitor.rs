@@ -364,6 +364,17 @@ impl Monitor {
         })
     }
 
+    /// A watched process that was started again (a fault plan killed or restarted it): its
+    /// series goes on under the new PID, so a target's process is one series across restarts.
+    pub fn follow(&self, old: u32, new: u32) {
+        if let Ok(mut accs) = self.state.lock() {
+            for a in accs.iter_mut().filter(|a| a.watch.pid == old) {
+                a.watch.pid = new;
+                a.last_cpu_ticks = None;
+            }
+        }
+    }
+
     /// The series so far, with their summaries.
     pub fn series(&self) -> Vec<ProcessSeries> {
         self.state

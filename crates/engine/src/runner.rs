@@ -136,7 +136,7 @@ pub fn preflight(plan: &Plan) -> Result<(), RunError> {
 struct Watched {
     /// The started processes, by target: the fault plans act on them.
     started: Vec<crate::fault::Member>,
-    monitor: Option<crate::monitor::Monitor>,
+    monitor: Option<std::sync::Arc<crate::monitor::Monitor>>,
 }
 
 /// A process to watch that is not there.
@@ -224,7 +224,7 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
     } else {
         let m = crate::monitor::Monitor::start(&watches, clock.clone(), crate::monitor::INTERVAL)
             .map_err(|e| RunError::Watch(e.to_string()))?;
-        Some(m)
+        Some(std::sync::Arc::new(m))
     };
     Ok(Watched { started, monitor })
 }
@@ -387,8 +387,15 @@ pub fn run(
     };
     let nemesis = (!plan.faults.is_empty()).then(|| {
         let members = watched.started.clone();
-        let seed = plan.seed;
-        crate::fault::Nemesis::start(plan.faults.clone(), members, clock.clone(), seed, u64::MAX)
+        let monitor = watched.monitor.clone();
+        let follow = Box::new(move |old, new| {
+            if let Some(m) = &monitor {
+                m.follow(old, new);
+            }
+        });
+        let faults = plan.faults.clone();
+        let bounds = (plan.seed, u64::MAX);
+        crate::fault::Nemesis::start(faults, members, follow, clock.clone(), bounds)
     });
     let points = points(plan);
     let tests: Vec<Vec<&'static str>> = points.iter().map(|p| plan.suite.tests(plan, p)).collect();

@@ -7,8 +7,8 @@
 //! [`BASELINE_NS`] before the fault started (after any earlier fault's end). The case has
 //! recovered at the start of the first of [`STEADY_INTERVALS`] consecutive intervals, each
 //! starting at or after the fault, with at least [`RATE_SHARE`] of the baseline rate and a p99
-//! at most [`P99_FACTOR`] × the baseline's. The recovery time runs from the fault's start to
-//! then; `null` when the run ended first or no baseline exists.
+//! at most [`P99_FACTOR`] × the baseline's (or within 1 ms of it). The recovery time runs from the fault's start to
+//! then; `null` when the run ended, or the next fault came, first, or no baseline exists.
 //!
 //! **Unavailability**: the longest run of consecutive intervals with no successful response,
 //! from the fault's start to its recovery (or the end), in whole intervals: it is as fine as the
@@ -21,8 +21,10 @@ use serde::{Deserialize, Serialize};
 pub const BASELINE_NS: u64 = 5_000_000_000;
 /// Recovered: at least this share of the baseline rate …
 pub const RATE_SHARE: f64 = 0.9;
-/// … a p99 within this factor of the baseline's …
+/// … a p99 within this factor of the baseline's, or within [`P99_SLACK_NS`] of it (a
+/// sub-millisecond service's p99 doubles with scheduling noise alone) …
 pub const P99_FACTOR: f64 = 2.0;
+pub const P99_SLACK_NS: f64 = 1_000_000.0;
 /// … for this many intervals in a row.
 pub const STEADY_INTERVALS: usize = 3;
 
@@ -97,13 +99,16 @@ pub fn effects(
             .collect();
         let rate = median(before.iter().map(|iv| iv.responses_per_s()).collect());
         let p99 = median(before.iter().map(|iv| iv.p99_ns as f64).collect());
+        // Up to the next fault: a service that had not recovered by then did not recover from
+        // this one.
+        let next = (events.get(i + 1)).map_or(u64::MAX, |n| n.start_ns);
         let after: Vec<&IntervalRecord> = (intervals.iter())
-            .filter(|iv| at(iv).0 >= e.start_ns && iv.end_ns > iv.start_ns)
+            .filter(|iv| at(iv).0 >= e.start_ns && at(iv).1 <= next && iv.end_ns > iv.start_ns)
             .collect();
         let healthy = |iv: &IntervalRecord| match (rate, p99) {
             (Some(r), Some(p)) => {
                 iv.responses_per_s() >= RATE_SHARE * r
-                    && (p == 0.0 || iv.p99_ns as f64 <= P99_FACTOR * p)
+                    && (p == 0.0 || iv.p99_ns as f64 <= (P99_FACTOR * p).max(p + P99_SLACK_NS))
             }
             _ => false,
         };

@@ -57,6 +57,7 @@ pub enum WatchSource {
 pub struct ProcessSeries {
     /// The target the process serves; `null` for a process watched for the whole run.
     pub target: Option<String>,
+    /// The process (the latest, when a fault plan started it again: the series follows it).
     pub pid: u32,
     /// The process's name (`/proc/PID/comm`).
     pub command: String,
