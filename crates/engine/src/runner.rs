@@ -276,6 +276,29 @@ pub struct Hooks<'a> {
     pub progress: &'a mut dyn FnMut(&Progress),
 }
 
+/// The thread doing the plan's faults, when it has any; it tells the monitor of each process
+/// started again.
+fn nemesis(plan: &Plan, watched: &Watched, clock: &Clock) -> Option<crate::fault::Nemesis> {
+    if plan.faults.is_empty() {
+        return None;
+    }
+    let monitor = watched.monitor.clone();
+    let follow = Box::new(move |old, new| {
+        if let Some(m) = &monitor {
+            m.follow(old, new);
+        }
+    });
+    let (faults, members) = (plan.faults.clone(), watched.started.clone());
+    let bounds = (plan.seed, u64::MAX);
+    Some(crate::fault::Nemesis::start(
+        faults,
+        members,
+        follow,
+        clock.clone(),
+        bounds,
+    ))
+}
+
 /// What each fault did to `case`, from its measured repetitions' time series.
 fn fault_effects(
     events: &[results::faults::FaultEvent],
@@ -385,18 +408,7 @@ pub fn run(
         resources: Vec::new(),
         faults: Vec::new(),
     };
-    let nemesis = (!plan.faults.is_empty()).then(|| {
-        let members = watched.started.clone();
-        let monitor = watched.monitor.clone();
-        let follow = Box::new(move |old, new| {
-            if let Some(m) = &monitor {
-                m.follow(old, new);
-            }
-        });
-        let faults = plan.faults.clone();
-        let bounds = (plan.seed, u64::MAX);
-        crate::fault::Nemesis::start(faults, members, follow, clock.clone(), bounds)
-    });
+    let nemesis = nemesis(plan, &watched, &clock);
     let points = points(plan);
     let tests: Vec<Vec<&'static str>> = points.iter().map(|p| plan.suite.tests(plan, p)).collect();
     record.cases = unfinished_cases(plan, &points, &tests);
