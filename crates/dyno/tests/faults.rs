@@ -192,3 +192,49 @@ fn an_interrupted_pause_heals_and_leaves_no_process_behind() {
         "healed at the interruption, not after 15 s: {held}"
     );
 }
+
+#[test]
+fn restarted_clients_open_new_connections_and_lose_no_request_uncounted() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // A server dyno did not start: restarting dyno's own clients needs none.
+    let s = RefServer::start();
+    let out = dir.path().join("out");
+    dyno(dir.path())
+        .args([
+            "run",
+            &format!("http://127.0.0.1:{}/", s.port),
+            "-c",
+            "4",
+            "--threads",
+            "1",
+            "--duration",
+            "2s",
+            "--fault",
+            "restart-clients every=500ms",
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .assert()
+        .success();
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    assert_eq!(rec["plan"]["faults"][0], "restart-clients every=500ms");
+    let events = rec["faults"].as_array().unwrap();
+    assert!((3..=4).contains(&events.len()), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["action"] == "restart-clients" && e["pid"].is_null())
+    );
+    let load = &rec["cases"][0]["reps"][0]["detail"]["load"];
+    let n = |k: &str| load[k].as_u64().unwrap();
+    // Each restart opened the 4 connections again.
+    assert!(n("connects") >= 4 * (1 + 3), "{load}");
+    assert_eq!(
+        n("ok") + n("non_2xx") + n("network_failed"),
+        n("requests"),
+        "{load}"
+    );
+}

@@ -41,6 +41,9 @@ pub enum Action {
     Restart,
     /// SIGSTOP for this long, then SIGCONT.
     Pause { for_ns: u64 },
+    /// dyno's own clients drop their connections (requests in flight fail as `reset`) and open
+    /// new ones: NorduGrid's "unstable clients". The load suite's clients do.
+    RestartClients,
 }
 
 /// When it is done.
@@ -75,8 +78,11 @@ impl fmt::Display for Fault {
             Action::Kill { .. } => write!(f, "kill")?,
             Action::Restart => write!(f, "restart")?,
             Action::Pause { .. } => write!(f, "pause")?,
+            Action::RestartClients => write!(f, "restart-clients")?,
         }
-        write!(f, " target={}", self.target)?;
+        if self.action != Action::RestartClients {
+            write!(f, " target={}", self.target)?;
+        }
         match &self.when {
             When::Every(ns) => write!(f, " every={}", d(*ns))?,
             When::Stagger(ns) => write!(f, " stagger={}", d(*ns))?,
@@ -88,7 +94,7 @@ impl fmt::Display for Fault {
         match self.action {
             Action::Kill { after_ns } => write!(f, " after={}", d(after_ns))?,
             Action::Pause { for_ns } => write!(f, " for={}", d(for_ns))?,
-            Action::Restart => {}
+            Action::Restart | Action::RestartClients => {}
         }
         if self.healthy_ns > 0 {
             write!(f, " healthy={}", d(self.healthy_ns))?;
@@ -143,7 +149,10 @@ impl RawFault {
             );
         }
         let action = self.action(&at)?;
-        let target = self.target(&at, started)?;
+        let target = match action {
+            Action::RestartClients => "clients".to_string(),
+            _ => self.target(&at, started)?,
+        };
         let when = self.when(&at)?;
         Ok(Fault {
             action,
@@ -175,6 +184,7 @@ impl RawFault {
                 after_ns: dur("after")?.unwrap_or(1_000_000_000),
             },
             Some("restart") => Action::Restart,
+            Some("restart-clients") => Action::RestartClients,
             Some("pause") => Action::Pause {
                 for_ns: dur("for")?.unwrap_or(1_000_000_000),
             },
@@ -184,12 +194,12 @@ impl RawFault {
                     at,
                     format!("unknown fault action {:?}", other.unwrap_or("")),
                 )
-                .hint("the actions: kill, restart, pause"));
+                .hint("the actions: kill, restart, pause, restart-clients"));
             }
         };
         let misplaced = match action {
             Action::Kill { .. } => get("for").map(|v| ("for", v)),
-            Action::Restart => get("for")
+            Action::Restart | Action::RestartClients => get("for")
                 .map(|v| ("for", v))
                 .or(get("after").map(|v| ("after", v))),
             Action::Pause { .. } => get("after").map(|v| ("after", v)),
@@ -322,6 +332,8 @@ struct Work {
     faults: Vec<Fault>,
     members: Vec<Member>,
     follow: Follow,
+    /// Bumped to have dyno's clients reconnect.
+    clients: Arc<std::sync::atomic::AtomicU64>,
     clock: Clock,
     stop: Arc<AtomicBool>,
     events: Vec<FaultEvent>,
@@ -350,6 +362,20 @@ impl Work {
 
     /// Does `f` to its target now; records the event.
     fn act(&mut self, f: &Fault) {
+        if f.action == Action::RestartClients {
+            let now = self.clock.now_ns();
+            self.clients.fetch_add(1, Ordering::Relaxed);
+            self.events.push(FaultEvent {
+                action: "restart-clients".into(),
+                target: f.target.clone(),
+                start_ns: now,
+                end_ns: Some(now),
+                pid: None,
+                new_pid: None,
+                note: None,
+            });
+            return;
+        }
         let Some(member) = self.member(&f.target) else {
             return;
         };
@@ -361,6 +387,7 @@ impl Work {
                 Action::Kill { .. } => "kill",
                 Action::Restart => "restart",
                 Action::Pause { .. } => "pause",
+                Action::RestartClients => unreachable!("done above"),
             }
             .to_string(),
             target: f.target.clone(),
@@ -377,6 +404,7 @@ impl Work {
                 Ok(())
             }
             Action::Pause { .. } => p.signal(libc::SIGSTOP),
+            Action::RestartClients => Ok(()),
         };
         if let Err(e) = signalled {
             event.note = Some(e.to_string());
@@ -397,6 +425,7 @@ impl Work {
                 self.start_again(&mut p, &mut event);
             }
             Action::Restart => self.start_again(&mut p, &mut event),
+            Action::RestartClients => {}
         }
         self.events.push(event);
     }
@@ -440,7 +469,7 @@ impl Nemesis {
     /// `follow` is told of each process started again.
     pub fn start(
         faults: Vec<Fault>,
-        members: Vec<Member>,
+        (members, clients): (Vec<Member>, Arc<std::sync::atomic::AtomicU64>),
         follow: Follow,
         clock: Clock,
         (seed, until_ns): (u64, u64),
@@ -450,6 +479,7 @@ impl Nemesis {
             faults,
             members,
             follow,
+            clients,
             clock,
             stop: stop.clone(),
             events: Vec::new(),
@@ -511,6 +541,9 @@ mod tests {
         assert!(e("explode every=1s", &["a"]).contains("unknown fault action"));
         assert!(e("kill every=1s colour=red", &["a"]).contains("unknown fault key"));
         assert!(RawFault::from_flag("kill every").is_err());
+        // dyno's own clients need no process of a target.
+        let f = raw("restart-clients every=30s").resolve(&[]).unwrap();
+        assert_eq!(f.to_string(), "restart-clients every=30s");
     }
 
     #[test]

@@ -15,8 +15,9 @@ use crate::suite::{After, Partial, Point, RepCtx, Repeat, TestOutcome};
 use results::{Case, DynoInfo, Namespace, RunRecord, SCHEMA, Status};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The sink that receives the record after every repetition.
@@ -278,7 +279,12 @@ pub struct Hooks<'a> {
 
 /// The thread doing the plan's faults, when it has any; it tells the monitor of each process
 /// started again.
-fn nemesis(plan: &Plan, watched: &Watched, clock: &Clock) -> Option<crate::fault::Nemesis> {
+fn nemesis(
+    plan: &Plan,
+    watched: &Watched,
+    clock: &Clock,
+    clients: &Arc<AtomicU64>,
+) -> Option<crate::fault::Nemesis> {
     if plan.faults.is_empty() {
         return None;
     }
@@ -288,7 +294,10 @@ fn nemesis(plan: &Plan, watched: &Watched, clock: &Clock) -> Option<crate::fault
             m.follow(old, new);
         }
     });
-    let (faults, members) = (plan.faults.clone(), watched.started.clone());
+    let (faults, members) = (
+        plan.faults.clone(),
+        (watched.started.clone(), clients.clone()),
+    );
     let bounds = (plan.seed, u64::MAX);
     Some(crate::fault::Nemesis::start(
         faults,
@@ -408,7 +417,9 @@ pub fn run(
         resources: Vec::new(),
         faults: Vec::new(),
     };
-    let nemesis = nemesis(plan, &watched, &clock);
+    // Bumped by a `restart-clients` fault: the suites' clients reconnect.
+    let clients = Arc::new(AtomicU64::new(0));
+    let nemesis = nemesis(plan, &watched, &clock, &clients);
     let points = points(plan);
     let tests: Vec<Vec<&'static str>> = points.iter().map(|p| plan.suite.tests(plan, p)).collect();
     record.cases = unfinished_cases(plan, &points, &tests);
@@ -446,6 +457,7 @@ pub fn run(
                     sink: &mut *sink,
                     interrupt,
                     clock: &clock,
+                    clients: &clients,
                     checkpoint,
                     progress: &mut *progress,
                     warnings: &mut warnings,
@@ -510,6 +522,8 @@ struct TargetRun<'r, 'h> {
     interrupt: &'r AtomicBool,
     /// The run's clock.
     clock: &'r Clock,
+    /// Bumped when the clients must reconnect (a `restart-clients` fault).
+    clients: &'r Arc<AtomicU64>,
     checkpoint: Duration,
     progress: &'r mut (dyn FnMut(&Progress) + 'h),
     warnings: &'r mut Vec<String>,
@@ -607,7 +621,7 @@ impl Repeat for TargetRun<'_, '_> {
         rep: &mut (dyn FnMut(&RepCtx) -> After + Send),
     ) {
         let total = self.plan.reps + u32::from(self.plan.warmup);
-        let (interrupt, clock) = (self.interrupt, self.clock);
+        let (interrupt, clock, clients) = (self.interrupt, self.clock, self.clients);
         for r in 0..total {
             let measured = !(self.plan.warmup && r == 0);
             if let Some(l) = live
@@ -628,7 +642,8 @@ impl Repeat for TargetRun<'_, '_> {
                     let report = move |o: TestOutcome| {
                         let _ = tx.send(Msg::Outcome(Box::new(o)));
                     };
-                    let ctx = RepCtx::new((r, measured), interrupt, live, clock, &report);
+                    let ctx =
+                        RepCtx::new((r, measured), interrupt, live, (clock, clients), &report);
                     let _ = ended.send(Msg::Ended(rep(&ctx)));
                 });
                 let mut running = 0;

@@ -20,8 +20,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 /// One sweepable parameter: its name (as `--sweep NAME=…` writes it) and bounds.
 #[derive(Debug, Clone, Copy)]
@@ -244,6 +245,9 @@ pub struct RepCtx<'a> {
     pub live: Option<&'a Mutex<crate::load::Live>>,
     /// The run's clock: the clock of its faults and resource series.
     pub clock: &'a crate::clock::Clock,
+    /// Bumped when the suite's clients must drop their connections and open new ones (a
+    /// `restart-clients` fault).
+    pub clients: &'a Arc<AtomicU64>,
     report: &'a (dyn Fn(TestOutcome) + Sync),
 }
 
@@ -252,7 +256,7 @@ impl<'a> RepCtx<'a> {
         (rep, measured): (u32, bool),
         interrupt: &'a AtomicBool,
         live: Option<&'a Mutex<crate::load::Live>>,
-        clock: &'a crate::clock::Clock,
+        (clock, clients): (&'a crate::clock::Clock, &'a Arc<AtomicU64>),
         report: &'a (dyn Fn(TestOutcome) + Sync),
     ) -> RepCtx<'a> {
         RepCtx {
@@ -261,6 +265,7 @@ impl<'a> RepCtx<'a> {
             interrupt,
             live,
             clock,
+            clients,
             report,
         }
     }

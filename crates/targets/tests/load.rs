@@ -58,6 +58,7 @@ fn spec(url: &str, opts: &[(&str, &str)], (model, connections): Load) -> LoadSpe
         timeout: Duration::from_secs(2),
         interval: Duration::from_millis(100),
         coalesce: engine::load::Coalesce::Auto,
+        clients: Default::default(),
     }
 }
 

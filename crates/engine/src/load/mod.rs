@@ -106,6 +106,9 @@ pub struct LoadSpec {
     pub interval: Duration,
     /// How often responses may wake a thread ([`coalesce`]).
     pub coalesce: Coalesce,
+    /// When this changes, every connection is dropped (a request in flight fails as `reset`)
+    /// and opened again: a `restart-clients` fault.
+    pub clients: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Counts of one run (summed over threads).

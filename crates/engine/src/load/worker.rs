@@ -613,6 +613,19 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Drops every connection, as a client restarting would: a request in flight fails as
+    /// `reset`; the next request on each connection opens a new one.
+    fn restart_clients(&mut self, now: u64) {
+        for ci in 0..self.conns.len() {
+            if self.conns[ci].busy() {
+                let e = OpError::new(ErrorClass::Reset, "dyno's clients restarted (a fault)");
+                self.fail(ci, e, now);
+            } else {
+                self.drop_stream(ci);
+            }
+        }
+    }
+
     /// Connections whose pause after a failure is over start again.
     fn retry_due(&mut self, now: u64) {
         for ci in 0..self.conns.len() {
@@ -743,6 +756,7 @@ impl<'a> Worker<'a> {
         let drain_ns = self.spec.timeout.as_nanos() as u64;
         let mut issuing_ended_at: Option<u64> = None;
         let mut interrupted = false;
+        let mut clients_seen = self.spec.clients.load(Ordering::Relaxed);
         // When the thread last woke to something (a response, a due request, a timer).
         let mut last_wake = 0u64;
         // When the thread last sent requests that had fallen due.
@@ -752,6 +766,12 @@ impl<'a> Worker<'a> {
             if interrupt.load(Ordering::Relaxed) {
                 interrupted = true;
                 break;
+            }
+            // A `restart-clients` fault: every connection dropped and opened again.
+            let epoch = self.spec.clients.load(Ordering::Relaxed);
+            if epoch != clients_seen {
+                clients_seen = epoch;
+                self.restart_clients(now);
             }
             // Open loop: dispatch every request that is due.
             while let Some(t) = next_arrival {

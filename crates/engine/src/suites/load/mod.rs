@@ -224,7 +224,14 @@ impl Suite for Load {
             });
             let seed = plan.seed.wrapping_add(u64::from(ctx.rep));
             let hlog = hlog.as_deref().map(|h| (h, comment.as_str()));
-            let run = match rep::run_rep(&ep, &p, seed, ctx.interrupt, hlog, &live) {
+            let run = match rep::run_rep(
+                &ep,
+                &p,
+                (seed, ctx.clients.clone()),
+                ctx.interrupt,
+                hlog,
+                &live,
+            ) {
                 Ok(run) => run,
                 Err(e) => return After::Fail(format!("the load could not run: {e}")),
             };

@@ -35,7 +35,12 @@ pub struct LoadRun {
     pub hlog: Option<PathBuf>,
 }
 
-fn spec(ep: &Endpoint, p: &LoadParams, seed: u64) -> LoadSpec {
+fn spec(
+    ep: &Endpoint,
+    p: &LoadParams,
+    seed: u64,
+    clients: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> LoadSpec {
     LoadSpec {
         addr: ep.addr,
         protocol: ep.protocol.clone(),
@@ -46,6 +51,7 @@ fn spec(ep: &Endpoint, p: &LoadParams, seed: u64) -> LoadSpec {
         timeout: Duration::from_nanos(p.timeout_ns),
         interval: Duration::from_nanos(p.interval_ns),
         coalesce: p.coalesce,
+        clients,
     }
 }
 
@@ -109,7 +115,7 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
 pub fn run_rep(
     ep: &Endpoint,
     p: &LoadParams,
-    seed: u64,
+    (seed, clients): (u64, std::sync::Arc<std::sync::atomic::AtomicU64>),
     interrupt: &AtomicBool,
     hlog: Option<(&Path, &str)>,
     live: &std::sync::Mutex<load::Live>,
@@ -133,7 +139,7 @@ pub fn run_rep(
             }
         }
     };
-    let result = load::run(&spec(ep, p, seed), interrupt, live, &mut observe)?;
+    let result = load::run(&spec(ep, p, seed, clients), interrupt, live, &mut observe)?;
     if let Some(e) = failed {
         return Err(std::io::Error::other(format!("writing the .hlog: {e}")));
     }
