@@ -62,6 +62,9 @@ pub enum When {
 pub struct Fault {
     pub action: Action,
     pub target: String,
+    /// What it acts on, in turn: the target's process, or members of its cluster
+    /// (`TARGET/MEMBER`).
+    pub members: Vec<String>,
     pub when: When,
     /// At least this long from one fault's end to the next fault.
     pub healthy_ns: u64,
@@ -82,6 +85,11 @@ impl fmt::Display for Fault {
         }
         if self.action != Action::RestartClients {
             write!(f, " target={}", self.target)?;
+        }
+        if let [one] = self.members.as_slice()
+            && let Some((_, member)) = one.split_once('/')
+        {
+            write!(f, " member={member}")?;
         }
         match &self.when {
             When::Every(ns) => write!(f, " every={}", d(*ns))?,
@@ -136,7 +144,7 @@ impl RawFault {
     pub fn resolve(&self, started: &[&str]) -> Result<Fault, PlanError> {
         let at = self.at.clone().unwrap_or(Origin::Default);
         const KEYS: &[&str] = &[
-            "action", "target", "every", "at", "stagger", "after", "for", "healthy",
+            "action", "target", "member", "every", "at", "stagger", "after", "for", "healthy",
         ];
         if let Some((k, _)) = self
             .words
@@ -149,14 +157,15 @@ impl RawFault {
             );
         }
         let action = self.action(&at)?;
-        let target = match action {
-            Action::RestartClients => "clients".to_string(),
+        let (target, members) = match action {
+            Action::RestartClients => ("clients".to_string(), Vec::new()),
             _ => self.target(&at, started)?,
         };
         let when = self.when(&at)?;
         Ok(Fault {
             action,
             target,
+            members,
             when,
             healthy_ns: self.duration("healthy")?.unwrap_or(0),
         })
@@ -215,19 +224,23 @@ impl RawFault {
     }
 
     /// The target named, or the one whose process dyno starts.
-    fn target(&self, at: &Origin, started: &[&str]) -> Result<String, PlanError> {
-        let get = |k: &str| self.get(k);
-        Ok(match get("target") {
-            Some(t) if started.contains(&t.value.as_str()) => t.value.clone(),
+    /// The target named (or the one whose process dyno starts), and what the fault acts on:
+    /// its process, or the member named (`member=`), or each member of its cluster in turn.
+    fn target(&self, at: &Origin, started: &[&str]) -> Result<(String, Vec<String>), PlanError> {
+        let target_of = |key: &str| key.split('/').next().unwrap_or(key).to_string();
+        let mut targets: Vec<String> = started.iter().map(|k| target_of(k)).collect();
+        targets.dedup();
+        let target = match self.get("target") {
+            Some(t) if targets.contains(&t.value) => t.value.clone(),
             Some(t) => {
                 return Err(PlanError::new(
                     t.at.clone(),
                     format!("target {:?} has no process dyno starts", t.value),
                 )
-                .hint("a fault acts on a target with [targets.NAME.process] cmd = … and ready = …; dyno signals only processes it started"));
+                .hint("a fault acts on a target with [targets.NAME.process] cmd = … and ready = … (or members); dyno signals only processes it started"));
             }
-            None => match started {
-                [one] => one.to_string(),
+            None => match targets.as_slice() {
+                [one] => one.clone(),
                 [] => {
                     return Err(PlanError::new(at.clone(), "a fault needs a target whose process dyno starts")
                         .hint("add [targets.NAME.process] with cmd = … and ready = …: dyno signals only processes it started"));
@@ -237,10 +250,33 @@ impl RawFault {
                         at.clone(),
                         "several targets have processes: name one",
                     )
-                    .hint(format!("add target= one of {}", started.join(", "))));
+                    .hint(format!("add target= one of {}", targets.join(", "))));
                 }
             },
-        })
+        };
+        let mine: Vec<String> = (started.iter())
+            .filter(|k| target_of(k) == target)
+            .map(|k| k.to_string())
+            .collect();
+        let members = match self.get("member") {
+            None => mine,
+            Some(m) => {
+                let key = format!("{target}/{}", m.value);
+                if !mine.contains(&key) {
+                    let names: Vec<&str> = (mine.iter())
+                        .filter_map(|k| k.split_once('/'))
+                        .map(|(_, n)| n)
+                        .collect();
+                    return Err(PlanError::new(
+                        m.at.clone(),
+                        format!("target {target} has no member {:?}", m.value),
+                    )
+                    .hint(format!("its members: {}", names.join(", "))));
+                }
+                vec![key]
+            }
+        };
+        Ok((target, members))
     }
 
     /// When: every, at or stagger.
@@ -360,8 +396,8 @@ impl Work {
             .map(|(_, m)| m.clone())
     }
 
-    /// Does `f` to its target now; records the event.
-    fn act(&mut self, f: &Fault) {
+    /// Does `f` to its target now (`turn`: which of its members, in turn); records the event.
+    fn act(&mut self, f: &Fault, turn: usize) {
         if f.action == Action::RestartClients {
             let now = self.clock.now_ns();
             self.clients.fetch_add(1, Ordering::Relaxed);
@@ -376,7 +412,10 @@ impl Work {
             });
             return;
         }
-        let Some(member) = self.member(&f.target) else {
+        let Some(key) = f.members.get(turn % f.members.len().max(1)) else {
+            return;
+        };
+        let Some(member) = self.member(key) else {
             return;
         };
         let Ok(mut p) = member.lock() else { return };
@@ -390,7 +429,7 @@ impl Work {
                 Action::RestartClients => unreachable!("done above"),
             }
             .to_string(),
-            target: f.target.clone(),
+            target: key.clone(),
             start_ns,
             end_ns: None,
             pid: Some(pid),
@@ -452,12 +491,14 @@ impl Work {
         }
         due.sort_unstable();
         let mut calm_from = 0u64;
+        let mut turns = vec![0usize; self.faults.len()];
         for (t, i) in due {
             let f = self.faults[i].clone();
             if !self.sleep_until(t.max(calm_from)) {
                 break;
             }
-            self.act(&f);
+            self.act(&f, turns[i]);
+            turns[i] += 1;
             calm_from = self.clock.now_ns() + f.healthy_ns;
         }
         self.events
@@ -541,6 +582,17 @@ mod tests {
         assert!(e("explode every=1s", &["a"]).contains("unknown fault action"));
         assert!(e("kill every=1s colour=red", &["a"]).contains("unknown fault key"));
         assert!(RawFault::from_flag("kill every").is_err());
+        // A cluster's members in turn, or the one named.
+        let f = raw("kill target=r every=5s")
+            .resolve(&["r/p", "r/q", "web"])
+            .unwrap();
+        assert_eq!(f.members, ["r/p", "r/q"]);
+        assert_eq!(f.to_string(), "kill target=r every=5s after=1s");
+        let f = raw("kill target=r member=q every=5s")
+            .resolve(&["r/p", "r/q"])
+            .unwrap();
+        assert_eq!(f.to_string(), "kill target=r member=q every=5s after=1s");
+        assert!(e("kill target=r member=z every=1s", &["r/p"]).contains("has no member \"z\""));
         // dyno's own clients need no process of a target.
         let f = raw("restart-clients every=30s").resolve(&[]).unwrap();
         assert_eq!(f.to_string(), "restart-clients every=30s");

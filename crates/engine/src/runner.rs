@@ -176,8 +176,33 @@ fn find(
                 .map(|p| watch(p, WatchSource::Name))
                 .collect())
         }
-        ProcessSpec::Start { .. } => unreachable!("a started process is watched once started"),
+        ProcessSpec::Start { .. } | ProcessSpec::Members { .. } => {
+            unreachable!("a started process is watched once started")
+        }
     }
+}
+
+/// Starts one member of a target's cluster: its file written first (`{dir}` is the results
+/// directory, `{file}` the file's path), then its command, ready before the next member starts.
+fn start_member(
+    target: &str,
+    m: &crate::plan::MemberSpec,
+    timeout: Duration,
+    logs: &Path,
+) -> Result<crate::process::Started, String> {
+    let name = format!("{target}.{}", m.name);
+    let file = logs.join(format!("{name}.conf"));
+    let fill = |t: &str| {
+        t.replace("{dir}", &logs.display().to_string())
+            .replace("{file}", &file.display().to_string())
+    };
+    if let Some(text) = &m.file {
+        std::fs::create_dir_all(logs)
+            .and_then(|()| std::fs::write(&file, fill(text)))
+            .map_err(|e| format!("writing {}: {e}", file.display()))?;
+    }
+    crate::process::start(&name, &fill(&m.cmd), m.ready, timeout, logs)
+        .map_err(|e| format!("member {}: {e}", m.name))
 }
 
 /// Starts the targets' servers and the monitor; finds processes given by PID or name.
@@ -209,6 +234,21 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
                     t.name.clone(),
                     std::sync::Arc::new(std::sync::Mutex::new(s)),
                 ));
+            }
+            Some(ProcessSpec::Members {
+                members,
+                ready_timeout,
+            }) => {
+                for m in members {
+                    let s = start_member(&t.name, m, *ready_timeout, logs).map_err(refused)?;
+                    watches.push(crate::monitor::Watch {
+                        target: Some(t.name.clone()),
+                        pid: s.pid,
+                        source: results::WatchSource::Started,
+                    });
+                    let key = format!("{}/{}", t.name, m.name);
+                    started.push((key, std::sync::Arc::new(std::sync::Mutex::new(s))));
+                }
             }
             Some(spec) => watches
                 .extend((find(spec, Some(t.name.clone()))).map_err(|e| refused(e.to_string()))?),

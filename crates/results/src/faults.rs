@@ -7,7 +7,8 @@
 //! [`BASELINE_NS`] before the fault started (after any earlier fault's end). The case has
 //! recovered at the start of the first of [`STEADY_INTERVALS`] consecutive intervals, each
 //! starting at or after the fault, with at least [`RATE_SHARE`] of the baseline rate and a p99
-//! at most [`P99_FACTOR`] × the baseline's (or within 1 ms of it). The recovery time runs from the fault's start to
+//! at most [`P99_FACTOR`] × the baseline's (or within 1 ms of it, or no worse than the worst
+//! baseline interval's). The recovery time runs from the fault's start to
 //! then; `null` when the run ended, or the next fault came, first, or no baseline exists.
 //!
 //! **Unavailability**: the longest run of consecutive intervals with no successful response,
@@ -99,6 +100,7 @@ pub fn effects(
             .collect();
         let rate = median(before.iter().map(|iv| iv.responses_per_s()).collect());
         let p99 = median(before.iter().map(|iv| iv.p99_ns as f64).collect());
+        let worst = before.iter().map(|iv| iv.p99_ns as f64).fold(0.0, f64::max);
         // Up to the next fault: a service that had not recovered by then did not recover from
         // this one.
         let next = (events.get(i + 1)).map_or(u64::MAX, |n| n.start_ns);
@@ -108,7 +110,8 @@ pub fn effects(
         let healthy = |iv: &IntervalRecord| match (rate, p99) {
             (Some(r), Some(p)) => {
                 iv.responses_per_s() >= RATE_SHARE * r
-                    && (p == 0.0 || iv.p99_ns as f64 <= (P99_FACTOR * p).max(p + P99_SLACK_NS))
+                    && (p == 0.0
+                        || iv.p99_ns as f64 <= (P99_FACTOR * p).max(p + P99_SLACK_NS).max(worst))
             }
             _ => false,
         };

@@ -241,6 +241,61 @@ pub(super) fn expect_table<'a, 'i>(
     }
 }
 
+/// `[[targets.NAME.process.members]]`: each a table of `name`, `cmd`, `ready`, `file`.
+fn members_from_toml(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<Vec<RawMember>, PlanError> {
+    let DeValue::Array(items) = v.get_ref() else {
+        return Err(wrong_type(
+            src,
+            k,
+            v,
+            v.get_ref(),
+            "an array of tables ([[…members]])",
+        ));
+    };
+    let mut out = Vec::new();
+    for item in items.iter() {
+        let DeValue::Table(t) = item.get_ref() else {
+            return Err(wrong_type(src, k, item, item.get_ref(), "a table"));
+        };
+        let at = src.at(item.span());
+        let (mut name, mut cmd, mut ready, mut file) = (None, None, None, None);
+        for (key, value) in t.iter() {
+            let text = Sp::new(expect_str(src, key, value)?, src.at(value.span()));
+            match key.get_ref().as_ref() {
+                "name" => name = Some(text),
+                "cmd" => cmd = Some(text),
+                "ready" => ready = Some(text),
+                "file" => file = Some(text),
+                other => {
+                    return Err(unknown_key(
+                        src,
+                        key,
+                        other,
+                        "a cluster member",
+                        &["name", "cmd", "ready", "file"],
+                    ));
+                }
+            }
+        }
+        let missing = |what: &str| {
+            PlanError::new(at.clone(), format!("a cluster member needs `{what}`"))
+                .hint("e.g. { name = \"a\", cmd = \"redis-server --port {port}\" }")
+        };
+        out.push(RawMember {
+            name: name.ok_or_else(|| missing("name"))?,
+            cmd: cmd.ok_or_else(|| missing("cmd"))?,
+            ready,
+            file,
+            at,
+        });
+    }
+    Ok(out)
+}
+
 /// `[[faults]]`: each a table of strings (`at` may be an array of them).
 fn faults_from_toml(
     src: &Source,
@@ -511,6 +566,7 @@ pub(super) fn process_from_toml(
             "ready" => p.ready = Some(text()?),
             "ready_timeout" => p.ready_timeout = Some(text()?),
             "name" => p.name = Some(text()?),
+            "members" => p.members = members_from_toml(src, k, v)?,
             "pid" => match v.get_ref() {
                 DeValue::Integer(i) => {
                     let n = i.as_str().parse::<i64>().map_err(|_| {
@@ -521,7 +577,7 @@ pub(super) fn process_from_toml(
                 other => return Err(wrong_type(src, k, v, other, "an integer")),
             },
             other => {
-                const KEYS: [&str; 5] = ["cmd", "ready", "ready_timeout", "pid", "name"];
+                const KEYS: [&str; 6] = ["cmd", "ready", "ready_timeout", "pid", "name", "members"];
                 return Err(PlanError::new(
                     src.at(k.span()),
                     format!("unknown key `{other}` in a target's process"),

@@ -145,6 +145,32 @@ pub struct RawProcess {
     pub ready_timeout: Option<Sp<String>>,
     pub pid: Option<Sp<i64>>,
     pub name: Option<Sp<String>>,
+    /// `[[targets.NAME.process.members]]`: a cluster of processes dyno starts, in order.
+    pub members: Vec<RawMember>,
+}
+
+/// One member of a cluster as written. Its `cmd`, `ready` and `file` may use `{port}` (a free
+/// port on 127.0.0.1 dyno allocates for it), `{port.OTHER}` (another member's), `{dir}` (the
+/// results directory) and `{file}` (where its `file` text is written before it starts); the
+/// target's URL may use `{port.NAME}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawMember {
+    pub at: Origin,
+    pub name: Sp<String>,
+    pub cmd: Sp<String>,
+    pub ready: Option<Sp<String>>,
+    pub file: Option<Sp<String>>,
+}
+
+/// One member of a cluster, resolved: its ports known, `{dir}` and `{file}` filled in when it
+/// starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberSpec {
+    pub name: String,
+    pub port: u16,
+    pub cmd: String,
+    pub ready: std::net::SocketAddr,
+    pub file: Option<String>,
 }
 
 /// A target's process, resolved.
@@ -155,6 +181,12 @@ pub enum ProcessSpec {
     Start {
         cmd: String,
         ready: std::net::SocketAddr,
+        ready_timeout: std::time::Duration,
+    },
+    /// A cluster dyno starts, member after member (each ready before the next starts), and
+    /// watches and stops like one process each.
+    Members {
+        members: Vec<MemberSpec>,
         ready_timeout: std::time::Duration,
     },
     /// A running process, by PID.
@@ -168,6 +200,12 @@ impl fmt::Display for ProcessSpec {
         match self {
             ProcessSpec::Start { cmd, ready, .. } => {
                 write!(f, "started by dyno: {cmd} (ready: tcp:{ready})")
+            }
+            ProcessSpec::Members { members, .. } => {
+                let each: Vec<String> = (members.iter())
+                    .map(|m| format!("{} (127.0.0.1:{}): {}", m.name, m.port, m.cmd))
+                    .collect();
+                write!(f, "started by dyno, members: {}", each.join("; "))
             }
             ProcessSpec::Pid(p) => write!(f, "pid {p}"),
             ProcessSpec::Name(n) => write!(f, "processes named {n}"),

@@ -97,10 +97,17 @@ impl RawPlan {
             },
         )?;
         let (watch_pids, watch_names) = self.watched()?;
-        let started: Vec<&str> = (targets.iter())
-            .filter(|t| matches!(t.process, Some(ProcessSpec::Start { .. })))
-            .map(|t| t.name.as_str())
+        // What the faults may act on: a target's process, or each member of its cluster.
+        let started: Vec<String> = (targets.iter())
+            .flat_map(|t| match &t.process {
+                Some(ProcessSpec::Start { .. }) => vec![t.name.clone()],
+                Some(ProcessSpec::Members { members, .. }) => (members.iter())
+                    .map(|m| format!("{}/{}", t.name, m.name))
+                    .collect(),
+                _ => Vec::new(),
+            })
             .collect();
+        let started: Vec<&str> = started.iter().map(String::as_str).collect();
         let faults = (self.faults.iter())
             .map(|f| f.resolve(&started))
             .collect::<Result<Vec<_>, _>>()?;
@@ -515,11 +522,19 @@ fn target_name(
 }
 
 pub fn resolve_target(
-    raw: RawTarget,
+    mut raw: RawTarget,
     resolver: &dyn Resolver,
     earlier: &[PlanTarget],
 ) -> Result<PlanTarget, PlanError> {
     let schemes = resolver.schemes();
+    // A cluster's members get their ports first: the URL may name them (`{port.NAME}`).
+    let ports = match &raw.process {
+        Some(p) if !p.members.is_empty() => allocate_ports(&p.members)?,
+        _ => BTreeMap::new(),
+    };
+    if !ports.is_empty() {
+        raw.url.value = fill(&raw.url, None, &ports)?;
+    }
     let url = &raw.url;
     let Some(UrlParts {
         scheme,
@@ -605,13 +620,160 @@ pub fn resolve_target(
         }
     })?;
     let name = target_name(raw.name, scheme, &url.at, earlier)?;
-    let process = raw.process.as_ref().map(resolve_process).transpose()?;
+    let process = match &raw.process {
+        Some(p) if !p.members.is_empty() => Some(resolve_members(p, &ports)?),
+        Some(p) => Some(resolve_process(p)?),
+        None => None,
+    };
     Ok(PlanTarget {
         name,
         url: url.value.clone(),
         config,
         process,
     })
+}
+
+/// A free port on 127.0.0.1 for each member, by name (names checked: valid, once each). A port
+/// is free when it is allocated; the members bind it moments later.
+fn allocate_ports(members: &[RawMember]) -> Result<BTreeMap<String, u16>, PlanError> {
+    let mut ports = BTreeMap::new();
+    for m in members {
+        if !valid_name(&m.name.value) {
+            return Err(PlanError::new(
+                m.name.at.clone(),
+                format!("member name {:?} is not allowed", m.name.value),
+            )
+            .hint("use up to 64 letters, digits, '_', '-' or '.'"));
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| PlanError::new(m.at.clone(), format!("no free port on 127.0.0.1: {e}")))?
+            .port();
+        if ports.insert(m.name.value.clone(), port).is_some() {
+            return Err(PlanError::new(
+                m.name.at.clone(),
+                format!("member {:?} is named twice", m.name.value),
+            ));
+        }
+    }
+    Ok(ports)
+}
+
+/// `text` with `{port}` (the member's own, when it has one) and `{port.NAME}` filled in;
+/// `{dir}` and `{file}` are left for when the member starts.
+fn fill(
+    text: &Sp<String>,
+    own: Option<u16>,
+    ports: &BTreeMap<String, u16>,
+) -> Result<String, PlanError> {
+    let mut out = String::new();
+    let mut rest = text.value.as_str();
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            out.push_str(&rest[open..]);
+            rest = "";
+            break;
+        };
+        let key = &rest[open + 1..open + close];
+        let bad = |why: String| {
+            PlanError::new(text.at.clone(), why).hint(format!(
+                "write {{port}}, {{port.NAME}} (members: {}), {{dir}} or {{file}}",
+                ports.keys().cloned().collect::<Vec<_>>().join(", ")
+            ))
+        };
+        match key {
+            "port" => match own {
+                Some(p) => out.push_str(&p.to_string()),
+                None => {
+                    return Err(bad(
+                        "{port} names a member's own port; here, name the member: {port.NAME}"
+                            .into(),
+                    ));
+                }
+            },
+            "dir" | "file" => out.push_str(&rest[open..open + close + 1]),
+            k => match k.strip_prefix("port.").and_then(|n| ports.get(n)) {
+                Some(p) => out.push_str(&p.to_string()),
+                None => return Err(bad(format!("{{{k}}} names no member's port"))),
+            },
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A cluster: each member's command, readiness (its own port unless said) and file, with the
+/// ports filled in.
+fn resolve_members(
+    p: &RawProcess,
+    ports: &BTreeMap<String, u16>,
+) -> Result<ProcessSpec, PlanError> {
+    let at = p.at.clone().unwrap_or(Origin::Default);
+    if p.cmd.is_some() || p.pid.is_some() || p.name.is_some() || p.ready.is_some() {
+        return Err(PlanError::new(
+            at,
+            "a target's process is one `cmd`, or `members`, not both",
+        )
+        .hint("give each member its own cmd (and ready) under [[targets.NAME.process.members]]"));
+    }
+    let mut members = Vec::new();
+    for m in &p.members {
+        let port = ports[&m.name.value];
+        if m.cmd.value.trim().is_empty() {
+            return Err(PlanError::new(m.cmd.at.clone(), "cmd is empty"));
+        }
+        let ready = match &m.ready {
+            None => std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            Some(r) => {
+                let text = fill(r, Some(port), ports)?;
+                ready_addr(&Sp::new(text, r.at.clone()))?
+            }
+        };
+        members.push(MemberSpec {
+            name: m.name.value.clone(),
+            port,
+            cmd: fill(&m.cmd, Some(port), ports)?,
+            ready,
+            file: m
+                .file
+                .as_ref()
+                .map(|f| fill(f, Some(port), ports))
+                .transpose()?,
+        });
+    }
+    Ok(ProcessSpec::Members {
+        members,
+        ready_timeout: ready_timeout(p)?,
+    })
+}
+
+/// `tcp:IP:PORT`: dyno connects until it accepts.
+fn ready_addr(ready: &Sp<String>) -> Result<std::net::SocketAddr, PlanError> {
+    (ready.value.strip_prefix("tcp:"))
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .ok_or_else(|| {
+            PlanError::new(
+                ready.at.clone(),
+                format!("{:?} is not a readiness check", ready.value),
+            )
+            .hint("write tcp:IP:PORT, e.g. tcp:127.0.0.1:6379 (dyno connects until it accepts)")
+        })
+}
+
+/// How long a started process may take to accept connections.
+fn ready_timeout(p: &RawProcess) -> Result<std::time::Duration, PlanError> {
+    match &p.ready_timeout {
+        None => Ok(DEFAULT_READY_TIMEOUT),
+        Some(t) => crate::units::parse_duration(&t.value)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                PlanError::new(t.at.clone(), format!("{:?} is not a duration", t.value))
+                    .hint("write e.g. \"30s\"")
+            }),
+    }
 }
 
 pub fn resolve_process(p: &RawProcess) -> Result<ProcessSpec, PlanError> {
@@ -661,27 +823,8 @@ pub fn resolve_process(p: &RawProcess) -> Result<ProcessSpec, PlanError> {
         )
         .hint("add e.g. ready = \"tcp:127.0.0.1:6379\""));
     };
-    let addr = ready
-        .value
-        .strip_prefix("tcp:")
-        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-        .ok_or_else(|| {
-            PlanError::new(
-                ready.at.clone(),
-                format!("{:?} is not a readiness check", ready.value),
-            )
-            .hint("write tcp:IP:PORT, e.g. tcp:127.0.0.1:6379 (dyno connects until it accepts)")
-        })?;
-    let ready_timeout = match &p.ready_timeout {
-        None => DEFAULT_READY_TIMEOUT,
-        Some(t) => crate::units::parse_duration(&t.value)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                PlanError::new(t.at.clone(), format!("{:?} is not a duration", t.value))
-                    .hint("write e.g. \"30s\"")
-            })?,
-    };
+    let addr = ready_addr(ready)?;
+    let ready_timeout = ready_timeout(p)?;
     Ok(ProcessSpec::Start {
         cmd: cmd.value.clone(),
         ready: addr,
