@@ -36,6 +36,24 @@ ready = "tcp:127.0.0.1:{port}"
     path
 }
 
+/// Runs the plan file `plan` (results in `dir/out`); its record, checked against the schema.
+fn run_plan(dir: &Path, plan: &Path) -> (std::path::PathBuf, serde_json::Value) {
+    let out = dir.join("out");
+    dyno(dir)
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .assert()
+        .success();
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    (out, rec)
+}
+
 /// The process's state letter (`R`, `S`, `T` …), or `None` when it is gone (or a zombie).
 fn state(pid: u32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -56,19 +74,7 @@ fn a_killed_server_is_started_again_and_every_fault_has_its_recovery() {
         "4s",
         "[[faults]]\naction = \"kill\"\nevery = \"1s\"\nafter = \"300ms\"\n",
     );
-    let out = dir.path().join("out");
-    dyno(dir.path())
-        .args([
-            "run",
-            p.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .assert()
-        .success();
-    let rec = record(&out);
-    assert_schema_valid(&rec);
+    let (out, rec) = run_plan(dir.path(), &p);
     assert_eq!(
         rec["plan"]["faults"][0],
         "kill target=web every=1s after=300ms"
@@ -279,19 +285,7 @@ after = "200ms"
     );
     let plan = dir.path().join("cluster.toml");
     std::fs::write(&plan, text).unwrap();
-    let out = dir.path().join("out");
-    dyno(dir.path())
-        .args([
-            "run",
-            plan.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .assert()
-        .success();
-    let rec = record(&out);
-    assert_schema_valid(&rec);
+    let (out, rec) = run_plan(dir.path(), &plan);
     let process = rec["plan"]["targets"][0]["process"].as_str().unwrap();
     assert!(
         process.starts_with("started by dyno, members: a (127.0.0.1:"),
