@@ -442,6 +442,14 @@ fn validate(path: &Path) -> Result<ExitCode> {
             opts.join(" ")
         )?;
     }
+    for t in plan.targets.iter().filter(|t| t.process.is_some()) {
+        if let Some(p) = &t.process {
+            writeln!(out, "  {} process: {p}", t.name)?;
+        }
+    }
+    for f in &plan.faults {
+        writeln!(out, "  fault: {f}")?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -337,14 +337,18 @@ fn a_plan_file_runs_and_validates() {
 }
 
 #[test]
-fn the_example_plan_in_the_repository_is_valid() {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/shootout.toml");
-    let dir = tempfile::tempdir().unwrap();
-    dyno(dir.path())
-        .arg("validate")
-        .arg(example)
-        .assert()
-        .success();
+fn the_example_plans_in_the_repository_are_valid() {
+    for name in ["shootout.toml", "faults.toml"] {
+        let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples")
+            .join(name);
+        let dir = tempfile::tempdir().unwrap();
+        dyno(dir.path())
+            .arg("validate")
+            .arg(example)
+            .assert()
+            .success();
+    }
 }
 
 #[test]
