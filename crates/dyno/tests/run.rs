@@ -338,7 +338,7 @@ fn a_plan_file_runs_and_validates() {
 
 #[test]
 fn the_example_plans_in_the_repository_are_valid() {
-    for name in ["shootout.toml", "faults.toml"] {
+    for name in ["shootout.toml", "faults.toml", "redis-sentinel.toml"] {
         let example = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../examples")
             .join(name);

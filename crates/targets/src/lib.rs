@@ -92,6 +92,10 @@ pub fn drivers() -> Vec<Driver> {
             configure: redis::configure,
         },
         Driver {
+            info: &redis::SENTINEL_INFO,
+            configure: redis::configure_sentinel,
+        },
+        Driver {
             info: &http::INFO,
             configure: http::configure,
         },

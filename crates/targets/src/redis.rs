@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub static INFO: DriverInfo = DriverInfo {
@@ -35,6 +36,30 @@ pub static INFO: DriverInfo = DriverInfo {
     }],
 };
 
+/// `redis+sentinel://S1,S2,…/MASTER`: the primary found through Sentinel, and followed.
+pub static SENTINEL_INFO: DriverInfo = DriverInfo {
+    scheme: "redis+sentinel",
+    query_options: true,
+    summary: "Redis behind Sentinel: the primary asked of the sentinels, and asked again after a failover (each reconnect counted and timed)",
+    forms: &["redis+sentinel://127.0.0.1:26379,127.0.0.1:26380,127.0.0.1:26381/mymaster"],
+    families: &[Family::Kv, Family::Graph],
+    options: &[OptionSpec {
+        name: "password",
+        default: "",
+        help: "AUTH password of the Redis servers, if they require one",
+    }],
+};
+
+/// Sentinel: where to ask, and for which primary.
+#[derive(Debug, Clone)]
+struct Sentinel {
+    sentinels: Vec<String>,
+    master: String,
+}
+
+/// How long a session following a failover keeps trying to reach the new primary.
+const FOLLOW_FOR: Duration = Duration::from_secs(30);
+
 /// How long a client waits to connect, or for any reply.
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// A bulk reply larger than this is a protocol error (Redis's own limit is 512 MiB).
@@ -45,6 +70,8 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 #[derive(Debug, Clone)]
 struct Config {
     authority: String,
+    /// Behind Sentinel: the primary is asked of the sentinels.
+    sentinel: Option<Sentinel>,
     password: Option<String>,
     resolved: BTreeMap<String, String>,
     /// What the server says about its durability, asked once.
@@ -63,8 +90,47 @@ pub fn configure(
     let resolved = o.resolved_hiding(&["password"]);
     Ok(Box::new(Config {
         authority: authority.to_string(),
+        sentinel: None,
         password,
         resolved,
+        durability: std::sync::OnceLock::new(),
+    }))
+}
+
+/// `redis+sentinel://H:P,H:P/MASTER`: validates the URL and options; touches nothing.
+pub fn configure_sentinel(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let o = Opts::new("redis+sentinel", options, SENTINEL_INFO.options)?;
+    let form = |why: &str| {
+        ConfigError::url(why.to_string()).hint(
+            "write redis+sentinel://HOST:PORT[,HOST:PORT…]/MASTER, e.g. \
+             redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster",
+        )
+    };
+    let (hosts, master) = (rest.strip_prefix("//"))
+        .and_then(|r| r.split_once('/'))
+        .ok_or_else(|| form("no sentinels and master name"))?;
+    let sentinels: Vec<String> = (hosts.split(','))
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(String::from)
+        .collect();
+    if sentinels.is_empty() || master.is_empty() || master.contains('/') {
+        return Err(form("it names no sentinel, or no master"));
+    }
+    if let Some(bad) = sentinels.iter().find(|h| !h.contains(':')) {
+        return Err(form(&format!("sentinel {bad:?} has no port")));
+    }
+    Ok(Box::new(Config {
+        authority: sentinels[0].clone(),
+        sentinel: Some(Sentinel {
+            sentinels,
+            master: master.to_string(),
+        }),
+        password: o.secret("password"),
+        resolved: o.resolved_hiding(&["password"]),
         durability: std::sync::OnceLock::new(),
     }))
 }
@@ -207,9 +273,47 @@ impl Conn {
 }
 
 impl Config {
+    /// The server: the one named, or the primary the sentinels name now.
     fn addr(&self) -> Result<SocketAddr, DriverError> {
-        crate::net::resolve(&self.authority, Some(6379))
+        let Some(s) = &self.sentinel else {
+            return crate::net::resolve(&self.authority, Some(6379));
+        };
+        let mut why = Vec::new();
+        for at in &s.sentinels {
+            match ask_primary(at, &s.master) {
+                Ok(addr) => return Ok(addr),
+                Err(e) => why.push(format!("{at}: {e}")),
+            }
+        }
+        Err(DriverError::new(format!(
+            "no sentinel named the primary of {}: {}",
+            s.master,
+            why.join("; ")
+        )))
     }
+}
+
+/// `SENTINEL get-master-addr-by-name MASTER` asked of the sentinel at `at`.
+fn ask_primary(at: &str, master: &str) -> Result<SocketAddr, String> {
+    let addr = crate::net::resolve(at, None).map_err(|e| e.to_string())?;
+    let mut c = Conn::open(addr, None).map_err(|e| e.message.to_string())?;
+    (c.command(&[b"SENTINEL", b"get-master-addr-by-name", master.as_bytes()]))
+        .map_err(|e| e.message.to_string())?;
+    let mut buf = Vec::new();
+    match c.reply(&mut buf) {
+        Ok(Reply::Array(2)) => {}
+        Ok(Reply::Array(_)) => return Err(format!("it does not monitor {master:?}")),
+        Ok(Reply::Error(e)) => return Err(e),
+        _ => return Err("an unexpected reply".into()),
+    }
+    let mut part = || match c.reply(&mut buf) {
+        Ok(Reply::Bulk(true)) => Ok(String::from_utf8_lossy(&buf).into_owned()),
+        _ => Err("an unexpected reply".to_string()),
+    };
+    let (ip, port) = (part()?, part()?);
+    format!("{ip}:{port}")
+        .parse()
+        .map_err(|_| format!("{ip}:{port} is not an address"))
 }
 
 /// Reads `CONFIG GET` pairs into a map (a server that refuses CONFIG gets an empty one).
@@ -304,6 +408,7 @@ impl TargetConfig for Config {
             addr,
             prefix,
             version,
+            reconnects: Arc::new(Mutex::new((0, results::new_histogram()))),
         }))
     }
 }
@@ -313,6 +418,8 @@ struct RedisStore {
     addr: SocketAddr,
     prefix: String,
     version: String,
+    /// Behind Sentinel: the sessions' reconnections after a failover, and how long each took.
+    reconnects: Arc<Mutex<(u64, results::Histogram)>>,
 }
 
 impl Store for RedisStore {
@@ -327,15 +434,42 @@ impl Store for RedisStore {
         BTreeMap::from([("redis".to_string(), self.version.clone())])
     }
     fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
-        Ok(Box::new(RedisSession {
-            conn: Conn::open(self.addr, self.config.password.as_deref())?,
+        // Behind Sentinel each new session asks for the primary of the moment, and follows a
+        // failover under way.
+        let conn = match &self.config.sentinel {
+            None => Conn::open(self.addr, self.config.password.as_deref())?,
+            Some(_) => match reach(&self.config) {
+                Ok(c) => c,
+                Err(_) => follow(&self.config, &self.reconnects)?,
+            },
+        };
+        let session = RedisSession {
+            conn,
             key: self.prefix.as_bytes().to_vec(),
             prefix_len: self.prefix.len(),
             scratch: Vec::new(),
             in_multi: false,
             queued: 0,
             reads: 0,
-        }))
+        };
+        Ok(match &self.config.sentinel {
+            None => Box::new(session),
+            Some(_) => Box::new(Following {
+                inner: session,
+                config: self.config.clone(),
+                broken: false,
+                reconnects: self.reconnects.clone(),
+            }),
+        })
+    }
+    fn server_stats(&self) -> Option<Result<Vec<engine::driver::ServerOp>, OpError>> {
+        self.config.sentinel.as_ref()?;
+        let r = self.reconnects.lock().ok()?;
+        Some(Ok(vec![engine::driver::ServerOp {
+            op: "reconnect".into(),
+            count: r.0,
+            latency: r.1.clone(),
+        }]))
     }
     fn drop_caches(&self) -> Result<CacheDrop, OpError> {
         Ok(CacheDrop::NotReachable(
@@ -346,7 +480,12 @@ impl Store for RedisStore {
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         let fail =
             |e: OpError| DriverError::new(format!("removing {}*: {}", self.prefix, e.message));
-        let mut c = Conn::open(self.addr, self.config.password.as_deref()).map_err(fail)?;
+        // Behind Sentinel, the keys are on the primary of the moment.
+        let mut c = match &self.config.sentinel {
+            None => Conn::open(self.addr, self.config.password.as_deref()),
+            Some(_) => reach(&self.config).or_else(|_| follow(&self.config, &self.reconnects)),
+        }
+        .map_err(fail)?;
         let pattern = format!("{}*", self.prefix);
         let mut cursor = b"0".to_vec();
         let mut buf = Vec::new();
@@ -548,6 +687,114 @@ impl Session for RedisSession {
     }
 }
 
+/// A session behind Sentinel: an operation that fails on the connection (or a write refused
+/// by a replica, `READONLY`) marks it broken; the next operation first asks the sentinels for
+/// the primary and connects there, for at most [`FOLLOW_FOR`]. The failed operation's error is
+/// its outcome: a write in flight when the primary went may or may not have been applied.
+struct Following {
+    inner: RedisSession,
+    config: Config,
+    broken: bool,
+    reconnects: Arc<Mutex<(u64, results::Histogram)>>,
+}
+
+/// One attempt: the primary the sentinels name now, connected.
+fn reach(config: &Config) -> Result<Conn, OpError> {
+    (config.addr())
+        .map_err(|e| OpError::new(ErrorClass::Refused, e.to_string()))
+        .and_then(|a| Conn::open(a, config.password.as_deref()))
+}
+
+/// Asks the sentinels again and again (every 100 ms, for at most [`FOLLOW_FOR`]) until the
+/// primary they name accepts: a reconnection, counted and timed in `reconnects`.
+fn follow(config: &Config, reconnects: &Mutex<(u64, results::Histogram)>) -> Result<Conn, OpError> {
+    let t0 = std::time::Instant::now();
+    let mut last = OpError::new(ErrorClass::Refused, "redis: no primary reached yet");
+    while t0.elapsed() < FOLLOW_FOR {
+        match reach(config) {
+            Ok(c) => {
+                if let Ok(mut r) = reconnects.lock() {
+                    r.0 += 1;
+                    r.1.saturating_record((t0.elapsed().as_nanos() as u64).max(1));
+                }
+                return Ok(c);
+            }
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(last)
+}
+
+impl Following {
+    /// Connects to the primary of the moment if the last operation broke the connection.
+    fn ensure(&mut self) -> Result<(), OpError> {
+        if self.broken {
+            self.inner.conn = follow(&self.config, &self.reconnects)?;
+            self.inner.in_multi = false;
+            self.broken = false;
+        }
+        Ok(())
+    }
+
+    /// Marks the session broken when `r` failed on the connection or hit a replica.
+    fn watch<T>(&mut self, r: Result<T, OpError>) -> Result<T, OpError> {
+        if let Err(e) = &r {
+            let connection = matches!(
+                e.class,
+                ErrorClass::Io
+                    | ErrorClass::Reset
+                    | ErrorClass::Refused
+                    | ErrorClass::Timeout
+                    | ErrorClass::Protocol
+            );
+            self.broken |= connection || e.message.contains("READONLY");
+        }
+        r
+    }
+}
+
+impl Session for Following {
+    fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.begin(mode);
+        self.watch(r)
+    }
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.put(key, value);
+        self.watch(r)
+    }
+    fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.get(key, out);
+        self.watch(r)
+    }
+    fn get_many(
+        &mut self,
+        keys: &[u64],
+        out: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.get_many(keys, out, ends);
+        self.watch(r)
+    }
+    fn delete(&mut self, key: u64) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.delete(key);
+        self.watch(r)
+    }
+    fn commit(&mut self) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.commit();
+        self.watch(r)
+    }
+    fn storage_reads(&self) -> u64 {
+        self.inner.reads
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -614,6 +861,25 @@ mod tests {
             }
             bytes.truncate(cut % (bytes.len() + 1));
             read_all(&bytes);
+        }
+    }
+
+    #[test]
+    fn sentinel_urls_name_their_sentinels_and_master() {
+        let none = BTreeMap::new();
+        let c = configure_sentinel("//127.0.0.1:26379,127.0.0.1:26380/m", &none).unwrap();
+        assert_eq!(c.topology(), "loopback");
+        for bad in [
+            "//127.0.0.1:26379",
+            "//127.0.0.1/m",
+            "///m",
+            "//127.0.0.1:1/",
+        ] {
+            let e = configure_sentinel(bad, &none).map(|_| ()).unwrap_err();
+            assert!(
+                e.hint.unwrap().contains("redis+sentinel://HOST:PORT"),
+                "{bad}"
+            );
         }
     }
 }

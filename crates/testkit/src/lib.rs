@@ -18,7 +18,9 @@ pub const HELLO: &[u8] = b"Hello, dyno!\n";
 
 /// The first of `candidates` that exists, or `None` with a notice (a panic under
 /// `DYNO_REQUIRE_SERVERS`).
-fn installed(what: &str, candidates: &[&str]) -> Option<PathBuf> {
+/// The first of `candidates` that exists, or `None` with a notice (a panic under
+/// `DYNO_REQUIRE_SERVERS`, which `./scripts/test` sets once it installed the servers).
+pub fn installed(what: &str, candidates: &[&str]) -> Option<PathBuf> {
     if let Some(p) = candidates.iter().map(PathBuf::from).find(|p| p.is_file()) {
         return Some(p);
     }
