@@ -65,6 +65,8 @@ pub struct Fault {
     /// What it acts on, in turn: the target's process, or members of its cluster
     /// (`TARGET/MEMBER`).
     pub members: Vec<String>,
+    /// Aimed at whichever member the cluster's role query names primary at that moment.
+    pub primary: bool,
     pub when: When,
     /// At least this long from one fault's end to the next fault.
     pub healthy_ns: u64,
@@ -86,7 +88,9 @@ impl fmt::Display for Fault {
         if self.action != Action::RestartClients {
             write!(f, " target={}", self.target)?;
         }
-        if let [one] = self.members.as_slice()
+        if self.primary {
+            write!(f, " member=primary")?;
+        } else if let [one] = self.members.as_slice()
             && let Some((_, member)) = one.split_once('/')
         {
             write!(f, " member={member}")?;
@@ -162,10 +166,12 @@ impl RawFault {
             _ => self.target(&at, started)?,
         };
         let when = self.when(&at)?;
+        let primary = self.get("member").is_some_and(|m| m.value == "primary");
         Ok(Fault {
             action,
             target,
             members,
+            primary,
             when,
             healthy_ns: self.duration("healthy")?.unwrap_or(0),
         })
@@ -260,6 +266,8 @@ impl RawFault {
             .collect();
         let members = match self.get("member") {
             None => mine,
+            // Whichever member the role query names when the fault falls due.
+            Some(m) if m.value == "primary" && mine.iter().any(|k| k.contains('/')) => mine,
             Some(m) => {
                 let key = format!("{target}/{}", m.value);
                 if !mine.contains(&key) {
@@ -354,6 +362,32 @@ pub fn schedule(when: &When, seed: u64, until_ns: u64) -> Vec<u64> {
 /// A target's process, as the nemesis acts on it.
 pub type Member = (String, Arc<Mutex<Started>>);
 
+/// A cluster's role query: a command whose output names the primary's port, and its members'
+/// ports (`TARGET/MEMBER`).
+#[derive(Debug, Clone)]
+pub struct Role {
+    pub cmd: String,
+    pub ports: Vec<(String, u16)>,
+}
+
+impl Role {
+    /// The member the query names now: the one whose port stands alone in its output.
+    pub fn primary(&self) -> Result<String, String> {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&self.cmd)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("the role query `{}` did not run: {e}", self.cmd))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let words: Vec<&str> = text.split(|c: char| !c.is_ascii_digit()).collect();
+        (self.ports.iter())
+            .find(|(_, port)| words.contains(&port.to_string().as_str()))
+            .map(|(key, _)| key.clone())
+            .ok_or_else(|| format!("the role query named no member: {:?}", text.trim()))
+    }
+}
+
 /// The thread doing a run's faults; heals and hands over its events when stopped (or dropped).
 pub struct Nemesis {
     stop: Arc<AtomicBool>,
@@ -370,6 +404,8 @@ struct Work {
     follow: Follow,
     /// Bumped to have dyno's clients reconnect.
     clients: Arc<std::sync::atomic::AtomicU64>,
+    /// The clusters' role queries, by target.
+    roles: std::collections::BTreeMap<String, Role>,
     clock: Clock,
     stop: Arc<AtomicBool>,
     events: Vec<FaultEvent>,
@@ -412,9 +448,32 @@ impl Work {
             });
             return;
         }
-        let Some(key) = f.members.get(turn % f.members.len().max(1)) else {
+        let aimed = if f.primary {
+            match (self.roles.get(&f.target))
+                .ok_or_else(|| "no role query".to_string())
+                .and_then(|r| r.primary())
+            {
+                Ok(key) => Some(key),
+                Err(why) => {
+                    self.events.push(FaultEvent {
+                        action: "kill".into(),
+                        target: format!("{}/primary", f.target),
+                        start_ns: self.clock.now_ns(),
+                        end_ns: None,
+                        pid: None,
+                        new_pid: None,
+                        note: Some(why),
+                    });
+                    return;
+                }
+            }
+        } else {
+            f.members.get(turn % f.members.len().max(1)).cloned()
+        };
+        let Some(key) = aimed else {
             return;
         };
+        let key = &key;
         let Some(member) = self.member(key) else {
             return;
         };
@@ -510,7 +569,11 @@ impl Nemesis {
     /// `follow` is told of each process started again.
     pub fn start(
         faults: Vec<Fault>,
-        (members, clients): (Vec<Member>, Arc<std::sync::atomic::AtomicU64>),
+        (members, clients, roles): (
+            Vec<Member>,
+            Arc<std::sync::atomic::AtomicU64>,
+            std::collections::BTreeMap<String, Role>,
+        ),
         follow: Follow,
         clock: Clock,
         (seed, until_ns): (u64, u64),
@@ -521,6 +584,7 @@ impl Nemesis {
             members,
             follow,
             clients,
+            roles,
             clock,
             stop: stop.clone(),
             events: Vec::new(),
@@ -596,6 +660,28 @@ mod tests {
         // dyno's own clients need no process of a target.
         let f = raw("restart-clients every=30s").resolve(&[]).unwrap();
         assert_eq!(f.to_string(), "restart-clients every=30s");
+    }
+
+    #[test]
+    fn a_role_query_names_the_member_whose_port_stands_alone_in_its_output() {
+        let role = |cmd: &str| Role {
+            cmd: cmd.into(),
+            ports: vec![("r/p".into(), 6379), ("r/q".into(), 16379)],
+        };
+        assert_eq!(
+            role("printf '127.0.0.1\\n16379\\n'").primary(),
+            Ok("r/q".into())
+        );
+        assert_eq!(
+            role("echo master 127.0.0.1:6379").primary(),
+            Ok("r/p".into())
+        );
+        assert!(
+            role("echo 163790")
+                .primary()
+                .unwrap_err()
+                .contains("named no member")
+        );
     }
 
     #[test]

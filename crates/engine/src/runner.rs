@@ -238,6 +238,7 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
             Some(ProcessSpec::Members {
                 members,
                 ready_timeout,
+                ..
             }) => {
                 for m in members {
                     let s = start_member(&t.name, m, *ready_timeout, logs).map_err(refused)?;
@@ -336,7 +337,7 @@ fn nemesis(
     });
     let (faults, members) = (
         plan.faults.clone(),
-        (watched.started.clone(), clients.clone()),
+        (watched.started.clone(), clients.clone(), roles(plan)),
     );
     let bounds = (plan.seed, u64::MAX);
     Some(crate::fault::Nemesis::start(
@@ -346,6 +347,29 @@ fn nemesis(
         clock.clone(),
         bounds,
     ))
+}
+
+/// The clusters' role queries, by target, with their members' ports.
+fn roles(plan: &Plan) -> std::collections::BTreeMap<String, crate::fault::Role> {
+    use crate::plan::ProcessSpec;
+    (plan.targets.iter())
+        .filter_map(|t| match &t.process {
+            Some(ProcessSpec::Members {
+                members,
+                role: Some(cmd),
+                ..
+            }) => Some((
+                t.name.clone(),
+                crate::fault::Role {
+                    cmd: cmd.clone(),
+                    ports: (members.iter())
+                        .map(|m| (format!("{}/{}", t.name, m.name), m.port))
+                        .collect(),
+                },
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// What each fault did to `case`, from its measured repetitions' time series.

@@ -565,6 +565,7 @@ pub(super) fn process_from_toml(
             "cmd" => p.cmd = Some(text()?),
             "ready" => p.ready = Some(text()?),
             "ready_timeout" => p.ready_timeout = Some(text()?),
+            "role" => p.role = Some(text()?),
             "name" => p.name = Some(text()?),
             "members" => p.members = members_from_toml(src, k, v)?,
             "pid" => match v.get_ref() {
@@ -577,7 +578,15 @@ pub(super) fn process_from_toml(
                 other => return Err(wrong_type(src, k, v, other, "an integer")),
             },
             other => {
-                const KEYS: [&str; 6] = ["cmd", "ready", "ready_timeout", "pid", "name", "members"];
+                const KEYS: [&str; 7] = [
+                    "cmd",
+                    "ready",
+                    "ready_timeout",
+                    "pid",
+                    "name",
+                    "members",
+                    "role",
+                ];
                 return Err(PlanError::new(
                     src.at(k.span()),
                     format!("unknown key `{other}` in a target's process"),

@@ -147,6 +147,9 @@ pub struct RawProcess {
     pub name: Option<Sp<String>>,
     /// `[[targets.NAME.process.members]]`: a cluster of processes dyno starts, in order.
     pub members: Vec<RawMember>,
+    /// A cluster's role query: a command whose output names the primary's port (`{port.NAME}`
+    /// filled in), asked when a fault aims at `member = "primary"`.
+    pub role: Option<Sp<String>>,
 }
 
 /// One member of a cluster as written. Its `cmd`, `ready` and `file` may use `{port}` (a free
@@ -188,6 +191,8 @@ pub enum ProcessSpec {
     Members {
         members: Vec<MemberSpec>,
         ready_timeout: std::time::Duration,
+        /// The role query, its ports filled in.
+        role: Option<String>,
     },
     /// A running process, by PID.
     Pid(u32),

@@ -108,9 +108,27 @@ impl RawPlan {
             })
             .collect();
         let started: Vec<&str> = started.iter().map(String::as_str).collect();
-        let faults = (self.faults.iter())
-            .map(|f| f.resolve(&started))
-            .collect::<Result<Vec<_>, _>>()?;
+        let has_role = |name: &str| {
+            (targets.iter()).any(|t| {
+                t.name == name
+                    && matches!(&t.process, Some(ProcessSpec::Members { role: Some(_), .. }))
+            })
+        };
+        let mut faults = Vec::new();
+        for raw in &self.faults {
+            let f = raw.resolve(&started)?;
+            if f.primary && !has_role(&f.target) {
+                return Err(PlanError::new(
+                    raw.at.clone().unwrap_or(Origin::Default),
+                    format!("member = \"primary\" needs {}'s role query", f.target),
+                )
+                .hint(format!(
+                    "add role = \"a command whose output names the primary's port\" to [targets.{}.process], e.g. redis-cli -p {{port.s1}} sentinel get-master-addr-by-name m",
+                    f.target
+                )));
+            }
+            faults.push(f);
+        }
         Ok(Plan {
             watch_pids,
             watch_names,
@@ -743,9 +761,11 @@ fn resolve_members(
                 .transpose()?,
         });
     }
+    let role = p.role.as_ref().map(|r| fill(r, None, ports)).transpose()?;
     Ok(ProcessSpec::Members {
         members,
         ready_timeout: ready_timeout(p)?,
+        role,
     })
 }
 
@@ -778,6 +798,12 @@ fn ready_timeout(p: &RawProcess) -> Result<std::time::Duration, PlanError> {
 
 pub fn resolve_process(p: &RawProcess) -> Result<ProcessSpec, PlanError> {
     let at = p.at.clone().unwrap_or(Origin::Arg(0));
+    if let Some(r) = &p.role {
+        return Err(
+            PlanError::new(r.at.clone(), "a role query is a cluster's (members)")
+                .hint("move the process into [[targets.NAME.process.members]], or drop role"),
+        );
+    }
     let given = [p.cmd.is_some(), p.pid.is_some(), p.name.is_some()];
     if given.iter().filter(|&&g| g).count() != 1 {
         return Err(PlanError::new(
