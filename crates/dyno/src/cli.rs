@@ -129,9 +129,8 @@ pub struct RunArgs {
     /// Target URLs (mem:, sqlite:PATH, fs:DIR, lmdb:DIR, mock:?latency=1ms …), or one plan
     /// file ending in .toml. Without any: mem, sqlite, fs and lmdb in temporary namespaces.
     pub targets: Vec<String>,
-    /// Suite to run: shootout (stores), magma (object stores), load (services) [default: by
-    /// the targets: load for http:// and tcp://, else shootout].
-    #[arg(long)]
+    /// The suite to run (each says what it is, from the registry).
+    #[arg(long, help = crate::suites::help())]
     pub suite: Option<String>,
     /// Objects per client per test (zodbshootout's -n) [default: 1000; 100 with --quick].
     #[arg(long, short = 'n', allow_negative_numbers = true)]

@@ -21,6 +21,18 @@ pub fn all() -> &'static [&'static dyn Suite] {
     &ALL
 }
 
+/// `--suite`'s help: every suite with its line, and how a run without one chooses.
+pub fn help() -> String {
+    let each: Vec<String> = (all().iter())
+        .map(|s| format!("{}: {}", s.name(), s.help()))
+        .collect();
+    format!(
+        "Suite to run — {} [default: the first whose operations every target speaks: load for \
+         http:// and tcp://, else shootout]",
+        each.join("; ")
+    )
+}
+
 /// How each suite's records read, for the renderers.
 pub fn views() -> Vec<&'static dyn report::View> {
     engine::suite::views(all())
