@@ -50,6 +50,8 @@ struct Proc {
     cpu_ticks: u64,
     rss_pages: u64,
     threads: u64,
+    /// Clock ticks since boot when the process started: a reused PID has another.
+    start_time: u64,
 }
 
 /// One series being built, with what the next CPU figure needs.
@@ -84,8 +86,14 @@ fn parse_stat(text: &str) -> Option<Proc> {
         ppid: at(4)? as u32,
         cpu_ticks: at(14)? + at(15)?,
         threads: at(20)?,
+        start_time: at(22)?,
         rss_pages: at(24)?,
     })
+}
+
+/// When process `pid` started (`/proc/PID/stat` field 22, clock ticks since boot).
+pub fn start_time(pid: u32) -> Option<u64> {
+    read_proc(pid).map(|p| p.start_time)
 }
 
 fn read_proc(pid: u32) -> Option<Proc> {

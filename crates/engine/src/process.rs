@@ -43,14 +43,6 @@ pub enum NotOurs {
     Reused(u32),
 }
 
-/// A process's start time in clock ticks since boot (`/proc/PID/stat` field 22).
-pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command (which may hold spaces) start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 /// The last lines of a log, for an error message.
 fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -153,7 +145,7 @@ impl Started {
             error,
         })?;
         self.pid = child.id();
-        self.start_time = start_time(self.pid);
+        self.start_time = crate::monitor::start_time(self.pid);
         self.child = Some(child);
         let deadline = Instant::now() + self.ready_timeout;
         loop {
@@ -190,7 +182,7 @@ impl Started {
         if !matches!(child.try_wait(), Ok(None)) {
             return Err(NotOurs::Exited(self.pid));
         }
-        if start_time(self.pid) != self.start_time {
+        if crate::monitor::start_time(self.pid) != self.start_time {
             return Err(NotOurs::Reused(self.pid));
         }
         // SAFETY: signalling the process this run started, by its PID, checked just above.
@@ -301,7 +293,7 @@ mod tests {
         let pid = child.id();
         let mut p = Started {
             pid,
-            start_time: start_time(pid).map(|t| t + 1),
+            start_time: crate::monitor::start_time(pid).map(|t| t + 1),
             child: Some(child),
             log: PathBuf::new(),
             cmd: "sleep 30".into(),
@@ -311,7 +303,7 @@ mod tests {
         // Another start time: another process behind the same PID. Not signalled.
         assert_eq!(p.signal(libc::SIGKILL), Err(NotOurs::Reused(pid)));
         assert!(p.running(), "the process was not touched");
-        p.start_time = start_time(pid);
+        p.start_time = crate::monitor::start_time(pid);
         assert_eq!(p.kill(), Ok(()));
         assert!(!p.running());
         // Once reaped, its PID is no longer dyno's to signal.

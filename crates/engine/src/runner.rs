@@ -216,6 +216,16 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
             url: results::redact_url(&t.url),
             message,
         };
+        // A process dyno started: watched, and kept (by `TARGET` or `TARGET/MEMBER`) for the
+        // faults.
+        let mut keep = |key: String, s: crate::process::Started| {
+            watches.push(crate::monitor::Watch {
+                target: Some(t.name.clone()),
+                pid: s.pid,
+                source: results::WatchSource::Started,
+            });
+            started.push((key, std::sync::Arc::new(std::sync::Mutex::new(s))));
+        };
         match &t.process {
             None => {}
             Some(ProcessSpec::Start {
@@ -225,15 +235,7 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
             }) => {
                 let s = crate::process::start(&t.name, cmd, *ready, *ready_timeout, logs)
                     .map_err(|e| refused(e.to_string()))?;
-                watches.push(crate::monitor::Watch {
-                    target: Some(t.name.clone()),
-                    pid: s.pid,
-                    source: results::WatchSource::Started,
-                });
-                started.push((
-                    t.name.clone(),
-                    std::sync::Arc::new(std::sync::Mutex::new(s)),
-                ));
+                keep(t.name.clone(), s);
             }
             Some(ProcessSpec::Members {
                 members,
@@ -242,13 +244,7 @@ fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
             }) => {
                 for m in members {
                     let s = start_member(&t.name, m, *ready_timeout, logs).map_err(refused)?;
-                    watches.push(crate::monitor::Watch {
-                        target: Some(t.name.clone()),
-                        pid: s.pid,
-                        source: results::WatchSource::Started,
-                    });
-                    let key = format!("{}/{}", t.name, m.name);
-                    started.push((key, std::sync::Arc::new(std::sync::Mutex::new(s))));
+                    keep(format!("{}/{}", t.name, m.name), s);
                 }
             }
             Some(spec) => watches

@@ -241,27 +241,44 @@ pub(super) fn expect_table<'a, 'i>(
     }
 }
 
-/// `[[targets.NAME.process.members]]`: each a table of `name`, `cmd`, `ready`, `file`.
-fn members_from_toml(
+/// Each table of an array of tables (`[[…]]`, or an array of inline tables), with its place.
+fn tables<'a, 'i>(
     src: &Source,
     k: &Spanned<std::borrow::Cow<str>>,
-    v: &Spanned<DeValue>,
-) -> Result<Vec<RawMember>, PlanError> {
+    v: &'a Spanned<DeValue<'i>>,
+    what: &str,
+) -> Result<Vec<(&'a DeTable<'i>, Origin)>, PlanError> {
     let DeValue::Array(items) = v.get_ref() else {
         return Err(wrong_type(
             src,
             k,
             v,
             v.get_ref(),
-            "an array of tables ([[…members]])",
+            &format!("an array of tables ({what})"),
         ));
     };
+    (items.iter())
+        .map(|item| match item.get_ref() {
+            DeValue::Table(t) => Ok((t, src.at(item.span()))),
+            other => Err(wrong_type(
+                src,
+                k,
+                item,
+                other,
+                &format!("a table ({what})"),
+            )),
+        })
+        .collect()
+}
+
+/// `[[targets.NAME.process.members]]`: each a table of `name`, `cmd`, `ready`, `file`.
+fn members_from_toml(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<Vec<RawMember>, PlanError> {
     let mut out = Vec::new();
-    for item in items.iter() {
-        let DeValue::Table(t) = item.get_ref() else {
-            return Err(wrong_type(src, k, item, item.get_ref(), "a table"));
-        };
-        let at = src.at(item.span());
+    for (t, at) in tables(src, k, v, "[[…members]]")? {
         let (mut name, mut cmd, mut ready, mut file) = (None, None, None, None);
         for (key, value) in t.iter() {
             let text = Sp::new(expect_str(src, key, value)?, src.at(value.span()));
@@ -302,26 +319,8 @@ fn faults_from_toml(
     k: &Spanned<std::borrow::Cow<str>>,
     v: &Spanned<DeValue>,
 ) -> Result<Vec<RawFault>, PlanError> {
-    let DeValue::Array(items) = v.get_ref() else {
-        return Err(wrong_type(
-            src,
-            k,
-            v,
-            v.get_ref(),
-            "an array of tables ([[faults]])",
-        ));
-    };
     let mut out = Vec::new();
-    for item in items.iter() {
-        let DeValue::Table(t) = item.get_ref() else {
-            return Err(wrong_type(
-                src,
-                k,
-                item,
-                item.get_ref(),
-                "a table ([[faults]])",
-            ));
-        };
+    for (t, at) in tables(src, k, v, "[[faults]]")? {
         let mut words = Vec::new();
         for (key, value) in t.iter() {
             let at = src.at(value.span());
@@ -341,7 +340,7 @@ fn faults_from_toml(
             ));
         }
         out.push(RawFault {
-            at: Some(src.at(item.span())),
+            at: Some(at),
             words,
         });
     }
