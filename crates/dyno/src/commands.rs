@@ -450,6 +450,23 @@ fn validate(path: &Path) -> Result<ExitCode> {
     for f in &plan.faults {
         writeln!(out, "  fault: {f}")?;
     }
+    for l in &plan.levels {
+        let targets: Vec<&str> = (l.targets.iter())
+            .map(|&i| plan.targets[i].name.as_str())
+            .collect();
+        let faults: Vec<String> = l.faults.iter().map(|f| f.to_string()).collect();
+        writeln!(
+            out,
+            "  level {}: {}; {}",
+            l.name,
+            targets.join(", "),
+            if faults.is_empty() {
+                "undisturbed".to_string()
+            } else {
+                faults.join("; ")
+            }
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

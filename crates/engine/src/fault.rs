@@ -46,6 +46,18 @@ pub enum Action {
     RestartClients,
 }
 
+impl Action {
+    /// As plans write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Kill { .. } => "kill",
+            Action::Restart => "restart",
+            Action::Pause { .. } => "pause",
+            Action::RestartClients => "restart-clients",
+        }
+    }
+}
+
 /// When it is done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum When {
@@ -57,6 +69,18 @@ pub enum When {
     Stagger(u64),
 }
 
+/// Which member a fault acts on each time it falls due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aim {
+    /// The members in turn (one member: that one). `member = "any"`, and the default: every
+    /// member but the cluster's helpers (`aux`, such as sentinels), the primary included.
+    Turn,
+    /// Whichever member the cluster's role query names primary at that moment.
+    Primary,
+    /// A member drawn at random (seeded) among the members, the primary of the moment left out.
+    OneReplica,
+}
+
 /// One fault of a plan, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fault {
@@ -65,8 +89,8 @@ pub struct Fault {
     /// What it acts on, in turn: the target's process, or members of its cluster
     /// (`TARGET/MEMBER`).
     pub members: Vec<String>,
-    /// Aimed at whichever member the cluster's role query names primary at that moment.
-    pub primary: bool,
+    /// Which of `members` each time.
+    pub aim: Aim,
     pub when: When,
     /// At least this long from one fault's end to the next fault.
     pub healthy_ns: u64,
@@ -79,17 +103,14 @@ fn d(ns: u64) -> String {
 impl fmt::Display for Fault {
     /// As it can be written again: `kill target=redis every=10s after=1s`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.action {
-            Action::Kill { .. } => write!(f, "kill")?,
-            Action::Restart => write!(f, "restart")?,
-            Action::Pause { .. } => write!(f, "pause")?,
-            Action::RestartClients => write!(f, "restart-clients")?,
-        }
+        write!(f, "{}", self.action.name())?;
         if self.action != Action::RestartClients {
             write!(f, " target={}", self.target)?;
         }
-        if self.primary {
+        if self.aim == Aim::Primary {
             write!(f, " member=primary")?;
+        } else if self.aim == Aim::OneReplica {
+            write!(f, " member=one-replica")?;
         } else if let [one] = self.members.as_slice()
             && let Some((_, member)) = one.split_once('/')
         {
@@ -146,6 +167,12 @@ impl RawFault {
 
     /// Resolves the fault; `started` are the targets whose process dyno starts.
     pub fn resolve(&self, started: &[&str]) -> Result<Fault, PlanError> {
+        self.resolve_among(started, &[])
+    }
+
+    /// Resolves the fault; `started` are the targets (and members, `TARGET/MEMBER`) whose
+    /// process dyno starts, `aux` the members that are a cluster's helpers.
+    pub fn resolve_among(&self, started: &[&str], aux: &[&str]) -> Result<Fault, PlanError> {
         let at = self.at.clone().unwrap_or(Origin::Default);
         const KEYS: &[&str] = &[
             "action", "target", "member", "every", "at", "stagger", "after", "for", "healthy",
@@ -163,15 +190,19 @@ impl RawFault {
         let action = self.action(&at)?;
         let (target, members) = match action {
             Action::RestartClients => ("clients".to_string(), Vec::new()),
-            _ => self.target(&at, started)?,
+            _ => self.target(&at, started, aux)?,
         };
         let when = self.when(&at)?;
-        let primary = self.get("member").is_some_and(|m| m.value == "primary");
+        let aim = match self.get("member").map(|m| m.value.as_str()) {
+            Some("primary") => Aim::Primary,
+            Some("one-replica") => Aim::OneReplica,
+            _ => Aim::Turn,
+        };
         Ok(Fault {
             action,
             target,
             members,
-            primary,
+            aim,
             when,
             healthy_ns: self.duration("healthy")?.unwrap_or(0),
         })
@@ -232,7 +263,12 @@ impl RawFault {
     /// The target named, or the one whose process dyno starts.
     /// The target named (or the one whose process dyno starts), and what the fault acts on:
     /// its process, or the member named (`member=`), or each member of its cluster in turn.
-    fn target(&self, at: &Origin, started: &[&str]) -> Result<(String, Vec<String>), PlanError> {
+    fn target(
+        &self,
+        at: &Origin,
+        started: &[&str],
+        aux: &[&str],
+    ) -> Result<(String, Vec<String>), PlanError> {
         let target_of = |key: &str| key.split('/').next().unwrap_or(key).to_string();
         let mut targets: Vec<String> = started.iter().map(|k| target_of(k)).collect();
         targets.dedup();
@@ -264,10 +300,17 @@ impl RawFault {
             .filter(|k| target_of(k) == target)
             .map(|k| k.to_string())
             .collect();
+        // In turn, or drawn: the servers of the data, not the helpers.
+        let servers: Vec<String> = (mine.iter())
+            .filter(|k| !aux.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        let cluster = mine.iter().any(|k| k.contains('/'));
         let members = match self.get("member") {
-            None => mine,
-            // Whichever member the role query names when the fault falls due.
-            Some(m) if m.value == "primary" && mine.iter().any(|k| k.contains('/')) => mine,
+            None => servers,
+            Some(m) if m.value == "any" => servers,
+            // Whichever member the role query names when the fault falls due; or another.
+            Some(m) if (m.value == "primary" || m.value == "one-replica") && cluster => servers,
             Some(m) => {
                 let key = format!("{target}/{}", m.value);
                 if !mine.contains(&key) {
@@ -279,7 +322,10 @@ impl RawFault {
                         m.at.clone(),
                         format!("target {target} has no member {:?}", m.value),
                     )
-                    .hint(format!("its members: {}", names.join(", "))));
+                    .hint(format!(
+                        "its members: {}; or any, primary, one-replica",
+                        names.join(", ")
+                    )));
                 }
                 vec![key]
             }
@@ -328,6 +374,148 @@ impl RawFault {
             }
         })
     }
+}
+
+/// NorduGrid's levels of disturbance (the A-Hash tables), in the order they run. `E` is
+/// `level_every` (60 s unless set), the seed's "every 60th second".
+pub const LEVELS: [(&str, &str); 5] = [
+    (
+        "centralized",
+        "the targets that are one server (not a cluster of two members or more), undisturbed",
+    ),
+    (
+        "stable",
+        "the clusters (targets of two members or more), undisturbed",
+    ),
+    (
+        "unstable-clients",
+        "the clusters; every E, dyno's clients drop their sessions and open new ones",
+    ),
+    (
+        "all-unstable",
+        "the clusters; every E, one member restarted (SIGTERM, start again), the members in turn, the primary among them",
+    ),
+    (
+        "kill-master",
+        "the clusters; every E, the primary of the moment killed (SIGKILL) and started again E/2 later",
+    ),
+];
+
+/// One level of a run of levels: the targets it runs (places in the plan's targets) and its
+/// faults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Level {
+    pub name: &'static str,
+    pub targets: Vec<usize>,
+    pub faults: Vec<Fault>,
+}
+
+/// Resolves `levels = [...]`: each name known and given once, each with targets to run. A
+/// cluster is a target of two members or more that dyno starts (`members`); any other target is
+/// one server, for the centralized level. `aux` are the clusters' helpers' keys
+/// (`TARGET/MEMBER`), `roles` whether it has a role query.
+pub fn levels(
+    names: &[Sp<String>],
+    every: Option<&Sp<String>>,
+    targets: &[(String, Option<Vec<String>>, bool)],
+    aux: &[&str],
+) -> Result<Vec<Level>, PlanError> {
+    let every_ns = match every {
+        Some(e) => parse_duration_setting(e, "level_every", MAX_S, "write a period such as 60s")?,
+        None => 60_000_000_000,
+    };
+    let (clusters, single): (Vec<usize>, Vec<usize>) =
+        (0..targets.len()).partition(|&i| targets[i].1.as_ref().is_some_and(|m| m.len() > 1));
+    let mut out: Vec<Level> = Vec::new();
+    for n in names {
+        let Some(&(name, _)) = LEVELS.iter().find(|(l, _)| *l == n.value) else {
+            let known: Vec<&str> = LEVELS.iter().map(|(l, _)| *l).collect();
+            return Err(
+                PlanError::new(n.at.clone(), format!("unknown level {:?}", n.value))
+                    .hint(format!("the levels: {}", known.join(", "))),
+            );
+        };
+        if out.iter().any(|l| l.name == name) {
+            return Err(PlanError::new(
+                n.at.clone(),
+                format!("level {name} is listed twice"),
+            ));
+        }
+        let mine = if name == "centralized" {
+            &single
+        } else {
+            &clusters
+        };
+        if mine.is_empty() {
+            return Err(PlanError::new(
+                n.at.clone(),
+                if name == "centralized" {
+                    "level centralized runs the targets that are one server, and the plan has none".to_string()
+                } else {
+                    format!("level {name} runs the clusters, and the plan has none")
+                },
+            )
+            .hint(if name == "centralized" {
+                "add the single-server form of the system as a target of its own (e.g. [targets.redis-1] with its [targets.redis-1.process] cmd), or drop the level"
+            } else {
+                "add a target whose members dyno starts ([[targets.NAME.process.members]]), or drop the level"
+            }));
+        }
+        let when = When::Every(every_ns);
+        let mut faults = Vec::new();
+        for &i in mine {
+            let (target, members, has_role) = &targets[i];
+            let servers: Vec<String> = (members.iter().flatten())
+                .filter(|m| !aux.contains(&m.as_str()))
+                .cloned()
+                .collect();
+            let fault = |action, aim| Fault {
+                action,
+                target: target.clone(),
+                members: servers.clone(),
+                aim,
+                when: when.clone(),
+                healthy_ns: 0,
+            };
+            match name {
+                "all-unstable" => faults.push(fault(Action::Restart, Aim::Turn)),
+                "kill-master" => {
+                    if !has_role {
+                        return Err(PlanError::new(
+                            n.at.clone(),
+                            format!("level kill-master needs {target}'s role query, to find its primary"),
+                        )
+                        .hint(format!("add role = \"a command whose output names the primary's port\" to [targets.{target}.process]")));
+                    }
+                    // Started again halfway to the next kill: after the system's failover
+                    // (a primary back at once, before any failover, is a restart, not a kill).
+                    faults.push(fault(
+                        Action::Kill {
+                            after_ns: every_ns / 2,
+                        },
+                        Aim::Primary,
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if name == "unstable-clients" {
+            faults.push(Fault {
+                action: Action::RestartClients,
+                target: "clients".into(),
+                members: Vec::new(),
+                aim: Aim::Turn,
+                when,
+                healthy_ns: 0,
+            });
+        }
+        out.push(Level {
+            name,
+            targets: mine.clone(),
+            faults,
+        });
+    }
+    Ok(out)
 }
 
 /// The times (into the run) a fault falls due, `seed` for a stagger's draws; at most
@@ -391,7 +579,13 @@ impl Role {
 /// The thread doing a run's faults; heals and hands over its events when stopped (or dropped).
 pub struct Nemesis {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Vec<FaultEvent>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Gives the events once the faults healed.
+    healed: Mutex<Option<std::sync::mpsc::Receiver<Vec<FaultEvent>>>>,
+    /// Dropped to let the thread end.
+    finish: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    /// The events, once healed.
+    events: Mutex<Vec<FaultEvent>>,
 }
 
 /// Told when a process was started again: its old PID and its new one.
@@ -409,6 +603,10 @@ struct Work {
     clock: Clock,
     stop: Arc<AtomicBool>,
     events: Vec<FaultEvent>,
+    /// Draws of `one-replica`, seeded by the plan's seed.
+    rng: u64,
+    /// Clock reading the fault times count from (the start of the run, or of a level).
+    origin_ns: u64,
 }
 
 impl Work {
@@ -448,16 +646,37 @@ impl Work {
             });
             return;
         }
-        let aimed = if f.primary {
-            match (self.roles.get(&f.target))
+        let primary = || {
+            (self.roles.get(&f.target))
                 .ok_or_else(|| "no role query".to_string())
                 .and_then(|r| r.primary())
-            {
+        };
+        let aimed = if f.aim != Aim::Turn {
+            let drawn = primary().and_then(|p| match f.aim {
+                Aim::OneReplica => {
+                    let others: Vec<&String> = f.members.iter().filter(|m| **m != p).collect();
+                    if others.is_empty() {
+                        return Err(format!("no member besides the primary {p}"));
+                    }
+                    let draw = crate::suites::shootout::run::splitmix(&mut self.rng);
+                    Ok(others[(draw % others.len() as u64) as usize].clone())
+                }
+                _ => Ok(p),
+            });
+            match drawn {
                 Ok(key) => Some(key),
                 Err(why) => {
                     self.events.push(FaultEvent {
-                        action: "kill".into(),
-                        target: format!("{}/primary", f.target),
+                        action: f.action.name().into(),
+                        target: format!(
+                            "{}/{}",
+                            f.target,
+                            if f.aim == Aim::Primary {
+                                "primary"
+                            } else {
+                                "one-replica"
+                            }
+                        ),
                         start_ns: self.clock.now_ns(),
                         end_ns: None,
                         pid: None,
@@ -481,13 +700,7 @@ impl Work {
         let start_ns = self.clock.now_ns();
         let pid = p.pid;
         let mut event = FaultEvent {
-            action: match f.action {
-                Action::Kill { .. } => "kill",
-                Action::Restart => "restart",
-                Action::Pause { .. } => "pause",
-                Action::RestartClients => unreachable!("done above"),
-            }
-            .to_string(),
+            action: f.action.name().to_string(),
             target: key.clone(),
             start_ns,
             end_ns: None,
@@ -542,6 +755,7 @@ impl Work {
     }
 
     fn run(mut self, seed: u64, until_ns: u64) -> Vec<FaultEvent> {
+        let origin = self.origin_ns;
         // Every fault's times, merged in order; each waits for the previous one to end.
         let mut due: Vec<(u64, usize)> = Vec::new();
         for (i, f) in self.faults.iter().enumerate() {
@@ -553,7 +767,7 @@ impl Work {
         let mut turns = vec![0usize; self.faults.len()];
         for (t, i) in due {
             let f = self.faults[i].clone();
-            if !self.sleep_until(t.max(calm_from)) {
+            if !self.sleep_until((origin + t).max(calm_from)) {
                 break;
             }
             self.act(&f, turns[i]);
@@ -565,7 +779,8 @@ impl Work {
 }
 
 impl Nemesis {
-    /// Starts doing `faults` to `members` on `clock` (the run's), until `until_ns` into the run;
+    /// Starts doing `faults` to `members` on `clock` (the run's), their times counted from
+    /// `origin_ns` on it (the start of the run, or of a level), until `until_ns` after it;
     /// `follow` is told of each process started again.
     pub fn start(
         faults: Vec<Fault>,
@@ -576,7 +791,7 @@ impl Nemesis {
         ),
         follow: Follow,
         clock: Clock,
-        (seed, until_ns): (u64, u64),
+        (seed, origin_ns, until_ns): (u64, u64, u64),
     ) -> Nemesis {
         let stop = Arc::new(AtomicBool::new(false));
         let work = Work {
@@ -588,33 +803,63 @@ impl Nemesis {
             clock,
             stop: stop.clone(),
             events: Vec::new(),
+            rng: seed ^ 0x0E4E_911C,
+            origin_ns,
         };
+        let (healed_tx, healed) = std::sync::mpsc::channel();
+        let (finish, finish_rx) = std::sync::mpsc::channel::<()>();
+        // The thread outlives the heal, until the stage ends: a process it started again gets
+        // SIGTERM when the thread that started it ends (the parent-death signal is a thread's),
+        // and it must live on after the heal.
         let thread = std::thread::Builder::new()
             .name("dyno-nemesis".into())
-            .spawn(move || work.run(seed, until_ns))
+            .spawn(move || {
+                let _ = healed_tx.send(work.run(seed, until_ns));
+                let _ = finish_rx.recv();
+            })
             .expect("spawning the fault thread");
         Nemesis {
             stop,
-            thread: Some(thread),
+            thread: Mutex::new(Some(thread)),
+            healed: Mutex::new(Some(healed)),
+            finish: Mutex::new(Some(finish)),
+            events: Mutex::new(Vec::new()),
         }
     }
 
     /// Heals (a paused process continued, a killed one started again) and returns the events.
-    pub fn stop(mut self) -> Vec<FaultEvent> {
-        self.halt()
+    pub fn stop(self) -> Vec<FaultEvent> {
+        self.end();
+        (self.events.lock().map(|mut e| std::mem::take(&mut *e))).unwrap_or_default()
     }
 
-    fn halt(&mut self) -> Vec<FaultEvent> {
+    /// The final heal, before the run ends (a suite's check after the faults, such as the
+    /// lost-writes read-back, calls it): no further fault, a paused process continued, a killed
+    /// one started again; returns once done. Later calls do nothing.
+    pub fn heal(&self) {
         self.stop.store(true, Ordering::Relaxed);
-        (self.thread.take())
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+        let healed = self.healed.lock().ok().and_then(|mut h| h.take());
+        if let Some(events) = healed.and_then(|h| h.recv().ok())
+            && let Ok(mut e) = self.events.lock()
+        {
+            *e = events;
+        }
+    }
+
+    /// Heals, then lets the thread end (the processes it started again get their parent-death
+    /// signal: the stage is ending, and stops them anyway).
+    fn end(&self) {
+        self.heal();
+        drop(self.finish.lock().ok().and_then(|mut f| f.take()));
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = t.join();
+        }
     }
 }
 
 impl Drop for Nemesis {
     fn drop(&mut self) {
-        self.halt();
+        self.end();
     }
 }
 

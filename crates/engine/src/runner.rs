@@ -205,12 +205,17 @@ fn start_member(
         .map_err(|e| format!("member {}: {e}", m.name))
 }
 
-/// Starts the targets' servers and the monitor; finds processes given by PID or name.
-fn watch(plan: &Plan, clock: &Clock, logs: &Path) -> Result<Watched, RunError> {
+/// Starts `targets`' servers and the monitor; finds processes given by PID or name.
+fn watch(
+    plan: &Plan,
+    targets: &[&PlanTarget],
+    clock: &Clock,
+    logs: &Path,
+) -> Result<Watched, RunError> {
     use crate::plan::ProcessSpec;
     let mut started = Vec::new();
     let mut watches = Vec::new();
-    for t in &plan.targets {
+    for t in targets {
         let refused = |message: String| RunError::Refused {
             name: t.name.clone(),
             url: results::redact_url(&t.url),
@@ -314,15 +319,16 @@ pub struct Hooks<'a> {
     pub progress: &'a mut dyn FnMut(&Progress),
 }
 
-/// The thread doing the plan's faults, when it has any; it tells the monitor of each process
+/// The thread doing a stage's faults, when it has any; it tells the monitor of each process
 /// started again.
 fn nemesis(
     plan: &Plan,
+    stage: &Stage,
     watched: &Watched,
     clock: &Clock,
     clients: &Arc<AtomicU64>,
 ) -> Option<crate::fault::Nemesis> {
-    if plan.faults.is_empty() {
+    if stage.faults.is_empty() {
         return None;
     }
     let monitor = watched.monitor.clone();
@@ -332,10 +338,20 @@ fn nemesis(
         }
     });
     let (faults, members) = (
-        plan.faults.clone(),
-        (watched.started.clone(), clients.clone(), roles(plan)),
+        stage.faults.clone(),
+        (
+            watched.started.clone(),
+            clients.clone(),
+            roles(&stage.targets),
+        ),
     );
-    let bounds = (plan.seed, u64::MAX);
+    // A level's faults count from its start; a plain run's from the run's.
+    let origin = if stage.level.is_some() {
+        clock.now_ns()
+    } else {
+        0
+    };
+    let bounds = (plan.seed, origin, u64::MAX);
     Some(crate::fault::Nemesis::start(
         faults,
         members,
@@ -346,9 +362,9 @@ fn nemesis(
 }
 
 /// The clusters' role queries, by target, with their members' ports.
-fn roles(plan: &Plan) -> std::collections::BTreeMap<String, crate::fault::Role> {
+fn roles(targets: &[&PlanTarget]) -> std::collections::BTreeMap<String, crate::fault::Role> {
     use crate::plan::ProcessSpec;
-    (plan.targets.iter())
+    (targets.iter())
         .filter_map(|t| match &t.process {
             Some(ProcessSpec::Members {
                 members,
@@ -374,15 +390,8 @@ fn fault_effects(
     case: &Case,
 ) -> Vec<results::faults::FaultEffect> {
     (case.reps.iter())
-        .filter_map(|r| r.load())
-        .filter_map(|l| {
-            Some(results::faults::effects(
-                events,
-                &l.intervals,
-                l.started_ns?,
-            ))
-        })
-        .flatten()
+        .filter_map(|r| r.detail.series())
+        .flat_map(|(intervals, started_ns)| results::faults::effects(events, intervals, started_ns))
         .collect()
 }
 
@@ -394,11 +403,54 @@ fn settle(cases: &mut [Case], status: Status, why: &str) {
     }
 }
 
-/// Every case of the plan, in the order they run, each `interrupted` until it finishes.
-fn unfinished_cases(plan: &Plan, points: &[Point], tests: &[Vec<&'static str>]) -> Vec<Case> {
+/// What runs together: the plan's targets with its faults, or one target at one level with the
+/// level's faults for it. Each stage starts its targets' processes afresh and stops them at its
+/// end.
+struct Stage<'p> {
+    level: Option<&'static str>,
+    targets: Vec<&'p PlanTarget>,
+    faults: Vec<crate::fault::Fault>,
+}
+
+fn stages(plan: &Plan) -> Vec<Stage<'_>> {
+    if plan.levels.is_empty() {
+        return vec![Stage {
+            level: None,
+            targets: plan.targets.iter().collect(),
+            faults: plan.faults.clone(),
+        }];
+    }
+    // A level runs each of its targets on its own: their own processes, their own faults, and
+    // a final heal (the kv suite's, before its lost-writes check) that ends no other's.
+    let mut all = Vec::new();
+    for l in &plan.levels {
+        for &i in &l.targets {
+            let t = &plan.targets[i];
+            all.push(Stage {
+                level: Some(l.name),
+                targets: vec![t],
+                faults: (l.faults.iter())
+                    .filter(|f| {
+                        f.target == t.name || f.action == crate::fault::Action::RestartClients
+                    })
+                    .cloned()
+                    .collect(),
+            });
+        }
+    }
+    all
+}
+
+/// Every case of a stage, in the order they run, each `interrupted` until it finishes.
+fn unfinished_cases(
+    plan: &Plan,
+    stage: &Stage,
+    points: &[Point],
+    tests: &[Vec<&'static str>],
+) -> Vec<Case> {
     let mut cases = Vec::new();
     for (point, tests) in points.iter().zip(tests) {
-        for t in &plan.targets {
+        for t in &stage.targets {
             for test in tests {
                 cases.push(Case {
                     target: t.name.clone(),
@@ -425,6 +477,7 @@ fn unfinished_cases(plan: &Plan, points: &[Point], tests: &[Vec<&'static str>]) 
                     server: None,
                     sweep: point.sweep.clone(),
                     faults: Vec::new(),
+                    level: stage.level.map(String::from),
                 });
             }
         }
@@ -448,12 +501,13 @@ pub fn run(
         progress,
     } = hooks;
     let clock = Clock::monotonic();
-    let watched = watch(plan, &clock, logs)?;
-    // Every record handed on carries the resource series so far.
-    let mut with_resources = |r: &RunRecord| match &watched.monitor {
+    // The monitor of the stage running: every record handed on carries the resource series so
+    // far (the stages done are in the record already).
+    let monitor: Mutex<Option<Arc<crate::monitor::Monitor>>> = Mutex::new(None);
+    let mut with_resources = |r: &RunRecord| match monitor.lock().ok().and_then(|m| m.clone()) {
         Some(m) => {
             let mut r = r.clone();
-            r.resources = m.series();
+            r.resources.extend(m.series());
             sink(&r)
         }
         None => sink(r),
@@ -479,77 +533,106 @@ pub fn run(
     };
     // Bumped by a `restart-clients` fault: the suites' clients reconnect.
     let clients = Arc::new(AtomicU64::new(0));
-    let nemesis = nemesis(plan, &watched, &clock, &clients);
     let points = points(plan);
     let tests: Vec<Vec<&'static str>> = points.iter().map(|p| plan.suite.tests(plan, p)).collect();
-    record.cases = unfinished_cases(plan, &points, &tests);
+    let stages = stages(plan);
+    let mut firsts = Vec::new();
+    for stage in &stages {
+        firsts.push(record.cases.len());
+        (record.cases).extend(unfinished_cases(plan, stage, &points, &tests));
+    }
     sink(&record).map_err(RunError::Sink)?;
 
     let mut warnings = Vec::new();
-    let mut first = 0;
-    'points: for (point, tests) in points.iter().zip(&tests) {
-        for t in &plan.targets {
-            if interrupt.load(Ordering::Relaxed) {
-                break 'points;
-            }
-            let cases = record.cases.len();
-            progress(&Progress {
-                done: first,
-                cases,
-                target: &t.name,
-                test: tests.first().copied().unwrap_or(""),
-                rep: 0,
-                reps: plan.reps + u32::from(plan.warmup),
-                live: None,
-            });
-            let mine = first..first + tests.len();
-            if let Some(why) = crate::resolve::na_reason(plan.suite, t) {
-                // A store without the suite's family, in a run with others that have it.
-                settle(&mut record.cases[mine], Status::Na, &why);
-            } else {
-                let mut run = TargetRun {
-                    plan,
-                    target: t,
-                    tests,
-                    first,
-                    record: &mut record,
-                    acc: tests.iter().map(|_| CaseAcc::new()).collect(),
-                    sink: &mut *sink,
-                    interrupt,
-                    clock: &clock,
-                    clients: &clients,
-                    checkpoint,
-                    progress: &mut *progress,
-                    warnings: &mut warnings,
-                    failed_sink: None,
-                };
-                let ran = plan.suite.run(plan, point, t, interrupt, &mut run);
-                if let Some(e) = run.failed_sink.take() {
-                    return Err(RunError::Sink(e));
-                }
-                match ran {
-                    Ok(()) => run.finish(),
-                    Err(why) => settle(&mut record.cases[mine], Status::Failed, &why.to_string()),
-                }
-            }
-            first += tests.len();
-            sink(&record).map_err(RunError::Sink)?;
+    let cases = record.cases.len();
+    for (i, stage) in stages.iter().enumerate() {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
         }
+        let stage_cases = firsts[i]..firsts.get(i + 1).copied().unwrap_or(cases);
+        let watched = watch(plan, &stage.targets, &clock, logs)?;
+        if let Ok(mut m) = monitor.lock() {
+            m.clone_from(&watched.monitor);
+        }
+        let nemesis = nemesis(plan, stage, &watched, &clock, &clients);
+        let heal = || {
+            if let Some(n) = &nemesis {
+                n.heal();
+            }
+        };
+        let mut first = stage_cases.start;
+        'points: for (point, tests) in points.iter().zip(&tests) {
+            for t in &stage.targets {
+                if interrupt.load(Ordering::Relaxed) {
+                    break 'points;
+                }
+                progress(&Progress {
+                    done: first,
+                    cases,
+                    target: &t.name,
+                    test: tests.first().copied().unwrap_or(""),
+                    rep: 0,
+                    reps: plan.reps + u32::from(plan.warmup),
+                    live: None,
+                });
+                let mine = first..first + tests.len();
+                if let Some(why) = crate::resolve::na_reason(plan.suite, t) {
+                    // A store without the suite's family, in a run with others that have it.
+                    settle(&mut record.cases[mine], Status::Na, &why);
+                } else {
+                    let mut run = TargetRun {
+                        plan,
+                        target: t,
+                        tests,
+                        first,
+                        record: &mut record,
+                        acc: tests.iter().map(|_| CaseAcc::new()).collect(),
+                        sink: &mut *sink,
+                        interrupt,
+                        clock: &clock,
+                        clients: &clients,
+                        heal: &heal,
+                        checkpoint,
+                        progress: &mut *progress,
+                        warnings: &mut warnings,
+                        failed_sink: None,
+                    };
+                    let ran = plan.suite.run(plan, point, t, interrupt, &mut run);
+                    if let Some(e) = run.failed_sink.take() {
+                        return Err(RunError::Sink(e));
+                    }
+                    match ran {
+                        Ok(()) => run.finish(),
+                        Err(why) => {
+                            settle(&mut record.cases[mine], Status::Failed, &why.to_string())
+                        }
+                    }
+                }
+                first += tests.len();
+                sink(&record).map_err(RunError::Sink)?;
+            }
+        }
+        // The faults heal before the record is final, and before anything dyno started is
+        // stopped.
+        if let Some(n) = nemesis {
+            let events = n.stop();
+            for c in &mut record.cases[stage_cases] {
+                c.faults = fault_effects(&events, c);
+            }
+            record.faults.extend(events);
+        }
+        if let Ok(mut m) = monitor.lock() {
+            *m = None;
+        }
+        if let Some(m) = &watched.monitor {
+            record.resources.extend(m.stop());
+        }
+        drop(watched);
     }
 
     progress(&Progress::finished(record.cases.len()));
-    // The faults heal before the record is final, and before anything dyno started is stopped.
-    if let Some(n) = nemesis {
-        record.faults = n.stop();
-        for c in &mut record.cases {
-            c.faults = fault_effects(&record.faults, c);
-        }
-    }
     record.interrupted = interrupt.load(Ordering::Relaxed);
     record.finished = Some(now_utc());
-    if let Some(m) = &watched.monitor {
-        record.resources = m.stop();
-    }
     sink(&record).map_err(RunError::Sink)?;
     Ok(RunOutcome { record, warnings })
 }
@@ -584,6 +667,8 @@ struct TargetRun<'r, 'h> {
     clock: &'r Clock,
     /// Bumped when the clients must reconnect (a `restart-clients` fault).
     clients: &'r Arc<AtomicU64>,
+    /// Ends the stage's faults (the final heal).
+    heal: &'r (dyn Fn() + Sync),
     checkpoint: Duration,
     progress: &'r mut (dyn FnMut(&Progress) + 'h),
     warnings: &'r mut Vec<String>,
@@ -681,7 +766,8 @@ impl Repeat for TargetRun<'_, '_> {
         rep: &mut (dyn FnMut(&RepCtx) -> After + Send),
     ) {
         let total = self.plan.reps + u32::from(self.plan.warmup);
-        let (interrupt, clock, clients) = (self.interrupt, self.clock, self.clients);
+        let (interrupt, clock, clients, heal) =
+            (self.interrupt, self.clock, self.clients, self.heal);
         for r in 0..total {
             let measured = !(self.plan.warmup && r == 0);
             if let Some(l) = live
@@ -702,8 +788,13 @@ impl Repeat for TargetRun<'_, '_> {
                     let report = move |o: TestOutcome| {
                         let _ = tx.send(Msg::Outcome(Box::new(o)));
                     };
-                    let ctx =
-                        RepCtx::new((r, measured), interrupt, live, (clock, clients), &report);
+                    let ctx = RepCtx::new(
+                        (r, measured),
+                        interrupt,
+                        live,
+                        (clock, clients, heal),
+                        &report,
+                    );
                     let _ = ended.send(Msg::Ended(rep(&ctx)));
                 });
                 let mut running = 0;

@@ -101,6 +101,9 @@ pub struct Plan {
     pub sweeps: Vec<Sweep>,
     /// What the run does to its targets' processes.
     pub faults: Vec<crate::fault::Fault>,
+    /// A run of levels (`levels = [...]`): each level runs its targets with its own faults, on
+    /// processes started afresh; empty otherwise.
+    pub levels: Vec<crate::fault::Level>,
     /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
     pub watch_pids: Vec<u32>,
     pub watch_names: Vec<String>,
@@ -158,6 +161,18 @@ impl Plan {
                 })
                 .collect(),
             faults: self.faults.iter().map(|f| f.to_string()).collect(),
+            levels: (self.levels.iter())
+                .map(|l| results::LevelRecord {
+                    name: l.name.to_string(),
+                    targets: l
+                        .targets
+                        .iter()
+                        .map(|&i| self.targets[i].name.clone())
+                        .collect(),
+                    faults: l.faults.iter().map(|f| f.to_string()).collect(),
+                })
+                .collect(),
+            kv: None,
         };
         self.settings.record(&mut r);
         r
@@ -248,6 +263,7 @@ pub struct RepCtx<'a> {
     /// Bumped when the suite's clients must drop their connections and open new ones (a
     /// `restart-clients` fault).
     pub clients: &'a Arc<AtomicU64>,
+    heal: &'a (dyn Fn() + Sync),
     report: &'a (dyn Fn(TestOutcome) + Sync),
 }
 
@@ -256,7 +272,11 @@ impl<'a> RepCtx<'a> {
         (rep, measured): (u32, bool),
         interrupt: &'a AtomicBool,
         live: Option<&'a Mutex<crate::load::Live>>,
-        (clock, clients): (&'a crate::clock::Clock, &'a Arc<AtomicU64>),
+        (clock, clients, heal): (
+            &'a crate::clock::Clock,
+            &'a Arc<AtomicU64>,
+            &'a (dyn Fn() + Sync),
+        ),
         report: &'a (dyn Fn(TestOutcome) + Sync),
     ) -> RepCtx<'a> {
         RepCtx {
@@ -266,8 +286,16 @@ impl<'a> RepCtx<'a> {
             live,
             clock,
             clients,
+            heal,
             report,
         }
+    }
+
+    /// The final heal of the faults running, before a check that needs the system whole (the
+    /// kv suite's lost-writes read-back): no fault after it; returns once every paused process
+    /// is continued and every killed one started again.
+    pub fn heal(&self) {
+        (self.heal)()
     }
 
     /// Hands a test's outcome to the runner (the case is updated and the record sunk).

@@ -201,6 +201,31 @@ pub struct PlanRecord {
     /// The fault plan, one resolved line per fault (`kill target=t every=10s after=1s`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<String>,
+    /// A run of levels: each level in the order run, its targets and its faults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelRecord>,
+    /// The kv suite's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv: Option<KvPlan>,
+}
+
+/// One level of a run of levels, as run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelRecord {
+    pub name: String,
+    /// The targets run at this level.
+    pub targets: Vec<String>,
+    /// Its faults, one resolved line each.
+    pub faults: Vec<String>,
+}
+
+/// How the kv suite ran.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvPlan {
+    /// How long each repetition of each test runs.
+    pub duration_ns: u64,
 }
 
 /// How the `namespace` suite was sized (the values outside a sweep of them).
@@ -404,6 +429,9 @@ pub struct Case {
     /// What each fault of the run did to this case (measured repetitions with a time series).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<crate::faults::FaultEffect>,
+    /// In a run of levels (`levels = [...]`), the level this case ran at; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
 }
 
 /// What names a case across runs: its suite, test, target, topology and sweep point. Two runs'
@@ -417,6 +445,8 @@ pub struct CaseId {
     pub topology: String,
     /// The swept parameter and its value here; `None` outside a sweep.
     pub sweep: Option<(String, u64)>,
+    /// The level (`centralized`, `kill-master`, …); `None` outside a run of levels.
+    pub level: Option<String>,
 }
 
 impl std::fmt::Display for CaseId {
@@ -431,6 +461,9 @@ impl std::fmt::Display for CaseId {
         if let Some((p, v)) = &self.sweep {
             write!(f, " at {p}={v}")?;
         }
+        if let Some(l) = &self.level {
+            write!(f, " at level {l}")?;
+        }
         Ok(())
     }
 }
@@ -444,6 +477,7 @@ impl Case {
             target: self.target.clone(),
             topology: self.topology.clone(),
             sweep: self.sweep.as_ref().map(|p| (p.param.clone(), p.value)),
+            level: self.level.clone(),
         }
     }
 
@@ -555,6 +589,9 @@ pub enum Detail {
     Store(StoreRep),
     /// Request/response load.
     Load(Box<LoadRep>),
+    /// The kv suite's repetition: failures split by whether their outcome is known, the time
+    /// series, and the lost-writes check.
+    Kv(Box<KvRep>),
     /// A suite this schema does not describe: its name and figures as it wrote them.
     Custom {
         suite: String,
@@ -578,6 +615,65 @@ impl Detail {
             _ => None,
         }
     }
+
+    /// The kv figures, for a kv repetition.
+    pub fn kv(&self) -> Option<&KvRep> {
+        match self {
+            Detail::Kv(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The time series, and when it began on the run's clock (the clock of the faults), for a
+    /// repetition that keeps one.
+    pub fn series(&self) -> Option<(&[IntervalRecord], u64)> {
+        match self {
+            Detail::Load(l) => Some((&l.intervals, l.started_ns?)),
+            Detail::Kv(k) => Some((&k.intervals, k.started_ns)),
+            _ => None,
+        }
+    }
+}
+
+/// What the kv suite measures of a repetition beyond the common figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvRep {
+    /// Operations issued: `ok + definite + indefinite`.
+    pub issued: u64,
+    pub ok: u64,
+    /// Failed operations that certainly did nothing (a read; a write refused before it was sent,
+    /// or answered with an error).
+    pub definite: u64,
+    /// Writes whose outcome is unknown: sent, then the connection broke or no answer came. Not
+    /// counted as failed nor as done (Jepsen's `:info`).
+    pub indefinite: u64,
+    /// Sessions opened again (a `restart-clients` fault, or a client whose session broke).
+    pub reconnects: u64,
+    /// The time series, one entry per 100 ms interval.
+    pub intervals: Vec<IntervalRecord>,
+    /// When the repetition's operations began, on the run's clock: its intervals start here.
+    pub started_ns: u64,
+    /// The `set` test: every acknowledged write read back after the final heal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_writes: Option<LostWrites>,
+}
+
+/// The lost-writes check: each key's last acknowledged value, read back after the faults
+/// healed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LostWrites {
+    /// Keys with an acknowledged write, each read back.
+    pub checked: u64,
+    /// Keys that were gone.
+    pub missing: u64,
+    /// Keys holding an older value than the last one acknowledged.
+    pub stale: u64,
+    /// Keys that could not be read back (the store did not answer in time): unknown.
+    pub unread: u64,
+    /// A few of the lost keys: `key: acknowledged write N, found M` (at most 10).
+    pub examples: Vec<String>,
 }
 
 impl Rep {

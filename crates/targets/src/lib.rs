@@ -14,14 +14,15 @@
 //! - [`lmdb`]: LMDB through heed, the embedded ordered key-value engine (chosen over redb by
 //!   measurement; see the README).
 //! - `redb` (feature `redb`): redb, kept to reproduce that measurement.
-//! - [`remote`] (`dyno://`), [`own_host`] (`host:`), [`redis`], `postgres` (feature `postgres`,
+//! - [`remote`] (`dyno://`), [`own_host`] (`host:`), [`redis`] (and Sentinel), [`etcd`], `postgres` (feature `postgres`,
 //!   on by default): servers, each in a namespace of dyno's own.
 //! - [`http`] (`http://`, and `https://` with `tls`, feature `tls`, on by default) and
 //!   [`tcp`]: request/response targets for the load engine.
 //! - [`claim`]: claiming directories and temporary namespaces (a `dyno_` place, proven by a marker); [`options`]: option parsing;
-//!   [`net`]: address resolution and request bodies for the request drivers.
+//!   [`net`]: address resolution, request bodies, and the replicated drivers' reconnection count.
 
 pub mod claim;
+pub mod etcd;
 pub mod fs;
 pub mod http;
 pub mod lmdb;
@@ -94,6 +95,10 @@ pub fn drivers() -> Vec<Driver> {
         Driver {
             info: &redis::SENTINEL_INFO,
             configure: redis::configure_sentinel,
+        },
+        Driver {
+            info: &etcd::INFO,
+            configure: etcd::configure,
         },
         Driver {
             info: &http::INFO,

@@ -65,3 +65,37 @@ pub fn bytes(
         (None, None) => Ok(Vec::new()),
     }
 }
+
+/// A replicated target's reconnections: how many sessions moved to another server after theirs
+/// failed, and how long each move took. A store reports them as its `reconnect` figures.
+#[derive(Debug)]
+pub struct Reconnects(std::sync::Mutex<(u64, results::Histogram)>);
+
+impl Default for Reconnects {
+    fn default() -> Reconnects {
+        Reconnects(std::sync::Mutex::new((0, results::new_histogram())))
+    }
+}
+
+impl Reconnects {
+    /// One reconnection that took `took`.
+    pub fn record(&self, took: std::time::Duration) {
+        if let Ok(mut r) = self.0.lock() {
+            r.0 += 1;
+            r.1.saturating_record((took.as_nanos() as u64).max(1));
+        }
+    }
+
+    /// The figures so far, as the server's `reconnect` operation.
+    pub fn server_op(&self) -> engine::driver::ServerOp {
+        let (count, latency) = match self.0.lock() {
+            Ok(r) => (r.0, r.1.clone()),
+            Err(_) => (0, results::new_histogram()),
+        };
+        engine::driver::ServerOp {
+            op: "reconnect".into(),
+            count,
+            latency,
+        }
+    }
+}

@@ -16,8 +16,8 @@ use engine::driver::{
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub static INFO: DriverInfo = DriverInfo {
@@ -408,7 +408,7 @@ impl TargetConfig for Config {
             addr,
             prefix,
             version,
-            reconnects: Arc::new(Mutex::new((0, results::new_histogram()))),
+            reconnects: Arc::new(crate::net::Reconnects::default()),
         }))
     }
 }
@@ -419,7 +419,7 @@ struct RedisStore {
     prefix: String,
     version: String,
     /// Behind Sentinel: the sessions' reconnections after a failover, and how long each took.
-    reconnects: Arc<Mutex<(u64, results::Histogram)>>,
+    reconnects: Arc<crate::net::Reconnects>,
 }
 
 impl Store for RedisStore {
@@ -464,12 +464,7 @@ impl Store for RedisStore {
     }
     fn server_stats(&self) -> Option<Result<Vec<engine::driver::ServerOp>, OpError>> {
         self.config.sentinel.as_ref()?;
-        let r = self.reconnects.lock().ok()?;
-        Some(Ok(vec![engine::driver::ServerOp {
-            op: "reconnect".into(),
-            count: r.0,
-            latency: r.1.clone(),
-        }]))
+        Some(Ok(vec![self.reconnects.server_op()]))
     }
     fn drop_caches(&self) -> Result<CacheDrop, OpError> {
         Ok(CacheDrop::NotReachable(
@@ -695,7 +690,7 @@ struct Following {
     inner: RedisSession,
     config: Config,
     broken: bool,
-    reconnects: Arc<Mutex<(u64, results::Histogram)>>,
+    reconnects: Arc<crate::net::Reconnects>,
 }
 
 /// One attempt: the primary the sentinels name now, connected.
@@ -707,16 +702,13 @@ fn reach(config: &Config) -> Result<Conn, OpError> {
 
 /// Asks the sentinels again and again (every 100 ms, for at most [`FOLLOW_FOR`]) until the
 /// primary they name accepts: a reconnection, counted and timed in `reconnects`.
-fn follow(config: &Config, reconnects: &Mutex<(u64, results::Histogram)>) -> Result<Conn, OpError> {
+fn follow(config: &Config, reconnects: &crate::net::Reconnects) -> Result<Conn, OpError> {
     let t0 = std::time::Instant::now();
     let mut last = OpError::new(ErrorClass::Refused, "redis: no primary reached yet");
     while t0.elapsed() < FOLLOW_FOR {
         match reach(config) {
             Ok(c) => {
-                if let Ok(mut r) = reconnects.lock() {
-                    r.0 += 1;
-                    r.1.saturating_record((t0.elapsed().as_nanos() as u64).max(1));
-                }
+                reconnects.record(t0.elapsed());
                 return Ok(c);
             }
             Err(e) => last = e,

@@ -61,6 +61,9 @@ pub(super) const SUITE_KEYS: &[&str] = &[
     "width",
     "sweep",
     "samples",
+    "duration",
+    "levels",
+    "level_every",
 ];
 pub(super) const OUTPUT_KEYS: &[&str] = &["dir", "format"];
 
@@ -160,6 +163,31 @@ fn suite_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Resul
             "depth" => plan.depth = Some(Sp::new(expect_int(src, k, v)?, at)),
             "width" => plan.width = Some(Sp::new(expect_int(src, k, v)?, at)),
             "samples" => plan.samples = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "duration" => plan.duration = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "level_every" => plan.level_every = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "levels" => match v.get_ref() {
+                DeValue::Array(all) => {
+                    for item in all.iter() {
+                        match item.get_ref() {
+                            DeValue::String(one) => plan
+                                .levels
+                                .push(Sp::new(one.to_string(), src.at(item.span()))),
+                            other => {
+                                return Err(wrong_type(src, k, item, other, "a level's name"));
+                            }
+                        }
+                    }
+                }
+                other => {
+                    return Err(wrong_type(
+                        src,
+                        k,
+                        v,
+                        other,
+                        "an array of level names, e.g. [\"centralized\", \"stable\", \"kill-master\"]",
+                    ));
+                }
+            },
             "sweep" => match v.get_ref() {
                 DeValue::String(one) => plan.sweeps.push(Sp::new(one.to_string(), at)),
                 DeValue::Array(all) => {
@@ -279,8 +307,15 @@ fn members_from_toml(
 ) -> Result<Vec<RawMember>, PlanError> {
     let mut out = Vec::new();
     for (t, at) in tables(src, k, v, "[[…members]]")? {
-        let (mut name, mut cmd, mut ready, mut file) = (None, None, None, None);
+        let (mut name, mut cmd, mut ready, mut file, mut aux) = (None, None, None, None, None);
         for (key, value) in t.iter() {
+            if key.get_ref() == "aux" {
+                match value.get_ref() {
+                    DeValue::Boolean(b) => aux = Some(Sp::new(*b, src.at(value.span()))),
+                    other => return Err(wrong_type(src, key, value, other, "a boolean")),
+                }
+                continue;
+            }
             let text = Sp::new(expect_str(src, key, value)?, src.at(value.span()));
             match key.get_ref().as_ref() {
                 "name" => name = Some(text),
@@ -293,7 +328,7 @@ fn members_from_toml(
                         key,
                         other,
                         "a cluster member",
-                        &["name", "cmd", "ready", "file"],
+                        &["name", "cmd", "ready", "file", "aux"],
                     ));
                 }
             }
@@ -307,6 +342,7 @@ fn members_from_toml(
             cmd: cmd.ok_or_else(|| missing("cmd"))?,
             ready,
             file,
+            aux,
             at,
         });
     }

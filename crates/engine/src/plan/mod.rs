@@ -163,6 +163,9 @@ pub struct RawMember {
     pub cmd: Sp<String>,
     pub ready: Option<Sp<String>>,
     pub file: Option<Sp<String>>,
+    /// A helper of the cluster (a sentinel), not a server of its data: the `any` and
+    /// `one-replica` aims leave it alone.
+    pub aux: Option<Sp<bool>>,
 }
 
 /// One member of a cluster, resolved: its ports known, `{dir}` and `{file}` filled in when it
@@ -171,6 +174,8 @@ pub struct RawMember {
 pub struct MemberSpec {
     pub name: String,
     pub port: u16,
+    /// A helper (a sentinel), left alone by the `any` and `one-replica` aims.
+    pub aux: bool,
     pub cmd: String,
     pub ready: std::net::SocketAddr,
     pub file: Option<String>,
@@ -255,6 +260,10 @@ pub struct RawPlan {
     pub process_names: Vec<Sp<String>>,
     /// `[[faults]]` and `--fault`: what to do to the targets' processes, and when.
     pub faults: Vec<RawFault>,
+    /// `levels = [...]` (`--levels`): NorduGrid's levels of disturbance, each run in turn.
+    pub levels: Vec<Sp<String>>,
+    /// How often the unstable levels disturb (`level_every`, 60s by default).
+    pub level_every: Option<Sp<String>>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
     // The load suite:

@@ -108,6 +108,16 @@ impl RawPlan {
             })
             .collect();
         let started: Vec<&str> = started.iter().map(String::as_str).collect();
+        let aux: Vec<String> = (targets.iter())
+            .flat_map(|t| match &t.process {
+                Some(ProcessSpec::Members { members, .. }) => (members.iter())
+                    .filter(|m| m.aux)
+                    .map(|m| format!("{}/{}", t.name, m.name))
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let aux: Vec<&str> = aux.iter().map(String::as_str).collect();
         let has_role = |name: &str| {
             (targets.iter()).any(|t| {
                 t.name == name
@@ -116,11 +126,11 @@ impl RawPlan {
         };
         let mut faults = Vec::new();
         for raw in &self.faults {
-            let f = raw.resolve(&started)?;
-            if f.primary && !has_role(&f.target) {
+            let f = raw.resolve_among(&started, &aux)?;
+            if f.aim != crate::fault::Aim::Turn && !has_role(&f.target) {
                 return Err(PlanError::new(
                     raw.at.clone().unwrap_or(Origin::Default),
-                    format!("member = \"primary\" needs {}'s role query", f.target),
+                    format!("member = \"primary\" or \"one-replica\" needs {}'s role query", f.target),
                 )
                 .hint(format!(
                     "add role = \"a command whose output names the primary's port\" to [targets.{}.process], e.g. redis-cli -p {{port.s1}} sentinel get-master-addr-by-name m",
@@ -129,7 +139,41 @@ impl RawPlan {
             }
             faults.push(f);
         }
+        if let (Some(l), Some(f)) = (self.levels.first(), self.faults.first()) {
+            return Err(PlanError::new(
+                f.at.clone().unwrap_or(Origin::Default),
+                "a run of levels has the levels' own faults",
+            )
+            .hint(format!(
+                "drop [[faults]] (--fault), or drop levels (given at {l})",
+                l = l.at
+            )));
+        }
+        let levels = crate::fault::levels(
+            &self.levels,
+            self.level_every.as_ref(),
+            &(targets.iter())
+                .map(|t| match &t.process {
+                    Some(ProcessSpec::Members { members, role, .. }) => (
+                        t.name.clone(),
+                        Some(
+                            (members.iter())
+                                .map(|m| format!("{}/{}", t.name, m.name))
+                                .collect(),
+                        ),
+                        role.is_some(),
+                    ),
+                    _ => (t.name.clone(), None, false),
+                })
+                .collect::<Vec<_>>(),
+            &aux,
+        )?;
+        if let (None, Some(e)) = (self.levels.first(), &self.level_every) {
+            return Err(PlanError::new(e.at.clone(), "level_every is a setting of a run of levels")
+                .hint("add levels = [\"centralized\", \"stable\", \"unstable-clients\", \"all-unstable\", \"kill-master\"], or drop level_every"));
+        }
         Ok(Plan {
+            levels,
             watch_pids,
             watch_names,
             faults,
@@ -651,10 +695,13 @@ pub fn resolve_target(
     })
 }
 
-/// A free port on 127.0.0.1 for each member, by name (names checked: valid, once each). A port
-/// is free when it is allocated; the members bind it moments later.
-fn allocate_ports(members: &[RawMember]) -> Result<BTreeMap<String, u16>, PlanError> {
+/// Two free ports on 127.0.0.1 for each member, by name (names checked: valid, once each): its
+/// own (`{port}`) and a second for its peers (`{peer}`, e.g. etcd's Raft port). A port is free
+/// when it is allocated (all of them held open together, so no two are the same); the members
+/// bind them moments later.
+fn allocate_ports(members: &[RawMember]) -> Result<BTreeMap<String, [u16; 2]>, PlanError> {
     let mut ports = BTreeMap::new();
+    let mut held = Vec::new();
     for m in members {
         if !valid_name(&m.name.value) {
             return Err(PlanError::new(
@@ -663,11 +710,19 @@ fn allocate_ports(members: &[RawMember]) -> Result<BTreeMap<String, u16>, PlanEr
             )
             .hint("use up to 64 letters, digits, '_', '-' or '.'"));
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| PlanError::new(m.at.clone(), format!("no free port on 127.0.0.1: {e}")))?
-            .port();
-        if ports.insert(m.name.value.clone(), port).is_some() {
+        let mut free = || {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| {
+                PlanError::new(m.at.clone(), format!("no free port on 127.0.0.1: {e}"))
+            })?;
+            let port = l
+                .local_addr()
+                .map_err(|e| PlanError::new(m.at.clone(), e.to_string()))?
+                .port();
+            held.push(l);
+            Ok::<u16, PlanError>(port)
+        };
+        let pair = [free()?, free()?];
+        if ports.insert(m.name.value.clone(), pair).is_some() {
             return Err(PlanError::new(
                 m.name.at.clone(),
                 format!("member {:?} is named twice", m.name.value),
@@ -677,12 +732,13 @@ fn allocate_ports(members: &[RawMember]) -> Result<BTreeMap<String, u16>, PlanEr
     Ok(ports)
 }
 
-/// `text` with `{port}` (the member's own, when it has one) and `{port.NAME}` filled in;
+/// `text` with `{port}` and `{peer}` (the member's own, when it has them), `{port.NAME}` and
+/// `{peer.NAME}` filled in;
 /// `{dir}` and `{file}` are left for when the member starts.
 fn fill(
     text: &Sp<String>,
-    own: Option<u16>,
-    ports: &BTreeMap<String, u16>,
+    own: Option<[u16; 2]>,
+    ports: &BTreeMap<String, [u16; 2]>,
 ) -> Result<String, PlanError> {
     let mut out = String::new();
     let mut rest = text.value.as_str();
@@ -694,27 +750,42 @@ fn fill(
             break;
         };
         let key = &rest[open + 1..open + close];
+        // Braces around anything but a name (awk's `{ print $1 }`, a shell's `${x}`) are the
+        // command's own.
+        let name_like = !key.is_empty()
+            && (key.bytes()).all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if !name_like || rest[..open].ends_with('$') {
+            out.push_str(&rest[open..open + close + 1]);
+            rest = &rest[open + close + 1..];
+            continue;
+        }
         let bad = |why: String| {
             PlanError::new(text.at.clone(), why).hint(format!(
-                "write {{port}}, {{port.NAME}} (members: {}), {{dir}} or {{file}}",
+                "write {{port}}, {{peer}}, {{port.NAME}}, {{peer.NAME}} (members: {}), {{dir}} or {{file}}",
                 ports.keys().cloned().collect::<Vec<_>>().join(", ")
             ))
         };
         match key {
-            "port" => match own {
-                Some(p) => out.push_str(&p.to_string()),
+            "port" | "peer" => match own {
+                Some(p) => out.push_str(&p[usize::from(key == "peer")].to_string()),
                 None => {
-                    return Err(bad(
-                        "{port} names a member's own port; here, name the member: {port.NAME}"
-                            .into(),
-                    ));
+                    return Err(bad(format!(
+                        "{{{key}}} names a member's own port; here, name the member: {{{key}.NAME}}"
+                    )));
                 }
             },
             "dir" | "file" => out.push_str(&rest[open..open + close + 1]),
-            k => match k.strip_prefix("port.").and_then(|n| ports.get(n)) {
-                Some(p) => out.push_str(&p.to_string()),
-                None => return Err(bad(format!("{{{k}}} names no member's port"))),
-            },
+            k => {
+                let port = match k.split_once('.') {
+                    Some(("port", n)) => ports.get(n).map(|p| p[0]),
+                    Some(("peer", n)) => ports.get(n).map(|p| p[1]),
+                    _ => None,
+                };
+                match port {
+                    Some(p) => out.push_str(&p.to_string()),
+                    None => return Err(bad(format!("{{{k}}} names no member's port"))),
+                }
+            }
         }
         rest = &rest[open + close + 1..];
     }
@@ -726,7 +797,7 @@ fn fill(
 /// ports filled in.
 fn resolve_members(
     p: &RawProcess,
-    ports: &BTreeMap<String, u16>,
+    ports: &BTreeMap<String, [u16; 2]>,
 ) -> Result<ProcessSpec, PlanError> {
     let at = p.at.clone().unwrap_or(Origin::Default);
     if p.cmd.is_some() || p.pid.is_some() || p.name.is_some() || p.ready.is_some() {
@@ -738,26 +809,28 @@ fn resolve_members(
     }
     let mut members = Vec::new();
     for m in &p.members {
-        let port = ports[&m.name.value];
+        let own = ports[&m.name.value];
+        let port = own[0];
         if m.cmd.value.trim().is_empty() {
             return Err(PlanError::new(m.cmd.at.clone(), "cmd is empty"));
         }
         let ready = match &m.ready {
             None => std::net::SocketAddr::from(([127, 0, 0, 1], port)),
             Some(r) => {
-                let text = fill(r, Some(port), ports)?;
+                let text = fill(r, Some(own), ports)?;
                 ready_addr(&Sp::new(text, r.at.clone()))?
             }
         };
         members.push(MemberSpec {
             name: m.name.value.clone(),
             port,
-            cmd: fill(&m.cmd, Some(port), ports)?,
+            aux: m.aux.as_ref().is_some_and(|a| a.value),
+            cmd: fill(&m.cmd, Some(own), ports)?,
             ready,
             file: m
                 .file
                 .as_ref()
-                .map(|f| fill(f, Some(port), ports))
+                .map(|f| fill(f, Some(own), ports))
                 .transpose()?,
         });
     }

@@ -5,6 +5,7 @@
 //! store, describing its cases, the server's own figures between tests, closing it — is
 //! [`on_store`].
 
+pub mod kv;
 pub mod load;
 pub mod magma;
 pub mod namespace;
@@ -17,11 +18,12 @@ use std::sync::atomic::AtomicBool;
 
 /// Every suite of this build, in the order a run with no suite named tries them: the first
 /// whose operation family every target speaks runs.
-pub static BUILT_IN: [&dyn Suite; 4] = [
+pub static BUILT_IN: [&dyn Suite; 5] = [
     &shootout::Shootout,
     &magma::Magma,
     &load::Load,
     &namespace::Namespace,
+    &kv::Kv,
 ];
 
 /// A store suite's state on one opened store, repetition after repetition.
@@ -68,7 +70,10 @@ pub(crate) fn on_store(
 }
 
 /// What the server did between two snapshots of its cumulative figures.
-fn server_delta(before: &[ServerOp], after: &[ServerOp]) -> Vec<(String, u64, results::Histogram)> {
+pub(crate) fn server_delta(
+    before: &[ServerOp],
+    after: &[ServerOp],
+) -> Vec<(String, u64, results::Histogram)> {
     after
         .iter()
         .filter_map(|a| {

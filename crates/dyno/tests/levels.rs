@@ -1,0 +1,149 @@
+//! A run of levels on real replicated systems started by dyno: the kv suite at the
+//! `kill-master` level, the primary of the moment killed every 10 s (and started again 5 s
+//! later), on Redis with Sentinel and on a 3-member etcd cluster (`examples/ahash.toml`'s
+//! targets). Each test runs 30 s, so its record holds three kills; every operation is accounted
+//! for, each recovery is no shorter than the system's failover and bounded, and the
+//! lost-writes check ran after the final heal.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// `examples/ahash.toml` with only `target` (a cluster) kept, at the kill-master level.
+fn plan(dir: &Path, target: &str) -> std::path::PathBuf {
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/ahash.toml"),
+    )
+    .unwrap();
+    let mut text = String::from(
+        "[suite]\nname = \"kv\"\nlevels = [\"kill-master\"]\nlevel_every = \"10s\"\nduration = \"15s\"\nconcurrency = 2\nobjects = 50\n",
+    );
+    // The target's own sections: `[targets.T]`, `[targets.T.process]`, `[[targets.T.…]]`.
+    let mine = |header: &str| {
+        let h = header.trim_matches(|c| c == '[' || c == ']');
+        h == format!("targets.{target}") || h.starts_with(&format!("targets.{target}."))
+    };
+    let mut keep = false;
+    for line in example.lines() {
+        if line.starts_with('[') {
+            keep = mine(line);
+        }
+        if keep {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    let path = dir.join("levels.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs the plan, checks what every system must show, and returns the record.
+fn kill_master(target: &str, failover_ns: u64) -> Option<serde_json::Value> {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(dir.path(), target);
+    let out = dir.path().join("out");
+    let o = dyno(dir.path())
+        .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    assert_eq!(rec["plan"]["levels"][0]["name"], "kill-master");
+    // 30 s of operations (get, then set), a kill every 10 s: three at least, each of the
+    // primary of that moment, each started again.
+    let events = rec["faults"].as_array().unwrap();
+    assert!(events.len() >= 3, "{events:?}");
+    for e in events {
+        assert_eq!(e["action"], "kill", "{e}");
+        assert!(
+            e["target"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{target}/"))
+        );
+        assert!(e["note"].is_null(), "{e}");
+        assert!(e["new_pid"].is_u64(), "started again: {e}");
+    }
+    let cases = rec["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for c in cases {
+        assert_eq!(c["level"], "kill-master");
+        let reps = c["reps"].as_array().unwrap();
+        assert_eq!(reps.len(), 1, "{c}");
+        let rep = &reps[0];
+        let kv = &rep["detail"]["kv"];
+        // Every operation accounted for, in the suite's figures and in the recorder's own count.
+        let n = |v: &serde_json::Value| v.as_u64().unwrap();
+        assert_eq!(
+            n(&kv["issued"]),
+            n(&kv["ok"]) + n(&kv["definite"]) + n(&kv["indefinite"]),
+            "{kv}"
+        );
+        assert_eq!(n(&rep["ops"]), n(&kv["issued"]));
+        let test = c["test"].as_str().unwrap();
+        assert_eq!(n(&rep["by_op"][test]["count"]), n(&kv["issued"]));
+        assert!(n(&kv["ok"]) > 0, "{kv}");
+        // Each kill that fell inside the test: the service came back no sooner than the
+        // system's failover, and within the 10 s before the next kill.
+        let effects = c["faults"].as_array().unwrap();
+        assert!(!effects.is_empty(), "no kill during {test}: {c}");
+        let recovered: Vec<u64> = effects
+            .iter()
+            .filter_map(|e| e["recovery_ns"].as_u64())
+            .collect();
+        assert!(!recovered.is_empty(), "{effects:?}");
+        for r in &recovered {
+            assert!(
+                (failover_ns..10_000_000_000).contains(r),
+                "{test}: recovery {r} ns, failover {failover_ns} ns: {effects:?}"
+            );
+        }
+    }
+    // The lost-writes check ran after the final heal, and could read every key back.
+    let set = cases.iter().find(|c| c["test"] == "set").unwrap();
+    let lost = &set["reps"][0]["detail"]["kv"]["lost_writes"];
+    assert_eq!(lost["checked"].as_u64(), Some(50), "{lost}");
+    assert_eq!(lost["unread"].as_u64(), Some(0), "{lost}");
+    // The seed's table, at this level.
+    assert!(
+        stdout.contains("Getting") && stdout.contains("Setting"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("{target} · kill-master")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("lost writes"), "{stdout}");
+    Some(rec)
+}
+
+#[test]
+fn redis_with_sentinel_recovers_from_each_kill_of_its_primary() {
+    if testkit::installed("redis-server", &["/usr/bin/redis-server"]).is_none()
+        || testkit::installed("redis-cli", &["/usr/bin/redis-cli"]).is_none()
+    {
+        return;
+    }
+    // Sentinel's down-after-milliseconds is 1000: no failover is sooner.
+    kill_master("redis", 1_000_000_000);
+}
+
+#[test]
+fn etcd_recovers_from_each_kill_of_its_leader() {
+    if testkit::installed("etcd", &["/usr/bin/etcd"]).is_none()
+        || testkit::installed("etcdctl", &["/usr/bin/etcdctl"]).is_none()
+    {
+        return;
+    }
+    // etcd's election timeout is 1000 ms by default.
+    kill_master("etcd", 1_000_000_000).unwrap();
+}

@@ -1,0 +1,777 @@
+//! `etcd://HOST:PORT[,HOST:PORT…]` — etcd v3, one member or a Raft cluster, through the v3 JSON
+//! gateway (`/v3/kv/…`) over HTTP/1.1 keep-alive.
+//!
+//! Why the JSON gateway and not gRPC: it needs no HTTP/2 stack, no protobuf code generation and
+//! no async runtime under a blocking session, and its client cost was measured against etcd's
+//! gRPC client (README, "etcd"). Keys and values travel base64-encoded, as the gateway wants.
+//!
+//! dyno works only under a key prefix of its own (`dyno_<pid>_<n>/`) and deletes exactly that
+//! range at the end. A write transaction is one etcd `Txn` (or several of at most
+//! `max_txn_ops` puts when it is larger: etcd refuses bigger ones, `--max-txn-ops`, 128 by
+//! default). A session talks to one member (sessions are spread over the endpoints); when its
+//! member fails it moves to the next one that answers, and every such move is counted and timed
+//! (the case's `server.reconnect` figures). A read is linearizable unless `reads=serializable`.
+
+use crate::options::Opts;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use engine::clock::Clock;
+use engine::driver::{
+    CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
+    OptionSpec, Session, Store, TargetConfig, TxMode,
+};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+pub static INFO: DriverInfo = DriverInfo {
+    scheme: "etcd",
+    query_options: true,
+    summary: "etcd v3, a member or a cluster, through its JSON gateway; a session moves to another member when its own fails (each move counted and timed)",
+    forms: &[
+        "etcd://127.0.0.1:2379",
+        "etcd://127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379?reads=serializable",
+    ],
+    families: &[Family::Kv, Family::Graph],
+    options: &[
+        OptionSpec {
+            name: "reads",
+            default: "linearizable",
+            help: "linearizable (through the leader) or serializable (the member's own copy)",
+        },
+        OptionSpec {
+            name: "timeout",
+            default: "5s",
+            help: "how long a request may wait for its answer before it fails as a timeout",
+        },
+        OptionSpec {
+            name: "max_txn_ops",
+            default: "128",
+            help: "most puts in one Txn (the servers' --max-txn-ops); a larger commit is split",
+        },
+    ],
+};
+
+/// How long a session whose member failed keeps looking for another.
+const FOLLOW_FOR: Duration = Duration::from_secs(30);
+/// A response head line or body larger than these is a protocol error.
+const MAX_LINE: u64 = 16 << 10;
+const MAX_BODY: usize = 64 << 20;
+/// A Txn's request is kept under etcd's default request limit (1.5 MiB).
+const MAX_TXN_BYTES: usize = 1 << 20;
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug, Clone)]
+struct Config {
+    endpoints: Vec<String>,
+    serializable: bool,
+    timeout: Duration,
+    max_txn_ops: usize,
+    resolved: BTreeMap<String, String>,
+    durability: Arc<std::sync::OnceLock<String>>,
+}
+
+/// Validates the URL and options; touches nothing.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let o = Opts::new("etcd", options, INFO.options)?;
+    let form = |why: String| {
+        ConfigError::url(why).hint(
+            "write etcd://HOST:PORT[,HOST:PORT…], e.g. etcd://127.0.0.1:2379 or \
+             etcd://127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379",
+        )
+    };
+    let hosts = (rest.strip_prefix("//"))
+        .map(|r| r.trim_end_matches('/'))
+        .ok_or_else(|| form("no endpoints".into()))?;
+    let endpoints: Vec<String> = (hosts.split(','))
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(String::from)
+        .collect();
+    if endpoints.is_empty() {
+        return Err(form("it names no endpoint".into()));
+    }
+    if let Some(bad) = (endpoints.iter()).find(|h| {
+        h.contains('/')
+            || !h
+                .rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+    }) {
+        return Err(form(format!("endpoint {bad:?} is not HOST:PORT")));
+    }
+    let serializable = o.choice("reads", &["linearizable", "serializable"])? == "serializable";
+    let max_txn_ops = o.count("max_txn_ops")?;
+    if !(1..=1_000_000).contains(&max_txn_ops) {
+        return Err(ConfigError::option("max_txn_ops", "must be 1 to 1000000")
+            .hint("give the servers' --max-txn-ops (128 unless set)"));
+    }
+    Ok(Box::new(Config {
+        endpoints,
+        serializable,
+        timeout: o.duration("timeout")?,
+        max_txn_ops: max_txn_ops as usize,
+        resolved: o.resolved(),
+        durability: Arc::new(std::sync::OnceLock::new()),
+    }))
+}
+
+fn io_err(context: &'static str) -> impl Fn(std::io::Error) -> OpError {
+    move |e| OpError::io(context, &e)
+}
+
+fn protocol(msg: impl Into<std::borrow::Cow<'static, str>>) -> OpError {
+    OpError::new(ErrorClass::Protocol, msg)
+}
+
+/// One keep-alive HTTP/1.1 connection to one member.
+struct Conn {
+    input: BufReader<TcpStream>,
+    out: TcpStream,
+    host: String,
+    request: Vec<u8>,
+    line: Vec<u8>,
+}
+
+/// What the gateway answered: its status and body.
+struct Answer<'a> {
+    status: u16,
+    body: &'a [u8],
+}
+
+impl Conn {
+    fn open(endpoint: &str, timeout: Duration) -> Result<Conn, OpError> {
+        let addr: SocketAddr = crate::net::resolve(endpoint, None)
+            .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
+        let s = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(2)))
+            .map_err(io_err("connect"))?;
+        s.set_nodelay(true).map_err(io_err("connect"))?;
+        s.set_read_timeout(Some(timeout))
+            .map_err(io_err("connect"))?;
+        s.set_write_timeout(Some(timeout))
+            .map_err(io_err("connect"))?;
+        Ok(Conn {
+            input: BufReader::with_capacity(16 << 10, s.try_clone().map_err(io_err("connect"))?),
+            out: s,
+            host: endpoint.to_string(),
+            request: Vec::with_capacity(512),
+            line: Vec::with_capacity(128),
+        })
+    }
+
+    /// Sends `method path` with `body` (JSON) and reads the answer's body into `into`.
+    fn call<'a>(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: &[u8],
+        into: &'a mut Vec<u8>,
+    ) -> Result<Answer<'a>, OpError> {
+        self.request.clear();
+        write!(
+            self.request,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            self.host,
+            body.len()
+        )
+        .expect("writing to a Vec");
+        self.request.extend_from_slice(body);
+        self.out.write_all(&self.request).map_err(io_err("send"))?;
+        let status = read_response(&mut self.input, &mut self.line, into)?;
+        Ok(Answer { status, body: into })
+    }
+}
+
+/// Reads one HTTP/1.1 response: its status, and its body (Content-Length or chunked) into
+/// `body`. Lines are bounded; memory grows with the bytes that arrive, not the lengths claimed.
+fn read_response(
+    input: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+) -> Result<u16, OpError> {
+    let read_line = |line: &mut Vec<u8>, input: &mut dyn BufRead| -> Result<(), OpError> {
+        line.clear();
+        let n = input
+            .take(MAX_LINE)
+            .read_until(b'\n', line)
+            .map_err(io_err("receive"))?;
+        if n == 0 {
+            return Err(OpError::new(
+                ErrorClass::Reset,
+                "the server closed the connection",
+            ));
+        }
+        if !line.ends_with(b"\r\n") {
+            return Err(protocol("an HTTP line not ended by CRLF"));
+        }
+        line.truncate(n - 2);
+        Ok(())
+    };
+    read_line(line, input)?;
+    let status = (line
+        .strip_prefix(b"HTTP/1.1 ")
+        .or(line.strip_prefix(b"HTTP/1.0 ")))
+    .and_then(|r| r.get(..3))
+    .and_then(|c| std::str::from_utf8(c).ok())
+    .and_then(|c| c.parse::<u16>().ok())
+    .ok_or_else(|| protocol("not an HTTP status line"))?;
+    let mut length: Option<usize> = None;
+    let mut chunked = false;
+    for _ in 0..200 {
+        read_line(line, input)?;
+        if line.is_empty() {
+            body.clear();
+            return match (chunked, length) {
+                (true, _) => read_chunked(input, line, body).map(|()| status),
+                (false, Some(n)) => {
+                    let got = input
+                        .take(n as u64)
+                        .read_to_end(body)
+                        .map_err(io_err("receive"))?;
+                    if got != n {
+                        return Err(OpError::new(
+                            ErrorClass::Reset,
+                            "the server closed the connection inside a response",
+                        ));
+                    }
+                    Ok(status)
+                }
+                (false, None) => Err(protocol("a response with neither a length nor chunks")),
+            };
+        }
+        let text = String::from_utf8_lossy(line);
+        let Some((name, value)) = text.split_once(':') else {
+            return Err(protocol("a header line without a colon"));
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("content-length") {
+            let n: usize = value
+                .parse()
+                .map_err(|_| protocol("a Content-Length that is not a number"))?;
+            if n > MAX_BODY {
+                return Err(protocol("a response body over 64 MiB"));
+            }
+            length = Some(n);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = value.eq_ignore_ascii_case("chunked");
+        }
+    }
+    Err(protocol("a response with over 200 header lines"))
+}
+
+fn read_chunked(
+    input: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+) -> Result<(), OpError> {
+    loop {
+        line.clear();
+        input
+            .take(MAX_LINE)
+            .read_until(b'\n', line)
+            .map_err(io_err("receive"))?;
+        let size = std::str::from_utf8(line)
+            .ok()
+            .map(|s| s.trim().split(';').next().unwrap_or(""))
+            .and_then(|s| usize::from_str_radix(s, 16).ok())
+            .ok_or_else(|| protocol("a chunk size that is not hexadecimal"))?;
+        if body.len() + size > MAX_BODY {
+            return Err(protocol("a response body over 64 MiB"));
+        }
+        let got = input
+            .take(size as u64 + 2)
+            .read_to_end(body)
+            .map_err(io_err("receive"))?;
+        if got != size + 2 || !body.ends_with(b"\r\n") {
+            return Err(OpError::new(
+                ErrorClass::Reset,
+                "the server closed the connection inside a chunk",
+            ));
+        }
+        body.truncate(body.len() - 2);
+        if size == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// The gateway's error body: `{"error": …, "code": N, "message": …}`.
+#[derive(serde::Deserialize)]
+struct GatewayError {
+    #[serde(default)]
+    code: i64,
+    #[serde(default)]
+    message: String,
+}
+
+/// An answer that is not 200, as an operation error. gRPC's code says what kind: 4
+/// (deadline exceeded) is a timeout, 14 (unavailable: no leader, stopping) a refusal.
+fn gateway_error(a: &Answer) -> OpError {
+    let e: GatewayError = serde_json::from_slice(a.body).unwrap_or(GatewayError {
+        code: -1,
+        message: String::from_utf8_lossy(&a.body[..a.body.len().min(200)]).into_owned(),
+    });
+    let class = match e.code {
+        4 => ErrorClass::Timeout,
+        14 => ErrorClass::Refused,
+        8 => ErrorClass::Full,
+        _ => ErrorClass::Application,
+    };
+    OpError::new(
+        class,
+        format!("etcd: HTTP {}: {} (code {})", a.status, e.message, e.code),
+    )
+}
+
+#[derive(serde::Deserialize)]
+struct RangeReply {
+    #[serde(default)]
+    kvs: Vec<KeyValue>,
+}
+
+#[derive(serde::Deserialize)]
+struct KeyValue {
+    #[serde(default)]
+    value: String,
+}
+
+#[derive(serde::Deserialize)]
+struct MemberList {
+    #[serde(default)]
+    members: Vec<serde_json::Value>,
+}
+
+#[derive(serde::Deserialize)]
+struct Version {
+    #[serde(default)]
+    etcdserver: String,
+}
+
+impl Config {
+    /// The first member that answers, from `start` on.
+    fn reach(&self, start: usize) -> Result<(Conn, usize), OpError> {
+        let mut last = OpError::new(ErrorClass::Refused, "etcd: no endpoint");
+        for i in 0..self.endpoints.len() {
+            let at = (start + i) % self.endpoints.len();
+            match Conn::open(&self.endpoints[at], self.timeout).and_then(|mut c| {
+                let mut buf = Vec::new();
+                let a = c.call("GET", "/version", b"", &mut buf)?;
+                if a.status != 200 {
+                    return Err(gateway_error(&a));
+                }
+                Ok(c)
+            }) {
+                Ok(c) => return Ok((c, at)),
+                Err(e) => {
+                    last = OpError::new(
+                        e.class,
+                        format!("etcd://{}: {}", self.endpoints[at], e.message),
+                    )
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// What the cluster says of its durability: every commit is fsynced to the WAL of a
+    /// majority of its members.
+    fn ask_durability(&self) -> String {
+        let Ok((mut c, _)) = self.reach(0) else {
+            return "unknown (not reached)".into();
+        };
+        let mut buf = Vec::new();
+        match c.call("POST", "/v3/cluster/member/list", b"{}", &mut buf) {
+            Ok(a) if a.status == 200 => match serde_json::from_slice::<MemberList>(a.body) {
+                Ok(m) if m.members.len() > 1 => format!(
+                    "raft: fsync on {} of {} members",
+                    m.members.len() / 2 + 1,
+                    m.members.len()
+                ),
+                Ok(_) => "WAL fsync, 1 member".into(),
+                Err(_) => "unknown".into(),
+            },
+            _ => "unknown".into(),
+        }
+    }
+}
+
+impl TargetConfig for Config {
+    fn durability(&self) -> String {
+        self.durability
+            .get_or_init(|| self.ask_durability())
+            .clone()
+    }
+    fn options(&self) -> BTreeMap<String, String> {
+        self.resolved.clone()
+    }
+    fn topology(&self) -> &'static str {
+        crate::net::topology_of(&self.endpoints[0])
+    }
+    fn open(&self) -> Result<Box<dyn Store>, DriverError> {
+        let (mut c, _) = self
+            .reach(0)
+            .map_err(|e| DriverError::new(e.message.to_string()))?;
+        let mut buf = Vec::new();
+        let version = match c.call("GET", "/version", b"", &mut buf) {
+            Ok(a) if a.status == 200 => serde_json::from_slice::<Version>(a.body)
+                .map(|v| v.etcdserver)
+                .unwrap_or_else(|_| "unknown".into()),
+            _ => "unknown".into(),
+        };
+        let prefix = format!(
+            "dyno_{}_{}_{}/",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        );
+        Ok(Box::new(EtcdStore {
+            config: self.clone(),
+            prefix,
+            version,
+            next: AtomicUsize::new(0),
+            reconnects: Arc::new(crate::net::Reconnects::default()),
+        }))
+    }
+}
+
+struct EtcdStore {
+    config: Config,
+    prefix: String,
+    version: String,
+    /// The member the next session starts on.
+    next: AtomicUsize,
+    reconnects: Arc<crate::net::Reconnects>,
+}
+
+/// The JSON of a range covering every key that starts with `prefix`.
+fn prefix_range(prefix: &str) -> String {
+    let mut end = prefix.as_bytes().to_vec();
+    // The prefix ends in '/', so adding one to its last byte never carries.
+    *end.last_mut().expect("a prefix is never empty") += 1;
+    format!(
+        r#"{{"key":"{}","range_end":"{}"}}"#,
+        B64.encode(prefix),
+        B64.encode(end)
+    )
+}
+
+impl Store for EtcdStore {
+    fn namespace(&self) -> Namespace {
+        Namespace {
+            location: format!(
+                "etcd://{} keys {}*",
+                self.config.endpoints.join(","),
+                self.prefix
+            ),
+            created_by_dyno: true,
+            temporary: true,
+        }
+    }
+    fn versions(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("etcd".to_string(), self.version.clone())])
+    }
+    fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let (conn, at) = self.config.reach(start)?;
+        Ok(Box::new(EtcdSession {
+            conn,
+            at,
+            broken: false,
+            config: self.config.clone(),
+            prefix: self.prefix.clone(),
+            key: String::with_capacity(64),
+            body: Vec::with_capacity(512),
+            reply: Vec::with_capacity(512),
+            pending: Vec::new(),
+            in_tx: false,
+            reads: 0,
+            reconnects: self.reconnects.clone(),
+        }))
+    }
+    fn server_stats(&self) -> Option<Result<Vec<engine::driver::ServerOp>, OpError>> {
+        Some(Ok(vec![self.reconnects.server_op()]))
+    }
+    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
+        Ok(CacheDrop::NotReachable(
+            "etcd: its key index lives in memory and its data in a memory-mapped bbolt file that dyno cannot evict from a server it reaches over the network".into(),
+        ))
+    }
+    fn close(self: Box<Self>) -> Result<(), DriverError> {
+        let fail =
+            |e: OpError| DriverError::new(format!("removing {}*: {}", self.prefix, e.message));
+        let (mut c, _) = self.config.reach(0).map_err(fail)?;
+        let mut buf = Vec::new();
+        let body = prefix_range(&self.prefix);
+        let a = c
+            .call("POST", "/v3/kv/deleterange", body.as_bytes(), &mut buf)
+            .map_err(fail)?;
+        if a.status != 200 {
+            return Err(fail(gateway_error(&a)));
+        }
+        Ok(())
+    }
+}
+
+/// One client's session on one member; see the module's notes on moving to another.
+struct EtcdSession {
+    conn: Conn,
+    /// The member's place in the endpoints.
+    at: usize,
+    /// The last operation failed on the connection: the next one moves first.
+    broken: bool,
+    config: Config,
+    prefix: String,
+    key: String,
+    body: Vec<u8>,
+    reply: Vec<u8>,
+    /// A write transaction's puts, base64 already, sent at commit.
+    pending: Vec<(String, String)>,
+    in_tx: bool,
+    reads: u64,
+    reconnects: Arc<crate::net::Reconnects>,
+}
+
+impl EtcdSession {
+    /// `key` as the gateway wants it: the prefix and 16 hex digits, base64.
+    fn key64(&mut self, key: u64) -> String {
+        self.key.clear();
+        write!(self.key, "{}{key:016x}", self.prefix).expect("writing to a String");
+        B64.encode(&self.key)
+    }
+
+    /// Moves to the next member that answers if the last operation broke the connection: a
+    /// reconnection, counted and timed.
+    fn ensure(&mut self) -> Result<(), OpError> {
+        if !self.broken {
+            return Ok(());
+        }
+        let t0 = std::time::Instant::now();
+        let mut last;
+        loop {
+            match self.config.reach(self.at + 1) {
+                Ok((c, at)) => {
+                    self.conn = c;
+                    self.at = at;
+                    self.broken = false;
+                    self.reconnects.record(t0.elapsed());
+                    return Ok(());
+                }
+                Err(e) => last = e,
+            }
+            if t0.elapsed() >= FOLLOW_FOR {
+                return Err(last);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Sends one request to `path`; a failure on the connection, or a member that says it
+    /// cannot serve (no leader, stopping), marks the session to move.
+    fn post(&mut self, path: &str) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = match self.conn.call("POST", path, &self.body, &mut self.reply) {
+            Ok(a) if a.status == 200 => Ok(()),
+            Ok(a) => Err(gateway_error(&a)),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &r {
+            self.broken |= matches!(
+                e.class,
+                ErrorClass::Io
+                    | ErrorClass::Reset
+                    | ErrorClass::Refused
+                    | ErrorClass::Timeout
+                    | ErrorClass::Protocol
+            );
+        }
+        r
+    }
+
+    fn send_txn(&mut self, puts: &[(String, String)]) -> Result<(), OpError> {
+        self.body.clear();
+        self.body.extend_from_slice(br#"{"success":["#);
+        for (i, (k, v)) in puts.iter().enumerate() {
+            if i > 0 {
+                self.body.push(b',');
+            }
+            write!(
+                self.body,
+                r#"{{"requestPut":{{"key":"{k}","value":"{v}"}}}}"#
+            )
+            .expect("writing to a Vec");
+        }
+        self.body.extend_from_slice(b"]}");
+        self.post("/v3/kv/txn")
+    }
+}
+
+impl Session for EtcdSession {
+    fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
+        self.pending.clear();
+        self.in_tx = mode == TxMode::Write;
+        Ok(())
+    }
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        let k = self.key64(key);
+        let v = B64.encode(value);
+        if self.in_tx {
+            self.pending.push((k, v));
+            return Ok(());
+        }
+        self.body.clear();
+        write!(self.body, r#"{{"key":"{k}","value":"{v}"}}"#).expect("writing to a Vec");
+        self.post("/v3/kv/put")
+    }
+    fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+        let k = self.key64(key);
+        self.body.clear();
+        write!(
+            self.body,
+            r#"{{"key":"{k}","serializable":{}}}"#,
+            self.config.serializable
+        )
+        .expect("writing to a Vec");
+        self.post("/v3/kv/range")?;
+        self.reads += 1;
+        let r: RangeReply = serde_json::from_slice(&self.reply)
+            .map_err(|e| protocol(format!("etcd: a range reply that is not JSON: {e}")))?;
+        let Some(kv) = r.kvs.first() else {
+            return Err(OpError::new(ErrorClass::NotFound, "etcd: no such key"));
+        };
+        out.clear();
+        B64.decode_vec(&kv.value, out)
+            .map_err(|_| protocol("etcd: a value that is not base64"))
+    }
+    fn delete(&mut self, key: u64) -> Result<(), OpError> {
+        let k = self.key64(key);
+        self.body.clear();
+        write!(self.body, r#"{{"key":"{k}"}}"#).expect("writing to a Vec");
+        self.post("/v3/kv/deleterange")
+    }
+    fn commit(&mut self) -> Result<(), OpError> {
+        self.in_tx = false;
+        let pending = std::mem::take(&mut self.pending);
+        // As few Txns as etcd's limits allow: at most max_txn_ops puts and about 1 MiB each.
+        let mut from = 0;
+        while from < pending.len() {
+            let mut to = from;
+            let mut bytes = 0;
+            while to < pending.len()
+                && to - from < self.config.max_txn_ops
+                && (to == from || bytes + pending[to].0.len() + pending[to].1.len() < MAX_TXN_BYTES)
+            {
+                bytes += pending[to].0.len() + pending[to].1.len() + 40;
+                to += 1;
+            }
+            self.send_txn(&pending[from..to])?;
+            from = to;
+        }
+        self.pending = pending;
+        self.pending.clear();
+        Ok(())
+    }
+    fn storage_reads(&self) -> u64 {
+        self.reads
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn read(bytes: &[u8]) -> Result<(u16, Vec<u8>), OpError> {
+        let mut input = BufReader::new(bytes);
+        let (mut line, mut body) = (Vec::new(), Vec::new());
+        let status = read_response(&mut input, &mut line, &mut body)?;
+        Ok((status, body))
+    }
+
+    #[test]
+    fn responses_as_the_gateway_sends_them() {
+        let (s, b) = read(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        )
+        .unwrap();
+        assert_eq!((s, b.as_slice()), (200, b"{}".as_slice()));
+        let (s, b) =
+            read(b"HTTP/1.1 503 x\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+                .unwrap();
+        assert_eq!((s, b.as_slice()), (503, b"abcde".as_slice()));
+        assert_eq!(read(b"").unwrap_err().class, ErrorClass::Reset);
+        assert_eq!(
+            read(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc")
+                .unwrap_err()
+                .class,
+            ErrorClass::Reset
+        );
+        assert_eq!(
+            read(b"HTTP/1.1 200 OK\r\n\r\n").unwrap_err().class,
+            ErrorClass::Protocol
+        );
+        assert_eq!(
+            read(b"SSH-2.0-OpenSSH\r\n").unwrap_err().class,
+            ErrorClass::Protocol
+        );
+    }
+
+    #[test]
+    fn gateway_errors_are_classed_by_their_grpc_code() {
+        let a = Answer {
+            status: 503,
+            body:
+                br#"{"error":"etcdserver: no leader","code":14,"message":"etcdserver: no leader"}"#,
+        };
+        let e = gateway_error(&a);
+        assert_eq!(e.class, ErrorClass::Refused);
+        assert!(e.message.contains("no leader"), "{}", e.message);
+        let a = Answer {
+            status: 500,
+            body: b"<html>",
+        };
+        assert_eq!(gateway_error(&a).class, ErrorClass::Application);
+    }
+
+    #[test]
+    fn urls_name_their_endpoints() {
+        let ok = |u: &str| configure(u, &BTreeMap::new()).map(|c| c.options());
+        assert!(ok("//127.0.0.1:2379").is_ok());
+        assert!(ok("//127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/").is_ok());
+        for bad in ["", "//", "//127.0.0.1", "//a:1,b", "//a:1/x"] {
+            let e = ok(bad).unwrap_err();
+            assert!(e.hint.unwrap().contains("etcd://"), "{bad}");
+        }
+        let mut o = BTreeMap::new();
+        o.insert("reads".to_string(), "stale".to_string());
+        assert_eq!(
+            configure("//a:1", &o)
+                .err()
+                .and_then(|e| e.option)
+                .as_deref(),
+            Some("reads")
+        );
+    }
+
+    #[test]
+    fn a_prefix_range_ends_just_past_the_prefix() {
+        let r = prefix_range("dyno_1_2_3/");
+        assert!(r.contains(&B64.encode("dyno_1_2_3/")));
+        assert!(r.contains(&B64.encode("dyno_1_2_30")), "'/' + 1 is '0'");
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_are_a_response_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = read(&bytes);
+        }
+    }
+}
