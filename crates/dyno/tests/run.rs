@@ -338,16 +338,34 @@ fn a_plan_file_runs_and_validates() {
 
 #[test]
 fn the_example_plans_in_the_repository_are_valid() {
-    for name in ["shootout.toml", "faults.toml", "redis-sentinel.toml"] {
+    for name in [
+        "shootout.toml",
+        "faults.toml",
+        "redis-sentinel.toml",
+        "etcd.toml",
+        "ahash.toml",
+    ] {
         let example = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../examples")
             .join(name);
         let dir = tempfile::tempdir().unwrap();
-        dyno(dir.path())
+        let a = dyno(dir.path())
             .arg("validate")
             .arg(example)
             .assert()
             .success();
+        let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+        if name == "ahash.toml" {
+            // Each level with its targets and faults, as resolved.
+            assert!(
+                out.contains("level centralized: redis-1, etcd-1; undisturbed"),
+                "{out}"
+            );
+            assert!(
+                out.contains("level kill-master: redis, etcd; kill target=redis member=primary every=60s after=30s"),
+                "{out}"
+            );
+        }
     }
 }
 
