@@ -223,9 +223,11 @@ fn watch(
         };
         // A process dyno started: watched, and kept (by `TARGET` or `TARGET/MEMBER`) for the
         // faults.
+        // A cluster's member is watched as `TARGET/MEMBER`: its series follows the member across
+        // restarts, whatever its PID.
         let mut keep = |key: String, s: crate::process::Started| {
             watches.push(crate::monitor::Watch {
-                target: Some(t.name.clone()),
+                target: Some(key.clone()),
                 pid: s.pid,
                 source: results::WatchSource::Started,
             });

@@ -55,7 +55,8 @@ pub enum WatchSource {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessSeries {
-    /// The target the process serves; `null` for a process watched for the whole run.
+    /// The target the process serves (`TARGET/MEMBER` for a member of a cluster); `null` for a
+    /// process watched for the whole run.
     pub target: Option<String>,
     /// The process (the latest, when a fault plan started it again: the series follows it).
     pub pid: u32,
