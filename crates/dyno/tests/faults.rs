@@ -329,3 +329,60 @@ after = "200ms"
     let load = &rec["cases"][0]["reps"][0]["detail"]["load"];
     assert!(load["network_failed"].as_u64().unwrap() > 0, "{load}");
 }
+
+/// The shootout's clients restart between tests: their sessions and caches are dropped, so a
+/// `steamin` test (every read from the client's cache) after a restart reads from the store,
+/// where it otherwise reads none.
+#[test]
+fn restarted_shootout_clients_start_their_next_test_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    // A real 1 ms per operation: each test of 50 objects takes about 50 ms.
+    let run = |fault: Option<&str>| {
+        let out = dir
+            .path()
+            .join(if fault.is_some() { "faulted" } else { "calm" });
+        let mut cmd = dyno(dir.path());
+        cmd.args(["run", "mock:?clock=real&latency=1ms", "-n", "50", "-c", "1"])
+            .args(["--reps", "2", "--no-warmup", "--quiet", "-o"])
+            .arg(&out);
+        if let Some(f) = fault {
+            cmd.args(["--fault", f]);
+        }
+        let o = cmd.output().unwrap();
+        // A restart before steamin fails its check (the store saw reads): exit 3.
+        let ok = if fault.is_some() { 0..=3 } else { 0..=0 };
+        assert!(
+            ok.contains(&o.status.code().unwrap()),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        record(&out)
+    };
+    let steamin_reads = |rec: &serde_json::Value| -> u64 {
+        let steamin = (rec["cases"].as_array().unwrap().iter())
+            .find(|c| c["test"] == "steamin")
+            .unwrap();
+        (steamin["reps"].as_array().unwrap().iter())
+            .map(|r| r["detail"]["store"]["storage_reads"].as_u64().unwrap())
+            .sum()
+    };
+    let calm = run(None);
+    assert_eq!(steamin_reads(&calm), 0, "steamin reads the client cache");
+    let faulted = run(Some("restart-clients every=20ms"));
+    assert_schema_valid(&faulted);
+    assert!(
+        faulted["faults"].as_array().unwrap().len() >= 5,
+        "{}",
+        faulted["faults"]
+    );
+    assert!(
+        steamin_reads(&faulted) > 0,
+        "a client restarted before steamin read from the store"
+    );
+    // And the case says why its check failed.
+    let steamin = (faulted["cases"].as_array().unwrap().iter())
+        .find(|c| c["test"] == "steamin")
+        .unwrap();
+    let why = steamin["reason"].as_str().unwrap_or("");
+    assert!(why.contains("restart-clients"), "{why}");
+}

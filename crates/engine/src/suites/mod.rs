@@ -13,7 +13,7 @@ pub mod shootout;
 
 use crate::driver::{ServerOp, Store};
 use crate::plan::PlanTarget;
-use crate::suite::{After, Repeat, Suite, TargetError, TestOutcome};
+use crate::suite::{After, RepCtx, Repeat, Suite, TargetError, TestOutcome};
 use std::sync::atomic::AtomicBool;
 
 /// Every suite of this build, in the order a run with no suite named tries them: the first
@@ -28,8 +28,8 @@ pub static BUILT_IN: [&dyn Suite; 5] = [
 
 /// A store suite's state on one opened store, repetition after repetition.
 pub(crate) trait StoreRun: Send {
-    /// Runs every test of repetition `rep`, reporting each as it ends.
-    fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome));
+    /// Runs every test of repetition `ctx.rep`, reporting each as it ends.
+    fn run_rep(&mut self, ctx: &RepCtx, report: &mut dyn FnMut(TestOutcome));
 }
 
 /// Runs a store suite on `target`: opens the store (an error fails the target's cases), has
@@ -48,7 +48,7 @@ pub(crate) fn on_store(
     let mut server_before = store.server_stats().and_then(Result::ok);
     let shared: &dyn Store = &*store;
     run.repeat(None, None, &mut |ctx| {
-        suite.run_rep(ctx.rep, &mut |mut o| {
+        suite.run_rep(ctx, &mut |mut o| {
             if let Some(before) = &server_before {
                 let after = shared.server_stats().and_then(Result::ok);
                 if let (Some(after), true) = (&after, ctx.measured) {

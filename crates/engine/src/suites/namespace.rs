@@ -292,8 +292,8 @@ fn outcome(
 }
 
 impl crate::suites::StoreRun for Folders<'_> {
-    fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
-        Folders::run_rep(self, rep, report)
+    fn run_rep(&mut self, ctx: &crate::suite::RepCtx, report: &mut dyn FnMut(TestOutcome)) {
+        Folders::run_rep(self, ctx.rep, report)
     }
 }
 

@@ -683,8 +683,8 @@ fn check(ok: bool, id: u64, what: &str) -> Result<(), OpError> {
 }
 
 impl crate::suites::StoreRun for Magma<'_> {
-    fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
-        Magma::run_rep(self, rep, report)
+    fn run_rep(&mut self, ctx: &crate::suite::RepCtx, report: &mut dyn FnMut(TestOutcome)) {
+        Magma::run_rep(self, ctx.rep, report)
     }
 }
 

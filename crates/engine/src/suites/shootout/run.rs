@@ -300,8 +300,9 @@ impl Client {
 }
 
 impl crate::suites::StoreRun for Shootout<'_> {
-    fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
-        Shootout::run_rep(self, rep, report)
+    fn run_rep(&mut self, ctx: &crate::suite::RepCtx, report: &mut dyn FnMut(TestOutcome)) {
+        let epoch = || ctx.clients.load(std::sync::atomic::Ordering::Relaxed);
+        self.run_rep_restarting(ctx.rep, &epoch, report)
     }
 }
 
@@ -341,11 +342,36 @@ impl<'a> Shootout<'a> {
 
     /// Runs the six tests of repetition `rep` (keys are fresh for each `rep`), reporting each.
     pub fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
+        self.run_rep_restarting(rep, &|| 0, report)
+    }
+
+    /// [`Shootout::run_rep`], the clients restarted (sessions and caches dropped, new sessions
+    /// opened) before any test once `epoch` changed: a `restart-clients` fault, which takes
+    /// effect between tests so that no test's transactions are cut in two.
+    pub fn run_rep_restarting(
+        &mut self,
+        rep: u32,
+        epoch: &dyn Fn() -> u64,
+        report: &mut dyn FnMut(TestOutcome),
+    ) {
+        let mut seen = epoch();
         for test in Test::ALL {
             if self.interrupt.load(std::sync::atomic::Ordering::Relaxed) {
                 return;
             }
-            report(self.run_test(test, rep));
+            let now = epoch();
+            let restarted = now != seen;
+            if restarted {
+                self.close_sessions();
+                seen = now;
+            }
+            let mut o = self.run_test(test, rep);
+            if restarted && let Some(why) = &mut o.reason {
+                why.push_str(
+                    " (the clients were restarted before this test: a restart-clients fault)",
+                );
+            }
+            report(o);
         }
         // Sessions do not outlive a repetition: the next one starts as a new process would.
         self.close_sessions();
