@@ -59,6 +59,20 @@ impl ErrorClass {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
 
+    /// Whether the failure was the connection's (it broke, was refused, timed out, or carried
+    /// nonsense): a session that saw it is no use any more, and a replicated target's session
+    /// moves to another server.
+    pub fn is_connection(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Io
+                | ErrorClass::Reset
+                | ErrorClass::Refused
+                | ErrorClass::Timeout
+                | ErrorClass::Protocol
+        )
+    }
+
     /// The class of an I/O error by its kind.
     pub fn of_io(e: &std::io::Error) -> ErrorClass {
         use std::io::ErrorKind as K;

@@ -133,6 +133,10 @@ impl Started {
             .stdout(out)
             .stderr(err)
             .process_group(0);
+        // The child gets SIGTERM when dyno dies — or when the *thread* that started it ends (the
+        // parent-death signal is a thread's): whoever starts a process keeps its thread alive
+        // as long as the process should live (the runner's thread; the nemesis' until its
+        // stage ends).
         // SAFETY: prctl is async-signal-safe and touches only the child being set up.
         unsafe {
             command.pre_exec(|| {

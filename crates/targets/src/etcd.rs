@@ -56,8 +56,6 @@ pub static INFO: DriverInfo = DriverInfo {
     ],
 };
 
-/// How long a session whose member failed keeps looking for another.
-const FOLLOW_FOR: Duration = Duration::from_secs(30);
 /// A response head line or body larger than these is a protocol error.
 const MAX_LINE: u64 = 16 << 10;
 const MAX_BODY: usize = 64 << 20;
@@ -554,24 +552,12 @@ impl EtcdSession {
         if !self.broken {
             return Ok(());
         }
-        let t0 = std::time::Instant::now();
-        let mut last;
-        loop {
-            match self.config.reach(self.at + 1) {
-                Ok((c, at)) => {
-                    self.conn = c;
-                    self.at = at;
-                    self.broken = false;
-                    self.reconnects.record(t0.elapsed());
-                    return Ok(());
-                }
-                Err(e) => last = e,
-            }
-            if t0.elapsed() >= FOLLOW_FOR {
-                return Err(last);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let (config, from) = (&self.config, self.at + 1);
+        let (conn, at) = self.reconnects.follow(|| config.reach(from))?;
+        self.conn = conn;
+        self.at = at;
+        self.broken = false;
+        Ok(())
     }
 
     /// Sends one request to `path`; a failure on the connection, or a member that says it
@@ -584,14 +570,7 @@ impl EtcdSession {
             Err(e) => Err(e),
         };
         if let Err(e) = &r {
-            self.broken |= matches!(
-                e.class,
-                ErrorClass::Io
-                    | ErrorClass::Reset
-                    | ErrorClass::Refused
-                    | ErrorClass::Timeout
-                    | ErrorClass::Protocol
-            );
+            self.broken |= e.class.is_connection();
         }
         r
     }

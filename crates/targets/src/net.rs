@@ -77,7 +77,29 @@ impl Default for Reconnects {
     }
 }
 
+/// How long a replicated target's session whose server failed keeps looking for another.
+pub const FOLLOW_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Reconnects {
+    /// Tries `attempt` every 100 ms, for at most [`FOLLOW_FOR`], until it succeeds: a
+    /// reconnection, counted and timed. Its last failure when none does.
+    pub fn follow<T>(
+        &self,
+        mut attempt: impl FnMut() -> Result<T, engine::driver::OpError>,
+    ) -> Result<T, engine::driver::OpError> {
+        let t0 = std::time::Instant::now();
+        loop {
+            match attempt() {
+                Ok(v) => {
+                    self.record(t0.elapsed());
+                    return Ok(v);
+                }
+                Err(e) if t0.elapsed() >= FOLLOW_FOR => return Err(e),
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+            }
+        }
+    }
+
     /// One reconnection that took `took`.
     pub fn record(&self, took: std::time::Duration) {
         if let Ok(mut r) = self.0.lock() {

@@ -57,9 +57,6 @@ struct Sentinel {
     master: String,
 }
 
-/// How long a session following a failover keeps trying to reach the new primary.
-const FOLLOW_FOR: Duration = Duration::from_secs(30);
-
 /// How long a client waits to connect, or for any reply.
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// A bulk reply larger than this is a protocol error (Redis's own limit is 512 MiB).
@@ -684,7 +681,7 @@ impl Session for RedisSession {
 
 /// A session behind Sentinel: an operation that fails on the connection (or a write refused
 /// by a replica, `READONLY`) marks it broken; the next operation first asks the sentinels for
-/// the primary and connects there, for at most [`FOLLOW_FOR`]. The failed operation's error is
+/// the primary and connects there, for at most [`crate::net::FOLLOW_FOR`]. The failed operation's error is
 /// its outcome: a write in flight when the primary went may or may not have been applied.
 struct Following {
     inner: RedisSession,
@@ -700,22 +697,10 @@ fn reach(config: &Config) -> Result<Conn, OpError> {
         .and_then(|a| Conn::open(a, config.password.as_deref()))
 }
 
-/// Asks the sentinels again and again (every 100 ms, for at most [`FOLLOW_FOR`]) until the
-/// primary they name accepts: a reconnection, counted and timed in `reconnects`.
+/// Asks the sentinels again and again until the primary they name accepts: a reconnection,
+/// counted and timed in `reconnects` ([`crate::net::Reconnects::follow`]).
 fn follow(config: &Config, reconnects: &crate::net::Reconnects) -> Result<Conn, OpError> {
-    let t0 = std::time::Instant::now();
-    let mut last = OpError::new(ErrorClass::Refused, "redis: no primary reached yet");
-    while t0.elapsed() < FOLLOW_FOR {
-        match reach(config) {
-            Ok(c) => {
-                reconnects.record(t0.elapsed());
-                return Ok(c);
-            }
-            Err(e) => last = e,
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(last)
+    reconnects.follow(|| reach(config))
 }
 
 impl Following {
@@ -732,15 +717,7 @@ impl Following {
     /// Marks the session broken when `r` failed on the connection or hit a replica.
     fn watch<T>(&mut self, r: Result<T, OpError>) -> Result<T, OpError> {
         if let Err(e) = &r {
-            let connection = matches!(
-                e.class,
-                ErrorClass::Io
-                    | ErrorClass::Reset
-                    | ErrorClass::Refused
-                    | ErrorClass::Timeout
-                    | ErrorClass::Protocol
-            );
-            self.broken |= connection || e.message.contains("READONLY");
+            self.broken |= e.class.is_connection() || e.message.contains("READONLY");
         }
         r
     }

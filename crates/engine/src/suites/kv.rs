@@ -92,22 +92,16 @@ fn read_value(v: &[u8], size: usize) -> Option<(u64, u32)> {
     Some((seq, writer))
 }
 
-/// Whether a failed write's outcome is unknown: it was sent, and no answer came.
+/// Whether a failed write's outcome is unknown: it was sent (the connection was not refused),
+/// and no answer came.
 fn indefinite(class: ErrorClass) -> bool {
-    matches!(
-        class,
-        ErrorClass::Reset | ErrorClass::Timeout | ErrorClass::Io | ErrorClass::Protocol
-    )
+    class.is_connection() && class != ErrorClass::Refused
 }
 
-/// Whether the session is no use after this failure.
-fn broken(class: ErrorClass) -> bool {
-    indefinite(class) || class == ErrorClass::Refused
-}
-
-/// One interval of one client.
-#[derive(Clone)]
+/// One interval of one client: the one it is in, reused for the next once handed over.
 struct Slot {
+    /// Its place in the series (its start over [`INTERVAL_NS`]).
+    at: usize,
     ok: u64,
     errors: u64,
     connects: u64,
@@ -117,11 +111,116 @@ struct Slot {
 impl Slot {
     fn new() -> Slot {
         Slot {
+            at: 0,
             ok: 0,
             errors: 0,
             connects: 0,
             latency: results::new_histogram(),
         }
+    }
+
+    /// The slot for time `t_ns` on the run's clock (the series began at `start_ns`): this one,
+    /// or, once the clock has moved past it, this one handed to `series` and reset.
+    fn at(&mut self, t_ns: u64, start_ns: u64, client: usize, series: &Mutex<Series>) -> &mut Slot {
+        let at = (t_ns.saturating_sub(start_ns) / INTERVAL_NS) as usize;
+        if at != self.at {
+            if let Ok(mut s) = series.lock() {
+                s.take(client, self, at);
+            }
+            self.ok = 0;
+            self.errors = 0;
+            self.connects = 0;
+            self.latency.reset();
+            self.at = at;
+        }
+        self
+    }
+}
+
+/// The repetition's time series, built as the clients go. A client hands over each interval
+/// once its clock has moved past it; an interval every client has moved past becomes a record.
+/// So a few intervals' histograms are held at a time, however long the test runs.
+struct Series {
+    /// Intervals some client handed over that not every client has passed yet.
+    open: Vec<Slot>,
+    /// Where each client is now (`usize::MAX` once it finished).
+    passed: Vec<usize>,
+    done: Vec<IntervalRecord>,
+}
+
+impl Series {
+    fn new(clients: usize) -> Series {
+        Series {
+            open: Vec::new(),
+            passed: vec![0; clients],
+            done: Vec::new(),
+        }
+    }
+
+    /// Client `client`'s interval `slot`, now that it is at interval `now` (`usize::MAX`: done).
+    fn take(&mut self, client: usize, slot: &Slot, now: usize) {
+        match self.open.iter_mut().find(|o| o.at == slot.at) {
+            Some(o) => {
+                o.ok += slot.ok;
+                o.errors += slot.errors;
+                o.connects += slot.connects;
+                let _ = o.latency.add(&slot.latency);
+            }
+            None => {
+                let mut o = Slot::new();
+                o.at = slot.at;
+                o.ok = slot.ok;
+                o.errors = slot.errors;
+                o.connects = slot.connects;
+                let _ = o.latency.add(&slot.latency);
+                self.open.push(o);
+            }
+        }
+        self.passed[client] = now;
+        // Every interval below where the slowest client is can be written; one nobody handed
+        // over (every client was waiting on one operation) had no operation end in it.
+        let behind = self.passed.iter().copied().min().unwrap_or(0);
+        let last = self.open.iter().map(|o| o.at + 1).max().unwrap_or(0);
+        let until = if behind == usize::MAX { last } else { behind };
+        while self.done.len() < until {
+            let at = self.done.len();
+            let record = match self.open.iter().position(|o| o.at == at) {
+                Some(i) => record_of(&self.open.swap_remove(i)),
+                None => record_of(&Slot { at, ..Slot::new() }),
+            };
+            self.done.push(record);
+        }
+    }
+
+    /// The records, the last interval cut at `wall_ns`.
+    fn finish(mut self, wall_ns: u64) -> Vec<IntervalRecord> {
+        if let Some(l) = self.done.last_mut() {
+            l.end_ns = l.end_ns.min(wall_ns.max(l.start_ns + 1));
+        }
+        self.done
+    }
+}
+
+/// An interval's record.
+fn record_of(s: &Slot) -> IntervalRecord {
+    let q = |p: f64| {
+        if s.latency.is_empty() {
+            0
+        } else {
+            s.latency.value_at_quantile(p)
+        }
+    };
+    let from = s.at as u64 * INTERVAL_NS;
+    IntervalRecord {
+        start_ns: from,
+        end_ns: from + INTERVAL_NS,
+        responses: s.ok,
+        ok: s.ok,
+        errors: s.errors,
+        connects: s.connects,
+        p50_ns: q(0.5),
+        p99_ns: q(0.99),
+        max_ns: q(1.0),
     }
 }
 
@@ -132,8 +231,7 @@ struct ClientRun {
     definite: u64,
     indefinite: u64,
     reconnects: u64,
-    slots: Vec<Slot>,
-    /// `set`: each own key's last acknowledged sequence number (0: none yet).
+    /// `set`: the own keys with an acknowledged write, and the last one's sequence number.
     acked: Vec<(u64, u64)>,
     corrupt: Option<String>,
     elapsed_ns: u64,
@@ -150,6 +248,7 @@ struct Client<'a> {
     size: usize,
     /// `set`: the sequence number of each own key's last write sent, carried over repetitions.
     sent: &'a mut Vec<u64>,
+    series: &'a Mutex<Series>,
 }
 
 impl Client<'_> {
@@ -161,7 +260,6 @@ impl Client<'_> {
             definite: 0,
             indefinite: 0,
             reconnects: 0,
-            slots: Vec::new(),
             acked: Vec::new(),
             corrupt: None,
             elapsed_ns: 0,
@@ -173,6 +271,8 @@ impl Client<'_> {
             self.sent.resize(mine.len(), 0);
         }
         let mut acked = vec![0u64; mine.len()];
+        let id = self.id as usize;
+        let mut slot = Slot::new();
         let mut session: Option<Box<dyn Session>> = None;
         let mut epoch = self.ctx.clients.load(Ordering::Relaxed);
         let mut buf = Vec::with_capacity(self.size);
@@ -190,29 +290,20 @@ impl Client<'_> {
                 epoch = now_epoch;
                 session = None;
             }
-            let slot_at = |t: u64, slots: &mut Vec<Slot>| {
-                let s = ((t.saturating_sub(start_ns)) / INTERVAL_NS) as usize;
-                if slots.len() <= s {
-                    slots.resize(s + 1, Slot::new());
-                }
-                s
-            };
             if session.is_none() {
                 match self.store.connect(clock) {
                     Ok(s) => {
                         if i > 0 {
                             out.reconnects += 1;
                         }
-                        let k = slot_at(clock.now_ns(), &mut out.slots);
-                        out.slots[k].connects += 1;
+                        slot.at(clock.now_ns(), start_ns, id, self.series).connects += 1;
                         session = Some(s);
                     }
                     Err(e) => {
                         // Nothing was sent: a definite failure, after a short pause (a
                         // refused connection answers at once).
                         let t1 = clock.now_ns();
-                        let k = slot_at(t1, &mut out.slots);
-                        out.slots[k].errors += 1;
+                        slot.at(t1, start_ns, id, self.series).errors += 1;
                         out.definite += 1;
                         out.rec.record(t1 - t0, Err(e));
                         i += 1;
@@ -250,18 +341,18 @@ impl Client<'_> {
                 )
             };
             let t1 = clock.now_ns();
-            let k = slot_at(t1, &mut out.slots);
+            let slot = slot.at(t1, start_ns, id, self.series);
             match &r {
                 Ok(_) => {
                     out.ok += 1;
-                    out.slots[k].ok += 1;
-                    out.slots[k].latency.saturating_record((t1 - t0).max(1));
+                    slot.ok += 1;
+                    slot.latency.saturating_record((t1 - t0).max(1));
                     if let Some(j) = own {
                         acked[j] = self.sent[j];
                     }
                 }
                 Err(e) => {
-                    out.slots[k].errors += 1;
+                    slot.errors += 1;
                     if own.is_some() && indefinite(e.class) {
                         out.indefinite += 1;
                     } else {
@@ -270,7 +361,7 @@ impl Client<'_> {
                     if e.class == ErrorClass::Corrupt && out.corrupt.is_none() {
                         out.corrupt = Some(e.message.to_string());
                     }
-                    if broken(e.class) {
+                    if e.class.is_connection() {
                         session = None;
                     }
                 }
@@ -279,6 +370,9 @@ impl Client<'_> {
             i += 1;
         }
         out.elapsed_ns = clock.now_ns().saturating_sub(start_ns);
+        if let Ok(mut s) = self.series.lock() {
+            s.take(id, &slot, usize::MAX);
+        }
         out.acked = (mine.iter().zip(&acked))
             .filter(|(_, a)| **a > 0)
             .map(|(k, a)| (*k, *a))
@@ -322,7 +416,11 @@ fn load(store: &dyn Store, objects: u64, size: usize) -> Result<(), String> {
 
 /// Reads back each key's last acknowledged write through new sessions, for at most
 /// [`CHECK_FOR`].
-fn check(store: &dyn Store, acked: &[(u64, u64, u32)], size: usize) -> LostWrites {
+fn check(store: &dyn Store, acked: &[u64], size: usize) -> LostWrites {
+    let acked: Vec<(u64, u64)> = (acked.iter().enumerate())
+        .filter(|(_, seq)| **seq > 0)
+        .map(|(k, seq)| (k as u64, *seq))
+        .collect();
     let clock = Clock::monotonic();
     let t0 = std::time::Instant::now();
     let mut lost = LostWrites {
@@ -358,7 +456,7 @@ fn check(store: &dyn Store, acked: &[(u64, u64, u32)], size: usize) -> LostWrite
                 }
             },
         };
-        let (key, seq, _) = acked[at];
+        let (key, seq) = acked[at];
         let found = match get(&mut **s, key, &mut buf) {
             Ok(()) => read_value(&buf, size).map(|(n, _)| n),
             Err(e) if e.class == ErrorClass::NotFound => None,
@@ -402,9 +500,10 @@ fn measure(
     point: &Point,
     duration_ns: u64,
     sent: &mut [Vec<u64>],
-    acked: &Mutex<Vec<(u64, u64, u32)>>,
+    acked: &Mutex<Vec<u64>>,
 ) -> TestOutcome {
     let clients = point.concurrency.max(1);
+    let series = Mutex::new(Series::new(sent.len()));
     let start_ns = ctx.clock.now_ns();
     let runs: Vec<ClientRun> = std::thread::scope(|s| {
         let handles: Vec<_> = (sent.iter_mut().enumerate())
@@ -418,6 +517,7 @@ fn measure(
                     objects: point.objects,
                     size: point.size,
                     sent,
+                    series: &series,
                 };
                 s.spawn(move || c.run(start_ns, duration_ns))
             })
@@ -436,16 +536,12 @@ fn measure(
         started_ns: start_ns,
         lost_writes: None,
     };
-    let mut slots: Vec<Slot> = Vec::new();
     let mut corrupt = None;
     if let Ok(mut a) = acked.lock() {
-        for (id, r) in runs.iter().enumerate() {
-            for &(k, seq) in &r.acked {
-                match a.iter_mut().find(|(key, _, _)| *key == k) {
-                    Some(e) => e.1 = e.1.max(seq),
-                    None => a.push((k, seq, id as u32)),
-                }
-            }
+        let len = a.len().max(point.objects as usize);
+        a.resize(len, 0);
+        for &(k, seq) in runs.iter().flat_map(|r| &r.acked) {
+            a[k as usize] = a[k as usize].max(seq);
         }
     }
     for r in &runs {
@@ -455,44 +551,12 @@ fn measure(
         kv.indefinite += r.indefinite;
         kv.reconnects += r.reconnects;
         corrupt = corrupt.or(r.corrupt.clone());
-        if slots.len() < r.slots.len() {
-            slots.resize(r.slots.len(), Slot::new());
-        }
-        for (into, s) in slots.iter_mut().zip(&r.slots) {
-            into.ok += s.ok;
-            into.errors += s.errors;
-            into.connects += s.connects;
-            let _ = into.latency.add(&s.latency);
-        }
     }
     kv.issued = kv.ok + kv.definite + kv.indefinite;
-    kv.intervals = (slots.iter().enumerate())
-        .map(|(i, s)| {
-            let from = i as u64 * INTERVAL_NS;
-            let q = |p: f64| {
-                if s.latency.is_empty() {
-                    0
-                } else {
-                    s.latency.value_at_quantile(p)
-                }
-            };
-            IntervalRecord {
-                start_ns: from,
-                end_ns: (from + INTERVAL_NS).min(wall_ns.max(from + 1)),
-                responses: s.ok,
-                ok: s.ok,
-                errors: s.errors,
-                connects: s.connects,
-                p50_ns: q(0.5),
-                p99_ns: q(0.99),
-                max_ns: if s.latency.is_empty() {
-                    0
-                } else {
-                    s.latency.max()
-                },
-            }
-        })
-        .collect();
+    kv.intervals = match series.into_inner() {
+        Ok(s) => s.finish(wall_ns),
+        Err(_) => Vec::new(),
+    };
     let (status, reason) = match (&corrupt, kv.ok) {
         (Some(c), _) => (Status::Failed, Some(format!("a read came back wrong: {c}"))),
         (None, 0) if kv.issued > 0 => (
@@ -846,6 +910,35 @@ mod tests {
             "a value of another size is not dyno's"
         );
         assert_eq!(read_value(&v[..8], 8), None);
+    }
+
+    #[test]
+    fn the_series_writes_an_interval_once_every_client_has_passed_it() {
+        let mut s = Series::new(2);
+        let slot = |at, ok| Slot {
+            at,
+            ok,
+            ..Slot::new()
+        };
+        s.take(0, &slot(0, 3), 1);
+        assert!(s.done.is_empty(), "client 1 is still in interval 0");
+        s.take(1, &slot(0, 2), 4);
+        assert_eq!(s.done.len(), 1);
+        assert_eq!(s.done[0].ok, 5);
+        // Client 0 waited on one operation through intervals 1 to 3: they have no operation.
+        s.take(0, &slot(4, 1), usize::MAX);
+        s.take(1, &slot(4, 1), usize::MAX);
+        assert!(s.open.is_empty(), "every interval handed over is written");
+        let done = s.finish(450_000_000);
+        assert_eq!(
+            done.iter().map(|r| r.ok).collect::<Vec<_>>(),
+            [5, 0, 0, 0, 2]
+        );
+        assert_eq!(done[4].start_ns, 400_000_000);
+        assert_eq!(
+            done[4].end_ns, 450_000_000,
+            "the last interval ends with the test"
+        );
     }
 
     #[test]
