@@ -44,6 +44,58 @@ pub enum Command {
         #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
         html: Option<Option<PathBuf>>,
     },
+    /// Compare two saved runs case by case: each figure's change with its 95% bootstrap
+    /// interval and a verdict (improved, regressed, no change, too few repetitions).
+    Compare {
+        /// The run compared against: a results directory, its run.json, or @last, @prev,
+        /// @baseline:NAME from the history.
+        base: PathBuf,
+        /// The run judged.
+        new: PathBuf,
+        /// Where the history is (the results root holding history.sqlite).
+        #[arg(long, value_name = "DIR", default_value = "dyno-results")]
+        results: PathBuf,
+        /// Changes within ±this are "no change" (criterion's noise threshold).
+        #[arg(long, default_value = "2%")]
+        noise: String,
+        /// Output format: table, markdown, json, or html (a page with each case's latency
+        /// spectra of both runs overlaid; written to --out).
+        #[arg(long, short = 'f', default_value = "table")]
+        format: String,
+        /// With -f html: the page's file [default: compare.html].
+        #[arg(long, short = 'o', value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Compare runs whose settings differ (rate, clients, sizes, durability, dyno's
+        /// version, the machine); otherwise dyno lists the differences and refuses.
+        #[arg(long)]
+        allow_different: bool,
+    },
+    /// The runs registered in the history (results root's history.sqlite), oldest first; with
+    /// --case, the headline figures of the matching cases run after run.
+    History {
+        /// The results root holding history.sqlite.
+        #[arg(long, value_name = "DIR", default_value = "dyno-results")]
+        results: PathBuf,
+        /// Only this suite's runs.
+        #[arg(long)]
+        suite: Option<String>,
+        /// The cases whose identity contains this text (e.g. "add on sqlite"): their rate, p50,
+        /// p99 and errors in each run.
+        #[arg(long)]
+        case: Option<String>,
+        /// Draw METRIC (rate, p50, p99, errors) over the runs, a line per case, as SVG, PNG and
+        /// .dat in --to.
+        #[arg(long, value_name = "METRIC")]
+        plot: Option<String>,
+        /// Where --plot writes trend-METRIC.{svg,png,dat} [default: the results root].
+        #[arg(long, value_name = "DIR", requires = "plot")]
+        to: Option<PathBuf>,
+    },
+    /// Name a registered run a baseline (@baseline:NAME for compare).
+    Baseline {
+        #[command(subcommand)]
+        action: BaselineAction,
+    },
     /// List the drivers: URL forms, operation families and options.
     Targets,
     /// Serve the object-store benchmark host (for dyno:// targets), or with --http / --tcp a
@@ -59,6 +111,19 @@ pub enum Command {
     },
     /// Emulate a network link: a TCP proxy adding delay, jitter and a bandwidth cap per direction.
     Link(LinkArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineAction {
+    /// `dyno baseline set NAME RUN`: RUN (a results directory, or @last, @prev) becomes
+    /// @baseline:NAME.
+    Set {
+        name: String,
+        run: PathBuf,
+        /// The results root holding history.sqlite.
+        #[arg(long, value_name = "DIR", default_value = "dyno-results")]
+        results: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -261,6 +326,28 @@ pub struct RunArgs {
     /// "pause target=db at=5s,12s for=2s", "restart stagger=30s". Repeatable.
     #[arg(long = "fault", value_name = "SPEC", help_heading = "Faults")]
     pub faults: Vec<String>,
+
+    /// A pass/fail criterion checked when the run ends: METRIC OP VALUE [target=] [test=]
+    /// [level=], e.g. "p99 < 10ms", "rate > 50000 target=redis", "errors < 0.1%". A failed one
+    /// exits with status 4. Repeatable.
+    #[arg(long = "threshold", value_name = "CHECK")]
+    pub thresholds: Vec<String>,
+    /// Compare the run, when it ends, with this one (a results directory, @last, @prev,
+    /// @baseline:NAME); a regressed figure exits with status 5. It is also the baseline of
+    /// thresholds written `p99 < baseline * 1.05`.
+    #[arg(long, value_name = "RUN", help_heading = "Gates")]
+    pub compare: Option<PathBuf>,
+    /// With --compare: changes within ±this are "no change".
+    #[arg(
+        long,
+        default_value = "2%",
+        requires = "compare",
+        help_heading = "Gates"
+    )]
+    pub noise: String,
+    /// With --compare: compare even when the settings differ (otherwise listed and refused).
+    #[arg(long, requires = "compare", help_heading = "Gates")]
+    pub allow_different: bool,
 
     /// Load: how long to offer load, e.g. 10s or 2m [default: 10s; 2s with --quick].
     #[arg(long, short = 'd', help_heading = "Load (http://, tcp://)")]

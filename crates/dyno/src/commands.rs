@@ -21,6 +21,12 @@ const EXIT_INTERRUPTED: u8 = 130;
 /// and rendered, and this code tells a script about it.
 const EXIT_FAILED_CASES: u8 = 3;
 
+/// The exit code of a run whose cases all ran but that broke one of its thresholds.
+const EXIT_THRESHOLDS: u8 = 4;
+
+/// The exit code of a run that held its thresholds but that `--compare` found regressed.
+const EXIT_REGRESSED: u8 = 5;
+
 /// Writes `bytes` to standard output. A reader that went away (`dyno run … | head -1`) ends the
 /// printing quietly, as Unix tools do: everything on disk was written before.
 fn print_out(bytes: &[u8]) -> Result<()> {
@@ -41,6 +47,39 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             plots,
             html,
         } => report_cmd(&dir, &format, plots.as_deref(), html),
+        Command::Compare {
+            base,
+            new,
+            results,
+            noise,
+            format,
+            out,
+            allow_different,
+        } => compare_cmd(
+            (&base, &new),
+            &results,
+            (&noise, &format, out.as_deref()),
+            allow_different,
+        ),
+        Command::History {
+            results,
+            suite,
+            case,
+            plot,
+            to,
+        } => match plot {
+            None => history_cmd(&results, suite.as_deref(), case.as_deref()),
+            Some(metric) => history_plot(&results, suite.as_deref(), case, &metric, to),
+        },
+        Command::Baseline {
+            action: crate::cli::BaselineAction::Set { name, run, results },
+        } => {
+            let h = results::history::History::open(&results)?;
+            let dir = run_dir(&run, &results)?;
+            h.set_baseline(&name, &dir)?;
+            eprintln!("dyno: @baseline:{name} is {}", dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Targets => targets_cmd(),
         Command::Serve(args) => crate::serve::serve(args),
         Command::Stats { addr, token } => crate::serve::stats(&addr, token.as_deref()),
@@ -209,6 +248,14 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     for f in &a.faults {
         raw.faults.push(engine::plan::RawFault::from_flag(f)?);
     }
+    (raw.thresholds)
+        .extend((a.thresholds.iter()).map(|t| Sp::new(t.clone(), Origin::Flag("--threshold"))));
+    if let Some(run) = &a.compare {
+        raw.baseline = Some(Sp::new(
+            run.display().to_string(),
+            Origin::Flag("--compare"),
+        ));
+    }
     Ok(raw)
 }
 
@@ -308,11 +355,53 @@ fn exit_code(record: &results::RunRecord) -> ExitCode {
     if failed > 0 {
         return ExitCode::from(EXIT_FAILED_CASES);
     }
+    let broken: Vec<&str> = (record.thresholds.iter())
+        .filter(|t| !t.held)
+        .map(|t| t.threshold.as_str())
+        .collect();
+    if !broken.is_empty() {
+        eprintln!("dyno: threshold(s) failed: {}", broken.join("; "));
+        return ExitCode::from(EXIT_THRESHOLDS);
+    }
     ExitCode::SUCCESS
+}
+
+/// The results root whose history names runs for a run writing to `out`: `out` itself when it
+/// holds a history, else its parent when that does, else `out` (`dyno-results` by default).
+fn history_root(out: Option<&Path>) -> PathBuf {
+    let out = out.unwrap_or(Path::new(results::store::DEFAULT_ROOT));
+    let has = |p: &Path| p.join(results::history::FILE).is_file();
+    match out.parent() {
+        Some(parent) if !has(out) && has(parent) => parent.to_path_buf(),
+        _ => out.to_path_buf(),
+    }
+}
+
+/// Reads `--noise 2%`.
+fn parse_noise(noise: &str) -> Result<f64> {
+    Ok((noise.strip_suffix('%'))
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .filter(|n| n.is_finite() && (0.0..100.0).contains(n))
+        .ok_or_else(|| {
+            anyhow::anyhow!("--noise {noise:?}: write a percentage below 100, e.g. --noise 2%")
+        })?
+        / 100.0)
 }
 
 fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let Resolved { mut plan, format } = resolve(raw_from_args(&args)?)?;
+    let noise = parse_noise(&args.noise)?;
+    if let Some(named) = plan.baseline_ref.clone() {
+        let root = history_root(plan.out.as_deref());
+        let record = run_dir(Path::new(&named.value), &root)
+            .and_then(|dir| one_record(&dir))
+            .map_err(|e| {
+                PlanError::new(named.at.clone(), format!("the baseline run: {e:#}")).hint(
+                    "name a results directory, its run.json, or @last, @prev, @baseline:NAME of the history in the results root",
+                )
+            })?;
+        plan.baseline = Some((named, std::sync::Arc::new(record)));
+    }
     engine::runner::preflight(&plan)?;
     let fb = feedback(&args, &plan)?;
     let placement = results::store::claim_run_dir(
@@ -399,15 +488,81 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     )
     .context("rendering the report")?;
     info(format!("dyno: record written to {}", record_path.display()));
+    register(&out_dir, &outcome.record);
     write_plots(&outcome.record, &out_dir.join("plots"), quiet);
     let html = out_dir.join("report.html");
-    match write_html(std::slice::from_ref(&outcome.record), &html) {
+    let trend = trend_rows(&out_dir, &outcome.record);
+    match write_html(std::slice::from_ref(&outcome.record), &trend, &html) {
         Ok(()) => info(format!("dyno: HTML report written to {}", html.display())),
         Err(e) => eprintln!("dyno: warning: {e:#}"),
     }
+    // The gate: the run against the one --compare named, beside the run's record.
+    let gate = match (&args.compare, &plan.baseline) {
+        (Some(_), Some((named, base))) => {
+            let c = results::compare::compare(base, &outcome.record, noise);
+            let to = out_dir.join("compare.json");
+            if let Err(e) = std::fs::write(&to, serde_json::to_vec_pretty(&c)?) {
+                eprintln!("dyno: warning: {}: {e}", to.display());
+            }
+            report::compare::render(
+                &c,
+                (&named.value, &out_dir.display().to_string()),
+                report::grid::Style::Text,
+                &mut text,
+            )?;
+            Some(c)
+        }
+        _ => None,
+    };
     print_out(&text)?;
 
-    Ok(exit_code(&outcome.record))
+    let code = exit_code(&outcome.record);
+    let Some(c) = gate.filter(|_| code == ExitCode::SUCCESS) else {
+        return Ok(code);
+    };
+    if !c.differences.is_empty() && !args.allow_different {
+        bail!(
+            "--compare: the runs differ in more than the change under test (the run is recorded; its comparison is in {}):\n  {}\n(give --allow-different to judge them anyway)",
+            out_dir.join("compare.json").display(),
+            c.differences.join("\n  ")
+        );
+    }
+    let regressed: Vec<String> = (c.cases.iter())
+        .flat_map(|k| {
+            (k.figures.iter())
+                .filter(|f| f.verdict == results::compare::Verdict::Regressed)
+                .map(move |f| format!("{} of {}", f.figure, k.case))
+        })
+        .collect();
+    if !regressed.is_empty() {
+        eprintln!(
+            "dyno: regressed against {}: {}",
+            args.compare.as_deref().unwrap_or(Path::new("?")).display(),
+            regressed.join("; ")
+        );
+        return Ok(ExitCode::from(EXIT_REGRESSED));
+    }
+    Ok(code)
+}
+
+/// The history of `record`'s cases (at most 12 of them, the last 50 runs each) up to the run in
+/// `dir`, from its results root's history: the HTML report's trend. Empty without a history.
+fn trend_rows(dir: &Path, record: &results::RunRecord) -> Vec<results::history::CaseRow> {
+    let Some(root) = dir.parent() else {
+        return Vec::new();
+    };
+    if !root.join(results::history::FILE).is_file() {
+        return Vec::new();
+    }
+    let names: Vec<String> = (record.cases.iter().take(12))
+        .map(|c| c.id().to_string())
+        .collect();
+    results::history::History::open(root)
+        .and_then(|h| h.trend(&names, dir, 50))
+        .unwrap_or_else(|e| {
+            eprintln!("dyno: warning: the history's trend is left out: {e}");
+            Vec::new()
+        })
 }
 
 fn validate(path: &Path) -> Result<ExitCode> {
@@ -489,10 +644,19 @@ fn write_plots(record: &results::RunRecord, dir: &Path, quiet: bool) {
 }
 
 /// Writes the HTML page of `records` to `path` (atomically: a reader never sees half a page).
-fn write_html(records: &[results::RunRecord], path: &Path) -> Result<()> {
+fn write_html(
+    records: &[results::RunRecord],
+    trend: &[results::history::CaseRow],
+    path: &Path,
+) -> Result<()> {
     let mut page = Vec::new();
-    report::html::render(records, report::Views(&crate::suites::views()), &mut page)
-        .context("rendering the HTML report")?;
+    report::html::render_with_trend(
+        records,
+        report::Views(&crate::suites::views()),
+        trend,
+        &mut page,
+    )
+    .context("rendering the HTML report")?;
     let tmp = path.with_extension("html.tmp");
     std::fs::write(&tmp, &page)
         .and_then(|()| std::fs::rename(&tmp, path))
@@ -515,7 +679,11 @@ fn report_cmd(
                 dir.with_file_name("report.html")
             }
         });
-        write_html(&records, &path)?;
+        let trend = match records.as_slice() {
+            [r] if dir.is_dir() => trend_rows(dir, r),
+            _ => Vec::new(),
+        };
+        write_html(&records, &trend, &path)?;
         eprintln!("dyno: HTML report written to {}", path.display());
     }
     let mut text = Vec::new();
@@ -537,6 +705,228 @@ fn report_cmd(
                 to.join(format!("{:03}", i + 1))
             };
             write_plots(r, &dir, false);
+        }
+    }
+    print_out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One saved run: a results directory holding one record, or a record file.
+fn one_record(path: &Path) -> Result<results::RunRecord> {
+    let mut records = results::store::load(path)?;
+    if records.len() != 1 {
+        bail!(
+            "{}: holds {} runs; name one run's directory or its run.json",
+            path.display(),
+            records.len()
+        );
+    }
+    Ok(records.remove(0))
+}
+
+/// A run named on the command line: a path, or `@last`, `@prev`, `@baseline:NAME` from the
+/// history in `root`.
+fn run_dir(run: &Path, root: &Path) -> Result<PathBuf> {
+    let text = run.to_string_lossy();
+    if !text.starts_with('@') {
+        return Ok(run.to_path_buf());
+    }
+    if !root.join(results::history::FILE).is_file() {
+        bail!(
+            "{text}: {} has no history yet (every run registers itself there as it finishes; --results names another root)",
+            root.display()
+        );
+    }
+    Ok(results::history::History::open(root)?.resolve(&text)?)
+}
+
+fn history_cmd(root: &Path, suite: Option<&str>, case: Option<&str>) -> Result<ExitCode> {
+    if !root.join(results::history::FILE).is_file() {
+        bail!(
+            "{}: no history there (every run registers itself in its results root as it finishes; --results names another root)",
+            root.display()
+        );
+    }
+    let h = results::history::History::open(root)?;
+    let mut out = Vec::new();
+    let mut doc = report::grid::Doc::new(report::grid::Style::Text, &mut out);
+    match case {
+        None => {
+            let header = vec![
+                [
+                    "run",
+                    "started",
+                    "suite",
+                    "commit",
+                    "dyno",
+                    "baselines",
+                    "directory",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ];
+            let body: Vec<Vec<String>> = (h.runs(suite)?.into_iter())
+                .map(|r| {
+                    vec![
+                        r.id.to_string(),
+                        r.started,
+                        r.suite,
+                        r.commit
+                            .map_or("-".into(), |c| c.chars().take(12).collect()),
+                        r.dyno,
+                        r.baselines.join(", "),
+                        r.dir,
+                    ]
+                })
+                .collect();
+            doc.table(&header, &body)?;
+        }
+        Some(case) => {
+            let header = vec![
+                ["run", "started", "case", "rate", "p50", "p99", "errors"]
+                    .map(String::from)
+                    .to_vec(),
+            ];
+            let lat = |v: Option<u64>| v.map_or("-".into(), results::units::latency);
+            let body: Vec<Vec<String>> = (h.cases(case)?.into_iter())
+                .map(|c| {
+                    vec![
+                        c.run.to_string(),
+                        c.started,
+                        c.case,
+                        c.rate
+                            .map_or("-".into(), |r| format!("{}/s", report::units::rate(r))),
+                        lat(c.p50_ns),
+                        lat(c.p99_ns),
+                        c.errors.to_string(),
+                    ]
+                })
+                .collect();
+            doc.table(&header, &body)?;
+        }
+    }
+    print_out(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `dyno history --plot METRIC`: the trend of the cases (those whose identity contains `case`,
+/// or every case of the suite's runs) as SVG, PNG and `.dat`.
+fn history_plot(
+    root: &Path,
+    suite: Option<&str>,
+    case: Option<String>,
+    metric: &str,
+    to: Option<PathBuf>,
+) -> Result<ExitCode> {
+    #[cfg(feature = "plots")]
+    {
+        use report::plots::TrendMetric;
+        let m = TrendMetric::parse(metric).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--plot {metric:?}: the history keeps {}",
+                TrendMetric::NAMES.join(", ")
+            )
+        })?;
+        if !root.join(results::history::FILE).is_file() {
+            bail!(
+                "{}: no history there (every run registers itself in its results root as it finishes; --results names another root)",
+                root.display()
+            );
+        }
+        let h = results::history::History::open(root)?;
+        let runs: std::collections::HashSet<i64> =
+            h.runs(suite)?.into_iter().map(|r| r.id).collect();
+        let rows: Vec<_> = (h.cases(case.as_deref().unwrap_or(""))?.into_iter())
+            .filter(|r| runs.contains(&r.run))
+            .collect();
+        let mut cases: Vec<&str> = rows.iter().map(|r| r.case.as_str()).collect();
+        cases.sort_unstable();
+        cases.dedup();
+        const MOST: usize = 20;
+        if cases.len() > MOST {
+            bail!(
+                "--plot: {} cases match, more than a plot shows apart ({MOST}); narrow them with --case TEXT or --suite NAME",
+                cases.len()
+            );
+        }
+        let Some(plot) = report::plots::trend(m, &rows)? else {
+            bail!(
+                "--plot {metric}: no case {}has that figure in two runs yet; a trend needs two",
+                case.map_or(String::new(), |c| format!("matching {c:?} "))
+            );
+        };
+        let dir = to.unwrap_or_else(|| root.to_path_buf());
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        for f in plot.write(&dir)? {
+            eprintln!("dyno: wrote {}", f.display());
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+    #[cfg(not(feature = "plots"))]
+    {
+        let _ = (root, suite, case, metric, to);
+        bail!("--plot: this dyno was built without plots; build it with `--features plots`")
+    }
+}
+
+/// Registers a finished run in its results root's history; a failure is a warning, the run's
+/// record is written already.
+fn register(out_dir: &Path, record: &results::RunRecord) {
+    let Some(root) = out_dir.parent() else { return };
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let registered = results::history::History::open(root)
+        .and_then(|mut h| h.register(out_dir, record, commit.as_deref()));
+    if let Err(e) = registered {
+        eprintln!("dyno: warning: the run was not registered in the history: {e}");
+    }
+}
+
+fn compare_cmd(
+    (base, new): (&Path, &Path),
+    root: &Path,
+    (noise, format, out): (&str, &str, Option<&Path>),
+    allow_different: bool,
+) -> Result<ExitCode> {
+    let noise = parse_noise(noise)?;
+    let style = match format {
+        "table" => Some(report::grid::Style::Text),
+        "markdown" => Some(report::grid::Style::Markdown),
+        "json" | "html" => None,
+        other => bail!("--format {other:?}: compare writes table, markdown, json or html"),
+    };
+    if out.is_some() && format != "html" {
+        bail!("--out: only -f html writes a file; the other formats go to standard output");
+    }
+    let (base, new) = (run_dir(base, root)?, run_dir(new, root)?);
+    let (base, new) = (base.as_path(), new.as_path());
+    let (b, n) = (one_record(base)?, one_record(new)?);
+    let c = results::compare::compare(&b, &n, noise);
+    if !c.differences.is_empty() && !allow_different {
+        bail!(
+            "the runs differ in more than the change under test:\n  {}\n(give --allow-different to compare them anyway)",
+            c.differences.join("\n  ")
+        );
+    }
+    let names = (base.display().to_string(), new.display().to_string());
+    let mut text = Vec::new();
+    match style {
+        Some(style) => report::compare::render(&c, (&names.0, &names.1), style, &mut text)?,
+        None if format == "html" => {
+            let path = out.unwrap_or(Path::new("compare.html"));
+            let mut page = Vec::new();
+            report::html::compare_page(&c, (&names.0, &names.1), (&b, &n), &mut page)?;
+            std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("dyno: the comparison's page is {}", path.display());
+        }
+        None => {
+            serde_json::to_writer_pretty(&mut text, &c)?;
+            text.push(b'\n');
         }
     }
     print_out(&text)?;

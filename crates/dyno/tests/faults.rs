@@ -1,6 +1,6 @@
 //! Fault plans on a process dyno starts: killed on a schedule and started again, every event on
 //! the run's clock with its recovery time; a process dyno did not start is never signalled; an
-//! interrupted pause heals and leaves nothing behind.
+//! interrupted pause heals and leaves nothing behind, a single process or a cluster's member.
 
 mod common;
 
@@ -137,6 +137,70 @@ fn a_killed_server_is_started_again_and_every_fault_has_its_recovery() {
     assert_eq!(state(last), None, "the server dyno started was stopped");
 }
 
+/// Runs `plan`, whose first fault pauses one of the `members` processes dyno starts for 15 s,
+/// interrupts dyno (SIGINT) during the pause, and checks that it healed and left nothing.
+fn interrupt_during_pause(dir: &Path, plan: &Path, members: usize) {
+    let out = dir.join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
+        .current_dir(dir)
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The processes dyno started: its children.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let started: Vec<u32> = loop {
+        let kids =
+            std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+                .unwrap_or_default();
+        let kids: Vec<u32> = kids
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if kids.len() >= members {
+            break kids;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "dyno started {kids:?}, not {members} processes"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Into the pause: one of them is stopped.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !started.iter().any(|&p| state(p) == Some('T')) {
+        assert!(Instant::now() < deadline, "no process was ever paused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling the dyno this test started, by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    for p in started {
+        assert_eq!(
+            state(p),
+            None,
+            "process {p} is gone, not left stopped or running"
+        );
+    }
+    let rec = record(&out);
+    assert_eq!(rec["interrupted"], true);
+    let e = &rec["faults"][0];
+    assert_eq!(e["action"], "pause");
+    let held = e["end_ns"].as_u64().unwrap() - e["start_ns"].as_u64().unwrap();
+    assert!(
+        held < 14_000_000_000,
+        "healed at the interruption, not after 15 s: {held}"
+    );
+}
+
 #[test]
 fn an_interrupted_pause_heals_and_leaves_no_process_behind() {
     let _g = serial();
@@ -148,60 +212,49 @@ fn an_interrupted_pause_heals_and_leaves_no_process_behind() {
         "20s",
         "[[faults]]\naction = \"pause\"\nat = \"1s\"\nfor = \"15s\"\n",
     );
-    let out = dir.path().join("out");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
-        .current_dir(dir.path())
-        .args([
-            "run",
-            p.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // The server dyno started, found by its port's readiness and its parent.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let server = loop {
-        let kids =
-            std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
-                .unwrap_or_default();
-        if let Some(pid) = kids
-            .split_whitespace()
-            .next()
-            .and_then(|p| p.parse::<u32>().ok())
-        {
-            break pid;
-        }
-        assert!(Instant::now() < deadline, "dyno started no server");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // Into the pause: the server is stopped.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while state(server) != Some('T') {
-        assert!(Instant::now() < deadline, "the server was never paused");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: signalling the dyno this test started, by its PID.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
-    assert_eq!(
-        state(server),
-        None,
-        "the paused server is gone, not left stopped"
+    interrupt_during_pause(dir.path(), &p, 1);
+}
+
+#[test]
+fn an_interrupted_pause_of_a_linked_member_leaves_no_member_stopped_or_behind() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let dyno_bin = env!("CARGO_BIN_EXE_dyno");
+    // Two members behind links, load through member a's link; member a paused.
+    let text = format!(
+        r#"[suite]
+name = "load"
+
+[load]
+duration = "20s"
+rate = 500
+interval = "100ms"
+max_lag = "100%"
+
+[targets.web]
+url = "http://127.0.0.1:{{port.a}}/"
+
+[targets.web.process]
+link = true
+
+[[targets.web.process.members]]
+name = "a"
+cmd = "{dyno_bin} serve --http --listen 127.0.0.1:{{listen.port}}"
+
+[[targets.web.process.members]]
+name = "b"
+cmd = "{dyno_bin} serve --http --listen 127.0.0.1:{{listen.port}}"
+
+[[faults]]
+action = "pause"
+member = "a"
+at = "1s"
+for = "15s"
+"#
     );
-    let rec = record(&out);
-    assert_eq!(rec["interrupted"], true);
-    let e = &rec["faults"][0];
-    assert_eq!(e["action"], "pause");
-    let held = e["end_ns"].as_u64().unwrap() - e["start_ns"].as_u64().unwrap();
-    assert!(
-        held < 14_000_000_000,
-        "healed at the interruption, not after 15 s: {held}"
-    );
+    let plan = dir.path().join("cluster.toml");
+    std::fs::write(&plan, text).unwrap();
+    interrupt_during_pause(dir.path(), &plan, 2);
 }
 
 #[test]

@@ -1,9 +1,11 @@
 //! A run of levels on real replicated systems started by dyno: the kv suite at the
 //! `kill-master` level, the primary of the moment killed every 10 s (and started again 5 s
 //! later), on Redis with Sentinel and on a 3-member etcd cluster (`examples/ahash.toml`'s
-//! targets). Each test runs 30 s, so its record holds three kills; every operation is accounted
-//! for, each recovery is no shorter than the system's failover and bounded, and the
-//! lost-writes check ran after the final heal.
+//! targets). Each system runs 36 s (get, then set, 18 s each), so its record holds three kills
+//! (10 s, 20 s, 30 s), each with time to recover before the run ends; every operation is
+//! accounted for, every recovery measured is no shorter than the system's failover and bounded
+//! (each of etcd's kills has one; Redis's resynchronising primary can keep one kill from
+//! recovering by the criterion), and the lost-writes check ran after the final heal.
 
 mod common;
 
@@ -12,35 +14,17 @@ use std::path::Path;
 
 /// `examples/ahash.toml` with only `target` (a cluster) kept, at the kill-master level.
 fn plan(dir: &Path, target: &str) -> std::path::PathBuf {
-    let example = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/ahash.toml"),
-    )
-    .unwrap();
-    let mut text = String::from(
-        "[suite]\nname = \"kv\"\nlevels = [\"kill-master\"]\nlevel_every = \"10s\"\nduration = \"15s\"\nconcurrency = 2\nobjects = 50\n",
-    );
-    // The target's own sections: `[targets.T]`, `[targets.T.process]`, `[[targets.T.…]]`.
-    let mine = |header: &str| {
-        let h = header.trim_matches(|c| c == '[' || c == ']');
-        h == format!("targets.{target}") || h.starts_with(&format!("targets.{target}."))
-    };
-    let mut keep = false;
-    for line in example.lines() {
-        if line.starts_with('[') {
-            keep = mine(line);
-        }
-        if keep {
-            text.push_str(line);
-            text.push('\n');
-        }
-    }
+    let text = String::from(
+        "[suite]\nname = \"kv\"\nlevels = [\"kill-master\"]\nlevel_every = \"10s\"\nduration = \"18s\"\nconcurrency = 2\nobjects = 50\n",
+    ) + &example_target("ahash.toml", target);
     let path = dir.join("levels.toml");
     std::fs::write(&path, text).unwrap();
     path
 }
 
-/// Runs the plan, checks what every system must show, and returns the record.
-fn kill_master(target: &str, failover_ns: u64) -> Option<serde_json::Value> {
+/// Runs the plan, checks what every system must show, and returns the record; at least
+/// `recovered` of the kills have a recovery time.
+fn kill_master(target: &str, failover_ns: u64, recovered: usize) -> Option<serde_json::Value> {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let p = plan(dir.path(), target);
@@ -58,8 +42,8 @@ fn kill_master(target: &str, failover_ns: u64) -> Option<serde_json::Value> {
     let rec = record(&out);
     assert_schema_valid(&rec);
     assert_eq!(rec["plan"]["levels"][0]["name"], "kill-master");
-    // 30 s of operations (get, then set), a kill every 10 s: three at least, each of the
-    // primary of that moment, each started again.
+    // 36 s of operations (get, then set), a kill every 10 s: three, each of the primary of
+    // that moment, each started again.
     let events = rec["faults"].as_array().unwrap();
     assert!(events.len() >= 3, "{events:?}");
     for e in events {
@@ -76,6 +60,7 @@ fn kill_master(target: &str, failover_ns: u64) -> Option<serde_json::Value> {
     let cases = rec["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2);
     let mut recoveries = 0;
+    let mut kills = 0;
     for c in cases {
         assert_eq!(c["level"], "kill-master");
         let reps = c["reps"].as_array().unwrap();
@@ -97,25 +82,41 @@ fn kill_master(target: &str, failover_ns: u64) -> Option<serde_json::Value> {
         // system's failover, and within the 10 s before the next kill.
         let effects = c["faults"].as_array().unwrap();
         assert!(!effects.is_empty(), "no kill during {test}: {c}");
-        // A kill the service had not recovered from when the next came has no recovery time
+        // A kill not recovered from before the next (or the end) has no recovery time
         // (`null`, "not recovered" in the table); each one measured is bounded.
-        let recovered: Vec<u64> = effects
+        let times: Vec<u64> = effects
             .iter()
             .filter_map(|e| e["recovery_ns"].as_u64())
             .collect();
-        recoveries += recovered.len();
+        kills += effects.len();
+        recoveries += times.len();
         for e in effects {
             let gap = e["unavailable_ns"].as_u64().unwrap();
             assert!(gap < 10_000_000_000, "{e}");
         }
-        for r in &recovered {
+        // A kill that stopped the service (some time without a successful operation) cannot
+        // be recovered from before the failover; one that did not (Sentinel named a primary
+        // that no longer served) only has to be bounded.
+        for e in effects {
+            let Some(r) = e["recovery_ns"].as_u64() else {
+                continue;
+            };
+            let outage = e["unavailable_ns"].as_u64().unwrap_or(0) > 0;
+            // Less the series' resolution and one heartbeat (100 ms each): the last heartbeat
+            // can precede the kill, and recovery is read in 100 ms intervals.
+            let from = if outage { failover_ns - 200_000_000 } else { 0 };
             assert!(
-                (failover_ns..10_000_000_000).contains(r),
+                (from..10_000_000_000).contains(&r),
                 "{test}: recovery {r} ns, failover {failover_ns} ns: {effects:?}"
             );
         }
     }
-    assert!(recoveries >= 1, "no kill was recovered from: {cases:?}");
+    assert!(kills >= 3, "three kills inside the tests: {cases:?}");
+    assert!(
+        recoveries >= recovered,
+        "{recoveries} of {kills} kills recovered from, not {recovered}: {:?}",
+        cases.iter().map(|c| &c["faults"]).collect::<Vec<_>>()
+    );
     // The lost-writes check ran after the final heal, and could read every key back.
     let set = cases.iter().find(|c| c["test"] == "set").unwrap();
     let lost = &set["reps"][0]["detail"]["kv"]["lost_writes"];
@@ -141,8 +142,10 @@ fn redis_with_sentinel_recovers_from_each_kill_of_its_primary() {
     {
         return;
     }
-    // Sentinel's down-after-milliseconds is 1000: no failover is sooner.
-    kill_master("redis", 1_000_000_000);
+    // Sentinel's down-after-milliseconds is 1000: no failover is sooner. The primary killed
+    // comes back empty 5 s later and resynchronises from the new one, which can hold p99 above
+    // twice its baseline past the next kill (measured 7.7 s once): two kills of three recover.
+    kill_master("redis", 1_000_000_000, 2);
 }
 
 #[test]
@@ -153,5 +156,5 @@ fn etcd_recovers_from_each_kill_of_its_leader() {
         return;
     }
     // etcd's election timeout is 1000 ms by default.
-    kill_master("etcd", 1_000_000_000).unwrap();
+    kill_master("etcd", 1_000_000_000, 3).unwrap();
 }

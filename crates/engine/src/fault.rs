@@ -1,4 +1,5 @@
-//! Fault plans: what a run does to its targets' processes, and when, on the run's clock.
+//! Fault plans: what a run does to its targets' processes (and the links in front of them), and
+//! when, on the run's clock.
 //!
 //! A fault is written `ACTION key=value …` (`--fault`) or as a `[[faults]]` table:
 //!
@@ -7,6 +8,9 @@
 //! | `kill` | SIGKILL, then starts it again `after` later (default 1s) and waits until it is ready |
 //! | `restart` | SIGTERM (SIGKILL after 10 s), starts it again at once, waits until it is ready |
 //! | `pause` | SIGSTOP, then SIGCONT `for` later (default 1s) |
+//! | `partition` | cuts the member off behind its link (`link = true`) for `for` (default 1s): nothing crosses to or from it, bytes wait as TCP's would |
+//! | `slow` | the member's link (both ways, its own connections too) adds `delay` ± `jitter` and caps at `rate` for `for` |
+//! | `restart-clients` | dyno's own clients drop their sessions and open new ones |
 //!
 //! When: `every=10s` (the first one period into the run), `at=5s,12s` (times into the run), or
 //! `stagger=10s` (Jepsen's: each wait uniform in 0..20s, seeded by the plan's seed). `healthy=2s`
@@ -16,7 +20,8 @@
 //! dyno signals only a process it started itself, checked by its PID (not yet reaped) and its
 //! start time just before each signal ([`crate::process::Started::signal`]); anything else is
 //! never signalled, and the event says so. When the run ends — finished, interrupted, or failed —
-//! the nemesis heals first: a paused process is continued, a killed one started again.
+//! the nemesis heals first: a paused process is continued, a killed one started again, a cut or
+//! slowed link opened.
 
 use crate::clock::Clock;
 use crate::plan::{Origin, PlanError, RawFault, Sp, parse_duration_setting};
@@ -41,8 +46,16 @@ pub enum Action {
     Restart,
     /// SIGSTOP for this long, then SIGCONT.
     Pause { for_ns: u64 },
+    /// The member's link cut, both ways, for this long.
+    Partition { for_ns: u64 },
+    /// The member's link impaired, both ways, for this long.
+    Slow {
+        for_ns: u64,
+        spec: host::link::LinkSpec,
+    },
     /// dyno's own clients drop their connections (requests in flight fail as `reset`) and open
-    /// new ones: NorduGrid's "unstable clients". The load suite's clients do.
+    /// new ones: NorduGrid's "unstable clients". The load and kv suites' clients at once, the
+    /// store suites' before their next test.
     RestartClients,
 }
 
@@ -53,8 +66,15 @@ impl Action {
             Action::Kill { .. } => "kill",
             Action::Restart => "restart",
             Action::Pause { .. } => "pause",
+            Action::Partition { .. } => "partition",
+            Action::Slow { .. } => "slow",
             Action::RestartClients => "restart-clients",
         }
+    }
+
+    /// Acts through a member's link (the cluster must have `link = true`).
+    pub fn through_link(self) -> bool {
+        matches!(self, Action::Partition { .. } | Action::Slow { .. })
     }
 }
 
@@ -126,7 +146,21 @@ impl fmt::Display for Fault {
         }
         match self.action {
             Action::Kill { after_ns } => write!(f, " after={}", d(after_ns))?,
-            Action::Pause { for_ns } => write!(f, " for={}", d(for_ns))?,
+            Action::Pause { for_ns } | Action::Partition { for_ns } => {
+                write!(f, " for={}", d(for_ns))?
+            }
+            Action::Slow { for_ns, spec } => {
+                write!(f, " for={}", d(for_ns))?;
+                if !spec.delay.is_zero() {
+                    write!(f, " delay={}", d(spec.delay.as_nanos() as u64))?;
+                }
+                if !spec.jitter.is_zero() {
+                    write!(f, " jitter={}", d(spec.jitter.as_nanos() as u64))?;
+                }
+                if let Some(r) = spec.rate_bits_per_s {
+                    write!(f, " rate={r}bit")?;
+                }
+            }
             Action::Restart | Action::RestartClients => {}
         }
         if self.healthy_ns > 0 {
@@ -176,6 +210,7 @@ impl RawFault {
         let at = self.at.clone().unwrap_or(Origin::Default);
         const KEYS: &[&str] = &[
             "action", "target", "member", "every", "at", "stagger", "after", "for", "healthy",
+            "delay", "jitter", "rate",
         ];
         if let Some((k, _)) = self
             .words
@@ -234,28 +269,61 @@ impl RawFault {
             Some("pause") => Action::Pause {
                 for_ns: dur("for")?.unwrap_or(1_000_000_000),
             },
+            Some("partition") => Action::Partition {
+                for_ns: dur("for")?.unwrap_or(1_000_000_000),
+            },
+            Some("slow") => {
+                let rate = match get("rate") {
+                    None => None,
+                    Some(r) => Some(crate::units::parse_bitrate(&r.value).map_err(|e| {
+                        PlanError::new(r.at.clone(), format!("rate: {e}")).hint("e.g. rate=10mbit")
+                    })?)
+                    .filter(|&r| r > 0),
+                };
+                let spec = host::link::LinkSpec {
+                    delay: Duration::from_nanos(dur("delay")?.unwrap_or(0)),
+                    jitter: Duration::from_nanos(dur("jitter")?.unwrap_or(0)),
+                    rate_bits_per_s: rate,
+                    seed: 1,
+                };
+                if spec.delay.is_zero() && spec.rate_bits_per_s.is_none() {
+                    return Err(PlanError::new(
+                        get("action").map_or(at.clone(), |a| a.at.clone()),
+                        "a slow fault needs delay= or rate=",
+                    )
+                    .hint(
+                        "e.g. slow member=e1 every=10s for=3s delay=50ms jitter=5ms rate=10mbit",
+                    ));
+                }
+                Action::Slow {
+                    for_ns: dur("for")?.unwrap_or(1_000_000_000),
+                    spec,
+                }
+            }
             other => {
                 let at = get("action").map_or(at.clone(), |a| a.at.clone());
                 return Err(PlanError::new(
                     at,
                     format!("unknown fault action {:?}", other.unwrap_or("")),
                 )
-                .hint("the actions: kill, restart, pause, restart-clients"));
+                .hint("the actions: kill, restart, pause, partition, slow, restart-clients"));
             }
         };
-        let misplaced = match action {
-            Action::Kill { .. } => get("for").map(|v| ("for", v)),
-            Action::Restart | Action::RestartClients => get("for")
-                .map(|v| ("for", v))
-                .or(get("after").map(|v| ("after", v))),
-            Action::Pause { .. } => get("after").map(|v| ("after", v)),
+        let takes: &[&str] = match action {
+            Action::Kill { .. } => &["after"],
+            Action::Restart | Action::RestartClients => &[],
+            Action::Pause { .. } | Action::Partition { .. } => &["for"],
+            Action::Slow { .. } => &["for", "delay", "jitter", "rate"],
         };
+        let misplaced = (["after", "for", "delay", "jitter", "rate"].iter())
+            .filter(|k| !takes.contains(k))
+            .find_map(|k| get(k).map(|v| (k, v)));
         if let Some((k, v)) = misplaced {
             return Err(PlanError::new(
                 v.at.clone(),
-                format!("{k} is not a setting of this fault's action"),
+                format!("{k} is not a setting of a {} fault", action.name()),
             )
-            .hint("kill takes after= (when to start it again), pause takes for="));
+            .hint("kill takes after= (when to start it again); pause and partition take for=; slow takes for=, delay=, jitter=, rate="));
         }
         Ok(action)
     }
@@ -588,6 +656,9 @@ pub struct Nemesis {
     events: Mutex<Vec<FaultEvent>>,
 }
 
+/// The gates of the links in front of a cluster's members, by `TARGET/MEMBER`.
+pub type Gates = std::collections::BTreeMap<String, Arc<host::link::Gate>>;
+
 /// Told when a process was started again: its old PID and its new one.
 pub type Follow = Box<dyn Fn(u32, u32) + Send>;
 
@@ -600,6 +671,8 @@ struct Work {
     clients: Arc<std::sync::atomic::AtomicU64>,
     /// The clusters' role queries, by target.
     roles: std::collections::BTreeMap<String, Role>,
+    /// The gates of the links in front of members (`TARGET/MEMBER`).
+    gates: Gates,
     clock: Clock,
     stop: Arc<AtomicBool>,
     events: Vec<FaultEvent>,
@@ -693,6 +766,10 @@ impl Work {
             return;
         };
         let key = &key;
+        if f.action.through_link() {
+            self.through_link(f, key);
+            return;
+        }
         let Some(member) = self.member(key) else {
             return;
         };
@@ -715,7 +792,7 @@ impl Work {
                 Ok(())
             }
             Action::Pause { .. } => p.signal(libc::SIGSTOP),
-            Action::RestartClients => Ok(()),
+            Action::RestartClients | Action::Partition { .. } | Action::Slow { .. } => Ok(()),
         };
         if let Err(e) = signalled {
             event.note = Some(e.to_string());
@@ -736,7 +813,38 @@ impl Work {
                 self.start_again(&mut p, &mut event);
             }
             Action::Restart => self.start_again(&mut p, &mut event),
-            Action::RestartClients => {}
+            Action::RestartClients | Action::Partition { .. } | Action::Slow { .. } => {}
+        }
+        self.events.push(event);
+    }
+
+    /// Cuts or slows the member's link for the fault's time, then opens it again (at once when
+    /// the run is stopping).
+    fn through_link(&mut self, f: &Fault, key: &str) {
+        use host::link::GateState;
+        let start_ns = self.clock.now_ns();
+        let mut event = FaultEvent {
+            action: f.action.name().to_string(),
+            target: key.to_string(),
+            start_ns,
+            end_ns: None,
+            pid: None,
+            new_pid: None,
+            note: None,
+        };
+        let (state, for_ns) = match f.action {
+            Action::Partition { for_ns } => (GateState::Cut, for_ns),
+            Action::Slow { for_ns, spec } => (GateState::Slow(spec), for_ns),
+            _ => return,
+        };
+        match self.gates.get(key).cloned() {
+            None => event.note = Some(format!("{key} has no link in front of it")),
+            Some(gate) => {
+                gate.set(state);
+                self.sleep_until(start_ns + for_ns);
+                gate.set(GateState::Open);
+                event.end_ns = Some(self.clock.now_ns());
+            }
         }
         self.events.push(event);
     }
@@ -784,10 +892,11 @@ impl Nemesis {
     /// `follow` is told of each process started again.
     pub fn start(
         faults: Vec<Fault>,
-        (members, clients, roles): (
+        (members, clients, roles, gates): (
             Vec<Member>,
             Arc<std::sync::atomic::AtomicU64>,
             std::collections::BTreeMap<String, Role>,
+            Gates,
         ),
         follow: Follow,
         clock: Clock,
@@ -800,6 +909,7 @@ impl Nemesis {
             follow,
             clients,
             roles,
+            gates,
             clock,
             stop: stop.clone(),
             events: Vec::new(),

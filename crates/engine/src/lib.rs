@@ -18,8 +18,10 @@
 //! - [`worker`]: the one worker loop (schedule × stop condition); [`schedule`]: open-loop arrivals.
 //! - [`recorder`]: per-worker histograms and counters.
 //! - [`load`]: the event-loop engine for request/response targets (closed and open loop).
-//! - [`fault`]: fault plans (kill, restart, pause a target's process on a schedule) and the
-//!   nemesis thread that does them on the run's clock, healing when the run ends.
+//! - [`fault`]: fault plans (kill, restart, pause a target's process; partition or slow a
+//!   member through its link; restart dyno's clients — on a schedule), levels, and the nemesis
+//!   thread that does them on the run's clock, healing when the run ends; [`links`]: the links
+//!   in front of a cluster's members and who made a connection.
 //! - [`runner`]: runs a plan, target by target, and builds the run record: the one loop of
 //!   repetitions (warm-up, progress, checkpoints, interruption, the sink) for every suite.
 //! - [`monitor`]: samples the watched processes (CPU, RSS, threads, files, I/O) once a second;
@@ -33,6 +35,7 @@ pub mod env;
 pub mod error;
 pub mod fault;
 pub mod graph;
+pub mod links;
 pub mod load;
 pub mod monitor;
 pub mod pagecache;

@@ -138,6 +138,8 @@ struct Watched {
     /// The started processes, by target: the fault plans act on them.
     started: Vec<crate::fault::Member>,
     monitor: Option<std::sync::Arc<crate::monitor::Monitor>>,
+    /// The links in front of clusters' members (`link = true`).
+    links: Vec<Arc<crate::links::Links>>,
 }
 
 /// A process to watch that is not there.
@@ -215,6 +217,7 @@ fn watch(
     use crate::plan::ProcessSpec;
     let mut started = Vec::new();
     let mut watches = Vec::new();
+    let mut links = Vec::new();
     for t in targets {
         let refused = |message: String| RunError::Refused {
             name: t.name.clone(),
@@ -249,9 +252,21 @@ fn watch(
                 ready_timeout,
                 ..
             }) => {
+                // The links first: the members reach each other through them.
+                let linked = if members.iter().any(|m| m.listen.is_some()) {
+                    let l = crate::links::Links::start(&t.name, members).map_err(refused)?;
+                    links.push(Arc::new(l));
+                    links.last().cloned()
+                } else {
+                    None
+                };
                 for m in members {
                     let s = start_member(&t.name, m, *ready_timeout, logs).map_err(refused)?;
-                    keep(format!("{}/{}", t.name, m.name), s);
+                    let key = format!("{}/{}", t.name, m.name);
+                    if let Some(l) = &linked {
+                        l.started(&key, s.pid);
+                    }
+                    keep(key, s);
                 }
             }
             Some(spec) => watches
@@ -271,7 +286,11 @@ fn watch(
             .map_err(|e| RunError::Watch(e.to_string()))?;
         Some(std::sync::Arc::new(m))
     };
-    Ok(Watched { started, monitor })
+    Ok(Watched {
+        started,
+        monitor,
+        links,
+    })
 }
 
 /// Where a run stands, for whoever shows progress: told at each case's start and end and, while
@@ -334,17 +353,25 @@ fn nemesis(
         return None;
     }
     let monitor = watched.monitor.clone();
+    let links = watched.links.clone();
     let follow = Box::new(move |old, new| {
         if let Some(m) = &monitor {
             m.follow(old, new);
         }
+        for l in &links {
+            l.follow(old, new);
+        }
     });
+    let gates = (watched.links.iter())
+        .flat_map(|l| l.gates.iter().map(|(k, g)| (k.clone(), g.clone())))
+        .collect();
     let (faults, members) = (
         stage.faults.clone(),
         (
             watched.started.clone(),
             clients.clone(),
             roles(&stage.targets),
+            gates,
         ),
     );
     // A level's faults count from its start; a plain run's from the run's.
@@ -376,8 +403,13 @@ fn roles(targets: &[&PlanTarget]) -> std::collections::BTreeMap<String, crate::f
                 t.name.clone(),
                 crate::fault::Role {
                     cmd: cmd.clone(),
+                    // Announced (the link's, when linked) and listened on.
                     ports: (members.iter())
-                        .map(|m| (format!("{}/{}", t.name, m.name), m.port))
+                        .flat_map(|m| {
+                            let key = format!("{}/{}", t.name, m.name);
+                            let listen = m.listen.map(|l| (key.clone(), l[0]));
+                            [(key, m.port)].into_iter().chain(listen)
+                        })
                         .collect(),
                 },
             )),
@@ -532,6 +564,7 @@ pub fn run(
         cases: Vec::new(),
         resources: Vec::new(),
         faults: Vec::new(),
+        thresholds: Vec::new(),
     };
     // Bumped by a `restart-clients` fault: the suites' clients reconnect.
     let clients = Arc::new(AtomicU64::new(0));
@@ -635,6 +668,11 @@ pub fn run(
     progress(&Progress::finished(record.cases.len()));
     record.interrupted = interrupt.load(Ordering::Relaxed);
     record.finished = Some(now_utc());
+    record.thresholds = results::thresholds::evaluate(
+        &plan.thresholds,
+        &record,
+        plan.baseline.as_ref().map(|(_, b)| b.as_ref()),
+    );
     sink(&record).map_err(RunError::Sink)?;
     Ok(RunOutcome { record, warnings })
 }

@@ -104,6 +104,12 @@ pub struct Plan {
     /// A run of levels (`levels = [...]`): each level runs its targets with its own faults, on
     /// processes started afresh; empty otherwise.
     pub levels: Vec<crate::fault::Level>,
+    /// The run's pass/fail criteria, checked when it ends.
+    pub thresholds: Vec<results::thresholds::Threshold>,
+    /// The run relative thresholds (`p99 < baseline * 1.05`) are held to: where it was named,
+    /// and its record once the command loaded it (the engine reads no results directory).
+    pub baseline: Option<(Sp<String>, std::sync::Arc<results::RunRecord>)>,
+    pub baseline_ref: Option<Sp<String>>,
     /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
     pub watch_pids: Vec<u32>,
     pub watch_names: Vec<String>,
@@ -173,6 +179,7 @@ impl Plan {
                 })
                 .collect(),
             kv: None,
+            thresholds: self.thresholds.iter().map(|t| t.text.clone()).collect(),
         };
         self.settings.record(&mut r);
         r

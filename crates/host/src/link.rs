@@ -14,9 +14,9 @@
 use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Bytes read at a time.
@@ -29,7 +29,7 @@ pub const MAX_CONNECTIONS: usize = 1024;
 const SPIN: Duration = Duration::from_micros(150);
 
 /// One direction's impairments (both directions get the same).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkSpec {
     /// One-way delay.
     pub delay: Duration,
@@ -66,6 +66,131 @@ impl LinkSpec {
     }
 }
 
+/// What a gate lets through now.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum GateState {
+    /// The link's own impairments.
+    #[default]
+    Open,
+    /// Nothing crosses, either way: bytes wait (in the sockets' buffers, as TCP's would in a
+    /// real partition) until the gate opens again, and a connection made meanwhile is not
+    /// passed on to the server until then.
+    Cut,
+    /// These impairments instead of the link's own.
+    Slow(LinkSpec),
+}
+
+/// A switch on the connections of one or more links, thrown while they run (the fault plans'
+/// `partition` and `slow`). Each connection reads its gates' states as it moves bytes.
+#[derive(Debug, Default)]
+pub struct Gate {
+    state: Mutex<GateState>,
+    /// Bumped at every change: a connection compares it to notice one without locking.
+    version: AtomicU64,
+    /// Bumped too, when the gate is one of a group (a cluster's): a connection whose maker was
+    /// not known yet asks again when any gate of the group changes.
+    group: Option<Arc<AtomicU64>>,
+}
+
+impl Gate {
+    /// A gate of a group whose changes all bump `group`.
+    pub fn in_group(group: Arc<AtomicU64>) -> Gate {
+        Gate {
+            group: Some(group),
+            ..Gate::default()
+        }
+    }
+
+    pub fn set(&self, state: GateState) {
+        if let Ok(mut s) = self.state.lock() {
+            *s = state;
+        }
+        self.version.fetch_add(1, Ordering::SeqCst);
+        if let Some(g) = &self.group {
+            g.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    pub fn get(&self) -> GateState {
+        self.state.lock().map(|s| *s).unwrap_or_default()
+    }
+}
+
+/// Names the gate of whoever made a connection (its peer address, the link's address), if one
+/// of the processes behind the links made it: a cut member's own connections to the others
+/// are cut too.
+pub type Origin = Arc<dyn Fn(SocketAddr, SocketAddr) -> Option<Arc<Gate>> + Send + Sync>;
+
+/// How often a connection behind a gate looks at it while no bytes flow.
+const GATE_LOOK: Duration = Duration::from_millis(10);
+
+/// What one connection goes by: the link's spec, its gates (the link's own and, when known,
+/// the one of whoever connected), and the link's stop flag.
+struct Way {
+    base: LinkSpec,
+    gates: Vec<Arc<Gate>>,
+    stop: Arc<AtomicBool>,
+    /// Whoever made the connection, not known yet: asked again when a gate of the link's group
+    /// changes (a process that connected while it was starting was not named yet).
+    unknown: Option<(Origin, SocketAddr, SocketAddr)>,
+}
+
+impl Way {
+    fn gated(&self) -> bool {
+        !self.gates.is_empty()
+    }
+
+    /// Asks who made the connection; the maker's gate joins the connection's when named.
+    fn ask_maker(&mut self) {
+        if let Some((origin, peer, here)) = &self.unknown
+            && let Some(g) = origin(*peer, *here)
+        {
+            self.gates.push(g);
+            self.unknown = None;
+        }
+    }
+
+    /// The impairments now; `None` while cut.
+    fn now(&self) -> Option<LinkSpec> {
+        let mut spec = self.base;
+        for g in &self.gates {
+            match g.get() {
+                GateState::Cut => return None,
+                GateState::Slow(s) => {
+                    spec = LinkSpec {
+                        seed: spec.seed,
+                        ..s
+                    }
+                }
+                GateState::Open => {}
+            }
+        }
+        Some(spec)
+    }
+
+    /// Changes when any gate does (any of the group's, while the maker is not known).
+    fn version(&self) -> u64 {
+        let group = (self.unknown.as_ref())
+            .and_then(|_| self.gates.first())
+            .and_then(|g| g.group.as_ref())
+            .map_or(0, |g| g.load(Ordering::SeqCst));
+        (self.gates.iter()).fold(group, |v, g| {
+            v.wrapping_add(g.version.load(Ordering::SeqCst))
+        })
+    }
+
+    /// Waits while cut; false when the link stopped first.
+    fn wait_open(&self) -> bool {
+        while self.now().is_none() {
+            if self.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            std::thread::sleep(GATE_LOOK);
+        }
+        true
+    }
+}
+
 /// A running link.
 pub struct Link {
     acceptor: crate::acceptor::Acceptor,
@@ -74,9 +199,22 @@ pub struct Link {
 impl Link {
     /// Proxies connections accepted on `listener` to `to`, impaired by `spec`.
     pub fn start(listener: TcpListener, to: SocketAddr, spec: LinkSpec) -> io::Result<Link> {
+        Link::start_gated(listener, to, spec, None, None)
+    }
+
+    /// As [`Link::start`], its connections also behind `gate` and, for those `origin` names,
+    /// behind their maker's gate.
+    pub fn start_gated(
+        listener: TcpListener,
+        to: SocketAddr,
+        spec: LinkSpec,
+        gate: Option<Arc<Gate>>,
+        origin: Option<Origin>,
+    ) -> io::Result<Link> {
         let stop = Arc::new(AtomicBool::new(false));
         let live = Arc::new(AtomicUsize::new(0));
         let s = stop.clone();
+        let here = listener.local_addr()?;
         let acceptor = crate::acceptor::Acceptor::spawn(
             "dyno-link-accept",
             listener,
@@ -92,13 +230,19 @@ impl Link {
                         continue; // over the limit: closed at once
                     }
                     seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                    let spec = LinkSpec { seed, ..spec };
+                    let peer = client.peer_addr().ok();
+                    let way = Way {
+                        base: LinkSpec { seed, ..spec },
+                        gates: gate.iter().cloned().collect(),
+                        stop: s.clone(),
+                        unknown: (origin.clone().zip(peer)).map(|(o, p)| (o, p, here)),
+                    };
                     let conn_live = live.clone();
                     live.fetch_add(1, Ordering::SeqCst);
                     let spawned = std::thread::Builder::new()
                         .name("dyno-link-conn".into())
                         .spawn(move || {
-                            let _ = join(client, to, spec);
+                            let _ = join(client, to, way);
                             conn_live.fetch_sub(1, Ordering::SeqCst);
                         });
                     if spawned.is_err() {
@@ -114,7 +258,8 @@ impl Link {
         self.acceptor.addr()
     }
 
-    /// Stops accepting (connections in progress run until either side closes).
+    /// Stops accepting (connections in progress run until either side closes; one waiting
+    /// behind a cut gate ends).
     pub fn stop(&mut self) {
         self.acceptor.stop();
     }
@@ -131,26 +276,97 @@ impl Drop for Link {
     }
 }
 
-/// Joins one client to a new connection to `to`, both directions impaired.
-fn join(client: TcpStream, to: SocketAddr, spec: LinkSpec) -> io::Result<()> {
+/// Why a way of moving bytes returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moved {
+    /// Both sides closed, or an error ended the connection.
+    Done,
+    /// A gate changed: go on the new way.
+    Changed,
+}
+
+/// Joins one client to a new connection to `to`, both directions impaired as `way` says, each
+/// time it changes.
+fn join(client: TcpStream, to: SocketAddr, mut way: Way) -> io::Result<()> {
+    // Asked here, not in the accepting thread: it reads /proc.
+    way.ask_maker();
+    // A connection made while cut is held: the SYN would not have crossed.
+    if !way.wait_open() {
+        return Ok(());
+    }
     let server = TcpStream::connect(to)?;
     client.set_nodelay(true)?;
     server.set_nodelay(true)?;
-    if spec.passthrough() {
-        copy_both(&client, &server);
-        return Ok(());
+    // Which directions are still open: client → server, server → client.
+    let mut open = [true, true];
+    loop {
+        let seen = way.version();
+        let moved = match way.now() {
+            None => {
+                if !way.wait_open() {
+                    return Ok(());
+                }
+                Moved::Changed
+            }
+            Some(spec) if spec.passthrough() => copy_both(&client, &server, &way, seen, &mut open),
+            Some(spec) => impaired(&client, &server, spec, &way, seen, &mut open)?,
+        };
+        if moved == Moved::Done || open == [false, false] {
+            return Ok(());
+        }
+        way.ask_maker();
     }
-    let (c2, s2) = (client.try_clone()?, server.try_clone()?);
+}
+
+/// Both directions through the impairments of `spec`, a thread each, until both close or a
+/// gate changes.
+fn impaired(
+    client: &TcpStream,
+    server: &TcpStream,
+    spec: LinkSpec,
+    way: &Way,
+    seen: u64,
+    open: &mut [bool; 2],
+) -> io::Result<Moved> {
     let back = LinkSpec {
         seed: spec.seed ^ 0xD1B5_4A32_D192_ED03,
         ..spec
     };
-    let there = std::thread::Builder::new()
-        .name("dyno-link-up".into())
-        .spawn(move || direction(client, server, spec))?;
-    direction(s2, c2, back);
-    let _ = there.join();
-    Ok(())
+    let look = way.gated().then_some(GATE_LOOK);
+    for s in [client, server] {
+        s.set_read_timeout(look)?;
+    }
+    let (c2, s2) = (client.try_clone()?, server.try_clone()?);
+    let up = open[0];
+    let changed = std::thread::scope(|scope| {
+        let there = up.then(|| {
+            let (c, s) = (client.try_clone(), server.try_clone());
+            scope.spawn(move || match (c, s) {
+                (Ok(c), Ok(s)) => direction(c, s, spec, way, seen),
+                _ => Moved::Done,
+            })
+        });
+        let home = if open[1] {
+            direction(s2, c2, back, way, seen)
+        } else {
+            Moved::Changed
+        };
+        let there = there.map_or(Moved::Changed, |t| t.join().unwrap_or(Moved::Done));
+        [there, home]
+    });
+    for (i, m) in changed.into_iter().enumerate() {
+        if open[i] && m == Moved::Done {
+            open[i] = false;
+        }
+    }
+    for s in [client, server] {
+        s.set_read_timeout(None)?;
+    }
+    Ok(if open.iter().any(|o| *o) {
+        Moved::Changed
+    } else {
+        Moved::Done
+    })
 }
 
 /// After traffic, a plain-copy link keeps polling this long before it sleeps: a thread woken by
@@ -180,12 +396,20 @@ fn recv_now(s: &TcpStream, buf: &mut [u8]) -> io::Result<Option<usize>> {
 }
 
 /// A link with no impairment: one thread copies both directions, polling while traffic flows and
-/// sleeping in `poll(2)` when it stops; a side that closes has its close passed on.
-fn copy_both(a: &TcpStream, b: &TcpStream) {
+/// sleeping in `poll(2)` when it stops; a side that closes has its close passed on. Behind a
+/// gate, it returns when the gate changes (looked at every [`GATE_LOOK`] at least).
+fn copy_both(a: &TcpStream, b: &TcpStream, way: &Way, seen: u64, open: &mut [bool; 2]) -> Moved {
     let mut buf = vec![0u8; CHUNK];
-    let mut open = [true, true];
     let mut last = Instant::now();
+    let sleep_ms = if way.gated() {
+        GATE_LOOK.as_millis() as i32
+    } else {
+        1000
+    };
     while open[0] || open[1] {
+        if way.gated() && way.version() != seen {
+            return Moved::Changed;
+        }
         let mut moved = false;
         for (i, (from, mut to)) in [(a, b), (b, a)].into_iter().enumerate() {
             if !open[i] {
@@ -199,7 +423,7 @@ fn copy_both(a: &TcpStream, b: &TcpStream) {
                 Ok(Some(n)) => {
                     moved = true;
                     if to.write_all(&buf[..n]).is_err() {
-                        return;
+                        return Moved::Done;
                     }
                 }
                 Ok(None) => {}
@@ -225,23 +449,30 @@ fn copy_both(a: &TcpStream, b: &TcpStream) {
                 },
             ];
             // SAFETY: two valid pollfd entries.
-            unsafe { libc::poll(fds.as_mut_ptr(), 2, 1000) };
+            unsafe { libc::poll(fds.as_mut_ptr(), 2, sleep_ms) };
             last = Instant::now();
         }
     }
+    Moved::Done
 }
 
-/// Carries bytes from `from` to `to` until `from` closes, then closes `to`'s write side.
-fn direction(mut from: TcpStream, to: TcpStream, spec: LinkSpec) {
+/// Carries bytes from `from` to `to` until `from` closes (then closes `to`'s write side) or a
+/// gate changes.
+fn direction(mut from: TcpStream, to: TcpStream, spec: LinkSpec, way: &Way, seen: u64) -> Moved {
     let (tx, rx) = sync_channel::<(Instant, Vec<u8>)>(MAX_QUEUED);
-    let writer = std::thread::Builder::new()
-        .name("dyno-link-write".into())
-        .spawn(move || release(rx, to));
-    let Ok(writer) = writer else { return };
-    stamp(&mut from, tx, spec);
-    let _ = writer.join();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || release(rx, to, way));
+        let moved = stamp(&mut from, tx, spec, way, seen);
+        match writer.join() {
+            Ok(Some(to)) if moved == Moved::Done => {
+                let _ = to.shutdown(Shutdown::Write);
+                Moved::Done
+            }
+            Ok(Some(_)) => moved,
+            _ => Moved::Done,
+        }
+    })
 }
-
 /// Reads into `buf` and returns the byte count with the moment the bytes reached the socket: the
 /// kernel's receive timestamp (`SO_TIMESTAMPNS`), so the delay runs from the bytes' arrival and
 /// not from this thread's wake-up. Without a timestamp, the moment the read returned.
@@ -286,8 +517,16 @@ fn read_stamped(s: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Instant)> {
     Ok((n as usize, now))
 }
 
-/// Reads chunks and stamps each with the moment it may leave the link.
-fn stamp(from: &mut TcpStream, tx: SyncSender<(Instant, Vec<u8>)>, spec: LinkSpec) {
+/// Reads chunks and stamps each with the moment it may leave the link, until `from` closes
+/// ([`Moved::Done`]) or a gate changes. Behind a gate, reads time out every [`GATE_LOOK`] to
+/// look at it.
+fn stamp(
+    from: &mut TcpStream,
+    tx: SyncSender<(Instant, Vec<u8>)>,
+    spec: LinkSpec,
+    way: &Way,
+    seen: u64,
+) -> Moved {
     let on: libc::c_int = 1;
     // SAFETY: a valid socket and option value.
     unsafe {
@@ -304,9 +543,21 @@ fn stamp(from: &mut TcpStream, tx: SyncSender<(Instant, Vec<u8>)>, spec: LinkSpe
     let mut last_release = Instant::now();
     let mut buf = vec![0u8; CHUNK];
     loop {
+        if way.gated() && way.version() != seen {
+            return Moved::Changed; // dropping `tx` tells the writer to finish
+        }
         let (n, arrived) = match read_stamped(from, &mut buf) {
-            Ok((0, _)) | Err(_) => return, // dropping `tx` tells the writer to finish
+            Ok((0, _)) => return Moved::Done,
             Ok(r) => r,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
+            Err(_) => return Moved::Done,
         };
         let chunk = buf[..n].to_vec();
         let sent = match spec.rate_bits_per_s {
@@ -333,13 +584,14 @@ fn stamp(from: &mut TcpStream, tx: SyncSender<(Instant, Vec<u8>)>, spec: LinkSpe
         let release = (sent + Duration::from_nanos(delay_ns)).max(last_release);
         last_release = release;
         if tx.send((release, chunk)).is_err() {
-            return;
+            return Moved::Done;
         }
     }
 }
 
-/// Writes each chunk at its moment, in order; closes the write side when the reader is done.
-fn release(rx: Receiver<(Instant, Vec<u8>)>, mut to: TcpStream) {
+/// Writes each chunk at its moment, in order (and not while a gate is cut); gives the socket
+/// back when the reader is done, `None` when the other side is gone or the link stopped.
+fn release(rx: Receiver<(Instant, Vec<u8>)>, mut to: TcpStream, way: &Way) -> Option<TcpStream> {
     for (at, chunk) in rx {
         loop {
             let now = Instant::now();
@@ -353,11 +605,14 @@ fn release(rx: Receiver<(Instant, Vec<u8>)>, mut to: TcpStream) {
                 std::hint::spin_loop();
             }
         }
+        if way.gated() && !way.wait_open() {
+            return None;
+        }
         if to.write_all(&chunk).is_err() {
-            return;
+            return None;
         }
     }
-    let _ = to.shutdown(Shutdown::Write);
+    Some(to)
 }
 
 #[cfg(test)]

@@ -176,3 +176,160 @@ fn jitter_never_reorders_bytes() {
         assert_eq!(buf, [i; 64]);
     }
 }
+
+/// One 64-byte ping-pong on `s`: its round trip, or `None` when nothing came back in `wait`.
+fn ping(s: &mut TcpStream, wait: Duration) -> Option<Duration> {
+    let mut buf = [9u8; 64];
+    s.set_read_timeout(Some(wait)).unwrap();
+    let t = Instant::now();
+    s.write_all(&buf).unwrap();
+    s.read_exact(&mut buf).ok().map(|()| t.elapsed())
+}
+
+#[test]
+fn a_gate_cuts_slows_and_heals_a_running_connection_without_losing_a_byte() {
+    use host::link::{Gate, GateState};
+    use std::sync::Arc;
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = echo();
+    let gate = Arc::new(Gate::default());
+    let plain = LinkSpec {
+        delay: Duration::ZERO,
+        jitter: Duration::ZERO,
+        rate_bits_per_s: None,
+        seed: 1,
+    };
+    let l = Link::start_gated(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        server,
+        plain,
+        Some(gate.clone()),
+        None,
+    )
+    .unwrap();
+    let mut s = TcpStream::connect(l.addr()).unwrap();
+    s.set_nodelay(true).unwrap();
+    let open = ping(&mut s, Duration::from_secs(2)).expect("an open gate passes bytes");
+    assert!(open < Duration::from_millis(20), "open: {open:?}");
+
+    // Cut: the message waits; healed, it arrives, whole and in order.
+    gate.set(GateState::Cut);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        ping(&mut s, Duration::from_millis(300)),
+        None,
+        "a cut gate passed bytes"
+    );
+    gate.set(GateState::Open);
+    let mut buf = [0u8; 64];
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    s.read_exact(&mut buf)
+        .expect("the held message arrives once healed");
+    assert_eq!(buf, [9u8; 64]);
+
+    // A connection made while cut is held, then served once healed.
+    gate.set(GateState::Cut);
+    let mut held = TcpStream::connect(l.addr()).unwrap();
+    assert_eq!(ping(&mut held, Duration::from_millis(200)), None);
+    gate.set(GateState::Open);
+    held.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    held.read_exact(&mut buf)
+        .expect("a held connection is passed on once healed");
+
+    // Slow: 20 ms each way, so a round trip of at least 40 ms; open again, fast again.
+    gate.set(GateState::Slow(LinkSpec {
+        delay: Duration::from_millis(20),
+        ..plain
+    }));
+    let slow = ping(&mut s, Duration::from_secs(2)).expect("a slow gate passes bytes");
+    assert!(slow >= Duration::from_millis(40), "slow: {slow:?}");
+    gate.set(GateState::Open);
+    std::thread::sleep(Duration::from_millis(50));
+    let fast = (0..5)
+        .filter_map(|_| ping(&mut s, Duration::from_secs(2)))
+        .min()
+        .expect("open again");
+    assert!(fast < Duration::from_millis(20), "open again: {fast:?}");
+}
+
+#[test]
+fn a_connection_is_behind_its_makers_gate_too() {
+    use host::link::{Gate, GateState, Origin};
+    use std::sync::Arc;
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = echo();
+    let mine = Arc::new(Gate::default());
+    let theirs = Arc::new(Gate::default());
+    // Every connection made here is "ours": the origin names our gate for any maker.
+    let named = mine.clone();
+    let origin: Origin = Arc::new(move |_, _| Some(named.clone()));
+    let l = Link::start_gated(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        server,
+        LinkSpec {
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            rate_bits_per_s: None,
+            seed: 1,
+        },
+        Some(theirs.clone()),
+        Some(origin),
+    )
+    .unwrap();
+    let mut s = TcpStream::connect(l.addr()).unwrap();
+    assert!(ping(&mut s, Duration::from_secs(2)).is_some());
+    mine.set(GateState::Cut);
+    assert_eq!(
+        ping(&mut s, Duration::from_millis(200)),
+        None,
+        "the maker's cut holds"
+    );
+    mine.set(GateState::Open);
+    let mut buf = [0u8; 64];
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    s.read_exact(&mut buf).unwrap();
+    assert!(theirs.get() == GateState::Open);
+}
+
+#[test]
+fn a_maker_not_known_at_first_is_asked_again_when_a_gate_of_the_group_changes() {
+    use host::link::{Gate, GateState, Origin};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = echo();
+    let group = Arc::new(AtomicU64::new(0));
+    let link_gate = Arc::new(Gate::in_group(group.clone()));
+    let maker_gate = Arc::new(Gate::in_group(group));
+    // Unknown while "starting"; named once started.
+    let started = Arc::new(AtomicBool::new(false));
+    let (named, known) = (maker_gate.clone(), started.clone());
+    let origin: Origin = Arc::new(move |_, _| known.load(Ordering::SeqCst).then(|| named.clone()));
+    let l = Link::start_gated(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        server,
+        LinkSpec {
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            rate_bits_per_s: None,
+            seed: 1,
+        },
+        Some(link_gate),
+        Some(origin),
+    )
+    .unwrap();
+    let mut s = TcpStream::connect(l.addr()).unwrap();
+    assert!(ping(&mut s, Duration::from_secs(2)).is_some());
+    started.store(true, Ordering::SeqCst);
+    maker_gate.set(GateState::Cut);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        ping(&mut s, Duration::from_millis(200)),
+        None,
+        "the late-named maker's cut holds"
+    );
+    maker_gate.set(GateState::Open);
+    let mut buf = [0u8; 64];
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    s.read_exact(&mut buf).unwrap();
+}

@@ -173,8 +173,58 @@ fn record_section(
     Ok(())
 }
 
+/// The history's trend of the cases on the page: rate and p99 over the runs registered with
+/// them (a plot each, when some case has a figure in two runs).
+fn trend_section(trend: &[results::history::CaseRow], out: &mut String) {
+    #[cfg(feature = "plots")]
+    {
+        use crate::plots::{TrendMetric, trend as plot};
+        let mut figures = String::new();
+        for metric in [TrendMetric::Rate, TrendMetric::P99] {
+            match plot(metric, trend) {
+                Ok(Some(p)) => {
+                    let _ = writeln!(
+                        figures,
+                        "<figure>{}<figcaption>{} · <code>dyno history --plot {}</code></figcaption></figure>",
+                        scalable(&p.svg),
+                        escape(&p.title),
+                        metric.name()
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = writeln!(
+                        figures,
+                        "<p>The trend could not be drawn: {}</p>",
+                        escape(&e.to_string())
+                    );
+                }
+            }
+        }
+        if !figures.is_empty() {
+            let _ = writeln!(
+                out,
+                "<section><h2 id=\"trend\">Trend</h2><p class=\"muted\">These cases in the runs \
+                 of the results directory's history, up to this one.</p>\n{figures}</section>"
+            );
+        }
+    }
+    #[cfg(not(feature = "plots"))]
+    let _ = (trend, out);
+}
+
 /// Writes the page for `records` (usually one run; each gets its own section).
 pub fn render(records: &[RunRecord], views: crate::Views, out: &mut dyn Write) -> io::Result<()> {
+    render_with_trend(records, views, &[], out)
+}
+
+/// [`render`], with a section drawing `trend`: the history of the records' cases.
+pub fn render_with_trend(
+    records: &[RunRecord],
+    views: crate::Views,
+    trend: &[results::history::CaseRow],
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let title = match records {
         [r] => format!("dyno {} · {}", r.plan.suite, r.started),
         rs => format!("dyno · {} runs", rs.len()),
@@ -202,6 +252,73 @@ pub fn render(records: &[RunRecord], views: crate::Views, out: &mut dyn Write) -
              <a href=\"#environment-{n}\">environment</a><a href=\"#plan-{n}\">plan</a></nav>"
         );
         record_section(r, views, n, &mut page)?;
+    }
+    trend_section(trend, &mut page);
+    page.push_str("</body>\n</html>\n");
+    out.write_all(page.as_bytes())
+}
+
+/// The page of a comparison (`dyno compare -f html`): the compare table, then each matched
+/// case's latency spectra of both runs overlaid.
+pub fn compare_page(
+    c: &results::compare::Comparison,
+    (base, new): (&str, &str),
+    (rb, rn): (&RunRecord, &RunRecord),
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let title = format!("dyno compare · {base} → {new}");
+    let mut table = Vec::new();
+    crate::compare::render(c, (base, new), crate::grid::Style::Html, &mut table)?;
+    let mut page = String::new();
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{t}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        t = escape(&title)
+    );
+    page.push_str(&String::from_utf8_lossy(&table));
+    let _ = writeln!(page, "<h2 id=\"spectra\">Latency spectra, both runs</h2>");
+    #[cfg(feature = "plots")]
+    for case in &c.cases {
+        let hist = |r: &RunRecord| {
+            (r.cases.iter().find(|k| k.id().to_string() == case.case))
+                .and_then(|k| k.histogram.as_deref())
+                .and_then(|h| results::histogram::decode(h).ok())
+        };
+        let (hb, hn) = (hist(rb), hist(rn));
+        match crate::plots::overlay(&case.case, (base, new), (hb.as_ref(), hn.as_ref())) {
+            Ok(Some(p)) => {
+                let _ = writeln!(
+                    page,
+                    "<figure>{}<figcaption>{}</figcaption></figure>",
+                    scalable(&p.svg),
+                    escape(&p.title)
+                );
+            }
+            Ok(None) => {
+                let _ = writeln!(
+                    page,
+                    "<p class=\"muted\">{}: no latency histogram on either side.</p>",
+                    escape(&case.case)
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    page,
+                    "<p>{}: the spectra could not be drawn: {}</p>",
+                    escape(&case.case),
+                    escape(&e.to_string())
+                );
+            }
+        }
+    }
+    #[cfg(not(feature = "plots"))]
+    {
+        let _ = (rb, rn);
+        page.push_str(
+            "<p class=\"muted\">This dyno was built without plots (feature <code>plots</code>).</p>\n",
+        );
     }
     page.push_str("</body>\n</html>\n");
     out.write_all(page.as_bytes())

@@ -24,6 +24,7 @@
 //! - [`summary`]: `summary-json`, the headline figures per case (the record is `json`).
 //! - [`units`]: thousands separators and human latency units.
 
+pub mod compare;
 pub mod csv;
 pub mod grid;
 pub mod html;

@@ -15,5 +15,36 @@ pub fn render(r: &RunRecord, views: Views, style: Style, out: &mut dyn Write) ->
     } else {
         crate::sweep::render(r, view, &mut doc)?;
     }
-    crate::resources::render(r, &mut doc)
+    crate::resources::render(r, &mut doc)?;
+    thresholds(r, &mut doc)
+}
+
+/// The thresholds, each held or failed, with the cases that broke it (or how many held).
+fn thresholds(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+    if r.thresholds.is_empty() {
+        return Ok(());
+    }
+    doc.heading("thresholds")?;
+    let header = vec![vec!["threshold".to_string(), "".into(), "cases".into()]];
+    let body: Vec<Vec<String>> = (r.thresholds.iter())
+        .map(|t| {
+            let broken: Vec<String> = (t.cases.iter())
+                .filter(|c| !c.held)
+                .map(|c| format!("{}: {}", c.case, c.value.as_deref().unwrap_or("no figure")))
+                .collect();
+            let cases = match (t.cases.len(), broken.is_empty()) {
+                (0, _) => "no case in its scope".to_string(),
+                (n, true) => format!("held on {n}"),
+                (_, false) => broken.join("; "),
+            };
+            let verdict = if t.held {
+                "held".to_string()
+            } else {
+                doc.strong("FAILED")
+            };
+            vec![t.threshold.clone(), verdict, cases]
+        })
+        .collect();
+    doc.table(&header, &body)?;
+    doc.blank()
 }

@@ -33,16 +33,17 @@ pub const STEADY_INTERVALS: usize = 3;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultEvent {
-    /// `kill`, `restart` or `pause`.
+    /// `kill`, `restart`, `pause`, `partition`, `slow` or `restart-clients`.
     pub action: String,
-    /// The target whose process it was done to.
+    /// The target (or `TARGET/MEMBER`) it was done to.
     pub target: String,
-    /// When the signal was sent.
+    /// When the signal was sent (the link cut or slowed, the clients told).
     pub start_ns: u64,
-    /// When the process was serving again (killed or restarted: ready; paused: continued);
-    /// `null` if the run ended first.
+    /// When the process was serving again (killed or restarted: ready; paused: continued;
+    /// partitioned or slowed: its link open again); `null` if the run ended first.
     pub end_ns: Option<u64>,
-    /// The process signalled, and the one started in its place.
+    /// The process signalled, and the one started in its place (`null` for faults that signal
+    /// none).
     pub pid: Option<u32>,
     pub new_pid: Option<u32>,
     /// What went otherwise than planned (a process not signalled because it was not dyno's).

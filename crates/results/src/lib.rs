@@ -19,8 +19,10 @@
 //! - [`store`]: claiming a new run's directory (never an earlier run's, never a foreign one), writing a record atomically, and reading the records of a results directory back.
 //! - [`units`]: how a time reads for people, one rule everywhere.
 
+pub mod compare;
 pub mod faults;
 pub mod histogram;
+pub mod history;
 pub mod hlog;
 pub mod migrate;
 pub mod rate;
@@ -28,6 +30,7 @@ pub mod record;
 pub mod series;
 pub mod stats;
 pub mod store;
+pub mod thresholds;
 pub mod units;
 
 pub use histogram::{Histogram, new_histogram};

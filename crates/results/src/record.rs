@@ -37,6 +37,10 @@ pub struct RunRecord {
     /// The faults done during the run, in order, on the run's clock; absent without faults.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<crate::faults::FaultEvent>,
+    /// The plan's thresholds, each checked on the cases it scopes when the run ended; absent
+    /// without thresholds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::thresholds::ThresholdResult>,
 }
 
 /// How a watched process was found.
@@ -208,6 +212,9 @@ pub struct PlanRecord {
     /// The kv suite's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv: Option<KvPlan>,
+    /// The thresholds, as written (`METRIC OP VALUE [scope]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<String>,
 }
 
 /// One level of a run of levels, as run.

@@ -54,6 +54,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
 /// is dyno's, and a new run there goes into a subdirectory of its own.
 pub const MARKER_FILE: &str = ".dyno-results";
 
+/// Where runs go when no directory is named: `./dyno-results/<UTC time>/`.
+pub const DEFAULT_ROOT: &str = "dyno-results";
+
 /// Where a new run's files go, and why there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placement {
@@ -131,7 +134,7 @@ pub fn claim_run_dir(
         fs::write(d.join(MARKER_FILE), b"made by dyno: a results directory\n").map_err(io(d))
     };
     let Some(asked) = asked else {
-        let base = Path::new("dyno-results");
+        let base = Path::new(DEFAULT_ROOT);
         if !base.exists() {
             mark(base)?;
         }

@@ -215,3 +215,31 @@ impl Drop for RefServer {
         let _ = self.child.wait();
     }
 }
+
+/// The sections of target `target` (`[targets.T]`, `[targets.T.process]`, `[[targets.T.…]]`)
+/// of the plan `examples/NAME`, as written there.
+pub fn example_target(example: &str, target: &str) -> String {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples")
+            .join(example),
+    )
+    .unwrap();
+    let mine = |header: &str| {
+        let h = header.trim_matches(|c| c == '[' || c == ']');
+        h == format!("targets.{target}") || h.starts_with(&format!("targets.{target}."))
+    };
+    let mut out = String::new();
+    let mut keep = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            keep = mine(line);
+        }
+        if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert!(!out.is_empty(), "examples/{example} has no target {target}");
+    out
+}

@@ -28,7 +28,8 @@ impl Source<'_> {
 
 pub(super) type Spanned<T> = toml::Spanned<T>;
 
-pub(super) const TOP_KEYS: &[&str] = &["suite", "load", "output", "targets", "faults"];
+pub(super) const TOP_KEYS: &[&str] =
+    &["suite", "load", "output", "targets", "faults", "thresholds"];
 /// The keys of a plan file's `[load]` section (the load suite's settings).
 pub const LOAD_KEYS: &[&str] = &[
     "duration",
@@ -125,6 +126,61 @@ impl RawPlan {
                     }
                 }
                 "faults" => plan.faults = faults_from_toml(&src, key, value)?,
+                "thresholds" => {
+                    let table = expect_table(&src, "thresholds", value)?;
+                    for (k, v) in table.iter() {
+                        match (k.get_ref().as_ref(), v.get_ref()) {
+                            ("checks", DeValue::Array(all)) => {
+                                for item in all.iter() {
+                                    match item.get_ref() {
+                                        DeValue::String(one) => plan
+                                            .thresholds
+                                            .push(Sp::new(one.to_string(), src.at(item.span()))),
+                                        other => {
+                                            return Err(wrong_type(
+                                                &src,
+                                                k,
+                                                item,
+                                                other,
+                                                "a threshold such as \"p99 < 10ms\"",
+                                            ));
+                                        }
+                                    }
+                                }
+                            }
+                            ("baseline", DeValue::String(run)) => {
+                                plan.baseline = Some(Sp::new(run.to_string(), src.at(v.span())));
+                            }
+                            ("baseline", other) => {
+                                return Err(wrong_type(
+                                    &src,
+                                    k,
+                                    v,
+                                    other,
+                                    "a run: a results directory, @last, @prev or @baseline:NAME",
+                                ));
+                            }
+                            ("checks", other) => {
+                                return Err(wrong_type(
+                                    &src,
+                                    k,
+                                    v,
+                                    other,
+                                    "a list of thresholds, e.g. [\"p99 < 10ms\"]",
+                                ));
+                            }
+                            (other, _) => {
+                                return Err(unknown_key(
+                                    &src,
+                                    k,
+                                    other,
+                                    "[thresholds]",
+                                    &["checks", "baseline"],
+                                ));
+                            }
+                        }
+                    }
+                }
                 "targets" => {
                     let table = expect_table(&src, "targets", value)?;
                     for (name, body) in table.iter() {
@@ -603,6 +659,10 @@ pub(super) fn process_from_toml(
             "role" => p.role = Some(text()?),
             "name" => p.name = Some(text()?),
             "members" => p.members = members_from_toml(src, k, v)?,
+            "link" => match v.get_ref() {
+                DeValue::Boolean(b) => p.link = Some(Sp::new(*b, at)),
+                other => return Err(wrong_type(src, k, v, other, "a boolean")),
+            },
             "pid" => match v.get_ref() {
                 DeValue::Integer(i) => {
                     let n = i.as_str().parse::<i64>().map_err(|_| {
@@ -613,7 +673,7 @@ pub(super) fn process_from_toml(
                 other => return Err(wrong_type(src, k, v, other, "an integer")),
             },
             other => {
-                const KEYS: [&str; 7] = [
+                const KEYS: [&str; 8] = [
                     "cmd",
                     "ready",
                     "ready_timeout",
@@ -621,6 +681,7 @@ pub(super) fn process_from_toml(
                     "name",
                     "members",
                     "role",
+                    "link",
                 ];
                 return Err(PlanError::new(
                     src.at(k.span()),

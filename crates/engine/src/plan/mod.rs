@@ -150,12 +150,18 @@ pub struct RawProcess {
     /// A cluster's role query: a command whose output names the primary's port (`{port.NAME}`
     /// filled in), asked when a fault aims at `member = "primary"`.
     pub role: Option<Sp<String>>,
+    /// `link = true`: dyno's link in front of each member but the helpers (`aux`), each member
+    /// listening on `{listen.port}` (and `{listen.peer}`) and reached by everyone else through
+    /// `{port}` (and `{peer}`) — what `partition` and `slow` faults act on.
+    pub link: Option<Sp<bool>>,
 }
 
-/// One member of a cluster as written. Its `cmd`, `ready` and `file` may use `{port}` (a free
-/// port on 127.0.0.1 dyno allocates for it), `{port.OTHER}` (another member's), `{dir}` (the
-/// results directory) and `{file}` (where its `file` text is written before it starts); the
-/// target's URL may use `{port.NAME}`.
+/// One member of a cluster as written. Its `cmd`, `ready` and `file` may use `{port}` and
+/// `{peer}` (free ports on 127.0.0.1 dyno allocates for it), `{listen.port}` and
+/// `{listen.peer}` (where it listens: the same, unless a link stands in front of it),
+/// `{port.OTHER}` and `{peer.OTHER}` (another member's), `{dir}` (the results directory) and
+/// `{file}` (where its `file` text is written before it starts); the target's URL may use
+/// `{port.NAME}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawMember {
     pub at: Origin,
@@ -173,7 +179,12 @@ pub struct RawMember {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberSpec {
     pub name: String,
+    /// Where the others reach it: its own port and its peers' (`{port}`, `{peer}`).
     pub port: u16,
+    pub peer: u16,
+    /// Behind a link: the ports it listens on (`{listen.port}`, `{listen.peer}`), the link's
+    /// in front of them on `port` and `peer`.
+    pub listen: Option<[u16; 2]>,
     /// A helper (a sentinel), left alone by the `any` and `one-replica` aims.
     pub aux: bool,
     pub cmd: String,
@@ -213,7 +224,13 @@ impl fmt::Display for ProcessSpec {
             }
             ProcessSpec::Members { members, .. } => {
                 let each: Vec<String> = (members.iter())
-                    .map(|m| format!("{} (127.0.0.1:{}): {}", m.name, m.port, m.cmd))
+                    .map(|m| match m.listen {
+                        Some(l) => format!(
+                            "{} (127.0.0.1:{}, behind a link to :{}): {}",
+                            m.name, m.port, l[0], m.cmd
+                        ),
+                        None => format!("{} (127.0.0.1:{}): {}", m.name, m.port, m.cmd),
+                    })
                     .collect();
                 write!(f, "started by dyno, members: {}", each.join("; "))
             }
@@ -264,6 +281,10 @@ pub struct RawPlan {
     pub levels: Vec<Sp<String>>,
     /// How often the unstable levels disturb (`level_every`, 60s by default).
     pub level_every: Option<Sp<String>>,
+    /// `[thresholds] checks = [...]` and `--threshold`: the run's pass/fail criteria.
+    pub thresholds: Vec<Sp<String>>,
+    /// `[thresholds] baseline` and `--compare`: the run relative thresholds are held to.
+    pub baseline: Option<Sp<String>>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
     // The load suite:

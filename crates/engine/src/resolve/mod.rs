@@ -124,9 +124,30 @@ impl RawPlan {
                     && matches!(&t.process, Some(ProcessSpec::Members { role: Some(_), .. }))
             })
         };
+        let linked: Vec<String> = (targets.iter())
+            .flat_map(|t| match &t.process {
+                Some(ProcessSpec::Members { members, .. }) => (members.iter())
+                    .filter(|m| m.listen.is_some())
+                    .map(|m| format!("{}/{}", t.name, m.name))
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
         let mut faults = Vec::new();
         for raw in &self.faults {
             let f = raw.resolve_among(&started, &aux)?;
+            if f.action.through_link()
+                && let Some(m) = f.members.iter().find(|m| !linked.contains(m))
+            {
+                return Err(PlanError::new(
+                    raw.at.clone().unwrap_or(Origin::Default),
+                    format!("a {} fault acts through a member's link, and {m} has none", f.action.name()),
+                )
+                .hint(format!(
+                    "set link = true in [targets.{}.process] (its members, helpers excepted, then listen on {{listen.port}} and announce {{port}}); the link stands in front of cluster members only",
+                    f.target
+                )));
+            }
             if f.aim != crate::fault::Aim::Turn && !has_role(&f.target) {
                 return Err(PlanError::new(
                     raw.at.clone().unwrap_or(Origin::Default),
@@ -172,8 +193,27 @@ impl RawPlan {
             return Err(PlanError::new(e.at.clone(), "level_every is a setting of a run of levels")
                 .hint("add levels = [\"centralized\", \"stable\", \"unstable-clients\", \"all-unstable\", \"kill-master\"], or drop level_every"));
         }
+        let thresholds = (self.thresholds.iter())
+            .map(|t| {
+                results::thresholds::Threshold::parse(&t.value)
+                    .map_err(|e| PlanError::new(t.at.clone(), e.message).hint(e.hint))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if let (None, Some((t, _))) = (
+            &self.baseline,
+            (self.thresholds.iter().zip(&thresholds)).find(|(_, p)| p.baseline),
+        ) {
+            return Err(PlanError::new(
+                t.at.clone(),
+                format!("threshold {:?} is relative to a baseline, and the run names none", t.value),
+            )
+            .hint("name the run it is held to: --compare RUN, or baseline = \"@baseline:main\" under [thresholds]"));
+        }
         Ok(Plan {
             levels,
+            thresholds,
+            baseline: None,
+            baseline_ref: self.baseline,
             watch_pids,
             watch_names,
             faults,
@@ -591,7 +631,7 @@ pub fn resolve_target(
     let schemes = resolver.schemes();
     // A cluster's members get their ports first: the URL may name them (`{port.NAME}`).
     let ports = match &raw.process {
-        Some(p) if !p.members.is_empty() => allocate_ports(&p.members)?,
+        Some(p) if !p.members.is_empty() => allocate_ports(p)?,
         _ => BTreeMap::new(),
     };
     if !ports.is_empty() {
@@ -695,14 +735,20 @@ pub fn resolve_target(
     })
 }
 
-/// Two free ports on 127.0.0.1 for each member, by name (names checked: valid, once each): its
-/// own (`{port}`) and a second for its peers (`{peer}`, e.g. etcd's Raft port). A port is free
-/// when it is allocated (all of them held open together, so no two are the same); the members
-/// bind them moments later.
-fn allocate_ports(members: &[RawMember]) -> Result<BTreeMap<String, [u16; 2]>, PlanError> {
+/// A member's ports: where the others reach it (`{port}`, `{peer}`), and where it listens
+/// (`{listen.port}`, `{listen.peer}`: the same two unless a link stands in front of it).
+type Ports = [u16; 4];
+
+/// Free ports on 127.0.0.1 for each member, by name (names checked: valid, once each): its own
+/// (`{port}`) and a second for its peers (`{peer}`, e.g. etcd's Raft port); behind a link
+/// (`link = true`, helpers excepted), two more it listens on, the link taking the first two. A
+/// port is free when it is allocated (all of them held open together, so no two are the
+/// same); the members and links bind them moments later.
+fn allocate_ports(p: &RawProcess) -> Result<BTreeMap<String, Ports>, PlanError> {
+    let linked = p.link.as_ref().is_some_and(|l| l.value);
     let mut ports = BTreeMap::new();
     let mut held = Vec::new();
-    for m in members {
+    for m in &p.members {
         if !valid_name(&m.name.value) {
             return Err(PlanError::new(
                 m.name.at.clone(),
@@ -721,8 +767,14 @@ fn allocate_ports(members: &[RawMember]) -> Result<BTreeMap<String, [u16; 2]>, P
             held.push(l);
             Ok::<u16, PlanError>(port)
         };
-        let pair = [free()?, free()?];
-        if ports.insert(m.name.value.clone(), pair).is_some() {
+        let (port, peer) = (free()?, free()?);
+        let aux = m.aux.as_ref().is_some_and(|a| a.value);
+        let own = if linked && !aux {
+            [port, peer, free()?, free()?]
+        } else {
+            [port, peer, port, peer]
+        };
+        if ports.insert(m.name.value.clone(), own).is_some() {
             return Err(PlanError::new(
                 m.name.at.clone(),
                 format!("member {:?} is named twice", m.name.value),
@@ -732,13 +784,13 @@ fn allocate_ports(members: &[RawMember]) -> Result<BTreeMap<String, [u16; 2]>, P
     Ok(ports)
 }
 
-/// `text` with `{port}` and `{peer}` (the member's own, when it has them), `{port.NAME}` and
-/// `{peer.NAME}` filled in;
-/// `{dir}` and `{file}` are left for when the member starts.
+/// `text` with `{port}`, `{peer}`, `{listen.port}` and `{listen.peer}` (the member's own, when
+/// it has them), `{port.NAME}` and `{peer.NAME}` filled in; `{dir}` and `{file}` are left for
+/// when the member starts.
 fn fill(
     text: &Sp<String>,
-    own: Option<[u16; 2]>,
-    ports: &BTreeMap<String, [u16; 2]>,
+    own: Option<Ports>,
+    ports: &BTreeMap<String, Ports>,
 ) -> Result<String, PlanError> {
     let mut out = String::new();
     let mut rest = text.value.as_str();
@@ -761,21 +813,28 @@ fn fill(
         }
         let bad = |why: String| {
             PlanError::new(text.at.clone(), why).hint(format!(
-                "write {{port}}, {{peer}}, {{port.NAME}}, {{peer.NAME}} (members: {}), {{dir}} or {{file}}",
+                "write {{port}}, {{peer}}, {{listen.port}}, {{listen.peer}}, {{port.NAME}}, {{peer.NAME}} (members: {}), {{dir}} or {{file}}",
                 ports.keys().cloned().collect::<Vec<_>>().join(", ")
             ))
         };
-        match key {
-            "port" | "peer" => match own {
-                Some(p) => out.push_str(&p[usize::from(key == "peer")].to_string()),
+        let slot = match key {
+            "port" => Some(0),
+            "peer" => Some(1),
+            "listen.port" => Some(2),
+            "listen.peer" => Some(3),
+            _ => None,
+        };
+        match (key, slot) {
+            (_, Some(i)) => match own {
+                Some(p) => out.push_str(&p[i].to_string()),
                 None => {
                     return Err(bad(format!(
-                        "{{{key}}} names a member's own port; here, name the member: {{{key}.NAME}}"
+                        "{{{key}}} names a member's own port; here, name the member: {{port.NAME}}"
                     )));
                 }
             },
-            "dir" | "file" => out.push_str(&rest[open..open + close + 1]),
-            k => {
+            ("dir" | "file", _) => out.push_str(&rest[open..open + close + 1]),
+            (k, None) => {
                 let port = match k.split_once('.') {
                     Some(("port", n)) => ports.get(n).map(|p| p[0]),
                     Some(("peer", n)) => ports.get(n).map(|p| p[1]),
@@ -797,7 +856,7 @@ fn fill(
 /// ports filled in.
 fn resolve_members(
     p: &RawProcess,
-    ports: &BTreeMap<String, [u16; 2]>,
+    ports: &BTreeMap<String, Ports>,
 ) -> Result<ProcessSpec, PlanError> {
     let at = p.at.clone().unwrap_or(Origin::Default);
     if p.cmd.is_some() || p.pid.is_some() || p.name.is_some() || p.ready.is_some() {
@@ -810,12 +869,24 @@ fn resolve_members(
     let mut members = Vec::new();
     for m in &p.members {
         let own = ports[&m.name.value];
-        let port = own[0];
+        let linked = own[2] != own[0];
         if m.cmd.value.trim().is_empty() {
             return Err(PlanError::new(m.cmd.at.clone(), "cmd is empty"));
         }
+        // Behind a link, the member listens where the link sends it, never on the link's port.
+        let listens = |t: &Option<Sp<String>>| {
+            t.as_ref()
+                .is_some_and(|t| t.value.contains("{listen.port}"))
+        };
+        if linked && !listens(&Some(m.cmd.clone())) && !listens(&m.file) {
+            return Err(PlanError::new(
+                m.cmd.at.clone(),
+                format!("member {} is behind a link (link = true) but does not listen on {{listen.port}}", m.name.value),
+            )
+            .hint("bind {listen.port} (and {listen.peer}) and announce {port} (and {peer}), e.g. redis-server --port {listen.port} --replica-announce-port {port}; or mark a helper aux = true"));
+        }
         let ready = match &m.ready {
-            None => std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            None => std::net::SocketAddr::from(([127, 0, 0, 1], own[2])),
             Some(r) => {
                 let text = fill(r, Some(own), ports)?;
                 ready_addr(&Sp::new(text, r.at.clone()))?
@@ -823,7 +894,9 @@ fn resolve_members(
         };
         members.push(MemberSpec {
             name: m.name.value.clone(),
-            port,
+            port: own[0],
+            peer: own[1],
+            listen: linked.then_some([own[2], own[3]]),
             aux: m.aux.as_ref().is_some_and(|a| a.value),
             cmd: fill(&m.cmd, Some(own), ports)?,
             ready,
@@ -833,6 +906,13 @@ fn resolve_members(
                 .map(|f| fill(f, Some(own), ports))
                 .transpose()?,
         });
+    }
+    if p.link.as_ref().is_some_and(|l| l.value) && members.iter().all(|m| m.listen.is_none()) {
+        return Err(PlanError::new(
+            p.link.as_ref().map_or(at, |l| l.at.clone()),
+            "link = true, but every member is a helper (aux): no link to place",
+        )
+        .hint("the links stand in front of the members that hold the data"));
     }
     let role = p.role.as_ref().map(|r| fill(r, None, ports)).transpose()?;
     Ok(ProcessSpec::Members {

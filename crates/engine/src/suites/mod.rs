@@ -32,6 +32,38 @@ pub(crate) trait StoreRun: Send {
     fn run_rep(&mut self, ctx: &RepCtx, report: &mut dyn FnMut(TestOutcome));
 }
 
+/// Between a store suite's tests: whether a `restart-clients` fault fell since the last look.
+/// The store suites restart their clients between tests, so that no test's transactions are
+/// cut in two.
+pub(crate) struct ClientRestarts<'a> {
+    epoch: &'a dyn Fn() -> u64,
+    seen: u64,
+}
+
+impl<'a> ClientRestarts<'a> {
+    pub fn new(epoch: &'a dyn Fn() -> u64) -> ClientRestarts<'a> {
+        ClientRestarts {
+            seen: epoch(),
+            epoch,
+        }
+    }
+
+    /// True once after each fault (or several) since the last call.
+    pub fn due(&mut self) -> bool {
+        let now = (self.epoch)();
+        std::mem::replace(&mut self.seen, now) != now
+    }
+
+    /// Says in `o`'s reason that its clients were restarted before it (`what`: how).
+    pub fn note(o: &mut TestOutcome, what: &str) {
+        let note = format!("{what} before this test: a restart-clients fault");
+        o.reason = Some(match o.reason.take() {
+            Some(why) => format!("{why} ({note})"),
+            None => note,
+        });
+    }
+}
+
 /// Runs a store suite on `target`: opens the store (an error fails the target's cases), has
 /// `make` set the suite up on it, runs its repetitions through `run` with the server's own
 /// figures of each measured test attached, and closes the store.

@@ -132,6 +132,19 @@ impl<'a> Folders<'a> {
     }
 
     pub fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
+        self.run_rep_restarting(rep, &|| 0, report)
+    }
+
+    /// [`Folders::run_rep`], a `restart-clients` fault noted on the test after it. Each test
+    /// opens its sessions anew (and closes them) already: a restart has none to drop between
+    /// tests.
+    pub fn run_rep_restarting(
+        &mut self,
+        rep: u32,
+        epoch: &dyn Fn() -> u64,
+        report: &mut dyn FnMut(TestOutcome),
+    ) {
+        let mut restarts = crate::suites::ClientRestarts::new(epoch);
         if self.built.is_none() {
             self.built = Some(self.build());
         }
@@ -146,11 +159,18 @@ impl<'a> Folders<'a> {
             if self.interrupt.load(Ordering::Relaxed) {
                 return;
             }
-            let outcome = match t {
+            let restarted = restarts.due();
+            let mut outcome = match t {
                 "depth" => self.one_folder(t, &chain(self.params.depth - 1), rep),
                 "width" => self.one_folder(t, "w", rep),
                 _ => self.clients(rep),
             };
+            if restarted {
+                crate::suites::ClientRestarts::note(
+                    &mut outcome,
+                    "its sessions were opened anew, as every test's are",
+                );
+            }
             report(outcome);
         }
     }
@@ -293,7 +313,8 @@ fn outcome(
 
 impl crate::suites::StoreRun for Folders<'_> {
     fn run_rep(&mut self, ctx: &crate::suite::RepCtx, report: &mut dyn FnMut(TestOutcome)) {
-        Folders::run_rep(self, ctx.rep, report)
+        let epoch = || ctx.clients.load(Ordering::Relaxed);
+        self.run_rep_restarting(ctx.rep, &epoch, report)
     }
 }
 

@@ -73,7 +73,7 @@ impl Plot {
     }
 
     /// Writes `stem.svg`, `stem.png` and `stem.dat` under `dir`.
-    fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
         let path = |ext: &str| dir.join(format!("{}.{ext}", self.stem));
         let (svg, png, dat) = (path("svg"), path("png"), path("dat"));
         std::fs::write(&svg, &self.svg).map_err(PlotError::write(&svg))?;
@@ -229,23 +229,41 @@ fn spectrum_chart(r: &RunRecord, view: &dyn View, test: &str) -> Option<(Chart, 
             hists.push((c.target.clone(), h));
         }
     }
+    let corrected = if view.latency_from_intended_start() {
+        " (from the intended start)"
+    } else {
+        ""
+    };
+    spectra(
+        format!(
+            "{}: latency by percentile{corrected}",
+            heading(&r.plan.suite, test)
+        ),
+        &format!("dyno {} {test}", r.plan.suite),
+        &hists,
+    )
+}
+
+/// Latency against percentile, a line per named histogram; `None` when there is none.
+fn spectra(
+    title: String,
+    dat_title: &str,
+    hists: &[(String, results::Histogram)],
+) -> Option<(Chart, String)> {
     if hists.is_empty() {
         return None;
     }
     let qs = spectrum_points();
     let max_ns = hists.iter().map(|(_, h)| h.max()).max().unwrap_or(1);
     let (k, unit) = time_unit(max_ns as f64 / 1e9);
-    let mut dat = format!(
-        "# dyno {} {test}: latency by percentile\n# percentile one_over_1_minus_q",
-        r.plan.suite
-    );
-    for (name, _) in &hists {
+    let mut dat = format!("# {dat_title}: latency by percentile\n# percentile one_over_1_minus_q");
+    for (name, _) in hists {
         let _ = write!(dat, " {name}_s");
     }
     dat.push('\n');
     for &q in &qs {
         let _ = write!(dat, "{:.6} {:e}", q * 100.0, 1.0 / (1.0 - q));
-        for (_, h) in &hists {
+        for (_, h) in hists {
             let _ = write!(dat, " {:e}", h.value_at_quantile(q) as f64 / 1e9);
         }
         dat.push('\n');
@@ -263,17 +281,9 @@ fn spectrum_chart(r: &RunRecord, view: &dyn View, test: &str) -> Option<(Chart, 
             Line::new(name.clone(), points)
         })
         .collect();
-    let corrected = if view.latency_from_intended_start() {
-        " (from the intended start)"
-    } else {
-        ""
-    };
     Some((
         Chart {
-            title: format!(
-                "{}: latency by percentile{corrected}",
-                heading(&r.plan.suite, test)
-            ),
+            title,
             x_desc: "percentile".into(),
             y_desc: format!("latency ({unit})"),
             x_label: percentile,
@@ -284,6 +294,130 @@ fn spectrum_chart(r: &RunRecord, view: &dyn View, test: &str) -> Option<(Chart, 
         },
         dat,
     ))
+}
+
+/// One case's latency spectra in two runs overlaid (`dyno compare -f html`): `base` and `new`
+/// name the runs. `None` when neither side has a histogram.
+pub fn overlay(
+    case: &str,
+    (base, new): (&str, &str),
+    (hb, hn): (Option<&results::Histogram>, Option<&results::Histogram>),
+) -> Result<Option<Plot>, PlotError> {
+    let hists: Vec<(String, results::Histogram)> = [(base, hb), (new, hn)]
+        .into_iter()
+        .filter_map(|(n, h)| {
+            h.filter(|h| !h.is_empty())
+                .map(|h| (n.to_string(), h.clone()))
+        })
+        .collect();
+    match spectra(format!("{case}: latency by percentile"), case, &hists) {
+        Some((chart, dat)) => Plot::new(format!("compare-{}", stem(case)), chart, dat).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A figure the history keeps of every case, drawn over runs by [`trend`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrendMetric {
+    Rate,
+    P50,
+    P99,
+    Errors,
+}
+
+impl TrendMetric {
+    pub const NAMES: [&str; 4] = ["rate", "p50", "p99", "errors"];
+
+    pub fn parse(name: &str) -> Option<TrendMetric> {
+        Some(match name {
+            "rate" => TrendMetric::Rate,
+            "p50" => TrendMetric::P50,
+            "p99" => TrendMetric::P99,
+            "errors" => TrendMetric::Errors,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    fn of(self, c: &results::history::CaseRow) -> Option<f64> {
+        match self {
+            TrendMetric::Rate => c.rate,
+            TrendMetric::P50 => c.p50_ns.map(|v| v as f64),
+            TrendMetric::P99 => c.p99_ns.map(|v| v as f64),
+            TrendMetric::Errors => Some(c.errors as f64),
+        }
+    }
+}
+
+/// The trend of `metric` over the runs of a history: x is the run's number in the history, a
+/// line per case (in the order the rows name them). `None` when no case has a figure in two
+/// runs: one point is no trend.
+pub fn trend(
+    metric: TrendMetric,
+    rows: &[results::history::CaseRow],
+) -> Result<Option<Plot>, PlotError> {
+    let mut cases: Vec<(&str, Vec<(i64, f64)>)> = Vec::new();
+    for r in rows {
+        let Some(v) = metric.of(r) else { continue };
+        match cases.iter_mut().find(|(c, _)| *c == r.case) {
+            Some((_, points)) => points.push((r.run, v)),
+            None => cases.push((&r.case, vec![(r.run, v)])),
+        }
+    }
+    cases.retain(|(_, p)| p.len() >= 2);
+    if cases.is_empty() {
+        return Ok(None);
+    }
+    let latency = matches!(metric, TrendMetric::P50 | TrendMetric::P99);
+    let max = (cases.iter().flat_map(|(_, p)| p.iter().map(|p| p.1))).fold(0.0, f64::max);
+    let (k, unit) = if latency {
+        let (k, unit) = time_unit(max / 1e9);
+        (k / 1e9, unit)
+    } else {
+        (
+            1.0,
+            if metric == TrendMetric::Rate {
+                "/s"
+            } else {
+                ""
+            },
+        )
+    };
+    let mut dat = format!("# dyno history: {} by run\n# case run value", metric.name());
+    dat.push('\n');
+    for (case, points) in &cases {
+        for (run, v) in points {
+            let _ = writeln!(dat, "{} {run} {v:e}", stem(case));
+        }
+    }
+    let lines = (cases.iter())
+        .map(|(case, points)| {
+            let points = (points.iter())
+                .map(|&(run, v)| (run as f64, v * k, v * k, v * k))
+                .collect();
+            Line::new(case.to_string(), points)
+        })
+        .collect();
+    let y_desc = match metric {
+        TrendMetric::Rate => "operations per second".to_string(),
+        TrendMetric::Errors => "failed operations".to_string(),
+        _ => format!("{} ({unit})", metric.name()),
+    };
+    let mut chart = over_time(
+        format!("{} over runs", metric.name()),
+        "run (its number in the history)",
+        &y_desc,
+        lines,
+    );
+    // Runs are whole numbers: no tick between two.
+    chart.x_label = |x| match x.fract() {
+        0.0 => plain(x),
+        _ => String::new(),
+    };
+    Plot::new(format!("trend-{}", metric.name()), chart, dat).map(Some)
 }
 
 /// One line of a time series chart: its label, where its series began on the run's clock, and

@@ -408,6 +408,18 @@ impl<'a> Magma<'a> {
 
     /// Runs every test of repetition `rep`, reporting each as it ends.
     pub fn run_rep(&mut self, rep: u32, report: &mut dyn FnMut(TestOutcome)) {
+        self.run_rep_restarting(rep, &|| 0, report)
+    }
+
+    /// [`Magma::run_rep`], the session dropped and a new one opened before any test once
+    /// `epoch` changed (a `restart-clients` fault).
+    pub fn run_rep_restarting(
+        &mut self,
+        rep: u32,
+        epoch: &dyn Fn() -> u64,
+        report: &mut dyn FnMut(TestOutcome),
+    ) {
+        let mut restarts = crate::suites::ClientRestarts::new(epoch);
         if self.built.is_none() {
             let built = self.guarded(|m| m.build());
             self.built = Some(built);
@@ -423,11 +435,18 @@ impl<'a> Magma<'a> {
             if self.interrupt.load(Ordering::Relaxed) {
                 return;
             }
-            let outcome = self.run_test(i, rep);
-            report(TestOutcome {
+            let restarted = restarts.due();
+            if restarted {
+                self.session = None;
+            }
+            let mut outcome = TestOutcome {
                 test: t.name,
-                ..outcome
-            });
+                ..self.run_test(i, rep)
+            };
+            if restarted {
+                crate::suites::ClientRestarts::note(&mut outcome, "the session was opened anew");
+            }
+            report(outcome);
         }
         // A session does not outlive a repetition: the next one starts as a new client would.
         self.session = None;
@@ -684,7 +703,8 @@ fn check(ok: bool, id: u64, what: &str) -> Result<(), OpError> {
 
 impl crate::suites::StoreRun for Magma<'_> {
     fn run_rep(&mut self, ctx: &crate::suite::RepCtx, report: &mut dyn FnMut(TestOutcome)) {
-        Magma::run_rep(self, ctx.rep, report)
+        let epoch = || ctx.clients.load(Ordering::Relaxed);
+        self.run_rep_restarting(ctx.rep, &epoch, report)
     }
 }
 
@@ -712,5 +732,114 @@ mod tests {
             assert!(seen.insert(key(region, 0)));
             assert!(seen.insert(key(region, 1999)));
         }
+    }
+
+    /// A store in memory that counts the sessions opened.
+    #[derive(Default)]
+    struct Counting {
+        map: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u64, Vec<u8>>>>,
+        connects: std::sync::atomic::AtomicU64,
+    }
+
+    /// Each operation takes 1 µs of virtual time: the counts are exact.
+    struct CountingSession(
+        std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u64, Vec<u8>>>>,
+        Clock,
+    );
+
+    impl Session for CountingSession {
+        fn begin(&mut self, _: TxMode) -> Result<(), OpError> {
+            self.1.advance(1_000);
+            Ok(())
+        }
+        fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+            self.1.advance(1_000);
+            self.0.lock().unwrap().insert(key, value.to_vec());
+            Ok(())
+        }
+        fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+            self.1.advance(1_000);
+            out.clear();
+            match self.0.lock().unwrap().get(&key) {
+                Some(v) => out.extend_from_slice(v),
+                None => return Err(OpError::new(ErrorClass::NotFound, "no such key")),
+            }
+            Ok(())
+        }
+        fn delete(&mut self, key: u64) -> Result<(), OpError> {
+            self.0.lock().unwrap().remove(&key);
+            Ok(())
+        }
+        fn commit(&mut self) -> Result<(), OpError> {
+            self.1.advance(1_000);
+            Ok(())
+        }
+        fn storage_reads(&self) -> u64 {
+            0
+        }
+    }
+
+    impl Store for Counting {
+        fn namespace(&self) -> crate::driver::Namespace {
+            crate::driver::Namespace {
+                location: "test memory".into(),
+                created_by_dyno: true,
+                temporary: true,
+            }
+        }
+        fn versions(&self) -> std::collections::BTreeMap<String, String> {
+            Default::default()
+        }
+        fn connect(&self, clock: &Clock) -> Result<Box<dyn Session>, OpError> {
+            clock.advance(1_000);
+            self.connects.fetch_add(1, Ordering::SeqCst);
+            Ok(Box::new(CountingSession(self.map.clone(), clock.clone())))
+        }
+        fn drop_caches(&self) -> Result<crate::driver::CacheDrop, OpError> {
+            Ok(crate::driver::CacheDrop::NotReachable("test".into()))
+        }
+        fn close(self: Box<Self>) -> Result<(), crate::driver::DriverError> {
+            Ok(())
+        }
+    }
+
+    /// The sessions a repetition opens, the outcomes' reasons, with `epoch` read before each
+    /// test.
+    fn sessions_and_reasons(epoch: &dyn Fn() -> u64) -> (u64, Vec<Option<String>>) {
+        let store = Counting::default();
+        let stop = AtomicBool::new(false);
+        let params = Params {
+            thousands: 1,
+            test_ns: 1_000_000,
+            seed: 1,
+        };
+        let mut m = Magma::new(&store, params, true, &stop);
+        let mut reasons = Vec::new();
+        m.run_rep_restarting(1, epoch, &mut |o| reasons.push(o.reason));
+        (store.connects.load(Ordering::SeqCst), reasons)
+    }
+
+    #[test]
+    fn a_client_restart_opens_a_new_session_before_the_next_test() {
+        let (calm, reasons) = sessions_and_reasons(&|| 0);
+        assert!(
+            reasons
+                .iter()
+                .all(|r| !r.as_deref().unwrap_or("").contains("restart"))
+        );
+        // A fault falls while the fifth test runs (the epoch read before each test).
+        let looks = std::sync::atomic::AtomicU64::new(0);
+        let epoch = || u64::from(looks.fetch_add(1, Ordering::SeqCst) >= 6);
+        let (restarted, reasons) = sessions_and_reasons(&epoch);
+        assert_eq!(
+            restarted,
+            calm + 1,
+            "one session more: the one opened after the fault"
+        );
+        let noted: Vec<usize> = (reasons.iter().enumerate())
+            .filter(|(_, r)| r.as_deref().unwrap_or("").contains("restart-clients fault"))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(noted, vec![5], "{reasons:?}");
     }
 }

@@ -354,22 +354,18 @@ impl<'a> Shootout<'a> {
         epoch: &dyn Fn() -> u64,
         report: &mut dyn FnMut(TestOutcome),
     ) {
-        let mut seen = epoch();
+        let mut restarts = crate::suites::ClientRestarts::new(epoch);
         for test in Test::ALL {
             if self.interrupt.load(std::sync::atomic::Ordering::Relaxed) {
                 return;
             }
-            let now = epoch();
-            let restarted = now != seen;
+            let restarted = restarts.due();
             if restarted {
                 self.close_sessions();
-                seen = now;
             }
             let mut o = self.run_test(test, rep);
-            if restarted && let Some(why) = &mut o.reason {
-                why.push_str(
-                    " (the clients were restarted before this test: a restart-clients fault)",
-                );
+            if restarted {
+                crate::suites::ClientRestarts::note(&mut o, "the clients were restarted");
             }
             report(o);
         }

@@ -1,0 +1,453 @@
+//! Thresholds (k6's idea): a run's pass/fail criteria, written `METRIC OP VALUE [SCOPE…]`,
+//! e.g. `p99 < 10ms`, `rate > 50000 target=redis`, `errors < 0.1% test=set`. Each is checked
+//! on every case it scopes (all of them by default) when the run ends; it holds when it holds
+//! for each, and fails when it fails for one — or when it scopes no case at all (a misspelt
+//! target must not pass silently).
+//!
+//! | metric | of a case | value |
+//! |---|---|---|
+//! | `p50`, `p90`, `p99`, `p99.9`, `p99.99`, `max`, `mean` | the latency of its measured repetitions together (the merged histogram) | a duration: `10ms`, `250us` |
+//! | `rate` | the median over repetitions of operations per second | a number: `50000` |
+//! | `errors` | failed operations over all operations, or their count | `0.1%`, or a count: `0` |
+//!
+//! Any value may instead be relative to a baseline run: `p99 < baseline * 1.05`, `rate >
+//! baseline * 0.95` (`baseline` alone is `baseline * 1`). The baseline is the run `dyno run
+//! --compare RUN` or the plan's `[thresholds] baseline = "…"` names; each case is held to the
+//! same case's figure there, and a case the baseline lacks fails.
+
+use crate::{Case, RunRecord};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What a threshold measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    /// A latency quantile (0.5 … 1.0 for max), in ns.
+    Quantile(f64),
+    Mean,
+    Rate,
+    /// Failed over all operations (0..1).
+    ErrorRatio,
+    ErrorCount,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Op {
+    fn holds(self, v: f64, limit: f64) -> bool {
+        match self {
+            Op::Lt => v < limit,
+            Op::Le => v <= limit,
+            Op::Gt => v > limit,
+            Op::Ge => v >= limit,
+        }
+    }
+}
+
+/// One threshold, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// As written.
+    pub text: String,
+    pub metric: Metric,
+    pub op: Op,
+    /// ns for latencies, per second for rates, a ratio or a count for errors; with
+    /// `baseline`, the factor of the baseline's figure.
+    pub limit: f64,
+    /// The limit is `limit ×` the same case's figure in the baseline run.
+    pub baseline: bool,
+    pub target: Option<String>,
+    pub test: Option<String>,
+    pub level: Option<String>,
+}
+
+/// Why a threshold could not be read, and how to write it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub message: String,
+    pub hint: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (hint: {})", self.message, self.hint)
+    }
+}
+
+/// Reads the factor of `baseline * F` from the words after the operator (`baseline`,
+/// `baseline*1.05`, `baseline * 1.05`); `None` when the value is not relative.
+fn baseline_factor<'a>(
+    value: &'a str,
+    words: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
+) -> Option<Result<f64, String>> {
+    let rest = value.strip_prefix("baseline")?;
+    let factor = match rest.strip_prefix('*') {
+        Some("") => words.next().unwrap_or(""),
+        Some(f) => f,
+        None if !rest.is_empty() => return Some(Err(format!("{value:?}"))),
+        None => match words.peek() {
+            Some(w) if w.starts_with('*') => {
+                let w = words.next().unwrap_or("*");
+                match &w[1..] {
+                    "" => words.next().unwrap_or(""),
+                    f => f,
+                }
+            }
+            _ => "1",
+        },
+    };
+    Some(
+        factor
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .ok_or_else(|| format!("{factor:?}")),
+    )
+}
+
+const METRICS: &str = "p50, p90, p99, p99.9, p99.99, max, mean, rate, errors";
+const EXAMPLE: &str =
+    "e.g. \"p99 < 10ms\", \"rate > 50000 target=redis\", \"errors < 0.1% test=set\"";
+
+impl Threshold {
+    /// Reads `METRIC OP VALUE [target=T] [test=T] [level=L]`.
+    pub fn parse(text: &str) -> Result<Threshold, ParseError> {
+        let bad = |message: String| ParseError {
+            message,
+            hint: format!(
+                "write METRIC OP VALUE [target=NAME] [test=NAME] [level=NAME], {EXAMPLE}; metrics: {METRICS}"
+            ),
+        };
+        let mut words = text.split_whitespace().peekable();
+        let (Some(metric), Some(op), Some(value)) = (words.next(), words.next(), words.next())
+        else {
+            return Err(bad(format!("threshold {text:?} is not METRIC OP VALUE")));
+        };
+        let relative = baseline_factor(value, &mut words)
+            .transpose()
+            .map_err(|factor| {
+                bad(format!(
+                    "{factor} in threshold {text:?} is not a positive factor (write baseline * 1.05)"
+                ))
+            })?;
+        let op = match op {
+            "<" => Op::Lt,
+            "<=" => Op::Le,
+            ">" => Op::Gt,
+            ">=" => Op::Ge,
+            other => {
+                return Err(bad(format!(
+                    "{other:?} in threshold {text:?} is not <, <=, > or >="
+                )));
+            }
+        };
+        let quantile = match metric {
+            "p50" => Some(0.5),
+            "p90" => Some(0.9),
+            "p99" => Some(0.99),
+            "p99.9" => Some(0.999),
+            "p99.99" => Some(0.9999),
+            "max" => Some(1.0),
+            _ => None,
+        };
+        // A relative value's limit is its factor; the metric's own unit is not read.
+        let value = match (relative, metric) {
+            (None, _) => value,
+            (Some(_), "errors") => "0%",
+            (Some(_), _) => "0",
+        };
+        let (metric, limit) = match (metric, quantile) {
+            (_, Some(q)) => (
+                Metric::Quantile(q),
+                duration_ns(value).ok_or_else(|| {
+                    bad(format!(
+                        "{value:?} in threshold {text:?} is not a duration (10ms, 250us)"
+                    ))
+                })?,
+            ),
+            ("mean", None) => (
+                Metric::Mean,
+                duration_ns(value).ok_or_else(|| {
+                    bad(format!(
+                        "{value:?} in threshold {text:?} is not a duration (10ms, 250us)"
+                    ))
+                })?,
+            ),
+            ("rate", None) => (
+                Metric::Rate,
+                value
+                    .replace('_', "")
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "{value:?} in threshold {text:?} is not a rate (operations per second)"
+                        ))
+                    })?,
+            ),
+            ("errors", None) => match value.strip_suffix('%') {
+                Some(p) => (
+                    Metric::ErrorRatio,
+                    p.parse::<f64>()
+                        .ok()
+                        .filter(|v| (0.0..=100.0).contains(v))
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "{value:?} in threshold {text:?} is not a percentage"
+                            ))
+                        })?
+                        / 100.0,
+                ),
+                None => (
+                    Metric::ErrorCount,
+                    value.parse::<u64>().map_err(|_| {
+                        bad(format!(
+                            "{value:?} in threshold {text:?} is not a count or a percentage"
+                        ))
+                    })? as f64,
+                ),
+            },
+            (other, None) => {
+                return Err(bad(format!(
+                    "unknown metric {other:?} in threshold {text:?}"
+                )));
+            }
+        };
+        let mut t = Threshold {
+            text: text.split_whitespace().collect::<Vec<_>>().join(" "),
+            metric,
+            op,
+            limit: relative.unwrap_or(limit),
+            baseline: relative.is_some(),
+            target: None,
+            test: None,
+            level: None,
+        };
+        for w in words {
+            let slot = match w.split_once('=') {
+                Some(("target", v)) => (&mut t.target, v),
+                Some(("test", v)) => (&mut t.test, v),
+                Some(("level", v)) => (&mut t.level, v),
+                _ => {
+                    return Err(bad(format!(
+                        "{w:?} in threshold {text:?} is not a scope (target=, test=, level=)"
+                    )));
+                }
+            };
+            *slot.0 = Some(slot.1.to_string());
+        }
+        Ok(t)
+    }
+
+    fn scopes(&self, c: &Case) -> bool {
+        self.target.as_ref().is_none_or(|t| *t == c.target)
+            && self.test.as_ref().is_none_or(|t| *t == c.test)
+            && self
+                .level
+                .as_ref()
+                .is_none_or(|l| Some(l) == c.level.as_ref())
+    }
+
+    /// The case's figure this threshold reads; `None` when the case has none (no repetition
+    /// completed, no latency recorded).
+    fn value(&self, c: &Case) -> Option<f64> {
+        match self.metric {
+            Metric::Quantile(q) => {
+                let h = crate::histogram::decode(c.histogram.as_deref()?).ok()?;
+                (!h.is_empty()).then(|| {
+                    if q >= 1.0 {
+                        h.max() as f64
+                    } else {
+                        h.value_at_quantile(q) as f64
+                    }
+                })
+            }
+            Metric::Mean => {
+                let h = crate::histogram::decode(c.histogram.as_deref()?).ok()?;
+                (!h.is_empty()).then(|| h.mean())
+            }
+            Metric::Rate => {
+                let mut rates: Vec<f64> = c.reps.iter().map(|r| r.ops_per_s).collect();
+                if rates.is_empty() {
+                    return None;
+                }
+                rates.sort_by(f64::total_cmp);
+                let n = rates.len();
+                Some(if n % 2 == 1 {
+                    rates[n / 2]
+                } else {
+                    (rates[n / 2 - 1] + rates[n / 2]) / 2.0
+                })
+            }
+            Metric::ErrorRatio | Metric::ErrorCount => {
+                // By kind of operation, whose counts include the failed ones.
+                let ops: u64 = (c.reps.iter())
+                    .map(|r| match r.by_op.is_empty() {
+                        true => r.ops.max(r.errors),
+                        false => r.by_op.values().map(|o| o.count).sum(),
+                    })
+                    .sum();
+                let errors: u64 = (c.reps.iter())
+                    .map(|r| match r.by_op.is_empty() {
+                        true => r.errors,
+                        false => r.by_op.values().map(|o| o.errors).sum(),
+                    })
+                    .sum();
+                match self.metric {
+                    Metric::ErrorCount => Some(errors as f64),
+                    _ => (ops > 0).then(|| errors as f64 / ops as f64),
+                }
+            }
+        }
+    }
+
+    /// A figure as this threshold's unit writes it.
+    fn show(&self, v: f64) -> String {
+        match self.metric {
+            Metric::Quantile(_) | Metric::Mean => crate::units::latency(v.round() as u64),
+            Metric::Rate => format!("{v:.1}/s"),
+            Metric::ErrorRatio => format!("{:.3}%", v * 100.0),
+            Metric::ErrorCount => format!("{v:.0}"),
+        }
+    }
+}
+
+/// Parses `ns` from a duration such as `10ms`.
+fn duration_ns(text: &str) -> Option<f64> {
+    humantime::parse_duration(text)
+        .ok()
+        .map(|d| d.as_nanos() as f64)
+}
+
+/// One case as a threshold saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseCheck {
+    /// The case's identity.
+    pub case: String,
+    /// The figure, as the threshold's unit writes it; `null` when the case had none.
+    pub value: Option<String>,
+    /// A relative threshold's limit for this case (the baseline's figure times the factor);
+    /// `null` when the baseline has no such figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    pub held: bool,
+}
+
+/// A threshold's outcome, in the record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdResult {
+    /// As written.
+    pub threshold: String,
+    pub held: bool,
+    /// Each case it scoped.
+    pub cases: Vec<CaseCheck>,
+}
+
+/// Checks `thresholds` on `record`'s cases; relative ones against the same cases of
+/// `baseline` (without one, every case of a relative threshold fails, saying so).
+pub fn evaluate(
+    thresholds: &[Threshold],
+    record: &RunRecord,
+    baseline: Option<&RunRecord>,
+) -> Vec<ThresholdResult> {
+    thresholds
+        .iter()
+        .map(|t| {
+            let cases: Vec<CaseCheck> = (record.cases.iter())
+                .filter(|c| t.scopes(c))
+                .map(|c| {
+                    let v = t.value(c);
+                    let limit = match t.baseline {
+                        false => Some(t.limit),
+                        true => (baseline.and_then(|b| b.case(&c.id())))
+                            .and_then(|b| t.value(b))
+                            .map(|b| b * t.limit),
+                    };
+                    CaseCheck {
+                        case: c.id().to_string(),
+                        value: v.map(|v| t.show(v)),
+                        limit: match t.baseline {
+                            false => None,
+                            true => Some(limit.map_or_else(
+                                || match baseline {
+                                    None => "no baseline run".to_string(),
+                                    Some(_) => "not in the baseline".to_string(),
+                                },
+                                |l| t.show(l),
+                            )),
+                        },
+                        // A case with no figure fails: nothing shows the threshold held.
+                        held: v.zip(limit).is_some_and(|(v, l)| t.op.holds(v, l)),
+                    }
+                })
+                .collect();
+            ThresholdResult {
+                threshold: t.text.clone(),
+                held: !cases.is_empty() && cases.iter().all(|c| c.held),
+                cases,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_read_as_written_and_bad_ones_say_how() {
+        let t = Threshold::parse("p99  <  10ms target=redis test=get").unwrap();
+        assert_eq!(t.metric, Metric::Quantile(0.99));
+        assert_eq!(t.op, Op::Lt);
+        assert_eq!(t.limit, 10_000_000.0);
+        assert_eq!(t.target.as_deref(), Some("redis"));
+        assert_eq!(t.text, "p99 < 10ms target=redis test=get");
+        let e = Threshold::parse("errors < 0.1%").unwrap();
+        assert_eq!(e.metric, Metric::ErrorRatio);
+        assert!((e.limit - 0.001).abs() < 1e-12);
+        assert_eq!(
+            Threshold::parse("errors <= 0").unwrap().metric,
+            Metric::ErrorCount
+        );
+        assert_eq!(Threshold::parse("rate > 50000").unwrap().limit, 50_000.0);
+        for (text, factor) in [
+            ("p99 < baseline * 1.05", 1.05),
+            ("p99 < baseline*1.05 target=x", 1.05),
+            ("rate > baseline *0.9", 0.9),
+            ("rate > baseline", 1.0),
+            ("errors <= baseline * 2", 2.0),
+        ] {
+            let t = Threshold::parse(text).unwrap();
+            assert!(t.baseline && t.limit == factor, "{text}: {t:?}");
+        }
+        assert_eq!(
+            Threshold::parse("errors <= baseline * 2").unwrap().metric,
+            Metric::ErrorRatio
+        );
+        for (bad, says) in [
+            ("p99 10ms", "not METRIC OP VALUE"),
+            ("p99 ~ 10ms", "is not <, <=, > or >="),
+            ("p98 < 10ms", "unknown metric \"p98\""),
+            ("p99 < fast", "is not a duration"),
+            ("rate > lots", "is not a rate"),
+            ("errors < 200%", "is not a percentage"),
+            ("p99 < 1ms host=x", "is not a scope"),
+            ("p99 < baseline * fast", "is not a positive factor"),
+            ("p99 < baseline * -1", "is not a positive factor"),
+            ("p99 < baselines", "is not a positive factor"),
+        ] {
+            let err = Threshold::parse(bad).unwrap_err();
+            assert!(err.message.contains(says), "{bad}: {err}");
+            assert!(err.hint.contains("METRIC OP VALUE"), "{err}");
+        }
+    }
+}
