@@ -111,3 +111,92 @@ fn too_few_repetitions_give_no_verdict_and_other_settings_are_refused() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--noise 2%"));
 }
+
+/// The founding document's experiment in small: one endpoint in an "old" and a "new" server
+/// (`dyno serve --http`, the new one stalled a quarter of the time), 20 clients × 300 requests,
+/// compared with gobench's totals side by side; and the comparison as an HTML page with both
+/// runs' spectra.
+#[test]
+fn an_old_and_a_new_server_compare_with_gobenchs_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let old = RefServer::start();
+    let new = RefServer::serve(&["--http", "--stall", "5ms/20ms"]);
+    let run = |name: &str, port: u16| {
+        let plan = d.join(format!("{name}.toml"));
+        std::fs::write(
+            &plan,
+            format!(
+                "[suite]\nname = \"load\"\nconcurrency = 20\nreps = 3\n\n[load]\nrequests = 300\n\n\
+                 [targets.endpoint]\nurl = \"http://127.0.0.1:{port}/build/version\"\n"
+            ),
+        )
+        .unwrap();
+        let o = dyno(d)
+            .arg("run")
+            .arg(&plan)
+            .args(["--quiet", "-o", name])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run("old", old.port);
+    run("new", new.port);
+    let c = json(&compare(d, &["old", "new", "--format", "json"]));
+    let case = &c["cases"][0];
+    assert_eq!(case["case"], "load on endpoint (loopback)", "{c}");
+    let counts: Vec<(String, u64, u64)> = (case["counts"].as_array().unwrap().iter())
+        .map(|k| {
+            let n = |s: &str| k[s].as_u64().unwrap();
+            (k["name"].as_str().unwrap().to_string(), n("base"), n("new"))
+        })
+        .collect();
+    let want = |name: &str, v: u64| (name.to_string(), v, v);
+    assert_eq!(
+        counts,
+        [
+            want("requests", 3 * 20 * 300),
+            want("successful (2xx)", 3 * 20 * 300),
+            want("network failed", 0),
+            want("bad requests (!2xx)", 0),
+        ]
+    );
+    // A server that stops a quarter of the time takes longer and is judged so.
+    let time = figure(&c, "load on endpoint", "test time");
+    assert!(
+        time["new"].as_f64().unwrap() > time["base"].as_f64().unwrap(),
+        "{time}"
+    );
+    assert_eq!(
+        figure(&c, "load on endpoint", "p99")["verdict"],
+        "regressed"
+    );
+    for f in ["read B/s", "write B/s"] {
+        assert!(
+            figure(&c, "load on endpoint", f)["base"].as_f64().unwrap() > 0.0,
+            "{f}"
+        );
+    }
+    let o = compare(d, &["old", "new"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("network failed") && text.contains("18,000"),
+        "{text}"
+    );
+    let o = compare(d, &["old", "new", "-f", "html", "-o", "c.html"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(d.join("c.html")).unwrap();
+    assert!(
+        page.contains("<table") && page.contains("test time"),
+        "{page}"
+    );
+    assert_eq!(
+        page.matches("<svg").count(),
+        1,
+        "one overlay per matched case"
+    );
+    assert!(page.contains("load on endpoint (loopback): latency by percentile"));
+    let o = compare(d, &["old", "new", "-o", "c.md"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("only -f html writes a file"));
+}

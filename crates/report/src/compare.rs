@@ -12,10 +12,10 @@ fn pct(x: f64) -> String {
 
 /// A figure's value as it reads: a rate per second, a latency as a duration.
 fn value(f: &FigureChange, v: f64) -> String {
-    if f.figure == "rate" {
-        format!("{}/s", crate::units::rate(v))
-    } else {
-        crate::units::latency(v.round() as u64)
+    match f.figure.as_str() {
+        "rate" => format!("{}/s", crate::units::rate(v)),
+        "read B/s" | "write B/s" => crate::units::bytes_per_s(v),
+        _ => crate::units::latency(v.round() as u64),
     }
 }
 
@@ -62,6 +62,17 @@ pub fn render(
                 },
             ]);
         }
+        for k in &case.counts {
+            body.push(vec![
+                String::new(),
+                k.name.clone(),
+                crate::units::count(k.base),
+                crate::units::count(k.new),
+                String::new(),
+                String::new(),
+                "(totals, not judged)".into(),
+            ]);
+        }
         if let Some(r) = case.rank {
             body.push(vec![
                 String::new(),
@@ -69,7 +80,11 @@ pub fn render(
                 String::new(),
                 String::new(),
                 format!("P(new > base) {:.3}", r.p_new_slower),
-                format!("p = {:.2e}", r.p_value),
+                match r.p_value {
+                    // Below what a double can tell from zero beside 1.
+                    p if p < 1e-15 => "p < 1e-15".to_string(),
+                    p => format!("p = {p:.2e}"),
+                },
                 "Mann-Whitney U".into(),
             ]);
         }

@@ -208,8 +208,35 @@ pub struct CaseComparison {
     /// `rate` (operations per second), then the latency figures (`p50`, `p99`, `p99.9`, `max`)
     /// of the repetitions that have them.
     pub figures: Vec<FigureChange>,
+    /// A load case's totals over its repetitions on each side (gobench's lines: requests,
+    /// successful, network failed, bad requests); empty for other cases. Shown, not judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counts: Vec<Count>,
     /// The two merged latency distributions compared whole; `null` without histograms.
     pub rank: Option<RankTest>,
+}
+
+/// A total on both sides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Count {
+    pub name: String,
+    pub base: u64,
+    pub new: u64,
+}
+
+/// A load case's totals over its measured repetitions; `None` for other cases.
+fn load_totals(c: &crate::Case) -> Option<[(&'static str, u64); 4]> {
+    let loads: Vec<&crate::LoadRep> = c.reps.iter().filter_map(|r| r.detail.load()).collect();
+    if loads.is_empty() {
+        return None;
+    }
+    let sum = |f: fn(&crate::LoadRep) -> u64| loads.iter().map(|l| f(l)).sum::<u64>();
+    Some([
+        ("requests", sum(|l| l.requests)),
+        ("successful (2xx)", sum(|l| l.ok)),
+        ("network failed", sum(|l| l.network_failed)),
+        ("bad requests (!2xx)", sum(|l| l.non_2xx)),
+    ])
 }
 
 /// Two runs compared.
@@ -331,6 +358,33 @@ pub fn compare(base: &crate::RunRecord, new: &crate::RunRecord, noise: f64) -> C
                 seed,
             ));
         }
+        // A load case's throughput in bytes and its test time, gobench's figures.
+        let load_figures: [(&str, fn(&crate::Rep, &crate::LoadRep) -> f64, bool); 3] = [
+            ("read B/s", |_, l| l.read_bytes_per_s, true),
+            ("write B/s", |_, l| l.write_bytes_per_s, true),
+            ("test time", |r, _| r.wall_ns as f64, false),
+        ];
+        for (name, of, higher_is_better) in load_figures {
+            let get = |r: &crate::Rep| r.detail.load().map(|l| of(r, l));
+            figures.extend(figure(
+                name,
+                &side(b, &get),
+                &side(n, &get),
+                higher_is_better,
+                noise,
+                seed,
+            ));
+        }
+        let counts = match (load_totals(b), load_totals(n)) {
+            (Some(tb), Some(tn)) => (tb.into_iter().zip(tn))
+                .map(|((name, base), (_, new))| Count {
+                    name: name.to_string(),
+                    base,
+                    new,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         let decode = |c: &crate::Case| {
             (c.histogram.as_deref()).and_then(|h| crate::histogram::decode(h).ok())
         };
@@ -341,6 +395,7 @@ pub fn compare(base: &crate::RunRecord, new: &crate::RunRecord, noise: f64) -> C
             case: id.to_string(),
             reps: [b.reps.len(), n.reps.len()],
             figures,
+            counts,
             rank,
         });
     }
