@@ -308,6 +308,9 @@ pub fn differences(base: &crate::RunRecord, new: &crate::RunRecord) -> Vec<Strin
     out
 }
 
+/// One figure of a load repetition.
+type LoadFigure = fn(&crate::Rep, &crate::LoadRep) -> f64;
+
 /// One latency figure of a repetition's summary.
 type Quantile = fn(&crate::LatencySummary) -> u64;
 
@@ -359,7 +362,7 @@ pub fn compare(base: &crate::RunRecord, new: &crate::RunRecord, noise: f64) -> C
             ));
         }
         // A load case's throughput in bytes and its test time, gobench's figures.
-        let load_figures: [(&str, fn(&crate::Rep, &crate::LoadRep) -> f64, bool); 3] = [
+        let load_figures: [(&str, LoadFigure, bool); 3] = [
             ("read B/s", |_, l| l.read_bytes_per_s, true),
             ("write B/s", |_, l| l.write_bytes_per_s, true),
             ("test time", |r, _| r.wall_ns as f64, false),
