@@ -332,6 +332,10 @@ pub struct RunArgs {
     /// exits with status 4. Repeatable.
     #[arg(long = "threshold", value_name = "CHECK")]
     pub thresholds: Vec<String>,
+    /// Check the thresholds on a load case's running intervals too (from 2 s into each
+    /// repetition; abort_after in the plan) and stop the run at the first broken (status 4).
+    #[arg(long, help_heading = "Gates")]
+    pub abort_on_fail: bool,
     /// Compare the run, when it ends, with this one (a results directory, @last, @prev,
     /// @baseline:NAME); a regressed figure exits with status 5. It is also the baseline of
     /// thresholds written `p99 < baseline * 1.05`.

@@ -250,6 +250,9 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     }
     (raw.thresholds)
         .extend((a.thresholds.iter()).map(|t| Sp::new(t.clone(), Origin::Flag("--threshold"))));
+    if a.abort_on_fail {
+        raw.abort_on_fail = Some(Sp::new(true, Origin::Flag("--abort-on-fail")));
+    }
     if let Some(run) = &a.compare {
         raw.baseline = Some(Sp::new(
             run.display().to_string(),
@@ -359,6 +362,12 @@ fn exit_code(record: &results::RunRecord) -> ExitCode {
         .filter(|t| !t.held)
         .map(|t| t.threshold.as_str())
         .collect();
+    if let Some(a) = &record.aborted {
+        eprintln!(
+            "dyno: aborted: threshold \"{}\" broke on {} while it ran ({} against {})",
+            a.threshold, a.case, a.value, a.limit
+        );
+    }
     if !broken.is_empty() {
         eprintln!("dyno: threshold(s) failed: {}", broken.join("; "));
         return ExitCode::from(EXIT_THRESHOLDS);

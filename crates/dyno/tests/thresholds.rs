@@ -140,3 +140,84 @@ fn errors_and_scopes_are_checked_and_bad_thresholds_are_located() {
     );
     assert!(err.contains("METRIC OP VALUE"), "{err}");
 }
+
+/// `abort_on_fail`: a load run against a server that stalls half the time breaks `max < 20ms`
+/// in its first intervals and stops there (status 4, the record says where) instead of running
+/// its 30 s; the same threshold without the flag would have run to the end. A threshold that
+/// holds lets the run finish. Misplaced settings are located.
+#[test]
+fn abort_on_fail_stops_a_load_run_at_the_first_broken_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let stalled = RefServer::serve(&["--http", "--stall", "100ms/200ms"]);
+    let url = format!("http://127.0.0.1:{}/", stalled.port);
+    let load = |out: &str, args: &[&str]| {
+        let o = dyno(d)
+            .args(["run", &url, "-c", "4", "--reps", "1", "--quiet", "-o", out])
+            .args(args)
+            .output()
+            .unwrap();
+        let rec = d.join(out).join("run.json");
+        let r = rec.is_file().then(|| record(&d.join(out)));
+        (o, r)
+    };
+    let (o, r) = load(
+        "aborted",
+        &["-d", "30s", "--threshold", "max < 20ms", "--abort-on-fail"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("aborted: threshold \"max < 20ms\" broke on load on"),
+        "{err}"
+    );
+    let r = r.unwrap();
+    assert_schema_valid(&r);
+    let a = &r["aborted"];
+    assert_eq!(a["threshold"], "max < 20ms");
+    assert_eq!(a["limit"], "20.0ms");
+    let after = a["after_ns"].as_u64().unwrap();
+    assert!((2_000_000_000..10_000_000_000).contains(&after), "{a}");
+    assert_eq!(r["interrupted"], false);
+    assert_eq!(r["thresholds"][0]["held"], false);
+    assert_eq!(r["plan"]["abort_after_ns"], 2_000_000_000u64);
+    let case = &r["cases"][0];
+    assert!(
+        case["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("stopped: threshold \"max < 20ms\" broke"),
+        "{case}"
+    );
+    // One that holds: the run goes to its end.
+    let (o, r) = load(
+        "held",
+        &["-d", "3s", "--threshold", "p99 < 10s", "--abort-on-fail"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = r.unwrap();
+    assert!(r.get("aborted").is_none(), "{}", r["aborted"]);
+    assert_eq!(r["cases"][0]["status"], "ok");
+    // Settings out of place.
+    let (o, _) = load("none", &["-d", "1s", "--abort-on-fail"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no threshold to abort on"));
+    let plan = d.join("p.toml");
+    std::fs::write(
+        &plan,
+        format!("[targets.web]\nurl = \"{url}\"\n\n[thresholds]\nchecks = [\"max < 20ms\"]\nabort_after = \"1s\"\n"),
+    )
+    .unwrap();
+    let o = dyno(d).arg("validate").arg(&plan).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("p.toml:6") && err.contains("abort_on_fail = true"),
+        "{err}"
+    );
+}

@@ -565,6 +565,7 @@ pub fn run(
         resources: Vec::new(),
         faults: Vec::new(),
         thresholds: Vec::new(),
+        aborted: None,
     };
     // Bumped by a `restart-clients` fault: the suites' clients reconnect.
     let clients = Arc::new(AtomicU64::new(0));
@@ -666,13 +667,31 @@ pub fn run(
     }
 
     progress(&Progress::finished(record.cases.len()));
-    record.interrupted = interrupt.load(Ordering::Relaxed);
+    record.interrupted = interrupt.load(Ordering::Relaxed) && record.aborted.is_none();
     record.finished = Some(now_utc());
     record.thresholds = results::thresholds::evaluate(
         &plan.thresholds,
         &record,
         plan.baseline.as_ref().map(|(_, b)| b.as_ref()),
     );
+    if let Some(a) = &record.aborted {
+        // The threshold that stopped the run failed, whatever the cut-short cases now show;
+        // the cases it stopped say so instead of "stopped by the user".
+        for t in (record.thresholds.iter_mut()).filter(|t| t.threshold == a.threshold) {
+            t.held = false;
+        }
+        let why = format!(
+            "stopped: threshold \"{}\" broke on {} ({} against {}, {:.1} s into a repetition)",
+            a.threshold,
+            a.case,
+            a.value,
+            a.limit,
+            a.after_ns as f64 / 1e9
+        );
+        for c in (record.cases.iter_mut()).filter(|c| c.status == Status::Interrupted) {
+            c.reason = Some(why.clone());
+        }
+    }
     sink(&record).map_err(RunError::Sink)?;
     Ok(RunOutcome { record, warnings })
 }
@@ -782,6 +801,38 @@ impl TargetRun<'_, '_> {
         c.reason = reason;
     }
 
+    /// `abort_on_fail`: checks the thresholds on the running case's intervals so far, and on
+    /// the first broken stops the run (the interrupt every worker watches) and says why.
+    fn abort_if_broken(&mut self, case: usize, l: &crate::load::Live) {
+        let Some(after) = self.plan.abort_after else {
+            return;
+        };
+        if self.record.aborted.is_some() || l.elapsed_ns < after.as_nanos() as u64 {
+            return;
+        }
+        let running = results::thresholds::Running {
+            latency: &l.total.latency,
+            elapsed_ns: l.elapsed_ns,
+            ops: l.total.responses,
+            errors: l.total.error_count(),
+        };
+        let c = &self.record.cases[case];
+        let baseline = self.plan.baseline.as_ref().map(|(_, b)| b.as_ref());
+        let Some((t, (value, limit))) = (self.plan.thresholds.iter())
+            .find_map(|t| t.broken_by(c, &running, baseline).map(|v| (t, v)))
+        else {
+            return;
+        };
+        self.record.aborted = Some(results::thresholds::Aborted {
+            threshold: t.text.clone(),
+            case: c.id().to_string(),
+            value,
+            limit,
+            after_ns: l.elapsed_ns,
+        });
+        self.interrupt.store(true, Ordering::SeqCst);
+    }
+
     fn finish(mut self) {
         let reps = self.plan.reps;
         for (i, a) in std::mem::take(&mut self.acc).into_iter().enumerate() {
@@ -868,6 +919,10 @@ impl Repeat for TargetRun<'_, '_> {
                         reps: total,
                         live: now.as_deref(),
                     });
+                    if measured && let Some(l) = now.as_deref() {
+                        let case = self.first + running.min(self.tests.len() - 1);
+                        self.abort_if_broken(case, l);
+                    }
                     let (Some(now), Some(partial)) = (now, partial) else {
                         continue;
                     };

@@ -110,6 +110,9 @@ pub struct Plan {
     /// and its record once the command loaded it (the engine reads no results directory).
     pub baseline: Option<(Sp<String>, std::sync::Arc<results::RunRecord>)>,
     pub baseline_ref: Option<Sp<String>>,
+    /// `abort_on_fail`: check the thresholds on a load case's running intervals from this far
+    /// into each repetition, and stop the run at the first broken.
+    pub abort_after: Option<std::time::Duration>,
     /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
     pub watch_pids: Vec<u32>,
     pub watch_names: Vec<String>,
@@ -180,6 +183,7 @@ impl Plan {
                 .collect(),
             kv: None,
             thresholds: self.thresholds.iter().map(|t| t.text.clone()).collect(),
+            abort_after_ns: self.abort_after.map(|d| d.as_nanos() as u64),
         };
         self.settings.record(&mut r);
         r

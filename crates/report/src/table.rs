@@ -30,7 +30,17 @@ fn thresholds(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         .map(|t| {
             let broken: Vec<String> = (t.cases.iter())
                 .filter(|c| !c.held)
-                .map(|c| format!("{}: {}", c.case, c.value.as_deref().unwrap_or("no figure")))
+                .map(|c| {
+                    let limit = c
+                        .limit
+                        .as_ref()
+                        .map_or(String::new(), |l| format!(" (limit {l})"));
+                    format!(
+                        "{}: {}{limit}",
+                        c.case,
+                        c.value.as_deref().unwrap_or("no figure")
+                    )
+                })
                 .collect();
             let cases = match (t.cases.len(), broken.is_empty()) {
                 (0, _) => "no case in its scope".to_string(),
@@ -46,5 +56,15 @@ fn thresholds(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         })
         .collect();
     doc.table(&header, &body)?;
+    if let Some(a) = &r.aborted {
+        doc.line(&format!(
+            "aborted: \"{}\" broke on {} while it ran ({} against {}, {:.1} s into a repetition); the run stopped there",
+            a.threshold,
+            a.case,
+            a.value,
+            a.limit,
+            a.after_ns as f64 / 1e9
+        ))?;
+    }
     doc.blank()
 }

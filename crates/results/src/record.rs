@@ -41,6 +41,10 @@ pub struct RunRecord {
     /// without thresholds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<crate::thresholds::ThresholdResult>,
+    /// Set when a threshold with `abort_on_fail` broke while a case ran and the run stopped
+    /// there; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<crate::thresholds::Aborted>,
 }
 
 /// How a watched process was found.
@@ -215,6 +219,10 @@ pub struct PlanRecord {
     /// The thresholds, as written (`METRIC OP VALUE [scope]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<String>,
+    /// With `abort_on_fail`: the thresholds are also checked on a load case's running
+    /// intervals from this far into each repetition, and the run stops at the first broken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_after_ns: Option<u64>,
 }
 
 /// One level of a run of levels, as run.

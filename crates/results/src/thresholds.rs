@@ -246,7 +246,8 @@ impl Threshold {
         Ok(t)
     }
 
-    fn scopes(&self, c: &Case) -> bool {
+    /// Whether it checks case `c` (its scopes allow it).
+    pub fn scopes(&self, c: &Case) -> bool {
         self.target.as_ref().is_none_or(|t| *t == c.target)
             && self.test.as_ref().is_none_or(|t| *t == c.test)
             && self
@@ -308,6 +309,53 @@ impl Threshold {
         }
     }
 
+    /// The figure of a repetition still running (a load repetition's intervals so far);
+    /// `None` when it has none yet.
+    fn value_running(&self, r: &Running) -> Option<f64> {
+        match self.metric {
+            Metric::Quantile(q) => (!r.latency.is_empty()).then(|| {
+                if q >= 1.0 {
+                    r.latency.max() as f64
+                } else {
+                    r.latency.value_at_quantile(q) as f64
+                }
+            }),
+            Metric::Mean => (!r.latency.is_empty()).then(|| r.latency.mean()),
+            Metric::Rate => (r.elapsed_ns > 0).then(|| r.ops as f64 * 1e9 / r.elapsed_ns as f64),
+            Metric::ErrorCount => Some(r.errors as f64),
+            Metric::ErrorRatio => {
+                (r.ops + r.errors > 0).then(|| r.errors as f64 / (r.ops + r.errors) as f64)
+            }
+        }
+    }
+
+    /// The limit for case `c`: the threshold's own, or the baseline's figure for the same
+    /// case times the factor (`None` without one).
+    fn limit_for(&self, c: &Case, baseline: Option<&RunRecord>) -> Option<f64> {
+        match self.baseline {
+            false => Some(self.limit),
+            true => (baseline.and_then(|b| b.case(&c.id())))
+                .and_then(|b| self.value(b))
+                .map(|b| b * self.limit),
+        }
+    }
+
+    /// Checks the running repetition `r` of case `c` (`abort_on_fail`): `Some` with the
+    /// figure and the limit when it breaks the threshold, `None` while it holds or cannot tell
+    /// yet (no figure, no baseline figure).
+    pub fn broken_by(
+        &self,
+        c: &Case,
+        r: &Running,
+        baseline: Option<&RunRecord>,
+    ) -> Option<(String, String)> {
+        if !self.scopes(c) {
+            return None;
+        }
+        let (v, limit) = (self.value_running(r)?, self.limit_for(c, baseline)?);
+        (!self.op.holds(v, limit)).then(|| (self.show(v), self.show(limit)))
+    }
+
     /// A figure as this threshold's unit writes it.
     fn show(&self, v: f64) -> String {
         match self.metric {
@@ -324,6 +372,32 @@ fn duration_ns(text: &str) -> Option<f64> {
     humantime::parse_duration(text)
         .ok()
         .map(|d| d.as_nanos() as f64)
+}
+
+/// A repetition's figures while it runs: what `abort_on_fail` checks on every interval.
+pub struct Running<'a> {
+    /// Every response's latency so far.
+    pub latency: &'a crate::Histogram,
+    /// Since the repetition began.
+    pub elapsed_ns: u64,
+    /// Operations completed (with a response) and failed so far.
+    pub ops: u64,
+    pub errors: u64,
+}
+
+/// Why a run stopped early: a threshold with `abort_on_fail` broke while a case ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Aborted {
+    /// As written.
+    pub threshold: String,
+    /// The case that broke it.
+    pub case: String,
+    /// Its figure then, and the limit, in the threshold's unit.
+    pub value: String,
+    pub limit: String,
+    /// How far into the case's repetition (its intervals so far).
+    pub after_ns: u64,
 }
 
 /// One case as a threshold saw it.
@@ -366,12 +440,7 @@ pub fn evaluate(
                 .filter(|c| t.scopes(c))
                 .map(|c| {
                     let v = t.value(c);
-                    let limit = match t.baseline {
-                        false => Some(t.limit),
-                        true => (baseline.and_then(|b| b.case(&c.id())))
-                            .and_then(|b| t.value(b))
-                            .map(|b| b * t.limit),
-                    };
+                    let limit = t.limit_for(c, baseline);
                     CaseCheck {
                         case: c.id().to_string(),
                         value: v.map(|v| t.show(v)),

@@ -151,6 +151,24 @@ impl RawPlan {
                             ("baseline", DeValue::String(run)) => {
                                 plan.baseline = Some(Sp::new(run.to_string(), src.at(v.span())));
                             }
+                            ("abort_on_fail", DeValue::Boolean(b)) => {
+                                plan.abort_on_fail = Some(Sp::new(*b, src.at(v.span())));
+                            }
+                            ("abort_on_fail", other) => {
+                                return Err(wrong_type(&src, k, v, other, "true or false"));
+                            }
+                            ("abort_after", DeValue::String(d)) => {
+                                plan.abort_after = Some(Sp::new(d.to_string(), src.at(v.span())));
+                            }
+                            ("abort_after", other) => {
+                                return Err(wrong_type(
+                                    &src,
+                                    k,
+                                    v,
+                                    other,
+                                    "a duration such as \"5s\"",
+                                ));
+                            }
                             ("baseline", other) => {
                                 return Err(wrong_type(
                                     &src,
@@ -175,7 +193,7 @@ impl RawPlan {
                                     k,
                                     other,
                                     "[thresholds]",
-                                    &["checks", "baseline"],
+                                    &["checks", "baseline", "abort_on_fail", "abort_after"],
                                 ));
                             }
                         }

@@ -285,6 +285,10 @@ pub struct RawPlan {
     pub thresholds: Vec<Sp<String>>,
     /// `[thresholds] baseline` and `--compare`: the run relative thresholds are held to.
     pub baseline: Option<Sp<String>>,
+    /// `[thresholds] abort_on_fail` and `--abort-on-fail`: stop the run at the first threshold a
+    /// load case breaks while it runs; `abort_after`: from how far into each repetition.
+    pub abort_on_fail: Option<Sp<bool>>,
+    pub abort_after: Option<Sp<String>>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
     // The load suite:

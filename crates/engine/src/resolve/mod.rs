@@ -209,9 +209,30 @@ impl RawPlan {
             )
             .hint("name the run it is held to: --compare RUN, or baseline = \"@baseline:main\" under [thresholds]"));
         }
+        let abort_on = self.abort_on_fail.as_ref().filter(|a| a.value);
+        let abort_after = match (abort_on, &self.abort_after) {
+            (None, Some(a)) => {
+                return Err(PlanError::new(a.at.clone(), "abort_after is a setting of abort_on_fail")
+                    .hint("add abort_on_fail = true under [thresholds] (or --abort-on-fail), or drop abort_after"));
+            }
+            (Some(on), _) if thresholds.is_empty() => {
+                return Err(PlanError::new(
+                    on.at.clone(),
+                    "abort_on_fail, and no threshold to abort on",
+                )
+                .hint("add checks = [\"p99 < 10ms\"] under [thresholds], or --threshold"));
+            }
+            (None, None) => None,
+            (Some(_), None) => Some(DEFAULT_ABORT_AFTER),
+            (Some(_), Some(a)) => Some(crate::units::parse_duration(&a.value).map_err(|_| {
+                PlanError::new(a.at.clone(), format!("{:?} is not a duration", a.value))
+                    .hint("write e.g. abort_after = \"5s\" (0s checks from the first interval)")
+            })?),
+        };
         Ok(Plan {
             levels,
             thresholds,
+            abort_after,
             baseline: None,
             baseline_ref: self.baseline,
             watch_pids,
@@ -934,6 +955,10 @@ fn ready_addr(ready: &Sp<String>) -> Result<std::net::SocketAddr, PlanError> {
             .hint("write tcp:IP:PORT, e.g. tcp:127.0.0.1:6379 (dyno connects until it accepts)")
         })
 }
+
+/// How far into each repetition `abort_on_fail` starts checking: the first intervals of a
+/// repetition (connections opening, caches filling) are no verdict on it.
+const DEFAULT_ABORT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How long a started process may take to accept connections.
 fn ready_timeout(p: &RawProcess) -> Result<std::time::Duration, PlanError> {
