@@ -200,3 +200,91 @@ fn an_old_and_a_new_server_compare_with_gobenchs_figures() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("only -f html writes a file"));
 }
+
+/// Null comparisons on the mock target with seeded noise (every operation's time drawn within
+/// ±20% of 100 µs): two runs that differ only in their noise's seed are "no change" on every
+/// figure, and over 200 comparisons of 5 repetitions against 5 — drawn without replacement
+/// from a pool of 100 repetitions per seed — the verdicts that claim a change are at most 5%.
+#[test]
+fn seeded_noise_alone_is_no_change_and_rarely_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let noisy = |seed: u32| format!("100us&jitter=20%&seed={seed}");
+    let reps = ["--reps", "5", "-c", "2"];
+    let a = run(d, "a", &noisy(1), &reps);
+    let b = run(d, "b", &noisy(2), &reps);
+    let c = json(&compare(d, &[&a, &b, "--format", "json"]));
+    let mut figures = 0;
+    for case in c["cases"].as_array().unwrap() {
+        for f in case["figures"].as_array().unwrap() {
+            assert!(
+                matches!(f["verdict"].as_str(), Some("no-change" | "too-few-reps")),
+                "{}: {f}",
+                case["case"]
+            );
+            figures += 1;
+        }
+    }
+    assert!(figures >= 20, "{c}");
+    // The 200 null comparisons.
+    let pool = |name: &str, seed: u32| -> results::RunRecord {
+        let o = dyno(d)
+            .args([
+                "run",
+                &format!("mock:?latency={}", noisy(seed)),
+                "-n",
+                "10",
+                "-c",
+                "1",
+            ])
+            .args(["--reps", "100", "--quiet", "-o", name])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(d.join(name).join("run.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let (pa, pb) = (pool("pool-a", 3), pool("pool-b", 4));
+    let mut state = 0x5EED_u64;
+    let mut pick = |from: &results::RunRecord| -> results::RunRecord {
+        // Five distinct repetitions, the same five of every case.
+        let mut chosen: Vec<usize> = Vec::new();
+        while chosen.len() < 5 {
+            let i = (results::rng::splitmix64(&mut state) % 100) as usize;
+            if !chosen.contains(&i) {
+                chosen.push(i);
+            }
+        }
+        let mut r = from.clone();
+        for (case, full) in r.cases.iter_mut().zip(&from.cases) {
+            case.reps = chosen.iter().map(|&i| full.reps[i].clone()).collect();
+        }
+        r
+    };
+    let (mut claims, mut judged) = (0, 0);
+    let mut by_figure: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
+    for _ in 0..200 {
+        let (base, new) = (pick(&pa), pick(&pb));
+        let c = results::compare::compare(&base, &new, 0.02);
+        for f in c.cases.iter().flat_map(|k| &k.figures) {
+            use results::compare::Verdict;
+            if f.verdict == Verdict::TooFewReps {
+                continue;
+            }
+            let claimed = matches!(f.verdict, Verdict::Improved | Verdict::Regressed);
+            let slot = by_figure.entry(f.figure.clone()).or_default();
+            slot.0 += u32::from(claimed);
+            slot.1 += 1;
+            claims += u32::from(claimed);
+            judged += 1;
+        }
+    }
+    eprintln!(
+        "null comparisons: {claims} of {judged} verdicts claimed a change; by figure {by_figure:?}"
+    );
+    assert!(judged >= 200 * 5, "{judged}");
+    assert!(
+        f64::from(claims) <= 0.05 * f64::from(judged),
+        "{claims} of {judged}: {by_figure:?}"
+    );
+}

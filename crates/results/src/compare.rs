@@ -63,14 +63,8 @@ fn median(xs: &mut [f64]) -> f64 {
     }
 }
 
-/// SplitMix64: the resampling's generator, seeded so a comparison repeats exactly.
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// The resampling's generator, seeded so a comparison repeats exactly.
+use crate::rng::splitmix64 as next;
 
 /// The percentile bootstrap interval of `median(new) / median(base) - 1`: each resample draws
 /// each side's repetitions with replacement.

@@ -27,6 +27,7 @@ pub mod hlog;
 pub mod migrate;
 pub mod rate;
 pub mod record;
+pub mod rng;
 pub mod series;
 pub mod stats;
 pub mod store;

@@ -19,6 +19,7 @@ use engine::driver::{
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "mock",
@@ -46,6 +47,16 @@ pub static INFO: DriverInfo = DriverInfo {
             name: "commit_latency",
             default: "0",
             help: "time begin + commit take",
+        },
+        OptionSpec {
+            name: "jitter",
+            default: "0%",
+            help: "each operation's time drawn uniformly within ±this of its latency, e.g. 20% (seeded: noise that repeats)",
+        },
+        OptionSpec {
+            name: "seed",
+            default: "1",
+            help: "seed of the jitter (each session draws from its own stream of it)",
         },
         OptionSpec {
             name: "slow_every",
@@ -95,6 +106,9 @@ struct MockParams {
     get_ns: u64,
     put_ns: u64,
     commit_ns: u64,
+    /// ±this fraction of an operation's latency, drawn per operation.
+    jitter: f64,
+    seed: u64,
     slow_every: u64,
     slow_ns: u64,
     fail_every: u64,
@@ -129,6 +143,8 @@ pub fn configure(
         get_ns: or_latency("get_latency")?,
         put_ns: or_latency("put_latency")?,
         commit_ns: ns("commit_latency")?,
+        jitter: fraction(&o, "jitter")?,
+        seed: o.count("seed")?,
         slow_every: o.count("slow_every")?,
         slow_ns: ns("slow_latency")?,
         fail_every: o.count("fail_every")?,
@@ -139,6 +155,21 @@ pub fn configure(
         real_clock: o.choice("clock", &["virtual", "real"])? == "real",
         resolved: o.resolved(),
     })))
+}
+
+/// A fraction written as a percentage below 100 (`20%`) or a number below 1 (`0.2`).
+fn fraction(o: &Opts, name: &str) -> Result<f64, ConfigError> {
+    let text = o.text(name).trim();
+    let v = match text.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => text.parse::<f64>(),
+    };
+    v.ok().filter(|v| (0.0..1.0).contains(v)).ok_or_else(|| {
+        ConfigError::option(
+            name,
+            format!("{text:?} is not a fraction below 1; write e.g. 20% or 0.2"),
+        )
+    })
 }
 
 struct MockConfig(MockParams);
@@ -157,6 +188,7 @@ impl TargetConfig for MockConfig {
         Ok(Box::new(MockStore {
             params: Arc::new(self.0.clone()),
             map: Arc::new(Shards::default()),
+            sessions: AtomicU64::new(0),
         }))
     }
 }
@@ -164,6 +196,8 @@ impl TargetConfig for MockConfig {
 struct MockStore {
     params: Arc<MockParams>,
     map: Arc<Shards>,
+    /// Sessions opened: each draws its jitter from stream `seed + n`.
+    sessions: AtomicU64,
 }
 
 impl Store for MockStore {
@@ -184,6 +218,10 @@ impl Store for MockStore {
             clock: clock.clone(),
             ops: 0,
             reads: 0,
+            // SplitMix64 streams, one per session, from the seed.
+            draws: (self.params.seed)
+                .wrapping_add(self.sessions.fetch_add(1, Ordering::Relaxed))
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15),
         }))
     }
     fn drop_caches(&self) -> Result<CacheDrop, OpError> {
@@ -204,6 +242,8 @@ struct MockSession {
     clock: Clock,
     ops: u64,
     reads: u64,
+    /// The jitter's generator state (SplitMix64).
+    draws: u64,
 }
 
 impl MockSession {
@@ -212,7 +252,14 @@ impl MockSession {
         self.ops += 1;
         let p = &self.params;
         let slow = p.slow_every > 0 && self.ops.is_multiple_of(p.slow_every);
-        self.clock.advance(if slow { p.slow_ns } else { normal_ns });
+        let ns = if slow { p.slow_ns } else { normal_ns };
+        let ns = if p.jitter > 0.0 {
+            let u = results::rng::unit(&mut self.draws);
+            (ns as f64 * (1.0 + p.jitter * (2.0 * u - 1.0))).round() as u64
+        } else {
+            ns
+        };
+        self.clock.advance(ns);
         if p.panic_every > 0 && self.ops.is_multiple_of(p.panic_every) {
             panic!(
                 "mock: operation {} panics (panic_every={})",

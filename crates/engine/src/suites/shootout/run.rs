@@ -145,14 +145,8 @@ fn corrupt(obj: &[u8], key: u64, version: u64, size: usize) -> OpError {
     )
 }
 
-/// A simple deterministic generator (SplitMix64) for object contents.
-pub(crate) fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// The deterministic generator of object contents.
+pub(crate) use results::rng::splitmix64 as splitmix;
 
 /// One client: its session, cache, buffers and what it measured in the current test.
 struct Client {
