@@ -50,8 +50,9 @@ pub enum Command {
         /// The run compared against: a results directory, its run.json, or @last, @prev,
         /// @baseline:NAME from the history.
         base: PathBuf,
-        /// The run judged.
-        new: PathBuf,
+        /// The run judged; more runs are each judged against BASE in turn.
+        #[arg(required = true, num_args = 1..)]
+        new: Vec<PathBuf>,
         /// Where the history is (the results root holding history.sqlite).
         #[arg(long, value_name = "DIR", default_value = "dyno-results")]
         results: PathBuf,

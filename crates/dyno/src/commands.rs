@@ -56,7 +56,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             out,
             allow_different,
         } => compare_cmd(
-            (&base, &new),
+            (&base, &new[..]),
             &results,
             (&noise, &format, out.as_deref()),
             allow_different,
@@ -897,7 +897,7 @@ fn register(out_dir: &Path, record: &results::RunRecord) {
 }
 
 fn compare_cmd(
-    (base, new): (&Path, &Path),
+    (base, news): (&Path, &[PathBuf]),
     root: &Path,
     (noise, format, out): (&str, &str, Option<&Path>),
     allow_different: bool,
@@ -912,29 +912,55 @@ fn compare_cmd(
     if out.is_some() && format != "html" {
         bail!("--out: only -f html writes a file; the other formats go to standard output");
     }
-    let (base, new) = (run_dir(base, root)?, run_dir(new, root)?);
-    let (base, new) = (base.as_path(), new.as_path());
-    let (b, n) = (one_record(base)?, one_record(new)?);
-    let c = results::compare::compare(&b, &n, noise);
-    if !c.differences.is_empty() && !allow_different {
-        bail!(
-            "the runs differ in more than the change under test:\n  {}\n(give --allow-different to compare them anyway)",
-            c.differences.join("\n  ")
-        );
+    let base = run_dir(base, root)?;
+    let b = one_record(&base)?;
+    let base_name = base.display().to_string();
+    // Every run read and every comparison made before anything is printed.
+    let mut judged = Vec::new();
+    for new in news {
+        let new = run_dir(new, root)?;
+        let n = one_record(&new)?;
+        let c = results::compare::compare(&b, &n, noise);
+        if !c.differences.is_empty() && !allow_different {
+            bail!(
+                "{} and {} differ in more than the change under test:\n  {}\n(give --allow-different to compare them anyway)",
+                base_name,
+                new.display(),
+                c.differences.join("\n  ")
+            );
+        }
+        judged.push((new.display().to_string(), n, c));
     }
-    let names = (base.display().to_string(), new.display().to_string());
     let mut text = Vec::new();
     match style {
-        Some(style) => report::compare::render(&c, (&names.0, &names.1), style, &mut text)?,
+        Some(style) => {
+            for (i, (name, _, c)) in judged.iter().enumerate() {
+                if i > 0 {
+                    text.push(b'\n');
+                }
+                report::compare::render(c, (&base_name, name), style, &mut text)?;
+            }
+        }
         None if format == "html" => {
             let path = out.unwrap_or(Path::new("compare.html"));
+            let sides: Vec<(&str, &results::RunRecord, &results::compare::Comparison)> = (judged
+                .iter())
+            .map(|(name, n, c)| (name.as_str(), n, c))
+            .collect();
             let mut page = Vec::new();
-            report::html::compare_page(&c, (&names.0, &names.1), (&b, &n), &mut page)?;
+            report::html::compare_page((&base_name, &b), &sides, &mut page)?;
             std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
             eprintln!("dyno: the comparison's page is {}", path.display());
         }
         None => {
-            serde_json::to_writer_pretty(&mut text, &c)?;
+            // One comparison is an object; several, an array of them in the order given.
+            match judged.as_slice() {
+                [(_, _, c)] => serde_json::to_writer_pretty(&mut text, c)?,
+                all => serde_json::to_writer_pretty(
+                    &mut text,
+                    &all.iter().map(|(_, _, c)| c).collect::<Vec<_>>(),
+                )?,
+            }
             text.push(b'\n');
         }
     }

@@ -81,6 +81,31 @@ fn ten_percent_slower_regresses_and_the_same_build_does_not() {
     );
     let o = compare(d, &[&base, &slower, "--format", "markdown"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("| shootout add on mock"));
+    // Several runs, each judged against the base: an array in JSON, a table each in text, and
+    // every run's spectrum on one plot per case in HTML.
+    let all = json(&compare(d, &[&base, &again, &slower, "--format", "json"]));
+    let all = all.as_array().unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(
+        figure(&all[0], "shootout add", "rate")["verdict"],
+        "no-change"
+    );
+    assert_eq!(
+        figure(&all[1], "shootout add", "rate")["verdict"],
+        "regressed"
+    );
+    let o = compare(d, &[&base, &again, &slower]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(text.matches("dyno compare · ").count(), 2, "{text}");
+    let o = compare(d, &[&base, &again, &slower, "-f", "html", "-o", "all.html"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(d.join("all.html")).unwrap();
+    assert_eq!(page.matches("<table").count(), 2);
+    let svg_start = page.find("<svg").unwrap();
+    let first_plot = &page[svg_start..svg_start + page[svg_start..].find("</svg>").unwrap()];
+    for run in [&base, &again, &slower] {
+        assert!(first_plot.contains(run.as_str()), "{run} in the legend");
+    }
 }
 
 #[test]

@@ -258,17 +258,16 @@ pub fn render_with_trend(
     out.write_all(page.as_bytes())
 }
 
-/// The page of a comparison (`dyno compare -f html`): the compare table, then each matched
-/// case's latency spectra of both runs overlaid.
+/// The page of a comparison (`dyno compare -f html`): for each run judged against the base,
+/// its compare table; then each case's latency spectra of the base and every judged run on one
+/// plot.
 pub fn compare_page(
-    c: &results::compare::Comparison,
-    (base, new): (&str, &str),
-    (rb, rn): (&RunRecord, &RunRecord),
+    (base, rb): (&str, &RunRecord),
+    judged: &[(&str, &RunRecord, &results::compare::Comparison)],
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let title = format!("dyno compare · {base} → {new}");
-    let mut table = Vec::new();
-    crate::compare::render(c, (base, new), crate::grid::Style::Html, &mut table)?;
+    let names: Vec<&str> = judged.iter().map(|(n, _, _)| *n).collect();
+    let title = format!("dyno compare · {base} → {}", names.join(", "));
     let mut page = String::new();
     let _ = write!(
         page,
@@ -277,17 +276,32 @@ pub fn compare_page(
          <title>{t}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
         t = escape(&title)
     );
-    page.push_str(&String::from_utf8_lossy(&table));
-    let _ = writeln!(page, "<h2 id=\"spectra\">Latency spectra, both runs</h2>");
+    for (name, _, c) in judged {
+        let mut table = Vec::new();
+        crate::compare::render(c, (base, name), crate::grid::Style::Html, &mut table)?;
+        page.push_str(&String::from_utf8_lossy(&table));
+    }
+    let _ = writeln!(page, "<h2 id=\"spectra\">Latency spectra, every run</h2>");
+    // The cases matched in any comparison, in the base's order.
+    let mut cases: Vec<&str> = Vec::new();
+    for (_, _, c) in judged {
+        for k in &c.cases {
+            if !cases.contains(&k.case.as_str()) {
+                cases.push(&k.case);
+            }
+        }
+    }
     #[cfg(feature = "plots")]
-    for case in &c.cases {
+    for case in cases {
         let hist = |r: &RunRecord| {
-            (r.cases.iter().find(|k| k.id().to_string() == case.case))
+            (r.cases.iter().find(|k| k.id().to_string() == case))
                 .and_then(|k| k.histogram.as_deref())
                 .and_then(|h| results::histogram::decode(h).ok())
         };
-        let (hb, hn) = (hist(rb), hist(rn));
-        match crate::plots::overlay(&case.case, (base, new), (hb.as_ref(), hn.as_ref())) {
+        let runs: Vec<(&str, Option<results::Histogram>)> = std::iter::once((base, hist(rb)))
+            .chain(judged.iter().map(|(n, r, _)| (*n, hist(r))))
+            .collect();
+        match crate::plots::overlay(case, &runs) {
             Ok(Some(p)) => {
                 let _ = writeln!(
                     page,
@@ -299,15 +313,15 @@ pub fn compare_page(
             Ok(None) => {
                 let _ = writeln!(
                     page,
-                    "<p class=\"muted\">{}: no latency histogram on either side.</p>",
-                    escape(&case.case)
+                    "<p class=\"muted\">{}: no latency histogram in any run.</p>",
+                    escape(case)
                 );
             }
             Err(e) => {
                 let _ = writeln!(
                     page,
                     "<p>{}: the spectra could not be drawn: {}</p>",
-                    escape(&case.case),
+                    escape(case),
                     escape(&e.to_string())
                 );
             }
@@ -315,7 +329,7 @@ pub fn compare_page(
     }
     #[cfg(not(feature = "plots"))]
     {
-        let _ = (rb, rn);
+        let _ = (rb, cases);
         page.push_str(
             "<p class=\"muted\">This dyno was built without plots (feature <code>plots</code>).</p>\n",
         );

@@ -296,17 +296,16 @@ fn spectra(
     ))
 }
 
-/// One case's latency spectra in two runs overlaid (`dyno compare -f html`): `base` and `new`
-/// name the runs. `None` when neither side has a histogram.
+/// One case's latency spectra in several runs overlaid (`dyno compare -f html`), each named;
+/// `None` when no run has a histogram of it.
 pub fn overlay(
     case: &str,
-    (base, new): (&str, &str),
-    (hb, hn): (Option<&results::Histogram>, Option<&results::Histogram>),
+    runs: &[(&str, Option<results::Histogram>)],
 ) -> Result<Option<Plot>, PlotError> {
-    let hists: Vec<(String, results::Histogram)> = [(base, hb), (new, hn)]
-        .into_iter()
+    let hists: Vec<(String, results::Histogram)> = (runs.iter())
         .filter_map(|(n, h)| {
-            h.filter(|h| !h.is_empty())
+            (h.as_ref())
+                .filter(|h| !h.is_empty())
                 .map(|h| (n.to_string(), h.clone()))
         })
         .collect();
