@@ -10,6 +10,7 @@ pub mod load;
 pub mod magma;
 pub mod namespace;
 pub mod shootout;
+pub mod ycsb;
 
 use crate::driver::{ServerOp, Store};
 use crate::plan::PlanTarget;
