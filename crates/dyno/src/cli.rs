@@ -242,6 +242,11 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Magma suite")]
     pub test_time: Option<String>,
 
+    /// YCSB: operations per workload (YCSB's operationcount) [default: 1000, as its workload
+    /// files; 200 with --quick]. -n is the record count.
+    #[arg(long, allow_negative_numbers = true, help_heading = "YCSB suite")]
+    pub operations: Option<i64>,
+
     /// Namespace: the measured folder sits this many levels below the root [default: 10].
     #[arg(long, allow_negative_numbers = true, help_heading = "Namespace suite")]
     pub depth: Option<i64>,

@@ -173,7 +173,7 @@ fn bad_flags_name_the_flag() {
         (
             &["run", "--suite", "magmaa"],
             1,
-            "Error: --suite: unknown suite \"magmaa\"; did you mean \"magma\"? suites: shootout, magma, load, namespace, kv\n",
+            "Error: --suite: unknown suite \"magmaa\"; did you mean \"magma\"? suites: shootout, magma, load, namespace, kv, ycsb\n",
         ),
         (
             &["run", "postgress://x"],

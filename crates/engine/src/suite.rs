@@ -182,6 +182,7 @@ impl Plan {
                 })
                 .collect(),
             kv: None,
+            ycsb: None,
             thresholds: self.thresholds.iter().map(|t| t.text.clone()).collect(),
             abort_after_ns: self.abort_after.map(|d| d.as_nanos() as u64),
         };
@@ -360,6 +361,11 @@ pub enum TargetError {
 pub trait Suite: report::View + Sync {
     /// One line for `--help` and `dyno targets`.
     fn help(&self) -> &'static str;
+    /// Whether `--suite NAME` names this suite: its name, or a form of it it reads itself in
+    /// [`Suite::resolve`] (`ycsb-a,ycsb-c`).
+    fn answers_to(&self, name: &str) -> bool {
+        name == self.name()
+    }
     /// The operations a target needs for this suite.
     fn family(&self) -> Family;
     /// The plan settings (their plan-file names) this suite reads, beyond the shared ones.

@@ -216,6 +216,9 @@ pub struct PlanRecord {
     /// The kv suite's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv: Option<KvPlan>,
+    /// The ycsb suite's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ycsb: Option<YcsbPlan>,
     /// The thresholds, as written (`METRIC OP VALUE [scope]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<String>,
@@ -234,6 +237,18 @@ pub struct LevelRecord {
     pub targets: Vec<String>,
     /// Its faults, one resolved line each.
     pub faults: Vec<String>,
+}
+
+/// The ycsb suite's settings (its record count is `objects`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct YcsbPlan {
+    /// The workloads run after the load, in order (`a` … `f`).
+    pub workloads: Vec<String>,
+    /// Operations per workload (YCSB's `operationcount`).
+    pub operations: u64,
+    pub field_count: u64,
+    pub field_length: u64,
 }
 
 /// How the kv suite ran.

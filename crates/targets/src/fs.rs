@@ -125,6 +125,11 @@ impl Store for FsStore {
             tree: self.tree.clone(),
             fsync: self.fsync,
             reads: 0,
+            staging: self.objects.join(format!(
+                ".staging-{}-{}",
+                std::process::id(),
+                SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            )),
         }))
     }
     fn drop_caches(&self) -> Result<CacheDrop, OpError> {
@@ -155,7 +160,13 @@ struct FsSession {
     tree: PathBuf,
     fsync: bool,
     reads: u64,
+    /// Where this session writes an object before renaming it into place (its own name: two
+    /// sessions writing one key never share it).
+    staging: PathBuf,
 }
+
+/// Sessions opened by this process, to name each one's staging file.
+static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl FsSession {
     fn path_of(&mut self, key: u64) -> &Path {
@@ -200,14 +211,17 @@ impl Session for FsSession {
         Ok(())
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        // Written aside, then renamed over the object: a reader sees the old object or the new
+        // one whole, never a file being written.
         let fsync = self.fsync;
-        let path = self.path_of(key);
-        let mut f = std::fs::File::create(path).map_err(|e| OpError::io("create", &e))?;
+        let mut f = std::fs::File::create(&self.staging).map_err(|e| OpError::io("create", &e))?;
         f.write_all(value).map_err(|e| OpError::io("write", &e))?;
         if fsync {
             f.sync_data().map_err(|e| OpError::io("fsync", &e))?;
         }
-        Ok(())
+        drop(f);
+        self.path_of(key); // into self.path
+        std::fs::rename(&self.staging, &self.path).map_err(|e| OpError::io("rename", &e))
     }
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
         self.reads += 1;

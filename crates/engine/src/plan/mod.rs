@@ -261,6 +261,8 @@ pub struct RawPlan {
     pub topology: Option<Sp<String>>,
     /// The magma suite: MagmaBenchmarker's `thousands`.
     pub thousands: Option<Sp<i64>>,
+    /// The ycsb suite: YCSB's `operationcount`, operations per workload.
+    pub operations: Option<Sp<i64>>,
     /// The magma suite: how long each rate test repeats its operation.
     pub test_time: Option<Sp<String>>,
     /// The namespace suite: levels below the root, and entries of the parent.

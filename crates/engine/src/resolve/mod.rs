@@ -39,7 +39,7 @@ impl RawPlan {
         let suites = resolver.suites();
         let named = match &self.suite {
             None => None,
-            Some(s) => match suites.iter().find(|x| x.name() == s.value) {
+            Some(s) => match suites.iter().find(|x| x.answers_to(&s.value)) {
                 Some(x) => Some((*x, s.at.clone())),
                 None => {
                     let names: Vec<&str> = suites.iter().map(|s| s.name()).collect();
@@ -370,6 +370,7 @@ impl RawPlan {
             int(&self.depth, "depth"),
             int(&self.width, "width"),
             int(&self.thousands, "thousands"),
+            int(&self.operations, "operations"),
             text(&self.test_time, "test_time"),
             text(&self.topology, "topology"),
             text(&self.duration, "duration"),

@@ -321,7 +321,7 @@ fn unknown_keys_are_named_with_a_suggestion() {
     assert_eq!(
         err("[suite]\nobjets = 3\n"),
         "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
-         name, topology, objects, concurrency, size, reps, warmup, seed, thousands, test_time, depth, width, sweep, samples, duration, levels, level_every"
+         name, topology, objects, concurrency, size, reps, warmup, seed, thousands, test_time, depth, width, sweep, samples, duration, levels, level_every, operations"
     );
     assert_eq!(
         err("[sute]\n"),
@@ -386,7 +386,7 @@ fn out_of_range_values_give_the_bound_and_the_default() {
 fn unknown_suite_and_scheme_get_suggestions() {
     assert_eq!(
         err("[suite]\nname = \"shootot\"\n"),
-        "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout, magma, load, namespace, kv"
+        "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout, magma, load, namespace, kv, ycsb"
     );
     let e = err("[targets.a]\nurl = \"sqlit:/tmp/a.db\"\n");
     assert!(

@@ -19,12 +19,13 @@ use std::sync::atomic::AtomicBool;
 
 /// Every suite of this build, in the order a run with no suite named tries them: the first
 /// whose operation family every target speaks runs.
-pub static BUILT_IN: [&dyn Suite; 5] = [
+pub static BUILT_IN: [&dyn Suite; 6] = [
     &shootout::Shootout,
     &magma::Magma,
     &load::Load,
     &namespace::Namespace,
     &kv::Kv,
+    &ycsb::Ycsb,
 ];
 
 /// A store suite's state on one opened store, repetition after repetition.

@@ -1,0 +1,176 @@
+//! The ycsb suite: YCSB's core workloads on the embedded targets, on a real Redis and a real
+//! PostgreSQL; a table per workload with the targets as columns; every read checked; workload
+//! d reading mostly recent inserts; workload e `n/a` (no ordered scan in the key-value API).
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+const ALL: &str = "ycsb-a,ycsb-b,ycsb-c,ycsb-d,ycsb-e,ycsb-f";
+
+/// `dyno run --suite ALL` on `targets`; the text and the record.
+fn ycsb(dir: &Path, out: &str, targets: &[&str], more: &[&str]) -> (String, serde_json::Value) {
+    let o = dyno(dir)
+        .args([
+            "run",
+            "--suite",
+            ALL,
+            "-n",
+            "500",
+            "--operations",
+            "600",
+            "-c",
+            "3",
+        ])
+        .args(["--quiet", "-o", out])
+        .args(targets)
+        .args(more)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rec = record(&dir.join(out));
+    assert_schema_valid(&rec);
+    (String::from_utf8(o.stdout).unwrap(), rec)
+}
+
+/// Every workload's case of `target` ran and its operations add up; e is n/a.
+fn assert_workloads(rec: &serde_json::Value, target: &str) {
+    let load = case(rec, target, "load");
+    assert_eq!(load["status"], "ok", "{target} load: {}", load["reason"]);
+    assert_eq!(load["reps"][0]["by_op"]["INSERT"]["count"], 500);
+    for (w, kinds) in [
+        ("a", &["READ", "UPDATE"][..]),
+        ("b", &["READ", "UPDATE"]),
+        ("c", &["READ"]),
+        ("d", &["READ", "INSERT"]),
+        ("f", &["READ", "UPDATE", "READ-MODIFY-WRITE"]),
+    ] {
+        let c = case(rec, target, w);
+        assert_eq!(c["status"], "ok", "{target} {w}: {}", c["reason"]);
+        let rep = &c["reps"][0];
+        assert_eq!(rep["ops"], 600, "{target} {w}");
+        assert_eq!(rep["errors"], 0, "{target} {w}");
+        let by_op = rep["by_op"].as_object().unwrap();
+        let names: Vec<&str> = by_op.keys().map(String::as_str).collect();
+        let mut want = kinds.to_vec();
+        want.sort_unstable();
+        assert_eq!(names, want, "{target} {w}");
+        for k in kinds {
+            assert!(by_op[*k]["count"].as_u64().unwrap() > 0, "{target} {w} {k}");
+        }
+    }
+    let e = case(rec, target, "e");
+    assert_eq!(e["status"], "na");
+    assert!(e["reason"].as_str().unwrap().contains("no ordered scan"));
+    // Workload f: each read-modify-write is a read and an update too, as YCSB counts them.
+    let f = &case(rec, target, "f")["reps"][0]["by_op"];
+    let rmw = f["READ-MODIFY-WRITE"]["count"].as_u64().unwrap();
+    assert_eq!(f["UPDATE"]["count"].as_u64().unwrap(), rmw);
+    assert_eq!(f["READ"]["count"].as_u64().unwrap(), 600);
+}
+
+#[test]
+fn the_six_workloads_on_the_embedded_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, rec) = ycsb(dir.path(), "all", &[], &[]);
+    for t in ["mem", "sqlite", "fs", "lmdb"] {
+        assert_workloads(&rec, t);
+    }
+    // A table per workload, the targets as columns.
+    for w in [
+        "load: insert every record",
+        "workload a: read 0.5, update 0.5; zipfian",
+        "workload d: read 0.95, insert 0.05; latest",
+        "workload e: insert 0.05, scan 0.95; zipfian",
+        "workload f: read 0.5, read-modify-write 0.5; zipfian",
+    ] {
+        assert!(text.contains(w), "{w}:\n{text}");
+    }
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("mem"))
+        .unwrap();
+    let cols: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(cols, ["mem", "sqlite", "fs", "lmdb"], "{text}");
+    assert_eq!(
+        rec["plan"]["ycsb"]["workloads"],
+        serde_json::json!(["a", "b", "c", "d", "e", "f"])
+    );
+    // The same streams of draws on every target: the same keys, the same mix.
+    let keys =
+        |t: &str| case(&rec, t, "c")["reps"][0]["detail"]["custom"]["figures"]["top_keys"].clone();
+    assert_eq!(keys("mem"), keys("lmdb"));
+    // Workload d reads recent inserts: its most drawn keys are among the newest tenth.
+    let d = &case(&rec, "mem", "d")["reps"][0]["detail"]["custom"]["figures"];
+    let top: Vec<i64> = (d["top_keys"].as_array().unwrap().iter())
+        .map(|k| k[0].as_i64().unwrap())
+        .collect();
+    assert!(top.len() >= 5, "{d}");
+    assert!(top.iter().all(|&k| k >= 450), "recent keys first: {top:?}");
+    // Workload c's zipfian is skewed: its most drawn key is far above a uniform 1/500.
+    let c = &case(&rec, "mem", "c")["reps"][0]["detail"]["custom"]["figures"];
+    let share = c["top_keys"][0][1].as_f64().unwrap() / c["key_draws"].as_f64().unwrap();
+    assert!(share > 10.0 / 500.0, "{c}");
+}
+
+/// A target that hands back damaged copies fails the workloads that read, naming the record.
+#[test]
+fn every_read_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = dyno(dir.path())
+        .args([
+            "run",
+            "--suite",
+            "ycsb-c",
+            "-n",
+            "100",
+            "--operations",
+            "200",
+            "--quiet",
+            "-o",
+            "o",
+        ])
+        .arg("mock:?corrupt_every=50")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rec = record(&dir.path().join("o"));
+    let c = case(&rec, "mock", "c");
+    assert_eq!(c["status"], "failed");
+    assert!(
+        c["reason"]
+            .as_str()
+            .unwrap()
+            .contains("a read came back wrong: record"),
+        "{c}"
+    );
+    // An unknown workload is refused with the list.
+    let o = dyno(dir.path())
+        .args(["run", "--suite", "ycsb-a,ycsb-g", "mem:"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("\"ycsb-g\" is not one of YCSB's core workloads"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_workloads_on_redis_and_postgres() {
+    let (Some(redis), Some(pg)) = (Redis::start(), testkit::Postgres::start()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let redis_url = format!("redis://127.0.0.1:{}", redis.port);
+    let (_, rec) = ycsb(dir.path(), "servers", &[&redis_url, &pg.url()], &[]);
+    assert_workloads(&rec, "redis");
+    assert_workloads(&rec, "postgres");
+}
