@@ -33,7 +33,8 @@ pub enum Command {
     Report {
         /// A results directory (holding run.json), a directory of them, or a run.json file.
         dir: PathBuf,
-        /// Output format: table, markdown, csv, json, summary-json or html.
+        /// Output format: table, markdown, csv, json, summary-json, html or ycsb (YCSB's text
+        /// output).
         #[arg(long, short = 'f', default_value = "table")]
         format: String,
         /// Also draw the plots (SVG, PNG and .dat for gnuplot) into this directory.
@@ -226,7 +227,8 @@ pub struct RunArgs {
     /// Where to write the run record [default: ./dyno-results/<UTC time>/].
     #[arg(long, short = 'o')]
     pub out: Option<String>,
-    /// Output format: table, markdown, csv, json (the record) or summary-json (headline figures).
+    /// Output format: table, markdown, csv, json (the record), summary-json (headline figures)
+    /// or ycsb (YCSB's text output).
     #[arg(long, short = 'f')]
     pub format: Option<String>,
     /// Run each target in these topologies (a column each): inproc, loopback, lan, wan. With no

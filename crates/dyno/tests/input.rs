@@ -167,7 +167,7 @@ fn bad_flags_name_the_flag() {
         (
             &["run", "--format", "xml"],
             1,
-            "Error: --format: unknown format \"xml\"; formats: table, markdown, csv, json, summary-json, html\n",
+            "Error: --format: unknown format \"xml\"; formats: table, markdown, csv, json, summary-json, html, ycsb\n",
         ),
         (&["run", "--format", "jsn"], 1, "did you mean \"json\"?"),
         (

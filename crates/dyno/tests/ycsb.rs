@@ -174,3 +174,61 @@ fn the_workloads_on_redis_and_postgres() {
     assert_workloads(&rec, "redis");
     assert_workloads(&rec, "postgres");
 }
+
+/// `-f ycsb` is YCSB's text output: a parser written to YCSB's format reads every run, with the
+/// same counts as the record.
+#[test]
+fn ycsb_text_output_parses_as_ycsbs() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = dyno(dir.path())
+        .args([
+            "run",
+            "--suite",
+            "ycsb-a,ycsb-f",
+            "-n",
+            "200",
+            "--operations",
+            "300",
+            "-c",
+            "2",
+        ])
+        .args(["--quiet", "-f", "ycsb", "-o", "o", "mem:"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parse_ycsb.py");
+    let mut parse = std::process::Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    parse.stdin.take().unwrap().write_all(&o.stdout).unwrap();
+    let parsed = parse.wait_with_output().unwrap();
+    assert!(parsed.status.success());
+    let runs: serde_json::Value = serde_json::from_slice(&parsed.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 3, "load, a, f: {runs:?}");
+    let rec = record(&dir.path().join("o"));
+    for (run, test) in runs.iter().zip(["load", "a", "f"]) {
+        let rep = &case(&rec, "mem", test)["reps"][0];
+        let ms = run["OVERALL"]["RunTime(ms)"].as_f64().unwrap();
+        assert!(
+            (ms - rep["wall_ns"].as_f64().unwrap() / 1e6).abs() <= 0.5,
+            "{test}"
+        );
+        for (kind, f) in rep["by_op"].as_object().unwrap() {
+            let got = &run[kind.as_str()];
+            assert_eq!(got["Operations"], f["count"], "{test} {kind}");
+            assert_eq!(got["Return=OK"], f["count"], "{test} {kind}");
+            let p99 = got["99thPercentileLatency(us)"].as_u64().unwrap();
+            let max = got["MaxLatency(us)"].as_u64().unwrap();
+            assert!(p99 <= max, "{test} {kind}");
+        }
+    }
+    assert_eq!(
+        runs[2]["READ-MODIFY-WRITE"]["Operations"],
+        runs[2]["UPDATE"]["Operations"]
+    );
+}

@@ -37,6 +37,7 @@ pub mod sweep;
 pub mod table;
 pub mod units;
 pub mod view;
+pub mod ycsb;
 
 pub use view::{View, Views};
 
@@ -58,10 +59,20 @@ pub enum Format {
     Html,
     /// The headline figures of each case, one small JSON document per record.
     SummaryJson,
+    /// YCSB's text output: `[OVERALL], RunTime(ms), …`, `[READ], Operations, …`.
+    Ycsb,
 }
 
 impl Format {
-    pub const NAMES: &[&str] = &["table", "markdown", "csv", "json", "summary-json", "html"];
+    pub const NAMES: &[&str] = &[
+        "table",
+        "markdown",
+        "csv",
+        "json",
+        "summary-json",
+        "html",
+        "ycsb",
+    ];
 
     /// The name the user writes.
     pub fn name(self) -> &'static str {
@@ -72,6 +83,7 @@ impl Format {
             Format::Json => "json",
             Format::SummaryJson => "summary-json",
             Format::Html => "html",
+            Format::Ycsb => "ycsb",
         }
     }
 
@@ -83,6 +95,7 @@ impl Format {
             "json" => Some(Format::Json),
             "summary-json" | "summary" => Some(Format::SummaryJson),
             "html" => Some(Format::Html),
+            "ycsb" => Some(Format::Ycsb),
             _ => None,
         }
     }
@@ -105,6 +118,7 @@ pub fn render(
         Format::Csv => csv::render(records, out),
         Format::SummaryJson => summary::render(records, out),
         Format::Html => html::render(records, views, out),
+        Format::Ycsb => ycsb::render(records, out),
         Format::Json => records.iter().try_for_each(|r| {
             serde_json::to_writer(&mut *out, r)?;
             writeln!(out)
