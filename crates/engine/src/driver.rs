@@ -197,6 +197,10 @@ pub trait Store: Send + Sync {
     fn server_stats(&self) -> Option<Result<Vec<ServerOp>, OpError>> {
         None
     }
+    /// Whether its sessions [`Session::scan`]: `Err` with why not (no key order) by default.
+    fn scans(&self) -> Result<(), String> {
+        Err("this target keeps no key order (a hash map, files by name, a key-value server)".into())
+    }
     /// Releases the store; deletes the namespace if it was temporary.
     fn close(self: Box<Self>) -> Result<(), DriverError>;
 }
@@ -235,6 +239,20 @@ pub trait Session: Send {
             ends.push(out.len());
         }
         Ok(())
+    }
+    /// Up to `count` objects from the first key at or above `start`, in key order (YCSB's
+    /// scan): `out` cleared, then `(key, value)` pairs. Only where [`Store::scans`] says so.
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        let _ = (start, count, out);
+        Err(OpError::new(
+            ErrorClass::Application,
+            "this target keeps no key order: no scan",
+        ))
     }
     fn commit(&mut self) -> Result<(), OpError>;
     /// Reads this session made against the storage so far (the steamin check reads it).

@@ -134,6 +134,9 @@ fn closed() -> OpError {
 }
 
 impl Store for LmdbStore {
+    fn scans(&self) -> Result<(), String> {
+        Ok(())
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: format!("{} (database dyno_objects)", self.dir.display()),
@@ -254,6 +257,26 @@ impl Session for LmdbSession {
         .ok_or_else(|| OpError::new(ErrorClass::NotFound, format!("key {key:#x}")))?;
         out.clear();
         out.extend_from_slice(v);
+        Ok(())
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        self.reads += 1;
+        out.clear();
+        let range = match (&self.read, &self.write) {
+            (Some(r), _) => self.db.range(r, &(start..)),
+            (None, Some(w)) => self.db.range(&w.txn, &(start..)),
+            (None, None) => return Err(no_txn("scan")),
+        }
+        .map_err(op_error)?;
+        for item in range.take(count) {
+            let (k, v) = item.map_err(op_error)?;
+            out.push((k, v.to_vec()));
+        }
         Ok(())
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {

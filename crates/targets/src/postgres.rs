@@ -200,6 +200,9 @@ struct PgStore {
 }
 
 impl Store for PgStore {
+    fn scans(&self) -> Result<(), String> {
+        Ok(())
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: format!(
@@ -224,12 +227,16 @@ impl Store for PgStore {
         let get = prepare(format!("SELECT v FROM {s}.objects WHERE k = $1"))?;
         let get_many = prepare(format!("SELECT k, v FROM {s}.objects WHERE k = ANY($1)"))?;
         let delete = prepare(format!("DELETE FROM {s}.objects WHERE k = $1"))?;
+        let scan = prepare(format!(
+            "SELECT k, v FROM {s}.objects WHERE k >= $1 ORDER BY k LIMIT $2"
+        ))?;
         Ok(Box::new(PgSession {
             c,
             put,
             get,
             get_many,
             delete,
+            scan,
             in_tx: false,
             reads: 0,
             keys: Vec::new(),
@@ -256,6 +263,8 @@ struct PgSession {
     get: Statement,
     get_many: Statement,
     delete: Statement,
+    /// Keys are bigint: their order agrees with u64's below 2^63, where every YCSB key is.
+    scan: Statement,
     in_tx: bool,
     reads: u64,
     /// A batched read's keys as PostgreSQL sees them, and where each goes.
@@ -296,6 +305,25 @@ impl Session for PgSession {
         let v: &[u8] = row.try_get(0).map_err(|e| op_err("SELECT", e))?;
         out.clear();
         out.extend_from_slice(v);
+        Ok(())
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        self.reads += 1;
+        out.clear();
+        let rows = self
+            .c
+            .query(&self.scan, &[&k(start), &(count as i64)])
+            .map_err(|e| op_err("SELECT … ORDER BY", e))?;
+        for row in rows {
+            let key: i64 = row.try_get(0).map_err(|e| op_err("SELECT … ORDER BY", e))?;
+            let v: Vec<u8> = row.try_get(1).map_err(|e| op_err("SELECT … ORDER BY", e))?;
+            out.push((key as u64, v));
+        }
         Ok(())
     }
     fn get_many(

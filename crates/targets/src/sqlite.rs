@@ -276,6 +276,9 @@ fn op_error(e: rusqlite::Error) -> OpError {
 }
 
 impl Store for SqliteStore {
+    fn scans(&self) -> Result<(), String> {
+        Ok(())
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: format!("{} (tables dyno_meta, dyno_objects)", self.path.display()),
@@ -319,6 +322,8 @@ struct SqliteSession {
 
 const PUT: &str = "INSERT OR REPLACE INTO dyno_objects (id, data) VALUES (?1, ?2)";
 const GET: &str = "SELECT data FROM dyno_objects WHERE id = ?1";
+/// Keys are u64 stored as i64: the order agrees below 2^63, where every YCSB key is.
+const SCAN: &str = "SELECT id, data FROM dyno_objects WHERE id >= ?1 ORDER BY id LIMIT ?2";
 const DELETE: &str = "DELETE FROM dyno_objects WHERE id = ?1";
 
 impl Session for SqliteSession {
@@ -352,6 +357,25 @@ impl Session for SqliteSession {
         })?;
         out.clear();
         out.extend_from_slice(blob);
+        Ok(())
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        self.reads += 1;
+        out.clear();
+        let mut st = self.conn.prepare_cached(SCAN).map_err(op_error)?;
+        let mut rows = st
+            .query(rusqlite::params![start as i64, count as i64])
+            .map_err(op_error)?;
+        while let Some(row) = rows.next().map_err(op_error)? {
+            let id: i64 = row.get(0).map_err(op_error)?;
+            let data: Vec<u8> = row.get(1).map_err(op_error)?;
+            out.push((id as u64, data));
+        }
         Ok(())
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {

@@ -237,7 +237,7 @@ pub struct Uniform {
 }
 
 impl Uniform {
-    pub fn new(lb: i64, ub: i64) -> Uniform {
+    pub const fn new(lb: i64, ub: i64) -> Uniform {
         Uniform {
             lb,
             interval: ub - lb + 1,

@@ -229,6 +229,37 @@ fn read(
     check(keynum, buf, scratch).map(|()| buf.len() as u64)
 }
 
+/// Workload e's scan lengths: YCSB's uniform `1..=maxscanlength` (100 in workloade).
+const SCAN_LENGTH: Uniform = Uniform::new(1, 100);
+
+/// A scan of `len` records from record `keynum`'s key, each record checked against its key.
+fn scan(
+    s: &mut dyn Session,
+    keynum: i64,
+    len: usize,
+    rows: &mut Vec<(u64, Vec<u8>)>,
+    scratch: &mut Vec<u8>,
+) -> Result<u64, OpError> {
+    s.begin(TxMode::Read)?;
+    s.scan(key(keynum), len, rows)?;
+    s.commit()?;
+    let mut bytes = 0;
+    for (k, v) in rows.iter() {
+        let n = v
+            .get(..8)
+            .map_or(-1, |b| i64::from_le_bytes(b.try_into().expect("8 bytes")));
+        if key(n) != *k {
+            return Err(OpError::new(
+                ErrorClass::Corrupt,
+                format!("scan from record {keynum}: key {k:#x} holds record {n}'s bytes"),
+            ));
+        }
+        check(n, v, scratch)?;
+        bytes += v.len() as u64;
+    }
+    Ok(bytes)
+}
+
 fn write(s: &mut dyn Session, keynum: i64, value: &[u8]) -> Result<u64, OpError> {
     s.begin(TxMode::Write)?;
     s.put(key(keynum), value)?;
@@ -264,6 +295,8 @@ struct Client<'a> {
     rec: Recs,
     /// Keys drawn, for the skew report.
     drawn: BTreeMap<i64, u64>,
+    /// Each scan's length, for the record's check of their distribution.
+    scan_lengths: Vec<u32>,
     corrupt: Option<String>,
 }
 
@@ -333,6 +366,7 @@ impl Client<'_> {
     ) -> Self {
         let mut chooser = self.chooser(total_ops);
         let (mut buf, mut scratch, mut val) = (Vec::new(), Vec::new(), Vec::new());
+        let mut rows = Vec::new();
         for _ in 0..self.operations {
             if interrupt.load(Ordering::Relaxed) {
                 break;
@@ -355,10 +389,15 @@ impl Client<'_> {
                     }
                     r
                 }
-                Op::Scan => Err(OpError::new(
-                    ErrorClass::Application,
-                    "scan is not supported",
-                )),
+                Op::Scan => match self.next_keynum(&mut chooser) {
+                    Err(e) => Err(e),
+                    Ok(k) => {
+                        *self.drawn.entry(k).or_default() += 1;
+                        let len = SCAN_LENGTH.next(&mut self.draws);
+                        self.scan_lengths.push(len as u32);
+                        scan(s, k, len as usize, &mut rows, &mut scratch)
+                    }
+                },
                 _ => match self.next_keynum(&mut chooser) {
                     Err(e) => Err(e),
                     Ok(k) => {
@@ -413,6 +452,7 @@ fn outcome(
     client_ns: Vec<u64>,
     recs: Vec<Recs>,
     (drawn, corrupt, interrupted): (BTreeMap<i64, u64>, Option<String>, bool),
+    scan_lengths: &[u32],
 ) -> TestOutcome {
     let mut kinds: Recs = Default::default();
     for r in &recs {
@@ -436,11 +476,20 @@ fn outcome(
     let mut top: Vec<(i64, u64)> = drawn.iter().map(|(k, n)| (*k, *n)).collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let draws: u64 = top.iter().map(|t| t.1).sum();
-    let figures = serde_json::json!({
+    let mut figures = serde_json::json!({
         "key_draws": draws,
         "distinct_keys": top.len(),
         "top_keys": top.iter().take(TOP_KEYS).map(|(k, n)| serde_json::json!([k, n])).collect::<Vec<_>>(),
     });
+    if !scan_lengths.is_empty() {
+        let n = scan_lengths.len() as f64;
+        figures["scan_length"] = serde_json::json!({
+            "count": scan_lengths.len(),
+            "min": scan_lengths.iter().min(),
+            "max": scan_lengths.iter().max(),
+            "mean": scan_lengths.iter().map(|&l| f64::from(l)).sum::<f64>() / n,
+        });
+    }
     let ops = all.ops;
     let errors = all.error_count();
     let rep = Rep {
@@ -515,6 +564,7 @@ fn load(store: &dyn Store, ctx: &RepCtx, point: &Point, records: i64) -> TestOut
         client_ns,
         recs,
         (BTreeMap::new(), None, interrupted),
+        &[],
     )
 }
 
@@ -549,6 +599,7 @@ fn run_workload(
                     draws: SplitMix(stream.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
                     rec: Default::default(),
                     drawn: BTreeMap::new(),
+                    scan_lengths: Vec::new(),
                     corrupt: None,
                 };
                 s.spawn(move || {
@@ -570,6 +621,7 @@ fn run_workload(
     let mut corrupt = None;
     let mut recs = Vec::new();
     let mut client_ns = Vec::new();
+    let mut lengths = Vec::new();
     for (c, ns, err) in done {
         client_ns.push(ns);
         match (c, err) {
@@ -578,6 +630,7 @@ fn run_workload(
                     *drawn.entry(k).or_default() += n;
                 }
                 corrupt = corrupt.or(c.corrupt);
+                lengths.extend(c.scan_lengths);
                 recs.push(c.rec);
             }
             (None, Some(e)) => {
@@ -596,6 +649,7 @@ fn run_workload(
         client_ns,
         recs,
         (drawn, corrupt, interrupted),
+        &lengths,
     )
 }
 
@@ -730,11 +784,13 @@ impl Suite for Ycsb {
                 if interrupt.load(Ordering::Relaxed) {
                     break;
                 }
-                if w.proportion(Op::Scan) > 0.0 {
+                if w.proportion(Op::Scan) > 0.0
+                    && let Err(why) = store_ref.scans()
+                {
                     ctx.report(TestOutcome::not_run(
                         w.name,
                         Status::Na,
-                        "workload e scans: dyno's key-value API has no ordered scan yet".into(),
+                        format!("workload {} scans, and {why}", w.name),
                     ));
                     continue;
                 }
