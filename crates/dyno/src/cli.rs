@@ -248,6 +248,10 @@ pub struct RunArgs {
     /// files; 200 with --quick]. -n is the record count.
     #[arg(long, allow_negative_numbers = true, help_heading = "YCSB suite")]
     pub operations: Option<i64>,
+    /// YCSB: how the zipfian workloads draw keys: ycsb (YCSB's scrambled zipfian, its quirks
+    /// included) or exact:THETA (a true Zipf over the records, e.g. exact:0.99) [default: ycsb].
+    #[arg(long, help_heading = "YCSB suite")]
+    pub zipf: Option<String>,
 
     /// Namespace: the measured folder sits this many levels below the root [default: 10].
     #[arg(long, allow_negative_numbers = true, help_heading = "Namespace suite")]

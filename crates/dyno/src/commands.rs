@@ -220,6 +220,7 @@ fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     raw.topology = sflag(&a.topology, "--topology").or(raw.topology);
     raw.thousands = flag(a.thousands, "--thousands").or(raw.thousands);
     raw.operations = flag(a.operations, "--operations").or(raw.operations);
+    raw.zipf = sflag(&a.zipf, "--zipf").or(raw.zipf);
     raw.test_time = sflag(&a.test_time, "--test-time").or(raw.test_time);
     raw.depth = flag(a.depth, "--depth").or(raw.depth);
     raw.width = flag(a.width, "--width").or(raw.width);

@@ -254,3 +254,41 @@ fn ycsb_text_output_parses_as_ycsbs() {
         runs[2]["UPDATE"]["Operations"]
     );
 }
+
+/// `--zipf exact:θ`: a true Zipf over the records; its most drawn key takes about its analytic
+/// share. A malformed mode is refused with the forms.
+#[test]
+fn an_exact_zipf_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = dyno(dir.path())
+        .args([
+            "run",
+            "--suite",
+            "ycsb-c",
+            "-n",
+            "500",
+            "--operations",
+            "2000",
+            "--zipf",
+            "exact:1.2",
+        ])
+        .args(["--quiet", "-o", "o", "mem:"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    assert_eq!(rec["plan"]["ycsb"]["zipf"], "exact:1.2");
+    let f = &case(&rec, "mem", "c")["reps"][0]["detail"]["custom"]["figures"];
+    let p0 = 1.0 / (1..=500).map(|i| 1.0 / f64::from(i).powf(1.2)).sum::<f64>();
+    let top = &f["top_keys"][0];
+    assert_eq!(top[0], 0, "the most popular key is the first: {f}");
+    let share = top[1].as_f64().unwrap() / f["key_draws"].as_f64().unwrap();
+    assert!((share / p0 - 1.0).abs() < 0.15, "{share} against {p0}");
+    let o = dyno(dir.path())
+        .args(["run", "--suite", "ycsb-c", "--zipf", "exact:-1", "mem:"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exact:THETA"));
+}

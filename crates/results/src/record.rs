@@ -249,6 +249,8 @@ pub struct YcsbPlan {
     pub operations: u64,
     pub field_count: u64,
     pub field_length: u64,
+    /// How the zipfian workloads drew keys: `ycsb` or `exact:THETA`.
+    pub zipf: String,
 }
 
 /// How the kv suite ran.

@@ -66,6 +66,7 @@ pub(super) const SUITE_KEYS: &[&str] = &[
     "levels",
     "level_every",
     "operations",
+    "zipf",
 ];
 pub(super) const OUTPUT_KEYS: &[&str] = &["dir", "format"];
 
@@ -235,6 +236,7 @@ fn suite_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Resul
             "seed" => plan.seed = Some(Sp::new(expect_int(src, k, v)?, at)),
             "thousands" => plan.thousands = Some(Sp::new(expect_int(src, k, v)?, at)),
             "operations" => plan.operations = Some(Sp::new(expect_int(src, k, v)?, at)),
+            "zipf" => plan.zipf = Some(Sp::new(expect_str(src, k, v)?, at)),
             "test_time" => plan.test_time = Some(Sp::new(expect_str(src, k, v)?, at)),
             "depth" => plan.depth = Some(Sp::new(expect_int(src, k, v)?, at)),
             "width" => plan.width = Some(Sp::new(expect_int(src, k, v)?, at)),

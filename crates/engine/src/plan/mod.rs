@@ -263,6 +263,8 @@ pub struct RawPlan {
     pub thousands: Option<Sp<i64>>,
     /// The ycsb suite: YCSB's `operationcount`, operations per workload.
     pub operations: Option<Sp<i64>>,
+    /// The ycsb suite: `ycsb` (YCSB's scrambled zipfian) or `exact:THETA`.
+    pub zipf: Option<Sp<String>>,
     /// The magma suite: how long each rate test repeats its operation.
     pub test_time: Option<Sp<String>>,
     /// The namespace suite: levels below the root, and entries of the parent.

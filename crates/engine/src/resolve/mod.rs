@@ -371,6 +371,7 @@ impl RawPlan {
             int(&self.width, "width"),
             int(&self.thousands, "thousands"),
             int(&self.operations, "operations"),
+            text(&self.zipf, "zipf"),
             text(&self.test_time, "test_time"),
             text(&self.topology, "topology"),
             text(&self.duration, "duration"),

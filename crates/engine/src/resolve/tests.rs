@@ -321,7 +321,7 @@ fn unknown_keys_are_named_with_a_suggestion() {
     assert_eq!(
         err("[suite]\nobjets = 3\n"),
         "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
-         name, topology, objects, concurrency, size, reps, warmup, seed, thousands, test_time, depth, width, sweep, samples, duration, levels, level_every, operations"
+         name, topology, objects, concurrency, size, reps, warmup, seed, thousands, test_time, depth, width, sweep, samples, duration, levels, level_every, operations, zipf"
     );
     assert_eq!(
         err("[sute]\n"),

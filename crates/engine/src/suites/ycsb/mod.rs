@@ -52,6 +52,8 @@ const RECORD: usize = FIELDS * FIELD_LENGTH;
 /// The most re-draws of a key beyond the last acknowledged insert before the operation fails
 /// (YCSB loops without a bound; a generator that never lands below would hang it).
 const MAX_REDRAWS: u32 = 10_000;
+/// The most records `zipf = "exact:θ"` draws over (8 bytes each, shared by the clients).
+const MAX_EXACT: u64 = 100_000_000;
 /// The most operations per workload.
 const MAX_OPERATIONS: i64 = 1_000_000_000;
 
@@ -169,6 +171,41 @@ pub struct YcsbSettings {
     pub workloads: Vec<Workload>,
     /// Operations per workload (`operationcount`).
     pub operations: u64,
+    /// How the zipfian workloads draw their keys.
+    pub zipf: ZipfMode,
+}
+
+/// The zipfian workloads' key choice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ZipfMode {
+    /// YCSB's scrambled zipfian, quirks and all (the default).
+    YcsbCompat,
+    /// A true Zipf(θ) over exactly the records loaded.
+    Exact(f64),
+}
+
+impl ZipfMode {
+    /// Reads `ycsb` or `exact:THETA`.
+    pub fn parse(text: &str) -> Option<ZipfMode> {
+        match text.trim() {
+            "ycsb" | "ycsb-compat" => Some(ZipfMode::YcsbCompat),
+            t => {
+                let theta = t.strip_prefix("exact:").or(t.strip_prefix("exact-zipf:"))?;
+                theta
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|th| th.is_finite() && *th > 0.0 && *th <= 10.0)
+                    .map(ZipfMode::Exact)
+            }
+        }
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            ZipfMode::YcsbCompat => "ycsb".into(),
+            ZipfMode::Exact(theta) => format!("exact:{theta}"),
+        }
+    }
 }
 
 impl Settings for YcsbSettings {
@@ -178,6 +215,7 @@ impl Settings for YcsbSettings {
             operations: self.operations,
             field_count: FIELDS as u64,
             field_length: FIELD_LENGTH as u64,
+            zipf: self.zipf.name(),
         });
     }
 }
@@ -269,6 +307,7 @@ fn write(s: &mut dyn Session, keynum: i64, value: &[u8]) -> Result<u64, OpError>
 /// A workload's key chooser, one per client.
 enum Chooser {
     Zipfian(ScrambledZipfian),
+    Exact(std::sync::Arc<keys::ExactZipf>),
     Latest(SkewedLatest),
     Uniform(Uniform),
 }
@@ -297,6 +336,8 @@ struct Client<'a> {
     drawn: BTreeMap<i64, u64>,
     /// Each scan's length, for the record's check of their distribution.
     scan_lengths: Vec<u32>,
+    /// `zipf = "exact:θ"`: the true Zipf the zipfian workloads draw from (shared).
+    exact: Option<std::sync::Arc<keys::ExactZipf>>,
     corrupt: Option<String>,
 }
 
@@ -321,6 +362,9 @@ impl Client<'_> {
     fn chooser(&mut self, total_ops: u64) -> Chooser {
         let d = &mut self.draws;
         match self.workload.distribution {
+            Distribution::Zipfian if self.exact.is_some() => {
+                Chooser::Exact(self.exact.clone().expect("checked"))
+            }
             Distribution::Zipfian => {
                 // YCSB predicts the inserts so the hot keys do not move as they come.
                 let expected =
@@ -344,6 +388,7 @@ impl Client<'_> {
             // YCSB reads the chooser's value with intValue().
             let k = match chooser {
                 Chooser::Zipfian(z) => i64::from(z.next(d) as i32),
+                Chooser::Exact(z) => z.next(d),
                 Chooser::Latest(l) => i64::from(l.next(last, d) as i32),
                 Chooser::Uniform(u) => i64::from(u.next(d) as i32),
             };
@@ -575,10 +620,17 @@ fn run_workload(
     point: &Point,
     (w, index): (&Workload, usize),
     (records, operations, seed): (i64, u64, u64),
+    zipf: ZipfMode,
 ) -> TestOutcome {
     let clients = point.concurrency.max(1);
     let shared = Shared {
         inserts: Mutex::new(Acknowledged::new(records)),
+    };
+    let exact = match zipf {
+        ZipfMode::Exact(theta) if w.distribution == Distribution::Zipfian => Some(
+            std::sync::Arc::new(keys::ExactZipf::new(records as usize, theta)),
+        ),
+        _ => None,
     };
     let start = ctx.clock.now_ns();
     let done: Vec<(Option<Client>, u64, Option<OpError>)> = std::thread::scope(|s| {
@@ -600,6 +652,7 @@ fn run_workload(
                     rec: Default::default(),
                     drawn: BTreeMap::new(),
                     scan_lengths: Vec::new(),
+                    exact: exact.clone(),
                     corrupt: None,
                 };
                 s.spawn(move || {
@@ -679,7 +732,7 @@ impl Suite for Ycsb {
     }
 
     fn settings(&self) -> Vec<&'static str> {
-        vec!["objects", "concurrency", "operations"]
+        vec!["objects", "concurrency", "operations", "zipf"]
     }
 
     fn targets_hint(&self) -> &'static str {
@@ -748,9 +801,31 @@ impl Suite for Ycsb {
             return Err(PlanError::new(Origin::Default, "too many records")
                 .hint("YCSB numbers its records with an int: give fewer than 2^31"));
         }
+        let zipf = match &raw.zipf {
+            None => ZipfMode::YcsbCompat,
+            Some(z) => ZipfMode::parse(&z.value).ok_or_else(|| {
+                PlanError::new(z.at.clone(), format!("{:?} is not a zipfian mode", z.value)).hint(
+                    "write ycsb (YCSB's scrambled zipfian, the default) or exact:THETA, e.g. exact:0.99 (a true Zipf over the records, 0 < θ ≤ 10)",
+                )
+            })?,
+        };
+        if matches!(zipf, ZipfMode::Exact(_)) && c.objects > MAX_EXACT {
+            let at = raw.zipf.as_ref().map_or(Origin::Default, |z| z.at.clone());
+            return Err(PlanError::new(
+                at,
+                format!(
+                    "exact: keeps the Zipf's distribution of {} records in memory",
+                    c.objects
+                ),
+            )
+            .hint(format!(
+                "give at most {MAX_EXACT} records (-n) with exact:, or zipf = \"ycsb\""
+            )));
+        }
         Ok(Box::new(YcsbSettings {
             workloads,
             operations,
+            zipf,
         }))
     }
 
@@ -800,6 +875,7 @@ impl Suite for Ycsb {
                     point,
                     (w, i),
                     (records, s.operations, plan.seed),
+                    s.zipf,
                 ));
             }
             After::Next
