@@ -375,7 +375,8 @@ pub struct RunArgs {
         help_heading = "Load (http://, tcp://)"
     )]
     pub requests: Option<i64>,
-    /// Load: an open loop at this many requests/s (`5000`), or ramping (`1000..20000`).
+    /// Load: an open loop at this many requests/s (`5000`), or ramping (`1000..20000`). YCSB:
+    /// operations/s in all (YCSB's -target), latency from each operation's intended start.
     #[arg(long, help_heading = "Load (http://, tcp://)")]
     pub rate: Option<String>,
     /// Load: ramp from the first rate to the second over this long, then hold.

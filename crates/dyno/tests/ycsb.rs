@@ -292,3 +292,47 @@ fn an_exact_zipf_on_request() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("exact:THETA"));
 }
+
+/// `--rate` is YCSB's `-target`, done right: an open loop whose latency counts from each
+/// operation's intended start. On the mock's virtual clock (every read takes exactly 100 µs), one
+/// client asked for 20,000 reads/s can do 10,000: the queue grows by 50 µs an operation, so the
+/// last of 1,000 reads waits about 50 ms — which the latency shows and the service time (100 µs)
+/// does not. At 5,000/s nothing queues.
+#[test]
+fn an_open_loop_counts_from_the_intended_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &str, rate: &str| {
+        let o = dyno(dir.path())
+            .args([
+                "run",
+                "--suite",
+                "ycsb-c",
+                "-n",
+                "100",
+                "--operations",
+                "1000",
+                "-c",
+                "1",
+            ])
+            .args(["--rate", rate, "--quiet", "-o", out, "mock:?latency=100us"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rec = record(&dir.path().join(out));
+        assert_schema_valid(&rec);
+        case(&rec, "mock", "c")["reps"][0]["by_op"].clone()
+    };
+    let over = run("over", "20000");
+    let max = over["READ"]["latency_ns"]["max"].as_f64().unwrap();
+    assert!(
+        (max / 50e6 - 1.0).abs() < 0.02,
+        "the last read waited ~50 ms: {max}"
+    );
+    let service = over["READ (service time)"]["latency_ns"]["max"]
+        .as_f64()
+        .unwrap();
+    assert!((service / 100e3 - 1.0).abs() < 0.02, "{service}");
+    let under = run("under", "5000");
+    let max = under["READ"]["latency_ns"]["max"].as_f64().unwrap();
+    assert!((max / 100e3 - 1.0).abs() < 0.02, "no queue: {max}");
+}

@@ -240,7 +240,7 @@ pub struct LevelRecord {
 }
 
 /// The ycsb suite's settings (its record count is `objects`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct YcsbPlan {
     /// The workloads run after the load, in order (`a` … `f`).
@@ -251,6 +251,10 @@ pub struct YcsbPlan {
     pub field_length: u64,
     /// How the zipfian workloads drew keys: `ycsb` or `exact:THETA`.
     pub zipf: String,
+    /// YCSB's `-target`: operations per second in all, open loop, latency from each
+    /// operation's intended start; absent in a closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
 }
 
 /// How the kv suite ran.

@@ -29,6 +29,7 @@
 
 pub mod keys;
 
+use crate::clock::Clock;
 use crate::driver::{ErrorClass, Family, OpError, Session, Store, TxMode};
 use crate::plan::{MAX_CONCURRENCY, MAX_OBJECTS, Origin, PlanError, PlanTarget, RawPlan};
 use crate::recorder::Recorder;
@@ -173,6 +174,8 @@ pub struct YcsbSettings {
     pub operations: u64,
     /// How the zipfian workloads draw their keys.
     pub zipf: ZipfMode,
+    /// YCSB's `-target`: operations per second in all, open loop; `None`, closed loop.
+    pub rate: Option<f64>,
 }
 
 /// The zipfian workloads' key choice.
@@ -216,6 +219,7 @@ impl Settings for YcsbSettings {
             field_count: FIELDS as u64,
             field_length: FIELD_LENGTH as u64,
             zipf: self.zipf.name(),
+            rate_per_s: self.rate,
         });
     }
 }
@@ -408,13 +412,21 @@ impl Client<'_> {
         total_ops: u64,
         interrupt: &AtomicBool,
         clock: &crate::clock::Clock,
+        per_s: Option<f64>,
     ) -> Self {
         let mut chooser = self.chooser(total_ops);
         let (mut buf, mut scratch, mut val) = (Vec::new(), Vec::new(), Vec::new());
         let mut rows = Vec::new();
-        for _ in 0..self.operations {
+        let start = clock.now_ns();
+        for i in 0..self.operations {
             if interrupt.load(Ordering::Relaxed) {
                 break;
+            }
+            // Open loop (YCSB's -target): operation i is due at its place in the schedule, and
+            // its latency counts from then, however late it starts.
+            let due = per_s.map(|r| start + (i as f64 * 1e9 / r) as u64);
+            if let Some(t) = due {
+                clock.wait_until(t);
             }
             let op = self.workload.choose(&mut self.draws);
             let t0 = clock.now_ns();
@@ -480,7 +492,12 @@ impl Client<'_> {
             {
                 self.corrupt = Some(e.message.to_string());
             }
-            self.rec[slot(op)].record(clock.now_ns() - t0, outcome);
+            let end = clock.now_ns();
+            let r = &mut self.rec[slot(op)];
+            r.record(end - due.unwrap_or(t0).min(t0), outcome);
+            if due.is_some() {
+                r.service.saturating_record((end - t0).max(1));
+            }
         }
         self
     }
@@ -514,10 +531,20 @@ fn outcome(
     let [read, update, .., rmw_read, rmw_update] = &mut kinds;
     read.merge(rmw_read);
     update.merge(rmw_update);
-    let by_op: BTreeMap<String, results::OpFigures> = (OPS.iter().zip(&kinds))
+    let mut by_op: BTreeMap<String, results::OpFigures> = (OPS.iter().zip(&kinds))
         .filter(|(_, r)| r.ops > 0)
         .map(|(op, r)| (op.name().to_string(), r.figures()))
         .collect();
+    // Open loop: each kind's latency counts from the intended start; its service time (from
+    // the actual start) beside it, as YCSB's measurement.interval=both shows both.
+    for (op, r) in OPS.iter().zip(&kinds[..5]) {
+        if !r.service.is_empty() {
+            by_op.insert(
+                format!("{} (service time)", op.name()),
+                results::OpFigures::of(r.service.len(), r.error_count(), &r.service),
+            );
+        }
+    }
     let mut top: Vec<(i64, u64)> = drawn.iter().map(|(k, n)| (*k, *n)).collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let draws: u64 = top.iter().map(|t| t.1).sum();
@@ -567,16 +594,43 @@ fn outcome(
 }
 
 /// The load phase: `clients` sessions insert records `i, i+clients, …` below `records`.
-fn load(store: &dyn Store, ctx: &RepCtx, point: &Point, records: i64) -> TestOutcome {
+/// A client's clock: the run's, or on a virtual-time target (the mock) one of its own, which the
+/// target advances by exactly its operations' latencies.
+fn client_clock(ctx: &RepCtx, virtual_time: bool) -> Clock {
+    if virtual_time {
+        Clock::new_virtual()
+    } else {
+        ctx.clock.clone()
+    }
+}
+
+/// The test's wall time: the run clock's, or on virtual time the longest client's.
+fn wall_of(ctx: &RepCtx, start: u64, virtual_time: bool, client_ns: &[u64]) -> u64 {
+    let ns = if virtual_time {
+        client_ns.iter().copied().max().unwrap_or(0)
+    } else {
+        ctx.clock.now_ns() - start
+    };
+    ns.max(1)
+}
+
+fn load(
+    store: &dyn Store,
+    ctx: &RepCtx,
+    point: &Point,
+    records: i64,
+    virtual_time: bool,
+) -> TestOutcome {
     let clients = point.concurrency.max(1);
     let start = ctx.clock.now_ns();
     let runs: Vec<(Recs, u64)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..clients)
             .map(|c| {
+                let clock = client_clock(ctx, virtual_time);
                 s.spawn(move || {
                     let mut rec: Recs = Default::default();
-                    let t0 = ctx.clock.now_ns();
-                    let mut session = match store.connect(ctx.clock) {
+                    let t0 = clock.now_ns();
+                    let mut session = match store.connect(&clock) {
                         Ok(s) => s,
                         Err(e) => {
                             rec[slot(Op::Insert)].fail(e);
@@ -587,19 +641,19 @@ fn load(store: &dyn Store, ctx: &RepCtx, point: &Point, records: i64) -> TestOut
                     let mut k = i64::from(c);
                     while k < records && !ctx.interrupt.load(Ordering::Relaxed) {
                         record(k, 0, &mut val);
-                        let o0 = ctx.clock.now_ns();
+                        let o0 = clock.now_ns();
                         let r = write(&mut *session, k, &val);
-                        rec[slot(Op::Insert)].record(ctx.clock.now_ns() - o0, r);
+                        rec[slot(Op::Insert)].record(clock.now_ns() - o0, r);
                         k += i64::from(clients);
                     }
-                    (rec, ctx.clock.now_ns() - t0)
+                    (rec, clock.now_ns() - t0)
                 })
             })
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    let wall = (ctx.clock.now_ns() - start).max(1);
-    let client_ns = runs.iter().map(|r| r.1).collect();
+    let client_ns: Vec<u64> = runs.iter().map(|r| r.1).collect();
+    let wall = wall_of(ctx, start, virtual_time, &client_ns);
     let recs = runs.into_iter().map(|r| r.0).collect();
     let interrupted = ctx.interrupt.load(Ordering::Relaxed);
     outcome(
@@ -620,7 +674,7 @@ fn run_workload(
     point: &Point,
     (w, index): (&Workload, usize),
     (records, operations, seed): (i64, u64, u64),
-    zipf: ZipfMode,
+    (zipf, rate, virtual_time): (ZipfMode, Option<f64>, bool),
 ) -> TestOutcome {
     let clients = point.concurrency.max(1);
     let shared = Shared {
@@ -655,12 +709,16 @@ fn run_workload(
                     exact: exact.clone(),
                     corrupt: None,
                 };
+                let clock = client_clock(ctx, virtual_time);
+                // The target rate, each client its share.
+                let per_s = rate.map(|r| r / f64::from(clients));
                 s.spawn(move || {
-                    let t0 = ctx.clock.now_ns();
-                    match store.connect(ctx.clock) {
+                    let t0 = clock.now_ns();
+                    match store.connect(&clock) {
                         Ok(mut session) => {
-                            let c = client.run(&mut *session, operations, ctx.interrupt, ctx.clock);
-                            (Some(c), ctx.clock.now_ns() - t0, None)
+                            let c =
+                                client.run(&mut *session, operations, ctx.interrupt, &clock, per_s);
+                            (Some(c), clock.now_ns() - t0, None)
                         }
                         Err(e) => (None, 0, Some(e)),
                     }
@@ -669,7 +727,8 @@ fn run_workload(
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    let wall = (ctx.clock.now_ns() - start).max(1);
+    let ns: Vec<u64> = done.iter().map(|d| d.1).collect();
+    let wall = wall_of(ctx, start, virtual_time, &ns);
     let mut drawn: BTreeMap<i64, u64> = BTreeMap::new();
     let mut corrupt = None;
     let mut recs = Vec::new();
@@ -732,7 +791,7 @@ impl Suite for Ycsb {
     }
 
     fn settings(&self) -> Vec<&'static str> {
-        vec!["objects", "concurrency", "operations", "zipf"]
+        vec!["objects", "concurrency", "operations", "zipf", "rate"]
     }
 
     fn targets_hint(&self) -> &'static str {
@@ -822,10 +881,26 @@ impl Suite for Ycsb {
                 "give at most {MAX_EXACT} records (-n) with exact:, or zipf = \"ycsb\""
             )));
         }
+        let rate = match &raw.rate {
+            None => None,
+            Some(r) => Some(
+                r.value
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e8)
+                    .ok_or_else(|| {
+                        PlanError::new(r.at.clone(), format!("{:?} is not a rate", r.value)).hint(
+                            "write the operations per second in all, as YCSB's -target, e.g. --rate 5000",
+                        )
+                    })?,
+            ),
+        };
         Ok(Box::new(YcsbSettings {
             workloads,
             operations,
             zipf,
+            rate,
         }))
     }
 
@@ -853,8 +928,9 @@ impl Suite for Ycsb {
         run.describe(store.namespace(), store.versions());
         let store_ref: &dyn Store = &*store;
         let records = point.objects as i64;
+        let virtual_time = target.config.virtual_time();
         run.repeat(None, None, &mut |ctx| {
-            ctx.report(load(store_ref, ctx, point, records));
+            ctx.report(load(store_ref, ctx, point, records, virtual_time));
             for (i, w) in s.workloads.iter().enumerate() {
                 if interrupt.load(Ordering::Relaxed) {
                     break;
@@ -875,7 +951,7 @@ impl Suite for Ycsb {
                     point,
                     (w, i),
                     (records, s.operations, plan.seed),
-                    s.zipf,
+                    (s.zipf, s.rate, virtual_time),
                 ));
             }
             After::Next

@@ -53,8 +53,15 @@ fn describe(test: &str) -> String {
 pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let p = &r.plan;
     let ops = p.ycsb.as_ref().map_or(0, |y| y.operations);
+    let pace = match p.ycsb.as_ref().and_then(|y| y.rate_per_s) {
+        Some(r) => format!(
+            "open loop at {}/s in all (latency from each operation's intended start)",
+            units::rate(r)
+        ),
+        None => "closed loop".into(),
+    };
     doc.title(&format!(
-        "dyno ycsb · {} records × 1000 B (10 fields × 100 B) · {ops} operations per workload · {} clients · {} repetition(s)",
+        "dyno ycsb · {} records × 1000 B (10 fields × 100 B) · {ops} operations per workload · {} clients, {pace} · {} repetition(s)",
         p.objects, p.concurrency, p.reps
     ))?;
     let cols: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
