@@ -207,6 +207,9 @@ fn op_error(e: impl Into<redb::Error>) -> OpError {
 }
 
 impl Store for RedbStore {
+    fn scans(&self) -> Result<(), String> {
+        Ok(())
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: format!("{} (tables dyno_meta, dyno_objects)", self.path.display()),
@@ -324,6 +327,26 @@ impl Session for RedbSession {
         let v = v.ok_or_else(|| OpError::new(ErrorClass::NotFound, format!("key {key:#x}")))?;
         out.clear();
         out.extend_from_slice(v.value());
+        Ok(())
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        self.reads += 1;
+        out.clear();
+        let Tx::Read(t) = &self.tx else {
+            return Err(OpError::new(
+                ErrorClass::Application,
+                "redb: scan outside a read transaction",
+            ));
+        };
+        for item in t.range(start..).map_err(op_error)?.take(count) {
+            let (k, v) = item.map_err(op_error)?;
+            out.push((k.value(), v.value().to_vec()));
+        }
         Ok(())
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {

@@ -62,6 +62,25 @@ fn contract(url: &str) {
     assert_eq!(buf, b"overwritten", "{url}: in step after a failed batch");
     s.commit().unwrap();
 
+    // YCSB's scan, where the store keeps its keys in order: from a key, in key order, at most
+    // as many as asked; elsewhere refused.
+    let mut rows = Vec::new();
+    s.begin(TxMode::Read).unwrap();
+    if store.scans().is_ok() {
+        s.scan(2, 10, &mut rows).unwrap();
+        let keys: Vec<u64> = rows.iter().map(|r| r.0).collect();
+        assert_eq!(keys, [2, 1 << 40], "{url}");
+        assert_eq!(rows[0].1, b"overwritten", "{url}");
+        assert_eq!(rows[1].1, vec![0u8; 300], "{url}");
+        s.scan(0, 1, &mut rows).unwrap();
+        assert_eq!(rows, [(1, vec![1u8; 300])], "{url}");
+        s.scan((1 << 40) + 1, 5, &mut rows).unwrap();
+        assert!(rows.is_empty(), "{url}");
+    } else {
+        assert!(s.scan(0, 1, &mut rows).is_err(), "{url}");
+    }
+    s.commit().unwrap();
+
     s.begin(TxMode::Write).unwrap();
     s.delete(1).unwrap();
     assert_eq!(
