@@ -62,7 +62,7 @@ fn assert_workloads(rec: &serde_json::Value, target: &str) {
     }
     // Workload e where the store keeps keys in order; n/a, saying why, elsewhere.
     let e = case(rec, target, "e");
-    if ["sqlite", "lmdb", "postgres"].contains(&target) {
+    if ["sqlite", "lmdb", "postgres", "redis"].contains(&target) {
         assert_eq!(e["status"], "ok", "{target} e: {}", e["reason"]);
         let rep = &e["reps"][0];
         assert_eq!(rep["ops"], 600);

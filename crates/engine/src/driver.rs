@@ -201,6 +201,11 @@ pub trait Store: Send + Sync {
     fn scans(&self) -> Result<(), String> {
         Err("this target keeps no key order (a hash map, files by name, a key-value server)".into())
     }
+    /// Called before anything is written by a run that will scan: a store that keeps an index
+    /// only for scans (Redis's sorted set) starts it here. Then as [`Store::scans`].
+    fn prepare_scans(&self) -> Result<(), String> {
+        self.scans()
+    }
     /// Releases the store; deletes the namespace if it was temporary.
     fn close(self: Box<Self>) -> Result<(), DriverError>;
 }

@@ -406,6 +406,7 @@ impl TargetConfig for Config {
             prefix,
             version,
             reconnects: Arc::new(crate::net::Reconnects::default()),
+            indexed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }))
     }
 }
@@ -417,9 +418,27 @@ struct RedisStore {
     version: String,
     /// Behind Sentinel: the sessions' reconnections after a failover, and how long each took.
     reconnects: Arc<crate::net::Reconnects>,
+    /// Set by a run that scans: every write also names its key in a sorted set (`PREFIX#index`,
+    /// all scores 0), so `ZRANGEBYLEX` reads keys in order — YCSB's redis binding keeps such an
+    /// index too. Off otherwise: no other run pays for it.
+    indexed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Store for RedisStore {
+    fn scans(&self) -> Result<(), String> {
+        if self.indexed.load(Ordering::Relaxed) {
+            Ok(())
+        } else {
+            Err(
+                "redis keeps no key order unless its index was started before the first write"
+                    .into(),
+            )
+        }
+    }
+    fn prepare_scans(&self) -> Result<(), String> {
+        self.indexed.store(true, Ordering::Relaxed);
+        Ok(())
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: format!("redis://{} keys {}*", self.config.authority, self.prefix),
@@ -448,6 +467,8 @@ impl Store for RedisStore {
             in_multi: false,
             queued: 0,
             reads: 0,
+            index: (self.indexed.load(Ordering::Relaxed))
+                .then(|| format!("{}#index", self.prefix).into_bytes()),
         };
         Ok(match &self.config.sentinel {
             None => Box::new(session),
@@ -532,6 +553,8 @@ struct RedisSession {
     /// Commands queued in the current MULTI.
     queued: u64,
     reads: u64,
+    /// The store's sorted-set index, when a scanning run started it.
+    index: Option<Vec<u8>>,
 }
 
 impl RedisSession {
@@ -569,7 +592,79 @@ impl Session for RedisSession {
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
         self.set_key(key);
         self.conn.command(&[b"SET", &self.key, value])?;
-        self.expect_queued_or(|r| matches!(r, Reply::Status))
+        self.expect_queued_or(|r| matches!(r, Reply::Status))?;
+        if let Some(index) = &self.index {
+            self.conn.command(&[b"ZADD", index, b"0", &self.key])?;
+            self.expect_queued_or(|r| matches!(r, Reply::Int(_)))?;
+        }
+        Ok(())
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        out.clear();
+        let Some(index) = self.index.clone() else {
+            return Err(OpError::new(
+                ErrorClass::Application,
+                "redis: no index to scan (the run did not start one before writing)",
+            ));
+        };
+        self.reads += 1;
+        // The names are the prefix and 16 hex digits: their byte order is the keys' order.
+        self.set_key(start);
+        let mut from = b"[".to_vec();
+        from.extend_from_slice(&self.key);
+        let limit = count.to_string();
+        self.conn.command(&[
+            b"ZRANGEBYLEX",
+            &index,
+            &from,
+            b"+",
+            b"LIMIT",
+            b"0",
+            limit.as_bytes(),
+        ])?;
+        let n = match self.conn.reply(&mut self.scratch)? {
+            Reply::Array(n) => n as usize,
+            Reply::Error(e) => {
+                return Err(OpError::new(ErrorClass::Application, format!("redis: {e}")));
+            }
+            _ => return Err(protocol("an unexpected reply to ZRANGEBYLEX")),
+        };
+        let mut keys = Vec::with_capacity(n);
+        for _ in 0..n {
+            match self.conn.reply(&mut self.scratch)? {
+                Reply::Bulk(true) => {
+                    let hex = self.scratch.get(self.prefix_len..).unwrap_or_default();
+                    let key = std::str::from_utf8(hex)
+                        .ok()
+                        .and_then(|h| u64::from_str_radix(h, 16).ok())
+                        .ok_or_else(|| protocol("an index entry that is not one of dyno's keys"))?;
+                    keys.push(key);
+                }
+                _ => {
+                    return Err(protocol(
+                        "an unexpected element in the reply to ZRANGEBYLEX",
+                    ));
+                }
+            }
+        }
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let (mut values, mut ends) = (Vec::new(), Vec::new());
+        // Indexed and present: a key deleted since is missing here, and fails the scan.
+        self.get_many(&keys, &mut values, &mut ends)?;
+        self.reads -= keys.len() as u64;
+        let mut at = 0;
+        for (k, end) in keys.into_iter().zip(ends) {
+            out.push((k, values[at..end].to_vec()));
+            at = end;
+        }
+        Ok(())
     }
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
         self.reads += 1;
@@ -632,6 +727,11 @@ impl Session for RedisSession {
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         self.set_key(key);
+        if let Some(index) = &self.index {
+            // Out of the index first: a scan never names a key that is gone.
+            self.conn.command(&[b"ZREM", index, &self.key])?;
+            self.expect_queued_or(|r| matches!(r, Reply::Int(_)))?;
+        }
         self.conn.command(&[b"DEL", &self.key])?;
         match self.conn.reply(&mut self.scratch)? {
             Reply::Int(1) => Ok(()),
@@ -737,6 +837,16 @@ impl Session for Following {
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
         self.ensure()?;
         let r = self.inner.get(key, out);
+        self.watch(r)
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.scan(start, count, out);
         self.watch(r)
     }
     fn get_many(
