@@ -336,3 +336,36 @@ fn an_open_loop_counts_from_the_intended_start() {
     let max = under["READ"]["latency_ns"]["max"].as_f64().unwrap();
     assert!((max / 100e3 - 1.0).abs() < 0.02, "no queue: {max}");
 }
+
+/// Workload e on dyno's own host, in process (`host:`) and over its wire protocol (`dyno://`):
+/// the host scans in key order (its memory store walks its keys; its LMDB store is a range).
+#[test]
+fn workload_e_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = RefServer::serve(&[]);
+    let remote = format!("dyno://127.0.0.1:{}", host.port);
+    let o = dyno(dir.path())
+        .args([
+            "run",
+            "--suite",
+            "ycsb-e",
+            "-n",
+            "300",
+            "--operations",
+            "400",
+            "-c",
+            "2",
+        ])
+        .args(["--quiet", "-o", "o", "host:", &remote])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rec = record(&dir.path().join("o"));
+    for t in ["host", "dyno"] {
+        let e = case(&rec, t, "e");
+        assert_eq!(e["status"], "ok", "{t}: {}", e["reason"]);
+        let rep = &e["reps"][0];
+        assert_eq!(rep["errors"], 0, "{t}");
+        assert!(rep["by_op"]["SCAN"]["count"].as_u64().unwrap() > 300, "{t}");
+    }
+}

@@ -181,6 +181,9 @@ struct HostedStore {
 }
 
 impl Store for HostedStore {
+    fn scans(&self) -> Result<(), String> {
+        self.inner.scans()
+    }
     fn namespace(&self) -> Namespace {
         let mut n = self.inner.namespace();
         n.location = format!("{} ({}, started by dyno)", n.location, self.topology);
@@ -214,6 +217,9 @@ fn op(e: std::io::Error) -> OpError {
 }
 
 impl Store for InprocStore {
+    fn scans(&self) -> Result<(), String> {
+        Ok(())
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: "the host's store, in this process".into(),
@@ -286,6 +292,18 @@ impl Session for InprocSession {
             None => Ok(()),
             Some(_) => Err(no_key()),
         }
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        self.reads += 1;
+        out.clear();
+        self.objects
+            .scan(start, count, |k, v| out.push((k, v.to_vec())))
+            .map_err(op)
     }
     fn commit(&mut self) -> Result<(), OpError> {
         Ok(())

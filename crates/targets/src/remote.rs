@@ -181,6 +181,9 @@ struct RemoteStore {
 }
 
 impl Store for RemoteStore {
+    fn scans(&self) -> Result<(), String> {
+        Ok(())
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: format!(
@@ -342,6 +345,20 @@ impl Session for RemoteSession {
         self.conn.expect(kind::VALUES, None, NO_KEY)?;
         host::store::split_values(&self.conn.body, keys.len(), out, ends)
             .map_err(|e| OpError::new(ErrorClass::Protocol, format!("MGET: {e}")))
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        self.reads += 1;
+        let count = u32::try_from(count).unwrap_or(u32::MAX);
+        self.conn
+            .send(kind::SCAN, &[&start.to_be_bytes(), &count.to_be_bytes()])?;
+        self.conn.expect(kind::ENTRIES, None, NO_KEY)?;
+        host::store::split_entries(&self.conn.body, out)
+            .map_err(|e| OpError::new(ErrorClass::Protocol, format!("SCAN: {e}")))
     }
     fn commit(&mut self) -> Result<(), OpError> {
         self.conn.call(kind::COMMIT, &[], kind::OK)

@@ -55,7 +55,9 @@ mod tree;
 
 pub use client::{OpStat, fetch_info, fetch_stats, parse_stats};
 pub use objects::{DiskStore, Objects};
-pub use protocol::{ValuesError, expect, kind, read_frame, split_values, write_frame};
+pub use protocol::{
+    ValuesError, expect, kind, read_frame, split_entries, split_values, write_frame,
+};
 pub use server::{Options, StoreServer};
 pub use tree::{MAX_FOLDERS, MAX_PATH, TreeError, valid_path};
 

@@ -252,6 +252,52 @@ impl Objects {
             .is_none())
     }
 
+    /// At most `count` objects from the first key at or above `start`, in key order:
+    /// `each(key, value)`. In memory the objects are a hash map: a scan walks every key (and
+    /// sorts only the ones it returns); on disk it is an LMDB cursor range.
+    pub fn scan(
+        &self,
+        start: u64,
+        count: usize,
+        mut each: impl FnMut(u64, &[u8]),
+    ) -> io::Result<()> {
+        match &self.inner {
+            Inner::Memory(map) => {
+                let m = map.read().map_err(|_| poisoned())?;
+                let mut keys: Vec<u64> = m.keys().copied().filter(|&k| k >= start).collect();
+                if keys.len() > count {
+                    keys.select_nth_unstable(count);
+                    keys.truncate(count);
+                }
+                keys.sort_unstable();
+                for k in keys {
+                    if let Some(v) = m.get(&k) {
+                        each(k, v);
+                    }
+                }
+            }
+            Inner::Disk { store, prefix } => {
+                let r = store.env.read_txn().map_err(disk)?;
+                let (from, to) = (
+                    Self::disk_key(prefix, start),
+                    Self::disk_key(prefix, u64::MAX),
+                );
+                let range = (
+                    std::ops::Bound::Included(&from[..]),
+                    std::ops::Bound::Included(&to[..]),
+                );
+                for item in store.db.range(&r, &range).map_err(disk)?.take(count) {
+                    let (k, v) = item.map_err(disk)?;
+                    let key = u64::from_be_bytes(k[4..12].try_into().map_err(|_| {
+                        io::Error::new(io::ErrorKind::InvalidData, "a stored key of the wrong size")
+                    })?);
+                    each(key, v);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reads every key under one lock (or one read transaction): `each(value)` per key in
     /// order. Returns the first missing key, if any (and stops there).
     pub fn get_each(&self, keys: &[u64], mut each: impl FnMut(&[u8])) -> io::Result<Option<u64>> {

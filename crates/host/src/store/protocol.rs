@@ -19,18 +19,22 @@ pub mod kind {
     pub const STAT: u8 = 0x0D;
     pub const LIST: u8 = 0x0E;
     pub const RMDIR: u8 = 0x0F;
+    /// A scan: from a key (u64 BE), at most a count (u32 BE) of objects, in key order.
+    pub const SCAN: u8 = 0x10;
     pub const OK: u8 = 0x80;
     pub const VALUE: u8 = 0x81;
     pub const NOT_FOUND: u8 = 0x82;
     pub const ERR: u8 = 0x83;
     pub const TEXT: u8 = 0x84;
     pub const VALUES: u8 = 0x85;
+    /// A scan's reply: per object its key (u64 BE), its length (u32 BE), its bytes.
+    pub const ENTRIES: u8 = 0x86;
 }
 
-/// Operation names, indexed by request kind (1..=15), for statistics.
-pub(super) const OPS: [&str; 16] = [
+/// Operation names, indexed by request kind (1..=16), for statistics.
+pub(super) const OPS: [&str; 17] = [
     "", "hello", "open", "begin", "put", "get", "delete", "commit", "stats", "drop", "mget",
-    "info", "mkdir", "stat", "list", "rmdir",
+    "info", "mkdir", "stat", "list", "rmdir", "scan",
 ];
 
 /// Reads one frame: (kind, body). `Ok(None)` at a clean end of stream.
@@ -121,6 +125,25 @@ pub fn split_values(
             got: ends.len(),
             keys: n,
         });
+    }
+    Ok(())
+}
+
+/// Cuts an `ENTRIES` body (per object: key u64 BE, length u32 BE, bytes) into `out`.
+pub fn split_entries(body: &[u8], out: &mut Vec<(u64, Vec<u8>)>) -> Result<(), ValuesError> {
+    out.clear();
+    let mut at = 0;
+    while at < body.len() {
+        let Some(head) = body.get(at..at + 12) else {
+            return Err(ValuesError::LengthCut);
+        };
+        let key = u64::from_be_bytes(head[..8].try_into().expect("8 bytes"));
+        let len = u32::from_be_bytes(head[8..].try_into().expect("4 bytes")) as usize;
+        let Some(v) = body.get(at + 12..at + 12 + len) else {
+            return Err(ValuesError::ValueCut { len });
+        };
+        out.push((key, v.to_vec()));
+        at += 12 + len;
     }
     Ok(())
 }

@@ -28,6 +28,8 @@ pub(super) enum Request<'a> {
     Delete(u64),
     /// Whole 8-byte keys, big-endian, end to end.
     MGet(&'a [u8]),
+    /// From a key, at most a count of objects.
+    Scan(u64, u32),
     Folder(FolderOp, &'a str),
     Stats,
 }
@@ -44,6 +46,7 @@ impl<'a> Request<'a> {
                 | kind::GET
                 | kind::DELETE
                 | kind::MGET
+                | kind::SCAN
                 | kind::MKDIR
                 | kind::STAT
                 | kind::LIST
@@ -84,6 +87,13 @@ impl<'a> Request<'a> {
                 return Err("MGET carries whole 8-byte keys");
             }
             kind::MGET => Request::MGet(body),
+            kind::SCAN if body.len() != 12 => {
+                return Err("SCAN carries an 8-byte key and a 4-byte count");
+            }
+            kind::SCAN => Request::Scan(
+                key()?,
+                u32::from_be_bytes(body[8..12].try_into().expect("4 bytes")),
+            ),
             kind::MKDIR => folder(FolderOp::Mkdir)?,
             kind::STAT => folder(FolderOp::Stat)?,
             kind::LIST => folder(FolderOp::List)?,
@@ -118,6 +128,15 @@ mod tests {
         assert_eq!(
             Request::parse(kind::DROP, &[0xff]),
             Err("a namespace is UTF-8")
+        );
+        let scan = [&5u64.to_be_bytes()[..], &100u32.to_be_bytes()].concat();
+        assert_eq!(
+            Request::parse(kind::SCAN, &scan),
+            Ok(Some(Request::Scan(5, 100)))
+        );
+        assert_eq!(
+            Request::parse(kind::SCAN, &[0; 8]),
+            Err("SCAN carries an 8-byte key and a 4-byte count")
         );
         assert_eq!(
             Request::parse(kind::MGET, &[0; 12]),

@@ -291,6 +291,7 @@ impl Shared {
             Request::Get(key) => get(c, key, out)?,
             Request::Delete(key) => delete(c, key, out)?,
             Request::MGet(keys) => mget(c, keys, out)?,
+            Request::Scan(start, count) => scan(c, start, count, out)?,
             Request::Folder(op, path) => folder(c, op, path, out),
             Request::Stats => {
                 let text = stats_text(self);
@@ -446,6 +447,37 @@ fn mget(c: &mut Conn, keys: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
             frame(out, kind::ERR, &[msg.as_bytes()]);
         }
         None => {}
+    }
+    Ok(())
+}
+
+/// A scan, in one reply while it fits a frame. A transaction's own writes are not in the store
+/// yet: a scan after them in the same transaction is refused rather than answered without them.
+fn scan(c: &mut Conn, start: u64, count: u32, out: &mut Vec<u8>) -> io::Result<()> {
+    if c.pending.as_ref().is_some_and(|p| !p.writes.is_empty()) {
+        let msg = "a scan after writes in the same transaction: commit them first";
+        frame(out, kind::ERR, &[msg.as_bytes()]);
+        return Ok(());
+    }
+    let map = objects(c);
+    let at = out.len();
+    frame(out, kind::ENTRIES, &[]);
+    let mut total = 0u64;
+    map.scan(start, count as usize, |k, v| {
+        total += 12 + v.len() as u64;
+        if total < u64::from(MAX_FRAME) {
+            out.extend_from_slice(&k.to_be_bytes());
+            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+            out.extend_from_slice(v);
+        }
+    })?;
+    seal(out, at);
+    if total >= u64::from(MAX_FRAME) {
+        out.truncate(at);
+        let msg = format!(
+            "the {count} objects asked for come to {total} bytes or more, over the frame limit of {MAX_FRAME}; ask for fewer"
+        );
+        frame(out, kind::ERR, &[msg.as_bytes()]);
     }
     Ok(())
 }
