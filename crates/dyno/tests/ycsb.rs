@@ -115,6 +115,11 @@ fn the_six_workloads_on_the_embedded_targets() {
         .unwrap();
     let cols: Vec<&str> = header.split_whitespace().collect();
     assert_eq!(cols, ["mem", "sqlite", "fs", "lmdb"], "{text}");
+    // Under each target, what its acknowledged writes survive.
+    assert!(
+        text.contains("volatile") && text.contains("fsync at commit"),
+        "{text}"
+    );
     assert_eq!(
         rec["plan"]["ycsb"]["workloads"],
         serde_json::json!(["a", "b", "c", "d", "e", "f"])

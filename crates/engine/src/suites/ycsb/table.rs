@@ -65,9 +65,13 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         p.objects, p.concurrency, p.reps
     ))?;
     let cols: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+    // The targets, and under each what a write it acknowledged survives.
     let header = vec![
         std::iter::once("".to_string())
             .chain(cols.iter().map(|c| c.to_string()))
+            .collect::<Vec<_>>(),
+        std::iter::once("".to_string())
+            .chain(p.targets.iter().map(|t| t.durability.clone()))
             .collect::<Vec<_>>(),
     ];
     for test in r.tests_where(|_| true) {
