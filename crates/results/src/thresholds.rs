@@ -260,19 +260,8 @@ impl Threshold {
     /// completed, no latency recorded).
     fn value(&self, c: &Case) -> Option<f64> {
         match self.metric {
-            Metric::Quantile(q) => {
-                let h = crate::histogram::decode(c.histogram.as_deref()?).ok()?;
-                (!h.is_empty()).then(|| {
-                    if q >= 1.0 {
-                        h.max() as f64
-                    } else {
-                        h.value_at_quantile(q) as f64
-                    }
-                })
-            }
-            Metric::Mean => {
-                let h = crate::histogram::decode(c.histogram.as_deref()?).ok()?;
-                (!h.is_empty()).then(|| h.mean())
+            Metric::Quantile(_) | Metric::Mean => {
+                self.latency(&crate::histogram::decode(c.histogram.as_deref()?).ok()?)
             }
             Metric::Rate => {
                 let mut rates: Vec<f64> = c.reps.iter().map(|r| r.ops_per_s).collect();
@@ -309,18 +298,23 @@ impl Threshold {
         }
     }
 
+    /// A latency metric's figure of `h`; `None` when it is empty.
+    fn latency(&self, h: &crate::Histogram) -> Option<f64> {
+        if h.is_empty() {
+            return None;
+        }
+        Some(match self.metric {
+            Metric::Quantile(q) if q >= 1.0 => h.max() as f64,
+            Metric::Quantile(q) => h.value_at_quantile(q) as f64,
+            _ => h.mean(),
+        })
+    }
+
     /// The figure of a repetition still running (a load repetition's intervals so far);
     /// `None` when it has none yet.
     fn value_running(&self, r: &Running) -> Option<f64> {
         match self.metric {
-            Metric::Quantile(q) => (!r.latency.is_empty()).then(|| {
-                if q >= 1.0 {
-                    r.latency.max() as f64
-                } else {
-                    r.latency.value_at_quantile(q) as f64
-                }
-            }),
-            Metric::Mean => (!r.latency.is_empty()).then(|| r.latency.mean()),
+            Metric::Quantile(_) | Metric::Mean => self.latency(r.latency),
             Metric::Rate => (r.elapsed_ns > 0).then(|| r.ops as f64 * 1e9 / r.elapsed_ns as f64),
             Metric::ErrorCount => Some(r.errors as f64),
             Metric::ErrorRatio => {

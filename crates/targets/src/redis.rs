@@ -606,22 +606,25 @@ impl Session for RedisSession {
         out: &mut Vec<(u64, Vec<u8>)>,
     ) -> Result<(), OpError> {
         out.clear();
-        let Some(index) = self.index.clone() else {
+        // The names are the prefix and 16 hex digits: their byte order is the keys' order.
+        self.set_key(start);
+        // `[name`: from this name on, inclusive (built in the reply buffer, free until sent).
+        self.scratch.clear();
+        self.scratch.push(b'[');
+        self.scratch.extend_from_slice(&self.key);
+        let Some(index) = &self.index else {
             return Err(OpError::new(
                 ErrorClass::Application,
                 "redis: no index to scan (the run did not start one before writing)",
             ));
         };
         self.reads += 1;
-        // The names are the prefix and 16 hex digits: their byte order is the keys' order.
-        self.set_key(start);
-        let mut from = b"[".to_vec();
-        from.extend_from_slice(&self.key);
+        let from = &self.scratch;
         let limit = count.to_string();
         self.conn.command(&[
             b"ZRANGEBYLEX",
-            &index,
-            &from,
+            index,
+            from,
             b"+",
             b"LIMIT",
             b"0",

@@ -381,17 +381,7 @@ impl Client<'_> {
     }
 }
 
-fn get(s: &mut dyn Session, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
-    s.begin(TxMode::Read)?;
-    s.get(key, out)?;
-    s.commit()
-}
-
-fn set(s: &mut dyn Session, key: u64, value: &[u8]) -> Result<(), OpError> {
-    s.begin(TxMode::Write)?;
-    s.put(key, value)?;
-    s.commit()
-}
+use super::{get_tx as get, put_tx as set};
 
 /// Writes every entry with the loader's value (sequence 0), in transactions of 100.
 fn load(store: &dyn Store, objects: u64, size: usize) -> Result<(), String> {

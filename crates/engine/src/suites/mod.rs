@@ -29,6 +29,28 @@ pub static BUILT_IN: [&dyn Suite; 6] = [
 ];
 
 /// A store suite's state on one opened store, repetition after repetition.
+/// A read transaction of one key (`begin`, `get`, `commit`): the kv and ycsb suites' read.
+pub(crate) fn get_tx(
+    s: &mut dyn crate::driver::Session,
+    key: u64,
+    out: &mut Vec<u8>,
+) -> Result<(), crate::driver::OpError> {
+    s.begin(crate::driver::TxMode::Read)?;
+    s.get(key, out)?;
+    s.commit()
+}
+
+/// A write transaction of one key, acknowledged when the commit returns.
+pub(crate) fn put_tx(
+    s: &mut dyn crate::driver::Session,
+    key: u64,
+    value: &[u8],
+) -> Result<(), crate::driver::OpError> {
+    s.begin(crate::driver::TxMode::Write)?;
+    s.put(key, value)?;
+    s.commit()
+}
+
 pub(crate) trait StoreRun: Send {
     /// Runs every test of repetition `ctx.rep`, reporting each as it ends.
     fn run_rep(&mut self, ctx: &RepCtx, report: &mut dyn FnMut(TestOutcome));

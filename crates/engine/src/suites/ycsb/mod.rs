@@ -41,7 +41,7 @@ use keys::{Acknowledged, Draws, ScrambledZipfian, SkewedLatest, SplitMix, Unifor
 use results::{Detail, Rep, Status};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// The suite.
 pub struct Ycsb;
@@ -265,9 +265,7 @@ fn read(
     buf: &mut Vec<u8>,
     scratch: &mut Vec<u8>,
 ) -> Result<u64, OpError> {
-    s.begin(TxMode::Read)?;
-    s.get(key(keynum), buf)?;
-    s.commit()?;
+    super::get_tx(s, key(keynum), buf)?;
     check(keynum, buf, scratch).map(|()| buf.len() as u64)
 }
 
@@ -303,9 +301,7 @@ fn scan(
 }
 
 fn write(s: &mut dyn Session, keynum: i64, value: &[u8]) -> Result<u64, OpError> {
-    s.begin(TxMode::Write)?;
-    s.put(key(keynum), value)?;
-    s.commit().map(|()| value.len() as u64)
+    super::put_tx(s, key(keynum), value).map(|()| value.len() as u64)
 }
 
 /// A workload's key chooser, one per client.
@@ -316,14 +312,37 @@ enum Chooser {
     Uniform(Uniform),
 }
 
-/// What the clients of one workload share: the acknowledged-insert counter.
+/// What the clients of one workload share: the acknowledged-insert counter, and its limit
+/// published for the reads every operation makes (YCSB's volatile `limit`): no lock but an
+/// insert's.
 struct Shared {
     inserts: Mutex<Acknowledged>,
+    last: AtomicI64,
 }
 
 impl Shared {
+    fn new(records: i64) -> Shared {
+        let a = Acknowledged::new(records);
+        Shared {
+            last: AtomicI64::new(a.last()),
+            inserts: Mutex::new(a),
+        }
+    }
+
     fn last(&self) -> i64 {
-        self.inserts.lock().map_or(0, |a| a.last())
+        self.last.load(Ordering::Acquire)
+    }
+
+    /// The next insert's key number.
+    fn issue(&self) -> Option<i64> {
+        self.inserts.lock().ok().map(|mut a| a.issue())
+    }
+
+    fn acknowledge(&self, keynum: i64) {
+        if let Ok(mut a) = self.inserts.lock() {
+            a.acknowledge(keynum);
+            self.last.store(a.last(), Ordering::Release);
+        }
     }
 }
 
@@ -432,17 +451,11 @@ impl Client<'_> {
             let t0 = clock.now_ns();
             let outcome = match op {
                 Op::Insert => {
-                    let k = self
-                        .shared
-                        .inserts
-                        .lock()
-                        .map_or(self.records, |mut a| a.issue());
+                    let k = self.shared.issue().unwrap_or(self.records);
                     record(k, 0, &mut val);
                     let r = write(s, k, &val);
-                    if r.is_ok()
-                        && let Ok(mut a) = self.shared.inserts.lock()
-                    {
-                        a.acknowledge(k);
+                    if r.is_ok() {
+                        self.shared.acknowledge(k);
                     }
                     r
                 }
@@ -677,9 +690,7 @@ fn run_workload(
     (zipf, rate, virtual_time): (ZipfMode, Option<f64>, bool),
 ) -> TestOutcome {
     let clients = point.concurrency.max(1);
-    let shared = Shared {
-        inserts: Mutex::new(Acknowledged::new(records)),
-    };
+    let shared = Shared::new(records);
     let exact = match zipf {
         ZipfMode::Exact(theta) if w.distribution == Distribution::Zipfian => Some(
             std::sync::Arc::new(keys::ExactZipf::new(records as usize, theta)),
