@@ -392,12 +392,10 @@ pub struct RunArgs {
         help_heading = "Load (http://, tcp://)"
     )]
     pub max_connections: Option<i64>,
-    /// Load: event-loop threads [default: the cores, at most one per connection].
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        help_heading = "Load (http://, tcp://)"
-    )]
+    /// Generator threads: the load's event loops, or the threads that carry a store suite's
+    /// clients (many per thread on network drivers) [default: the cores dyno may use, at most
+    /// one per connection or client].
+    #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<i64>,
     /// Load: a request unanswered this long is a timeout [default: 10s].
     #[arg(long, help_heading = "Load (http://, tcp://)")]

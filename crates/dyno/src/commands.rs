@@ -978,6 +978,7 @@ fn targets_cmd() -> Result<ExitCode> {
         writeln!(out, "{}:  {}", i.scheme, i.summary)?;
         writeln!(out, "    families: {}", families.join(", "))?;
         writeln!(out, "    forms:    {}", i.forms.join("   "))?;
+        writeln!(out, "    clients:  {}", i.clients)?;
         for o in i.options {
             let default = if o.default.is_empty() {
                 String::new()

@@ -57,7 +57,8 @@ impl Clock {
     /// Lets `ns` nanoseconds pass: moves a virtual clock forward, sleeps on a real one.
     pub fn advance(&self, ns: u64) {
         match self {
-            Clock::Monotonic(_) => std::thread::sleep(Duration::from_nanos(ns)),
+            // On a fiber, the thread's other clients run meanwhile.
+            Clock::Monotonic(_) => crate::fiber::sleep(Duration::from_nanos(ns)),
             Clock::Virtual(t) => {
                 t.fetch_add(ns, Ordering::Relaxed);
             }
@@ -78,7 +79,10 @@ impl Clock {
                 }
                 let left = Duration::from_nanos(t_ns - now);
                 if left > SPIN_BELOW {
-                    std::thread::sleep(left - SPIN_BELOW / 2);
+                    crate::fiber::sleep(left - SPIN_BELOW / 2);
+                } else if crate::fiber::in_fiber() {
+                    // The thread's other clients run while this one waits.
+                    crate::fiber::yield_now();
                 } else {
                     std::hint::spin_loop();
                 }

@@ -59,6 +59,33 @@ pub struct DriverInfo {
     pub forms: &'static [&'static str],
     pub families: &'static [Family],
     pub options: &'static [OptionSpec],
+    /// How its clients are carried (`dyno targets` says it).
+    pub clients: ClientModel,
+}
+
+/// How a driver's clients are carried by dyno's generator threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientModel {
+    /// Many sessions per generator thread: non-blocking sockets, each client a fiber that
+    /// yields while it waits ([`Store::many_per_thread`]).
+    ManyPerThread,
+    /// A thread per client; the text says why (the client blocks its thread).
+    ThreadEach(&'static str),
+    /// Requests from the load engine's event loops (no sessions).
+    EventLoop,
+}
+
+impl std::fmt::Display for ClientModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientModel::ManyPerThread => write!(
+                f,
+                "many per generator thread (non-blocking sockets; --threads, default one per core)"
+            ),
+            ClientModel::ThreadEach(why) => write!(f, "a thread each ({why})"),
+            ClientModel::EventLoop => write!(f, "the load engine's event loops (--threads)"),
+        }
+    }
 }
 
 /// A driver's complaint about its configuration; the plan resolver adds the place.
@@ -205,6 +232,14 @@ pub trait Store: Send + Sync {
     /// only for scans (Redis's sorted set) starts it here. Then as [`Store::scans`].
     fn prepare_scans(&self) -> Result<(), String> {
         self.scans()
+    }
+    /// Whether many of its sessions can share a generator thread: true when a session waits
+    /// only on sockets through [`crate::fiber::Stream`] (and sleeps through the clock), so a
+    /// waiting client yields its thread to the others. False (the default) for a client that
+    /// blocks its thread (an embedded store's locks, a blocking client library): each of its
+    /// clients then gets a thread of its own, as before.
+    fn many_per_thread(&self) -> bool {
+        false
     }
     /// Releases the store; deletes the namespace if it was temporary.
     fn close(self: Box<Self>) -> Result<(), DriverError>;

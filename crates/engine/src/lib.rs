@@ -34,6 +34,7 @@ pub mod driver;
 pub mod env;
 pub mod error;
 pub mod fault;
+pub mod fiber;
 pub mod graph;
 pub mod links;
 pub mod load;

@@ -1,9 +1,11 @@
 //! What one worker records: a latency histogram, counters and errors by class.
 //!
 //! One recorder per worker, merged after the run, so recording takes no lock. Recording an
-//! operation touches only memory the recorder already owns: the histogram's range is fixed
-//! (values above it are clamped), counters are plain integers, and an error's message is kept only
-//! for the first error of each class.
+//! operation touches only memory the recorder already owns, except when a latency beyond any
+//! seen before widens the histogram (a few times per run: it starts small and grows in powers of
+//! two, so a recorder per client costs the range its client saw, not an hour's worth each);
+//! counters are plain integers, and an error's message is kept only for the first error of each
+//! class.
 
 use crate::driver::{ErrorClass, OpError};
 use results::Histogram;
@@ -32,8 +34,8 @@ impl Default for Recorder {
 impl Recorder {
     pub fn new() -> Recorder {
         Recorder {
-            latency: results::new_histogram(),
-            service: results::new_histogram(),
+            latency: results::histogram::new_growing_histogram(),
+            service: results::histogram::new_growing_histogram(),
             ops: 0,
             bytes: 0,
             errors: [0; ErrorClass::COUNT],
@@ -44,7 +46,7 @@ impl Recorder {
     /// Records one operation's latency and outcome.
     #[inline]
     pub fn record(&mut self, latency_ns: u64, outcome: Outcome) {
-        self.latency.saturating_record(latency_ns.max(1));
+        results::histogram::record(&mut self.latency, latency_ns);
         self.ops += 1;
         match outcome {
             Ok(bytes) => self.bytes += bytes,
@@ -97,6 +99,7 @@ impl Recorder {
     }
 
     /// Clears everything, keeping the allocations.
+    /// Empties it for the next test (its histograms keep the range they grew to).
     pub fn reset(&mut self) {
         self.latency.reset();
         self.service.reset();

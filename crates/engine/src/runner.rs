@@ -859,6 +859,7 @@ impl Repeat for TargetRun<'_, '_> {
         let total = self.plan.reps + u32::from(self.plan.warmup);
         let (interrupt, clock, clients, heal) =
             (self.interrupt, self.clock, self.clients, self.heal);
+        let threads = self.plan.threads;
         for r in 0..total {
             let measured = !(self.plan.warmup && r == 0);
             if let Some(l) = live
@@ -879,13 +880,14 @@ impl Repeat for TargetRun<'_, '_> {
                     let report = move |o: TestOutcome| {
                         let _ = tx.send(Msg::Outcome(Box::new(o)));
                     };
-                    let ctx = RepCtx::new(
+                    let mut ctx = RepCtx::new(
                         (r, measured),
                         interrupt,
                         live,
                         (clock, clients, heal),
                         &report,
                     );
+                    ctx.threads = threads;
                     let _ = ended.send(Msg::Ended(rep(&ctx)));
                 });
                 let mut running = 0;

@@ -89,6 +89,9 @@ pub struct Plan {
     pub settings: Box<dyn Settings>,
     pub objects: u64,
     pub concurrency: u32,
+    /// The generator threads that carry a store suite's clients (many clients per thread where
+    /// the target's sessions allow it: [`crate::driver::Store::many_per_thread`]).
+    pub threads: usize,
     pub size: usize,
     pub reps: u32,
     pub warmup: bool,
@@ -133,6 +136,8 @@ impl Plan {
             suite: self.suite.name().to_string(),
             objects: self.objects,
             concurrency: self.concurrency,
+            threads: (self.suite.family() != crate::driver::Family::Request)
+                .then_some(self.threads as u32),
             size_bytes: self.size as u64,
             reps: self.reps,
             warmup: self.warmup,
@@ -275,6 +280,8 @@ pub struct RepCtx<'a> {
     /// Bumped when the suite's clients must drop their connections and open new ones (a
     /// `restart-clients` fault).
     pub clients: &'a Arc<AtomicU64>,
+    /// The generator threads the plan gives the clients ([`Plan::threads`]).
+    pub threads: usize,
     heal: &'a (dyn Fn() + Sync),
     report: &'a (dyn Fn(TestOutcome) + Sync),
 }
@@ -298,6 +305,7 @@ impl<'a> RepCtx<'a> {
             live,
             clock,
             clients,
+            threads: 1,
             heal,
             report,
         }

@@ -117,7 +117,7 @@ where
         let outcome = op(i);
         let done = clock.now_ns();
         if open {
-            rec.service.saturating_record((done - sent).max(1));
+            results::histogram::record(&mut rec.service, done - sent);
         }
         rec.record(done - intended, outcome);
         prev_done = done;

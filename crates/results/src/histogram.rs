@@ -26,6 +26,29 @@ pub fn new_histogram() -> Histogram {
         .expect("constant histogram bounds are valid")
 }
 
+/// A new, empty histogram of the same precision and range that starts small and grows to the
+/// values it is given. Its counts take memory for the range it has seen: about 64 KiB up to a
+/// millisecond, where one made by [`new_histogram`] writes all of its ~270 KiB at once — a
+/// recorder per client keeps one, so at `-c 50` that is most of dyno's memory. It merges with
+/// any other (and they into it). Record into it with [`record`]: `saturating_record` would clamp
+/// to the small range it has so far.
+pub fn new_growing_histogram() -> Histogram {
+    let mut h = Histogram::new_with_bounds(1, 2, SIGNIFICANT_DIGITS)
+        .expect("constant histogram bounds are valid");
+    h.auto(true);
+    h
+}
+
+/// Records `ns` (at least 1, at most [`HIGHEST_NS`]) into any of dyno's histograms, growing
+/// one made by [`new_growing_histogram`] to hold it.
+#[inline]
+pub fn record(h: &mut Histogram, ns: u64) {
+    let v = ns.clamp(1, HIGHEST_NS);
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
 /// Why a stored histogram could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
@@ -83,5 +106,36 @@ mod tests {
     fn garbage_is_a_clear_error() {
         assert!(matches!(decode("%%%"), Err(DecodeError::Base64(_))));
         assert!(matches!(decode("AAAA"), Err(DecodeError::Format(_))));
+    }
+}
+#[cfg(test)]
+mod growing {
+    use super::*;
+
+    #[test]
+    fn a_growing_histogram_holds_what_a_full_one_does_and_merges_both_ways() {
+        let mut g = new_growing_histogram();
+        let mut full = new_histogram();
+        for v in [1u64, 100_000, 2_000_000, 50_000_000, HIGHEST_NS * 10] {
+            record(&mut g, v);
+            record(&mut full, v);
+        }
+        assert_eq!(g.len(), 5);
+        assert_eq!(g.max(), full.max(), "clamped at an hour, as the full one");
+        for q in [0.0, 0.5, 0.75, 1.0] {
+            assert_eq!(g.value_at_quantile(q), full.value_at_quantile(q), "{q}");
+        }
+        assert_eq!(g.count_between(1_000_001, u64::MAX), 3);
+        let mut into_full = new_histogram();
+        into_full.add(&g).unwrap();
+        let mut into_growing = new_growing_histogram();
+        into_growing.add(&full).unwrap();
+        assert_eq!(into_full.len(), 5);
+        assert_eq!(into_growing.len(), 5);
+        assert_eq!(into_growing.max(), full.max());
+        // A small range costs less memory: a millisecond's worth, a third of an hour's.
+        let mut small = new_growing_histogram();
+        record(&mut small, 1_000_000);
+        assert!(small.distinct_values() < new_histogram().distinct_values() / 2);
     }
 }

@@ -182,6 +182,11 @@ pub struct PlanRecord {
     pub objects: u64,
     /// Concurrent clients per test.
     pub concurrency: u32,
+    /// The generator threads that carried the clients of a store suite (many clients per
+    /// thread on a target whose sessions allow it); absent for the load suite (its own
+    /// `load.threads`) and in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
     /// Size of each object in bytes.
     pub size_bytes: u64,
     /// Measured repetitions of each test.
@@ -728,6 +733,11 @@ pub struct StoreRep {
     pub commit_ns: u64,
     /// Reads that reached the storage below dyno's client object cache.
     pub storage_reads: u64,
+    /// dyno's own CPU (user + system, every thread) while the test ran: what the clients cost
+    /// the generator, the figure to weigh against a native benchmark's (absent in records from
+    /// before it was kept, and where not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_ns: Option<u64>,
 }
 
 /// What one repetition of request/response load measured.

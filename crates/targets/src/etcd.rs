@@ -20,10 +20,11 @@ use engine::driver::{
     CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
     OptionSpec, Session, Store, TargetConfig, TxMode,
 };
+use engine::fiber::Stream;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -54,6 +55,7 @@ pub static INFO: DriverInfo = DriverInfo {
             help: "most puts in one Txn (the servers' --max-txn-ops); a larger commit is split",
         },
     ],
+    clients: engine::driver::ClientModel::ManyPerThread,
 };
 
 /// A response head line or body larger than these is a protocol error.
@@ -131,8 +133,9 @@ fn protocol(msg: impl Into<std::borrow::Cow<'static, str>>) -> OpError {
 
 /// One keep-alive HTTP/1.1 connection to one member.
 struct Conn {
-    input: BufReader<TcpStream>,
-    out: TcpStream,
+    /// The connection, read through a buffer; a request is written on it whole
+    /// (`input.get_mut()`).
+    input: BufReader<Stream>,
     host: String,
     request: Vec<u8>,
     line: Vec<u8>,
@@ -148,16 +151,13 @@ impl Conn {
     fn open(endpoint: &str, timeout: Duration) -> Result<Conn, OpError> {
         let addr: SocketAddr = crate::net::resolve(endpoint, None)
             .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
-        let s = TcpStream::connect_timeout(&addr, timeout.min(Duration::from_secs(2)))
+        let mut s = Stream::connect(&addr, timeout.min(Duration::from_secs(2)))
             .map_err(io_err("connect"))?;
         s.set_nodelay(true).map_err(io_err("connect"))?;
-        s.set_read_timeout(Some(timeout))
-            .map_err(io_err("connect"))?;
-        s.set_write_timeout(Some(timeout))
-            .map_err(io_err("connect"))?;
+        s.set_read_timeout(Some(timeout));
+        s.set_write_timeout(Some(timeout));
         Ok(Conn {
-            input: BufReader::with_capacity(16 << 10, s.try_clone().map_err(io_err("connect"))?),
-            out: s,
+            input: BufReader::with_capacity(16 << 10, s),
             host: endpoint.to_string(),
             request: Vec::with_capacity(512),
             line: Vec::with_capacity(128),
@@ -181,7 +181,9 @@ impl Conn {
         )
         .expect("writing to a Vec");
         self.request.extend_from_slice(body);
-        self.out.write_all(&self.request).map_err(io_err("send"))?;
+        (self.input.get_mut())
+            .write_all(&self.request)
+            .map_err(io_err("send"))?;
         let status = read_response(&mut self.input, &mut self.line, into)?;
         Ok(Answer { status, body: into })
     }
@@ -463,6 +465,9 @@ fn prefix_range(prefix: &str) -> String {
 }
 
 impl Store for EtcdStore {
+    fn many_per_thread(&self) -> bool {
+        true
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: format!(

@@ -30,6 +30,7 @@ pub static INFO: DriverInfo = DriverInfo {
         default: "false",
         help: "fsync each object file when written, and the directory at commit",
     }],
+    clients: engine::driver::ClientModel::ThreadEach("file system calls block the thread"),
 };
 
 /// The subdirectory that holds the objects.

@@ -146,6 +146,7 @@ static POSTGRES_LEFT_OUT: DriverInfo = DriverInfo {
     forms: &[],
     families: &[],
     options: &[],
+    clients: engine::driver::ClientModel::ManyPerThread,
 };
 
 /// The targets `dyno run` uses when none is named: each in a fresh temporary namespace.

@@ -30,6 +30,9 @@ pub static INFO: DriverInfo = DriverInfo {
         default: "true",
         help: "fsync at commit (false: MDB_NOSYNC)",
     }],
+    clients: engine::driver::ClientModel::ThreadEach(
+        "an embedded store: LMDB ties a transaction to its thread",
+    ),
 };
 
 /// Address space reserved for the map; LMDB grows the file only as data is written.

@@ -91,6 +91,7 @@ pub static INFO: DriverInfo = DriverInfo {
     forms: &["mem:"],
     families: &[Family::Kv, Family::Graph],
     options: &[],
+    clients: engine::driver::ClientModel::ThreadEach("in process: a lock per operation"),
 };
 
 /// Validates `rest` (what follows `mem:`) and the options; touches nothing.

@@ -99,6 +99,7 @@ pub static INFO: DriverInfo = DriverInfo {
             help: "virtual (exact, instant) or real (sleeps)",
         },
     ],
+    clients: engine::driver::ClientModel::ManyPerThread,
 };
 
 #[derive(Debug, Clone)]
@@ -201,6 +202,11 @@ struct MockStore {
 }
 
 impl Store for MockStore {
+    /// A mock session never blocks its thread (a virtual clock only counts; a real one sleeps
+    /// through the fiber-aware clock), so the engine's exact tests run its clients as fibers.
+    fn many_per_thread(&self) -> bool {
+        true
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: "process memory (mock)".into(),

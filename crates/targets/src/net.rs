@@ -95,7 +95,7 @@ impl Reconnects {
                     return Ok(v);
                 }
                 Err(e) if t0.elapsed() >= FOLLOW_FOR => return Err(e),
-                Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+                Err(_) => engine::fiber::sleep(std::time::Duration::from_millis(100)),
             }
         }
     }

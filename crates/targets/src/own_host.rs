@@ -63,6 +63,9 @@ pub static INFO: DriverInfo = DriverInfo {
             help: "wan: bandwidth cap per direction (0: none)",
         },
     ],
+    clients: engine::driver::ClientModel::ThreadEach(
+        "host: runs the host's store in process, whose locks block the thread",
+    ),
 };
 
 pub const TOPOLOGIES: &[&str] = &["inproc", "loopback", "lan", "wan"];
@@ -181,6 +184,9 @@ struct HostedStore {
 }
 
 impl Store for HostedStore {
+    fn many_per_thread(&self) -> bool {
+        self.inner.many_per_thread()
+    }
     fn scans(&self) -> Result<(), String> {
         self.inner.scans()
     }

@@ -1,5 +1,12 @@
-//! `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE` — PostgreSQL, through the `postgres` crate
-//! (Cargo feature `postgres`, on by default).
+//! `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE` — PostgreSQL, through `tokio-postgres`'s
+//! protocol (Cargo feature `postgres`, on by default), driven by dyno itself: no tokio runtime.
+//!
+//! Each session owns its socket (an [`engine::fiber::Stream`] underneath) and its
+//! `tokio_postgres::Connection`; a statement is a future polled on the client's own stack, and
+//! when it cannot go on (no reply yet) the client waits for its socket — on a fiber, yielding to
+//! the generator thread's other clients. So many sessions share a thread, as pgbench drives all
+//! its connections from one, and a statement costs one send and one receive (the blocking
+//! `postgres` crate ran a runtime per client and woke a thread per statement).
 //!
 //! dyno works only in a schema of its own (`dyno_<pid>_<n>_<ns>`), created for the run with one
 //! table `objects (k bigint primary key, v bytea)`, and dropped (`DROP SCHEMA … CASCADE`) at the
@@ -20,11 +27,19 @@ use engine::driver::{
     CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
     OptionSpec, Session, Store, TargetConfig, TxMode,
 };
-use postgres::{Client, NoTls, Statement};
+use engine::fiber::Stream;
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::io::Read as _;
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio_postgres::tls::NoTlsStream;
+use tokio_postgres::{NoTls, Statement};
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "postgres",
@@ -40,6 +55,7 @@ pub static INFO: DriverInfo = DriverInfo {
         default: "",
         help: "set for dyno's sessions: on, off, local, remote_write or remote_apply (default: the server's)",
     }],
+    clients: engine::driver::ClientModel::ManyPerThread,
 };
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -49,7 +65,7 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug, Clone)]
 struct Config {
-    pg: postgres::Config,
+    pg: tokio_postgres::Config,
     /// `host:port`, for messages and the topology.
     authority: String,
     synchronous_commit: String,
@@ -71,12 +87,12 @@ pub fn configure(
     if !rest.starts_with("//") {
         return Err(form());
     }
-    let mut pg = postgres::Config::from_str(&format!("postgresql:{rest}")).map_err(|e| {
+    let mut pg = tokio_postgres::Config::from_str(&format!("postgresql:{rest}")).map_err(|e| {
         ConfigError::url(format!("not a PostgreSQL URL: {e}"))
             .hint("write e.g. postgres://dyno@127.0.0.1:5432/postgres")
     })?;
     let host = match pg.get_hosts() {
-        [postgres::config::Host::Tcp(h)] => h.clone(),
+        [tokio_postgres::config::Host::Tcp(h)] => h.clone(),
         [] => return Err(form()),
         _ => {
             return Err(
@@ -89,11 +105,9 @@ pub fn configure(
             .hint("write e.g. postgres://dyno@127.0.0.1:5432/postgres"));
     }
     let port = pg.get_ports().first().copied().unwrap_or(5432);
-    pg.connect_timeout(TIMEOUT)
-        .keepalives(true)
-        .keepalives_idle(Duration::from_secs(10))
-        .tcp_user_timeout(TIMEOUT)
-        .application_name("dyno")
+    // The socket's own bounds (connect timeout, keepalives, TCP_USER_TIMEOUT) are set where
+    // dyno opens it ([`Client::connect`]).
+    pg.application_name("dyno")
         .options("-c statement_timeout=30000");
     Ok(Box::new(Config {
         pg,
@@ -104,7 +118,7 @@ pub fn configure(
     }))
 }
 
-fn op_err(context: &str, e: postgres::Error) -> OpError {
+fn op_err(context: &str, e: tokio_postgres::Error) -> OpError {
     let class = if e.is_closed() {
         ErrorClass::Reset
     } else if let Some(db) = e.as_db_error() {
@@ -125,28 +139,227 @@ fn op_err(context: &str, e: postgres::Error) -> OpError {
     OpError::new(class, format!("postgres: {context}: {e}"))
 }
 
+/// A socket as tokio-postgres reads and writes it: never waiting. A call that finds it not
+/// ready says so (`Pending`) and leaves the waiting to [`Client::run`]. After a short read the
+/// socket is drained: the next read waits for the poller first (no `EAGAIN` try per reply).
+struct Io {
+    sock: std::net::TcpStream,
+    drained: Arc<AtomicBool>,
+}
+
+impl tokio::io::AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let me = self.get_mut();
+        if me.drained.load(Ordering::Relaxed) {
+            return Poll::Pending;
+        }
+        let room = buf.initialize_unfilled();
+        let want = room.len();
+        match (&me.sock).read(room) {
+            Ok(n) => {
+                if n < want && n > 0 {
+                    me.drained.store(true, Ordering::Relaxed);
+                }
+                buf.advance(n);
+                Poll::Ready(Ok(()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                me.drained.store(true, Ordering::Relaxed);
+                Poll::Pending
+            }
+            Err(e) => Poll::Ready(Err(e)),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match std::io::Write::write(&mut &self.sock, buf) {
+            Ok(n) => Poll::Ready(Ok(n)),
+            // A full send buffer: the next wait is for the socket's room (see `Client::run`).
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Poll::Pending,
+            Err(e) => Poll::Ready(Err(e)),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(self.sock.shutdown(std::net::Shutdown::Write))
+    }
+}
+
+/// One session's connection: tokio-postgres's client half, and what drives it.
+struct Conn {
+    client: tokio_postgres::Client,
+    drive: Driver,
+}
+
+/// The connection half and a handle on the socket to wait with: [`Driver::run`] takes a
+/// request's future (made from the client half, which it does not borrow) to its end.
+struct Driver {
+    conn: Pin<Box<tokio_postgres::Connection<Io, NoTlsStream>>>,
+    waiter: Stream,
+    drained: Arc<AtomicBool>,
+    /// Set when the client half queued a request for the connection half, or the connection
+    /// half a reply for the client half: poll both again before waiting for the socket.
+    moved: Arc<Moved>,
+}
+
+/// A waker that only notes it was woken.
+struct Moved(AtomicBool);
+
+impl std::task::Wake for Moved {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Conn {
+    /// Opens a connection to `config`'s server and logs in.
+    fn open(config: &Config) -> Result<Conn, OpError> {
+        let io = |e: std::io::Error| OpError::io("postgres: connect", &e);
+        let addr = crate::net::resolve(&config.authority, Some(5432))
+            .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
+        let waiter = Stream::connect(&addr, TIMEOUT).map_err(io)?;
+        waiter.set_nodelay(true).map_err(io)?;
+        keepalive(waiter.as_raw_fd());
+        let sock = waiter.get_ref().try_clone().map_err(io)?;
+        let drained = Arc::new(AtomicBool::new(false));
+        let connecting = config.pg.connect_raw(
+            Io {
+                sock,
+                drained: drained.clone(),
+            },
+            NoTls,
+        );
+        let mut connecting = std::pin::pin!(connecting);
+        // Logging in: only the connecting future runs (there is no connection half yet).
+        let deadline = Instant::now() + TIMEOUT;
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let (client, conn) = loop {
+            if let Poll::Ready(r) = connecting.as_mut().poll(&mut cx) {
+                break r.map_err(|e| op_err("connect", e))?;
+            }
+            wait(&waiter, &drained, deadline)?;
+        };
+        Ok(Conn {
+            client,
+            drive: Driver {
+                conn: Box::pin(conn),
+                waiter,
+                drained,
+                moved: Arc::new(Moved(AtomicBool::new(false))),
+            },
+        })
+    }
+}
+
+impl Driver {
+    /// Runs one request to its end, driving the connection meanwhile; waits for the socket
+    /// when neither can go on, at most [`TIMEOUT`]. `context` names the request in an error.
+    fn run<T>(
+        &mut self,
+        context: &str,
+        fut: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, OpError> {
+        let mut fut = std::pin::pin!(fut);
+        let waker = std::task::Waker::from(self.moved.clone());
+        let mut cx = Context::from_waker(&waker);
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+                return r.map_err(|e| op_err(context, e));
+            }
+            // The connection half writes the request and reads the reply for the client half;
+            // when it ends (closed, or an error), the client half's future ends with it.
+            if let Poll::Ready(Err(e)) = self.conn.as_mut().poll(&mut cx) {
+                return Err(op_err(context, e));
+            }
+            // A half handed the other something (a request to send, a reply to take): again.
+            if self.moved.0.swap(false, Ordering::Relaxed) {
+                continue;
+            }
+            // No reply within the bound: the session fails this request (the caller drops a
+            // session whose request timed out: a late reply would answer the next one).
+            wait(&self.waiter, &self.drained, deadline).map_err(|e| {
+                OpError::new(e.class, format!("postgres: {context}: {}", e.message))
+            })?;
+        }
+    }
+}
+
+/// Waits until the socket is readable (the drained flag cleared for the next read), or the
+/// deadline passes. A pending write waits too: a reply cannot come before the request has
+/// left, and the socket is readable or writable again by then.
+fn wait(waiter: &Stream, drained: &AtomicBool, deadline: Instant) -> Result<(), OpError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(OpError::new(
+            ErrorClass::Timeout,
+            "postgres: no reply within 30 s",
+        ));
+    }
+    let r = waiter.wait_ready(true, Some(left));
+    drained.store(false, Ordering::Relaxed);
+    r.map_err(|e| OpError::io("postgres: receive", &e))
+}
+
+/// TCP keepalives (10 s idle) and TCP_USER_TIMEOUT (30 s): a connection to a server that
+/// stopped answering ends instead of hanging. Best effort (an error leaves the defaults).
+fn keepalive(fd: std::os::fd::RawFd) {
+    let set = |level: libc::c_int, name: libc::c_int, v: libc::c_int| {
+        // SAFETY: a valid socket and a c_int option value.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 10);
+    set(
+        libc::IPPROTO_TCP,
+        libc::TCP_USER_TIMEOUT,
+        TIMEOUT.as_millis() as libc::c_int,
+    );
+}
+
 impl Config {
-    fn connect(&self) -> Result<Client, OpError> {
-        let mut c = self.pg.connect(NoTls).map_err(|e| op_err("connect", e))?;
+    fn connect(&self) -> Result<Conn, OpError> {
+        let mut c = Conn::open(self)?;
         if !self.synchronous_commit.is_empty() {
-            c.batch_execute(&format!(
-                "SET synchronous_commit = {}",
-                self.synchronous_commit
-            ))
-            .map_err(|e| op_err("SET synchronous_commit", e))?;
+            let sql = format!("SET synchronous_commit = {}", self.synchronous_commit);
+            (c.drive).run("SET synchronous_commit", c.client.batch_execute(&sql))?;
         }
         Ok(c)
     }
 
     fn settings(&self) -> Result<(String, String, String), OpError> {
         let mut c = self.connect()?;
-        let row = c
-            .query_one(
+        let row = c.drive.run(
+            "reading settings",
+            c.client.query_one(
                 "SELECT current_setting('fsync'), current_setting('synchronous_commit'), \
                  current_setting('server_version')",
                 &[],
-            )
-            .map_err(|e| op_err("reading settings", e))?;
+            ),
+        )?;
         Ok((row.get(0), row.get(1), row.get(2)))
     }
 }
@@ -180,11 +393,13 @@ impl TargetConfig for Config {
         let mut c = self.connect().map_err(fail)?;
         // CREATE SCHEMA without IF NOT EXISTS: a schema of that name that dyno did not just
         // create is refused, never reused.
-        c.batch_execute(&format!(
+        let sql = format!(
             "CREATE SCHEMA {schema}; \
              CREATE TABLE {schema}.objects (k bigint PRIMARY KEY, v bytea NOT NULL)"
-        ))
-        .map_err(|e| fail(op_err("creating dyno's schema", e)))?;
+        );
+        (c.drive)
+            .run("creating dyno's schema", c.client.batch_execute(&sql))
+            .map_err(fail)?;
         Ok(Box::new(PgStore {
             config: self.clone(),
             schema,
@@ -200,6 +415,9 @@ struct PgStore {
 }
 
 impl Store for PgStore {
+    fn many_per_thread(&self) -> bool {
+        true
+    }
     fn scans(&self) -> Result<(), String> {
         Ok(())
     }
@@ -219,7 +437,7 @@ impl Store for PgStore {
     fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
         let mut c = self.config.connect()?;
         let s = &self.schema;
-        let mut prepare = |sql: String| c.prepare(&sql).map_err(|e| op_err("prepare", e));
+        let mut prepare = |sql: String| c.drive.run("prepare", c.client.prepare(&sql));
         let put = prepare(format!(
             "INSERT INTO {s}.objects (k, v) VALUES ($1, $2) \
              ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
@@ -252,13 +470,15 @@ impl Store for PgStore {
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         let fail = |e: OpError| DriverError::new(format!("dropping schema {}: {e}", self.schema));
         let mut c = self.config.connect().map_err(fail)?;
-        c.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.schema))
-            .map_err(|e| fail(op_err("DROP SCHEMA", e)))
+        let sql = format!("DROP SCHEMA {} CASCADE", self.schema);
+        (c.drive)
+            .run("DROP SCHEMA", c.client.batch_execute(&sql))
+            .map_err(fail)
     }
 }
 
 struct PgSession {
-    c: Client,
+    c: Conn,
     put: Statement,
     get: Statement,
     get_many: Statement,
@@ -283,22 +503,22 @@ impl Session for PgSession {
             TxMode::Read => "BEGIN READ ONLY",
             TxMode::Write => "BEGIN",
         };
-        self.c.batch_execute(sql).map_err(|e| op_err("BEGIN", e))?;
+        self.c
+            .drive
+            .run("BEGIN", self.c.client.batch_execute(sql))?;
         self.in_tx = true;
         Ok(())
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
-        self.c
-            .execute(&self.put, &[&k(key), &value])
+        let c = &mut self.c;
+        (c.drive)
+            .run("INSERT", c.client.execute(&self.put, &[&k(key), &value]))
             .map(drop)
-            .map_err(|e| op_err("INSERT", e))
     }
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
         self.reads += 1;
-        let row = self
-            .c
-            .query_opt(&self.get, &[&k(key)])
-            .map_err(|e| op_err("SELECT", e))?;
+        let c = &mut self.c;
+        let row = (c.drive).run("SELECT", c.client.query_opt(&self.get, &[&k(key)]))?;
         let Some(row) = row else {
             return Err(OpError::new(ErrorClass::NotFound, "postgres: no such key"));
         };
@@ -315,10 +535,11 @@ impl Session for PgSession {
     ) -> Result<(), OpError> {
         self.reads += 1;
         out.clear();
-        let rows = self
-            .c
-            .query(&self.scan, &[&k(start), &(count as i64)])
-            .map_err(|e| op_err("SELECT … ORDER BY", e))?;
+        let c = &mut self.c;
+        let rows = (c.drive).run(
+            "SELECT … ORDER BY",
+            c.client.query(&self.scan, &[&k(start), &(count as i64)]),
+        )?;
         for row in rows {
             let key: i64 = row.try_get(0).map_err(|e| op_err("SELECT … ORDER BY", e))?;
             let v: Vec<u8> = row.try_get(1).map_err(|e| op_err("SELECT … ORDER BY", e))?;
@@ -335,10 +556,11 @@ impl Session for PgSession {
         self.reads += keys.len() as u64;
         self.keys.clear();
         self.keys.extend(keys.iter().map(|&x| k(x)));
-        let rows = self
-            .c
-            .query(&self.get_many, &[&self.keys])
-            .map_err(|e| op_err("SELECT … ANY", e))?;
+        let c = &mut self.c;
+        let rows = (c.drive).run(
+            "SELECT … ANY",
+            c.client.query(&self.get_many, &[&self.keys]),
+        )?;
         // Rows come in any order: place each at its key's position.
         self.at.clear();
         for (i, row) in rows.iter().enumerate() {
@@ -358,11 +580,8 @@ impl Session for PgSession {
         Ok(())
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
-        match self
-            .c
-            .execute(&self.delete, &[&k(key)])
-            .map_err(|e| op_err("DELETE", e))?
-        {
+        let c = &mut self.c;
+        match (c.drive).run("DELETE", c.client.execute(&self.delete, &[&k(key)]))? {
             0 => Err(OpError::new(ErrorClass::NotFound, "postgres: no such key")),
             _ => Ok(()),
         }
@@ -372,9 +591,8 @@ impl Session for PgSession {
             return Ok(());
         }
         self.in_tx = false;
-        self.c
-            .batch_execute("COMMIT")
-            .map_err(|e| op_err("COMMIT", e))
+        let c = &mut self.c;
+        (c.drive).run("COMMIT", c.client.batch_execute("COMMIT"))
     }
     fn storage_reads(&self) -> u64 {
         self.reads

@@ -42,6 +42,9 @@ pub static INFO: DriverInfo = DriverInfo {
             help: "redb's page cache, in bytes",
         },
     ],
+    clients: engine::driver::ClientModel::ThreadEach(
+        "an embedded store: its locks and disk waits block the thread",
+    ),
 };
 
 const OBJECTS: TableDefinition<u64, &[u8]> = TableDefinition::new("dyno_objects");

@@ -13,9 +13,10 @@ use engine::driver::{
     CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
     OptionSpec, Session, Store, TargetConfig, TxMode,
 };
+use engine::fiber::Stream;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -34,6 +35,7 @@ pub static INFO: DriverInfo = DriverInfo {
         default: "",
         help: "AUTH password, if the server requires one",
     }],
+    clients: engine::driver::ClientModel::ManyPerThread,
 };
 
 /// `redis+sentinel://S1,S2,…/MASTER`: the primary found through Sentinel, and followed.
@@ -48,6 +50,7 @@ pub static SENTINEL_INFO: DriverInfo = DriverInfo {
         default: "",
         help: "AUTH password of the Redis servers, if they require one",
     }],
+    clients: engine::driver::ClientModel::ManyPerThread,
 };
 
 /// Sentinel: where to ask, and for which primary.
@@ -145,8 +148,9 @@ enum Reply {
 }
 
 struct Conn {
-    input: BufReader<TcpStream>,
-    out: TcpStream,
+    /// The connection, read through a buffer; a command is written on it whole
+    /// (`input.get_mut()`).
+    input: BufReader<Stream>,
     frame: Vec<u8>,
     line: Vec<u8>,
 }
@@ -226,13 +230,11 @@ fn read_reply(
 
 impl Conn {
     fn open(addr: SocketAddr, password: Option<&str>) -> Result<Conn, OpError> {
-        let s = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io_err("connect"))?;
+        let mut s = Stream::connect(&addr, TIMEOUT).map_err(io_err("connect"))?;
         s.set_nodelay(true).map_err(io_err("connect"))?;
-        s.set_read_timeout(Some(TIMEOUT))
-            .map_err(io_err("connect"))?;
+        s.set_read_timeout(Some(TIMEOUT));
         let mut c = Conn {
-            input: BufReader::with_capacity(64 << 10, s.try_clone().map_err(io_err("connect"))?),
-            out: s,
+            input: BufReader::with_capacity(64 << 10, s),
             frame: Vec::with_capacity(512),
             line: Vec::with_capacity(64),
         };
@@ -252,7 +254,9 @@ impl Conn {
             self.frame.extend_from_slice(a);
             self.frame.extend_from_slice(b"\r\n");
         }
-        self.out.write_all(&self.frame).map_err(io_err("send"))
+        (self.input.get_mut())
+            .write_all(&self.frame)
+            .map_err(io_err("send"))
     }
 
     /// Reads one reply; a bulk string's bytes go into `bulk`.
@@ -425,6 +429,9 @@ struct RedisStore {
 }
 
 impl Store for RedisStore {
+    fn many_per_thread(&self) -> bool {
+        true
+    }
     fn scans(&self) -> Result<(), String> {
         if self.indexed.load(Ordering::Relaxed) {
             Ok(())

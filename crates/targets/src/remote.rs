@@ -12,10 +12,11 @@ use engine::driver::{
     CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
     OptionSpec, ServerOp, Session, Store, TargetConfig, TxMode,
 };
+use engine::fiber::Stream;
 use host::store::{kind, read_frame};
 use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -33,6 +34,7 @@ pub static INFO: DriverInfo = DriverInfo {
         default: "",
         help: "the host's token, if it was started with --token",
     }],
+    clients: engine::driver::ClientModel::ManyPerThread,
 };
 
 /// How long a client waits to connect, or for any response.
@@ -81,13 +83,11 @@ fn io_err(context: &'static str) -> impl Fn(std::io::Error) -> OpError {
 
 impl Config {
     fn connect(&self, addr: SocketAddr, namespace: &str) -> Result<Conn, OpError> {
-        let s = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io_err("connect"))?;
+        let mut s = Stream::connect(&addr, TIMEOUT).map_err(io_err("connect"))?;
         s.set_nodelay(true).map_err(io_err("connect"))?;
-        s.set_read_timeout(Some(TIMEOUT))
-            .map_err(io_err("connect"))?;
+        s.set_read_timeout(Some(TIMEOUT));
         let mut c = Conn {
-            input: BufReader::with_capacity(64 << 10, s.try_clone().map_err(io_err("connect"))?),
-            out: s,
+            input: BufReader::with_capacity(64 << 10, s),
             frame: Vec::with_capacity(512),
             body: Vec::with_capacity(512),
         };
@@ -181,6 +181,9 @@ struct RemoteStore {
 }
 
 impl Store for RemoteStore {
+    fn many_per_thread(&self) -> bool {
+        true
+    }
     fn scans(&self) -> Result<(), String> {
         Ok(())
     }
@@ -235,8 +238,9 @@ impl Store for RemoteStore {
 }
 
 struct Conn {
-    input: BufReader<TcpStream>,
-    out: TcpStream,
+    /// The connection, read through a buffer; a request is written on it whole
+    /// (`input.get_mut()`).
+    input: BufReader<Stream>,
     /// The request being sent, built whole so it leaves in one write.
     frame: Vec<u8>,
     /// The last response's body.
@@ -247,7 +251,9 @@ impl Conn {
     fn send(&mut self, k: u8, parts: &[&[u8]]) -> Result<(), OpError> {
         self.frame.clear();
         host::store::write_frame(&mut self.frame, k, parts).expect("writing to a Vec");
-        self.out.write_all(&self.frame).map_err(io_err("send"))
+        (self.input.get_mut())
+            .write_all(&self.frame)
+            .map_err(io_err("send"))
     }
 
     /// Sends a request whose body is keys (u64 BE each), built straight into the frame.
@@ -258,7 +264,9 @@ impl Conn {
         self.frame.push(k);
         self.frame
             .extend(keys.iter().flat_map(|key| key.to_be_bytes()));
-        self.out.write_all(&self.frame).map_err(io_err("send"))
+        (self.input.get_mut())
+            .write_all(&self.frame)
+            .map_err(io_err("send"))
     }
 
     /// Reads a response into `into` and checks it is `want`.
@@ -289,7 +297,7 @@ const NO_FOLDER: &str = "the host has no such folder (or no parent of it)";
 /// `not_found` error saying `missing`, `ERR` the host's own message, anything else a protocol
 /// error.
 fn response(
-    input: &mut BufReader<TcpStream>,
+    input: &mut BufReader<Stream>,
     into: &mut Vec<u8>,
     want: u8,
     missing: &'static str,

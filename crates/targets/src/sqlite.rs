@@ -51,6 +51,9 @@ pub static INFO: DriverInfo = DriverInfo {
             help: "how long a client waits for another's write lock",
         },
     ],
+    clients: engine::driver::ClientModel::ThreadEach(
+        "an embedded store: SQLite's locks and disk waits block the thread",
+    ),
 };
 
 const JOURNAL_MODES: &[&str] = &["wal", "delete", "truncate", "persist", "memory", "off"];

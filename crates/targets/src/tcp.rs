@@ -59,6 +59,7 @@ pub static INFO: DriverInfo = DriverInfo {
             help: "largest response accepted",
         },
     ],
+    clients: engine::driver::ClientModel::EventLoop,
 };
 
 /// How a response's end is found.

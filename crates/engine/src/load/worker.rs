@@ -379,7 +379,7 @@ impl<'a> Worker<'a> {
         if outcome.is_ok() {
             self.counters.ok += 1;
         }
-        self.rec.service.saturating_record(service.max(1));
+        results::histogram::record(&mut self.rec.service, service);
         self.window.observe(service);
         self.rec.record(latency, outcome.map(|_| 0));
         self.interval_hist.saturating_record(latency.max(1));

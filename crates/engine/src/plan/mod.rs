@@ -381,6 +381,9 @@ pub const MIN_SIZE: usize = 16;
 /// Objects are held whole in memory by the client cache; 64 MiB keeps one object per op sane.
 pub const MAX_SIZE: usize = 64 << 20;
 pub const MAX_REPS: u32 = 1000;
+
+/// Generator threads at most: beyond the cores they only contend; this bounds a typo.
+pub const MAX_GENERATOR_THREADS: usize = 256;
 /// The client object caches hold every object of every client: bounded to keep dyno's memory sane.
 pub const MAX_CACHE_BYTES: u64 = 4 << 30;
 

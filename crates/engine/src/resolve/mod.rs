@@ -80,6 +80,7 @@ impl RawPlan {
         let Shared {
             objects,
             concurrency,
+            threads,
             size,
             reps,
             seed,
@@ -245,6 +246,7 @@ impl RawPlan {
             settings,
             objects,
             concurrency,
+            threads,
             size,
             reps,
             warmup: self.warmup.map_or(suite.default_warmup(), |w| w.value),
@@ -310,9 +312,21 @@ impl RawPlan {
                     .hint("use any integer from 0 to 2^63-1"));
             }
         };
+        let threads = match &self.threads {
+            None => crate::fiber::default_threads(),
+            Some(t) if !(1..=MAX_GENERATOR_THREADS as i64).contains(&t.value) => {
+                return Err(PlanError::new(
+                    t.at.clone(),
+                    format!("threads must be between 1 and {MAX_GENERATOR_THREADS}"),
+                )
+                .hint("one per core dyno may use is the default; more only contend"));
+            }
+            Some(t) => t.value as usize,
+        };
         Ok(Shared {
             objects,
             concurrency,
+            threads,
             size,
             reps,
             seed,
@@ -505,6 +519,7 @@ impl RawPlan {
 struct Shared {
     objects: u64,
     concurrency: u32,
+    threads: usize,
     size: usize,
     reps: u32,
     seed: u64,

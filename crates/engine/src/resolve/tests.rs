@@ -181,7 +181,8 @@ fn sweeps_take_lists_and_ranges_and_are_checked_against_the_suite_and_bounds() {
         Some(crate::suites::namespace::Params {
             depth: 10,
             width: 100,
-            clients: 10
+            clients: 10,
+            threads: 1
         })
     );
     let e = err(&format!("{ns}sweep = \"dept=1..3\"\n{fs}"));

@@ -307,7 +307,7 @@ impl Client<'_> {
                         out.definite += 1;
                         out.rec.record(t1 - t0, Err(e));
                         i += 1;
-                        std::thread::sleep(Duration::from_millis(10));
+                        crate::fiber::sleep(Duration::from_millis(10));
                         continue;
                     }
                 }
@@ -441,7 +441,7 @@ fn check(store: &dyn Store, acked: &[u64], size: usize) -> LostWrites {
                 Ok(s) => session.insert(s),
                 Err(e) => {
                     last_error = Some(e);
-                    std::thread::sleep(Duration::from_millis(100));
+                    crate::fiber::sleep(Duration::from_millis(100));
                     continue;
                 }
             },
@@ -454,7 +454,7 @@ fn check(store: &dyn Store, acked: &[u64], size: usize) -> LostWrites {
                 // Not answered: a new session, and this key again.
                 last_error = Some(e);
                 session = None;
-                std::thread::sleep(Duration::from_millis(100));
+                crate::fiber::sleep(Duration::from_millis(100));
                 continue;
             }
         };
@@ -495,25 +495,27 @@ fn measure(
     let clients = point.concurrency.max(1);
     let series = Mutex::new(Series::new(sent.len()));
     let start_ns = ctx.clock.now_ns();
-    let runs: Vec<ClientRun> = std::thread::scope(|s| {
-        let handles: Vec<_> = (sent.iter_mut().enumerate())
-            .map(|(id, sent)| {
-                let c = Client {
-                    store,
-                    ctx,
-                    test,
-                    id: id as u32,
-                    clients,
-                    objects: point.objects,
-                    size: point.size,
-                    sent,
-                    series: &series,
-                };
-                s.spawn(move || c.run(start_ns, duration_ns))
-            })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
+    let threads = super::generator_threads(store, ctx.threads, sent.len());
+    let jobs = (sent.iter_mut().enumerate())
+        .map(|(id, sent)| -> crate::fiber::Job<'_, ClientRun> {
+            let c = Client {
+                store,
+                ctx,
+                test,
+                id: id as u32,
+                clients,
+                objects: point.objects,
+                size: point.size,
+                sent,
+                series: &series,
+            };
+            Box::new(move || c.run(start_ns, duration_ns))
+        })
+        .collect();
+    let runs: Vec<ClientRun> = crate::fiber::join_all(threads, jobs)
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
     let wall_ns = (ctx.clock.now_ns() - start_ns).max(1);
     let mut all = Recorder::new();
     let mut kv = KvRep {
@@ -589,7 +591,7 @@ impl Suite for Kv {
     }
 
     fn settings(&self) -> Vec<&'static str> {
-        vec!["objects", "size", "concurrency", "duration"]
+        vec!["objects", "size", "concurrency", "threads", "duration"]
     }
 
     fn targets_hint(&self) -> &'static str {

@@ -143,3 +143,13 @@ pub(crate) fn server_delta(
         })
         .collect()
 }
+
+/// The threads that carry `clients` clients of `store`: the plan's generator threads where its
+/// sessions can share one ([`Store::many_per_thread`]), else one thread per client.
+pub(crate) fn generator_threads(store: &dyn Store, threads: usize, clients: usize) -> usize {
+    if store.many_per_thread() {
+        threads.clamp(1, clients.max(1))
+    } else {
+        clients.max(1)
+    }
+}

@@ -14,6 +14,7 @@
 
 use crate::clock::Clock;
 use crate::driver::{Family, OpError, Session, Store};
+use crate::fiber::Barrier;
 use crate::plan::{MAX_CONCURRENCY, Origin, PlanError, PlanTarget, RawPlan, bounded};
 use crate::recorder::Recorder;
 use crate::suite::Plan;
@@ -27,7 +28,6 @@ use report::view::{SweepFigure, times};
 use results::{Case, RunRecord};
 use results::{Detail, Rep, Status};
 use std::io;
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Folders each client creates in the `clients` test (the seed's 50 collections).
@@ -47,6 +47,8 @@ pub struct Params {
     pub depth: u64,
     pub width: u64,
     pub clients: u32,
+    /// Generator threads carrying the clients, where the store allows many per thread.
+    pub threads: usize,
 }
 
 /// Why the folders the tests stand on could not be made.
@@ -210,13 +212,14 @@ impl<'a> Folders<'a> {
             }
         }
         let start = Barrier::new(n as usize);
-        let results: Vec<(Recorder, u64, Result<(), OpError>)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = sessions
+        let threads = super::generator_threads(self.store, self.params.threads, sessions.len());
+        let jobs = {
+            sessions
                 .iter_mut()
                 .enumerate()
-                .map(|(i, (clock, s))| {
+                .map(|(i, (clock, s))| -> crate::fiber::Job<'_, (Recorder, u64, Result<(), OpError>)> {
                     let start = &start;
-                    scope.spawn(move || {
+                    Box::new(move || {
                         let paths: Vec<String> = (0..COLLECTIONS)
                             .map(|k| format!("c/{i}/r{rep}-{k}"))
                             .collect();
@@ -240,11 +243,13 @@ impl<'a> Folders<'a> {
                         (rec, total, cleanup)
                     })
                 })
-                .collect();
-            handles
+                .collect()
+        };
+        let results: Vec<(Recorder, u64, Result<(), OpError>)> =
+            crate::fiber::join_all(threads, jobs)
                 .into_iter()
                 .map(|h| {
-                    h.join().unwrap_or_else(|p| {
+                    h.unwrap_or_else(|p| {
                         let why = crate::suites::shootout::run::panic_message(&p).to_string();
                         (
                             Recorder::new(),
@@ -253,8 +258,7 @@ impl<'a> Folders<'a> {
                         )
                     })
                 })
-                .collect()
-        });
+                .collect();
         let mut rec = Recorder::new();
         let mut times = Vec::new();
         let mut cleanup = Ok(());
@@ -479,6 +483,7 @@ impl Suite for Namespace {
                 "the width test makes width - 1 folders first",
             )?,
             clients: c.concurrency,
+            threads: 1,
         }))
     }
 
@@ -502,6 +507,7 @@ impl Suite for Namespace {
         params.depth = point.swept("depth").unwrap_or(params.depth);
         params.width = point.swept("width").unwrap_or(params.width);
         params.clients = point.concurrency;
+        params.threads = plan.threads;
         let tests = self.tests(plan, point);
         super::on_store(target, interrupt, run, &|store, interrupt| {
             Box::new(Folders::new(store, params, tests.clone(), interrupt))

@@ -31,6 +31,7 @@ pub static INFO: DriverInfo = DriverInfo {
     forms: &["http://127.0.0.1:8080/path?query"],
     families: &[Family::Request],
     options: OPTIONS,
+    clients: engine::driver::ClientModel::EventLoop,
 };
 
 /// `https://`: the same load over TLS, with the certificate checked.
@@ -42,6 +43,7 @@ pub static HTTPS_INFO: DriverInfo = DriverInfo {
     forms: &["https://example.test/path   (--ca FILE, --insecure)"],
     families: &[Family::Request],
     options: HTTPS_OPTIONS,
+    clients: engine::driver::ClientModel::EventLoop,
 };
 
 #[cfg(feature = "tls")]

@@ -556,6 +556,7 @@ impl<'a> Magma<'a> {
             detail: Detail::Store(StoreRep {
                 commit_ns: 0,
                 storage_reads,
+                client_cpu_ns: None,
             }),
         };
         let (status, reason) = if interrupted {

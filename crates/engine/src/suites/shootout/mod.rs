@@ -39,7 +39,7 @@ impl Suite for Shootout {
     }
 
     fn settings(&self) -> Vec<&'static str> {
-        vec!["objects", "size", "concurrency", "topology"]
+        vec!["objects", "size", "concurrency", "threads", "topology"]
     }
 
     fn targets_hint(&self) -> &'static str {
@@ -126,6 +126,7 @@ impl Suite for Shootout {
         let params = Params {
             objects: point.objects,
             concurrency: point.concurrency,
+            threads: plan.threads,
             size: point.size,
             seed: plan.seed,
         };

@@ -18,12 +18,12 @@
 
 use crate::clock::Clock;
 use crate::driver::{CacheDrop, ErrorClass, OpError, Session, Store, TxMode};
+use crate::fiber::Barrier;
 use crate::recorder::{Outcome, Recorder};
 use crate::suite::TestOutcome;
 use crate::worker::{self, Schedule, Stop};
 use results::{Detail, Rep, Status, StoreRep};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Barrier;
 use std::sync::atomic::AtomicBool;
 
 /// The six tests, in the order they run.
@@ -75,6 +75,8 @@ pub fn key(rep: u32, client: u32, i: u64) -> u64 {
 pub struct Params {
     pub objects: u64,
     pub concurrency: u32,
+    /// Generator threads carrying the clients, where the store's sessions allow many per thread.
+    pub threads: usize,
     pub size: usize,
     pub seed: u64,
 }
@@ -306,6 +308,8 @@ pub struct Shootout<'a> {
     params: Params,
     interrupt: &'a AtomicBool,
     clients: Vec<Client>,
+    /// Virtual clocks: exact, repeatable records (no CPU figure, which is neither).
+    virtual_time: bool,
 }
 
 impl<'a> Shootout<'a> {
@@ -331,6 +335,7 @@ impl<'a> Shootout<'a> {
             params,
             interrupt,
             clients,
+            virtual_time,
         }
     }
 
@@ -404,21 +409,21 @@ impl<'a> Shootout<'a> {
 
         let barrier = Barrier::new(self.clients.len());
         let (store, params, interrupt) = (self.store, &self.params, self.interrupt);
-        std::thread::scope(|s| {
-            for c in self.clients.iter_mut() {
+        let threads = crate::suites::generator_threads(store, params.threads, self.clients.len());
+        let jobs = (self.clients.iter_mut())
+            .map(|c| -> crate::fiber::Job<'_, ()> {
                 let barrier = &barrier;
-                std::thread::Builder::new()
-                    .name(format!("dyno-client-{}", c.index))
-                    .spawn_scoped(s, move || {
-                        c.run(test, rep, params, store, barrier, interrupt)
-                    })
-                    .expect("spawning a client thread");
-            }
-        });
-        self.outcome(test, cache_note)
+                Box::new(move || c.run(test, rep, params, store, barrier, interrupt))
+            })
+            .collect();
+        let (u0, s0) = crate::load::process_cpu_ns();
+        // A client catches its driver's panics itself (`Client::run`).
+        let _ = crate::fiber::join_all(threads, jobs);
+        let (u1, s1) = crate::load::process_cpu_ns();
+        self.outcome(test, cache_note, (u1 + s1).saturating_sub(u0 + s0))
     }
 
-    fn outcome(&self, test: Test, cache: Option<String>) -> TestOutcome {
+    fn outcome(&self, test: Test, cache: Option<String>, cpu_ns: u64) -> TestOutcome {
         let mut recorder = Recorder::new();
         for c in &self.clients {
             recorder.merge(&c.rec);
@@ -441,6 +446,7 @@ impl<'a> Shootout<'a> {
             detail: Detail::Store(StoreRep {
                 commit_ns: self.clients.iter().map(|c| c.commit_ns).max().unwrap_or(0),
                 storage_reads,
+                client_cpu_ns: (!self.virtual_time).then_some(cpu_ns),
             }),
         };
 
@@ -486,13 +492,7 @@ impl<'a> Shootout<'a> {
     }
 }
 
-pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
-}
+pub(crate) use crate::fiber::panic_message;
 
 pub(crate) fn error_reason(rec: &Recorder, ops: u64) -> String {
     let classes: Vec<String> = ErrorClass::ALL

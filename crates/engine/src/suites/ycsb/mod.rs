@@ -509,7 +509,7 @@ impl Client<'_> {
             let r = &mut self.rec[slot(op)];
             r.record(end - due.unwrap_or(t0).min(t0), outcome);
             if due.is_some() {
-                r.service.saturating_record((end - t0).max(1));
+                results::histogram::record(&mut r.service, end - t0);
             }
         }
         self
@@ -636,35 +636,37 @@ fn load(
 ) -> TestOutcome {
     let clients = point.concurrency.max(1);
     let start = ctx.clock.now_ns();
-    let runs: Vec<(Recs, u64)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..clients)
-            .map(|c| {
-                let clock = client_clock(ctx, virtual_time);
-                s.spawn(move || {
-                    let mut rec: Recs = Default::default();
-                    let t0 = clock.now_ns();
-                    let mut session = match store.connect(&clock) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            rec[slot(Op::Insert)].fail(e);
-                            return (rec, 0);
-                        }
-                    };
-                    let mut val = Vec::with_capacity(RECORD);
-                    let mut k = i64::from(c);
-                    while k < records && !ctx.interrupt.load(Ordering::Relaxed) {
-                        record(k, 0, &mut val);
-                        let o0 = clock.now_ns();
-                        let r = write(&mut *session, k, &val);
-                        rec[slot(Op::Insert)].record(clock.now_ns() - o0, r);
-                        k += i64::from(clients);
+    let threads = super::generator_threads(store, ctx.threads, clients as usize);
+    let jobs = (0..clients)
+        .map(|c| -> crate::fiber::Job<'_, (Recs, u64)> {
+            let clock = client_clock(ctx, virtual_time);
+            Box::new(move || {
+                let mut rec: Recs = Default::default();
+                let t0 = clock.now_ns();
+                let mut session = match store.connect(&clock) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        rec[slot(Op::Insert)].fail(e);
+                        return (rec, 0);
                     }
-                    (rec, clock.now_ns() - t0)
-                })
+                };
+                let mut val = Vec::with_capacity(RECORD);
+                let mut k = i64::from(c);
+                while k < records && !ctx.interrupt.load(Ordering::Relaxed) {
+                    record(k, 0, &mut val);
+                    let o0 = clock.now_ns();
+                    let r = write(&mut *session, k, &val);
+                    rec[slot(Op::Insert)].record(clock.now_ns() - o0, r);
+                    k += i64::from(clients);
+                }
+                (rec, clock.now_ns() - t0)
             })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
+        })
+        .collect();
+    let runs: Vec<(Recs, u64)> = crate::fiber::join_all(threads, jobs)
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
     let client_ns: Vec<u64> = runs.iter().map(|r| r.1).collect();
     let wall = wall_of(ctx, start, virtual_time, &client_ns);
     let recs = runs.into_iter().map(|r| r.0).collect();
@@ -698,10 +700,11 @@ fn run_workload(
         _ => None,
     };
     let start = ctx.clock.now_ns();
-    let done: Vec<(Option<Client>, u64, Option<OpError>)> = std::thread::scope(|s| {
-        let shared = &shared;
-        let handles: Vec<_> = (0..clients)
-            .map(|c| {
+    let threads = super::generator_threads(store, ctx.threads, clients as usize);
+    let shared = &shared;
+    let jobs = (0..clients)
+        .map(
+            |c| -> crate::fiber::Job<'_, (Option<Client>, u64, Option<OpError>)> {
                 let share = operations / u64::from(clients)
                     + u64::from(u64::from(c) < operations % u64::from(clients));
                 // Each client's own stream: the plan's seed, the repetition, the workload, the
@@ -723,7 +726,7 @@ fn run_workload(
                 let clock = client_clock(ctx, virtual_time);
                 // The target rate, each client its share.
                 let per_s = rate.map(|r| r / f64::from(clients));
-                s.spawn(move || {
+                Box::new(move || {
                     let t0 = clock.now_ns();
                     match store.connect(&clock) {
                         Ok(mut session) => {
@@ -734,10 +737,13 @@ fn run_workload(
                         Err(e) => (None, 0, Some(e)),
                     }
                 })
-            })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
+            },
+        )
+        .collect();
+    let done: Vec<(Option<Client>, u64, Option<OpError>)> = crate::fiber::join_all(threads, jobs)
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
     let ns: Vec<u64> = done.iter().map(|d| d.1).collect();
     let wall = wall_of(ctx, start, virtual_time, &ns);
     let mut drawn: BTreeMap<i64, u64> = BTreeMap::new();
@@ -802,7 +808,14 @@ impl Suite for Ycsb {
     }
 
     fn settings(&self) -> Vec<&'static str> {
-        vec!["objects", "concurrency", "operations", "zipf", "rate"]
+        vec![
+            "objects",
+            "concurrency",
+            "threads",
+            "operations",
+            "zipf",
+            "rate",
+        ]
     }
 
     fn targets_hint(&self) -> &'static str {

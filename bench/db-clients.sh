@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# dyno's database clients beside the native benchmarks, on the same servers, in one run: what a
+# client costs the generator (CPU per operation, user + system) and the rate it reaches. The
+# servers run on core 1, every generator on core 0 (so dyno carries all its clients on one
+# thread: --threads defaults to the cores it may use). ROUNDS rounds (default 5), one after the
+# other within each round; the ratios dyno / native per round, then their median:
+#   - postgres:// shootout, hot reads, -c 8 -n N_PG (default 20000)  vs  pgbench -S -M prepared
+#     -c 8 -j 1 (8 × N_PG selects): CPU per read, reads per second;
+#   - redis:// shootout, warm and hot reads, -c 50 -n 1000 (300 B)  vs  redis-benchmark -t get
+#     -c 50 -P 1 -d 300 (as many GETs): CPU per read, reads per second;
+#   - dyno's peak RSS (GNU time) for that redis:// shootout, against the client object cache's
+#     payload (50 × 1000 × 300 B = 15 MB).
+# dyno's CPU for a test is its process's (every thread) from the start to the end of the test,
+# as the record keeps it (cases[].reps[].detail.store.client_cpu_ns); pgbench's and
+# redis-benchmark's are their processes' whole runs (GNU time), setup included — which favours
+# them. Traffic stays on 127.0.0.1.
+# Usage: bench/db-clients.sh [ROUNDS] [N_PG]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+npg=${2:-20000}
+need() { command -v "$1" >/dev/null 2>&1 || [ -x "$2" ]; }
+install() { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; }
+need redis-server /usr/bin/redis-server || install redis-server redis-tools
+[ -x /usr/bin/time ] || install time
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+[ -n "$pgbin" ] || { install postgresql postgresql-contrib; pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); }
+[ -x "$pgbin/pgbench" ] || install postgresql-contrib
+cargo build --release -q
+dyno=$PWD/target/release/dyno
+work=$(mktemp -d)
+chmod 755 "$work"
+pids=()
+cleanup() {
+  set +e
+  # The postmaster by its own PID file (runuser does not pass a signal on); redis by its PID.
+  [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null
+  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# PostgreSQL on core 1, as the `postgres` user when root (initdb refuses root).
+as_pg=()
+[ "$(id -u)" = 0 ] && { id postgres >/dev/null 2>&1 || useradd -r postgres; as_pg=(runuser -u postgres --); }
+mkdir "$work/pg" && [ ${#as_pg[@]} -eq 0 ] || chown postgres "$work/pg"
+"${as_pg[@]}" "$pgbin/initdb" -D "$work/pg/data" -U dyno --auth=trust -E UTF8 --no-sync >/dev/null
+pgport=$(free_port)
+taskset -c 1 "${as_pg[@]}" "$pgbin/postgres" -D "$work/pg/data" -p "$pgport" \
+  -c listen_addresses=127.0.0.1 -k "$work/pg" >"$work/pg.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
+"$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s 1 -q postgres >/dev/null 2>&1
+pg="postgres://dyno@127.0.0.1:$pgport/postgres"
+
+rport=$(free_port)
+taskset -c 1 redis-server --bind 127.0.0.1 --port "$rport" --save "" --appendonly no --dir "$work" >/dev/null &
+pids+=($!)
+for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+echo "$($dyno --version); PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}'), redis $(redis-server --version | awk '{print $3}')"
+echo "servers on core 1, generators on core 0; $rounds rounds"
+
+# Runs a command (its output into FILE); prints "CPU_SECONDS MAX_RSS_KB" as GNU time reports them.
+timed() {
+  local file=$1
+  shift
+  /usr/bin/time -f "%U %S %M" -o "$work/time" "$@" >"$file" 2>"$work/err" || { cat "$work/err" "$file"; exit 1; }
+  awk '{ print $1 + $2, $3 }' "$work/time"
+}
+
+# dyno's figures for the read tests of a shootout record: "READS CPU_NS RATE".
+reads_of() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+rec = json.load(open(sys.argv[1]))
+tests = sys.argv[2].split(",")
+ops = cpu = wall = 0
+for c in rec["cases"]:
+    if c["test"] in tests:
+        for r in c["reps"]:
+            ops += r["ops"]
+            cpu += r["detail"]["store"]["client_cpu_ns"]
+            wall += r["wall_ns"]
+print(ops, cpu, ops / wall * 1e9)
+PY
+}
+
+printf "%-6s %-34s %12s %14s %10s\n" round what "reads/s" "CPU/read (µs)" "peak RSS"
+results=$work/results
+: >"$results"
+for round in $(seq 1 "$rounds"); do
+  # PostgreSQL
+  timed /dev/null taskset -c 0 "$dyno" run "$pg" -c 8 -n "$npg" --reps 1 --quiet -o "$work/pg-$round" >/dev/null
+  read -r ops cpu rate < <(reads_of "$work/pg-$round/run.json" hot)
+  d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
+  printf "%-6s %-34s %12.0f %14.2f\n" "$round" "dyno postgres:// hot -c 8" "$rate" "$d_cpu"
+  n=$((npg))
+  read -r cpu _ < <(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \
+    -S -M prepared -c 8 -j 1 -t "$n" postgres)
+  tps=$(awk '/^tps = / { print $3; exit }' "$work/pgbench.out")
+  done_tx=$(awk -F': ' '/number of transactions actually processed/ { split($2, a, "/"); print a[1] }' "$work/pgbench.out")
+  p_cpu=$(python3 -c "print($cpu * 1e6 / $done_tx)")
+  printf "%-6s %-34s %12.0f %14.2f\n" "$round" "pgbench -S -M prepared -c 8 -j 1" "$tps" "$p_cpu"
+  echo "pg $round $d_cpu $p_cpu $rate $tps" >>"$results"
+
+  # Redis
+  read -r _ rss < <(timed /dev/null taskset -c 0 "$dyno" run "redis://127.0.0.1:$rport" -c 50 -n 1000 --size 300 \
+    --reps 1 --quiet -o "$work/redis-$round")
+  read -r ops cpu rate < <(reads_of "$work/redis-$round/run.json" warm,hot)
+  d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
+  printf "%-6s %-34s %12.0f %14.2f %7.1f MiB\n" "$round" "dyno redis:// warm+hot -c 50" "$rate" "$d_cpu" "$(python3 -c "print($rss / 1024)")"
+  read -r cpu _ < <(timed "$work/rb.csv" taskset -c 0 redis-benchmark -p "$rport" -t get -c 50 -P 1 -d 300 \
+    -n "$ops" --csv)
+  rps=$(python3 -c "import csv; print(list(csv.DictReader(open('$work/rb.csv')))[0]['rps'])")
+  r_cpu=$(python3 -c "print($cpu * 1e6 / $ops)")
+  printf "%-6s %-34s %12.0f %14.2f\n" "$round" "redis-benchmark -t get -c 50 -d 300" "$rps" "$r_cpu"
+  echo "redis $round $d_cpu $r_cpu $rate $rps $rss" >>"$results"
+done
+
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+def show(kind, what):
+    rs = [r for r in rows if r[0] == kind]
+    cpu = [float(r[2]) / float(r[3]) for r in rs]
+    rate = [float(r[4]) / float(r[5]) for r in rs]
+    print(f"{what}: CPU per read {', '.join(f'{x:.2f}' for x in cpu)} (median {statistics.median(cpu):.2f}x); "
+          f"rate {', '.join(f'{x:.2f}' for x in rate)} (median {statistics.median(rate):.2f}x)")
+    return rs
+print()
+print("dyno / native, per round:")
+show("pg", "postgres:// vs pgbench")
+rs = show("redis", "redis:// vs redis-benchmark")
+rss = [int(r[6]) / 1024 for r in rs]
+payload = 50 * 1000 * 300 / 2**20
+print(f"dyno peak RSS, redis:// shootout -c 50 -n 1000: {', '.join(f'{x:.1f}' for x in rss)} MiB "
+      f"(median {statistics.median(rss):.1f} MiB; cache payload {payload:.1f} MiB + 16 MiB = {payload + 16:.1f} MiB)")
+PY
