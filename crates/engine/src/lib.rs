@@ -17,6 +17,8 @@
 //! - [`clock`]: the monotonic clock, and a virtual one for exact tests.
 //! - [`worker`]: the one worker loop (schedule × stop condition); [`schedule`]: open-loop arrivals.
 //! - [`recorder`]: per-worker histograms and counters.
+//! - [`fiber`]: clients as fibers, many per generator thread, each thread an event loop; the
+//!   socket drivers wait on ([`fiber::Stream`]), sleeps and barriers that yield.
 //! - [`load`]: the event-loop engine for request/response targets (closed and open loop).
 //! - [`fault`]: fault plans (kill, restart, pause a target's process; partition or slow a
 //!   member through its link; restart dyno's clients — on a schedule), levels, and the nemesis
