@@ -62,6 +62,11 @@ struct Sentinel {
 
 /// How long a client waits to connect, or for any reply.
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connection's read buffer: a reply line and a small value in one `recv`; a larger value
+/// is read through it in pieces (or straight into the caller's buffer). Small, as there is one
+/// per client and `-c` may be in the hundreds.
+const READ_BUFFER: usize = 16 << 10;
 /// A bulk reply larger than this is a protocol error (Redis's own limit is 512 MiB).
 const MAX_BULK: usize = 512 << 20;
 
@@ -234,7 +239,7 @@ impl Conn {
         s.set_nodelay(true).map_err(io_err("connect"))?;
         s.set_read_timeout(Some(TIMEOUT));
         let mut c = Conn {
-            input: BufReader::with_capacity(64 << 10, s),
+            input: BufReader::with_capacity(READ_BUFFER, s),
             frame: Vec::with_capacity(512),
             line: Vec::with_capacity(64),
         };
