@@ -100,6 +100,12 @@ pub enum Command {
     },
     /// List the drivers: URL forms, operation families and options.
     Targets,
+    /// The adapter conformance kit: checks an adapter program (exec:PROGRAM[?OPTIONS]) against
+    /// the protocol, operation by operation; exit 0 when every check passes.
+    AdapterCheck {
+        /// The adapter, as a target URL: exec:PROGRAM[?OPTION=VALUE…].
+        url: String,
+    },
     /// Serve the object-store benchmark host (for dyno:// targets), or with --http / --tcp a
     /// reference server for load tests.
     Serve(ServeArgs),

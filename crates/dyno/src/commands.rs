@@ -81,6 +81,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Targets => targets_cmd(),
+        Command::AdapterCheck { url } => crate::adapter_check::check(&url),
         Command::Serve(args) => crate::serve::serve(args),
         Command::Stats { addr, token } => crate::serve::stats(&addr, token.as_deref()),
         Command::Link(args) => crate::serve::link(args),

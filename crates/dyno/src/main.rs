@@ -1,5 +1,6 @@
 //! `dyno`: parse the command line, run the command, print one error and exit non-zero on failure.
 
+mod adapter_check;
 mod cli;
 mod commands;
 mod live;

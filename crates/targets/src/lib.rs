@@ -23,6 +23,7 @@
 
 pub mod claim;
 pub mod etcd;
+pub mod exec;
 pub mod fs;
 pub mod http;
 pub mod lmdb;
@@ -99,6 +100,10 @@ pub fn drivers() -> Vec<Driver> {
         Driver {
             info: &etcd::INFO,
             configure: etcd::configure,
+        },
+        Driver {
+            info: &exec::INFO,
+            configure: exec::configure,
         },
         Driver {
             info: &http::INFO,

@@ -1,0 +1,185 @@
+"""dyno's adapter helper: a store adapter is a class; `run(MyAdapter)` speaks the protocol.
+
+The protocol (docs/adapter-protocol.md) is JSON lines over standard input and output: dyno
+sends one message per line, the adapter answers each with one line. This module reads the
+messages, calls the adapter's methods, and writes the replies; errors raised as `AdapterError`
+(or its kinds below) become error replies with their code; any other exception is a crash
+(code 13), reported and the adapter goes on. Standard library only.
+
+An adapter class sets `name`, `durability` and `versions`, and implements:
+
+- the store role (one process per run): `open()` returns the namespace (a string every session
+  gets), `drop_caches()` returns what it dropped (or raises `NotSupported(why)`), `close_store()`;
+- the session role (one process per client): `begin(mode)` ("read" or "write"), `put(key,
+  value)`, `get(key)` -> bytes (raise `NotFound` when absent), `delete(key)`, `commit()`, and
+  optionally `get_many(keys)` -> [bytes], `scan(start, count)` -> [(key, bytes)] in key order,
+  `close_session()`.
+
+Keys are integers (below 2**64), values bytes. An adapter that keeps a cache counts the reads
+that reached its storage in `self.storage_reads` and sets `counts_storage_reads = True`; dyno
+verifies the shootout's cache states with that count.
+"""
+
+import base64
+import json
+import sys
+import traceback
+
+PROTOCOL = 1
+
+
+class AdapterError(Exception):
+    """An operation's failure, as the protocol's error code and a text."""
+
+    code = 13
+
+    def __init__(self, text, code=None):
+        super().__init__(text)
+        self.text = text
+        if code is not None:
+            self.code = code
+
+
+class Timeout(AdapterError):
+    code = 0  # indefinite: the outcome is unknown
+
+
+class NotSupported(AdapterError):
+    code = 10
+
+
+class Unavailable(AdapterError):
+    code = 11  # definite: nothing was done
+
+
+class Abort(AdapterError):
+    code = 14
+
+
+class NotFound(AdapterError):
+    code = 20
+
+
+class Conflict(AdapterError):
+    code = 30
+
+
+class Adapter:
+    name = "unnamed adapter"
+    durability = "unknown"
+    versions = {}
+    counts_storage_reads = False
+
+    def __init__(self, role, namespace, options):
+        self.role = role
+        self.namespace = namespace
+        self.options = options
+        self.storage_reads = 0
+
+    # The store role.
+    def open(self):
+        raise NotSupported("this adapter has no store role")
+
+    def drop_caches(self):
+        raise NotSupported("this adapter keeps no caches it can drop")
+
+    def close_store(self):
+        pass
+
+    # The session role.
+    def begin(self, mode):
+        pass
+
+    def commit(self):
+        pass
+
+    def close_session(self):
+        pass
+
+
+def _optional_ops(cls):
+    return [op for op in ("get_many", "scan") if callable(getattr(cls, op, None))]
+
+
+def _key(text):
+    return int(text)
+
+
+def run(cls, stdin=None, stdout=None):
+    """Serves the protocol on standard input and output until `close` or end of input."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    adapter = None
+    for raw in stdin:
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            print("dyno_adapter: a line that is not JSON: %r" % raw[:80], file=sys.stderr)
+            continue
+        mid = msg.get("msg_id")
+        kind = msg.get("type")
+        reply = {"in_reply_to": mid}
+        before = adapter.storage_reads if adapter else 0
+        try:
+            if kind == "init":
+                adapter = cls(msg.get("role"), msg.get("namespace"), msg.get("options") or {})
+                reply.update(
+                    type="init_ok",
+                    protocol=PROTOCOL,
+                    name=cls.name,
+                    durability=cls.durability,
+                    versions=cls.versions,
+                    ops=["get", "put", "delete", "begin", "commit"] + _optional_ops(cls),
+                    storage_reads=cls.counts_storage_reads,
+                )
+                before = 0
+            elif adapter is None:
+                raise AdapterError("the first message must be init", 12)
+            elif kind == "close":
+                if adapter.role == "store":
+                    adapter.close_store()
+                else:
+                    adapter.close_session()
+                reply["type"] = "close_ok"
+                _write(stdout, reply)
+                return
+            elif kind == "open":
+                reply.update(type="open_ok", namespace=adapter.open())
+            elif kind == "drop_caches":
+                reply.update(type="drop_caches_ok", done=adapter.drop_caches())
+            elif kind == "begin":
+                adapter.begin(msg.get("mode"))
+                reply["type"] = "begin_ok"
+            elif kind == "commit":
+                adapter.commit()
+                reply["type"] = "commit_ok"
+            elif kind == "put":
+                adapter.put(_key(msg["key"]), base64.b64decode(msg["value"]))
+                reply["type"] = "put_ok"
+            elif kind == "get":
+                value = adapter.get(_key(msg["key"]))
+                reply.update(type="get_ok", value=base64.b64encode(value).decode("ascii"))
+            elif kind == "delete":
+                adapter.delete(_key(msg["key"]))
+                reply["type"] = "delete_ok"
+            elif kind == "get_many" and "get_many" in _optional_ops(cls):
+                values = adapter.get_many([_key(k) for k in msg["keys"]])
+                reply.update(type="get_many_ok", values=[base64.b64encode(v).decode("ascii") for v in values])
+            elif kind == "scan" and "scan" in _optional_ops(cls):
+                items = adapter.scan(_key(msg["start"]), int(msg["count"]))
+                reply.update(type="scan_ok", items=[[str(k), base64.b64encode(v).decode("ascii")] for k, v in items])
+            else:
+                raise NotSupported("no operation %r" % kind)
+            if kind in ("get", "get_many", "scan"):
+                reply["storage_reads"] = adapter.storage_reads - before
+        except AdapterError as e:
+            reply = {"in_reply_to": mid, "type": "error", "code": e.code, "text": e.text}
+        except Exception as e:  # a crash of the adapter's own code: code 13, and go on
+            traceback.print_exc(file=sys.stderr)
+            reply = {"in_reply_to": mid, "type": "error", "code": 13, "text": "%s: %s" % (type(e).__name__, e)}
+        _write(stdout, reply)
+
+
+def _write(stdout, reply):
+    stdout.write(json.dumps(reply, separators=(",", ":")).encode("utf-8") + b"\n")
+    stdout.flush()

@@ -1,0 +1,253 @@
+//! `dyno adapter-check exec:PROGRAM[?OPTIONS]`: the adapter conformance kit.
+//!
+//! It drives the adapter through the same driver a run uses (`targets::exec`), so what passes
+//! here is what a run will do: the handshake, a store and its namespace, sessions in separate
+//! processes, every operation the adapter says it has, with values checked byte for byte, a
+//! missing key's error, a second session seeing the first's commit, the storage-read count, the
+//! cache drop, and the store's close. One line per check (`ok` or `FAIL` with the reason); the
+//! first failure of the handshake or the store stops the rest, which could only fail with it.
+
+use anyhow::{Result, bail};
+use engine::clock::Clock;
+use engine::driver::{CacheDrop, ErrorClass, Session, Store, TargetConfig, TxMode};
+use std::process::ExitCode;
+
+struct Kit {
+    passed: usize,
+    failed: usize,
+}
+
+impl Kit {
+    fn check(&mut self, what: &str, r: Result<String, String>) -> bool {
+        match r {
+            Ok(note) if note.is_empty() => println!("ok    {what}"),
+            Ok(note) => println!("ok    {what}: {note}"),
+            Err(why) => {
+                println!("FAIL  {what}: {why}");
+                self.failed += 1;
+                return false;
+            }
+        }
+        self.passed += 1;
+        true
+    }
+}
+
+fn value(key: u64, version: u8, len: usize) -> Vec<u8> {
+    // Every byte value 0..=255 appears (a value is bytes, not text), keyed and versioned.
+    let mut v: Vec<u8> = (0..len)
+        .map(|i| (i as u64 ^ key).wrapping_mul(31) as u8)
+        .collect();
+    v[0] = version;
+    v
+}
+
+pub fn check(url: &str) -> Result<ExitCode> {
+    let Some(rest) = url.strip_prefix("exec:") else {
+        bail!("{url}: the conformance kit checks adapters: give exec:PROGRAM[?OPTION=VALUE…]");
+    };
+    let (program, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let mut options = std::collections::BTreeMap::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        options.insert(k.to_string(), v.to_string());
+    }
+    let config = targets::exec::configure(program, &options).map_err(|e| {
+        anyhow::anyhow!(
+            "{url}: {}{}",
+            e.message,
+            e.hint.map(|h| format!(" ({h})")).unwrap_or_default()
+        )
+    })?;
+    let mut kit = Kit {
+        passed: 0,
+        failed: 0,
+    };
+    println!("dyno adapter-check {url}");
+    let durability = config.durability();
+    let started = !durability.starts_with("unknown (the adapter did not start)");
+    if !kit.check(
+        "handshake (init → init_ok: protocol, name, durability, ops)",
+        if started {
+            Ok(format!("durability {durability:?}"))
+        } else {
+            Err(probe_error(&*config))
+        },
+    ) {
+        return Ok(summary(&kit));
+    }
+    let store = match config.open() {
+        Ok(s) => s,
+        Err(e) => {
+            kit.check("store: open → a namespace", Err(e.message));
+            return Ok(summary(&kit));
+        }
+    };
+    kit.check("store: open → a namespace", Ok(store.namespace().location));
+    let versions = store.versions();
+    kit.check(
+        "versions named",
+        Ok(versions
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")),
+    );
+    sessions(&mut kit, &*store);
+    kit.check(
+        "store: drop_caches (done, or not supported with a reason)",
+        match store.drop_caches() {
+            Ok(CacheDrop::Done(what)) => Ok(format!("done: {what}")),
+            Ok(CacheDrop::NotReachable(why)) if !why.trim().is_empty() => {
+                Ok(format!("not supported: {why}"))
+            }
+            Ok(CacheDrop::NotReachable(_)) => Err("not supported, without a reason".into()),
+            Err(e) => Err(e.to_string()),
+        },
+    );
+    kit.check(
+        "store: close",
+        store.close().map(|()| String::new()).map_err(|e| e.message),
+    );
+    Ok(summary(&kit))
+}
+
+/// Why the probe failed: the handshake again, for its message.
+fn probe_error(config: &dyn TargetConfig) -> String {
+    match config.open() {
+        Err(e) => e.message,
+        Ok(s) => {
+            let _ = s.close();
+            "the probe failed, and a second start succeeded".into()
+        }
+    }
+}
+
+fn sessions(kit: &mut Kit, store: &dyn Store) {
+    let clock = Clock::monotonic();
+    let mut a = match store.connect(&clock) {
+        Ok(s) => s,
+        Err(e) => {
+            kit.check("session: start and init", Err(e.to_string()));
+            return;
+        }
+    };
+    kit.check("session: start and init", Ok(String::new()));
+    let keys: [u64; 4] = [1, 2, 1 << 40, u64::MAX - 1];
+    let write = |s: &mut dyn Session, version: u8| -> Result<(), String> {
+        s.begin(TxMode::Write).map_err(|e| format!("begin: {e}"))?;
+        for &k in &keys {
+            s.put(k, &value(k, version, 300))
+                .map_err(|e| format!("put {k}: {e}"))?;
+        }
+        s.commit().map_err(|e| format!("commit: {e}"))
+    };
+    let read = |s: &mut dyn Session, version: u8| -> Result<u64, String> {
+        let before = s.storage_reads();
+        s.begin(TxMode::Read).map_err(|e| format!("begin: {e}"))?;
+        let mut out = Vec::new();
+        for &k in &keys {
+            s.get(k, &mut out).map_err(|e| format!("get {k}: {e}"))?;
+            if out != value(k, version, 300) {
+                return Err(format!(
+                    "get {k}: {} bytes, not the {} written",
+                    out.len(),
+                    300
+                ));
+            }
+        }
+        s.commit().map_err(|e| format!("commit: {e}"))?;
+        Ok(s.storage_reads() - before)
+    };
+    kit.check(
+        "put 4 keys (up to 2^64 - 2) in a write transaction, commit",
+        write(&mut *a, 1).map(|()| String::new()),
+    );
+    kit.check(
+        "get each back, byte for byte",
+        read(&mut *a, 1).map(|n| format!("{n} of 4 reads reached the storage")),
+    );
+    kit.check(
+        "overwrite, and read the new values",
+        write(&mut *a, 2)
+            .and_then(|()| read(&mut *a, 2))
+            .map(|_| String::new()),
+    );
+    let mut out = Vec::new();
+    let mut ends = Vec::new();
+    kit.check(
+        "get_many (or one get per key) returns each value in the keys' order",
+        a.get_many(&[keys[2], keys[0]], &mut out, &mut ends)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                let want: Vec<u8> = [value(keys[2], 2, 300), value(keys[0], 2, 300)].concat();
+                if out == want && ends == [300, 600] {
+                    Ok(String::new())
+                } else {
+                    Err("other values, or in another order".into())
+                }
+            }),
+    );
+    match store.connect(&clock) {
+        Ok(mut b) => {
+            kit.check(
+                "a second session (another process) reads the first one's commit",
+                read(&mut *b, 2).map(|_| String::new()),
+            );
+        }
+        Err(e) => {
+            kit.check(
+                "a second session (another process) reads the first one's commit",
+                Err(e.to_string()),
+            );
+        }
+    }
+    kit.check(
+        "delete, then get: a not-found error (code 20)",
+        (|| {
+            a.begin(TxMode::Write).map_err(|e| e.to_string())?;
+            a.delete(keys[1]).map_err(|e| format!("delete: {e}"))?;
+            a.commit().map_err(|e| e.to_string())?;
+            match a.get(keys[1], &mut out) {
+                Err(e) if e.class == ErrorClass::NotFound => Ok(String::new()),
+                Err(e) => Err(format!(
+                    "an error of class {} ({e}), not not_found",
+                    e.class.as_str()
+                )),
+                Ok(()) => Err("the deleted key was read".into()),
+            }
+        })(),
+    );
+    if store.scans().is_ok() {
+        let mut items = Vec::new();
+        kit.check(
+            "scan from a key: the next keys in order",
+            a.scan(0, 10, &mut items)
+                .map_err(|e| e.to_string())
+                .and_then(|()| {
+                    let got: Vec<u64> = items.iter().map(|(k, _)| *k).collect();
+                    let want = vec![keys[0], keys[2], keys[3]];
+                    if got == want {
+                        Ok(String::new())
+                    } else {
+                        Err(format!("keys {got:?}, not {want:?}"))
+                    }
+                }),
+        );
+    }
+}
+
+fn summary(kit: &Kit) -> ExitCode {
+    println!();
+    if kit.failed == 0 {
+        println!("{} checks passed", kit.passed);
+        ExitCode::SUCCESS
+    } else {
+        println!(
+            "{} of {} checks failed",
+            kit.failed,
+            kit.passed + kit.failed
+        );
+        ExitCode::from(1)
+    }
+}
