@@ -22,6 +22,7 @@ verifies the shootout's cache states with that count.
 
 import base64
 import json
+import struct
 import sys
 import traceback
 
@@ -106,78 +107,155 @@ def _key(text):
 
 
 def run(cls, stdin=None, stdout=None):
-    """Serves the protocol on standard input and output until `close` or end of input."""
+    """Serves the protocol on standard input and output until `close` or end of input: JSON
+    lines, or the binary framing when dyno offers it (and the class does not set
+    `framing = "json"`)."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    adapter = None
+    state = {"adapter": None, "binary": False, "done": False}
     for raw in stdin:
         try:
             msg = json.loads(raw)
         except ValueError:
             print("dyno_adapter: a line that is not JSON: %r" % raw[:80], file=sys.stderr)
             continue
-        mid = msg.get("msg_id")
-        kind = msg.get("type")
-        reply = {"in_reply_to": mid}
-        before = adapter.storage_reads if adapter else 0
-        try:
-            if kind == "init":
-                adapter = cls(msg.get("role"), msg.get("namespace"), msg.get("options") or {})
-                reply.update(
-                    type="init_ok",
-                    protocol=PROTOCOL,
-                    name=cls.name,
-                    durability=cls.durability,
-                    versions=cls.versions,
-                    ops=["get", "put", "delete", "begin", "commit"] + _optional_ops(cls),
-                    storage_reads=cls.counts_storage_reads,
-                )
-                before = 0
-            elif adapter is None:
-                raise AdapterError("the first message must be init", 12)
-            elif kind == "close":
-                if adapter.role == "store":
-                    adapter.close_store()
-                else:
-                    adapter.close_session()
-                reply["type"] = "close_ok"
-                _write(stdout, reply)
-                return
-            elif kind == "open":
-                reply.update(type="open_ok", namespace=adapter.open())
-            elif kind == "drop_caches":
-                reply.update(type="drop_caches_ok", done=adapter.drop_caches())
-            elif kind == "begin":
-                adapter.begin(msg.get("mode"))
-                reply["type"] = "begin_ok"
-            elif kind == "commit":
-                adapter.commit()
-                reply["type"] = "commit_ok"
-            elif kind == "put":
-                adapter.put(_key(msg["key"]), base64.b64decode(msg["value"]))
-                reply["type"] = "put_ok"
-            elif kind == "get":
-                value = adapter.get(_key(msg["key"]))
-                reply.update(type="get_ok", value=base64.b64encode(value).decode("ascii"))
-            elif kind == "delete":
-                adapter.delete(_key(msg["key"]))
-                reply["type"] = "delete_ok"
-            elif kind == "get_many" and "get_many" in _optional_ops(cls):
-                values = adapter.get_many([_key(k) for k in msg["keys"]])
-                reply.update(type="get_many_ok", values=[base64.b64encode(v).decode("ascii") for v in values])
-            elif kind == "scan" and "scan" in _optional_ops(cls):
-                items = adapter.scan(_key(msg["start"]), int(msg["count"]))
-                reply.update(type="scan_ok", items=[[str(k), base64.b64encode(v).decode("ascii")] for k, v in items])
+        _write(stdout, _handle(cls, state, msg))
+        if state["done"]:
+            return
+        if state["binary"]:
+            return _run_binary(state, stdin, stdout)
+
+
+def _handle(cls, state, msg):
+    """One JSON message's reply (a dict)."""
+    adapter = state["adapter"]
+    mid = msg.get("msg_id")
+    kind = msg.get("type")
+    reply = {"in_reply_to": mid}
+    before = adapter.storage_reads if adapter else 0
+    try:
+        if kind == "init":
+            adapter = state["adapter"] = cls(msg.get("role"), msg.get("namespace"), msg.get("options") or {})
+            offered = msg.get("framings") or ["json"]
+            framing = "binary" if "binary" in offered and getattr(cls, "framing", "binary") != "json" else "json"
+            reply.update(
+                type="init_ok",
+                protocol=PROTOCOL,
+                name=cls.name,
+                durability=cls.durability,
+                versions=cls.versions,
+                ops=["get", "put", "delete", "begin", "commit"] + _optional_ops(cls),
+                storage_reads=cls.counts_storage_reads,
+                framing=framing,
+            )
+            state["binary"] = framing == "binary"
+            return reply
+        if adapter is None:
+            raise AdapterError("the first message must be init", 12)
+        if kind == "close":
+            if adapter.role == "store":
+                adapter.close_store()
             else:
-                raise NotSupported("no operation %r" % kind)
-            if kind in ("get", "get_many", "scan"):
-                reply["storage_reads"] = adapter.storage_reads - before
+                adapter.close_session()
+            state["done"] = True
+            reply["type"] = "close_ok"
+        elif kind == "open":
+            reply.update(type="open_ok", namespace=adapter.open())
+        elif kind == "drop_caches":
+            reply.update(type="drop_caches_ok", done=adapter.drop_caches())
+        elif kind == "begin":
+            adapter.begin(msg.get("mode"))
+            reply["type"] = "begin_ok"
+        elif kind == "commit":
+            adapter.commit()
+            reply["type"] = "commit_ok"
+        elif kind == "put":
+            adapter.put(_key(msg["key"]), base64.b64decode(msg["value"]))
+            reply["type"] = "put_ok"
+        elif kind == "get":
+            value = adapter.get(_key(msg["key"]))
+            reply.update(type="get_ok", value=base64.b64encode(value).decode("ascii"))
+        elif kind == "delete":
+            adapter.delete(_key(msg["key"]))
+            reply["type"] = "delete_ok"
+        elif kind == "get_many" and "get_many" in _optional_ops(cls):
+            values = adapter.get_many([_key(k) for k in msg["keys"]])
+            reply.update(type="get_many_ok", values=[base64.b64encode(v).decode("ascii") for v in values])
+        elif kind == "scan" and "scan" in _optional_ops(cls):
+            items = adapter.scan(_key(msg["start"]), int(msg["count"]))
+            reply.update(type="scan_ok", items=[[str(k), base64.b64encode(v).decode("ascii")] for k, v in items])
+        else:
+            raise NotSupported("no operation %r" % kind)
+        if kind in ("get", "get_many", "scan"):
+            reply["storage_reads"] = adapter.storage_reads - before
+    except AdapterError as e:
+        reply = {"in_reply_to": mid, "type": "error", "code": e.code, "text": e.text}
+    except Exception as e:  # a crash of the adapter's own code: code 13, and go on
+        traceback.print_exc(file=sys.stderr)
+        reply = {"in_reply_to": mid, "type": "error", "code": 13, "text": "%s: %s" % (type(e).__name__, e)}
+    return reply
+
+
+# The binary framing (docs/adapter-protocol.md): u32 length (little-endian, of what follows),
+# u8 kind, u32 msg_id, body.
+JSON, BEGIN, PUT, GET, DELETE, COMMIT = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05
+OK, VALUE, ERROR = 0x81, 0x83, 0xFF
+_HEAD = struct.Struct("<IBI")
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+
+
+def _frame(kind, mid, body=b""):
+    return _HEAD.pack(5 + len(body), kind, mid) + body
+
+
+def _run_binary(state, stdin, stdout):
+    adapter = state["adapter"]
+    read = stdin.read
+    write = stdout.write
+    flush = stdout.flush
+    while True:
+        head = read(4)
+        if len(head) < 4:
+            return
+        (length,) = _U32.unpack(head)
+        frame = read(length)
+        if len(frame) < length or length < 5:
+            return
+        kind = frame[0]
+        (mid,) = _U32.unpack_from(frame, 1)
+        try:
+            if kind == GET:
+                before = adapter.storage_reads
+                value = adapter.get(_U64.unpack_from(frame, 5)[0])
+                out = _frame(VALUE, mid, _U32.pack(adapter.storage_reads - before) + value)
+            elif kind == PUT:
+                adapter.put(_U64.unpack_from(frame, 5)[0], frame[13:])
+                out = _frame(OK, mid)
+            elif kind == BEGIN:
+                adapter.begin("write" if frame[5] else "read")
+                out = _frame(OK, mid)
+            elif kind == COMMIT:
+                adapter.commit()
+                out = _frame(OK, mid)
+            elif kind == DELETE:
+                adapter.delete(_U64.unpack_from(frame, 5)[0])
+                out = _frame(OK, mid)
+            elif kind == JSON:
+                msg = json.loads(frame[5:])
+                reply = _handle(type(adapter), state, msg)
+                out = _frame(JSON, mid, json.dumps(reply, separators=(",", ":")).encode("utf-8"))
+            else:
+                raise AdapterError("no binary kind %#x" % kind, 12)
         except AdapterError as e:
-            reply = {"in_reply_to": mid, "type": "error", "code": e.code, "text": e.text}
-        except Exception as e:  # a crash of the adapter's own code: code 13, and go on
+            out = _frame(ERROR, mid, _U32.pack(e.code) + e.text.encode("utf-8"))
+        except Exception as e:
             traceback.print_exc(file=sys.stderr)
-            reply = {"in_reply_to": mid, "type": "error", "code": 13, "text": "%s: %s" % (type(e).__name__, e)}
-        _write(stdout, reply)
+            out = _frame(ERROR, mid, _U32.pack(13) + ("%s: %s" % (type(e).__name__, e)).encode("utf-8"))
+        write(out)
+        flush()
+        if state["done"]:
+            return
 
 
 def _write(stdout, reply):

@@ -36,10 +36,14 @@ fn check(dir: &Path, url: &str) -> (i32, String) {
 fn the_reference_adapter_passes_the_kit_and_runs_the_shootout() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("exec:{}", helper_dir().join("reference.py").display());
-    let (code, out) = check(dir.path(), &url);
-    assert_eq!(code, 0, "{out}");
-    assert!(out.contains("12 checks passed"), "{out}");
-    assert!(!out.contains("FAIL"), "{out}");
+    // Both framings: JSON lines, and binary frames (the default when the adapter has them).
+    for (framing, says) in [("json", "json framing"), ("binary", "binary framing")] {
+        let (code, out) = check(dir.path(), &format!("{url}?framing={framing}"));
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("12 checks passed"), "{out}");
+        assert!(out.contains(says), "{out}");
+        assert!(!out.contains("FAIL"), "{out}");
+    }
     dyno(dir.path())
         .args(["run", "-n", "30", "-c", "3", "--reps", "1", "-o", "o", &url])
         .assert()

@@ -34,11 +34,18 @@ pub static INFO: DriverInfo = DriverInfo {
         "exec:adapters/zodb/adapter.py?storage=file",
     ],
     families: &[Family::Kv, Family::Graph],
-    options: &[OptionSpec {
-        name: "timeout",
-        default: "30s",
-        help: "how long dyno waits for any reply before the adapter counts as hung (other options go to the adapter)",
-    }],
+    options: &[
+        OptionSpec {
+            name: "timeout",
+            default: "30s",
+            help: "how long dyno waits for any reply before the adapter counts as hung (other options go to the adapter)",
+        },
+        OptionSpec {
+            name: "framing",
+            default: "auto",
+            help: "json (JSON lines), binary (length-prefixed frames), or auto (the adapter chooses)",
+        },
+    ],
     clients: engine::driver::ClientModel::ThreadEach(
         "a process each, whose pipe blocks the thread that waits on it",
     ),
@@ -51,6 +58,40 @@ pub const PROTOCOL: u64 = 1;
 /// read of large values in base64.
 const MAX_LINE: usize = 64 << 20;
 
+/// The framings dyno offers in the handshake (option `framing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    Json,
+    Binary,
+    /// Both; the adapter chooses.
+    Auto,
+}
+
+/// The binary framing: `u32` length (little-endian, of what follows), `u8` kind, `u32`
+/// msg_id, then the body. Requests and replies of the hot operations have kinds of their own;
+/// anything else travels as a JSON message in a `JSON` frame.
+pub mod bin {
+    pub const JSON: u8 = 0x00;
+    pub const BEGIN: u8 = 0x01;
+    pub const PUT: u8 = 0x02;
+    pub const GET: u8 = 0x03;
+    pub const DELETE: u8 = 0x04;
+    pub const COMMIT: u8 = 0x05;
+    /// Reply: done, no body.
+    pub const OK: u8 = 0x81;
+    /// Reply: `u32` storage reads, then the value.
+    pub const VALUE: u8 = 0x83;
+    /// Reply: `u32` code, then the text (UTF-8).
+    pub const ERROR: u8 = 0xFF;
+
+    /// Appends a frame's header for a body of `len` bytes.
+    pub fn head(out: &mut Vec<u8>, kind: u8, id: u64, len: usize) {
+        out.extend_from_slice(&(5 + len as u32).to_le_bytes());
+        out.push(kind);
+        out.extend_from_slice(&(id as u32).to_le_bytes());
+    }
+}
+
 /// How long a closing adapter may take to exit before dyno kills it.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -58,6 +99,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 struct Config {
     program: PathBuf,
     timeout: Duration,
+    framing: Framing,
     /// Options for the adapter, as written.
     passed: BTreeMap<String, String>,
     resolved: BTreeMap<String, String>,
@@ -68,6 +110,8 @@ struct Config {
 /// What an adapter said of itself in its `init_ok`.
 #[derive(Debug, Clone)]
 pub struct Hello {
+    /// The framing chosen: `json` or `binary`.
+    pub framing: String,
     pub name: String,
     pub ops: Vec<String>,
     pub durability: String,
@@ -104,25 +148,70 @@ pub fn configure(
                     .hint("write e.g. timeout=5s")
             })?,
     };
+    let framing = match passed.remove("framing").as_deref() {
+        None | Some("auto") => Framing::Auto,
+        Some("json") => Framing::Json,
+        Some("binary") => Framing::Binary,
+        Some(other) => {
+            return Err(
+                ConfigError::option("framing", format!("{other:?} is not a framing"))
+                    .hint("write framing=json, framing=binary or framing=auto"),
+            );
+        }
+    };
     let mut resolved = passed.clone();
     resolved.insert(
         "timeout".into(),
         humantime::format_duration(timeout).to_string(),
     );
+    resolved.insert(
+        "framing".into(),
+        match framing {
+            Framing::Json => "json",
+            Framing::Binary => "binary",
+            Framing::Auto => "auto",
+        }
+        .into(),
+    );
     Ok(Box::new(Config {
         program,
         timeout,
+        framing,
         passed,
         resolved,
         hello: Default::default(),
     }))
 }
 
+/// The handshake of `exec:REST` with `options` (a probe process, closed after): what the
+/// adapter says of itself, or why it could not say it.
+pub fn handshake(rest: &str, options: &BTreeMap<String, String>) -> Result<Hello, String> {
+    // The same checks as a run's (the program exists, the options parse).
+    configure(rest, options).map_err(|e| e.message)?;
+    let program = PathBuf::from(rest);
+    let mut passed = options.clone();
+    let timeout = passed
+        .remove("timeout")
+        .and_then(|t| engine::units::parse_duration(&t).ok())
+        .unwrap_or(Duration::from_secs(30));
+    let framing = match passed.remove("framing").as_deref() {
+        Some("json") => Framing::Json,
+        Some("binary") => Framing::Binary,
+        _ => Framing::Auto,
+    };
+    let mut a = Adapter::spawn(&program, timeout).map_err(|e| e.message.into_owned())?;
+    let hello = a
+        .init("probe", None, &passed, framing)
+        .map_err(|e| e.message.into_owned())?;
+    a.close();
+    Ok(hello)
+}
+
 impl Config {
     /// Starts an adapter process in `role` and shakes hands.
     fn start(&self, role: &str, namespace: Option<&str>) -> Result<(Adapter, Hello), OpError> {
         let mut a = Adapter::spawn(&self.program, self.timeout)?;
-        let hello = a.init(role, namespace, &self.passed)?;
+        let hello = a.init(role, namespace, &self.passed, self.framing)?;
         Ok((a, hello))
     }
 
@@ -263,8 +352,23 @@ fn b64(v: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(v)
 }
 
+impl ExecSession {
+    /// A binary request whose reply is `OK`.
+    fn bin_ok(&mut self, kind: u8, body: &[u8]) -> Result<(), OpError> {
+        match self.a.call_bin(kind, body)? {
+            (bin::OK, _) => Ok(()),
+            (k, _) => Err(self
+                .a
+                .protocol_error(format!("a reply of kind {k:#x} where OK (0x81) was due"))),
+        }
+    }
+}
+
 impl Session for ExecSession {
     fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
+        if self.a.binary {
+            return self.bin_ok(bin::BEGIN, &[u8::from(mode == TxMode::Write)]);
+        }
         let mode = if mode == TxMode::Write {
             "write"
         } else {
@@ -275,10 +379,29 @@ impl Session for ExecSession {
             .map(drop)
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        if self.a.binary {
+            let mut body = Vec::with_capacity(8 + value.len());
+            body.extend_from_slice(&key.to_le_bytes());
+            body.extend_from_slice(value);
+            return self.bin_ok(bin::PUT, &body);
+        }
         let m = json!({"type": "put", "key": key.to_string(), "value": b64(value)});
         self.a.call(m, "put_ok").map(drop)
     }
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+        if self.a.binary {
+            let (k, b) = self.a.call_bin(bin::GET, &key.to_le_bytes())?;
+            if k != bin::VALUE || b.len() < 4 {
+                return Err(self
+                    .a
+                    .protocol_error(format!("a reply of kind {k:#x} where VALUE (0x83) was due")));
+            }
+            let reads = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+            self.reads += if self.counts { u64::from(reads) } else { 1 };
+            out.clear();
+            out.extend_from_slice(&b[4..]);
+            return Ok(());
+        }
         let r = self
             .a
             .call(json!({"type": "get", "key": key.to_string()}), "get_ok")?;
@@ -287,6 +410,9 @@ impl Session for ExecSession {
         self.a.value(&r, "value", out)
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
+        if self.a.binary {
+            return self.bin_ok(bin::DELETE, &key.to_le_bytes());
+        }
         self.a
             .call(
                 json!({"type": "delete", "key": key.to_string()}),
@@ -379,6 +505,9 @@ impl Session for ExecSession {
         Ok(())
     }
     fn commit(&mut self) -> Result<(), OpError> {
+        if self.a.binary {
+            return self.bin_ok(bin::COMMIT, &[]);
+        }
         self.a
             .call(json!({"type": "commit"}), "commit_ok")
             .map(drop)
@@ -413,6 +542,10 @@ pub struct Adapter {
     /// Set once the conversation is broken (an exit, a hang, garbage): every later call fails
     /// at once with the same reason.
     broken: Option<OpError>,
+    /// Binary framing, once both sides agreed on it in the handshake.
+    pub binary: bool,
+    /// A binary request being built.
+    out: Vec<u8>,
 }
 
 impl Adapter {
@@ -462,6 +595,8 @@ impl Adapter {
             program: program.display().to_string(),
             stderr,
             broken: None,
+            binary: false,
+            out: Vec::with_capacity(512),
         })
     }
 
@@ -471,11 +606,24 @@ impl Adapter {
         role: &str,
         namespace: Option<&str>,
         options: &BTreeMap<String, String>,
+        framing: Framing,
     ) -> Result<Hello, OpError> {
+        let offered: &[&str] = match framing {
+            Framing::Json => &["json"],
+            Framing::Binary => &["binary"],
+            Framing::Auto => &["json", "binary"],
+        };
         let r = self.call(
-            json!({"type": "init", "protocol": PROTOCOL, "role": role, "namespace": namespace, "options": options}),
+            json!({"type": "init", "protocol": PROTOCOL, "role": role, "namespace": namespace,
+                   "options": options, "framings": offered}),
             "init_ok",
         )?;
+        let chosen = r.get("framing").and_then(Value::as_str).unwrap_or("json");
+        if !offered.contains(&chosen) {
+            return Err(self.protocol_error(format!(
+                "its init_ok chose the {chosen:?} framing, which dyno did not offer ({offered:?})"
+            )));
+        }
         if r.get("protocol").and_then(Value::as_u64) != Some(PROTOCOL) {
             return Err(self.fail(
                 ErrorClass::Protocol,
@@ -522,7 +670,10 @@ impl Adapter {
                     .collect()
             })
             .unwrap_or_default();
+        // Every message after init_ok is in the framing chosen.
+        self.binary = chosen == "binary";
         Ok(Hello {
+            framing: chosen.to_string(),
             name,
             ops,
             durability,
@@ -543,7 +694,13 @@ impl Adapter {
         let mut m = msg.clone();
         m["msg_id"] = json!(self.next_id);
         let mut line = serde_json::to_vec(&m).expect("a JSON value serializes");
-        line.push(b'\n');
+        if self.binary {
+            let body = std::mem::take(&mut line);
+            bin::head(&mut line, bin::JSON, self.next_id, body.len());
+            line.extend_from_slice(&body);
+        } else {
+            line.push(b'\n');
+        }
         if let Err(e) = self.input.write_all(&line) {
             return Err(self.gone(&format!("could not be written to ({e})")));
         }
@@ -566,24 +723,68 @@ impl Adapter {
         }
     }
 
-    /// The next line, parsed, within the timeout.
+    /// The next message, parsed, within the timeout: a line, or (binary framing) a JSON frame.
     fn receive(&mut self) -> Result<Value, OpError> {
+        if self.binary {
+            let (kind, body) = self.frame()?;
+            if kind != bin::JSON {
+                return Err(self.protocol_error(format!(
+                    "a binary frame of kind {kind:#x} where a JSON one was due"
+                )));
+            }
+            return self.parse_json(&body);
+        }
+        let end = self.fill(|b| b.iter().position(|&c| c == b'\n').map(|e| e + 1))?;
+        let line: Vec<u8> = self.buf.drain(..end).collect();
+        self.parse_json(&line)
+    }
+
+    fn parse_json(&mut self, line: &[u8]) -> Result<Value, OpError> {
+        match serde_json::from_slice::<Value>(line) {
+            Ok(v) if v.is_object() => Ok(v),
+            _ => {
+                let shown = String::from_utf8_lossy(&line[..line.len().min(80)])
+                    .trim_end()
+                    .to_string();
+                Err(self.fail(
+                    ErrorClass::Protocol,
+                    format!("wrote a line that is not a JSON object: {shown:?}"),
+                ))
+            }
+        }
+    }
+
+    /// The next binary frame: its kind and body (`self.body` holds the body).
+    fn frame(&mut self) -> Result<(u8, Vec<u8>), OpError> {
+        let end = self.fill(|b| {
+            let len = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+            (b.len() >= 4 + len).then_some(4 + len)
+        })?;
+        if end < 9 {
+            self.buf.drain(..end);
+            return Err(
+                self.protocol_error("a binary frame shorter than its header (kind, msg_id)")
+            );
+        }
+        let kind = self.buf[4];
+        let id = u32::from_le_bytes(self.buf[5..9].try_into().expect("4 bytes"));
+        let body = self.buf[9..end].to_vec();
+        self.buf.drain(..end);
+        if u64::from(id) != self.next_id {
+            return Err(
+                self.protocol_error(format!("a reply to message {id}, not {}", self.next_id))
+            );
+        }
+        Ok((kind, body))
+    }
+
+    /// Reads until `complete` finds a whole message at the start of the buffer (its end),
+    /// within the timeout.
+    fn fill(&mut self, complete: impl Fn(&[u8]) -> Option<usize>) -> Result<usize, OpError> {
         let deadline = Instant::now() + self.timeout;
         loop {
-            if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = self.buf.drain(..=end).collect();
-                return match serde_json::from_slice::<Value>(&line) {
-                    Ok(v) if v.is_object() => Ok(v),
-                    _ => {
-                        let shown = String::from_utf8_lossy(&line[..line.len().min(80)])
-                            .trim_end()
-                            .to_string();
-                        Err(self.fail(
-                            ErrorClass::Protocol,
-                            format!("wrote a line that is not a JSON object: {shown:?}"),
-                        ))
-                    }
-                };
+            if let Some(end) = complete(&self.buf) {
+                return Ok(end);
             }
             if self.buf.len() > MAX_LINE {
                 return Err(self.fail(
@@ -627,6 +828,38 @@ impl Adapter {
                 Err(e) => return Err(self.gone(&format!("could not be read from ({e})"))),
             }
         }
+    }
+
+    /// Sends one binary request (`kind`, then `body`) and returns the reply's kind and body; an
+    /// error frame is the operation's failure.
+    fn call_bin(&mut self, kind: u8, body: &[u8]) -> Result<(u8, Vec<u8>), OpError> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
+        self.next_id += 1;
+        self.out.clear();
+        bin::head(&mut self.out, kind, self.next_id, body.len());
+        self.out.extend_from_slice(body);
+        if let Err(e) = self.input.write_all(&self.out) {
+            return Err(self.gone(&format!("could not be written to ({e})")));
+        }
+        let (k, b) = self.frame()?;
+        if k == bin::ERROR {
+            if b.len() < 4 {
+                return Err(self.protocol_error("an error frame without its code"));
+            }
+            let code = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+            let text = String::from_utf8_lossy(&b[4..]).into_owned();
+            return Err(error_reply(&json!({"code": code, "text": text})));
+        }
+        if k == bin::JSON {
+            let v = self.parse_json(&b)?;
+            if v.get("type").and_then(Value::as_str) == Some("error") {
+                return Err(error_reply(&v));
+            }
+            return Err(self.protocol_error("a JSON reply to a binary request"));
+        }
+        Ok((k, b))
     }
 
     /// Decodes the base64 value `field` of a reply into `out`.
