@@ -475,6 +475,8 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         results::store::write_atomic(&record_path, r).map_err(engine::runner::SinkError::from)
     };
     let mut display = crate::live::Display::new(fb.mode, fb.metrics.as_ref().map(|m| m.1.clone()));
+    // An adapter's standard error is kept beside the record (adapter-PID-N.stderr).
+    targets::exec::set_log_dir(&out_dir);
     let outcome = engine::runner::run(
         &plan,
         dyno,

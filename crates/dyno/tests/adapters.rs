@@ -133,9 +133,21 @@ fn a_crash_mid_test_fails_the_check_and_the_cases_not_dyno() {
     assert_eq!(case(&rec, "exec", "add")["status"], "ok");
     let warm = case(&rec, "exec", "warm");
     assert_eq!(warm["status"], "failed");
+    let reason = warm["reason"].as_str().unwrap();
+    assert!(reason.contains("exited"), "{warm}");
+    // Its standard error is kept in the results directory, and the reason names the file.
+    let out = dir.path().join("o");
+    assert!(reason.contains("its stderr (o/adapter-"), "{reason}");
+    let logs: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".stderr"))
+        .collect();
     assert!(
-        warm["reason"].as_str().unwrap().contains("exited"),
-        "{warm}"
+        logs.iter().any(|e| std::fs::read_to_string(e.path())
+            .unwrap()
+            .contains("dying at get")),
+        "{logs:?}"
     );
 }
 

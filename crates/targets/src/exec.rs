@@ -953,10 +953,18 @@ impl Drop for Adapter {
 
 static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Where adapters' standard error goes: `DYNO_ADAPTER_LOGS` when set (the run sets it to its
-/// results directory), else the temporary directory.
+static LOG_DIR: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// Keeps adapters' standard error in `dir` from now on (`dyno run` gives its results directory).
+pub fn set_log_dir(dir: &Path) {
+    *LOG_DIR.lock().unwrap_or_else(|p| p.into_inner()) = Some(dir.to_path_buf());
+}
+
+/// Where adapters' standard error goes: the run's results directory ([`set_log_dir`]), else the
+/// temporary directory.
 fn stderr_dir() -> PathBuf {
-    std::env::var_os("DYNO_ADAPTER_LOGS").map_or_else(std::env::temp_dir, PathBuf::from)
+    let dir = LOG_DIR.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    dir.unwrap_or_else(std::env::temp_dir)
 }
 
 /// An adapter's `error` reply as an operation's failure: the class from its code (Maelstrom's
