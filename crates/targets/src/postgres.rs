@@ -282,10 +282,20 @@ impl Driver {
             if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
                 return r.map_err(|e| op_err(context, e));
             }
-            // The connection half writes the request and reads the reply for the client half;
-            // when it ends (closed, or an error), the client half's future ends with it.
-            if let Poll::Ready(Err(e)) = self.conn.as_mut().poll(&mut cx) {
-                return Err(op_err(context, e));
+            // The connection half writes the request and reads the reply for the client half.
+            match self.conn.as_mut().poll(&mut cx) {
+                Poll::Ready(Err(e)) => return Err(op_err(context, e)),
+                // Closed: the client half's future ends with it, else it never will.
+                Poll::Ready(Ok(())) => {
+                    if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+                        return r.map_err(|e| op_err(context, e));
+                    }
+                    return Err(OpError::new(
+                        ErrorClass::Reset,
+                        format!("postgres: {context}: the server closed the connection"),
+                    ));
+                }
+                Poll::Pending => {}
             }
             // A half handed the other something (a request to send, a reply to take): again.
             if self.moved.0.swap(false, Ordering::Relaxed) {
