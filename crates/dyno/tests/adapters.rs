@@ -45,11 +45,26 @@ fn the_reference_adapter_passes_the_kit_and_runs_the_shootout() {
         assert!(!out.contains("FAIL"), "{out}");
     }
     dyno(dir.path())
-        .args(["run", "-n", "30", "-c", "3", "--reps", "1", "-o", "o", &url])
+        .args([
+            "run",
+            "-n",
+            "30",
+            "-c",
+            "3",
+            "--reps",
+            "1",
+            "--threads",
+            "1",
+            "-o",
+            "o",
+            &url,
+        ])
         .assert()
         .success();
     let rec = record(&dir.path().join("o"));
     assert_schema_valid(&rec);
+    // Three adapter sessions on one generator thread: each waits on its pipes as a fiber.
+    assert_eq!(rec["plan"]["threads"], 1);
     for test in ["add", "update", "warm", "hot", "steamin"] {
         let c = case(&rec, "exec", test);
         assert_eq!(c["status"], "ok", "{test}: {}", c["reason"]);

@@ -45,10 +45,10 @@ fn a_partitioned_etcd_leader_steps_down_the_cluster_recovers_and_loses_nothing()
     }
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
-    // One partition of the leader of the moment in each test (get 0–10 s, set 10–20 s), each
-    // with 7 s to recover before its test ends.
-    let faults = "[[faults]]\naction = \"partition\"\nmember = \"primary\"\nat = [\"3s\", \"13s\"]\nfor = \"3s\"\n";
-    let (rec, stdout) = run(dir.path(), "10s", faults);
+    // One partition of the leader of the moment in each test (get 0–12 s, set 12–24 s), each
+    // with 9 s to recover before its test ends (a loaded CI machine once took more than 7).
+    let faults = "[[faults]]\naction = \"partition\"\nmember = \"primary\"\nat = [\"3s\", \"15s\"]\nfor = \"3s\"\n";
+    let (rec, stdout) = run(dir.path(), "12s", faults);
     let events = rec["faults"].as_array().unwrap();
     assert_eq!(events.len(), 2, "{events:?}");
     for e in events {
@@ -82,8 +82,14 @@ fn a_partitioned_etcd_leader_steps_down_the_cluster_recovers_and_loses_nothing()
         assert_eq!(effects.len(), 1, "{c}");
         let recovery = effects[0]["recovery_ns"].as_u64();
         assert!(
-            recovery.is_some_and(|r| (800_000_000..7_000_000_000).contains(&r)),
-            "{effects:?}"
+            recovery.is_some_and(|r| (800_000_000..9_000_000_000).contains(&r)),
+            "{effects:?}\nresponses per 100 ms: {:?}",
+            kv["intervals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["ok"].as_u64().unwrap_or(0))
+                .collect::<Vec<_>>()
         );
     }
     // etcd acknowledges a write once a quorum has it: none is lost to a partition.

@@ -409,8 +409,8 @@ pub struct Stream {
     sock: TcpStream,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
-    /// The scheduler it is registered with and its slot there.
-    reg: Cell<Option<(u64, usize)>>,
+    /// Its registration with the schedulers that wait on it.
+    waiter: Waiter,
     /// Whether the last read drained the socket (the next one waits for the poller first).
     drained: Cell<bool>,
 }
@@ -426,10 +426,10 @@ impl Stream {
     pub fn from_std(sock: TcpStream) -> io::Result<Stream> {
         sock.set_nonblocking(true)?;
         Ok(Stream {
+            waiter: Waiter::new(sock.as_raw_fd()),
             sock,
             read_timeout: None,
             write_timeout: None,
-            reg: Cell::new(None),
             drained: Cell::new(false),
         })
     }
@@ -461,11 +461,12 @@ impl Stream {
     /// A second handle on the same socket (its own readiness state), for a reader and a
     /// writer kept apart. Both must be used by the same fiber.
     pub fn try_clone(&self) -> io::Result<Stream> {
+        let sock = self.sock.try_clone()?;
         Ok(Stream {
-            sock: self.sock.try_clone()?,
+            waiter: Waiter::new(sock.as_raw_fd()),
+            sock,
             read_timeout: self.read_timeout,
             write_timeout: self.write_timeout,
-            reg: Cell::new(None),
             drained: Cell::new(false),
         })
     }
@@ -482,6 +483,37 @@ impl Stream {
 
     /// Waits until the socket is readable (`read`) or writable, or the timeout passes.
     fn wait(&self, read: bool, timeout: Option<Duration>) -> io::Result<()> {
+        self.waiter.wait(read, timeout)
+    }
+
+    /// Marks the socket as not ready in one direction (a call found it so).
+    fn not_ready(&self, read: bool) {
+        self.waiter.not_ready(read)
+    }
+}
+
+/// A file descriptor (a socket, a pipe) that a client waits on: on a fiber, registered with its
+/// thread's scheduler the first time it waits there (once per scheduler; edge-triggered, both
+/// directions), its readiness kept there; outside a fiber, a wait is a `poll(2)`. The fd must be
+/// non-blocking, and stay open as long as the `Waiter` is used.
+#[derive(Debug)]
+pub struct Waiter {
+    fd: RawFd,
+    /// The scheduler it is registered with and its slot there.
+    reg: Cell<Option<(u64, usize)>>,
+}
+
+impl Waiter {
+    pub fn new(fd: RawFd) -> Waiter {
+        Waiter {
+            fd,
+            reg: Cell::new(None),
+        }
+    }
+
+    /// Waits until the fd is readable (`read`) or writable, or the timeout passes: on a fiber
+    /// the thread runs the others meanwhile.
+    pub fn wait(&self, read: bool, timeout: Option<Duration>) -> io::Result<()> {
         let deadline = timeout.map(|d| Instant::now() + d);
         if in_fiber() {
             let reg = self.registration()?;
@@ -504,7 +536,7 @@ impl Stream {
                 Wake::TimedOut => Err(timed_out()),
             }
         } else {
-            poll_fd(self.sock.as_raw_fd(), read, deadline)
+            poll_fd(self.fd, read, deadline)
         }
     }
 
@@ -520,7 +552,7 @@ impl Stream {
             }
             let slot = s.regs.len();
             s.poll.registry().register(
-                &mut SourceFd(&self.sock.as_raw_fd()),
+                &mut SourceFd(&self.fd),
                 Token(slot),
                 Interest::READABLE | Interest::WRITABLE,
             )?;
@@ -535,8 +567,9 @@ impl Stream {
         })
     }
 
-    /// Marks the socket as not ready in one direction (a call found it so).
-    fn not_ready(&self, read: bool) {
+    /// Marks the fd as not ready in one direction (a call found it so): the next wait in that
+    /// direction waits for the poller.
+    pub fn not_ready(&self, read: bool) {
         if let Some((id, slot)) = self.reg.get() {
             SCHED.with(|s| {
                 if let Some(s) = s.borrow_mut().as_mut()

@@ -46,9 +46,7 @@ pub static INFO: DriverInfo = DriverInfo {
             help: "json (JSON lines), binary (length-prefixed frames), or auto (the adapter chooses)",
         },
     ],
-    clients: engine::driver::ClientModel::ThreadEach(
-        "a process each, whose pipe blocks the thread that waits on it",
-    ),
+    clients: engine::driver::ClientModel::ManyPerThread,
 };
 
 /// The protocol version dyno speaks.
@@ -269,6 +267,10 @@ struct ExecStore {
 }
 
 impl Store for ExecStore {
+    /// Each session waits on its adapter's pipes through the fiber scheduler.
+    fn many_per_thread(&self) -> bool {
+        true
+    }
     fn namespace(&self) -> Namespace {
         Namespace {
             location: format!("{} ({})", self.namespace, self.hello.name),
@@ -546,6 +548,9 @@ pub struct Adapter {
     pub binary: bool,
     /// A binary request being built.
     out: Vec<u8>,
+    /// The adapter's output and input pipes, as a fiber waits on them.
+    out_wait: engine::fiber::Waiter,
+    in_wait: engine::fiber::Waiter,
 }
 
 impl Adapter {
@@ -579,12 +584,18 @@ impl Adapter {
             })?;
         let input = child.stdin.take().expect("piped");
         let output = child.stdout.take().expect("piped");
-        // SAFETY: setting O_NONBLOCK on a pipe dyno owns.
-        unsafe {
-            let fd = output.as_raw_fd();
-            let fl = libc::fcntl(fd, libc::F_GETFL);
-            libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+        // Both pipes non-blocking: every wait on them is bounded, and yields on a fiber.
+        for fd in [output.as_raw_fd(), input.as_raw_fd()] {
+            // SAFETY: setting O_NONBLOCK on a pipe dyno owns.
+            unsafe {
+                let fl = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+            }
         }
+        let (out_wait, in_wait) = (
+            engine::fiber::Waiter::new(output.as_raw_fd()),
+            engine::fiber::Waiter::new(input.as_raw_fd()),
+        );
         Ok(Adapter {
             child,
             input,
@@ -597,6 +608,8 @@ impl Adapter {
             broken: None,
             binary: false,
             out: Vec::with_capacity(512),
+            out_wait,
+            in_wait,
         })
     }
 
@@ -701,9 +714,7 @@ impl Adapter {
         } else {
             line.push(b'\n');
         }
-        if let Err(e) = self.input.write_all(&line) {
-            return Err(self.gone(&format!("could not be written to ({e})")));
-        }
+        self.write_bounded(&line)?;
         Ok(self.next_id)
     }
 
@@ -803,31 +814,54 @@ impl Adapter {
                     format!("did not answer within {t} (hung)"),
                 ));
             }
-            let mut p = libc::pollfd {
-                fd: self.output.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd.
-            let n = unsafe {
-                libc::poll(
-                    &mut p,
-                    1,
-                    left.as_millis().clamp(1, i32::MAX as u128) as i32,
-                )
-            };
-            if n <= 0 {
-                continue;
+            // On a fiber, the thread runs the other clients until the adapter has written.
+            match self.out_wait.wait(true, Some(left)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue,
+                Err(e) => return Err(self.gone(&format!("could not be waited on ({e})"))),
             }
             let mut chunk = [0u8; 65536];
             match self.output.read(&mut chunk) {
                 Ok(0) => return Err(self.gone("exited")),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Ok(n) => {
+                    // A short read drained the pipe: the next waits for the poller.
+                    if n < chunk.len() {
+                        self.out_wait.not_ready(true);
+                    }
+                    self.buf.extend_from_slice(&chunk[..n])
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.out_wait.not_ready(true)
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.gone(&format!("could not be read from ({e})"))),
             }
         }
+    }
+
+    /// Writes all of `data` to the adapter's input within the timeout: an adapter that stops
+    /// reading (its pipe full) is hung, not a reason for dyno to block.
+    fn write_bounded(&mut self, mut data: &[u8]) -> Result<(), OpError> {
+        let deadline = Instant::now() + self.timeout;
+        while !data.is_empty() {
+            match self.input.write(data) {
+                Ok(n) => data = &data[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.in_wait.not_ready(false);
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() || self.in_wait.wait(false, Some(left)).is_err() {
+                        let t = humantime::format_duration(self.timeout);
+                        return Err(self.fail(
+                            ErrorClass::Timeout,
+                            format!("did not read its input within {t} (hung)"),
+                        ));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.gone(&format!("could not be written to ({e})"))),
+            }
+        }
+        Ok(())
     }
 
     /// Sends one binary request (`kind`, then `body`) and returns the reply's kind and body; an
@@ -840,9 +874,10 @@ impl Adapter {
         self.out.clear();
         bin::head(&mut self.out, kind, self.next_id, body.len());
         self.out.extend_from_slice(body);
-        if let Err(e) = self.input.write_all(&self.out) {
-            return Err(self.gone(&format!("could not be written to ({e})")));
-        }
+        let out = std::mem::take(&mut self.out);
+        let written = self.write_bounded(&out);
+        self.out = out;
+        written?;
         let (k, b) = self.frame()?;
         if k == bin::ERROR {
             if b.len() < 4 {
