@@ -80,7 +80,7 @@ impl std::fmt::Display for ClientModel {
         match self {
             ClientModel::ManyPerThread => write!(
                 f,
-                "many per generator thread (non-blocking sockets; --threads, default one per core)"
+                "many per generator thread (each waits as a fiber; --threads, default one per core)"
             ),
             ClientModel::ThreadEach(why) => write!(f, "a thread each ({why})"),
             ClientModel::EventLoop => write!(f, "the load engine's event loops (--threads)"),

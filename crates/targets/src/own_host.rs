@@ -64,7 +64,7 @@ pub static INFO: DriverInfo = DriverInfo {
         },
     ],
     clients: engine::driver::ClientModel::ThreadEach(
-        "host: runs the host's store in process, whose locks block the thread",
+        "inproc: the host's store in this process, whose locks block the thread; over loopback, lan or wan, many per thread",
     ),
 };
 
