@@ -143,6 +143,9 @@ fn too_few_repetitions_give_no_verdict_and_other_settings_are_refused() {
 /// runs' spectra.
 #[test]
 fn an_old_and_a_new_server_compare_with_gobenchs_figures() {
+    // Timed against real servers: not beside this binary's CPU-heavy null comparisons, which
+    // once lifted the old server's p99 to the stalled one's on a 2-core CI machine.
+    let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let old = RefServer::start();
@@ -232,6 +235,7 @@ fn an_old_and_a_new_server_compare_with_gobenchs_figures() {
 /// from a pool of 100 repetitions per seed — the verdicts that claim a change are at most 5%.
 #[test]
 fn seeded_noise_alone_is_no_change_and_rarely_a_verdict() {
+    let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let noisy = |seed: u32| format!("100us&jitter=20%&seed={seed}");
