@@ -270,15 +270,7 @@ pub trait Session: Send {
         out: &mut Vec<u8>,
         ends: &mut Vec<usize>,
     ) -> Result<(), OpError> {
-        out.clear();
-        ends.clear();
-        let mut one = Vec::new();
-        for &k in keys {
-            self.get(k, &mut one)?;
-            out.extend_from_slice(&one);
-            ends.push(out.len());
-        }
-        Ok(())
+        get_each(self, keys, out, ends)
     }
     /// Up to `count` objects from the first key at or above `start`, in key order (YCSB's
     /// scan): `out` cleared, then `(key, value)` pairs. Only where [`Store::scans`] says so.
@@ -322,6 +314,25 @@ pub trait Session: Send {
         let _ = path;
         Err(no_namespace())
     }
+}
+
+/// [`Session::get_many`] as one `get` per key: the default, and the fallback of a driver whose
+/// server may or may not have a batched read.
+pub fn get_each<S: Session + ?Sized>(
+    s: &mut S,
+    keys: &[u64],
+    out: &mut Vec<u8>,
+    ends: &mut Vec<usize>,
+) -> Result<(), OpError> {
+    out.clear();
+    ends.clear();
+    let mut one = Vec::new();
+    for &k in keys {
+        s.get(k, &mut one)?;
+        out.extend_from_slice(&one);
+        ends.push(out.len());
+    }
+    Ok(())
 }
 
 fn no_namespace() -> OpError {

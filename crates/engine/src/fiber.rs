@@ -745,23 +745,13 @@ impl Barrier {
                 st.wakers.push(w);
             }
             drop(st);
+            // The scheduler's waker stays in `wakers` until this generation's release takes
+            // it, so a wake-up for anything else only means: look again.
             loop {
                 suspend(Why::Park);
                 let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
                 if st.generation != generation {
                     return false;
-                }
-                // Woken for another barrier's release: wait again (still registered).
-                let waker = SCHED.with(|s| s.borrow().as_ref().map(|s| s.waker.clone()));
-                drop(st);
-                if let Some(w) = waker {
-                    let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                    if st.generation != generation {
-                        return false;
-                    }
-                    if !st.wakers.iter().any(|x| Arc::ptr_eq(x, &w)) {
-                        st.wakers.push(w);
-                    }
                 }
             }
         } else {

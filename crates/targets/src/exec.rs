@@ -123,6 +123,11 @@ pub fn configure(
     rest: &str,
     options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    parse(rest, options).map(|c| Box::new(c) as Box<dyn TargetConfig>)
+}
+
+/// The program and options checked; dyno's own options taken out, the adapter's kept.
+fn parse(rest: &str, options: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
     if rest.is_empty() {
         return Err(ConfigError::url("exec: names no adapter program")
             .hint("write e.g. exec:adapters/python/reference.py"));
@@ -171,38 +176,20 @@ pub fn configure(
         }
         .into(),
     );
-    Ok(Box::new(Config {
+    Ok(Config {
         program,
         timeout,
         framing,
         passed,
         resolved,
         hello: Default::default(),
-    }))
+    })
 }
 
 /// The handshake of `exec:REST` with `options` (a probe process, closed after): what the
 /// adapter says of itself, or why it could not say it.
 pub fn handshake(rest: &str, options: &BTreeMap<String, String>) -> Result<Hello, String> {
-    // The same checks as a run's (the program exists, the options parse).
-    configure(rest, options).map_err(|e| e.message)?;
-    let program = PathBuf::from(rest);
-    let mut passed = options.clone();
-    let timeout = passed
-        .remove("timeout")
-        .and_then(|t| engine::units::parse_duration(&t).ok())
-        .unwrap_or(Duration::from_secs(30));
-    let framing = match passed.remove("framing").as_deref() {
-        Some("json") => Framing::Json,
-        Some("binary") => Framing::Binary,
-        _ => Framing::Auto,
-    };
-    let mut a = Adapter::spawn(&program, timeout).map_err(|e| e.message.into_owned())?;
-    let hello = a
-        .init("probe", None, &passed, framing)
-        .map_err(|e| e.message.into_owned())?;
-    a.close();
-    Ok(hello)
+    parse(rest, options).map_err(|e| e.message)?.hello()
 }
 
 impl Config {
@@ -356,10 +343,10 @@ fn b64(v: &[u8]) -> String {
 
 impl ExecSession {
     /// A binary request whose reply is `OK`.
-    fn bin_ok(&mut self, kind: u8, body: &[u8]) -> Result<(), OpError> {
-        match self.a.call_bin(kind, body)? {
-            (bin::OK, _) => Ok(()),
-            (k, _) => Err(self
+    fn bin_ok(&mut self, kind: u8, parts: &[&[u8]]) -> Result<(), OpError> {
+        match self.a.call_bin(kind, parts)? {
+            bin::OK => Ok(()),
+            k => Err(self
                 .a
                 .protocol_error(format!("a reply of kind {k:#x} where OK (0x81) was due"))),
         }
@@ -369,7 +356,7 @@ impl ExecSession {
 impl Session for ExecSession {
     fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
         if self.a.binary {
-            return self.bin_ok(bin::BEGIN, &[u8::from(mode == TxMode::Write)]);
+            return self.bin_ok(bin::BEGIN, &[&[u8::from(mode == TxMode::Write)]]);
         }
         let mode = if mode == TxMode::Write {
             "write"
@@ -382,17 +369,15 @@ impl Session for ExecSession {
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
         if self.a.binary {
-            let mut body = Vec::with_capacity(8 + value.len());
-            body.extend_from_slice(&key.to_le_bytes());
-            body.extend_from_slice(value);
-            return self.bin_ok(bin::PUT, &body);
+            return self.bin_ok(bin::PUT, &[&key.to_le_bytes(), value]);
         }
         let m = json!({"type": "put", "key": key.to_string(), "value": b64(value)});
         self.a.call(m, "put_ok").map(drop)
     }
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
         if self.a.binary {
-            let (k, b) = self.a.call_bin(bin::GET, &key.to_le_bytes())?;
+            let k = self.a.call_bin(bin::GET, &[&key.to_le_bytes()])?;
+            let b = &self.a.body;
             if k != bin::VALUE || b.len() < 4 {
                 return Err(self
                     .a
@@ -413,7 +398,7 @@ impl Session for ExecSession {
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         if self.a.binary {
-            return self.bin_ok(bin::DELETE, &key.to_le_bytes());
+            return self.bin_ok(bin::DELETE, &[&key.to_le_bytes()]);
         }
         self.a
             .call(
@@ -429,15 +414,7 @@ impl Session for ExecSession {
         ends: &mut Vec<usize>,
     ) -> Result<(), OpError> {
         if !self.get_many {
-            out.clear();
-            ends.clear();
-            let mut one = Vec::new();
-            for &k in keys {
-                self.get(k, &mut one)?;
-                out.extend_from_slice(&one);
-                ends.push(out.len());
-            }
-            return Ok(());
+            return engine::driver::get_each(self, keys, out, ends);
         }
         let keys_text: Vec<String> = keys.iter().map(u64::to_string).collect();
         let r = self.a.call(
@@ -546,8 +523,10 @@ pub struct Adapter {
     broken: Option<OpError>,
     /// Binary framing, once both sides agreed on it in the handshake.
     pub binary: bool,
-    /// A binary request being built.
+    /// A request being built.
     out: Vec<u8>,
+    /// The last binary frame's body.
+    body: Vec<u8>,
     /// The adapter's output and input pipes, as a fiber waits on them.
     out_wait: engine::fiber::Waiter,
     in_wait: engine::fiber::Waiter,
@@ -608,6 +587,7 @@ impl Adapter {
             broken: None,
             binary: false,
             out: Vec::with_capacity(512),
+            body: Vec::with_capacity(512),
             out_wait,
             in_wait,
         })
@@ -698,30 +678,34 @@ impl Adapter {
         })
     }
 
-    /// Sends one message (a line) with a fresh `msg_id`.
-    fn send(&mut self, msg: &Value) -> Result<u64, OpError> {
+    /// Sends one message (a line, or a JSON frame) with a fresh `msg_id`.
+    fn send(&mut self, mut msg: Value) -> Result<u64, OpError> {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
         self.next_id += 1;
-        let mut m = msg.clone();
-        m["msg_id"] = json!(self.next_id);
-        let mut line = serde_json::to_vec(&m).expect("a JSON value serializes");
+        msg["msg_id"] = json!(self.next_id);
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
         if self.binary {
-            let body = std::mem::take(&mut line);
-            bin::head(&mut line, bin::JSON, self.next_id, body.len());
-            line.extend_from_slice(&body);
+            // The header's length is known once the message is written after it.
+            bin::head(&mut out, bin::JSON, self.next_id, 0);
+            serde_json::to_writer(&mut out, &msg).expect("a JSON value serializes");
+            let len = (out.len() - 4) as u32;
+            out[..4].copy_from_slice(&len.to_le_bytes());
         } else {
-            line.push(b'\n');
+            serde_json::to_writer(&mut out, &msg).expect("a JSON value serializes");
+            out.push(b'\n');
         }
-        self.write_bounded(&line)?;
-        Ok(self.next_id)
+        let written = self.write_bounded(&out);
+        self.out = out;
+        written.map(|()| self.next_id)
     }
 
     /// Sends `msg` and returns the reply of type `want` to it; an `error` reply is the
     /// operation's failure (its class from its code).
     pub fn call(&mut self, msg: Value, want: &str) -> Result<Value, OpError> {
-        let id = self.send(&msg)?;
+        let id = self.send(msg)?;
         let r = self.receive()?;
         if r.get("in_reply_to").and_then(Value::as_u64) != Some(id) {
             return Err(self.protocol_error(format!("a reply not to message {id} (in_reply_to)")));
@@ -737,36 +721,23 @@ impl Adapter {
     /// The next message, parsed, within the timeout: a line, or (binary framing) a JSON frame.
     fn receive(&mut self) -> Result<Value, OpError> {
         if self.binary {
-            let (kind, body) = self.frame()?;
+            let kind = self.frame()?;
             if kind != bin::JSON {
                 return Err(self.protocol_error(format!(
                     "a binary frame of kind {kind:#x} where a JSON one was due"
                 )));
             }
-            return self.parse_json(&body);
+            let parsed = json_object(&self.body);
+            return parsed.map_err(|what| self.fail(ErrorClass::Protocol, what));
         }
         let end = self.fill(|b| b.iter().position(|&c| c == b'\n').map(|e| e + 1))?;
-        let line: Vec<u8> = self.buf.drain(..end).collect();
-        self.parse_json(&line)
+        let parsed = json_object(&self.buf[..end]);
+        self.buf.drain(..end);
+        parsed.map_err(|what| self.fail(ErrorClass::Protocol, what))
     }
 
-    fn parse_json(&mut self, line: &[u8]) -> Result<Value, OpError> {
-        match serde_json::from_slice::<Value>(line) {
-            Ok(v) if v.is_object() => Ok(v),
-            _ => {
-                let shown = String::from_utf8_lossy(&line[..line.len().min(80)])
-                    .trim_end()
-                    .to_string();
-                Err(self.fail(
-                    ErrorClass::Protocol,
-                    format!("wrote a line that is not a JSON object: {shown:?}"),
-                ))
-            }
-        }
-    }
-
-    /// The next binary frame: its kind and body (`self.body` holds the body).
-    fn frame(&mut self) -> Result<(u8, Vec<u8>), OpError> {
+    /// The next binary frame's kind; its body is in `self.body`.
+    fn frame(&mut self) -> Result<u8, OpError> {
         let end = self.fill(|b| {
             let len = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
             (b.len() >= 4 + len).then_some(4 + len)
@@ -779,14 +750,15 @@ impl Adapter {
         }
         let kind = self.buf[4];
         let id = u32::from_le_bytes(self.buf[5..9].try_into().expect("4 bytes"));
-        let body = self.buf[9..end].to_vec();
+        self.body.clear();
+        self.body.extend_from_slice(&self.buf[9..end]);
         self.buf.drain(..end);
         if u64::from(id) != self.next_id {
             return Err(
                 self.protocol_error(format!("a reply to message {id}, not {}", self.next_id))
             );
         }
-        Ok((kind, body))
+        Ok(kind)
     }
 
     /// Reads until `complete` finds a whole message at the start of the buffer (its end),
@@ -864,37 +836,44 @@ impl Adapter {
         Ok(())
     }
 
-    /// Sends one binary request (`kind`, then `body`) and returns the reply's kind and body; an
-    /// error frame is the operation's failure.
-    fn call_bin(&mut self, kind: u8, body: &[u8]) -> Result<(u8, Vec<u8>), OpError> {
+    /// Sends one binary request (`kind`, its body the concatenation of `parts`) and returns the
+    /// reply's kind, its body in `self.body`; an error frame is the operation's failure.
+    fn call_bin(&mut self, kind: u8, parts: &[&[u8]]) -> Result<u8, OpError> {
         if let Some(e) = &self.broken {
             return Err(e.clone());
         }
         self.next_id += 1;
-        self.out.clear();
-        bin::head(&mut self.out, kind, self.next_id, body.len());
-        self.out.extend_from_slice(body);
-        let out = std::mem::take(&mut self.out);
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        bin::head(
+            &mut out,
+            kind,
+            self.next_id,
+            parts.iter().map(|p| p.len()).sum(),
+        );
+        for p in parts {
+            out.extend_from_slice(p);
+        }
         let written = self.write_bounded(&out);
         self.out = out;
         written?;
-        let (k, b) = self.frame()?;
-        if k == bin::ERROR {
-            if b.len() < 4 {
-                return Err(self.protocol_error("an error frame without its code"));
+        match self.frame()? {
+            bin::ERROR if self.body.len() < 4 => {
+                Err(self.protocol_error("an error frame without its code"))
             }
-            let code = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
-            let text = String::from_utf8_lossy(&b[4..]).into_owned();
-            return Err(error_reply(&json!({"code": code, "text": text})));
-        }
-        if k == bin::JSON {
-            let v = self.parse_json(&b)?;
-            if v.get("type").and_then(Value::as_str) == Some("error") {
-                return Err(error_reply(&v));
+            bin::ERROR => {
+                let code = u32::from_le_bytes(self.body[..4].try_into().expect("4 bytes"));
+                let text = String::from_utf8_lossy(&self.body[4..]).into_owned();
+                Err(error_reply(&json!({"code": code, "text": text})))
             }
-            return Err(self.protocol_error("a JSON reply to a binary request"));
+            bin::JSON => match json_object(&self.body) {
+                Ok(v) if v.get("type").and_then(Value::as_str) == Some("error") => {
+                    Err(error_reply(&v))
+                }
+                _ => Err(self.protocol_error("a JSON reply to a binary request")),
+            },
+            k => Ok(k),
         }
-        Ok((k, b))
     }
 
     /// Decodes the base64 value `field` of a reply into `out`.
@@ -928,7 +907,7 @@ impl Adapter {
             .find_map(|_| match self.child.try_wait() {
                 Ok(Some(s)) => Some(s.to_string()),
                 _ => {
-                    std::thread::sleep(Duration::from_millis(5));
+                    engine::fiber::sleep(Duration::from_millis(5));
                     None
                 }
             })
@@ -961,7 +940,7 @@ impl Adapter {
     /// Ends the process: a `close` message, then a grace period to exit, then a kill.
     pub fn close(&mut self) {
         if self.broken.is_none() {
-            let _ = self.send(&json!({"type": "close"}));
+            let _ = self.send(json!({"type": "close"}));
         }
         self.finish();
     }
@@ -972,7 +951,7 @@ impl Adapter {
         while t0.elapsed() < EXIT_GRACE {
             match self.child.try_wait() {
                 Ok(Some(_)) => return,
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Ok(None) => engine::fiber::sleep(Duration::from_millis(5)),
                 Err(_) => break,
             }
         }
@@ -1000,6 +979,20 @@ pub fn set_log_dir(dir: &Path) {
 fn stderr_dir() -> PathBuf {
     let dir = LOG_DIR.lock().unwrap_or_else(|p| p.into_inner()).clone();
     dir.unwrap_or_else(std::env::temp_dir)
+}
+
+/// `line` as a JSON object, or what the adapter wrote instead (quoted, at most 80 bytes).
+fn json_object(line: &[u8]) -> Result<Value, String> {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(v) if v.is_object() => Ok(v),
+        _ => {
+            let shown = String::from_utf8_lossy(&line[..line.len().min(80)]);
+            Err(format!(
+                "wrote a line that is not a JSON object: {:?}",
+                shown.trim_end()
+            ))
+        }
+    }
 }
 
 /// An adapter's `error` reply as an operation's failure: the class from its code (Maelstrom's
