@@ -150,8 +150,8 @@ pub(super) struct Conn {
     /// Scratch for a value and for `MGET`'s keys, kept between requests.
     pub(super) value: Vec<u8>,
     pub(super) keys: Vec<u64>,
-    /// The request being answered: its kind and when it was read.
-    pub(super) answering: Option<(u8, Instant)>,
+    /// The figures of the loop that serves this connection.
+    stats: Local,
 }
 
 impl Protocol for Shared {
@@ -166,14 +166,14 @@ impl Protocol for Shared {
         stats
     }
 
-    fn open(&self, _: &mut Local) -> Conn {
+    fn open(&self, stats: &mut Local) -> Conn {
         Conn {
             authed: self.token.is_none(),
             objects: None,
             pending: None,
             value: Vec::new(),
             keys: Vec::new(),
-            answering: None,
+            stats: stats.clone(),
         }
     }
 
@@ -203,7 +203,16 @@ impl Protocol for Shared {
         let t = Instant::now();
         match self.answer(c, k, body, out) {
             Ok(true) => {
-                c.answering = Some((k, t));
+                // Counted when the answer is ready, before it is sent: a client that has its
+                // reply and then asks for the figures finds its request in them. The server's
+                // time is its own work; the send is the network's part.
+                if let Ok(mut l) = c.stats.lock()
+                    && let Some(slot) = l.get_mut(usize::from(k))
+                {
+                    slot.count += 1;
+                    slot.latency
+                        .saturating_record(t.elapsed().as_nanos().max(1) as u64);
+                }
                 Step::Done(total)
             }
             Ok(false) => Step::Close(total),
@@ -211,16 +220,6 @@ impl Protocol for Shared {
                 out.clear();
                 refuse(out, &format!("the host failed: {e}"))
             }
-        }
-    }
-
-    fn sent(&self, stats: &mut Local, c: &mut Conn) {
-        if let (Some((k, t)), Ok(mut l)) = (c.answering.take(), stats.lock())
-            && let Some(slot) = l.get_mut(usize::from(k))
-        {
-            slot.count += 1;
-            slot.latency
-                .saturating_record(t.elapsed().as_nanos().max(1) as u64);
         }
     }
 
