@@ -233,6 +233,14 @@ pub trait Store: Send + Sync {
     fn prepare_scans(&self) -> Result<(), String> {
         self.scans()
     }
+    /// Where the target keeps a client object cache of its own (ZODB's pickle cache, in an
+    /// adapter's session process): what it is, in a few words. The shootout then reads every
+    /// object through the session, empties that cache with [`Session::drop_client_cache`] where
+    /// dyno would empty its own, and expects steamin's reads to be served by it; `None` (the
+    /// default): dyno's client cache plays that part.
+    fn client_cache(&self) -> Option<String> {
+        None
+    }
     /// Whether many of its sessions can share a generator thread: true when a session waits
     /// only on sockets through [`crate::fiber::Stream`] (and sleeps through the clock), so a
     /// waiting client yields its thread to the others. False (the default) for a client that
@@ -289,6 +297,11 @@ pub trait Session: Send {
     fn commit(&mut self) -> Result<(), OpError>;
     /// Reads this session made against the storage so far (the steamin check reads it).
     fn storage_reads(&self) -> u64;
+    /// Empties the session's own client object cache, where its store has one
+    /// ([`Store::client_cache`]); nothing to do otherwise.
+    fn drop_client_cache(&mut self) -> Result<(), OpError> {
+        Ok(())
+    }
 
     // The `namespace` family. A path is relative to the store's namespace: names joined by `/`,
     // each of ASCII letters, digits, `_`, `-` or `.`, at most 2048 bytes (`host::store::valid_path`).

@@ -116,6 +116,10 @@ pub struct Hello {
     pub versions: BTreeMap<String, String>,
     /// Whether its replies say which reads reached its storage (else every read did).
     pub counts_storage_reads: bool,
+    /// Its own client object cache, described (ZODB's pickle cache), if it keeps one.
+    pub client_cache: Option<String>,
+    /// How many sessions it serves at once, if it has a limit (FileStorage: one process).
+    pub sessions: Option<u64>,
 }
 
 /// Validates the program and options; starts nothing.
@@ -241,6 +245,7 @@ impl TargetConfig for Config {
             store: std::sync::Mutex::new(store),
             namespace,
             hello,
+            open_sessions: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)),
         }))
     }
 }
@@ -251,6 +256,8 @@ struct ExecStore {
     store: std::sync::Mutex<Adapter>,
     namespace: String,
     hello: Hello,
+    /// Sessions open now (checked against the adapter's `sessions`).
+    open_sessions: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store for ExecStore {
@@ -270,9 +277,27 @@ impl Store for ExecStore {
         v.insert("adapter".into(), self.hello.name.clone());
         v
     }
+    fn client_cache(&self) -> Option<String> {
+        self.hello.client_cache.clone()
+    }
     fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
+        use std::sync::atomic::Ordering;
+        let open = self.open_sessions.fetch_add(1, Ordering::SeqCst);
+        let slot = SessionSlot(self.open_sessions.clone());
+        if let Some(limit) = self.hello.sessions
+            && open >= limit
+        {
+            return Err(OpError::new(
+                ErrorClass::Refused,
+                format!(
+                    "the adapter {} serves {limit} session(s) at a time (its init_ok says \"sessions\": {limit}): run with -c {limit}",
+                    self.hello.name
+                ),
+            ));
+        }
         let (adapter, hello) = self.config.start("session", Some(&self.namespace))?;
         Ok(Box::new(ExecSession {
+            _slot: slot,
             a: adapter,
             get_many: hello.ops.iter().any(|o| o == "get_many"),
             scan: hello.ops.iter().any(|o| o == "scan"),
@@ -314,12 +339,23 @@ impl Store for ExecStore {
 /// The prefix of the message of an adapter's `not-supported` error (code 10).
 const NOT_SUPPORTED: &str = "not supported: ";
 
+/// One open session counted by its store; the count goes down when the session is dropped.
+struct SessionSlot(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 struct ExecSession {
+    // Dropped after `a` (fields drop in order): the adapter process is closed first.
     a: Adapter,
     get_many: bool,
     scan: bool,
     counts: bool,
     reads: u64,
+    _slot: SessionSlot,
 }
 
 impl ExecSession {
@@ -493,6 +529,11 @@ impl Session for ExecSession {
     }
     fn storage_reads(&self) -> u64 {
         self.reads
+    }
+    fn drop_client_cache(&mut self) -> Result<(), OpError> {
+        self.a
+            .call(json!({"type": "drop_client_cache"}), "drop_client_cache_ok")
+            .map(drop)
     }
 }
 
@@ -675,6 +716,18 @@ impl Adapter {
                 .get("storage_reads")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            client_cache: text("client_cache").filter(|c| !c.trim().is_empty()),
+            sessions: match r.get("sessions") {
+                None | Some(Value::Null) => None,
+                Some(v) => match v.as_u64() {
+                    Some(n) if n > 0 => Some(n),
+                    _ => {
+                        return Err(self.protocol_error(format!(
+                            "init_ok's \"sessions\" is {v}: a count of at least 1, or absent when there is no limit"
+                        )));
+                    }
+                },
+            },
         })
     }
 

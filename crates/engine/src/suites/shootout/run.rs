@@ -12,6 +12,9 @@
 //! | steamin | reads every object | served by dyno's client cache: the storage must see 0 reads |
 //!
 //! The client object cache plays the part of ZODB's pickle cache: one preallocated slot per object.
+//! A target with a client object cache of its own ([`Store::client_cache`]: ZODB's pickle cache in
+//! an adapter) plays it instead: every read goes through the session, `hot` empties the target's
+//! cache ([`Session::drop_client_cache`]), and steamin's reads must be served by it.
 //! Every object read from storage is checked against what was written (its key and version in a
 //! 16-byte header, and its length), so a fast wrong answer is never counted as a read.
 //! A test's rate is all clients' objects over the wall time of the slowest client.
@@ -159,6 +162,8 @@ struct Client {
     clock: Clock,
     session: Option<Box<dyn Session>>,
     cache: ObjectCache,
+    /// The target keeps the client cache ([`Store::client_cache`]); `cache` stays unused.
+    target_cache: bool,
     value: Vec<u8>,
     buf: Vec<u8>,
     rec: Recorder,
@@ -170,14 +175,15 @@ struct Client {
 }
 
 impl Client {
-    fn new(index: u32, clock: Clock, p: &Params) -> Client {
+    fn new(index: u32, clock: Clock, p: &Params, target_cache: bool) -> Client {
         let mut state = p.seed ^ (u64::from(index) << 32);
         let value = (0..p.size).map(|_| splitmix(&mut state) as u8).collect();
         Client {
             index,
             clock,
             session: None,
-            cache: ObjectCache::new(p.objects, p.size),
+            cache: ObjectCache::new(if target_cache { 0 } else { p.objects }, p.size),
+            target_cache,
             value,
             buf: Vec::with_capacity(p.size),
             // A test's latencies kept as they are until merged (see Recorder::deferred).
@@ -227,6 +233,26 @@ impl Client {
                 }
             }
         }
+        if test == Test::Hot && self.target_cache && self.fatal.is_none() {
+            let dropped = match self.session.as_deref_mut() {
+                Some(s) => catch_unwind(AssertUnwindSafe(|| s.drop_client_cache())).unwrap_or_else(
+                    |panic| {
+                        Err(OpError::new(
+                            ErrorClass::Application,
+                            format!("the driver panicked: {}", panic_message(&panic)),
+                        ))
+                    },
+                ),
+                None => Ok(()),
+            };
+            if let Err(e) = dropped {
+                self.session = None;
+                self.fatal = Some(format!(
+                    "client {}: emptying its client cache failed: {e}",
+                    self.index
+                ));
+            }
+        }
         barrier.wait();
         if self.session.is_none() {
             return;
@@ -263,6 +289,7 @@ impl Client {
         let (client, size) = (self.index, p.size);
         let writes = test.writes();
         let version = if test == Test::Add { 1 } else { 2 };
+        let own_cache = !self.target_cache;
         let (cache, buf, value) = (&mut self.cache, &mut self.buf, &mut self.value);
         let end = worker::run(
             clock,
@@ -277,12 +304,14 @@ impl Client {
                     session.put(k, value)?;
                     return Ok(size as u64);
                 }
-                if let Some(obj) = cache.get(i as usize) {
+                if own_cache && let Some(obj) = cache.get(i as usize) {
                     return Ok(std::hint::black_box(obj).len() as u64);
                 }
                 session.get(k, buf)?;
                 verify(buf, k, version, size)?;
-                cache.put(i as usize, buf);
+                if own_cache {
+                    cache.put(i as usize, buf);
+                }
                 Ok(size as u64)
             },
         );
@@ -312,6 +341,8 @@ pub struct Shootout<'a> {
     params: Params,
     interrupt: &'a AtomicBool,
     clients: Vec<Client>,
+    /// The target's own client cache, where it keeps one ([`Store::client_cache`]).
+    target_cache: Option<String>,
     /// Virtual clocks: exact, repeatable records (no CPU figure, which is neither).
     virtual_time: bool,
 }
@@ -324,6 +355,7 @@ impl<'a> Shootout<'a> {
         interrupt: &'a AtomicBool,
     ) -> Shootout<'a> {
         let shared = Clock::monotonic();
+        let target_cache = store.client_cache();
         let clients = (0..params.concurrency)
             .map(|i| {
                 let clock = if virtual_time {
@@ -331,11 +363,12 @@ impl<'a> Shootout<'a> {
                 } else {
                     shared.clone()
                 };
-                Client::new(i, clock, &params)
+                Client::new(i, clock, &params, target_cache.is_some())
             })
             .collect();
         Shootout {
             store,
+            target_cache,
             params,
             interrupt,
             clients,
@@ -386,9 +419,20 @@ impl<'a> Shootout<'a> {
     fn run_test(&mut self, test: Test, rep: u32) -> TestOutcome {
         let mut cache_note = None;
         match test {
-            Test::Add | Test::Update | Test::Steamin => {}
+            Test::Add | Test::Update => {}
+            Test::Steamin => {
+                if let Some(what) = &self.target_cache {
+                    cache_note = Some(format!("read through the target's client cache ({what})"));
+                }
+            }
             Test::Warm => self.close_sessions(),
-            Test::Hot => self.clients.iter_mut().for_each(|c| c.cache.clear()),
+            Test::Hot => {
+                self.clients.iter_mut().for_each(|c| c.cache.clear());
+                if let Some(what) = &self.target_cache {
+                    // Each client empties its session's cache before the barrier (Client::run).
+                    cache_note = Some(format!("the target's client cache emptied ({what})"));
+                }
+            }
             Test::Cold => {
                 self.close_sessions();
                 match self.store.drop_caches() {
