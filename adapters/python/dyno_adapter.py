@@ -13,7 +13,12 @@ An adapter class sets `name`, `durability` and `versions`, and implements:
 - the session role (one process per client): `begin(mode)` ("read" or "write"), `put(key,
   value)`, `get(key)` -> bytes (raise `NotFound` when absent), `delete(key)`, `commit()`, and
   optionally `get_many(keys)` -> [bytes], `scan(start, count)` -> [(key, bytes)] in key order,
-  `close_session()`.
+  `drop_client_cache()`, `close_session()`.
+
+An adapter whose sessions keep a client object cache of their own (ZODB's pickle cache) says what
+it is in `self.client_cache` (a short text) and implements `drop_client_cache()`: the shootout then
+reads through that cache instead of dyno's. One that can serve only so many sessions at once (a
+FileStorage: one process) sets `self.sessions` to that number.
 
 Keys are integers (below 2**64), values bytes. An adapter that keeps a cache counts the reads
 that reached its storage in `self.storage_reads` and sets `counts_storage_reads = True`; dyno
@@ -76,6 +81,8 @@ class Adapter:
         self.namespace = namespace
         self.options = options
         self.storage_reads = 0
+        self.client_cache = None
+        self.sessions = None
 
     # The store role.
     def open(self):
@@ -148,6 +155,10 @@ def _handle(cls, state, msg):
                 storage_reads=cls.counts_storage_reads,
                 framing=framing,
             )
+            if adapter.client_cache:
+                reply["client_cache"] = adapter.client_cache
+            if adapter.sessions:
+                reply["sessions"] = adapter.sessions
             state["binary"] = framing == "binary"
             return reply
         if adapter is None:
@@ -178,6 +189,9 @@ def _handle(cls, state, msg):
         elif kind == "delete":
             adapter.delete(_key(msg["key"]))
             reply["type"] = "delete_ok"
+        elif kind == "drop_client_cache" and callable(getattr(adapter, "drop_client_cache", None)):
+            adapter.drop_client_cache()
+            reply["type"] = "drop_client_cache_ok"
         elif kind == "get_many" and "get_many" in _optional_ops(cls):
             values = adapter.get_many([_key(k) for k in msg["keys"]])
             reply.update(type="get_many_ok", values=[base64.b64encode(v).decode("ascii") for v in values])

@@ -73,15 +73,25 @@ pub fn check(url: &str) -> Result<ExitCode> {
     };
     say!("dyno adapter-check {url}");
     let hello = targets::exec::handshake(program, &options);
+    let (sessions_limit, client_cache) = hello
+        .as_ref()
+        .map(|h| (h.sessions, h.client_cache.clone()))
+        .unwrap_or_default();
     if !kit.check(
         "handshake (init → init_ok: protocol, name, durability, ops, framing)",
         hello.map(|h| {
             format!(
-                "{}; durability {:?}; ops {}; {} framing",
+                "{}; durability {:?}; ops {}; {} framing{}{}",
                 h.name,
                 h.durability,
                 h.ops.join(" "),
-                h.framing
+                h.framing,
+                h.client_cache
+                    .map(|c| format!("; client cache: {c}"))
+                    .unwrap_or_default(),
+                h.sessions
+                    .map(|n| format!("; {n} session(s) at a time"))
+                    .unwrap_or_default(),
             )
         }),
     ) {
@@ -104,7 +114,7 @@ pub fn check(url: &str) -> Result<ExitCode> {
             .collect::<Vec<_>>()
             .join(", ")),
     );
-    sessions(&mut kit, &*store);
+    sessions(&mut kit, &*store, sessions_limit, client_cache.is_some());
     kit.check(
         "store: drop_caches (done, or not supported with a reason)",
         match store.drop_caches() {
@@ -123,7 +133,7 @@ pub fn check(url: &str) -> Result<ExitCode> {
     Ok(summary(&kit))
 }
 
-fn sessions(kit: &mut Kit, store: &dyn Store) {
+fn sessions(kit: &mut Kit, store: &dyn Store, limit: Option<u64>, client_cache: bool) {
     let clock = Clock::monotonic();
     let mut a = match store.connect(&clock) {
         Ok(s) => s,
@@ -188,19 +198,44 @@ fn sessions(kit: &mut Kit, store: &dyn Store) {
                 }
             }),
     );
-    match store.connect(&clock) {
-        Ok(mut b) => {
-            kit.check(
-                "a second session (another process) reads the first one's commit",
-                read(&mut *b, 2).map(|_| String::new()),
-            );
-        }
-        Err(e) => {
-            kit.check(
-                "a second session (another process) reads the first one's commit",
-                Err(e.to_string()),
-            );
-        }
+    if client_cache {
+        kit.check(
+            "client cache: a read again is served by it; after drop_client_cache, none is",
+            (|| {
+                read(&mut *a, 2)?;
+                let cached = read(&mut *a, 2)?;
+                a.drop_client_cache()
+                    .map_err(|e| format!("drop_client_cache: {e}"))?;
+                let dropped = read(&mut *a, 2)?;
+                if cached != 0 || dropped != keys.len() as u64 {
+                    return Err(format!(
+                        "{cached} of 4 reads reached the storage from a full client cache (0 due), {dropped} of 4 after it was emptied (4 due)"
+                    ));
+                }
+                Ok(String::new())
+            })(),
+        );
+    }
+    // An adapter that serves one session at a time gets its second after the first is closed.
+    let second = |kit: &mut Kit| {
+        let what = "a second session (another process) reads the first one's commit";
+        match store.connect(&clock) {
+            Ok(mut b) => kit.check(what, read(&mut *b, 2).map(|_| String::new())),
+            Err(e) => kit.check(what, Err(e.to_string())),
+        };
+    };
+    if limit.is_some_and(|n| n < 2) {
+        drop(a);
+        second(kit);
+        a = match store.connect(&clock) {
+            Ok(s) => s,
+            Err(e) => {
+                kit.check("the first session again", Err(e.to_string()));
+                return;
+            }
+        };
+    } else {
+        second(kit);
     }
     kit.check(
         "delete, then get: a not-found error (code 20)",

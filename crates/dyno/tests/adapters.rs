@@ -41,6 +41,7 @@ fn the_reference_adapter_passes_the_kit_and_runs_the_shootout() {
         let (code, out) = check(dir.path(), &format!("{url}?framing={framing}"));
         assert_eq!(code, 0, "{out}");
         assert!(out.contains("12 checks passed"), "{out}");
+        assert!(!out.contains("client cache"), "{out}");
         assert!(out.contains(says), "{out}");
         assert!(!out.contains("FAIL"), "{out}");
     }
@@ -63,22 +64,24 @@ fn the_reference_adapter_passes_the_kit_and_runs_the_shootout() {
         .success();
     let rec = record(&dir.path().join("o"));
     assert_schema_valid(&rec);
+    // Named after the adapter (its file's stem), not the scheme.
+    assert_eq!(rec["cases"][0]["target"], "reference");
     // Three adapter sessions on one generator thread: each waits on its pipes as a fiber.
     assert_eq!(rec["plan"]["threads"], 1);
     for test in ["add", "update", "warm", "hot", "steamin"] {
-        let c = case(&rec, "exec", test);
+        let c = case(&rec, "reference", test);
         assert_eq!(c["status"], "ok", "{test}: {}", c["reason"]);
     }
     // Every warm and hot read reached the adapter's storage (its own count), steamin none.
     assert_eq!(
-        case(&rec, "exec", "warm")["reps"][0]["detail"]["store"]["storage_reads"],
+        case(&rec, "reference", "warm")["reps"][0]["detail"]["store"]["storage_reads"],
         90
     );
     assert_eq!(
-        case(&rec, "exec", "steamin")["reps"][0]["detail"]["store"]["storage_reads"],
+        case(&rec, "reference", "steamin")["reps"][0]["detail"]["store"]["storage_reads"],
         0
     );
-    let cold = case(&rec, "exec", "cold");
+    let cold = case(&rec, "reference", "cold");
     assert_eq!(cold["status"], "na");
     assert!(
         cold["reason"]
@@ -88,7 +91,7 @@ fn the_reference_adapter_passes_the_kit_and_runs_the_shootout() {
         "{cold}"
     );
     assert_eq!(
-        case(&rec, "exec", "add")["versions"]["adapter"],
+        case(&rec, "reference", "add")["versions"]["adapter"],
         "reference (sqlite3)"
     );
 }
@@ -145,8 +148,8 @@ fn a_crash_mid_test_fails_the_check_and_the_cases_not_dyno() {
         String::from_utf8_lossy(&o.stderr)
     );
     let rec = record(&dir.path().join("o"));
-    assert_eq!(case(&rec, "exec", "add")["status"], "ok");
-    let warm = case(&rec, "exec", "warm");
+    assert_eq!(case(&rec, "crash", "add")["status"], "ok");
+    let warm = case(&rec, "crash", "warm");
     assert_eq!(warm["status"], "failed");
     let reason = warm["reason"].as_str().unwrap();
     assert!(reason.contains("exited"), "{warm}");

@@ -153,6 +153,11 @@ pub trait TargetConfig: Send + Sync {
     fn data_path(&self) -> Option<PathBuf> {
         None
     }
+    /// The column name when the plan gives none (else the scheme): a driver whose targets differ
+    /// by more than their scheme (`exec:` adapters) names them after what they are.
+    fn default_name(&self) -> Option<String> {
+        None
+    }
     /// True when the driver runs on a virtual clock (exact, simulated latencies).
     fn virtual_time(&self) -> bool {
         false

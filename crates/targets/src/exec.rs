@@ -218,6 +218,34 @@ impl Config {
 }
 
 impl TargetConfig for Config {
+    /// The adapter's name (its file's stem, or its folder's name for a generic stem such as
+    /// `adapter`) and the values of its options that are single words: `zodb-mapping` for
+    /// `exec:adapters/zodb/adapter.py?storage=mapping`. Nothing is started to find it.
+    fn default_name(&self) -> Option<String> {
+        let stem = self.program.file_stem()?.to_str()?;
+        let base = if matches!(stem, "adapter" | "main" | "run" | "index") {
+            self.program
+                .canonicalize()
+                .ok()?
+                .parent()?
+                .file_name()?
+                .to_str()?
+                .to_string()
+        } else {
+            stem.to_string()
+        };
+        let word = |v: &&String| {
+            !v.is_empty()
+                && v.len() <= 16
+                && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        let name = std::iter::once(&base)
+            .chain(self.passed.values().filter(word))
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("-");
+        Some(name.chars().take(64).collect())
+    }
     fn durability(&self) -> String {
         match self.hello() {
             Ok(h) => h.durability,

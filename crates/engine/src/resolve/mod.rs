@@ -626,8 +626,8 @@ pub fn expand_topologies(
     Ok(out)
 }
 
-/// The target's column name: as written, or its scheme (`sqlite`, `sqlite-2`, …); valid and
-/// not taken.
+/// The target's column name: as written, or its driver's default name or else its scheme
+/// (`sqlite`, `sqlite-2`, …); valid and not taken.
 fn target_name(
     written: Option<Sp<String>>,
     scheme: &str,
@@ -759,7 +759,13 @@ pub fn resolve_target(
             hint: e.hint,
         }
     })?;
-    let name = target_name(raw.name, scheme, &url.at, earlier)?;
+    let base = config.default_name().filter(|n| valid_name(n));
+    let name = target_name(
+        raw.name,
+        base.as_deref().unwrap_or(scheme),
+        &url.at,
+        earlier,
+    )?;
     let process = match &raw.process {
         Some(p) if !p.members.is_empty() => Some(resolve_members(p, &ports)?),
         Some(p) => Some(resolve_process(p)?),

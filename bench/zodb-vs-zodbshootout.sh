@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# The four ZODB storages measured by dyno (through adapters/zodb) and by zodbshootout 0.8.0 itself,
+# in one run, on the same kinds of servers: a ZEO server on a MappingStorage, a FileStorage in the
+# client's own process, a ZEO server on a FileStorage, and RelStorage on PostgreSQL. Servers run on
+# core 1, each tool (and its client processes) on core 0; each tool gets servers of its own,
+# started alike. ROUNDS rounds (default 3): dyno's shootout (-n N -c 1, 300 B objects, --reps 3),
+# then zodbshootout (-c 1 --object-counts N -s 300, pyperf's --fast); objects per second for
+# each test, and the ratio dyno / zodbshootout per round, then the median of the rounds.
+#
+# What each tool times differs, and the script prints both sides as measured:
+#   - zodbshootout times a test's whole loop in one process (a transaction of N objects, or N
+#     attribute reads); dyno times each object's operation on its side of the adapter's pipe, so
+#     every object costs dyno a round trip to the adapter process (about 8–10 µs here:
+#     bench/adapter-overhead.sh) that zodbshootout does not pay;
+#   - the tests pair as they mean: dyno's warm (new sessions: pickle and client caches empty, the
+#     server's kept) is zodbshootout's cold (a new DB per loop); hot and steamin are the same
+#     states; dyno's cold (the page cache dropped too) has no zodbshootout twin, nor has
+#     zodbshootout's write/read "warm". With address= (servers this script started), dyno's cold is
+#     n/a for ZEO: the caches of a server dyno did not start are not dyno's to drop.
+# Usage: bench/zodb-vs-zodbshootout.sh [ROUNDS] [N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+n=${2:-1000}
+install() { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; }
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+[ -n "$pgbin" ] || { install postgresql; pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); }
+cargo build --release -q
+dyno=$PWD/target/release/dyno
+./adapters/zodb/setup.sh >/dev/null
+# zodbshootout in an environment of its own: the adapter's pins, and its own (pyperf 2.0.0, six).
+zs=$PWD/target/zodbshootout-venv
+if [ ! -x "$zs/bin/zodbshootout" ]; then
+  python3 -m venv "$zs"
+  "$zs/bin/pip" install -q --disable-pip-version-check -r adapters/zodb/requirements.txt \
+    zodbshootout==0.8.0 pyperf==2.0.0
+fi
+zpy=$PWD/adapters/zodb/.venv/bin/python
+work=$(mktemp -d)
+chmod 755 "$work"
+pids=()
+cleanup() {
+  set +e
+  [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# PostgreSQL on core 1, as the `postgres` user when root (initdb refuses root).
+as_pg=()
+[ "$(id -u)" = 0 ] && { id postgres >/dev/null 2>&1 || useradd -r postgres; as_pg=(runuser -u postgres --); }
+mkdir "$work/pg" && [ ${#as_pg[@]} -eq 0 ] || chown postgres "$work/pg"
+"${as_pg[@]}" "$pgbin/initdb" -D "$work/pg/data" -U dyno --auth=trust -E UTF8 --no-sync >/dev/null
+pgport=$(free_port)
+taskset -c 1 "${as_pg[@]}" "$pgbin/postgres" -D "$work/pg/data" -p "$pgport" \
+  -c listen_addresses=127.0.0.1 -k "$work/pg" >"$work/pg.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
+"$pgbin/psql" -q -h 127.0.0.1 -p "$pgport" -U dyno -d postgres -c "CREATE DATABASE zodbshootout" >/dev/null
+
+# ZEO servers on core 1: one on a MappingStorage and one on a FileStorage, for each tool.
+zeo() { # NAME BACKEND → prints the port
+  local port; port=$(free_port)
+  mkdir -p "$work/$1"
+  printf '<zeo>\n  address 127.0.0.1:%s\n</zeo>\n%s\n' "$port" "$2" >"$work/$1/zeo.conf"
+  PYTHONPATH=$PWD/adapters/zodb taskset -c 1 "$zpy" -m ZEO.runzeo -C "$work/$1/zeo.conf" \
+    >"$work/$1/zeo.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+  echo "$port"
+}
+dm=$(zeo dyno-mapping '<mappingstorage>
+</mappingstorage>')
+df=$(zeo dyno-zeo "<filestorage>
+  path $work/dyno-zeo/Data.fs
+</filestorage>")
+zm=$(zeo zs-mapping '<mappingstorage>
+</mappingstorage>')
+zf=$(zeo zs-zeo "<filestorage>
+  path $work/zs-zeo/Data.fs
+</filestorage>")
+
+z=exec:adapters/zodb/adapter.py
+dyno_targets=("$z?storage=mapping&address=127.0.0.1:$dm" "$z?storage=file"
+  "$z?storage=zeo&address=127.0.0.1:$df"
+  "$z?storage=relstorage&dsn=postgresql://dyno@127.0.0.1:$pgport/postgres")
+mkdir -p "$work/zs-file"
+cat >"$work/zs.conf" <<EOF
+%import relstorage
+<zodb mapping>
+  <zeoclient>
+    server 127.0.0.1:$zm
+  </zeoclient>
+</zodb>
+<zodb file>
+  <filestorage>
+    path $work/zs-file/Data.fs
+  </filestorage>
+</zodb>
+<zodb zeo>
+  <zeoclient>
+    server 127.0.0.1:$zf
+  </zeoclient>
+</zodb>
+<zodb relstorage>
+  <relstorage>
+    <postgresql>
+      dsn dbname=zodbshootout host=127.0.0.1 port=$pgport user=dyno
+    </postgresql>
+  </relstorage>
+</zodb>
+EOF
+
+for r in $(seq "$rounds"); do
+  echo "== round $r: dyno" >&2
+  taskset -c 0 "$dyno" run -n "$n" -c 1 --size 300 --reps 3 --quiet -o "$work/dyno-$r" \
+    "${dyno_targets[@]}" >/dev/null
+  echo "== round $r: zodbshootout" >&2
+  (cd "$work" && taskset -c 0 "$zs/bin/zodbshootout" -c 1 --object-counts "$n" -s 300 --fast \
+    -q -o "$work/zs-$r.json" "$work/zs.conf" add update cold hot steamin >"$work/zs-$r.log" 2>&1) \
+    || { tail -20 "$work/zs-$r.log" >&2; exit 1; }
+done
+
+"$zpy" - "$work" "$rounds" "$n" <<'EOF'
+import json, statistics, sys
+work, rounds, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+storages = ["mapping", "file", "zeo", "relstorage"]
+# dyno's test, and zodbshootout's test of the same state.
+pairs = [("add", "add"), ("update", "update"), ("warm", "cold"), ("hot", "hot"), ("steamin", "steamin")]
+def dyno_rates(r):
+    rec = json.load(open("%s/dyno-%d/run.json" % (work, r)))
+    out = {}
+    for c in rec["cases"]:
+        s = c["target"].replace("zodb-", "")
+        if c["status"] == "ok":
+            out[(s, c["test"])] = c["summary"]["ops_per_s"]["median"]
+    return out
+def zs_rates(r):
+    suite = json.load(open("%s/zs-%d.json" % (work, r)))
+    out = {}
+    for b in suite["benchmarks"]:
+        name = b["metadata"]["name"]  # "zeo: read 1000 hot objects"
+        storage, what = name.split(": ", 1)
+        test = {"add": "add", "update": "update", "read": None}[what.split()[0]]
+        if test is None:
+            test = what.split()[2]  # cold, hot, steamin
+        values = [v for run in b["runs"] for v in run.get("values", [])]
+        out[(storage, test)] = n / statistics.mean(values)  # a value: one loop of n objects
+    return out
+D = [dyno_rates(r) for r in range(1, rounds + 1)]
+Z = [zs_rates(r) for r in range(1, rounds + 1)]
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+def fmt(x):
+    return "n/a" if x is None else "{:,.0f}".format(x)
+print("objects/s, median of %d rounds (dyno / zodbshootout, then the median of the per-round ratios)" % rounds)
+print()
+print("| dyno test (zodbshootout's) | " + " | ".join(storages) + " |")
+print("|---|" + "---:|" * len(storages))
+for dt, zt in pairs:
+    cells = []
+    for s in storages:
+        d = med([x.get((s, dt)) for x in D])
+        z = med([x.get((s, zt)) for x in Z])
+        ratios = [x.get((s, dt)) / y[(s, zt)] for x, y in zip(D, Z) if x.get((s, dt)) and y.get((s, zt))]
+        ratio = med(ratios)
+        cells.append("%s / %s (%s)" % (fmt(d), fmt(z), "n/a" if ratio is None else "%.2f×" % ratio))
+    print("| %s (%s) | %s |" % (dt, zt, " | ".join(cells)))
+EOF
