@@ -44,6 +44,7 @@ cleanup() {
   [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
+  mkdir -p target/zodb-bench && cp -r "$work"/dyno-* "$work"/zs-*.json target/zodb-bench/ 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -142,8 +143,8 @@ def zs_rates(r):
     suite = json.load(open("%s/zs-%d.json" % (work, r)))
     out = {}
     for b in suite["benchmarks"]:
-        name = b["metadata"]["name"]  # "zeo: read 1000 hot objects"
-        storage, what = name.split(": ", 1)
+        name = b["metadata"]["name"]  # "{c=1 processes, o=1000} zeo: read 1000 hot objects"
+        storage, what = name.split("} ", 1)[-1].split(": ", 1)
         test = {"add": "add", "update": "update", "read": None}[what.split()[0]]
         if test is None:
             test = what.split()[2]  # cold, hot, steamin
@@ -159,8 +160,8 @@ def fmt(x):
     return "n/a" if x is None else "{:,.0f}".format(x)
 print("objects/s, median of %d rounds (dyno / zodbshootout, then the median of the per-round ratios)" % rounds)
 print()
-print("| dyno test (zodbshootout's) | " + " | ".join(storages) + " |")
-print("|---|" + "---:|" * len(storages))
+print("| dyno test (zodbshootout's) | " + " | ".join(storages) + " | in-process MappingStorage (zodbshootout only) |")
+print("|---|" + "---:|" * (len(storages) + 1))
 for dt, zt in pairs:
     cells = []
     for s in storages:
@@ -169,5 +170,6 @@ for dt, zt in pairs:
         ratios = [x.get((s, dt)) / y[(s, zt)] for x, y in zip(D, Z) if x.get((s, dt)) and y.get((s, zt))]
         ratio = med(ratios)
         cells.append("%s / %s (%s)" % (fmt(d), fmt(z), "n/a" if ratio is None else "%.2f×" % ratio))
-    print("| %s (%s) | %s |" % (dt, zt, " | ".join(cells)))
+    inproc = med([y.get(("MappingStorage", zt)) for y in Z])
+    print("| %s (%s) | %s | %s |" % (dt, zt, " | ".join(cells), fmt(inproc)))
 EOF

@@ -18,7 +18,9 @@ An adapter class sets `name`, `durability` and `versions`, and implements:
 An adapter whose sessions keep a client object cache of their own (ZODB's pickle cache) says what
 it is in `self.client_cache` (a short text) and implements `drop_client_cache()`: the shootout then
 reads through that cache instead of dyno's. One that can serve only so many sessions at once (a
-FileStorage: one process) sets `self.sessions` to that number.
+FileStorage: one process) sets `self.sessions` to that number. A store that can never drop the
+caches below its sessions says why in `self.no_drop_caches` (its handshake carries it, so the
+shootout's cold test is `n/a` before warm's sessions are closed, and hot still finds them).
 
 Keys are integers (below 2**64), values bytes. An adapter that keeps a cache counts the reads
 that reached its storage in `self.storage_reads` and sets `counts_storage_reads = True`; dyno
@@ -83,6 +85,7 @@ class Adapter:
         self.storage_reads = 0
         self.client_cache = None
         self.sessions = None
+        self.no_drop_caches = None
 
     # The store role.
     def open(self):
@@ -159,6 +162,8 @@ def _handle(cls, state, msg):
                 reply["client_cache"] = adapter.client_cache
             if adapter.sessions:
                 reply["sessions"] = adapter.sessions
+            if adapter.no_drop_caches:
+                reply["no_drop_caches"] = adapter.no_drop_caches
             state["binary"] = framing == "binary"
             return reply
         if adapter is None:

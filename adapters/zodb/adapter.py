@@ -168,6 +168,7 @@ class Zodb(d.Adapter):
         cls.versions = package_versions(packages)
         self.client_cache = pickle + below
         self.sessions = 1 if self.storage == "file" else None
+        self.no_drop_caches = self.why_no_drop() if self.role == "store" else None
 
     # --- opening a storage ---------------------------------------------------------------
 
@@ -308,19 +309,26 @@ class Zodb(d.Adapter):
         self.database = name
         return make_dsn(**dict(parse_dsn(self.dsn), dbname=name))
 
-    def drop_caches(self):
+    def why_no_drop(self):
+        """Why this store can never drop the caches below its sessions (None: it can)."""
         if self.storage == "mapping":
-            raise d.NotSupported(
+            return (
                 "MappingStorage keeps every object in its ZEO server's memory: no cache below "
                 "the sessions that could be dropped"
             )
         if self.storage == "relstorage":
-            raise d.NotSupported(
+            return (
                 "RelStorage on PostgreSQL: the server's shared buffers empty only when it "
                 "restarts, and dyno does not restart a server it did not start"
             )
         if self.address:
-            raise d.NotSupported("a ZEO server dyno did not start: its caches are not dyno's to drop")
+            return "a ZEO server dyno did not start: its caches are not dyno's to drop"
+        return None
+
+    def drop_caches(self):
+        why = self.why_no_drop()
+        if why:
+            raise d.NotSupported(why)
         done = []
         for name in ("Data.fs", "Data.fs.index"):
             path = os.path.join(self.dir, name)

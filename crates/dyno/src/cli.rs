@@ -319,6 +319,12 @@ pub struct RunArgs {
     /// No progress and no informational lines on stderr (warnings and errors stay).
     #[arg(long)]
     pub quiet: bool,
+    /// A CPU profile per test (its first measured repetition) of every process dyno started or
+    /// watches (--pid, --process-name, [targets.NAME.process]) and of dyno itself: perf for
+    /// native code, py-spy for Python, drawn as flame graphs DIR/TARGET/TEST/PROCESS-PID.svg,
+    /// linked from the HTML report.
+    #[arg(long, value_name = "DIR")]
+    pub profile: Option<PathBuf>,
     /// Serve live Prometheus metrics (rates, latency quantiles, errors) at
     /// http://ADDR/metrics while the run goes, e.g. 127.0.0.1:9091.
     #[arg(long, value_name = "ADDR")]

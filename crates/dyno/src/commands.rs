@@ -477,6 +477,13 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let mut display = crate::live::Display::new(fb.mode, fb.metrics.as_ref().map(|m| m.1.clone()));
     // An adapter's standard error is kept beside the record (adapter-PID-N.stderr).
     targets::exec::set_log_dir(&out_dir);
+    let profiles = match &args.profile {
+        Some(dir) => Some(
+            crate::profile::Profiles::new(dir, &out_dir)
+                .with_context(|| format!("--profile {}: making the directory", dir.display()))?,
+        ),
+        None => None,
+    };
     let outcome = engine::runner::run(
         &plan,
         dyno,
@@ -485,6 +492,9 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
             logs: &out_dir,
             checkpoint: fb.checkpoint,
             progress: &mut |p| display.update(p),
+            profiler: profiles
+                .as_ref()
+                .map(|p| p as &dyn engine::runner::Profiler),
         },
         &mut sink,
     )?;

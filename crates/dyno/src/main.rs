@@ -4,6 +4,7 @@ mod adapter_check;
 mod cli;
 mod commands;
 mod live;
+mod profile;
 mod serve;
 mod suites;
 #[cfg(test)]

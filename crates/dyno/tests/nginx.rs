@@ -260,3 +260,61 @@ fn https_against_nginx_closed_and_open_loop_with_the_certificate_checked() {
     assert!(err.contains("bad.pem") && err.contains("PEM"), "{err}");
     assert!(!dir.path().join("bad").exists());
 }
+
+/// `--profile`: nginx (watched by `--pid`, its worker a child) and dyno are profiled with perf
+/// during the test; the flame graphs exist, are linked from the page, and name functions of each.
+#[test]
+fn profile_draws_nginx_and_dyno_as_flame_graphs() {
+    let _serial = serial();
+    let Some(n) = Nginx::start() else { return };
+    if testkit::installed("perf", &["/usr/bin/perf"]).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    dyno(dir.path())
+        .args(["run", &n.url("/hello.txt"), "--duration", "2s", "-c", "4"])
+        .args([
+            "--pid",
+            &n.pid().to_string(),
+            "--profile",
+            "o/profiles",
+            "-o",
+            "o",
+        ])
+        .assert()
+        .success();
+    let out = dir.path().join("o");
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    let profiles = case(&rec, "http", "load")["profiles"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let of = |process: &str| {
+        (profiles.iter())
+            .find(|p| p["process"].as_str().unwrap().starts_with(process))
+            .unwrap_or_else(|| panic!("no profile of {process}: {profiles:?}"))
+            .clone()
+    };
+    for (process, function) in [("nginx", "ngx_"), ("dyno", "engine::")] {
+        let p = of(process);
+        assert_eq!(p["tool"], "perf", "{p}");
+        assert!(p["samples"].as_u64().unwrap() > 0, "{p}");
+        let svg = p["svg"].as_str().unwrap();
+        assert!(svg.starts_with("profiles/http/load/"), "{p}");
+        let text = std::fs::read_to_string(out.join(svg)).unwrap();
+        assert!(text.starts_with("<?xml") && text.contains("<svg"), "{svg}");
+        assert!(
+            text.contains(function),
+            "{svg} names no {function} function"
+        );
+        assert!(out.join(p["folded"].as_str().unwrap()).is_file(), "{p}");
+    }
+    // The page links them.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("id=\"profiles-"), "no Profiles section");
+    assert!(
+        page.contains("href=\"profiles/http/load/nginx"),
+        "no link to nginx's graph"
+    );
+}

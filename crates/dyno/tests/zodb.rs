@@ -151,3 +151,91 @@ fn the_shootout_on_the_four_zodb_storages_verifies_their_cache_states() {
         "{reason}"
     );
 }
+
+/// `--profile` on a ZODB run: the ZEO server, started by the plan as the target's process, and
+/// the adapter's sessions, started by dyno, are Python programs (py-spy, found beside their
+/// interpreter in the adapter's environment); dyno is native (perf). Each test gets a flame graph
+/// of each that worked in it, naming its functions.
+#[test]
+fn profile_draws_the_zeo_server_the_sessions_and_dyno_per_test() {
+    let Some(z) = zodb() else { return };
+    if testkit::installed("perf", &["/usr/bin/perf"]).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let venv = Path::new(&z["exec:".len()..])
+        .parent()
+        .unwrap()
+        .join(".venv");
+    let port = testkit::free_port();
+    let plan = dir.path().join("zeo.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[suite]\nname = \"shootout\"\nobjects = 3000\nconcurrency = 1\nreps = 1\n\n\
+             [targets.zeo]\nurl = \"{z}?storage=zeo&address=127.0.0.1:{port}\"\n\n\
+             [targets.zeo.process]\n\
+             cmd = \"{py} -m ZEO.runzeo -a 127.0.0.1:{port} -f {data}\"\n\
+             ready = \"tcp:127.0.0.1:{port}\"\n",
+            py = venv.join("bin/python").display(),
+            data = dir.path().join("Data.fs").display(),
+        ),
+    )
+    .unwrap();
+    dyno(dir.path())
+        .arg("run")
+        .arg(&plan)
+        .args(["--profile", "o/profiles", "-o", "o", "--quiet"])
+        .assert()
+        .success();
+    let out = dir.path().join("o");
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    // What must have been sampled: the server writes in add and update and serves warm's
+    // reads (hot's come from the sessions' ZEO caches); the sessions work in every test that
+    // reads or writes through them; dyno's own share is largest where it starts the sessions.
+    let expect = [
+        ("zeo", "py-spy", "ZEOServer", &["add", "update", "warm"][..]),
+        (
+            "adapter-session",
+            "py-spy",
+            "Zodb.get",
+            &["warm", "hot"][..],
+        ),
+        ("adapter-session", "py-spy", "_run_binary", &["steamin"][..]),
+        (
+            "adapter-session",
+            "py-spy",
+            "Zodb.commit",
+            &["add", "update"][..],
+        ),
+        // A Rust path: perf walks dyno's stacks by frame pointers, which a default build omits,
+        // so its graphs are shallow, but every frame it names is dyno's code.
+        ("dyno", "perf", "::", &["add", "warm"][..]),
+    ];
+    for (process, tool, function, tests) in expect {
+        for test in tests {
+            let c = case(&rec, "zeo", test);
+            assert_eq!(c["status"], "ok", "{test}: {}", c["reason"]);
+            let profiles = c["profiles"].as_array().unwrap();
+            let mine: Vec<_> = profiles
+                .iter()
+                .filter(|p| p["process"] == process)
+                .collect();
+            assert!(
+                !mine.is_empty(),
+                "{test}: no profile of {process}: {profiles:?}"
+            );
+            assert!(mine.iter().all(|p| p["tool"] == tool), "{mine:?}");
+            let named = mine.iter().filter_map(|p| p["svg"].as_str()).any(|svg| {
+                assert!(svg.starts_with(&format!("profiles/zeo/{test}/")), "{svg}");
+                let text = std::fs::read_to_string(out.join(svg)).unwrap();
+                text.contains("<svg") && text.contains(function)
+            });
+            assert!(
+                named,
+                "{test}: no flame graph of {process} names {function}: {mine:?}"
+            );
+        }
+    }
+}

@@ -222,8 +222,21 @@ pub trait Store: Send + Sync {
     fn versions(&self) -> BTreeMap<String, String>;
     /// Opens a client session. `clock` is the worker's clock (a virtual-time driver advances it).
     fn connect(&self, clock: &Clock) -> Result<Box<dyn Session>, OpError>;
-    /// Drops every cache below dyno's client cache. Called with no session open.
-    fn drop_caches(&self) -> Result<CacheDrop, OpError>;
+    /// Drops every cache below dyno's client cache. Called with no session open, and only when
+    /// [`Store::cold_unreachable`] says nothing; by default, what that says.
+    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
+        Ok(CacheDrop::NotReachable(
+            self.cold_unreachable().unwrap_or_else(|| {
+                "this target has no way to drop the caches below its sessions".into()
+            }),
+        ))
+    }
+    /// Why the caches below the sessions can never be dropped on this store (a server that keeps
+    /// everything in memory, or one dyno did not start): the shootout's cold test is then `n/a`
+    /// before anything is closed, so hot still finds warm's sessions. `None`: they may be.
+    fn cold_unreachable(&self) -> Option<String> {
+        None
+    }
     /// The server's own figures, cumulative since it started, for targets whose server measures
     /// itself (`dyno://`): the runner takes them before and after each test.
     fn server_stats(&self) -> Option<Result<Vec<ServerOp>, OpError>> {

@@ -383,6 +383,25 @@ impl Monitor {
         }
     }
 
+    /// What is watched now: each process under its current PID (after restarts), with its
+    /// name (the target's key, else its command) and its descendants' PIDs.
+    pub fn watches(&self) -> Vec<(String, u32, Vec<u32>)> {
+        let procs = all_processes();
+        self.state
+            .lock()
+            .map(|accs| {
+                accs.iter()
+                    .map(|a| {
+                        let name = a.watch.target.clone().unwrap_or_else(|| a.command.clone());
+                        let tree = tree(a.watch.pid, &procs);
+                        let children = tree.into_iter().filter(|&p| p != a.watch.pid).collect();
+                        (name, a.watch.pid, children)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The series so far, with their summaries.
     pub fn series(&self) -> Vec<ProcessSeries> {
         self.state

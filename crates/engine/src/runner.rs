@@ -328,6 +328,16 @@ pub const TICK: Duration = Duration::from_millis(200);
 /// How often a running load repetition is written into the record (a crash loses at most this).
 pub const DEFAULT_CHECKPOINT: Duration = Duration::from_secs(60);
 
+/// Profiles processes during tests (`--profile DIR`): told, on the repetition's own thread (which
+/// waits), when a test of the first measured repetition begins and when it ends.
+pub trait Profiler: Sync {
+    /// `test` of `target` begins: profile `processes` (name, PID, its descendants' PIDs) until
+    /// [`Profiler::end`]. dyno's own process is among them.
+    fn begin(&self, target: &str, test: &str, processes: &[(String, u32, Vec<u32>)]);
+    /// The test ended: the profiles of what began (none when nothing did).
+    fn end(&self) -> Vec<results::ProfileRecord>;
+}
+
 /// What a run needs from its caller besides the plan.
 pub struct Hooks<'a> {
     /// Set (by Ctrl-C) to stop after the current operation.
@@ -338,6 +348,8 @@ pub struct Hooks<'a> {
     pub checkpoint: Duration,
     /// Told where the run stands.
     pub progress: &'a mut dyn FnMut(&Progress),
+    /// Profiles each test's first measured repetition (`--profile DIR`), when set.
+    pub profiler: Option<&'a dyn Profiler>,
 }
 
 /// The thread doing a stage's faults, when it has any; it tells the monitor of each process
@@ -509,6 +521,7 @@ fn unfinished_cases(
                     error_examples: BTreeMap::new(),
                     histogram: None,
                     server: None,
+                    profiles: Vec::new(),
                     sweep: point.sweep.clone(),
                     faults: Vec::new(),
                     level: stage.level.map(String::from),
@@ -533,6 +546,7 @@ pub fn run(
         logs,
         checkpoint,
         progress,
+        profiler,
     } = hooks;
     let clock = Clock::monotonic();
     // The monitor of the stage running: every record handed on carries the resource series so
@@ -632,6 +646,7 @@ pub fn run(
                         progress: &mut *progress,
                         warnings: &mut warnings,
                         failed_sink: None,
+                        profiler: profiler.map(|p| (p, watched.monitor.clone())),
                     };
                     let ran = plan.suite.run(plan, point, t, interrupt, &mut run);
                     if let Some(e) = run.failed_sink.take() {
@@ -733,11 +748,15 @@ struct TargetRun<'r, 'h> {
     warnings: &'r mut Vec<String>,
     /// A sink error stops the run.
     failed_sink: Option<SinkError>,
+    /// `--profile`: the profiler, and the monitor of the processes it profiles.
+    profiler: Option<(&'r dyn Profiler, Option<Arc<crate::monitor::Monitor>>)>,
 }
 
 /// What a repetition's thread tells the runner.
 enum Msg {
     Outcome(Box<TestOutcome>),
+    /// A test's profiles (`--profile`).
+    Profiles(&'static str, Vec<results::ProfileRecord>),
     Ended(After),
 }
 
@@ -860,8 +879,26 @@ impl Repeat for TargetRun<'_, '_> {
         let (interrupt, clock, clients, heal) =
             (self.interrupt, self.clock, self.clients, self.heal);
         let threads = self.plan.threads;
+        let target_name = self.target.name.as_str();
+        let tests = self.tests;
         for r in 0..total {
             let measured = !(self.plan.warmup && r == 0);
+            // Profiles are of the first measured repetition: the target's processes (its own,
+            // its members') and those watched by flag, and dyno.
+            let profiling = (self.profiler.as_ref())
+                .filter(|_| r == u32::from(self.plan.warmup))
+                .map(|(p, monitor)| {
+                    let of = |t: &str, name: &str| name == t || name.starts_with(&format!("{t}/"));
+                    let mut procs: Vec<(String, u32, Vec<u32>)> = (monitor.iter())
+                        .flat_map(|m| m.watches())
+                        .filter(|(name, _, _)| {
+                            of(target_name, name)
+                                || !self.plan.targets.iter().any(|t| of(&t.name, name))
+                        })
+                        .collect();
+                    procs.push(("dyno".into(), std::process::id(), Vec::new()));
+                    (*p, procs)
+                });
             if let Some(l) = live
                 && let Ok(mut l) = l.lock()
             {
@@ -870,6 +907,7 @@ impl Repeat for TargetRun<'_, '_> {
             let (tx, rx) = std::sync::mpsc::channel::<Msg>();
             let (u0, s0) = crate::load::process_cpu_ns();
             let mut after = After::Next;
+            let profiling = &profiling;
             std::thread::scope(|s| {
                 let ended = tx.clone();
                 let rep = &mut *rep;
@@ -877,8 +915,23 @@ impl Repeat for TargetRun<'_, '_> {
                 // progress and writes checkpoints until it ends (it says so, or its sender goes
                 // if it panics).
                 s.spawn(move || {
+                    let begin = |i: usize| {
+                        if let (Some((p, procs)), Some(test)) = (profiling, tests.get(i)) {
+                            p.begin(target_name, test, procs);
+                        }
+                    };
+                    begin(0);
                     let report = move |o: TestOutcome| {
+                        let test = o.test;
+                        if let Some((p, _)) = profiling {
+                            let _ = tx.send(Msg::Profiles(test, p.end()));
+                        }
                         let _ = tx.send(Msg::Outcome(Box::new(o)));
+                        if profiling.is_some()
+                            && let Some(i) = tests.iter().position(|t| *t == test)
+                        {
+                            begin(i + 1);
+                        }
                     };
                     let mut ctx = RepCtx::new(
                         (r, measured),
@@ -888,12 +941,24 @@ impl Repeat for TargetRun<'_, '_> {
                         &report,
                     );
                     ctx.threads = threads;
-                    let _ = ended.send(Msg::Ended(rep(&ctx)));
+                    let after = rep(&ctx);
+                    if let Some((p, _)) = profiling {
+                        // A test that never reported (interrupted, or the suite's last): its
+                        // profile is dropped.
+                        let _ = p.end();
+                    }
+                    let _ = ended.send(Msg::Ended(after));
                 });
                 let mut running = 0;
                 let mut last_checkpoint = std::time::Instant::now();
                 loop {
                     match rx.recv_timeout(TICK) {
+                        Ok(Msg::Profiles(test, profiles)) => {
+                            if let Some(i) = self.tests.iter().position(|t| *t == test) {
+                                self.record.cases[self.first + i].profiles = profiles;
+                            }
+                            continue;
+                        }
                         Ok(Msg::Outcome(o)) => {
                             self.take(*o, measured);
                             running += 1;

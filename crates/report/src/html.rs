@@ -159,6 +159,7 @@ fn record_section(
     );
     out.push_str(&tables);
     plots_section(r, views, n, out);
+    profiles_section(r, n, out);
     let _ = writeln!(out, "<h2 id=\"environment-{n}\">Environment</h2>");
     key_values(&serde_json::to_value(&r.environment)?, out);
     let _ = writeln!(out, "<h2 id=\"plan-{n}\">Plan</h2>");
@@ -171,6 +172,51 @@ fn record_section(
     );
     out.push_str("</section>\n");
     Ok(())
+}
+
+/// `--profile`'s flame graphs: a row per test, target and process, linked (paths relative to the
+/// results directory, where the page is written).
+fn profiles_section(r: &RunRecord, n: usize, out: &mut String) {
+    let rows: Vec<_> = (r.cases.iter())
+        .flat_map(|c| c.profiles.iter().map(move |p| (c, p)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h2 id=\"profiles-{n}\">Profiles</h2><p class=\"muted\">CPU profiles of each test's \
+         first measured repetition (<code>--profile</code>): perf for native code, py-spy for \
+         Python.</p><table><thead><tr><th>test</th><th>target</th><th>process</th><th>tool</th>\
+         <th>event</th><th>samples</th><th>flame graph</th><th>note</th></tr></thead><tbody>"
+    );
+    for (c, p) in rows {
+        let link = match &p.svg {
+            Some(svg) => {
+                let href = if svg.starts_with('/') {
+                    format!("file://{svg}")
+                } else {
+                    svg.clone()
+                };
+                format!("<a href=\"{}\">{}</a>", escape(&href), escape(svg))
+            }
+            None => "—".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&c.test),
+            escape(&c.target),
+            escape(&p.process),
+            p.pid,
+            escape(&p.tool),
+            escape(&p.event),
+            p.samples,
+            link,
+            escape(p.note.as_deref().unwrap_or(""))
+        );
+    }
+    out.push_str("</tbody></table>\n");
 }
 
 /// The history's trend of the cases on the page: rate and p99 over the runs registered with

@@ -474,6 +474,33 @@ pub struct Case {
     /// In a run of levels (`levels = [...]`), the level this case ran at; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<String>,
+    /// CPU profiles of the processes dyno started or watched, and of dyno, during this test's
+    /// first measured repetition (`--profile DIR`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<ProfileRecord>,
+}
+
+/// A CPU profile of one process during one test (`--profile DIR`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileRecord {
+    /// The process: its target's name for it (`web`, `cluster/m1`), its command for one watched
+    /// by `--pid`, `dyno` for dyno itself.
+    pub process: String,
+    pub pid: u32,
+    /// `perf` (native code) or `py-spy` (a Python interpreter).
+    pub tool: String,
+    /// What was sampled: perf's event (`cpu-clock`, the software clock, where the machine has no
+    /// hardware cycle counter), or py-spy's rate.
+    pub event: String,
+    /// Stacks sampled.
+    pub samples: u64,
+    /// The flame graph (SVG), and the folded stacks it was drawn from: paths relative to the
+    /// results directory when inside it, else absolute; `null` when none could be made.
+    pub svg: Option<String>,
+    pub folded: Option<String>,
+    /// What was refused or substituted, in words (the kernel's limits, a tool not installed).
+    pub note: Option<String>,
 }
 
 /// What names a case across runs: its suite, test, target, topology and sweep point. Two runs'

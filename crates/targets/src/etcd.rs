@@ -17,8 +17,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use engine::clock::Clock;
 use engine::driver::{
-    CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
-    OptionSpec, Session, Store, TargetConfig, TxMode,
+    ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError, OptionSpec,
+    Session, Store, TargetConfig, TxMode,
 };
 use engine::fiber::Stream;
 use std::collections::BTreeMap;
@@ -503,10 +503,8 @@ impl Store for EtcdStore {
     fn server_stats(&self) -> Option<Result<Vec<engine::driver::ServerOp>, OpError>> {
         Some(Ok(vec![self.reconnects.server_op()]))
     }
-    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
-        Ok(CacheDrop::NotReachable(
-            "etcd: its key index lives in memory and its data in a memory-mapped bbolt file that dyno cannot evict from a server it reaches over the network".into(),
-        ))
+    fn cold_unreachable(&self) -> Option<String> {
+        Some("etcd: its key index lives in memory and its data in a memory-mapped bbolt file that dyno cannot evict from a server it reaches over the network".into())
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         let fail =

@@ -120,6 +120,8 @@ pub struct Hello {
     pub client_cache: Option<String>,
     /// How many sessions it serves at once, if it has a limit (FileStorage: one process).
     pub sessions: Option<u64>,
+    /// A store's word that it can never drop the caches below its sessions, and why.
+    pub no_drop_caches: Option<String>,
 }
 
 /// Validates the program and options; starts nothing.
@@ -201,6 +203,10 @@ impl Config {
     fn start(&self, role: &str, namespace: Option<&str>) -> Result<(Adapter, Hello), OpError> {
         let mut a = Adapter::spawn(&self.program, self.timeout)?;
         let hello = a.init(role, namespace, &self.passed, self.framing)?;
+        let hook = SPAWNED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(hook) = hook {
+            hook(role, a.child.id());
+        }
         Ok((a, hello))
     }
 
@@ -307,6 +313,9 @@ impl Store for ExecStore {
     }
     fn client_cache(&self) -> Option<String> {
         self.hello.client_cache.clone()
+    }
+    fn cold_unreachable(&self) -> Option<String> {
+        self.hello.no_drop_caches.clone()
     }
     fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
         use std::sync::atomic::Ordering;
@@ -745,6 +754,7 @@ impl Adapter {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
             client_cache: text("client_cache").filter(|c| !c.trim().is_empty()),
+            no_drop_caches: text("no_drop_caches").filter(|c| !c.trim().is_empty()),
             sessions: match r.get("sessions") {
                 None | Some(Value::Null) => None,
                 Some(v) => match v.as_u64() {
@@ -1049,6 +1059,16 @@ impl Drop for Adapter {
 static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 static LOG_DIR: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// Told of each adapter process once it has shaken hands: its role and PID.
+type SpawnHook = std::sync::Arc<dyn Fn(&str, u32) + Send + Sync>;
+static SPAWNED: std::sync::Mutex<Option<SpawnHook>> = std::sync::Mutex::new(None);
+
+/// Tells `hook` of every adapter process started from now on, once it has answered its
+/// handshake (`--profile` attaches a profiler to it), on the thread that started it.
+pub fn on_spawn(hook: SpawnHook) {
+    *SPAWNED.lock().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+}
 
 /// Keeps adapters' standard error in `dir` from now on (`dyno run` gives its results directory).
 pub fn set_log_dir(dir: &Path) {

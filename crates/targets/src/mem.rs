@@ -6,8 +6,8 @@
 
 use engine::clock::Clock;
 use engine::driver::{
-    CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
-    Session, Store, TargetConfig, TxMode,
+    ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError, Session, Store,
+    TargetConfig, TxMode,
 };
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -143,11 +143,8 @@ impl Store for MemStore {
             reads: 0,
         }))
     }
-    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
-        Ok(CacheDrop::NotReachable(
-            "mem: the map in process memory is the storage itself; there is no cache below it to drop"
-                .into(),
-        ))
+    fn cold_unreachable(&self) -> Option<String> {
+        Some("mem: the map in process memory is the storage itself; there is no cache below it to drop".into())
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         Ok(())

@@ -231,11 +231,15 @@ impl Store for MockStore {
         }))
     }
     fn drop_caches(&self) -> Result<CacheDrop, OpError> {
-        Ok(if self.params.cold_na {
-            CacheDrop::NotReachable("mock: configured with cold=na".into())
-        } else {
-            CacheDrop::Done("mock: simulated storage cache dropped".into())
+        Ok(match self.cold_unreachable() {
+            Some(why) => CacheDrop::NotReachable(why),
+            None => CacheDrop::Done("mock: simulated storage cache dropped".into()),
         })
+    }
+    fn cold_unreachable(&self) -> Option<String> {
+        self.params
+            .cold_na
+            .then(|| "mock: configured with cold=na".into())
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         Ok(())

@@ -204,6 +204,9 @@ impl Store for HostedStore {
     fn drop_caches(&self) -> Result<CacheDrop, OpError> {
         self.inner.drop_caches()
     }
+    fn cold_unreachable(&self) -> Option<String> {
+        self.inner.cold_unreachable()
+    }
     fn server_stats(&self) -> Option<Result<Vec<engine::driver::ServerOp>, OpError>> {
         self.inner.server_stats()
     }
@@ -242,11 +245,11 @@ impl Store for InprocStore {
             reads: 0,
         }))
     }
-    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
-        Ok(CacheDrop::NotReachable(
+    fn cold_unreachable(&self) -> Option<String> {
+        Some(
             "host: the host keeps objects in process memory; there is no cache below it to drop"
                 .into(),
-        ))
+        )
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         Ok(())

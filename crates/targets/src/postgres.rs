@@ -24,8 +24,8 @@
 use crate::options::Opts;
 use engine::clock::Clock;
 use engine::driver::{
-    CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
-    OptionSpec, Session, Store, TargetConfig, TxMode,
+    ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError, OptionSpec,
+    Session, Store, TargetConfig, TxMode,
 };
 use engine::fiber::Stream;
 use std::collections::{BTreeMap, HashMap};
@@ -471,11 +471,8 @@ impl Store for PgStore {
             at: HashMap::new(),
         }))
     }
-    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
-        Ok(CacheDrop::NotReachable(
-            "postgres: the server's shared buffers empty only when it restarts, and dyno does not restart a server it did not start"
-                .into(),
-        ))
+    fn cold_unreachable(&self) -> Option<String> {
+        Some("postgres: the server's shared buffers empty only when it restarts, and dyno does not restart a server it did not start".into())
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         let fail = |e: OpError| DriverError::new(format!("dropping schema {}: {e}", self.schema));

@@ -10,8 +10,8 @@
 use crate::options::Opts;
 use engine::clock::Clock;
 use engine::driver::{
-    CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
-    OptionSpec, Session, Store, TargetConfig, TxMode,
+    ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError, OptionSpec,
+    Session, Store, TargetConfig, TxMode,
 };
 use engine::fiber::Stream;
 use std::collections::BTreeMap;
@@ -496,11 +496,11 @@ impl Store for RedisStore {
         self.config.sentinel.as_ref()?;
         Some(Ok(vec![self.reconnects.server_op()]))
     }
-    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
-        Ok(CacheDrop::NotReachable(
+    fn cold_unreachable(&self) -> Option<String> {
+        Some(
             "redis: the server keeps every key in memory; there is no cache below it to drop"
                 .into(),
-        ))
+        )
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
         let fail =

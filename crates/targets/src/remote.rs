@@ -9,8 +9,8 @@
 use crate::options::Opts;
 use engine::clock::Clock;
 use engine::driver::{
-    CacheDrop, ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError,
-    OptionSpec, ServerOp, Session, Store, TargetConfig, TxMode,
+    ConfigError, DriverError, DriverInfo, ErrorClass, Family, Namespace, OpError, OptionSpec,
+    ServerOp, Session, Store, TargetConfig, TxMode,
 };
 use engine::fiber::Stream;
 use host::store::{kind, read_frame};
@@ -206,11 +206,11 @@ impl Store for RemoteStore {
             reads: 0,
         }))
     }
-    fn drop_caches(&self) -> Result<CacheDrop, OpError> {
-        Ok(CacheDrop::NotReachable(
+    fn cold_unreachable(&self) -> Option<String> {
+        Some(
             "dyno://: the host keeps objects in process memory; there is no cache below it to drop"
                 .into(),
-        ))
+        )
     }
     fn server_stats(&self) -> Option<Result<Vec<ServerOp>, OpError>> {
         Some(

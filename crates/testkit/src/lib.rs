@@ -17,8 +17,6 @@ use std::time::{Duration, Instant};
 pub const HELLO: &[u8] = b"Hello, dyno!\n";
 
 /// The first of `candidates` that exists, or `None` with a notice (a panic under
-/// `DYNO_REQUIRE_SERVERS`).
-/// The first of `candidates` that exists, or `None` with a notice (a panic under
 /// `DYNO_REQUIRE_SERVERS`, which `./scripts/test` sets once it installed the servers).
 pub fn installed(what: &str, candidates: &[&str]) -> Option<PathBuf> {
     if let Some(p) = candidates.iter().map(PathBuf::from).find(|p| p.is_file()) {
@@ -167,6 +165,11 @@ impl Nginx {
             tls: tls.is_some(),
             _server: server,
         })
+    }
+
+    /// The master process's PID (its worker is its child).
+    pub fn pid(&self) -> u32 {
+        self._server.child.id()
     }
 
     pub fn url(&self, path: &str) -> String {

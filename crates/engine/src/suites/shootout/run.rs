@@ -343,6 +343,8 @@ pub struct Shootout<'a> {
     clients: Vec<Client>,
     /// The target's own client cache, where it keeps one ([`Store::client_cache`]).
     target_cache: Option<String>,
+    /// Cold closed the sessions and then could not drop the caches: hot's sessions are new.
+    sessions_lost: bool,
     /// Virtual clocks: exact, repeatable records (no CPU figure, which is neither).
     virtual_time: bool,
 }
@@ -369,6 +371,7 @@ impl<'a> Shootout<'a> {
         Shootout {
             store,
             target_cache,
+            sessions_lost: false,
             params,
             interrupt,
             clients,
@@ -428,12 +431,22 @@ impl<'a> Shootout<'a> {
             Test::Warm => self.close_sessions(),
             Test::Hot => {
                 self.clients.iter_mut().for_each(|c| c.cache.clear());
+                if std::mem::take(&mut self.sessions_lost) {
+                    cache_note = Some(
+                        "new sessions: the cold test closed warm's before the target said it could not drop its caches"
+                            .into(),
+                    );
+                }
                 if let Some(what) = &self.target_cache {
                     // Each client empties its session's cache before the barrier (Client::run).
                     cache_note = Some(format!("the target's client cache emptied ({what})"));
                 }
             }
             Test::Cold => {
+                // Known before anything is closed: hot then still finds warm's sessions.
+                if let Some(why) = self.store.cold_unreachable() {
+                    return TestOutcome::not_run(test.name(), Status::Na, why);
+                }
                 self.close_sessions();
                 match self.store.drop_caches() {
                     Ok(CacheDrop::Done(what)) => {
@@ -442,6 +455,8 @@ impl<'a> Shootout<'a> {
                         ))
                     }
                     Ok(CacheDrop::NotReachable(why)) => {
+                        // Found out only now: the sessions are closed, and hot opens new ones.
+                        self.sessions_lost = true;
                         return TestOutcome::not_run(test.name(), Status::Na, why);
                     }
                     Err(e) => {
