@@ -344,12 +344,17 @@ fn the_example_plans_in_the_repository_are_valid() {
         "redis-sentinel.toml",
         "etcd.toml",
         "ahash.toml",
+        "zodb-zeo.toml",
     ] {
-        let example = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../examples")
-            .join(name);
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let example = root.join("examples").join(name);
         let dir = tempfile::tempdir().unwrap();
-        let a = dyno(dir.path())
+        let mut cmd = dyno(dir.path());
+        if name.starts_with("zodb") {
+            // An adapter's path is relative to where dyno runs: the repository's root.
+            cmd.current_dir(&root);
+        }
+        let a = cmd
             .arg("validate")
             .arg(example)
             .assert()
