@@ -354,11 +354,7 @@ fn the_example_plans_in_the_repository_are_valid() {
             // An adapter's path is relative to where dyno runs: the repository's root.
             cmd.current_dir(&root);
         }
-        let a = cmd
-            .arg("validate")
-            .arg(example)
-            .assert()
-            .success();
+        let a = cmd.arg("validate").arg(example).assert().success();
         let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
         if name == "ahash.toml" {
             // Each level with its targets and faults, as resolved.
