@@ -17,14 +17,13 @@
 # Usage: bench/db-clients.sh [ROUNDS] [N_PG]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 rounds=${1:-5}
 npg=${2:-20000}
 need() { command -v "$1" >/dev/null 2>&1 || [ -x "$2" ]; }
-install() { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; }
 need redis-server /usr/bin/redis-server || install redis-server redis-tools
 [ -x /usr/bin/time ] || install time
-pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
-[ -n "$pgbin" ] || { install postgresql postgresql-contrib; pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); }
+find_postgres postgresql-contrib
 [ -x "$pgbin/pgbench" ] || install postgresql-contrib
 cargo build --release -q
 dyno=$PWD/target/release/dyno
@@ -34,24 +33,14 @@ pids=()
 cleanup() {
   set +e
   # The postmaster by its own PID file (runuser does not pass a signal on); redis by its PID.
-  [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null
+  stop_postgres
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# PostgreSQL on core 1, as the `postgres` user when root (initdb refuses root).
-as_pg=()
-[ "$(id -u)" = 0 ] && { id postgres >/dev/null 2>&1 || useradd -r postgres; as_pg=(runuser -u postgres --); }
-mkdir "$work/pg" && [ ${#as_pg[@]} -eq 0 ] || chown postgres "$work/pg"
-"${as_pg[@]}" "$pgbin/initdb" -D "$work/pg/data" -U dyno --auth=trust -E UTF8 --no-sync >/dev/null
-pgport=$(free_port)
-taskset -c 1 "${as_pg[@]}" "$pgbin/postgres" -D "$work/pg/data" -p "$pgport" \
-  -c listen_addresses=127.0.0.1 -k "$work/pg" >"$work/pg.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
+start_postgres
 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s 1 -q postgres >/dev/null 2>&1
 pg="postgres://dyno@127.0.0.1:$pgport/postgres"
 

@@ -7,6 +7,7 @@
 # Usage: bench/host-vs-redis.sh [OBJECTS] [REPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 objects=${1:-1000}
 reps=${2:-3}
 command -v redis-server >/dev/null 2>&1 || {
@@ -22,7 +23,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 hport=$(free_port)
 rport=$(free_port)
 taskset -c 1 "$dyno" serve --listen "127.0.0.1:$hport" > /dev/null &

@@ -10,13 +10,13 @@
 # Usage: bench/seed-compare.sh [REQUESTS_PER_CLIENT] [REPS] [STALL] [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 requests=${1:-500}
 reps=${2:-5}
 stall=${3:-2ms/20ms}
 out=${4:-$(mktemp -d)}
 cargo build --release -q
 dyno=$PWD/target/release/dyno
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done

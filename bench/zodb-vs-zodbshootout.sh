@@ -20,11 +20,10 @@
 # Usage: bench/zodb-vs-zodbshootout.sh [ROUNDS] [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 rounds=${1:-3}
 n=${2:-1000}
-install() { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; }
-pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
-[ -n "$pgbin" ] || { install postgresql; pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); }
+find_postgres
 cargo build --release -q
 dyno=$PWD/target/release/dyno
 ./adapters/zodb/setup.sh >/dev/null
@@ -41,25 +40,15 @@ chmod 755 "$work"
 pids=()
 cleanup() {
   set +e
-  [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null
+  stop_postgres
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
   mkdir -p target/zodb-bench && cp -r "$work"/dyno-* "$work"/zs-*.json target/zodb-bench/ 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# PostgreSQL on core 1, as the `postgres` user when root (initdb refuses root).
-as_pg=()
-[ "$(id -u)" = 0 ] && { id postgres >/dev/null 2>&1 || useradd -r postgres; as_pg=(runuser -u postgres --); }
-mkdir "$work/pg" && [ ${#as_pg[@]} -eq 0 ] || chown postgres "$work/pg"
-"${as_pg[@]}" "$pgbin/initdb" -D "$work/pg/data" -U dyno --auth=trust -E UTF8 --no-sync >/dev/null
-pgport=$(free_port)
-taskset -c 1 "${as_pg[@]}" "$pgbin/postgres" -D "$work/pg/data" -p "$pgport" \
-  -c listen_addresses=127.0.0.1 -k "$work/pg" >"$work/pg.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
+start_postgres
 "$pgbin/psql" -q -h 127.0.0.1 -p "$pgport" -U dyno -d postgres -c "CREATE DATABASE zodbshootout" >/dev/null
 
 # ZEO servers on core 1: one on a MappingStorage and one on a FileStorage, for each tool.

@@ -38,8 +38,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 VENV = os.path.join(HERE, ".venv")
 VENV_PYTHON = os.path.join(VENV, "bin", "python")
 
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, HERE)
+
 try:
-    import ZODB  # noqa: F401
+    import transaction
+    import ZODB
+    from BTrees.QOBTree import QOBTree
+    from persistent.list import PersistentList
+    from ZODB.POSException import ConflictError
+
+    from dyno_zodb_objects import PObject
 except ImportError:
     if os.path.exists(VENV_PYTHON) and os.path.realpath(sys.prefix) != os.path.realpath(VENV):
         os.execv(VENV_PYTHON, [VENV_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
@@ -55,8 +64,6 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
 
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-sys.path.insert(0, HERE)
 import dyno_adapter as d  # noqa: E402
 
 STORAGES = ("mapping", "file", "zeo", "relstorage")
@@ -91,12 +98,6 @@ def parse_address(text):
     if not host or not port.isdigit():
         raise d.AdapterError("address must be HOST:PORT, not %r" % text, 12)
     return (host, int(port))
-
-
-def conflict_errors():
-    from ZODB.POSException import ConflictError
-
-    return ConflictError
 
 
 class Zodb(d.Adapter):
@@ -206,17 +207,24 @@ class Zodb(d.Adapter):
         return RelStorage(PostgreSQLAdapter(dsn=where["dsn"], options=options), options=options)
 
     def open_db(self, where):
-        from ZODB import DB
+        return ZODB.DB(self.open_storage(where), cache_size=self.cache_size, pool_size=1)
 
-        return DB(self.open_storage(where), cache_size=self.cache_size, pool_size=1)
+    def change_root(self, where, change):
+        """Applies `change` to the root of the storage `where` names, in one transaction."""
+        db = self.open_db(where)
+        try:
+            tm = transaction.TransactionManager()
+            conn = db.open(tm)
+            tm.begin()
+            change(conn.root())
+            tm.commit()
+            conn.close()
+        finally:
+            db.close()
 
     # --- the store role --------------------------------------------------------------------
 
     def open(self):
-        import transaction
-        from BTrees.QOBTree import QOBTree
-        from persistent.list import PersistentList
-
         self.dir = tempfile.mkdtemp(prefix="dyno_zodb_%s_" % self.storage)
         where = {"storage": self.storage}
         if self.storage == "file":
@@ -226,16 +234,8 @@ class Zodb(d.Adapter):
         else:
             where["dsn"] = self.create_database()
         where["root_key"] = "dyno-%s" % uuid.uuid4().hex[:12] if self.address else "dyno"
-        db = self.open_db(where)
-        try:
-            tm = transaction.TransactionManager()
-            conn = db.open(tm)
-            tm.begin()
-            conn.root()[where["root_key"]] = PersistentList(QOBTree() for _ in range(SHARDS))
-            tm.commit()
-            conn.close()
-        finally:
-            db.close()
+        shards = PersistentList(QOBTree() for _ in range(SHARDS))
+        self.change_root(where, lambda root: root.__setitem__(where["root_key"], shards))
         self.where = where
         with open(os.path.join(self.dir, DESCRIPTION), "w") as f:
             json.dump(where, f)
@@ -357,26 +357,13 @@ class Zodb(d.Adapter):
                 c.close()
         if self.address and getattr(self, "where", None):
             # A server dyno did not start: take our root entry out (its space returns at a pack).
-            import transaction
-
-            db = self.open_db(self.where)
-            try:
-                tm = transaction.TransactionManager()
-                conn = db.open(tm)
-                tm.begin()
-                conn.root().pop(self.where["root_key"], None)
-                tm.commit()
-                conn.close()
-            finally:
-                db.close()
+            self.change_root(self.where, lambda root: root.pop(self.where["root_key"], None))
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- the session role ------------------------------------------------------------------
 
     def open_session(self):
-        import transaction
-
         try:
             with open(os.path.join(self.namespace, DESCRIPTION)) as f:
                 where = json.load(f)
@@ -385,10 +372,8 @@ class Zodb(d.Adapter):
         self.db = self.open_db(where)
         self.tm = transaction.TransactionManager()
         self.conn = self.db.open(self.tm)
-        self.shards = self.conn.root()[where["root_key"]]
-        self.shard_list = list(self.shards)
+        self.shard_list = list(self.conn.root()[where["root_key"]])
         self.tm.abort()
-        self.ConflictError = conflict_errors()
 
     def begin(self, mode):
         self.tm.begin()
@@ -396,7 +381,7 @@ class Zodb(d.Adapter):
     def commit(self):
         try:
             self.tm.commit()
-        except self.ConflictError as e:
+        except ConflictError as e:
             self.tm.abort()
             raise d.Conflict("conflict: %s" % e)
         except Exception as e:
@@ -406,8 +391,6 @@ class Zodb(d.Adapter):
             raise
 
     def put(self, key, value):
-        from dyno_zodb_objects import PObject
-
         shard = self.shard_list[shard_of(key)]
         obj = shard.get(key)
         if obj is None:

@@ -73,10 +73,7 @@ pub fn check(url: &str) -> Result<ExitCode> {
     };
     say!("dyno adapter-check {url}");
     let hello = targets::exec::handshake(program, &options);
-    let (sessions_limit, client_cache) = hello
-        .as_ref()
-        .map(|h| (h.sessions, h.client_cache.clone()))
-        .unwrap_or_default();
+    let sessions_limit = hello.as_ref().ok().and_then(|h| h.sessions);
     if !kit.check(
         "handshake (init → init_ok: protocol, name, durability, ops, framing)",
         hello.map(|h| {
@@ -114,7 +111,7 @@ pub fn check(url: &str) -> Result<ExitCode> {
             .collect::<Vec<_>>()
             .join(", ")),
     );
-    sessions(&mut kit, &*store, sessions_limit, client_cache.is_some());
+    sessions(&mut kit, &*store, sessions_limit);
     kit.check(
         "store: drop_caches (done, or not supported with a reason)",
         match store.drop_caches() {
@@ -133,7 +130,7 @@ pub fn check(url: &str) -> Result<ExitCode> {
     Ok(summary(&kit))
 }
 
-fn sessions(kit: &mut Kit, store: &dyn Store, limit: Option<u64>, client_cache: bool) {
+fn sessions(kit: &mut Kit, store: &dyn Store, limit: Option<u64>) {
     let clock = Clock::monotonic();
     let mut a = match store.connect(&clock) {
         Ok(s) => s,
@@ -198,7 +195,7 @@ fn sessions(kit: &mut Kit, store: &dyn Store, limit: Option<u64>, client_cache: 
                 }
             }),
     );
-    if client_cache {
+    if store.client_cache().is_some() {
         kit.check(
             "client cache: a read again is served by it; after drop_client_cache, none is",
             (|| {

@@ -45,10 +45,29 @@ struct Inner {
     adapters: Mutex<Vec<(u32, Option<u64>)>>,
 }
 
+/// The profiler a process gets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    Perf,
+    PySpy,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Perf => "perf",
+            Tool::PySpy => "py-spy",
+        }
+    }
+}
+
+/// What an adapter session is called in the record and its files.
+const ADAPTER_SESSION: &str = "adapter-session";
+
 struct Running {
     process: String,
     pid: u32,
-    tool: &'static str,
+    tool: Tool,
     child: Option<Child>,
     /// Where the profiler writes (perf's data, py-spy's folded stacks), and the files to make.
     raw: PathBuf,
@@ -60,12 +79,11 @@ struct Running {
     log: PathBuf,
 }
 
-/// The first of `names` found on `PATH`, or at one of `also`.
-fn find_tool(name: &str, also: &[&str]) -> Option<PathBuf> {
+/// `name` in a folder of `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|d| d.join(name))
-        .chain(also.iter().map(PathBuf::from))
         .find(|p| p.is_file())
 }
 
@@ -118,8 +136,8 @@ impl Profiles {
             results: results
                 .canonicalize()
                 .unwrap_or_else(|_| results.to_path_buf()),
-            perf: find_tool("perf", &[]),
-            pyspy: find_tool("py-spy", &[]),
+            perf: on_path("perf"),
+            pyspy: on_path("py-spy"),
             running: Mutex::new(None),
             adapters: Mutex::new(Vec::new()),
         });
@@ -128,7 +146,7 @@ impl Profiles {
             if let Some(inner) = weak.upgrade()
                 && role == "session"
             {
-                inner.attach(&format!("adapter-{role}"), pid);
+                inner.attach(ADAPTER_SESSION, pid);
             }
         }));
         Ok(Profiles { inner })
@@ -170,13 +188,20 @@ impl Inner {
     fn start(&self, process: &str, pid: u32, children: &[u32], at: &Path) -> Running {
         let stem = at.join(format!("{}-{pid}", part(process)));
         let log = stem.with_extension("log");
-        let python = is_python(pid);
+        let tool = if is_python(pid) {
+            Tool::PySpy
+        } else {
+            Tool::Perf
+        };
         let mut r = Running {
             process: process.to_string(),
             pid,
-            tool: if python { "py-spy" } else { "perf" },
+            tool,
             child: None,
-            raw: stem.with_extension(if python { "raw" } else { "perf.data" }),
+            raw: stem.with_extension(match tool {
+                Tool::Perf => "perf.data",
+                Tool::PySpy => "raw",
+            }),
             stem,
             pids: std::iter::once(pid)
                 .chain(children.iter().copied())
@@ -184,41 +209,36 @@ impl Inner {
             note: None,
             log,
         };
-        let tool = if python {
-            self.pyspy
-                .clone()
-                .or_else(|| beside_interpreter(pid, "py-spy"))
-        } else {
-            self.perf.clone()
+        let program = match tool {
+            Tool::PySpy => (self.pyspy.clone()).or_else(|| beside_interpreter(pid, "py-spy")),
+            Tool::Perf => self.perf.clone(),
         };
-        let Some(tool) = tool else {
-            r.note = Some(if python {
-                "py-spy is not installed (pip install py-spy, or adapters/zodb/setup.sh): no profile".into()
-            } else {
-                "perf is not installed (Debian's linux-perf): no profile".into()
+        let Some(program) = program else {
+            r.note = Some(match tool {
+                Tool::PySpy => "py-spy is not installed (pip install py-spy, or adapters/zodb/setup.sh): no profile".into(),
+                Tool::Perf => "perf is not installed (Debian's linux-perf): no profile".into(),
             });
             return r;
         };
-        let mut cmd = Command::new(&tool);
-        if python {
-            cmd.args(["record", "--format", "raw", "--subprocesses", "--rate"])
+        let mut cmd = Command::new(&program);
+        match tool {
+            Tool::PySpy => cmd
+                .args(["record", "--format", "raw", "--subprocesses", "--rate"])
                 .arg(PYSPY_HZ.to_string())
                 .arg("--pid")
                 .arg(pid.to_string())
                 .arg("--output")
-                .arg(&r.raw);
-        } else {
-            let pids: Vec<String> = std::iter::once(pid)
-                .chain(children.iter().copied())
-                .map(|p| p.to_string())
-                .collect();
-            cmd.args(["record", "-g", "-q", "-F"])
-                .arg(PERF_HZ.to_string())
-                .arg("-p")
-                .arg(pids.join(","))
-                .arg("-o")
-                .arg(&r.raw);
-        }
+                .arg(&r.raw),
+            Tool::Perf => {
+                let pids: Vec<String> = r.pids.iter().map(u32::to_string).collect();
+                cmd.args(["record", "-g", "-q", "-F"])
+                    .arg(PERF_HZ.to_string())
+                    .arg("-p")
+                    .arg(pids.join(","))
+                    .arg("-o")
+                    .arg(&r.raw)
+            }
+        };
         // Both streams to the log: py-spy says it samples on one of them.
         let log = std::fs::File::create(&r.log).ok();
         let err = log.as_ref().and_then(|f| f.try_clone().ok());
@@ -226,7 +246,7 @@ impl Inner {
         cmd.stdin(Stdio::null()).stdout(to(log)).stderr(to(err));
         match cmd.spawn() {
             Ok(child) => r.child = Some(child),
-            Err(e) => r.note = Some(format!("{} did not start: {e}", tool.display())),
+            Err(e) => r.note = Some(format!("{} did not start: {e}", program.display())),
         }
         r
     }
@@ -241,16 +261,17 @@ impl Inner {
             if let Ok(Some(status)) = child.try_wait() {
                 r.note = Some(format!(
                     "{} exited at once ({status}): {}",
-                    r.tool,
+                    r.tool.name(),
                     last_line(&r.log)
                 ));
                 r.child = None;
                 return;
             }
-            let started = if r.tool == "perf" {
-                std::fs::metadata(&r.raw).is_ok_and(|m| m.len() > 0)
-            } else {
-                std::fs::read_to_string(&r.log).is_ok_and(|t| t.contains("Sampling process"))
+            let started = match r.tool {
+                Tool::Perf => std::fs::metadata(&r.raw).is_ok_and(|m| m.len() > 0),
+                Tool::PySpy => {
+                    std::fs::read_to_string(&r.log).is_ok_and(|t| t.contains("Sampling process"))
+                }
             };
             if started {
                 // Attached is not yet sampling every thread: a moment more.
@@ -266,11 +287,12 @@ impl Inner {
         let mut record = ProfileRecord {
             process: r.process.clone(),
             pid: r.pid,
-            tool: r.tool.to_string(),
-            event: if r.tool == "perf" {
-                "cycles".into()
-            } else {
-                format!("{PYSPY_HZ} Hz wall-clock samples of the interpreter's stacks")
+            tool: r.tool.name().to_string(),
+            event: match r.tool {
+                Tool::Perf => "cycles".into(),
+                Tool::PySpy => {
+                    format!("{PYSPY_HZ} Hz wall-clock samples of the interpreter's stacks")
+                }
             },
             samples: 0,
             svg: None,
@@ -297,8 +319,8 @@ impl Inner {
             }
         };
         let folded = match r.tool {
-            "perf" => self.fold_perf(&r, &mut record),
-            _ => std::fs::read_to_string(&r.raw)
+            Tool::Perf => self.fold_perf(&r, &mut record),
+            Tool::PySpy => std::fs::read_to_string(&r.raw)
                 // py-spy's folded counts are samples.
                 .inspect(|f| record.samples = counts(f))
                 .map_err(|e| e.to_string()),
@@ -308,18 +330,18 @@ impl Inner {
             Ok(f) if !f.trim().is_empty() => f,
             Ok(_) => {
                 let why = match status {
-                    None => format!("{} did not stop within {STOP_WAIT:?}", r.tool),
+                    None => format!("{} did not stop within {STOP_WAIT:?}", r.tool.name()),
                     Some(_) => format!(
                         "{} took no samples: the test was shorter than its sampling interval, or the process was idle ({})",
-                        r.tool,
+                        r.tool.name(),
                         last_line(&r.log)
                     ),
                 };
-                record.note = Some(note(record.note.take(), &why));
+                add_note(&mut record, &why);
                 return record;
             }
             Err(e) => {
-                record.note = Some(note(record.note.take(), &e));
+                add_note(&mut record, &e);
                 return record;
             }
         };
@@ -339,25 +361,15 @@ impl Inner {
         // cycles; py-spy counts samples.
         opts.count_name = match record.event.as_str() {
             "cpu-clock" | "task-clock" => "ns".into(),
-            _ if r.tool == "perf" => record.event.clone(),
+            _ if r.tool == Tool::Perf => record.event.clone(),
             _ => "samples".into(),
         };
         match std::fs::File::create(&svg_path).map(std::io::BufWriter::new) {
             Ok(out) => match inferno::flamegraph::from_lines(&mut opts, folded.lines(), out) {
                 Ok(()) => record.svg = Some(self.shown(&svg_path)),
-                Err(e) => {
-                    record.note = Some(note(
-                        record.note.take(),
-                        &format!("drawing the flame graph failed: {e}"),
-                    ))
-                }
+                Err(e) => add_note(&mut record, &format!("drawing the flame graph failed: {e}")),
             },
-            Err(e) => {
-                record.note = Some(note(
-                    record.note.take(),
-                    &format!("{}: {e}", svg_path.display()),
-                ))
-            }
+            Err(e) => add_note(&mut record, &format!("{}: {e}", svg_path.display())),
         }
         let _ = std::fs::remove_file(&r.log);
         record
@@ -389,10 +401,10 @@ impl Inner {
         if let Some(event) = event_of(perf, &r.raw) {
             record.event = event.clone();
             if event == "cpu-clock" {
-                record.note = Some(note(
-                    record.note.take(),
+                add_note(
+                    record,
                     "no hardware cycle counter here (a VM): perf sampled the software clock (cpu-clock)",
-                ));
+                );
             }
         }
         let mut folder = inferno::collapse::perf::Folder::default();
@@ -450,11 +462,12 @@ fn counts(folded: &str) -> u64 {
         .sum()
 }
 
-fn note(before: Option<String>, more: &str) -> String {
-    match before {
+/// Adds `more` to the record's note.
+fn add_note(record: &mut ProfileRecord, more: &str) {
+    record.note = Some(match record.note.take() {
         Some(b) => format!("{b}; {more}"),
         None => more.to_string(),
-    }
+    });
 }
 
 fn last_line(path: &Path) -> String {
@@ -480,7 +493,7 @@ impl engine::runner::Profiler for Profiles {
             .map(|a| {
                 a.iter()
                     .filter(|&&(p, t)| t.is_some() && engine::monitor::start_time(p) == t)
-                    .map(|&(p, _)| ("adapter-session".to_string(), p, Vec::new()))
+                    .map(|&(p, _)| (ADAPTER_SESSION.to_string(), p, Vec::new()))
                     .collect()
             })
             .unwrap_or_default();

@@ -943,8 +943,7 @@ impl Repeat for TargetRun<'_, '_> {
                     ctx.threads = threads;
                     let after = rep(&ctx);
                     if let Some((p, _)) = profiling {
-                        // A test that never reported (interrupted, or the suite's last): its
-                        // profile is dropped.
+                        // A test that never reported (interrupted): its profile is dropped.
                         let _ = p.end();
                     }
                     let _ = ended.send(Msg::Ended(after));

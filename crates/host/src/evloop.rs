@@ -55,8 +55,6 @@ pub trait Protocol: Send + Sync + 'static {
     /// Answers the first whole request at the front of `input` by appending to `out` (which is
     /// empty). `Need` must ask for more than `input.len()` bytes.
     fn next(&self, conn: &mut Self::Conn, input: &[u8], out: &mut Vec<u8>) -> Step;
-    /// The response to the last request has been handed to the kernel in full.
-    fn sent(&self, _lp: &mut Self::Loop, _conn: &mut Self::Conn) {}
     /// The connection is closed.
     fn closed(&self, _lp: &mut Self::Loop, _conn: Self::Conn) {}
     /// Tells a connection over the limit why it is being closed.
@@ -313,7 +311,7 @@ impl<P: Protocol> Loop<P> {
     /// Writes what is owed, answers what has arrived, reads more: until the socket would block,
     /// the connection ends, or its budget is spent.
     fn drive(&mut self, i: usize) -> Option<Drive> {
-        let (p, lp) = (&*self.protocol, &mut self.state);
+        let p = &*self.protocol;
         let c = self.conns.get_mut(i)?.as_mut()?;
         let mut reads = 0;
         // A short read drains a stream socket: whatever arrives after it raises a new
@@ -336,7 +334,6 @@ impl<P: Protocol> Loop<P> {
                 if c.out.capacity() > 4 * BUFFER {
                     c.out = Vec::with_capacity(BUFFER);
                 }
-                p.sent(lp, &mut c.state);
             }
             if c.closing {
                 break Drive::Close;

@@ -9,16 +9,7 @@
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
-
-const JSON: u8 = 0x00;
-const BEGIN: u8 = 0x01;
-const PUT: u8 = 0x02;
-const GET: u8 = 0x03;
-const DELETE: u8 = 0x04;
-const COMMIT: u8 = 0x05;
-const OK: u8 = 0x81;
-const VALUE: u8 = 0x83;
-const ERROR: u8 = 0xFF;
+use targets::exec::bin::{self, BEGIN, COMMIT, DELETE, ERROR, GET, JSON, OK, PUT, VALUE};
 
 struct Noop {
     values: HashMap<u64, Vec<u8>>,
@@ -87,12 +78,24 @@ impl Noop {
     }
 }
 
-fn frame(out: &mut Vec<u8>, kind: u8, id: u32, body: &[u8]) {
+/// `out` becomes one frame: `kind`, `id`, and the body `parts` end to end (no copy into a body
+/// of its own first).
+fn frame(out: &mut Vec<u8>, kind: u8, id: u32, parts: &[&[u8]]) {
     out.clear();
-    out.extend_from_slice(&(5 + body.len() as u32).to_le_bytes());
-    out.push(kind);
-    out.extend_from_slice(&id.to_le_bytes());
-    out.extend_from_slice(body);
+    bin::head(
+        out,
+        kind,
+        u64::from(id),
+        parts.iter().map(|p| p.len()).sum(),
+    );
+    for p in parts {
+        out.extend_from_slice(p);
+    }
+}
+
+/// `out` becomes an error frame: Maelstrom's `code`, and `text`.
+fn error(out: &mut Vec<u8>, id: u32, code: u32, text: &str) {
+    frame(out, ERROR, id, &[&code.to_le_bytes(), text.as_bytes()]);
 }
 
 fn main() {
@@ -146,45 +149,27 @@ fn main() {
         };
         match kind {
             GET => match noop.values.get(&key()) {
-                Some(v) => {
-                    let mut b = Vec::with_capacity(4 + v.len());
-                    b.extend_from_slice(&0u32.to_le_bytes());
-                    b.extend_from_slice(v);
-                    frame(&mut out, VALUE, id, &b);
-                }
-                None => frame(
-                    &mut out,
-                    ERROR,
-                    id,
-                    &[&20u32.to_le_bytes()[..], b"no such key"].concat(),
-                ),
+                Some(v) => frame(&mut out, VALUE, id, &[&0u32.to_le_bytes(), v]),
+                None => error(&mut out, id, 20, "no such key"),
             },
             PUT => {
-                noop.values
-                    .insert(key(), body.get(8..).unwrap_or_default().to_vec());
+                // An overwrite reuses the value's buffer.
+                let v = noop.values.entry(key()).or_default();
+                v.clear();
+                v.extend_from_slice(body.get(8..).unwrap_or_default());
                 frame(&mut out, OK, id, &[]);
             }
             DELETE => match noop.values.remove(&key()) {
                 Some(_) => frame(&mut out, OK, id, &[]),
-                None => frame(
-                    &mut out,
-                    ERROR,
-                    id,
-                    &[&20u32.to_le_bytes()[..], b"no such key"].concat(),
-                ),
+                None => error(&mut out, id, 20, "no such key"),
             },
             BEGIN | COMMIT => frame(&mut out, OK, id, &[]),
             JSON => {
                 let msg: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
                 let r = serde_json::to_vec(&noop.handle(&msg, &mut binary)).expect("serializes");
-                frame(&mut out, JSON, id, &r);
+                frame(&mut out, JSON, id, &[&r]);
             }
-            _ => frame(
-                &mut out,
-                ERROR,
-                id,
-                &[&12u32.to_le_bytes()[..], b"unknown kind"].concat(),
-            ),
+            _ => error(&mut out, id, 12, "unknown kind"),
         }
         if output
             .write_all(&out)

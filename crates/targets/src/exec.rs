@@ -65,6 +65,26 @@ pub enum Framing {
     Auto,
 }
 
+impl Framing {
+    /// The option's value, as written.
+    fn name(self) -> &'static str {
+        match self {
+            Framing::Json => "json",
+            Framing::Binary => "binary",
+            Framing::Auto => "auto",
+        }
+    }
+
+    /// What `init` offers the adapter.
+    fn offered(self) -> &'static [&'static str] {
+        match self {
+            Framing::Json => &["json"],
+            Framing::Binary => &["binary"],
+            Framing::Auto => &["json", "binary"],
+        }
+    }
+}
+
 /// The binary framing: `u32` length (little-endian, of what follows), `u8` kind, `u32`
 /// msg_id, then the body. Requests and replies of the hot operations have kinds of their own;
 /// anything else travels as a JSON message in a `JSON` frame.
@@ -173,15 +193,7 @@ fn parse(rest: &str, options: &BTreeMap<String, String>) -> Result<Config, Confi
         "timeout".into(),
         humantime::format_duration(timeout).to_string(),
     );
-    resolved.insert(
-        "framing".into(),
-        match framing {
-            Framing::Json => "json",
-            Framing::Binary => "binary",
-            Framing::Auto => "auto",
-        }
-        .into(),
-    );
+    resolved.insert("framing".into(), framing.name().into());
     Ok(Config {
         program,
         timeout,
@@ -679,11 +691,7 @@ impl Adapter {
         options: &BTreeMap<String, String>,
         framing: Framing,
     ) -> Result<Hello, OpError> {
-        let offered: &[&str] = match framing {
-            Framing::Json => &["json"],
-            Framing::Binary => &["binary"],
-            Framing::Auto => &["json", "binary"],
-        };
+        let offered = framing.offered();
         let r = self.call(
             json!({"type": "init", "protocol": PROTOCOL, "role": role, "namespace": namespace,
                    "options": options, "framings": offered}),

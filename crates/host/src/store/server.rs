@@ -585,7 +585,6 @@ mod tests {
                         "used {used} of {}",
                         rest.len()
                     );
-                    shared.sent(&mut lp, &mut c);
                     at += used;
                 }
                 Step::Close(used) => {

@@ -431,16 +431,16 @@ impl<'a> Shootout<'a> {
             Test::Warm => self.close_sessions(),
             Test::Hot => {
                 self.clients.iter_mut().for_each(|c| c.cache.clear());
-                if std::mem::take(&mut self.sessions_lost) {
-                    cache_note = Some(
-                        "new sessions: the cold test closed warm's before the target said it could not drop its caches"
-                            .into(),
-                    );
-                }
-                if let Some(what) = &self.target_cache {
-                    // Each client empties its session's cache before the barrier (Client::run).
-                    cache_note = Some(format!("the target's client cache emptied ({what})"));
-                }
+                // Each client empties its session's cache before the barrier (Client::run).
+                let notes = [
+                    std::mem::take(&mut self.sessions_lost).then(|| {
+                        "new sessions: the cold test closed warm's before the target said it could not drop its caches".to_string()
+                    }),
+                    (self.target_cache.as_ref())
+                        .map(|what| format!("the target's client cache emptied ({what})")),
+                ];
+                let notes: Vec<String> = notes.into_iter().flatten().collect();
+                cache_note = (!notes.is_empty()).then(|| notes.join("; "));
             }
             Test::Cold => {
                 // Known before anything is closed: hot then still finds warm's sessions.

@@ -1,0 +1,33 @@
+# Shared by the bench scripts (source it after `cd` to the repository's root and `set -euo pipefail`).
+# A script defines its own `pids` array (started servers, stopped by its cleanup) and `work`
+# directory before calling start_postgres.
+
+install() { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# The newest installed PostgreSQL's bin folder in $pgbin (installed when missing, with the extra
+# packages given).
+find_postgres() {
+  pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+  [ -n "$pgbin" ] || { install postgresql "$@"; pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1); }
+}
+
+# A private PostgreSQL on core 1 in $work/pg, user dyno, trust auth, on a free loopback port
+# ($pgport), as the `postgres` user when root (initdb refuses root); its PID joins $pids. Stop
+# it with stop_postgres (the postmaster by its own PID file: runuser does not pass a signal on).
+start_postgres() {
+  local as_pg=()
+  [ "$(id -u)" = 0 ] && { id postgres >/dev/null 2>&1 || useradd -r postgres; as_pg=(runuser -u postgres --); }
+  mkdir "$work/pg" && [ ${#as_pg[@]} -eq 0 ] || chown postgres "$work/pg"
+  "${as_pg[@]}" "$pgbin/initdb" -D "$work/pg/data" -U dyno --auth=trust -E UTF8 --no-sync >/dev/null
+  pgport=$(free_port)
+  taskset -c 1 "${as_pg[@]}" "$pgbin/postgres" -D "$work/pg/data" -p "$pgport" \
+    -c listen_addresses=127.0.0.1 -k "$work/pg" >"$work/pg.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
+}
+
+stop_postgres() {
+  [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null
+  return 0
+}
