@@ -99,17 +99,24 @@ fn the_primary_is_found_through_sentinel_and_followed_after_a_failover() {
     assert!(second == "r/r1" || second == "r/r2", "{events:?}");
     assert!(events.iter().all(|e| e["note"].is_null()), "{events:?}");
     // Sessions that found no primary asked the sentinels again until the failover named a new
-    // one, no sooner than Sentinel's down-after-milliseconds (1 s), and every case ran clean.
+    // one, no sooner than Sentinel's down-after-milliseconds (1 s), and every case ran clean. A
+    // session idle through the failover (kept from warm into hot, since cold is n/a before any
+    // session closes) finds the new primary at once when it next works: only the longest
+    // reconnection must have waited for the failover.
     let cases = rec["cases"].as_array().unwrap();
     let follows: Vec<&serde_json::Value> = (cases.iter())
         .filter_map(|c| c["server"].get("reconnect"))
         .collect();
     let count: u64 = follows.iter().filter_map(|r| r["count"].as_u64()).sum();
     assert!(count >= 1, "no reconnection: {cases:?}");
-    for r in &follows {
-        let max = r["latency_ns"]["max"].as_u64().unwrap();
-        assert!((1_000_000_000..30_000_000_000).contains(&max), "{r}");
-    }
+    let longest = (follows.iter())
+        .map(|r| r["latency_ns"]["max"].as_u64().unwrap())
+        .max()
+        .unwrap_or(0);
+    assert!(
+        (1_000_000_000..30_000_000_000).contains(&longest),
+        "{follows:?}"
+    );
     for c in cases.iter().filter(|c| c["status"] == "failed") {
         let why = c["reason"].as_str().unwrap();
         assert!(
