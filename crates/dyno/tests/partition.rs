@@ -88,33 +88,14 @@ fn a_partitioned_etcd_leader_steps_down_the_cluster_recovers_and_loses_nothing()
             gap < 5_000_000_000,
             "{effects:?}\nresponses per 100 ms: {series:?}"
         );
-        // ... and where it came back to its former pace (the recovery rule: 90% of the rate
-        // before the fault), not sooner than the election and within the test. A client whose
-        // member was cut off moves to another and stays there; when the clients end up on
-        // followers (each write forwarded to the leader) the pace settles lower — measured at
-        // ~65% for the rest of a test in a CI run — and the rule rightly says "not recovered";
-        // the cluster must still serve steadily: the last 3 s at ≥ 40% of the pace before.
-        match effects[0]["recovery_ns"].as_u64() {
-            Some(r) => assert!(
-                (800_000_000..9_000_000_000).contains(&r),
-                "{effects:?}\nresponses per 100 ms: {series:?}"
-            ),
-            None => {
-                let median = |v: &[u64]| {
-                    let mut v = v.to_vec();
-                    v.sort_unstable();
-                    v[v.len() / 2]
-                };
-                let (before, last) = (
-                    median(&series[..25]),
-                    median(&series[series.len() - 31..series.len() - 1]),
-                );
-                assert!(
-                    last * 10 >= before * 4,
-                    "{effects:?}: the last 3 s at {last}/100 ms against {before} before\nresponses per 100 ms: {series:?}"
-                );
-            }
-        }
+        // ... and came back to its former pace (the recovery rule: 90% of the rate before the
+        // fault), not sooner than the election and within the test: the example's sessions
+        // follow the leader (`sessions=leader`), so the clients work where they worked before.
+        let r = effects[0]["recovery_ns"].as_u64();
+        assert!(
+            r.is_some_and(|r| (800_000_000..9_000_000_000).contains(&r)),
+            "{effects:?}\nresponses per 100 ms: {series:?}"
+        );
     }
     // etcd acknowledges a write once a quorum has it: none is lost to a partition.
     let set = cases.iter().find(|c| c["test"] == "set").unwrap();

@@ -28,7 +28,7 @@ use crate::plan::{Origin, PlanError, RawFault, Sp, parse_duration_setting};
 use crate::process::Started;
 use results::faults::FaultEvent;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -647,6 +647,7 @@ impl Role {
 /// The thread doing a run's faults; heals and hands over its events when stopped (or dropped).
 pub struct Nemesis {
     stop: Arc<AtomicBool>,
+    again: Arc<StartOver>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Gives the events once the faults healed.
     healed: Mutex<Option<std::sync::mpsc::Receiver<Vec<FaultEvent>>>>,
@@ -655,6 +656,18 @@ pub struct Nemesis {
     /// The events, once healed.
     events: Mutex<Vec<FaultEvent>>,
 }
+
+/// A schedule started over (a level's, at each test's start): how many times it was asked, and
+/// how many times the fault thread took it up (its new origin: the moment it did).
+#[derive(Default)]
+struct StartOver {
+    asked: AtomicU64,
+    taken: AtomicU64,
+}
+
+/// How long [`Nemesis::start_over`] waits for a fault under way to end: longer than any
+/// level's kill (its restart comes half a period later) or pause.
+const START_OVER_WAIT: Duration = Duration::from_secs(600);
 
 /// The gates of the links in front of a cluster's members, by `TARGET/MEMBER`.
 pub type Gates = std::collections::BTreeMap<String, Arc<host::link::Gate>>;
@@ -675,6 +688,7 @@ struct Work {
     gates: Gates,
     clock: Clock,
     stop: Arc<AtomicBool>,
+    again: Arc<StartOver>,
     events: Vec<FaultEvent>,
     /// Draws of `one-replica`, seeded by the plan's seed.
     rng: u64,
@@ -862,8 +876,25 @@ impl Work {
         }
     }
 
+    /// Waits for the schedule's next time (or the end of a healthy window): true when due;
+    /// false when told to stop or to start over first.
+    fn wait_due(&self, t_ns: u64, taken: u64) -> bool {
+        loop {
+            if self.stop.load(Ordering::Relaxed)
+                || self.again.asked.load(Ordering::Acquire) != taken
+            {
+                return false;
+            }
+            let now = self.clock.now_ns();
+            if now >= t_ns {
+                return true;
+            }
+            std::thread::sleep(Duration::from_nanos((t_ns - now).min(20_000_000)));
+        }
+    }
+
     fn run(mut self, seed: u64, until_ns: u64) -> Vec<FaultEvent> {
-        let origin = self.origin_ns;
+        let mut origin = self.origin_ns;
         // Every fault's times, merged in order; each waits for the previous one to end.
         let mut due: Vec<(u64, usize)> = Vec::new();
         for (i, f) in self.faults.iter().enumerate() {
@@ -873,16 +904,29 @@ impl Work {
         due.sort_unstable();
         let mut calm_from = 0u64;
         let mut turns = vec![0usize; self.faults.len()];
-        for (t, i) in due {
-            let f = self.faults[i].clone();
-            if !self.sleep_until((origin + t).max(calm_from)) {
-                break;
+        let mut taken = 0;
+        loop {
+            let mut next = due.iter();
+            loop {
+                let at = next.next().map(|&(t, i)| ((origin + t).max(calm_from), i));
+                // After the last fault, only a start over (or the end) is waited for.
+                if !self.wait_due(at.map_or(u64::MAX, |(t, _)| t), taken) {
+                    break;
+                }
+                let Some((_, i)) = at else { break };
+                let f = self.faults[i].clone();
+                self.act(&f, turns[i]);
+                turns[i] += 1;
+                calm_from = self.clock.now_ns() + f.healthy_ns;
             }
-            self.act(&f, turns[i]);
-            turns[i] += 1;
-            calm_from = self.clock.now_ns() + f.healthy_ns;
+            if self.stop.load(Ordering::Relaxed) {
+                return self.events;
+            }
+            // Started over: between faults, none under way.
+            taken = self.again.asked.load(Ordering::Acquire);
+            origin = self.clock.now_ns();
+            self.again.taken.store(taken, Ordering::Release);
         }
-        self.events
     }
 }
 
@@ -903,7 +947,9 @@ impl Nemesis {
         (seed, origin_ns, until_ns): (u64, u64, u64),
     ) -> Nemesis {
         let stop = Arc::new(AtomicBool::new(false));
+        let again = Arc::new(StartOver::default());
         let work = Work {
+            again: again.clone(),
             faults,
             members,
             follow,
@@ -930,10 +976,29 @@ impl Nemesis {
             .expect("spawning the fault thread");
         Nemesis {
             stop,
+            again,
             thread: Mutex::new(Some(thread)),
             healed: Mutex::new(Some(healed)),
             finish: Mutex::new(Some(finish)),
             events: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The schedule starts over from now (a level's, at a test's start): returns once the fault
+    /// thread has taken it up, which it does between faults, never during one (a test starts
+    /// on a whole system). After the final heal, nothing happens.
+    pub fn start_over(&self) {
+        if self.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let again = &self.again;
+        let asked = again.asked.fetch_add(1, Ordering::AcqRel) + 1;
+        let t0 = std::time::Instant::now();
+        while again.taken.load(Ordering::Acquire) < asked
+            && !self.stop.load(Ordering::Relaxed)
+            && t0.elapsed() < START_OVER_WAIT
+        {
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 
@@ -1036,6 +1101,52 @@ mod tests {
                 .primary()
                 .unwrap_err()
                 .contains("named no member")
+        );
+    }
+
+    #[test]
+    fn a_schedule_started_over_counts_again_from_that_moment() {
+        // restart-clients at 60 ms and 120 ms of each schedule (none past 150 ms), as a level
+        // with two tests would see them.
+        let f = raw("restart-clients every=60ms").resolve(&[]).unwrap();
+        let clock = Clock::monotonic();
+        let clients = Arc::new(AtomicU64::new(0));
+        let n = Nemesis::start(
+            vec![f],
+            (
+                Vec::new(),
+                clients.clone(),
+                Default::default(),
+                Default::default(),
+            ),
+            Box::new(|_, _| {}),
+            clock.clone(),
+            (1, 0, 150_000_000),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            clients.load(Ordering::Relaxed),
+            2,
+            "the first schedule, whole"
+        );
+        let again = clock.now_ns();
+        n.start_over();
+        let taken = clock.now_ns();
+        assert!(
+            taken - again < 100_000_000,
+            "taken up between faults at once"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        n.heal();
+        n.start_over(); // after the final heal: nothing, at once
+        let events = n.stop();
+        assert_eq!(events.len(), 4, "{events:?}");
+        assert_eq!(clients.load(Ordering::Relaxed), 4);
+        let second: Vec<u64> = events[2..].iter().map(|e| e.start_ns - again).collect();
+        assert!(
+            (60_000_000..100_000_000).contains(&second[0])
+                && (120_000_000..160_000_000).contains(&second[1]),
+            "the second schedule counts from its start: {second:?}"
         );
     }
 

@@ -386,13 +386,16 @@ fn nemesis(
             gates,
         ),
     );
-    // A level's faults count from its start; a plain run's from the run's.
-    let origin = if stage.level.is_some() {
-        clock.now_ns()
+    // A level's faults count from its start, and start over with each test (its suite says
+    // when: `StageFaults::test_starts`), none due at or past a test's duration; a plain run's
+    // count from the run's start.
+    let (origin, until) = if stage.level.is_some() {
+        let until = (plan.settings.rep_duration_ns()).map_or(u64::MAX, |d| d.saturating_sub(1));
+        (clock.now_ns(), until)
     } else {
-        0
+        (0, u64::MAX)
     };
-    let bounds = (plan.seed, origin, u64::MAX);
+    let bounds = (plan.seed, origin, until);
     Some(crate::fault::Nemesis::start(
         faults,
         members,
@@ -400,6 +403,25 @@ fn nemesis(
         clock.clone(),
         bounds,
     ))
+}
+
+/// A stage's faults as its suite steers them: a level's schedule starts over with each test.
+struct Faults<'n> {
+    nemesis: Option<&'n crate::fault::Nemesis>,
+    per_test: bool,
+}
+
+impl crate::suite::StageFaults for Faults<'_> {
+    fn heal(&self) {
+        if let Some(n) = self.nemesis {
+            n.heal();
+        }
+    }
+    fn test_starts(&self) {
+        if let (Some(n), true) = (self.nemesis, self.per_test) {
+            n.start_over();
+        }
+    }
 }
 
 /// The clusters' role queries, by target, with their members' ports.
@@ -605,10 +627,9 @@ pub fn run(
             m.clone_from(&watched.monitor);
         }
         let nemesis = nemesis(plan, stage, &watched, &clock, &clients);
-        let heal = || {
-            if let Some(n) = &nemesis {
-                n.heal();
-            }
+        let faults = Faults {
+            nemesis: nemesis.as_ref(),
+            per_test: stage.level.is_some(),
         };
         let mut first = stage_cases.start;
         'points: for (point, tests) in points.iter().zip(&tests) {
@@ -641,7 +662,7 @@ pub fn run(
                         interrupt,
                         clock: &clock,
                         clients: &clients,
-                        heal: &heal,
+                        faults: &faults,
                         checkpoint,
                         progress: &mut *progress,
                         warnings: &mut warnings,
@@ -741,8 +762,8 @@ struct TargetRun<'r, 'h> {
     clock: &'r Clock,
     /// Bumped when the clients must reconnect (a `restart-clients` fault).
     clients: &'r Arc<AtomicU64>,
-    /// Ends the stage's faults (the final heal).
-    heal: &'r (dyn Fn() + Sync),
+    /// The stage's faults (the final heal, a level's schedule started again per test).
+    faults: &'r dyn crate::suite::StageFaults,
     checkpoint: Duration,
     progress: &'r mut (dyn FnMut(&Progress) + 'h),
     warnings: &'r mut Vec<String>,
@@ -876,8 +897,8 @@ impl Repeat for TargetRun<'_, '_> {
         rep: &mut (dyn FnMut(&RepCtx) -> After + Send),
     ) {
         let total = self.plan.reps + u32::from(self.plan.warmup);
-        let (interrupt, clock, clients, heal) =
-            (self.interrupt, self.clock, self.clients, self.heal);
+        let (interrupt, clock, clients, faults) =
+            (self.interrupt, self.clock, self.clients, self.faults);
         let threads = self.plan.threads;
         let target_name = self.target.name.as_str();
         let tests = self.tests;
@@ -937,7 +958,7 @@ impl Repeat for TargetRun<'_, '_> {
                         (r, measured),
                         interrupt,
                         live,
-                        (clock, clients, heal),
+                        (clock, clients, faults),
                         &report,
                     );
                     ctx.threads = threads;

@@ -282,8 +282,27 @@ pub struct RepCtx<'a> {
     pub clients: &'a Arc<AtomicU64>,
     /// The generator threads the plan gives the clients ([`Plan::threads`]).
     pub threads: usize,
-    heal: &'a (dyn Fn() + Sync),
+    faults: &'a dyn StageFaults,
     report: &'a (dyn Fn(TestOutcome) + Sync),
+}
+
+/// The faults of the stage a repetition runs in, as its suite steers them.
+pub trait StageFaults: Sync {
+    /// The final heal, before a check that needs the system whole (the kv suite's lost-writes
+    /// read-back): no fault after it; returns once every paused process is continued and every
+    /// killed one started again.
+    fn heal(&self);
+    /// A test begins: a level's schedule starts over from now, so that each test of a level
+    /// sees the whole disturbance on its own clock (as NorduGrid's get and set each saw a
+    /// restart every 60 s); returns once any fault under way has ended. A plan's own
+    /// `[[faults]]` keep the run's clock: nothing happens.
+    fn test_starts(&self);
+}
+
+/// No faults at all.
+impl StageFaults for () {
+    fn heal(&self) {}
+    fn test_starts(&self) {}
 }
 
 impl<'a> RepCtx<'a> {
@@ -291,10 +310,10 @@ impl<'a> RepCtx<'a> {
         (rep, measured): (u32, bool),
         interrupt: &'a AtomicBool,
         live: Option<&'a Mutex<crate::load::Live>>,
-        (clock, clients, heal): (
+        (clock, clients, faults): (
             &'a crate::clock::Clock,
             &'a Arc<AtomicU64>,
-            &'a (dyn Fn() + Sync),
+            &'a dyn StageFaults,
         ),
         report: &'a (dyn Fn(TestOutcome) + Sync),
     ) -> RepCtx<'a> {
@@ -306,16 +325,19 @@ impl<'a> RepCtx<'a> {
             clock,
             clients,
             threads: 1,
-            heal,
+            faults,
             report,
         }
     }
 
-    /// The final heal of the faults running, before a check that needs the system whole (the
-    /// kv suite's lost-writes read-back): no fault after it; returns once every paused process
-    /// is continued and every killed one started again.
+    /// See [`StageFaults::heal`].
     pub fn heal(&self) {
-        (self.heal)()
+        self.faults.heal()
+    }
+
+    /// See [`StageFaults::test_starts`].
+    pub fn test_starts(&self) {
+        self.faults.test_starts()
     }
 
     /// Hands a test's outcome to the runner (the case is updated and the record sunk).

@@ -8,9 +8,13 @@
 //! dyno works only under a key prefix of its own (`dyno_<pid>_<n>/`) and deletes exactly that
 //! range at the end. A write transaction is one etcd `Txn` (or several of at most
 //! `max_txn_ops` puts when it is larger: etcd refuses bigger ones, `--max-txn-ops`, 128 by
-//! default). A session talks to one member (sessions are spread over the endpoints); when its
-//! member fails it moves to the next one that answers, and every such move is counted and timed
-//! (the case's `server.reconnect` figures). A read is linearizable unless `reads=serializable`.
+//! default). A session talks to one member: sessions are spread over the endpoints
+//! (`sessions=spread`, as etcd's own client balances), or each goes to the leader of the moment
+//! (`sessions=leader`, as a Redis client follows its primary: a fault run then compares the same
+//! placement before and after a leader's death). When its member fails a session moves — to the
+//! next member that answers, or to the new leader once one is elected — and every such move is
+//! counted and timed (the case's `server.reconnect` figures). A read is linearizable unless
+//! `reads=serializable`.
 
 use crate::options::Opts;
 use base64::Engine as _;
@@ -45,6 +49,11 @@ pub static INFO: DriverInfo = DriverInfo {
             help: "linearizable (through the leader) or serializable (the member's own copy)",
         },
         OptionSpec {
+            name: "sessions",
+            default: "spread",
+            help: "spread (over the endpoints; a failed member's sessions move to the next) or leader (each on the leader of the moment)",
+        },
+        OptionSpec {
             name: "timeout",
             default: "5s",
             help: "how long a request may wait for its answer before it fails as a timeout",
@@ -70,6 +79,8 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 struct Config {
     endpoints: Vec<String>,
     serializable: bool,
+    /// Every session on the leader (`sessions=leader`), not spread over the endpoints.
+    on_leader: bool,
     timeout: Duration,
     max_txn_ops: usize,
     resolved: BTreeMap<String, String>,
@@ -108,6 +119,7 @@ pub fn configure(
         return Err(form(format!("endpoint {bad:?} is not HOST:PORT")));
     }
     let serializable = o.choice("reads", &["linearizable", "serializable"])? == "serializable";
+    let on_leader = o.choice("sessions", &["spread", "leader"])? == "leader";
     let max_txn_ops = o.count("max_txn_ops")?;
     if !(1..=1_000_000).contains(&max_txn_ops) {
         return Err(ConfigError::option("max_txn_ops", "must be 1 to 1000000")
@@ -116,6 +128,7 @@ pub fn configure(
     Ok(Box::new(Config {
         endpoints,
         serializable,
+        on_leader,
         timeout: o.duration("timeout")?,
         max_txn_ops: max_txn_ops as usize,
         resolved: o.resolved(),
@@ -348,6 +361,28 @@ struct MemberList {
     members: Vec<serde_json::Value>,
 }
 
+/// A member's status: its own ID and the leader's, as the gateway writes 64-bit numbers (text).
+#[derive(serde::Deserialize)]
+struct Status {
+    #[serde(default)]
+    header: StatusHeader,
+    #[serde(default)]
+    leader: String,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct StatusHeader {
+    #[serde(default)]
+    member_id: String,
+}
+
+impl Status {
+    /// This member leads (a leader of "0" or none: an election is under way).
+    fn leads(&self) -> bool {
+        !self.leader.is_empty() && self.leader != "0" && self.leader == self.header.member_id
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct Version {
     #[serde(default)]
@@ -355,6 +390,40 @@ struct Version {
 }
 
 impl Config {
+    /// The member a session works on: the first that answers from `start` on, or with
+    /// `sessions=leader` the one that says it leads.
+    fn reach_for_session(&self, start: usize) -> Result<(Conn, usize), OpError> {
+        if self.on_leader {
+            self.reach_leader()
+        } else {
+            self.reach(start)
+        }
+    }
+
+    /// The member that says it is the leader (its status names itself as leader); a refusal
+    /// while the cluster has none (an election) or none answers.
+    fn reach_leader(&self) -> Result<(Conn, usize), OpError> {
+        let mut last = OpError::new(ErrorClass::Refused, "etcd: no member says it leads");
+        for (at, endpoint) in self.endpoints.iter().enumerate() {
+            let asked = Conn::open(endpoint, self.timeout).and_then(|mut c| {
+                let mut buf = Vec::new();
+                let a = c.call("POST", "/v3/maintenance/status", b"{}", &mut buf)?;
+                if a.status != 200 {
+                    return Err(gateway_error(&a));
+                }
+                let s: Status = serde_json::from_slice(a.body)
+                    .map_err(|e| protocol(format!("etcd: a status that is not JSON: {e}")))?;
+                Ok((c, s.leads()))
+            });
+            match asked {
+                Ok((c, true)) => return Ok((c, at)),
+                Ok((_, false)) => {}
+                Err(e) => last = OpError::new(e.class, format!("etcd://{endpoint}: {}", e.message)),
+            }
+        }
+        Err(last)
+    }
+
     /// The first member that answers, from `start` on.
     fn reach(&self, start: usize) -> Result<(Conn, usize), OpError> {
         let mut last = OpError::new(ErrorClass::Refused, "etcd: no endpoint");
@@ -484,7 +553,7 @@ impl Store for EtcdStore {
     }
     fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let (conn, at) = self.config.reach(start)?;
+        let (conn, at) = self.config.reach_for_session(start)?;
         Ok(Box::new(EtcdSession {
             conn,
             at,
@@ -556,7 +625,7 @@ impl EtcdSession {
             return Ok(());
         }
         let (config, from) = (&self.config, self.at + 1);
-        let (conn, at) = self.reconnects.follow(|| config.reach(from))?;
+        let (conn, at) = self.reconnects.follow(|| config.reach_for_session(from))?;
         self.conn = conn;
         self.at = at;
         self.broken = false;
@@ -721,6 +790,19 @@ mod tests {
             body: b"<html>",
         };
         assert_eq!(gateway_error(&a).class, ErrorClass::Application);
+    }
+
+    #[test]
+    fn a_member_leads_only_when_its_status_names_itself() {
+        let leads = |body: &str| serde_json::from_str::<Status>(body).unwrap().leads();
+        assert!(leads(
+            r#"{"header":{"cluster_id":"3","member_id":"331981"},"version":"3.4.23","leader":"331981"}"#
+        ));
+        assert!(!leads(r#"{"header":{"member_id":"331981"},"leader":"42"}"#));
+        // An election: no leader yet.
+        assert!(!leads(r#"{"header":{"member_id":"0"},"leader":"0"}"#));
+        assert!(!leads(r#"{"header":{"member_id":"7"}}"#));
+        assert!(!leads("{}"));
     }
 
     #[test]

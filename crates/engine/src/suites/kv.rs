@@ -19,6 +19,10 @@
 //!   each is counted (`reconnects`), and the time it takes is charged to the operation waiting.
 //! - The time series has one entry per 100 ms on the run's clock (the clock of the faults), from
 //!   which each fault's recovery time and unavailability are computed (README, "Faults").
+//! - At a level, each test starts the level's disturbance over (its faults count from the test's
+//!   start, once any fault under way has ended), as the seed's get and set each ran through a
+//!   restart every 60 s: both tables see the same disturbance, and every fault has the calm
+//!   stretch before it that its recovery is measured against.
 //! - Lost writes: after the last measured repetition of `set`, the faults are healed (the final
 //!   heal) and every key with an acknowledged write is read back through a new session; a key
 //!   that is gone, or holds an older value than its last acknowledged write, is lost. Keys that
@@ -706,6 +710,8 @@ impl Suite for Kv {
                 if interrupt.load(Ordering::Relaxed) {
                     break;
                 }
+                // A level's disturbance starts over with each test, as the seed's did.
+                ctx.test_starts();
                 let mut o = measure(store_ref, ctx, test, point, duration_ns, &mut sent, &acked);
                 if test == "set" && ctx.rep == last && ctx.measured {
                     // The final heal, then every acknowledged write read back.
