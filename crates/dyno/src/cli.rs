@@ -45,6 +45,21 @@ pub enum Command {
         #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
         html: Option<Option<PathBuf>>,
     },
+    /// One exact record from the records of a run's shards (`run --shard I/N`): histograms
+    /// added bucket by bucket, counts summed, the time series added interval by interval, each
+    /// shard's self-check kept. Writes a new results directory and prints the report.
+    Merge {
+        /// The shards' results directories (each holding one run.json), every rank once.
+        #[arg(required = true, num_args = 2..)]
+        dirs: Vec<PathBuf>,
+        /// Where the merged run goes: a new or empty directory [default: a new one under
+        /// dyno-results].
+        #[arg(long, short = 'o', value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Output format: table, markdown, csv, json, summary-json.
+        #[arg(long, short = 'f', default_value = "table")]
+        format: String,
+    },
     /// Compare two saved runs case by case: each figure's change with its 95% bootstrap
     /// interval and a verdict (improved, regressed, no change, too few repetitions).
     Compare {
@@ -325,6 +340,25 @@ pub struct RunArgs {
     /// linked from the HTML report.
     #[arg(long, value_name = "DIR")]
     pub profile: Option<PathBuf>,
+    /// Run as shard I of N generators (the load suite): this one drives its part of the load
+    /// (1/N of --rate, phased so all shards' arrivals interleave; its part of -c), and writes
+    /// its record and .hlog, tagged with I, for `dyno merge`. `auto` reads Slurm's
+    /// SLURM_PROCID/SLURM_NTASKS; `auto/N` a Kubernetes Indexed Job's JOB_COMPLETION_INDEX.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// With --shard: HOST:PORT where shard 0 listens and the others meet it; every
+    /// repetition then starts on all shards at one agreed instant, each shard's clock offset
+    /// to shard 0 measured and recorded.
+    #[arg(long, value_name = "HOST:PORT", requires = "shard")]
+    pub rendezvous: Option<String>,
+    /// How long shards wait for each other at the rendezvous.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "60s",
+        requires = "rendezvous"
+    )]
+    pub rendezvous_wait: String,
     /// Serve live Prometheus metrics (rates, latency quantiles, errors) at
     /// http://ADDR/metrics while the run goes, e.g. 127.0.0.1:9091.
     #[arg(long, value_name = "ADDR")]

@@ -47,6 +47,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             plots,
             html,
         } => report_cmd(&dir, &format, plots.as_deref(), html),
+        Command::Merge { dirs, out, format } => merge_cmd(&dirs, out.as_deref(), &format),
         Command::Compare {
             base,
             new,
@@ -415,6 +416,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         plan.baseline = Some((named, std::sync::Arc::new(record)));
     }
     engine::runner::preflight(&plan)?;
+    let shard = shard_of(&args, &plan)?;
     let fb = feedback(&args, &plan)?;
     let placement = results::store::claim_run_dir(
         plan.out.as_deref(),
@@ -430,9 +432,25 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let out_dir = placement.dir().to_path_buf();
     // A long load run streams its intervals to an .hlog in the results directory unless told
     // where: its time series is then complete on disk however long it runs.
-    if fb.long_load {
+    // A shard's too: `dyno merge` adds the shards' logs interval by interval.
+    if fb.long_load || shard.is_some() {
         plan.settings.stream_into(&out_dir);
     }
+    let rendezvous = match &shard {
+        Some((s, id)) => {
+            let met = meet(&args, *s, id)?;
+            plan.shard = Some(results::ShardRecord {
+                index: s.index,
+                count: s.count,
+                rendezvous: met.as_ref().map(|m| m.address.clone()),
+                clock_offset_ns: met.as_ref().map_or(0, |m| m.clock_offset_ns),
+                rtt_ns: met.as_ref().map_or(0, |m| m.rtt_ns),
+                host: engine::env::hostname(),
+            });
+            met
+        }
+        None => None,
+    };
     let quiet = args.quiet;
     let info = |line: String| {
         if !quiet {
@@ -495,6 +513,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
             profiler: profiles
                 .as_ref()
                 .map(|p| p as &dyn engine::runner::Profiler),
+            rendezvous: rendezvous.as_ref(),
         },
         &mut sink,
     )?;
@@ -732,6 +751,98 @@ fn report_cmd(
         }
     }
     print_out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--shard`: which shard this run is, and the identity of its plan (what every shard must
+/// share: the resolved plan less what is a generator's own, its threads).
+fn shard_of(args: &RunArgs, plan: &Plan) -> Result<Option<(engine::shard::Shard, String)>> {
+    let Some(text) = &args.shard else {
+        return Ok(None);
+    };
+    let shard = engine::shard::Shard::parse(text, &|k| std::env::var(k).ok())
+        .map_err(|e| anyhow::anyhow!("--shard {text}: {e}"))?;
+    if plan.suite.name() != "load" {
+        bail!(
+            "--shard splits the load suite's load (rate, connections); the {} suite cannot be sharded yet: run one generator",
+            plan.suite.name()
+        );
+    }
+    Ok(Some((shard, results::merge::plan_identity(&plan.record()))))
+}
+
+/// `--rendezvous`: meets the other shards (rank 0 listens); `None` without it.
+fn meet(
+    args: &RunArgs,
+    shard: engine::shard::Shard,
+    plan_id: &str,
+) -> Result<Option<engine::shard::Rendezvous>> {
+    let Some(addr) = &args.rendezvous else {
+        return Ok(None);
+    };
+    let wait = engine::units::parse_duration(&args.rendezvous_wait)
+        .map_err(|e| anyhow::anyhow!("--rendezvous-wait {}: {e}", args.rendezvous_wait))?;
+    if !args.quiet {
+        eprintln!(
+            "dyno: shard {} of {} meeting the others at {addr}",
+            shard.index, shard.count
+        );
+    }
+    Ok(Some(engine::shard::Rendezvous::join(
+        shard, addr, plan_id, wait,
+    )?))
+}
+
+fn merge_cmd(dirs: &[PathBuf], out: Option<&Path>, format: &str) -> Result<ExitCode> {
+    let format = parse_format(Some(&Sp::new(format.to_string(), Origin::Flag("--format"))))?;
+    let mut shards = Vec::new();
+    for d in dirs {
+        let record = one_record(d)?;
+        let dir = if d.is_dir() {
+            d.clone()
+        } else {
+            d.parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        };
+        shards.push(results::merge::ShardInput { record, dir });
+    }
+    let (record, logs) = results::merge::merge(shards)?;
+    let placement = results::store::claim_run_dir(out, std::time::SystemTime::now())
+        .context("-o/--out: give a new or empty directory, or one dyno made")?;
+    let dir = placement.dir();
+    for log in &logs {
+        let ivs: Vec<results::hlog::LogInterval> = (log.intervals.iter())
+            .map(|(start_ns, end_ns, h)| results::hlog::LogInterval {
+                start_ns: *start_ns,
+                end_ns: *end_ns,
+                histogram: h,
+            })
+            .collect();
+        let start = std::time::UNIX_EPOCH
+            + std::time::Duration::from_nanos(
+                (record.cases.iter())
+                    .flat_map(|c| c.reps.iter())
+                    .find_map(|r| r.load().and_then(|l| l.start_unix_ns))
+                    .unwrap_or(0),
+            );
+        results::hlog::write(&dir.join(&log.file), start, &log.comment, &ivs)
+            .with_context(|| format!("writing {}", dir.join(&log.file).display()))?;
+    }
+    results::store::write_atomic(&dir.join(results::store::RECORD_FILE), &record)?;
+    let mut text = Vec::new();
+    report::render(
+        format,
+        std::slice::from_ref(&record),
+        report::Views(&crate::suites::views()),
+        &mut text,
+    )
+    .context("rendering the report")?;
+    print_out(&text)?;
+    eprintln!(
+        "dyno: {} shards merged into {}",
+        record.plan.merged.len(),
+        dir.join(results::store::RECORD_FILE).display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

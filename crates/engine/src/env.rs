@@ -52,6 +52,14 @@ pub fn kernel() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The machine's host name (the kernel's), `unknown` if unreadable.
+pub fn hostname() -> String {
+    read("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// The filesystem type of the nearest existing ancestor of `path` (e.g. `ext4`, `tmpfs`).
 pub fn filesystem(path: &Path) -> String {
     let mut p = path;

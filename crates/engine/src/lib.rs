@@ -28,6 +28,8 @@
 //!   repetitions (warm-up, progress, checkpoints, interruption, the sink) for every suite.
 //! - [`monitor`]: samples the watched processes (CPU, RSS, threads, files, I/O) once a second;
 //!   [`process`]: starts a target's server from the plan and stops it.
+//! - [`shard`]: one of N generators running its part of a plan (`--shard I/N`), and the
+//!   rendezvous that starts every shard's repetitions at one agreed instant.
 //! - [`env`], [`pagecache`]: the machine's description; dropping and verifying the page cache.
 //! - [`units`], [`suggest`]: parsing durations and sizes; "did you mean".
 
@@ -48,6 +50,7 @@ pub mod recorder;
 pub mod resolve;
 pub mod runner;
 pub mod schedule;
+pub mod shard;
 pub mod suggest;
 pub mod suite;
 pub mod suites;

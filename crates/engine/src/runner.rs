@@ -350,6 +350,9 @@ pub struct Hooks<'a> {
     pub progress: &'a mut dyn FnMut(&Progress),
     /// Profiles each test's first measured repetition (`--profile DIR`), when set.
     pub profiler: Option<&'a dyn Profiler>,
+    /// A shard's meeting with the others (`--shard I/N --rendezvous …`): every repetition
+    /// starts at the instant all agreed on.
+    pub rendezvous: Option<&'a crate::shard::Rendezvous>,
 }
 
 /// The thread doing a stage's faults, when it has any; it tells the monitor of each process
@@ -569,6 +572,7 @@ pub fn run(
         checkpoint,
         progress,
         profiler,
+        rendezvous,
     } = hooks;
     let clock = Clock::monotonic();
     // The monitor of the stage running: every record handed on carries the resource series so
@@ -663,6 +667,7 @@ pub fn run(
                         clock: &clock,
                         clients: &clients,
                         faults: &faults,
+                        rendezvous,
                         checkpoint,
                         progress: &mut *progress,
                         warnings: &mut warnings,
@@ -764,6 +769,7 @@ struct TargetRun<'r, 'h> {
     clients: &'r Arc<AtomicU64>,
     /// The stage's faults (the final heal, a level's schedule started again per test).
     faults: &'r dyn crate::suite::StageFaults,
+    rendezvous: Option<&'r crate::shard::Rendezvous>,
     checkpoint: Duration,
     progress: &'r mut (dyn FnMut(&Progress) + 'h),
     warnings: &'r mut Vec<String>,
@@ -899,7 +905,7 @@ impl Repeat for TargetRun<'_, '_> {
         let total = self.plan.reps + u32::from(self.plan.warmup);
         let (interrupt, clock, clients, faults) =
             (self.interrupt, self.clock, self.clients, self.faults);
-        let threads = self.plan.threads;
+        let (threads, rendezvous) = (self.plan.threads, self.rendezvous);
         let target_name = self.target.name.as_str();
         let tests = self.tests;
         for r in 0..total {
@@ -962,7 +968,15 @@ impl Repeat for TargetRun<'_, '_> {
                         &report,
                     );
                     ctx.threads = threads;
-                    let after = rep(&ctx);
+                    // A shard starts with all the others, at the instant they agree on.
+                    let after = match rendezvous.map(|r| r.start().map(|at| (r, at))).transpose() {
+                        Ok(met) => {
+                            ctx.start_unix_ns = met.map(|(_, at)| at);
+                            ctx.start_at = met.map(|(r, at)| r.local(at));
+                            rep(&ctx)
+                        }
+                        Err(e) => After::Fail(e.to_string()),
+                    };
                     if let Some((p, _)) = profiling {
                         // A test that never reported (interrupted): its profile is dropped.
                         let _ = p.end();

@@ -99,6 +99,9 @@ pub struct Arrivals {
     t_ns: f64,
     rng: u64,
     started: bool,
+    /// Evenly spaced arrivals: where in its first gap the first one falls (0..1), so that
+    /// several schedules of one rate split (threads, shards) interleave evenly.
+    phase: f64,
 }
 
 /// Below this rate a gap is taken as "nothing arrives here": the clock moves on 1 ms at a time.
@@ -112,7 +115,16 @@ impl Arrivals {
             t_ns: 0.0,
             rng: seed ^ 0x2545_F491_4F6C_DD1D,
             started: false,
+            phase: 0.0,
         }
+    }
+
+    /// The same, the first of its evenly spaced arrivals `phase` (0..1) into its first gap:
+    /// part `i` of `n` schedules at 1/n of a rate each, at phase i/n, together arrive evenly.
+    /// Poisson arrivals have no phase (a sum of Poisson processes is one).
+    pub fn with_phase(mut self, phase: f64) -> Arrivals {
+        self.phase = phase.clamp(0.0, 1.0);
+        self
     }
 
     fn uniform(&mut self) -> f64 {
@@ -135,7 +147,9 @@ impl Arrivals {
             }
             if !self.started && self.kind == ArrivalKind::Constant {
                 self.started = true;
-                return Some(0);
+                self.t_ns += self.phase * 1e9 / rate;
+                self.profile.rate_at(self.t_ns as u64)?;
+                return Some(self.t_ns as u64);
             }
             self.started = true;
             let gap = match self.kind {
@@ -164,6 +178,25 @@ mod tests {
         assert_eq!(times.len(), 10);
         assert_eq!(times[0], 0);
         assert!(times.windows(2).all(|w| w[1] - w[0] == 1_000_000));
+    }
+
+    #[test]
+    fn phased_schedules_of_a_split_rate_interleave_evenly() {
+        // Four parts of 4,000/s, each at 1,000/s and phase i/4: together one every 250 µs.
+        let mut all: Vec<u64> = (0..4)
+            .flat_map(|i| {
+                let mut a = Arrivals::new(
+                    RateProfile::constant(1000.0, 10_000_000),
+                    ArrivalKind::Constant,
+                    1,
+                )
+                .with_phase(f64::from(i) / 4.0);
+                std::iter::from_fn(move || a.next_ns()).collect::<Vec<_>>()
+            })
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all.len(), 40);
+        assert!(all.windows(2).all(|w| w[1] - w[0] == 250_000), "{all:?}");
     }
 
     #[test]

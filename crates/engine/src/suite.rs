@@ -119,6 +119,9 @@ pub struct Plan {
     /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
     pub watch_pids: Vec<u32>,
     pub watch_names: Vec<String>,
+    /// This generator's shard (`--shard I/N`) and how it met the others; `None` alone. The
+    /// command sets it once the shards met.
+    pub shard: Option<results::ShardRecord>,
 }
 
 impl Plan {
@@ -190,6 +193,8 @@ impl Plan {
             ycsb: None,
             thresholds: self.thresholds.iter().map(|t| t.text.clone()).collect(),
             abort_after_ns: self.abort_after.map(|d| d.as_nanos() as u64),
+            shard: self.shard.clone(),
+            merged: Vec::new(),
         };
         self.settings.record(&mut r);
         r
@@ -282,6 +287,11 @@ pub struct RepCtx<'a> {
     pub clients: &'a Arc<AtomicU64>,
     /// The generator threads the plan gives the clients ([`Plan::threads`]).
     pub threads: usize,
+    /// A shard's repetition: the instant every shard agreed to start it, on rank 0's clock
+    /// (ns since the Unix epoch), and the same instant on this machine's clock, a moment
+    /// ahead: the suite prepares, then starts measuring then. `None` alone.
+    pub start_unix_ns: Option<u64>,
+    pub start_at: Option<std::time::SystemTime>,
     faults: &'a dyn StageFaults,
     report: &'a (dyn Fn(TestOutcome) + Sync),
 }
@@ -325,6 +335,8 @@ impl<'a> RepCtx<'a> {
             clock,
             clients,
             threads: 1,
+            start_unix_ns: None,
+            start_at: None,
             faults,
             report,
         }
@@ -385,6 +397,8 @@ pub enum TargetError {
     Open(crate::driver::DriverError),
     #[error("could not reach the target: {0}")]
     Reach(crate::driver::DriverError),
+    #[error("this shard's part of the plan: {0}")]
+    Plan(String),
 }
 
 /// A suite: see the module's documentation.

@@ -83,6 +83,53 @@ impl Writer {
 /// `Interval_Max` is written in milliseconds.
 const MAX_DIVISOR: f64 = 1e6;
 
+/// Where the `.hlog` of `target`'s repetition `rep` goes when `asked` was given: `asked` itself
+/// when the run has one target and one repetition, else `STEM.TARGET.REP.EXT` beside it.
+pub fn path_for(asked: &Path, target: &str, rep: u32, single: bool) -> std::path::PathBuf {
+    if single {
+        return asked.to_path_buf();
+    }
+    let stem = asked.file_stem().and_then(|s| s.to_str()).unwrap_or("dyno");
+    let ext = asked.extension().and_then(|s| s.to_str()).unwrap_or("hlog");
+    asked.with_file_name(format!("{stem}.{target}.{rep}.{ext}"))
+}
+
+/// One interval read back: its start and end (ns from the log's start) and its histogram.
+pub struct ReadInterval {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub histogram: Histogram,
+}
+
+/// Reads an interval log (any that HdrHistogram's own writer makes, dyno's among them); a
+/// line that is not a histogram is an error naming its number.
+pub fn read(path: &Path) -> std::io::Result<Vec<ReadInterval>> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::Deserializer;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let text = std::fs::read(path)?;
+    let mut out = Vec::new();
+    let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+    for (k, entry) in IntervalLogIterator::new(&text).enumerate() {
+        let entry = entry.map_err(|e| bad(format!("entry {}: {e:?}", k + 1)))?;
+        if let LogEntry::Interval(iv) = entry {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(iv.encoded_histogram())
+                .map_err(|e| bad(format!("interval {}: {e}", out.len() + 1)))?;
+            let histogram: Histogram = Deserializer::new()
+                .deserialize(&mut bytes.as_slice())
+                .map_err(|e| bad(format!("interval {}: {e:?}", out.len() + 1)))?;
+            let start_ns = iv.start_timestamp().as_nanos() as u64;
+            out.push(ReadInterval {
+                start_ns,
+                end_ns: start_ns + iv.duration().as_nanos() as u64,
+                histogram,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// Writes an interval log to `path` (replacing it) atomically.
 pub fn write(
     path: &Path,

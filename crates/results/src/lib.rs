@@ -14,7 +14,8 @@
 //! - [`faults`]: what was done to a target and when, and what each fault did to a case
 //!   (recovery time, unavailability).
 //! - [`histogram`]: the latency histogram type and its portable encoding (HdrHistogram V2, deflate, base64).
-//! - [`hlog`]: HdrHistogram interval logs, written at once or streamed as a run goes.
+//! - [`hlog`]: HdrHistogram interval logs, written at once or streamed as a run goes, and read back.
+//! - [`merge`]: one exact record from the records of a run's shards (`dyno merge`).
 //! - [`series`]: time series of bounded length (thinned, never truncated).
 //! - [`store`]: claiming a new run's directory (never an earlier run's, never a foreign one), writing a record atomically, and reading the records of a results directory back.
 //! - [`units`]: how a time reads for people, one rule everywhere.
@@ -24,6 +25,7 @@ pub mod faults;
 pub mod histogram;
 pub mod history;
 pub mod hlog;
+pub mod merge;
 pub mod migrate;
 pub mod rate;
 pub mod record;

@@ -231,6 +231,32 @@ pub struct PlanRecord {
     /// intervals from this far into each repetition, and the run stops at the first broken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_after_ns: Option<u64>,
+    /// A shard's record (`--shard I/N`): which part of the plan this generator ran, and how it
+    /// met the others; absent otherwise. Every other field of the plan is the whole plan's, the
+    /// same on every shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
+    /// A record made by `dyno merge`: the shards it added up, in rank order; absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<ShardRecord>,
+}
+
+/// One shard of a run split over several generators.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardRecord {
+    /// Its rank (0-based) and how many shards ran.
+    pub index: u32,
+    pub count: u32,
+    /// Where rank 0 listened for the others (`HOST:PORT`); `null` when the shards did not meet
+    /// (their starts were not synchronized).
+    pub rendezvous: Option<String>,
+    /// Its clock less rank 0's, ns (0 on rank 0), measured over the round trip `rtt_ns`: a
+    /// bound on how far apart the shards' starts can be.
+    pub clock_offset_ns: i64,
+    pub rtt_ns: u64,
+    /// The machine it ran on.
+    pub host: String,
 }
 
 /// One level of a run of levels, as run.
@@ -822,6 +848,55 @@ pub struct LoadRep {
     /// intervals that ended (no service time, no schedule lag, no error examples yet).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// The service times' histogram (HdrHistogram V2, deflate, base64), so that shards' service
+    /// times add up exactly; absent in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_histogram: Option<String>,
+    /// A shard's repetition: the instant all shards agreed to start it, on rank 0's clock (ns
+    /// since the Unix epoch); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_ns: Option<u64>,
+    /// A merged repetition: each shard's own self-check, in rank order (the merged `generator`
+    /// is valid only if every one is); absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardCheck>,
+    /// A merged open-loop repetition: the gaps between consecutive sends of all shards
+    /// together, from each shard's first sends (see [`Arrivals`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interarrival: Option<Arrivals>,
+    /// A shard's open-loop repetition: its first sends, in ns from the agreed start on rank 0's
+    /// clock (at most [`MAX_SENDS_KEPT`]); what `dyno merge` interleaves. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sends_ns: Vec<u64>,
+}
+
+/// The most send times a shard keeps for the merged inter-arrival check: 20,000 sends (160 KB
+/// in memory, about as much in the record) cover two seconds at 10,000 requests/s.
+pub const MAX_SENDS_KEPT: usize = 20_000;
+
+/// One shard's self-check in a merged repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardCheck {
+    pub index: u32,
+    pub generator: GeneratorCheck,
+}
+
+/// The merged arrivals of a sharded open loop: how evenly the shards' sends interleave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arrivals {
+    /// The span the sends were taken from: from the agreed start to the earliest of the shards'
+    /// last kept sends (beyond it some shard's sends are missing).
+    pub window_ns: u64,
+    /// Sends in the window, all shards together.
+    pub sends: u64,
+    /// The gap the asked rate makes (1 / rate), ns.
+    pub intended_gap_ns: f64,
+    /// The gaps between consecutive sends: percentiles, and the histogram (HdrHistogram V2,
+    /// deflate, base64).
+    pub gap_ns: Option<LatencySummary>,
+    pub histogram: Option<String>,
 }
 
 /// The share of responses within a latency bound.

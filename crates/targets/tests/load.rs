@@ -59,6 +59,9 @@ fn spec(url: &str, opts: &[(&str, &str)], (model, connections): Load) -> LoadSpe
         interval: Duration::from_millis(100),
         coalesce: engine::load::Coalesce::Auto,
         clients: Default::default(),
+        shard: (0, 1),
+        keep_sends: 0,
+        start_at: None,
     }
 }
 

@@ -109,6 +109,16 @@ pub struct LoadSpec {
     /// When this changes, every connection is dropped (a request in flight fails as `reset`)
     /// and opened again: a `restart-clients` fault.
     pub clients: Arc<std::sync::atomic::AtomicU64>,
+    /// This generator's place among the shards of a run (index, count; `(0, 1)` alone): an
+    /// open loop's evenly spaced arrivals are phased so that every shard's threads interleave.
+    /// The rest of the split (rate, connections) is already in `model` and `connections`.
+    pub shard: (u32, u32),
+    /// A shard's agreed start, on this machine's clock: the threads, ready, are let go then
+    /// (the schedule counts from it); `None` starts at once.
+    pub start_at: Option<std::time::SystemTime>,
+    /// How many send times to keep, all threads together (the first of each thread's share):
+    /// a shard's open loop keeps them for the merged inter-arrival check; 0 keeps none.
+    pub keep_sends: usize,
 }
 
 /// Counts of one run (summed over threads).
@@ -178,6 +188,10 @@ pub struct LoadResult {
     pub check: SelfCheck,
     /// TLS targets: each connection's handshake, from TCP connected to the handshake done.
     pub handshake: Histogram,
+    /// The send times kept ([`LoadSpec::keep_sends`]), in order, ns on the run's load clock,
+    /// whose zero was `zero_unix_ns` on this machine's clock (ns since the Unix epoch).
+    pub sends_ns: Vec<u64>,
+    pub zero_unix_ns: u64,
     pub wall_ns: u64,
     pub interrupted: bool,
     /// When the threads started (together, past a barrier): the intervals count from here.
@@ -203,23 +217,34 @@ fn share(spec: &LoadSpec, threads: usize, i: usize) -> Share {
                 Stop::Count(n) | Stop::DurationOrCount { count: n, .. } => *n,
                 Stop::Duration { .. } => u64::MAX,
             },
+            origin_ns: None,
         },
         LoadModel::Open {
             profile,
             arrival,
             max_connections,
-        } => Share {
-            index: i,
-            connections: split(spec.connections, threads, i),
-            max_connections: split(*max_connections as usize, threads, i).max(1),
-            schedule: Schedule::Open(Arrivals::new(
-                profile.scaled(1.0 / threads as f64),
-                *arrival,
-                spec.seed.wrapping_add(i as u64 * 0x9E37_79B9),
-            )),
-            stop: None,
-            closed_remaining: u64::MAX,
-        },
+        } => {
+            // Part `g` of all the schedules of every shard's threads: evenly spaced arrivals
+            // of all the parts interleave (phase g/parts); Poisson ones draw apart.
+            let (shard, shards) = (spec.shard.0 as usize, spec.shard.1.max(1) as usize);
+            let (g, parts) = (shard * threads + i, threads * shards);
+            Share {
+                index: i,
+                connections: split(spec.connections, threads, i),
+                max_connections: split(*max_connections as usize, threads, i).max(1),
+                schedule: Schedule::Open(
+                    Arrivals::new(
+                        profile.scaled(1.0 / threads as f64),
+                        *arrival,
+                        spec.seed.wrapping_add(g as u64 * 0x9E37_79B9),
+                    )
+                    .with_phase(g as f64 / parts as f64),
+                ),
+                stop: None,
+                closed_remaining: u64::MAX,
+                origin_ns: None,
+            }
+        }
     }
 }
 
@@ -282,7 +307,21 @@ pub fn run(
 ) -> io::Result<LoadResult> {
     let threads = spec.threads.max(1);
     let clock = Clock::monotonic();
-    let shares: Vec<Share> = (0..threads).map(|i| share(spec, threads, i)).collect();
+    let zero_unix_ns = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
+        .map_or(0, |d| d.as_nanos() as u64);
+    // A shard's threads all count from the agreed instant, on this clock.
+    let origin_ns = spec.start_at.map(|t| {
+        let ahead = t
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        clock.now_ns() + ahead.as_nanos() as u64
+    });
+    let shares: Vec<Share> = (0..threads)
+        .map(|i| Share {
+            origin_ns,
+            ..share(spec, threads, i)
+        })
+        .collect();
     let barrier = Barrier::new(threads + 1);
     let (u0, s0) = process_cpu_ns();
     let mut started = std::time::Instant::now();
@@ -315,6 +354,9 @@ pub fn run(
             })
             .collect();
         drop(tx);
+        if let Some(t) = spec.start_at {
+            crate::shard::wait_until(t);
+        }
         barrier.wait();
         started = std::time::Instant::now();
         let results = handles
@@ -345,6 +387,8 @@ pub fn run(
     } = merge(&parts);
     let intended_per_s = spec.model.intended_per_s();
     let achieved_per_s = results::stats::per_s(counters.requests as f64, wall_ns);
+    let mut sends_ns: Vec<u64> = parts.iter().flat_map(|p| p.sends.iter().copied()).collect();
+    sends_ns.sort_unstable();
     let intervals = live
         .lock()
         .map(|l| l.intervals.to_vec())
@@ -364,6 +408,8 @@ pub fn run(
             waits,
         },
         handshake,
+        sends_ns,
+        zero_unix_ns,
         wall_ns,
         interrupted,
     })

@@ -56,6 +56,9 @@ pub(super) struct Share {
     pub(super) schedule: Schedule,
     pub(super) stop: Option<Stop>,
     pub(super) closed_remaining: u64,
+    /// The common instant (on the load's clock) every thread's schedule counts from: a
+    /// shard's agreed start; `None`: each thread's own start past the barrier.
+    pub(super) origin_ns: Option<u64>,
 }
 
 pub(super) struct Worker<'a> {
@@ -90,6 +93,9 @@ pub(super) struct Worker<'a> {
     /// Connections with a `retry_at` set (the loops over them are skipped when zero).
     pub(super) pausing: usize,
     pub(super) window: coalesce::Window,
+    /// The first sends' times, up to this thread's share of [`LoadSpec::keep_sends`].
+    pub(super) sends: Vec<u64>,
+    pub(super) keep_sends: usize,
 }
 
 pub(super) struct WorkerResult {
@@ -101,6 +107,7 @@ pub(super) struct WorkerResult {
     pub(super) cpu_ns: u64,
     pub(super) wall_ns: u64,
     pub(super) interrupted: bool,
+    pub(super) sends: Vec<u64>,
 }
 
 pub(super) fn io_err(context: &'static str, e: &io::Error) -> OpError {
@@ -144,6 +151,8 @@ impl<'a> Worker<'a> {
             closed_stop: None,
             pausing: 0,
             window: coalesce::Window::new(spec.coalesce, timer::sleep_cost_ns()),
+            sends: Vec::new(),
+            keep_sends: spec.keep_sends.div_ceil(spec.threads.max(1)),
         })
     }
 
@@ -224,6 +233,9 @@ impl<'a> Worker<'a> {
         };
         if c.written == 0 {
             c.sent = now;
+            if self.sends.len() < self.keep_sends {
+                self.sends.push(now);
+            }
         }
         if let Some(tls) = c.tls.as_mut() {
             // The channel holds the request until its handshake is done, then encrypts it.
@@ -719,6 +731,7 @@ impl<'a> Worker<'a> {
             cpu_ns: thread_cpu_ns() - cpu0,
             wall_ns: wall,
             interrupted,
+            sends: self.sends,
         }
     }
 
@@ -734,7 +747,7 @@ impl<'a> Worker<'a> {
         }
         barrier.wait();
         let cpu0 = thread_cpu_ns();
-        let start = self.clock.now_ns();
+        let start = share.origin_ns.unwrap_or_else(|| self.clock.now_ns());
         self.start = start;
         self.outstanding_since = start;
         self.closed_stop = if self.open { None } else { share.stop };

@@ -238,6 +238,7 @@ impl RawPlan {
             baseline_ref: self.baseline,
             watch_pids,
             watch_names,
+            shard: None,
             faults,
             source: self
                 .file

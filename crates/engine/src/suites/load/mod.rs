@@ -195,6 +195,15 @@ impl Suite for Load {
         if let Some(rate) = point.swept("rate") {
             p.set_rate(rate as f64);
         }
+        // A shard drives its part of the point's load.
+        if let Some(s) = &plan.shard {
+            p = p
+                .for_shard(crate::shard::Shard {
+                    index: s.index,
+                    count: s.count,
+                })
+                .map_err(TargetError::Plan)?;
+        }
         let ep = target.config.endpoint().map_err(TargetError::Reach)?;
         run.describe(
             results::Namespace {
@@ -227,7 +236,7 @@ impl Suite for Load {
             let run = match rep::run_rep(
                 &ep,
                 &p,
-                (seed, ctx.clients.clone()),
+                (seed, ctx.clients.clone(), ctx.start_at),
                 ctx.interrupt,
                 hlog,
                 &live,
@@ -238,6 +247,16 @@ impl Suite for Load {
             let mut rep = run.rep;
             if let results::Detail::Load(l) = &mut rep.detail {
                 l.started_ns = Some(ctx.clock.ns_at(run.result.started));
+                // A shard's: the agreed start, and its first sends from it on rank 0's clock.
+                l.start_unix_ns = ctx.start_unix_ns;
+                if let (Some(at), Some(s)) = (ctx.start_unix_ns, &plan.shard) {
+                    let zero = i128::from(run.result.zero_unix_ns)
+                        - i128::from(s.clock_offset_ns)
+                        - i128::from(at);
+                    l.sends_ns = (run.result.sends_ns.iter())
+                        .map(|&t| (zero + i128::from(t)).max(0) as u64)
+                        .collect();
+                }
             }
             let l = (rep.load()).expect("a load repetition has load figures");
             let (status, reason) = if run.result.interrupted {

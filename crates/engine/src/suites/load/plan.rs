@@ -46,6 +46,9 @@ pub struct LoadParams {
     pub max_connections: u64,
     /// How late dyno may dispatch at p99 before an open-loop run is marked invalid.
     pub max_lag: MaxLag,
+    /// The shard this generator is (`--shard I/N`), once [`LoadParams::for_shard`] gave it its
+    /// part; `None` alone.
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// How late dyno may dispatch due requests, at p99 and beyond its pace, before an open-loop run
@@ -109,6 +112,45 @@ impl LoadParams {
                 Stop::Count(_) => None,
             },
         }
+    }
+
+    /// Shard `shard`'s part of this load: its part of the connections (and of the cap an open
+    /// loop may open up to), 1/N of an open loop's rate, no more threads than a closed loop
+    /// has connections. The parts of all shards add up to the whole. A count of requests is per
+    /// connection, so it needs no split. Refused when a shard would get no connection.
+    pub fn for_shard(&self, shard: crate::shard::Shard) -> Result<LoadParams, String> {
+        let mut p = self.clone();
+        p.shard = Some(shard);
+        if shard.count <= 1 {
+            return Ok(p);
+        }
+        if self.connections < u64::from(shard.count) {
+            return Err(format!(
+                "{} connections cannot be split over {} shards: give -c at least {}",
+                self.connections, shard.count, shard.count
+            ));
+        }
+        p.connections = shard.part(self.connections);
+        p.max_connections = shard.part(self.max_connections).max(p.connections);
+        let n = f64::from(shard.count);
+        match &mut p.model {
+            LoadModel::Open {
+                profile,
+                max_connections,
+                ..
+            } => {
+                *profile = profile.scaled(1.0 / n);
+                *max_connections = shard.part(*max_connections).max(p.connections);
+            }
+            LoadModel::Closed { .. } => {
+                p.threads = p.threads.min(p.connections as usize).max(1);
+            }
+        }
+        if let Some(b) = &mut p.burst {
+            // Its stages are in the profile, scaled above; this is what the record says.
+            b.rate_per_s /= n;
+        }
+        Ok(p)
     }
 
     /// The same load as an open loop at one steady rate for the same duration (a point of a
@@ -311,6 +353,7 @@ impl RawPlan {
             arrival,
             max_connections,
             max_lag,
+            shard: None,
         })
     }
 

@@ -38,10 +38,21 @@ pub struct LoadRun {
 fn spec(
     ep: &Endpoint,
     p: &LoadParams,
-    seed: u64,
-    clients: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    (seed, clients, start_at): (
+        u64,
+        std::sync::Arc<std::sync::atomic::AtomicU64>,
+        Option<SystemTime>,
+    ),
 ) -> LoadSpec {
+    let sharded = p.shard.is_some_and(|s| s.count > 1);
     LoadSpec {
+        start_at,
+        shard: p.shard.map_or((0, 1), |s| (s.index, s.count)),
+        keep_sends: if sharded && matches!(p.model, LoadModel::Open { .. }) {
+            results::MAX_SENDS_KEPT
+        } else {
+            0
+        },
         addr: ep.addr,
         protocol: ep.protocol.clone(),
         threads: p.threads,
@@ -55,16 +66,8 @@ fn spec(
     }
 }
 
-/// Where the `.hlog` of `target`'s repetition goes: the path asked for when there is one target
-/// and one repetition, else that path with `.TARGET.REP` before its extension.
-pub fn hlog_path(asked: &Path, target: &str, rep: u32, single: bool) -> PathBuf {
-    if single {
-        return asked.to_path_buf();
-    }
-    let stem = asked.file_stem().and_then(|s| s.to_str()).unwrap_or("dyno");
-    let ext = asked.extension().and_then(|s| s.to_str()).unwrap_or("hlog");
-    asked.with_file_name(format!("{stem}.{target}.{rep}.{ext}"))
-}
+/// Where the `.hlog` of `target`'s repetition goes: see [`results::hlog::path_for`].
+pub use results::hlog::path_for as hlog_path;
 
 /// The repetition so far as a record's repetition, marked `partial`: counts, rates and latency
 /// of the finished intervals; `cpu` is dyno's (user, system) CPU since it started.
@@ -88,6 +91,8 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
         },
         intervals: live.intervals.to_vec(),
         handshake: results::new_histogram(),
+        sends_ns: Vec::new(),
+        zero_unix_ns: 0,
         check: load::SelfCheck {
             lag: results::new_histogram(),
             intended_per_s,
@@ -115,7 +120,11 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
 pub fn run_rep(
     ep: &Endpoint,
     p: &LoadParams,
-    (seed, clients): (u64, std::sync::Arc<std::sync::atomic::AtomicU64>),
+    (seed, clients, start_at): (
+        u64,
+        std::sync::Arc<std::sync::atomic::AtomicU64>,
+        Option<SystemTime>,
+    ),
     interrupt: &AtomicBool,
     hlog: Option<(&Path, &str)>,
     live: &std::sync::Mutex<load::Live>,
@@ -139,7 +148,12 @@ pub fn run_rep(
             }
         }
     };
-    let result = load::run(&spec(ep, p, seed, clients), interrupt, live, &mut observe)?;
+    let result = load::run(
+        &spec(ep, p, (seed, clients, start_at)),
+        interrupt,
+        live,
+        &mut observe,
+    )?;
     if let Some(e) = failed {
         return Err(std::io::Error::other(format!("writing the .hlog: {e}")));
     }
@@ -230,6 +244,12 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
         intervals,
         started_ns: None,
         partial: false,
+        service_histogram: (!rec.service.is_empty())
+            .then(|| results::histogram::encode(&rec.service)),
+        start_unix_ns: None,
+        shards: Vec::new(),
+        interarrival: None,
+        sends_ns: Vec::new(),
     };
     Rep {
         ops: c.responses,
@@ -313,6 +333,8 @@ mod tests {
             counters: Default::default(),
             intervals: Vec::new(),
             handshake: results::new_histogram(),
+            sends_ns: Vec::new(),
+            zero_unix_ns: 0,
             check: crate::load::SelfCheck {
                 lag,
                 intended_per_s: Some(1000.0),

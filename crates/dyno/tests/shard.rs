@@ -1,0 +1,313 @@
+//! Shards: N `dyno run --shard I/N` processes against one server on loopback, met at a
+//! rendezvous, then `dyno merge`. The merge is checked against the shards' own records, added
+//! up here independently (HdrHistogram decoded by hand, bucket by bucket); an open loop's rate
+//! is split so that the merged arrivals interleave evenly; a shard that never comes, a plan
+//! that differs and a missing rank are refused by name.
+
+mod common;
+
+use base64::Engine as _;
+use common::*;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// Starts shard `i` of `n` (`dyno run ARGS --shard i/n --rendezvous ADDR -o DIR/sI`).
+fn shard(dir: &Path, args: &[&str], (i, n): (u32, u32), rendezvous: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_dyno"))
+        .current_dir(dir)
+        .args(["run"])
+        .args(args)
+        .args(["--shard", &format!("{i}/{n}"), "--rendezvous", rendezvous])
+        .args(["-o", &format!("s{i}"), "-q", "--rendezvous-wait", "30s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Runs `n` shards of `args` together and waits for all; panics with their output if one fails.
+fn run_shards(dir: &Path, args: &[&str], n: u32) {
+    let rendezvous = format!("127.0.0.1:{}", testkit::free_port());
+    let children: Vec<Child> = (0..n)
+        .map(|i| shard(dir, args, (i, n), &rendezvous))
+        .collect();
+    for (i, c) in children.into_iter().enumerate() {
+        let o = c.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "shard {i}: {}\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+}
+
+fn merge(dir: &Path, n: u32, extra: &[&str]) -> std::process::Output {
+    let dirs: Vec<String> = (0..n).map(|i| format!("s{i}")).collect();
+    dyno(dir)
+        .arg("merge")
+        .args(&dirs)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn decode(text: &str) -> Histogram<u64> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap();
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .unwrap()
+}
+
+fn load(rec: &Value) -> &Value {
+    &rec["cases"][0]["reps"][0]["detail"]["load"]
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[test]
+fn eight_shards_merge_exactly_into_one_record() {
+    let _g = serial();
+    let server = RefServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    // A closed loop: 8 connections, one per shard, 300 requests each.
+    run_shards(dir.path(), &[&url, "-c", "8", "--requests", "300"], 8);
+    let o = merge(dir.path(), 8, &["-o", "merged"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let merged = record(&dir.path().join("merged"));
+    assert_schema_valid(&merged);
+    let shards: Vec<Value> = (0..8)
+        .map(|i| record(&dir.path().join(format!("s{i}"))))
+        .collect();
+    for (i, s) in shards.iter().enumerate() {
+        assert_schema_valid(s);
+        assert_eq!(s["plan"]["shard"]["index"], i as u64);
+        assert_eq!(n(&load(s)["requests"]), 300, "one connection of 300");
+    }
+    // Counts: the sum of the shards'.
+    let sum = |f: &dyn Fn(&Value) -> &Value| shards.iter().map(|s| n(f(s))).sum::<u64>();
+    let m = load(&merged);
+    assert_eq!(n(&m["requests"]), 2400);
+    assert_eq!(n(&m["requests"]), sum(&|s| &load(s)["requests"]));
+    assert_eq!(n(&m["responses"]), sum(&|s| &load(s)["responses"]));
+    assert_eq!(n(&m["ok"]), sum(&|s| &load(s)["ok"]));
+    assert_eq!(
+        n(&merged["cases"][0]["reps"][0]["ops"]),
+        sum(&|s| &s["cases"][0]["reps"][0]["ops"])
+    );
+    // The histogram: the shards' added bucket by bucket, here, by hand.
+    let of = |r: &Value| {
+        decode(
+            r["cases"][0]["reps"][0]["by_op"]["request"]["histogram"]
+                .as_str()
+                .unwrap(),
+        )
+    };
+    let mut expected = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+    expected.auto(true);
+    for s in &shards {
+        expected.add(of(s)).unwrap();
+    }
+    let got = of(&merged);
+    assert_eq!(got.len(), 2400);
+    assert_eq!(got.len(), expected.len());
+    let buckets = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
+        h.iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    };
+    assert_eq!(buckets(&got), buckets(&expected), "bucket by bucket");
+    assert_eq!(got.max(), expected.max());
+    // The case's histogram too, and the percentiles the table shows come from it.
+    let case_h = decode(merged["cases"][0]["histogram"].as_str().unwrap());
+    assert_eq!(buckets(&case_h), buckets(&expected));
+    assert_eq!(
+        n(&merged["cases"][0]["summary"]["latency_ns"]["p99"]),
+        expected.value_at_quantile(0.99)
+    );
+    // Each shard's self-check kept; the merged verdict is theirs together.
+    let checks = m["shards"].as_array().unwrap();
+    assert_eq!(checks.len(), 8);
+    let all_valid = checks.iter().all(|c| c["generator"]["valid"] == true);
+    assert_eq!(m["generator"]["valid"], all_valid);
+    assert_eq!(merged["plan"]["merged"].as_array().unwrap().len(), 8);
+    assert!(merged["plan"]["shard"].is_null());
+    // The merged run renders as any other.
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("2,400"), "{text}");
+    let again = dyno(dir.path())
+        .args(["report", "merged", "-f", "markdown"])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    drop(server);
+}
+
+#[test]
+fn four_shards_split_an_open_loop_rate_and_their_arrivals_interleave() {
+    // Alone (every test here is serial): the spacing measured is of real sends, which a busy
+    // machine delays. 400/s: a gap of 2.5 ms, far above a loopback round trip.
+    let _g = serial();
+    let server = RefServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let (rate, gap) = (400.0, 2_500_000.0);
+    run_shards(
+        dir.path(),
+        &[
+            &url,
+            "-c",
+            "8",
+            "--rate",
+            "400",
+            "--duration",
+            "3s",
+            "--max-lag",
+            "1s",
+        ],
+        4,
+    );
+    let o = merge(dir.path(), 4, &["-o", "merged", "-f", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let merged = record(&dir.path().join("merged"));
+    assert_schema_valid(&merged);
+    let m = load(&merged);
+    // Each shard asked for a quarter; together the rate asked for, within 2%.
+    for i in 0..4 {
+        let s = record(&dir.path().join(format!("s{i}")));
+        assert_eq!(load(&s)["generator"]["intended_per_s"], 100.0);
+        assert!(s["plan"]["shard"]["rtt_ns"].is_u64());
+    }
+    let achieved = m["generator"]["achieved_per_s"].as_f64().unwrap();
+    assert!(
+        (achieved - rate).abs() <= rate * 0.02,
+        "merged rate {achieved} against {rate}"
+    );
+    let requests = n(&m["requests"]) as f64;
+    assert!(
+        (requests - rate * 3.0).abs() <= rate * 3.0 * 0.02,
+        "{requests}"
+    );
+    // The merged arrivals: one every 1/rate, each shard's interleaved between the others'.
+    let a = &m["interarrival"];
+    assert_eq!(a["intended_gap_ns"], gap);
+    let gaps = decode(a["histogram"].as_str().unwrap());
+    assert_eq!(gaps.len() + 1, n(&a["sends"]));
+    let window_s = n(&a["window_ns"]) as f64 / 1e9;
+    let sends = n(&a["sends"]) as f64;
+    assert!(
+        (sends - rate * window_s).abs() <= rate * window_s * 0.02 + 4.0,
+        "{a}"
+    );
+    // Evenly spaced: the median gap is the intended one (a shard that started off its phase,
+    // or all shards at once, would make gaps of 0 and 4/rate instead).
+    let p50 = gaps.value_at_quantile(0.5) as f64;
+    assert!((p50 - gap).abs() < gap * 0.15, "median gap {p50} ns: {a}");
+    let p25 = gaps.value_at_quantile(0.25) as f64;
+    assert!(p25 > gap * 0.5, "a quarter of the gaps under {p25} ns: {a}");
+    drop(server);
+}
+
+#[test]
+fn a_shard_that_never_comes_fails_the_run_naming_its_rank() {
+    let _g = serial();
+    let server = RefServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let rendezvous = format!("127.0.0.1:{}", testkit::free_port());
+    let o = dyno(dir.path())
+        .args(["run", &url, "--requests", "10", "-c", "3"])
+        .args(["--shard", "0/3", "--rendezvous", &rendezvous])
+        .args(["--rendezvous-wait", "1s", "-o", "s0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("shards 1, 2 of 3 did not arrive"), "{err}");
+    // --shard auto outside Slurm or a Job says what it looked for.
+    let o = dyno(dir.path())
+        .args(["run", &url, "--shard", "auto"])
+        .env_remove("SLURM_PROCID")
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("SLURM_PROCID") && err.contains("JOB_COMPLETION_INDEX"),
+        "{err}"
+    );
+    drop(server);
+}
+
+#[test]
+fn merge_refuses_shards_of_other_plans_and_missing_ranks() {
+    let _g = serial();
+    let server = RefServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    // Runs of two shards with different request counts, and one of three.
+    for (tag, requests, shards) in [("a", "20", 2), ("b", "30", 2), ("c", "20", 3)] {
+        let sub = dir.path().join(tag);
+        std::fs::create_dir(&sub).unwrap();
+        run_shards(&sub, &[&url, "-c", "3", "--requests", requests], shards);
+    }
+    let o = dyno(dir.path())
+        .args(["merge", "a/s0", "b/s1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("shard 1 ran another plan") && err.contains("requests_per_connection"),
+        "{err}"
+    );
+    let o = dyno(dir.path())
+        .args(["merge", "a/s0", "a/s0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("shard 0 is given twice"), "{err}");
+    let o = dyno(dir.path())
+        .args(["merge", "c/s0", "c/s1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("shard 2 of 3 missing"), "{err}");
+    let o = dyno(dir.path())
+        .args(["merge", "a/s0", "c/s1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is a shard of 3"), "{err}");
+    // A plain run is not a shard.
+    let o = dyno(dir.path())
+        .args([
+            "run",
+            &url,
+            "--requests",
+            "5",
+            "-c",
+            "1",
+            "-o",
+            "plain",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let o = dyno(dir.path())
+        .args(["merge", "a/s0", "plain"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not a shard's record"), "{err}");
+    drop(server);
+}
