@@ -49,8 +49,9 @@ pub enum Command {
     /// added bucket by bucket, counts summed, the time series added interval by interval, each
     /// shard's self-check kept. Writes a new results directory and prints the report.
     Merge {
-        /// The shards' results directories (each holding one run.json), every rank once.
-        #[arg(required = true, num_args = 2..)]
+        /// The directory the shards wrote into (each shard's `-o DIR` makes DIR/shard-I), or
+        /// the shards' own results directories, every rank once.
+        #[arg(required = true, num_args = 1..)]
         dirs: Vec<PathBuf>,
         /// Where the merged run goes: a new or empty directory [default: a new one under
         /// dyno-results].
@@ -342,7 +343,7 @@ pub struct RunArgs {
     pub profile: Option<PathBuf>,
     /// Run as shard I of N generators (the load suite): this one drives its part of the load
     /// (1/N of --rate, phased so all shards' arrivals interleave; its part of -c), and writes
-    /// its record and .hlog, tagged with I, for `dyno merge`. `auto` reads Slurm's
+    /// its record and .hlog into DIR/shard-I (-o DIR is needed) for `dyno merge DIR`. `auto` reads Slurm's
     /// SLURM_PROCID/SLURM_NTASKS; `auto/N` a Kubernetes Indexed Job's JOB_COMPLETION_INDEX.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,

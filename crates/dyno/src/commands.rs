@@ -417,6 +417,16 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     }
     engine::runner::preflight(&plan)?;
     let shard = shard_of(&args, &plan)?;
+    if let Some((s, _)) = &shard {
+        // Every shard writes into DIR/shard-I: a shared directory (or gathered later) that
+        // `dyno merge DIR` reads whole.
+        let Some(out) = &plan.out else {
+            bail!(
+                "--shard needs -o DIR: each shard writes DIR/shard-I, and `dyno merge DIR` adds them up"
+            );
+        };
+        plan.out = Some(out.join(format!("shard-{}", s.index)));
+    }
     let fb = feedback(&args, &plan)?;
     let placement = results::store::claim_run_dir(
         plan.out.as_deref(),
@@ -795,16 +805,22 @@ fn meet(
 
 fn merge_cmd(dirs: &[PathBuf], out: Option<&Path>, format: &str) -> Result<ExitCode> {
     let format = parse_format(Some(&Sp::new(format.to_string(), Origin::Flag("--format"))))?;
+    // Each path: a shard's results directory (or its run.json), or the directory the shards
+    // wrote into (`-o DIR` of every shard: DIR/shard-I).
     let mut shards = Vec::new();
     for d in dirs {
-        let record = one_record(d)?;
-        let dir = if d.is_dir() {
-            d.clone()
+        let found = if d.is_file() {
+            vec![
+                d.parent()
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+            ]
         } else {
-            d.parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+            results::store::record_dirs(d)?
         };
-        shards.push(results::merge::ShardInput { record, dir });
+        for dir in found {
+            let record = one_record(&dir)?;
+            shards.push(results::merge::ShardInput { record, dir });
+        }
     }
     let (record, logs) = results::merge::merge(shards)?;
     let placement = results::store::claim_run_dir(out, std::time::SystemTime::now())

@@ -14,14 +14,15 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-/// Starts shard `i` of `n` (`dyno run ARGS --shard i/n --rendezvous ADDR -o DIR/sI`).
+/// Starts shard `i` of `n` (`dyno run ARGS --shard i/n --rendezvous ADDR -o out`: it writes
+/// out/shard-I).
 fn shard(dir: &Path, args: &[&str], (i, n): (u32, u32), rendezvous: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_dyno"))
         .current_dir(dir)
         .args(["run"])
         .args(args)
         .args(["--shard", &format!("{i}/{n}"), "--rendezvous", rendezvous])
-        .args(["-o", &format!("s{i}"), "-q", "--rendezvous-wait", "30s"])
+        .args(["-o", "out", "-q", "--rendezvous-wait", "30s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -45,11 +46,10 @@ fn run_shards(dir: &Path, args: &[&str], n: u32) {
     }
 }
 
-fn merge(dir: &Path, n: u32, extra: &[&str]) -> std::process::Output {
-    let dirs: Vec<String> = (0..n).map(|i| format!("s{i}")).collect();
+/// `dyno merge out EXTRA…` in `dir`.
+fn merge(dir: &Path, extra: &[&str]) -> std::process::Output {
     dyno(dir)
-        .arg("merge")
-        .args(&dirs)
+        .args(["merge", "out"])
         .args(extra)
         .output()
         .unwrap()
@@ -80,12 +80,12 @@ fn eight_shards_merge_exactly_into_one_record() {
     let url = format!("http://127.0.0.1:{}/", server.port);
     // A closed loop: 8 connections, one per shard, 300 requests each.
     run_shards(dir.path(), &[&url, "-c", "8", "--requests", "300"], 8);
-    let o = merge(dir.path(), 8, &["-o", "merged"]);
+    let o = merge(dir.path(), &["-o", "merged"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let merged = record(&dir.path().join("merged"));
     assert_schema_valid(&merged);
     let shards: Vec<Value> = (0..8)
-        .map(|i| record(&dir.path().join(format!("s{i}"))))
+        .map(|i| record(&dir.path().join(format!("out/shard-{i}"))))
         .collect();
     for (i, s) in shards.iter().enumerate() {
         assert_schema_valid(s);
@@ -175,14 +175,14 @@ fn four_shards_split_an_open_loop_rate_and_their_arrivals_interleave() {
         ],
         4,
     );
-    let o = merge(dir.path(), 4, &["-o", "merged", "-f", "json"]);
+    let o = merge(dir.path(), &["-o", "merged", "-f", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let merged = record(&dir.path().join("merged"));
     assert_schema_valid(&merged);
     let m = load(&merged);
     // Each shard asked for a quarter; together the rate asked for, within 2%.
     for i in 0..4 {
-        let s = record(&dir.path().join(format!("s{i}")));
+        let s = record(&dir.path().join(format!("out/shard-{i}")));
         assert_eq!(load(&s)["generator"]["intended_per_s"], 100.0);
         assert!(s["plan"]["shard"]["rtt_ns"].is_u64());
     }
@@ -226,13 +226,19 @@ fn a_shard_that_never_comes_fails_the_run_naming_its_rank() {
     let o = dyno(dir.path())
         .args(["run", &url, "--requests", "10", "-c", "3"])
         .args(["--shard", "0/3", "--rendezvous", &rendezvous])
-        .args(["--rendezvous-wait", "1s", "-o", "s0"])
+        .args(["--rendezvous-wait", "1s", "-o", "out"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("shards 1, 2 of 3 did not arrive"), "{err}");
     // --shard auto outside Slurm or a Job says what it looked for.
+    let o = dyno(dir.path())
+        .args(["run", &url, "--shard", "2/4"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--shard needs -o DIR"), "{err}");
     let o = dyno(dir.path())
         .args(["run", &url, "--shard", "auto"])
         .env_remove("SLURM_PROCID")
@@ -260,7 +266,7 @@ fn merge_refuses_shards_of_other_plans_and_missing_ranks() {
         run_shards(&sub, &[&url, "-c", "3", "--requests", requests], shards);
     }
     let o = dyno(dir.path())
-        .args(["merge", "a/s0", "b/s1"])
+        .args(["merge", "a/out/shard-0", "b/out/shard-1"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -270,19 +276,19 @@ fn merge_refuses_shards_of_other_plans_and_missing_ranks() {
         "{err}"
     );
     let o = dyno(dir.path())
-        .args(["merge", "a/s0", "a/s0"])
+        .args(["merge", "a/out/shard-0", "a/out/shard-0"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("shard 0 is given twice"), "{err}");
     let o = dyno(dir.path())
-        .args(["merge", "c/s0", "c/s1"])
+        .args(["merge", "c/out/shard-0", "c/out/shard-1"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("shard 2 of 3 missing"), "{err}");
     let o = dyno(dir.path())
-        .args(["merge", "a/s0", "c/s1"])
+        .args(["merge", "a/out/shard-0", "c/out/shard-1"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -304,7 +310,7 @@ fn merge_refuses_shards_of_other_plans_and_missing_ranks() {
         .unwrap();
     assert!(o.status.success());
     let o = dyno(dir.path())
-        .args(["merge", "a/s0", "plain"])
+        .args(["merge", "a/out/shard-0", "plain"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);

@@ -214,9 +214,16 @@ pub fn load(dir: &Path) -> Result<Vec<RunRecord>, StoreError> {
     if dir.is_file() {
         return Ok(vec![read_record(dir)?]);
     }
-    let direct = dir.join(RECORD_FILE);
-    if direct.is_file() {
-        return Ok(vec![read_record(&direct)?]);
+    (record_dirs(dir)?.iter())
+        .map(|d| read_record(&d.join(RECORD_FILE)))
+        .collect()
+}
+
+/// The run directories [`load`] reads under `dir`: `dir` itself when it holds a record, else
+/// its subdirectories that do, in name order.
+pub fn record_dirs(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    if dir.join(RECORD_FILE).is_file() {
+        return Ok(vec![dir.to_path_buf()]);
     }
     let mut subdirs: Vec<PathBuf> = fs::read_dir(dir)
         .map_err(io(dir))?
@@ -229,10 +236,7 @@ pub fn load(dir: &Path) -> Result<Vec<RunRecord>, StoreError> {
             path: dir.to_path_buf(),
         });
     }
-    subdirs
-        .iter()
-        .map(|d| read_record(&d.join(RECORD_FILE)))
-        .collect()
+    Ok(subdirs)
 }
 
 #[cfg(test)]
