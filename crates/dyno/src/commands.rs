@@ -778,6 +778,14 @@ fn shard_of(args: &RunArgs, plan: &Plan) -> Result<Option<(engine::shard::Shard,
             plan.suite.name()
         );
     }
+    if plan.concurrency < shard.count {
+        bail!(
+            "--shard {text}: {} connections cannot be split over {} shards: give -c at least {}",
+            plan.concurrency,
+            shard.count,
+            shard.count
+        );
+    }
     Ok(Some((shard, results::merge::plan_identity(&plan.record()))))
 }
 

@@ -303,7 +303,79 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     if !r.faults.is_empty() {
         faults(r, &cases, doc)?;
     }
+    if !p.merged.is_empty() {
+        shards(r, &cases, doc)?;
+    }
     doc.footer(&notes, r.interrupted)
+}
+
+/// A merged run's shards: where each ran and how it met the others, and per target its own
+/// self-check; then how evenly their sends interleaved.
+fn shards(r: &RunRecord, cases: &[&Case], doc: &mut Doc) -> io::Result<()> {
+    doc.blank()?;
+    doc.heading("shards: clock offset to shard 0 (round trip) · per target: achieved rate, schedule lag p99, verdict")?;
+    let header = vec![
+        ["shard", "host", "clock offset"]
+            .into_iter()
+            .map(String::from)
+            .chain(cases.iter().map(|c| c.target.clone()))
+            .collect::<Vec<_>>(),
+    ];
+    let signed = |ns: i64| {
+        let sign = if ns < 0 { "-" } else { "" };
+        format!("{sign}{}", units::latency(ns.unsigned_abs()))
+    };
+    let body: Vec<Vec<String>> = (r.plan.merged.iter())
+        .map(|s| {
+            let check = |c: &&Case| {
+                let g = (best(c))
+                    .and_then(|l| l.shards.iter().find(|x| x.index == s.index))
+                    .map(|x| &x.generator);
+                match g {
+                    None => "-".to_string(),
+                    Some(g) => format!(
+                        "{}/s · {} · {}",
+                        units::count(g.achieved_per_s.round() as u64),
+                        g.lag_ns.map_or("-".into(), |l| units::latency(l.p99)),
+                        if g.valid { "valid" } else { "INVALID" }
+                    ),
+                }
+            };
+            [
+                s.index.to_string(),
+                s.host.clone(),
+                match &s.rendezvous {
+                    Some(_) => format!(
+                        "{} ({})",
+                        signed(s.clock_offset_ns),
+                        units::latency(s.rtt_ns)
+                    ),
+                    None => "not met".into(),
+                },
+            ]
+            .into_iter()
+            .chain(cases.iter().map(check))
+            .collect()
+        })
+        .collect();
+    doc.table(&header, &body)?;
+    for c in cases {
+        if let Some(a) = best(c).and_then(|l| l.interarrival.as_ref())
+            && let Some(g) = &a.gap_ns
+        {
+            doc.blank()?;
+            doc.line(&format!(
+                "{}: the shards' sends interleaved over the first {}: gap between consecutive sends p50 {} · p90 {} · p99 {} (one every {} asked)",
+                c.target,
+                units::latency(a.window_ns),
+                units::latency(g.p50),
+                units::latency(g.p90),
+                units::latency(g.p99),
+                units::latency(a.intended_gap_ns.round() as u64)
+            ))?;
+        }
+    }
+    Ok(())
 }
 
 /// A time on the run's clock, in seconds.
