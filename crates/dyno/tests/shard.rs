@@ -91,7 +91,15 @@ fn eight_shards_merge_exactly_into_one_record() {
         assert_schema_valid(s);
         assert_eq!(s["plan"]["shard"]["index"], i as u64);
         assert_eq!(n(&load(s)["requests"]), 300, "one connection of 300");
+        // Its interval log, tagged with its rank.
+        let log = std::fs::read_to_string(dir.path().join(format!("out/shard-{i}/latency.hlog")))
+            .unwrap();
+        assert!(log.contains(&format!("shard {i} of 8")), "{log}");
     }
+    // The merged interval log: the shards' added interval by interval.
+    let log = std::fs::read_to_string(dir.path().join("merged/latency.hlog")).unwrap();
+    assert!(log.contains("dyno merge of 8 shards"), "{log}");
+    assert!(log.lines().any(|l| l.starts_with("0.000,")), "{log}");
     // Counts: the sum of the shards'.
     let sum = |f: &dyn Fn(&Value) -> &Value| shards.iter().map(|s| n(f(s))).sum::<u64>();
     let m = load(&merged);

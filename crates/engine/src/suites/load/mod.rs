@@ -215,10 +215,13 @@ impl Suite for Load {
         );
         let single = plan.targets.len() == 1 && plan.reps + u32::from(plan.warmup) == 1;
         let comment = format!(
-            "dyno {} load of {} ({})",
+            "dyno {} load of {} ({}){}",
             env!("CARGO_PKG_VERSION"),
             target.name,
-            results::redact_url(&target.url)
+            results::redact_url(&target.url),
+            (plan.shard.as_ref())
+                .map(|s| format!(", shard {} of {}", s.index, s.count))
+                .unwrap_or_default()
         );
         let live = Mutex::new(crate::load::Live::new(p.duration_ns()));
         let partial = |now: &crate::load::Live, cpu| rep::partial_rep(now, &p, cpu);
