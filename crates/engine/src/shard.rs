@@ -201,17 +201,36 @@ impl Rendezvous {
         wait: Duration,
     ) -> Result<Rendezvous, RendezvousError> {
         let deadline = Instant::now() + wait;
-        let addrs: Vec<SocketAddr> = match address.to_socket_addrs() {
-            Ok(a) => a.collect(),
-            Err(e) => {
-                return fail(format!(
-                    "--rendezvous {address}: {e}; write HOST:PORT of rank 0 (the first shard)"
-                ));
-            }
-        };
-        if addrs.is_empty() {
-            return fail(format!("--rendezvous {address}: names no address"));
+        if address
+            .rsplit_once(':')
+            .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+        {
+            return fail(format!(
+                "--rendezvous {address}: write HOST:PORT of rank 0 (the first shard)"
+            ));
         }
+        // A name may not resolve yet (a pod's DNS record appears as it starts): asked again
+        // until the deadline.
+        let addrs: Vec<SocketAddr> = loop {
+            match address.to_socket_addrs() {
+                Ok(a) => {
+                    let a: Vec<SocketAddr> = a.collect();
+                    if !a.is_empty() {
+                        break a;
+                    }
+                }
+                Err(e) if Instant::now() >= deadline => {
+                    return fail(format!(
+                        "--rendezvous {address}: {e}; write HOST:PORT of rank 0 (the first shard)"
+                    ));
+                }
+                Err(_) => {}
+            }
+            if Instant::now() >= deadline {
+                return fail(format!("--rendezvous {address}: names no address"));
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        };
         let (role, offset, rtt) = if shard.index == 0 {
             (lead(shard, address, &addrs, plan_id, deadline)?, 0, 0)
         } else {
@@ -664,5 +683,14 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.0.contains("rank 0 did not answer"), "{e}");
+        let e = Rendezvous::join(
+            Shard { index: 0, count: 2 },
+            "nonsense",
+            "p",
+            Duration::from_secs(5),
+        )
+        .err()
+        .unwrap();
+        assert!(e.0.contains("write HOST:PORT"), "at once: {e}");
     }
 }
