@@ -665,6 +665,9 @@ struct StartOver {
     taken: AtomicU64,
 }
 
+/// Mixed into the plan's seed for the nemesis's draws (`one-replica`).
+const RNG_SALT: u64 = 0x0E4E_911C;
+
 /// How long [`Nemesis::start_over`] waits for a fault under way to end: longer than any
 /// level's kill (its restart comes half a period later) or pause.
 const START_OVER_WAIT: Duration = Duration::from_secs(600);
@@ -922,9 +925,13 @@ impl Work {
             if self.stop.load(Ordering::Relaxed) {
                 return self.events;
             }
-            // Started over: between faults, none under way.
+            // Started over, between faults (none under way), and whole: the members in turn
+            // and the draws begin again, so each test sees the same disturbance (at
+            // `all-unstable`, the same member restarted first).
             taken = self.again.asked.load(Ordering::Acquire);
             origin = self.clock.now_ns();
+            turns.iter_mut().for_each(|t| *t = 0);
+            self.rng = seed ^ RNG_SALT;
             self.again.taken.store(taken, Ordering::Release);
         }
     }
@@ -959,7 +966,7 @@ impl Nemesis {
             clock,
             stop: stop.clone(),
             events: Vec::new(),
-            rng: seed ^ 0x0E4E_911C,
+            rng: seed ^ RNG_SALT,
             origin_ns,
         };
         let (healed_tx, healed) = std::sync::mpsc::channel();
