@@ -78,10 +78,34 @@ fn eight_shards_merge_exactly_into_one_record() {
     let server = RefServer::start();
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{}/", server.port);
-    // A closed loop: 8 connections, one per shard, 300 requests each.
-    run_shards(dir.path(), &[&url, "-c", "8", "--requests", "300"], 8);
+    // A closed loop: 8 connections, one per shard, 300 requests each; two thresholds, judged
+    // on the merged run only (each shard exits 0: run_shards asserts it).
+    run_shards(
+        dir.path(),
+        &[
+            &url,
+            "-c",
+            "8",
+            "--requests",
+            "300",
+            "--threshold",
+            "errors <= 0",
+            "--threshold",
+            "rate > 1000000000",
+        ],
+        8,
+    );
     let o = merge(dir.path(), &["-o", "merged"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "the merged run broke a threshold: {err}"
+    );
+    assert!(
+        err.contains("threshold(s) failed: rate > 1000000000"),
+        "{err}"
+    );
     let merged = record(&dir.path().join("merged"));
     assert_schema_valid(&merged);
     let shards: Vec<Value> = (0..8)
@@ -148,6 +172,36 @@ fn eight_shards_merge_exactly_into_one_record() {
     assert_eq!(m["generator"]["valid"], all_valid);
     assert_eq!(merged["plan"]["merged"].as_array().unwrap().len(), 8);
     assert!(merged["plan"]["shard"].is_null());
+    let judged: Vec<(&str, bool)> = (merged["thresholds"].as_array().unwrap().iter())
+        .map(|t| {
+            (
+                t["threshold"].as_str().unwrap(),
+                t["held"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        judged,
+        [("errors <= 0", true), ("rate > 1000000000", false)],
+        "{}",
+        merged["thresholds"]
+    );
+    // Compared with itself: nothing changed, and nothing differs.
+    let c = dyno(dir.path())
+        .args(["compare", "merged", "merged"])
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    // Against one of its shards: the number of generators differs, and compare says so.
+    let c = dyno(dir.path())
+        .args(["compare", "out/shard-0", "merged"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&c.stderr);
+    assert!(
+        err.contains("load generators (shards merged): 1 → 8"),
+        "{err}"
+    );
     // The merged run renders as any other.
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("2,400"), "{text}");

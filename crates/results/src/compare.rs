@@ -281,6 +281,11 @@ pub fn differences(base: &crate::RunRecord, new: &crate::RunRecord) -> Vec<Strin
     );
     differ("kv settings", json(&pb.kv), json(&pn.kv));
     differ(
+        "load generators (shards merged)",
+        pb.merged.len().max(1).to_string(),
+        pn.merged.len().max(1).to_string(),
+    );
+    differ(
         "dyno version",
         base.dyno.version.clone(),
         new.dyno.version.clone(),
