@@ -327,33 +327,22 @@ fn merge_refuses_shards_of_other_plans_and_missing_ranks() {
         std::fs::create_dir(&sub).unwrap();
         run_shards(&sub, &[&url, "-c", "3", "--requests", requests], shards);
     }
-    let o = dyno(dir.path())
-        .args(["merge", "a/out/shard-0", "b/out/shard-1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success());
+    // `dyno merge DIRS…` refused, and why.
+    let refused = |dirs: &[&str]| -> String {
+        let o = dyno(dir.path()).arg("merge").args(dirs).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "merge {dirs:?} was not refused");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = refused(&["a/out/shard-0", "b/out/shard-1"]);
     assert!(
         err.contains("shard 1 ran another plan") && err.contains("requests_per_connection"),
         "{err}"
     );
-    let o = dyno(dir.path())
-        .args(["merge", "a/out/shard-0", "a/out/shard-0"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&["a/out/shard-0", "a/out/shard-0"]);
     assert!(err.contains("shard 0 is given twice"), "{err}");
-    let o = dyno(dir.path())
-        .args(["merge", "c/out/shard-0", "c/out/shard-1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&["c/out/shard-0", "c/out/shard-1"]);
     assert!(err.contains("shard 2 of 3 missing"), "{err}");
-    let o = dyno(dir.path())
-        .args(["merge", "a/out/shard-0", "c/out/shard-1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&["a/out/shard-0", "c/out/shard-1"]);
     assert!(err.contains("is a shard of 3"), "{err}");
     // A plain run is not a shard.
     let o = dyno(dir.path())
@@ -371,11 +360,7 @@ fn merge_refuses_shards_of_other_plans_and_missing_ranks() {
         .output()
         .unwrap();
     assert!(o.status.success());
-    let o = dyno(dir.path())
-        .args(["merge", "a/out/shard-0", "plain"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&["a/out/shard-0", "plain"]);
     assert!(err.contains("not a shard's record"), "{err}");
     drop(server);
 }

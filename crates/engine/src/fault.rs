@@ -702,8 +702,14 @@ struct Work {
 impl Work {
     /// Sleeps until `t_ns` on the run's clock; false when told to stop first.
     fn sleep_until(&self, t_ns: u64) -> bool {
+        self.wait(t_ns, || false)
+    }
+
+    /// Sleeps until `t_ns` on the run's clock, 20 ms at a time; false when told to stop, or
+    /// when `cut` says so, first.
+    fn wait(&self, t_ns: u64, cut: impl Fn() -> bool) -> bool {
         loop {
-            if self.stop.load(Ordering::Relaxed) {
+            if self.stop.load(Ordering::Relaxed) || cut() {
                 return false;
             }
             let now = self.clock.now_ns();
@@ -882,18 +888,7 @@ impl Work {
     /// Waits for the schedule's next time (or the end of a healthy window): true when due;
     /// false when told to stop or to start over first.
     fn wait_due(&self, t_ns: u64, taken: u64) -> bool {
-        loop {
-            if self.stop.load(Ordering::Relaxed)
-                || self.again.asked.load(Ordering::Acquire) != taken
-            {
-                return false;
-            }
-            let now = self.clock.now_ns();
-            if now >= t_ns {
-                return true;
-            }
-            std::thread::sleep(Duration::from_nanos((t_ns - now).min(20_000_000)));
-        }
+        self.wait(t_ns, || self.again.asked.load(Ordering::Acquire) != taken)
     }
 
     fn run(mut self, seed: u64, until_ns: u64) -> Vec<FaultEvent> {

@@ -175,7 +175,6 @@ impl Line {
 
 /// A shard's place in a synchronized start; see the module's notes.
 pub struct Rendezvous {
-    pub shard: Shard,
     /// Where rank 0 listens.
     pub address: String,
     /// This shard's clock less rank 0's (0 on rank 0), and the round trip it was measured in.
@@ -237,7 +236,6 @@ impl Rendezvous {
             follow(shard, address, &addrs, plan_id, deadline)?
         };
         Ok(Rendezvous {
-            shard,
             address: address.to_string(),
             clock_offset_ns: offset,
             rtt_ns: rtt,
@@ -261,18 +259,28 @@ impl Rendezvous {
         let at = match role {
             Role::Leader(peers) => {
                 let deadline = Instant::now() + READY_WAIT;
+                let mut why = None;
                 for (k, p) in peers.iter_mut().enumerate() {
                     let rank = k + 1;
-                    let said = p.read(deadline).map_err(|e| {
-                        RendezvousError(format!(
+                    why = match p.read(deadline) {
+                        Err(e) => Some(format!(
                             "shard {rank} did not say it was ready for start {rep} ({e}): it failed or stopped; see its output"
-                        ))
-                    })?;
-                    if said != format!("ready {rep}") {
-                        return fail(format!(
+                        )),
+                        Ok(said) if said != format!("ready {rep}") => Some(format!(
                             "shard {rank} said {said:?} where \"ready {rep}\" was due: the shards run different plans or versions"
-                        ));
+                        )),
+                        Ok(_) => None,
+                    };
+                    if why.is_some() {
+                        break;
                     }
+                }
+                if let Some(why) = why {
+                    // The others would wait for a start that never comes: told at once.
+                    for p in peers.iter_mut() {
+                        let _ = p.send(&format!("abort {why}"));
+                    }
+                    return fail(why);
                 }
                 let at = unix_ns() + START_AHEAD.as_nanos() as u64;
                 for (k, p) in peers.iter_mut().enumerate() {
@@ -639,58 +647,63 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_shard_or_another_plan_fails_the_rendezvous_naming_it() {
+    fn a_shard_that_leaves_ends_the_others_at_once() {
         let addr = format!("127.0.0.1:{}", free_port());
-        let e = Rendezvous::join(
-            Shard { index: 0, count: 3 },
-            &addr,
-            "p",
-            Duration::from_millis(300),
-        )
-        .err()
-        .unwrap();
-        assert!(e.0.contains("shards 1, 2 of 3 did not arrive"), "{e}");
-        let addr = format!("127.0.0.1:{}", free_port());
-        let (lead, other) = std::thread::scope(|s| {
-            let a = addr.clone();
-            let lead = s.spawn(move || {
-                Rendezvous::join(
-                    Shard { index: 0, count: 2 },
-                    &a,
-                    "p",
-                    Duration::from_secs(10),
-                )
-                .err()
-            });
-            let other = Rendezvous::join(
-                Shard { index: 1, count: 2 },
+        let join = |index| {
+            Rendezvous::join(
+                Shard { index, count: 3 },
                 &addr,
-                "q",
+                "p",
                 Duration::from_secs(10),
             )
-            .err();
+            .map_err(|e| e.0)
+        };
+        let (lead, one) = std::thread::scope(|s| {
+            let lead = s.spawn(|| join(0).unwrap().start().map_err(|e| e.0));
+            let one = s.spawn(|| join(1).unwrap().start().map_err(|e| e.0));
+            // Shard 2 joins, then goes away before its first start.
+            drop(join(2).unwrap());
+            let t = Instant::now();
+            let (lead, one) = (lead.join().unwrap(), one.join().unwrap());
+            assert!(t.elapsed() < Duration::from_secs(5), "not after READY_WAIT");
+            (lead, one)
+        });
+        let lead = lead.unwrap_err();
+        assert!(lead.contains("shard 2 did not say it was ready"), "{lead}");
+        let one = one.unwrap_err();
+        assert!(one.contains("rank 0 ended the run: shard 2"), "{one}");
+    }
+
+    /// Why shard `index` of `count` could not join at `addr`.
+    fn refused(index: u32, count: u32, addr: &str, plan: &str, wait_ms: u64) -> String {
+        match Rendezvous::join(
+            Shard { index, count },
+            addr,
+            plan,
+            Duration::from_millis(wait_ms),
+        ) {
+            Ok(_) => panic!("shard {index} of {count} joined at {addr}"),
+            Err(e) => e.0,
+        }
+    }
+
+    #[test]
+    fn a_missing_shard_or_another_plan_fails_the_rendezvous_naming_it() {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let e = refused(0, 3, &addr, "p", 300);
+        assert!(e.contains("shards 1, 2 of 3 did not arrive"), "{e}");
+        let addr = format!("127.0.0.1:{}", free_port());
+        let (lead, other) = std::thread::scope(|s| {
+            let lead = s.spawn(|| refused(0, 2, &addr, "p", 10_000));
+            let other = refused(1, 2, &addr, "q", 10_000);
             (lead.join().unwrap(), other)
         });
-        assert!(lead.unwrap().0.contains("shard 1 (from"), "rank 0 names it");
-        assert!(other.unwrap().0.contains("another plan"));
+        assert!(lead.contains("shard 1 (from"), "rank 0 names it: {lead}");
+        assert!(other.contains("another plan"), "{other}");
         let addr = format!("127.0.0.1:{}", free_port());
-        let e = Rendezvous::join(
-            Shard { index: 2, count: 3 },
-            &addr,
-            "p",
-            Duration::from_millis(300),
-        )
-        .err()
-        .unwrap();
-        assert!(e.0.contains("rank 0 did not answer"), "{e}");
-        let e = Rendezvous::join(
-            Shard { index: 0, count: 2 },
-            "nonsense",
-            "p",
-            Duration::from_secs(5),
-        )
-        .err()
-        .unwrap();
-        assert!(e.0.contains("write HOST:PORT"), "at once: {e}");
+        let e = refused(2, 3, &addr, "p", 300);
+        assert!(e.contains("rank 0 did not answer"), "{e}");
+        let e = refused(0, 2, "nonsense", "p", 5_000);
+        assert!(e.contains("write HOST:PORT"), "at once: {e}");
     }
 }

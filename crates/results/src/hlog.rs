@@ -83,15 +83,27 @@ impl Writer {
 /// `Interval_Max` is written in milliseconds.
 const MAX_DIVISOR: f64 = 1e6;
 
-/// Where the `.hlog` of `target`'s repetition `rep` goes when `asked` was given: `asked` itself
-/// when the run has one target and one repetition, else `STEM.TARGET.REP.EXT` beside it.
-pub fn path_for(asked: &Path, target: &str, rep: u32, single: bool) -> std::path::PathBuf {
-    if single {
+/// Where the `.hlog` of `target`'s repetition `rep` (counted from the warm-up, if any) goes
+/// when `asked` was given: `asked` itself when the run has one target and one repetition
+/// (`single`) and no sweep, else `STEM.TARGET.REP.EXT` beside it (`TARGET-PARAMVALUE` at a
+/// sweep's point: one log per point). The load suite writes there and `dyno merge` reads there.
+pub fn path_for(
+    asked: &Path,
+    target: &str,
+    sweep: Option<&crate::SweepPoint>,
+    rep: u32,
+    single: bool,
+) -> std::path::PathBuf {
+    if single && sweep.is_none() {
         return asked.to_path_buf();
     }
     let stem = asked.file_stem().and_then(|s| s.to_str()).unwrap_or("dyno");
     let ext = asked.extension().and_then(|s| s.to_str()).unwrap_or("hlog");
-    asked.with_file_name(format!("{stem}.{target}.{rep}.{ext}"))
+    let name = match sweep {
+        Some(at) => format!("{target}-{}{}", at.param, at.value),
+        None => target.to_string(),
+    };
+    asked.with_file_name(format!("{stem}.{name}.{rep}.{ext}"))
 }
 
 /// One interval read back: its start and end (ns from the log's start) and its histogram.
@@ -151,6 +163,24 @@ pub fn write(
 mod tests {
     use super::*;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+    #[test]
+    fn log_paths_stay_apart_for_several_targets_and_sweep_points() {
+        let p = Path::new("/tmp/x/lat.hlog");
+        assert_eq!(path_for(p, "nginx", None, 1, true), p);
+        assert_eq!(
+            path_for(p, "nginx", None, 2, false),
+            Path::new("/tmp/x/lat.nginx.2.hlog")
+        );
+        let at = crate::SweepPoint {
+            param: "rate".into(),
+            value: 500,
+        };
+        assert_eq!(
+            path_for(p, "nginx", Some(&at), 0, true),
+            Path::new("/tmp/x/lat.nginx-rate500.0.hlog")
+        );
+    }
 
     #[test]
     fn written_logs_read_back_with_hdrhistograms_own_parser() {

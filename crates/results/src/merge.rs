@@ -307,15 +307,16 @@ fn merge_case(
 /// one.
 fn hlog_file(record: &RunRecord, case: &Case, rep: u32) -> Option<String> {
     let asked = record.plan.load.as_ref()?.hlog.as_ref()?;
-    let single = record.plan.targets.len() == 1
-        && record.plan.reps + u32::from(record.plan.warmup) == 1
-        && case.sweep.is_none();
-    let name = match &case.sweep {
-        Some(at) => format!("{}-{}{}", case.target, at.param, at.value),
-        None => case.target.clone(),
-    };
+    let single =
+        record.plan.targets.len() == 1 && record.plan.reps + u32::from(record.plan.warmup) == 1;
     let rep = rep + u32::from(record.plan.warmup);
-    let path = crate::hlog::path_for(Path::new(asked), &name, rep, single);
+    let path = crate::hlog::path_for(
+        Path::new(asked),
+        &case.target,
+        case.sweep.as_ref(),
+        rep,
+        single,
+    );
     Some(path.file_name()?.to_string_lossy().into_owned())
 }
 

@@ -151,7 +151,8 @@ impl<'a> Worker<'a> {
             closed_stop: None,
             pausing: 0,
             window: coalesce::Window::new(spec.coalesce, timer::sleep_cost_ns()),
-            sends: Vec::new(),
+            // Taken whole up front: a send never allocates.
+            sends: Vec::with_capacity(spec.keep_sends.div_ceil(spec.threads.max(1))),
             keep_sends: spec.keep_sends.div_ceil(spec.threads.max(1)),
         })
     }

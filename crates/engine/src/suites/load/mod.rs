@@ -226,13 +226,8 @@ impl Suite for Load {
         let live = Mutex::new(crate::load::Live::new(p.duration_ns()));
         let partial = |now: &crate::load::Live, cpu| rep::partial_rep(now, &p, cpu);
         run.repeat(Some(&live), Some(&partial), &mut |ctx| {
-            let hlog = p.hlog.as_ref().map(|h| match &point.sweep {
-                // One log per point of a sweep.
-                Some(at) => {
-                    let name = format!("{}-{}{}", target.name, at.param, at.value);
-                    rep::hlog_path(h, &name, ctx.rep, false)
-                }
-                None => rep::hlog_path(h, &target.name, ctx.rep, single),
+            let hlog = (p.hlog.as_ref()).map(|h| {
+                results::hlog::path_for(h, &target.name, point.sweep.as_ref(), ctx.rep, single)
             });
             let seed = plan.seed.wrapping_add(u64::from(ctx.rep));
             let hlog = hlog.as_deref().map(|h| (h, comment.as_str()));

@@ -66,9 +66,6 @@ fn spec(
     }
 }
 
-/// Where the `.hlog` of `target`'s repetition goes: see [`results::hlog::path_for`].
-pub use results::hlog::path_for as hlog_path;
-
 /// The repetition so far as a record's repetition, marked `partial`: counts, rates and latency
 /// of the finished intervals; `cpu` is dyno's (user, system) CPU since it started.
 pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
@@ -412,15 +409,5 @@ mod tests {
         assert_eq!(MaxLag::Percent(25.0).label(), "25%");
         assert_eq!(MaxLag::Ns(1_500_000).label(), "1500us");
         assert_eq!(MaxLag::Percent(50.0).limit_ns(3_000_000), 1_500_000);
-    }
-
-    #[test]
-    fn hlog_paths_stay_apart_for_several_targets() {
-        let p = Path::new("/tmp/x/lat.hlog");
-        assert_eq!(hlog_path(p, "nginx", 1, true), Path::new("/tmp/x/lat.hlog"));
-        assert_eq!(
-            hlog_path(p, "nginx", 2, false),
-            Path::new("/tmp/x/lat.nginx.2.hlog")
-        );
     }
 }
