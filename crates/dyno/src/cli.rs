@@ -341,9 +341,12 @@ pub struct RunArgs {
     /// linked from the HTML report.
     #[arg(long, value_name = "DIR")]
     pub profile: Option<PathBuf>,
-    /// Run as shard I of N generators (the load suite): this one drives its part of the load
-    /// (1/N of --rate, phased so all shards' arrivals interleave; its part of -c), and writes
-    /// its record and .hlog into DIR/shard-I (-o DIR is needed) for `dyno merge DIR`. `auto` reads Slurm's
+    /// Run as shard I of N generators: this one drives its part of the plan and writes its
+    /// record and .hlog into DIR/shard-I (-o DIR is needed) for `dyno merge DIR`. The load
+    /// suite: 1/N of --rate, phased so all shards' arrivals interleave, and its part of -c.
+    /// The ycsb suite (with --rendezvous): its slice of the -n records to load (YCSB's
+    /// insertstart/insertcount), its part of -c and of each workload's operations and rate,
+    /// in a namespace all shards share on the server. `auto` reads Slurm's
     /// SLURM_PROCID/SLURM_NTASKS; `auto/N` a Kubernetes Indexed Job's JOB_COMPLETION_INDEX.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,

@@ -781,15 +781,20 @@ fn shard_of(args: &RunArgs, plan: &Plan) -> Result<Option<(engine::shard::Shard,
     };
     let shard = engine::shard::Shard::parse(text, &|k| std::env::var(k).ok())
         .map_err(|e| anyhow::anyhow!("--shard {text}: {e}"))?;
-    if plan.suite.name() != "load" {
-        bail!(
-            "--shard splits the load suite's load (rate, connections); the {} suite cannot be sharded yet: run one generator",
-            plan.suite.name()
-        );
+    match plan.suite.name() {
+        "load" => {}
+        // A store suite's shards share a namespace and meet between its phases.
+        "ycsb" if args.rendezvous.is_none() => bail!(
+            "--shard {text}: the ycsb suite's shards share one namespace and all load before any runs a workload: give --rendezvous HOST:PORT (rank 0's)"
+        ),
+        "ycsb" => {}
+        other => bail!(
+            "--shard splits the load suite's load (rate, connections) and the ycsb suite's records, clients and operations; the {other} suite cannot be sharded yet: run one generator"
+        ),
     }
     if plan.concurrency < shard.count {
         bail!(
-            "--shard {text}: {} connections cannot be split over {} shards: give -c at least {}",
+            "--shard {text}: {} clients cannot be split over {} shards: give -c at least {}",
             plan.concurrency,
             shard.count,
             shard.count

@@ -3,17 +3,6 @@
 mod common;
 
 use common::*;
-use std::io::{Read, Write};
-
-/// Counts the keys in the server (DBSIZE), over a raw RESP exchange.
-fn dbsize(port: u16) -> i64 {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(b"*1\r\n$6\r\nDBSIZE\r\n").unwrap();
-    let mut buf = [0u8; 64];
-    let n = s.read(&mut buf).unwrap();
-    let text = std::str::from_utf8(&buf[..n]).unwrap();
-    text.trim_start_matches(':').trim().parse().unwrap()
-}
 
 #[test]
 fn shootout_on_redis_in_its_own_prefix_and_nothing_left_behind() {

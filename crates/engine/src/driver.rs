@@ -180,11 +180,37 @@ pub trait TargetConfig: Send + Sync {
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
         Err(DriverError::new("this target does not speak the kv family"))
     }
+    /// Opens the namespace the shards of one run share (`--shard I/N`), named at their
+    /// rendezvous: the owner (rank 0) makes it before the others open it, and deletes it at
+    /// close once every shard is done; the others use it and leave it. A store whose data
+    /// lives in this process cannot be shared: refused, saying so.
+    fn open_shared(&self, _share: &Share) -> Result<Box<dyn Store>, DriverError> {
+        Err(DriverError::new(
+            "its data lives in this process, so shards on other processes cannot share it: shard a store suite on a server (redis://, postgres://, etcd://, dyno://)",
+        ))
+    }
     /// Where to send requests and how (`request` targets). Resolves the address.
     fn endpoint(&self) -> Result<Endpoint, DriverError> {
         Err(DriverError::new(
             "this target does not speak the request family",
         ))
+    }
+}
+
+/// A namespace the shards of one run share; see [`TargetConfig::open_shared`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    /// The run's name from the rendezvous (16 hexadecimal digits).
+    pub run: String,
+    /// Rank 0: makes the namespace and deletes it.
+    pub owner: bool,
+}
+
+impl Share {
+    /// The namespace's name on the store: `dyno_shard_RUN`, a `dyno_` name as every namespace
+    /// dyno makes.
+    pub fn namespace(&self) -> String {
+        format!("dyno_shard_{}", self.run)
     }
 }
 

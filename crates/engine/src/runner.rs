@@ -888,6 +888,10 @@ impl TargetRun<'_, '_> {
 }
 
 impl Repeat for TargetRun<'_, '_> {
+    fn rendezvous(&self) -> Option<&crate::shard::Rendezvous> {
+        self.rendezvous
+    }
+
     fn describe(&mut self, namespace: Namespace, versions: BTreeMap<String, String>) {
         let cases = self.first..self.first + self.tests.len();
         for c in &mut self.record.cases[cases] {
@@ -968,6 +972,7 @@ impl Repeat for TargetRun<'_, '_> {
                         &report,
                     );
                     ctx.threads = threads;
+                    ctx.rendezvous = rendezvous;
                     // A shard starts with all the others, at the instant they agree on.
                     let after = match rendezvous.map(|r| r.start().map(|at| (r, at))).transpose() {
                         Ok(met) => {

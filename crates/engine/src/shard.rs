@@ -11,7 +11,8 @@
 //!   less the midpoint of ours) and tells them. Before every repetition each shard says it is
 //!   ready; once all are, rank 0 names an instant [`START_AHEAD`] ahead on its clock, and every
 //!   shard starts then on its own (its offset applied). A shard that does not arrive within the
-//!   time given fails the run on every shard, its rank named.
+//!   time given fails the run on every shard, its rank named. Rank 0 also names the run (a
+//!   random 64-bit word): the namespace the shards of a store suite share on their target.
 //!
 //! The protocol is lines of text over one TCP connection per shard, every read bounded in
 //! time and length.
@@ -105,6 +106,13 @@ impl Shard {
         let (i, c) = (u64::from(self.index), u64::from(self.count));
         n / c + u64::from(i < n % c)
     }
+
+    /// Where this shard's part of `0..n` begins: the parts of the shards before it, one after
+    /// the other (YCSB's `insertstart` for `insertcount` = [`Shard::part`]).
+    pub fn first(&self, n: u64) -> u64 {
+        let (i, c) = (u64::from(self.index), u64::from(self.count));
+        i * (n / c) + i.min(n % c)
+    }
 }
 
 /// What went wrong in a rendezvous: the message names the rank and the fix.
@@ -180,8 +188,11 @@ pub struct Rendezvous {
     /// This shard's clock less rank 0's (0 on rank 0), and the round trip it was measured in.
     pub clock_offset_ns: i64,
     pub rtt_ns: u64,
-    /// The role, and how many starts this shard has made.
-    role: Mutex<(Role, u32)>,
+    /// The run's name, drawn by rank 0 and told to every shard: the namespace they share on a
+    /// store (`dyno_shard_NAME`), 16 hexadecimal digits.
+    pub run: String,
+    /// The role, how many starts this shard has made, and why it ended the run if it did.
+    role: Mutex<(Role, u32, Option<String>)>,
 }
 
 enum Role {
@@ -230,8 +241,14 @@ impl Rendezvous {
             }
             std::thread::sleep(Duration::from_millis(250));
         };
-        let (role, offset, rtt) = if shard.index == 0 {
-            (lead(shard, address, &addrs, plan_id, deadline)?, 0, 0)
+        let (role, offset, rtt, run) = if shard.index == 0 {
+            let run = run_name(plan_id);
+            (
+                lead(shard, address, &addrs, (plan_id, &run), deadline)?,
+                0,
+                0,
+                run,
+            )
         } else {
             follow(shard, address, &addrs, plan_id, deadline)?
         };
@@ -239,7 +256,8 @@ impl Rendezvous {
             address: address.to_string(),
             clock_offset_ns: offset,
             rtt_ns: rtt,
-            role: Mutex::new((role, 0)),
+            run,
+            role: Mutex::new((role, 0, None)),
         })
     }
 
@@ -253,7 +271,10 @@ impl Rendezvous {
             .role
             .lock()
             .map_err(|_| RendezvousError("the rendezvous broke earlier".into()))?;
-        let (role, seq) = &mut *guard;
+        let (role, seq, ended) = &mut *guard;
+        if let Some(why) = ended {
+            return fail(format!("this shard ended the run: {why}"));
+        }
         let rep = *seq;
         *seq += 1;
         let at = match role {
@@ -266,6 +287,9 @@ impl Rendezvous {
                         Err(e) => Some(format!(
                             "shard {rank} did not say it was ready for start {rep} ({e}): it failed or stopped; see its output"
                         )),
+                        Ok(said) if said.starts_with("abort ") => {
+                            Some(format!("shard {rank} ended the run: {}", &said[6..]))
+                        }
                         Ok(said) if said != format!("ready {rep}") => Some(format!(
                             "shard {rank} said {said:?} where \"ready {rep}\" was due: the shards run different plans or versions"
                         )),
@@ -313,6 +337,36 @@ impl Rendezvous {
         Ok(at)
     }
 
+    /// Ends the run on every shard: rank 0 tells the others at once (they fail with `why`
+    /// at their next start); another shard leaves, which rank 0 sees at its next start. No
+    /// start follows on this shard.
+    pub fn abort(&self, why: &str) {
+        let Ok(mut guard) = self.role.lock() else {
+            return;
+        };
+        let (role, _, ended) = &mut *guard;
+        match role {
+            Role::Leader(peers) => {
+                for p in peers.iter_mut() {
+                    let _ = p.send(&format!("abort {why}"));
+                }
+            }
+            Role::Follower(l) => {
+                let _ = l.send(&format!("abort {why}"));
+                let _ = l.input.get_ref().shutdown(std::net::Shutdown::Both);
+            }
+        }
+        *ended = Some(why.to_string());
+    }
+
+    /// Waits with every other shard at the next start, then until its instant: a barrier
+    /// (between a suite's phases: every shard has loaded before any runs a workload).
+    pub fn meet(&self) -> Result<(), RendezvousError> {
+        let at = self.start()?;
+        wait_until(self.local(at));
+        Ok(())
+    }
+
     /// The instant `at` of rank 0's clock on this machine's clock.
     pub fn local(&self, at_unix_ns: u64) -> SystemTime {
         let local = (i128::from(at_unix_ns) + i128::from(self.clock_offset_ns)).max(0) as u64;
@@ -336,12 +390,25 @@ pub fn wait_until(t: SystemTime) {
     }
 }
 
-/// Rank 0: listens, takes every other shard's hello, measures their clocks.
+/// A name for this run no other run shares: the plan's hash mixed with rank 0's process,
+/// clock and a counter.
+fn run_name(plan_id: &str) -> String {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut x = unix_ns()
+        ^ (u64::from(std::process::id()) << 32)
+        ^ SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    for b in plan_id.bytes() {
+        x = (x ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:016x}", results::rng::splitmix64(&mut x))
+}
+
+/// Rank 0: listens, takes every other shard's hello, measures their clocks, names the run.
 fn lead(
     shard: Shard,
     address: &str,
     addrs: &[SocketAddr],
-    plan_id: &str,
+    (plan_id, run): (&str, &str),
     deadline: Instant,
 ) -> Result<Role, RendezvousError> {
     let listener = TcpListener::bind(addrs).map_err(|e| {
@@ -433,6 +500,7 @@ fn lead(
         if let Err(e) = clock(
             &mut line,
             deadline.max(Instant::now() + Duration::from_secs(5)),
+            run,
         ) {
             return fail(format!("measuring shard {i}'s clock: {e}"));
         }
@@ -442,8 +510,8 @@ fn lead(
     Ok(Role::Leader(peers.into_iter().skip(1).flatten().collect()))
 }
 
-/// Measures a shard's clock offset to rank 0's and tells it.
-fn clock(line: &mut Line, deadline: Instant) -> std::io::Result<()> {
+/// Measures a shard's clock offset to rank 0's and tells it, with the run's name.
+fn clock(line: &mut Line, deadline: Instant, run: &str) -> std::io::Result<()> {
     let mut best: Option<(u64, i64)> = None;
     for _ in 0..CLOCK_ROUNDS {
         let t1 = unix_ns();
@@ -461,7 +529,7 @@ fn clock(line: &mut Line, deadline: Instant) -> std::io::Result<()> {
         }
     }
     let (rtt, offset) = best.expect("CLOCK_ROUNDS > 0");
-    line.send(&format!("clock {offset} {rtt}"))
+    line.send(&format!("clock {offset} {rtt} {run}"))
 }
 
 /// A shard other than rank 0: connects (rank 0 may not listen yet: tried until the
@@ -472,7 +540,7 @@ fn follow(
     addrs: &[SocketAddr],
     plan_id: &str,
     deadline: Instant,
-) -> Result<(Role, i64, u64), RendezvousError> {
+) -> Result<(Role, i64, u64, String), RendezvousError> {
     let s = loop {
         let tried = addrs
             .iter()
@@ -511,13 +579,17 @@ fn follow(
             line.send(&format!("pong {}", unix_ns())).map_err(broken)?;
         } else if let Some(rest) = said.strip_prefix("clock ") {
             let mut w = rest.split(' ');
-            let (Some(Ok(offset)), Some(Ok(rtt))) = (
+            let (Some(Ok(offset)), Some(Ok(rtt)), Some(run)) = (
                 w.next().map(str::parse::<i64>),
                 w.next().map(str::parse::<u64>),
+                w.next()
+                    .filter(|r| r.len() == 16 && r.bytes().all(|b| b.is_ascii_hexdigit())),
             ) else {
-                return fail(format!("rank 0 said {said:?}: not a clock"));
+                return fail(format!(
+                    "rank 0 said {said:?}: not a clock and a run's name"
+                ));
             };
-            return Ok((Role::Follower(line), offset, rtt));
+            return Ok((Role::Follower(line), offset, rtt, run.to_string()));
         } else if let Some(why) = said
             .strip_prefix("refused ")
             .or(said.strip_prefix("abort "))
@@ -592,6 +664,13 @@ mod tests {
                     .collect();
                 assert_eq!(parts.iter().sum::<u64>(), n);
                 assert!(parts.iter().max().unwrap() - parts.iter().min().unwrap() <= 1);
+                // Each part begins where the one before it ends: the slices tile 0..n.
+                let mut at = 0;
+                for index in 0..count {
+                    let s = Shard { index, count };
+                    assert_eq!(s.first(n), at, "shard {index} of {count}, n {n}");
+                    at += s.part(n);
+                }
             }
         }
     }
@@ -608,6 +687,7 @@ mod tests {
     fn shards_meet_and_start_together() {
         let addr = format!("127.0.0.1:{}", free_port());
         let count = 3;
+        let names = Mutex::new(Vec::new());
         let starts: Vec<(u64, u64)> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..count)
                 .map(|index| {
@@ -621,6 +701,7 @@ mod tests {
                         )
                         .unwrap();
                         assert!(r.clock_offset_ns.unsigned_abs() < 50_000_000, "one machine");
+                        names.lock().unwrap().push(r.run.clone());
                         let mut out = Vec::new();
                         for _ in 0..2 {
                             let at = r.start().unwrap();
@@ -633,6 +714,13 @@ mod tests {
                 .collect();
             hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
         });
+        // One name for the run, told to every shard.
+        let names = names.into_inner().unwrap();
+        assert_eq!(names.len(), 3);
+        assert!(
+            names.iter().all(|n| *n == names[0] && n.len() == 16),
+            "{names:?}"
+        );
         // Each repetition: one instant for all, and every shard started at it.
         for rep in 0..2 {
             let of_rep: Vec<&(u64, u64)> = starts.iter().skip(rep).step_by(2).collect();

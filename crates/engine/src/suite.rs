@@ -292,6 +292,9 @@ pub struct RepCtx<'a> {
     /// ahead: the suite prepares, then starts measuring then. `None` alone.
     pub start_unix_ns: Option<u64>,
     pub start_at: Option<std::time::SystemTime>,
+    /// The shard's meeting with the others, where the repetition meets them again between its
+    /// phases ([`RepCtx::meet`]).
+    pub rendezvous: Option<&'a crate::shard::Rendezvous>,
     faults: &'a dyn StageFaults,
     report: &'a (dyn Fn(TestOutcome) + Sync),
 }
@@ -337,6 +340,7 @@ impl<'a> RepCtx<'a> {
             threads: 1,
             start_unix_ns: None,
             start_at: None,
+            rendezvous: None,
             faults,
             report,
         }
@@ -345,6 +349,13 @@ impl<'a> RepCtx<'a> {
     /// See [`StageFaults::heal`].
     pub fn heal(&self) {
         self.faults.heal()
+    }
+
+    /// A shard waits here until every shard arrives, then all go on at one instant (every
+    /// shard has loaded before any runs a workload); alone, returns at once.
+    pub fn meet(&self) -> Result<(), String> {
+        self.rendezvous
+            .map_or(Ok(()), |r| r.meet().map_err(|e| e.to_string()))
     }
 
     /// See [`StageFaults::test_starts`].
@@ -387,6 +398,11 @@ pub trait Repeat {
     );
     /// A problem that did not stop the run.
     fn warn(&mut self, warning: String);
+    /// A shard's meeting with the others (`--shard I/N --rendezvous …`), for a suite that
+    /// shares a namespace or meets between its phases; `None` alone.
+    fn rendezvous(&self) -> Option<&crate::shard::Rendezvous> {
+        None
+    }
 }
 
 /// Why a suite could not run on a target at all: every case of the target at that point fails
@@ -399,6 +415,8 @@ pub enum TargetError {
     Reach(crate::driver::DriverError),
     #[error("this shard's part of the plan: {0}")]
     Plan(String),
+    #[error("the shards could not meet: {0}")]
+    Meet(String),
 }
 
 /// A suite: see the module's documentation.

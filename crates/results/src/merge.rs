@@ -12,7 +12,8 @@
 //!
 //! Refused: records that are not shards, shards of different plans (every plan field but the
 //! shard and the `.hlog` path must be equal), missing or repeated ranks, cases or repetitions
-//! that do not match, and suites whose records it cannot add (the load suite's it can).
+//! that do not match, and suites whose records it cannot add (it adds the load suite's and
+//! the ycsb suite's).
 
 use crate::histogram::{Histogram, decode, encode, new_histogram};
 use crate::hlog::ReadInterval;
@@ -342,7 +343,11 @@ fn merge_rep(
     out.wall_ns = reps.iter().map(|r| r.wall_ns).max().unwrap_or(0);
     out.client_ns = reps.iter().flat_map(|r| r.client_ns.clone()).collect();
     out.errors = reps.iter().map(|r| r.errors).sum();
-    out.ops_per_s = per_s(out.ops as f64, out.wall_ns);
+    // What each shard's rate counted (its suite's measure), summed over the longest time.
+    let counted: f64 = (reps.iter())
+        .map(|r| r.ops_per_s * r.wall_ns as f64 / 1e9)
+        .sum();
+    out.ops_per_s = per_s(counted.round(), out.wall_ns);
     let mut every = new_histogram();
     out.by_op = BTreeMap::new();
     let ops: std::collections::BTreeSet<&String> =
@@ -389,9 +394,21 @@ fn merge_rep(
             log = intervals;
             Detail::Load(Box::new(l))
         }
+        Detail::Custom { suite, .. } if suite == "ycsb" => {
+            let figures: Vec<&serde_json::Value> = (reps.iter())
+                .map(|r| match &r.detail {
+                    Detail::Custom { figures, .. } => Ok(figures),
+                    _ => refuse("a ycsb case whose repetitions are not all ycsb's"),
+                })
+                .collect::<Result<_, _>>()?;
+            Detail::Custom {
+                suite: suite.clone(),
+                figures: merge_ycsb(&figures),
+            }
+        }
         other => {
             return refuse(format!(
-                "merge adds up load records (--shard splits the load suite); this case's figures are {}",
+                "merge adds up the load and ycsb suites' records (what --shard splits); this case's figures are {}",
                 match other {
                     Detail::Store(_) => "a store suite's",
                     Detail::Kv(_) => "the kv suite's",
@@ -507,6 +524,55 @@ fn merge_load(
     out.sends_ns = Vec::new();
     out.partial = loads.iter().any(|l| l.partial);
     Ok((out, exact.map(|_| log)))
+}
+
+/// The ycsb suite's figures of the shards' parts of one test as one: key draws summed, each
+/// key's draws summed over the shards' most drawn keys (a key beyond some shard's top list
+/// counts only the shards that listed it: a lower bound), the scans' lengths pooled, each
+/// shard's slice of the records kept in rank order. Distinct keys cannot be added (the shards
+/// draw some of the same keys): the largest shard's count is kept as a lower bound.
+fn merge_ycsb(parts: &[&serde_json::Value]) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
+    let mut top: BTreeMap<i64, u64> = BTreeMap::new();
+    for p in parts {
+        for kv in p["top_keys"].as_array().into_iter().flatten() {
+            if let (Some(k), Some(c)) = (kv[0].as_i64(), kv[1].as_u64()) {
+                *top.entry(k).or_default() += c;
+            }
+        }
+    }
+    let mut top: Vec<(i64, u64)> = top.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let kept = parts[0]["top_keys"].as_array().map_or(0, Vec::len);
+    top.truncate(kept.max(1));
+    let mut out = json!({
+        "key_draws": parts.iter().map(|p| n(p, "key_draws")).sum::<u64>(),
+        "distinct_keys_at_least": parts.iter().map(|p| n(p, "distinct_keys")).max(),
+        "top_keys": top.iter().map(|(k, c)| json!([k, c])).collect::<Vec<_>>(),
+    });
+    let scans: Vec<&Value> = (parts.iter())
+        .map(|p| &p["scan_length"])
+        .filter(|s| n(s, "count") > 0)
+        .collect();
+    if !scans.is_empty() {
+        let count: u64 = scans.iter().map(|s| n(s, "count")).sum();
+        let total: f64 = (scans.iter())
+            .map(|s| s["mean"].as_f64().unwrap_or(0.0) * n(s, "count") as f64)
+            .sum();
+        out["scan_length"] = json!({
+            "count": count,
+            "min": scans.iter().map(|s| n(s, "min")).min(),
+            "max": scans.iter().map(|s| n(s, "max")).max(),
+            "mean": total / count as f64,
+        });
+    }
+    if parts.iter().any(|p| p.get("insertcount").is_some()) {
+        out["slices"] = (parts.iter())
+            .map(|p| json!([n(p, "insertstart"), n(p, "insertcount")]))
+            .collect();
+    }
+    out
 }
 
 /// The shards' self-checks as one: sums of rates and CPU, the busiest thread and widest pace

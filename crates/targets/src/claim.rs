@@ -85,6 +85,27 @@ pub fn claim_dir(path: &Path) -> Result<DirState, DriverError> {
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// The name of a run's namespace on a server (a key prefix, a schema, a host's namespace),
+/// without its separator: the shards' shared one ([`Share::namespace`]), or else one of this
+/// process's own, `dyno_<pid>_<n>_<nanos>`. Also whether this run deletes it at the end (a
+/// shard other than rank 0 leaves it to rank 0).
+pub fn server_namespace(share: Option<&engine::driver::Share>) -> (String, bool) {
+    match share {
+        Some(s) => (s.namespace(), s.owner),
+        None => (
+            format!(
+                "dyno_{}_{}_{}",
+                std::process::id(),
+                SEQ.fetch_add(1, Ordering::Relaxed),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos())
+            ),
+            true,
+        ),
+    }
+}
+
 /// Creates a fresh, marked `dyno_<scheme>_<pid>_<n>` directory under the temporary directory.
 pub fn temp_dir(scheme: &str) -> Result<PathBuf, DriverError> {
     let base = std::env::temp_dir();

@@ -30,7 +30,7 @@ use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 pub static INFO: DriverInfo = DriverInfo {
@@ -72,8 +72,6 @@ const MAX_LINE: u64 = 16 << 10;
 const MAX_BODY: usize = 64 << 20;
 /// A Txn's request is kept under etcd's default request limit (1.5 MiB).
 const MAX_TXN_BYTES: usize = 1 << 20;
-
-static SEQ: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug, Clone)]
 struct Config {
@@ -484,6 +482,19 @@ impl TargetConfig for Config {
         crate::net::topology_of(&self.endpoints[0])
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
+        self.open_in(None)
+    }
+    fn open_shared(&self, share: &engine::driver::Share) -> Result<Box<dyn Store>, DriverError> {
+        self.open_in(Some(share))
+    }
+}
+
+impl Config {
+    /// Opens the run's key prefix: its own, or the one its shards share.
+    fn open_in(
+        &self,
+        share: Option<&engine::driver::Share>,
+    ) -> Result<Box<dyn Store>, DriverError> {
         let (mut c, _) = self
             .reach(0)
             .map_err(|e| DriverError::new(e.message.to_string()))?;
@@ -494,17 +505,11 @@ impl TargetConfig for Config {
                 .unwrap_or_else(|_| "unknown".into()),
             _ => "unknown".into(),
         };
-        let prefix = format!(
-            "dyno_{}_{}_{}/",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos())
-        );
+        let (name, owner) = crate::claim::server_namespace(share);
         Ok(Box::new(EtcdStore {
             config: self.clone(),
-            prefix,
+            prefix: format!("{name}/"),
+            owner,
             version,
             next: AtomicUsize::new(0),
             reconnects: Arc::new(crate::net::Reconnects::default()),
@@ -515,6 +520,8 @@ impl TargetConfig for Config {
 struct EtcdStore {
     config: Config,
     prefix: String,
+    /// Whether closing deletes the keys (not on a shard other than rank 0).
+    owner: bool,
     version: String,
     /// The member the next session starts on.
     next: AtomicUsize,
@@ -576,6 +583,9 @@ impl Store for EtcdStore {
         Some("etcd: its key index lives in memory and its data in a memory-mapped bbolt file that dyno cannot evict from a server it reaches over the network".into())
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
+        if !self.owner {
+            return Ok(());
+        }
         let fail =
             |e: OpError| DriverError::new(format!("removing {}*: {}", self.prefix, e.message));
         let (mut c, _) = self.config.reach(0).map_err(fail)?;

@@ -35,7 +35,7 @@ use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio_postgres::tls::NoTlsStream;
@@ -60,8 +60,6 @@ pub static INFO: DriverInfo = DriverInfo {
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 const SYNC_LEVELS: &[&str] = &["", "on", "off", "local", "remote_write", "remote_apply"];
-
-static SEQ: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug, Clone)]
 struct Config {
@@ -390,29 +388,41 @@ impl TargetConfig for Config {
         crate::net::topology_of(&self.authority)
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
+        self.open_in(None)
+    }
+    fn open_shared(&self, share: &engine::driver::Share) -> Result<Box<dyn Store>, DriverError> {
+        self.open_in(Some(share))
+    }
+}
+
+impl Config {
+    /// Opens the run's schema: its own, made here, or the one its shards share (made by rank
+    /// 0 before the others open it).
+    fn open_in(
+        &self,
+        share: Option<&engine::driver::Share>,
+    ) -> Result<Box<dyn Store>, DriverError> {
         let fail = |e: OpError| DriverError::new(format!("postgres://{}: {}", self.authority, e));
         let (_, _, version) = self.settings().map_err(fail)?;
-        let schema = format!(
-            "dyno_{}_{}_{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos())
-        );
+        let (schema, owner) = crate::claim::server_namespace(share);
         let mut c = self.connect().map_err(fail)?;
         // CREATE SCHEMA without IF NOT EXISTS: a schema of that name that dyno did not just
-        // create is refused, never reused.
-        let sql = format!(
-            "CREATE SCHEMA {schema}; \
-             CREATE TABLE {schema}.objects (k bigint PRIMARY KEY, v bytea NOT NULL)"
-        );
+        // create is refused, never reused. A shard that does not own it finds its table.
+        let sql = if owner {
+            format!(
+                "CREATE SCHEMA {schema}; \
+                 CREATE TABLE {schema}.objects (k bigint PRIMARY KEY, v bytea NOT NULL)"
+            )
+        } else {
+            format!("SELECT 1 FROM {schema}.objects LIMIT 0")
+        };
         (c.drive)
             .run("creating dyno's schema", c.client.batch_execute(&sql))
             .map_err(fail)?;
         Ok(Box::new(PgStore {
             config: self.clone(),
             schema,
+            owner,
             version,
         }))
     }
@@ -421,6 +431,8 @@ impl TargetConfig for Config {
 struct PgStore {
     config: Config,
     schema: String,
+    /// Whether closing drops the schema (not on a shard other than rank 0).
+    owner: bool,
     version: String,
 }
 
@@ -475,6 +487,9 @@ impl Store for PgStore {
         Some("postgres: the server's shared buffers empty only when it restarts, and dyno does not restart a server it did not start".into())
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
+        if !self.owner {
+            return Ok(());
+        }
         let fail = |e: OpError| DriverError::new(format!("dropping schema {}: {e}", self.schema));
         let mut c = self.config.connect().map_err(fail)?;
         let sql = format!("DROP SCHEMA {} CASCADE", self.schema);

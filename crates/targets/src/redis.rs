@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 pub static INFO: DriverInfo = DriverInfo {
@@ -69,8 +69,6 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const READ_BUFFER: usize = 16 << 10;
 /// A bulk reply larger than this is a protocol error (Redis's own limit is 512 MiB).
 const MAX_BULK: usize = 512 << 20;
-
-static SEQ: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug, Clone)]
 struct Config {
@@ -388,6 +386,19 @@ impl TargetConfig for Config {
         crate::net::topology_of(&self.authority)
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
+        self.open_in(None)
+    }
+    fn open_shared(&self, share: &engine::driver::Share) -> Result<Box<dyn Store>, DriverError> {
+        self.open_in(Some(share))
+    }
+}
+
+impl Config {
+    /// Opens the run's key prefix: its own, or the one its shards share.
+    fn open_in(
+        &self,
+        share: Option<&engine::driver::Share>,
+    ) -> Result<Box<dyn Store>, DriverError> {
         let addr = self.addr()?;
         let mut c = Conn::open(addr, self.password.as_deref())
             .map_err(|e| DriverError::new(format!("redis://{}: {}", self.authority, e.message)))?;
@@ -401,18 +412,12 @@ impl TargetConfig for Config {
                 }
             }
         }
-        let prefix = format!(
-            "dyno_{}_{}_{}:",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos())
-        );
+        let (name, owner) = crate::claim::server_namespace(share);
         Ok(Box::new(RedisStore {
             config: self.clone(),
             addr,
-            prefix,
+            prefix: format!("{name}:"),
+            owner,
             version,
             reconnects: Arc::new(crate::net::Reconnects::default()),
             indexed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
@@ -424,6 +429,8 @@ struct RedisStore {
     config: Config,
     addr: SocketAddr,
     prefix: String,
+    /// Whether closing deletes the keys (not on a shard other than rank 0).
+    owner: bool,
     version: String,
     /// Behind Sentinel: the sessions' reconnections after a failover, and how long each took.
     reconnects: Arc<crate::net::Reconnects>,
@@ -503,6 +510,9 @@ impl Store for RedisStore {
         )
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
+        if !self.owner {
+            return Ok(());
+        }
         let fail =
             |e: OpError| DriverError::new(format!("removing {}*: {}", self.prefix, e.message));
         // Behind Sentinel, the keys are on the primary of the moment.

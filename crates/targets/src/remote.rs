@@ -17,7 +17,6 @@ use host::store::{kind, read_frame};
 use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 pub static INFO: DriverInfo = DriverInfo {
@@ -66,8 +65,6 @@ pub fn configure(
     }))
 }
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
-
 fn io_err(context: &'static str) -> impl Fn(std::io::Error) -> OpError {
     move |e| {
         let class = if e.kind() == std::io::ErrorKind::Other {
@@ -105,20 +102,23 @@ pub fn store_at(
     authority: &str,
     token: Option<String>,
 ) -> Result<Box<dyn Store>, DriverError> {
+    store_in(addr, authority, token, None)
+}
+
+/// [`store_at`] in the namespace a run's shards share, or (`None`) one of its own.
+fn store_in(
+    addr: SocketAddr,
+    authority: &str,
+    token: Option<String>,
+    share: Option<&engine::driver::Share>,
+) -> Result<Box<dyn Store>, DriverError> {
     let config = Config {
         authority: authority.to_string(),
         token,
         resolved: BTreeMap::new(),
         durability: std::sync::OnceLock::new(),
     };
-    let namespace = format!(
-        "dyno_{}_{}_{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos())
-    );
+    let (namespace, owner) = crate::claim::server_namespace(share);
     // Prove the host is there (and the token right) before the run counts on it.
     config
         .connect(addr, &namespace)
@@ -127,6 +127,7 @@ pub fn store_at(
         config,
         addr,
         namespace,
+        owner,
     }))
 }
 
@@ -172,12 +173,18 @@ impl TargetConfig for Config {
         let addr = crate::net::resolve(&self.authority, None)?;
         store_at(addr, &self.authority, self.token.clone())
     }
+    fn open_shared(&self, share: &engine::driver::Share) -> Result<Box<dyn Store>, DriverError> {
+        let addr = crate::net::resolve(&self.authority, None)?;
+        store_in(addr, &self.authority, self.token.clone(), Some(share))
+    }
 }
 
 struct RemoteStore {
     config: Config,
     addr: SocketAddr,
     namespace: String,
+    /// Whether closing drops the namespace (not on a shard other than rank 0).
+    owner: bool,
 }
 
 impl Store for RemoteStore {
@@ -228,6 +235,9 @@ impl Store for RemoteStore {
         )
     }
     fn close(self: Box<Self>) -> Result<(), DriverError> {
+        if !self.owner {
+            return Ok(());
+        }
         let mut c = self
             .config
             .connect(self.addr, &self.namespace)

@@ -243,3 +243,14 @@ pub fn example_target(example: &str, target: &str) -> String {
     assert!(!out.is_empty(), "examples/{example} has no target {target}");
     out
 }
+
+/// Counts the keys in the Redis at `port` (DBSIZE), over a raw RESP exchange.
+pub fn dbsize(port: u16) -> i64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"*1\r\n$6\r\nDBSIZE\r\n").unwrap();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap();
+    let text = std::str::from_utf8(&buf[..n]).unwrap();
+    text.trim_start_matches(':').trim().parse().unwrap()
+}

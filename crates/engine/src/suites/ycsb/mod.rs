@@ -22,6 +22,15 @@
 //! acknowledged insert. Unlike YCSB's bindings, which update one field in place, dyno's
 //! key-value API writes a record whole: an update writes 1,000 bytes, one field of it new.
 //!
+//! Sharded (`--shard I/N --rendezvous …`), the shards share one namespace on a server, named at
+//! their rendezvous: rank 0 makes it, the others open it once it exists, and rank 0 deletes it
+//! once every shard is done. Shard I loads its slice of the records (YCSB's `insertstart` and
+//! `insertcount`: the slices tile `0..-n` in rank order), runs its part of the clients, of
+//! each workload's operations and of the rate, and reads over every shard's records. The
+//! shards meet before each workload, so none runs one before all have loaded or finished the
+//! one before; a run's inserts are numbered apart per shard (shard I of N takes
+//! `recordcount + I`, `+ I + N`, …), where YCSB's clients would insert the same keys.
+//!
 //! Every read is checked: the record holds its key number and a version, and its bytes follow
 //! from them, so a read of the wrong record or of damaged bytes fails the case (as the
 //! shootout's reads do). Workload e needs an ordered scan, which dyno's key-value API does not
@@ -33,6 +42,7 @@ use crate::clock::Clock;
 use crate::driver::{ErrorClass, Family, OpError, Session, Store, TxMode};
 use crate::plan::{MAX_CONCURRENCY, MAX_OBJECTS, Origin, PlanError, PlanTarget, RawPlan};
 use crate::recorder::Recorder;
+use crate::shard::Shard;
 use crate::suite::{
     After, Clients, Common, Param, Plan, Point, RepCtx, Repeat, Settings, Suite, TargetError,
     TestOutcome, settings,
@@ -351,6 +361,8 @@ struct Client<'a> {
     workload: &'a Workload,
     shared: &'a Shared,
     records: i64,
+    /// The shard this client runs in (0 of 1 alone): where its inserts are numbered.
+    shard: Shard,
     operations: u64,
     draws: SplitMix,
     /// Per kind, in [`Op`]'s order, then the reads and updates of read-modify-writes.
@@ -403,6 +415,18 @@ impl Client<'_> {
         }
     }
 
+    /// The key number of this shard's `n`-th record: the loaded records are every shard's;
+    /// the run's inserts are numbered apart, shard I of N taking `records + I + k·N`.
+    fn keynum(&self, n: i64) -> i64 {
+        if n < self.records {
+            n
+        } else {
+            self.records
+                + i64::from(self.shard.index)
+                + (n - self.records) * i64::from(self.shard.count)
+        }
+    }
+
     /// YCSB's `nextKeynum`: a key at most the last acknowledged insert.
     fn next_keynum(&mut self, chooser: &mut Chooser) -> Result<i64, OpError> {
         for _ in 0..MAX_REDRAWS {
@@ -416,7 +440,7 @@ impl Client<'_> {
                 Chooser::Uniform(u) => i64::from(u.next(d) as i32),
             };
             if k <= last {
-                return Ok(k);
+                return Ok(self.keynum(k));
             }
         }
         Err(OpError::new(
@@ -451,11 +475,12 @@ impl Client<'_> {
             let t0 = clock.now_ns();
             let outcome = match op {
                 Op::Insert => {
-                    let k = self.shared.issue().unwrap_or(self.records);
+                    let n = self.shared.issue().unwrap_or(self.records);
+                    let k = self.keynum(n);
                     record(k, 0, &mut val);
                     let r = write(s, k, &val);
                     if r.is_ok() {
-                        self.shared.acknowledge(k);
+                        self.shared.acknowledge(n);
                     }
                     r
                 }
@@ -606,7 +631,6 @@ fn outcome(
     TestOutcome::ran(test, status, rep, all)
 }
 
-/// The load phase: `clients` sessions insert records `i, i+clients, …` below `records`.
 /// A client's clock: the run's, or on a virtual-time target (the mock) one of its own, which the
 /// target advances by exactly its operations' latencies.
 fn client_clock(ctx: &RepCtx, virtual_time: bool) -> Clock {
@@ -627,14 +651,18 @@ fn wall_of(ctx: &RepCtx, start: u64, virtual_time: bool, client_ns: &[u64]) -> u
     ns.max(1)
 }
 
+/// The load phase: this shard's clients insert its slice of the records (all of them alone),
+/// client `c` of `k` the slice's records `c, c+k, …`.
 fn load(
     store: &dyn Store,
     ctx: &RepCtx,
     point: &Point,
-    records: i64,
+    (records, shard): (i64, Shard),
     virtual_time: bool,
 ) -> TestOutcome {
-    let clients = point.concurrency.max(1);
+    let (_, clients) = clients_of(point, shard);
+    let first = shard.first(records as u64) as i64;
+    let end = first + shard.part(records as u64) as i64;
     let start = ctx.clock.now_ns();
     let threads = super::generator_threads(store, ctx.threads, clients as usize);
     let jobs = (0..clients)
@@ -651,8 +679,8 @@ fn load(
                     }
                 };
                 let mut val = Vec::with_capacity(RECORD);
-                let mut k = i64::from(c);
-                while k < records && !ctx.interrupt.load(Ordering::Relaxed) {
+                let mut k = first + i64::from(c);
+                while k < end && !ctx.interrupt.load(Ordering::Relaxed) {
                     record(k, 0, &mut val);
                     let o0 = clock.now_ns();
                     let r = write(&mut *session, k, &val);
@@ -671,7 +699,7 @@ fn load(
     let wall = wall_of(ctx, start, virtual_time, &client_ns);
     let recs = runs.into_iter().map(|r| r.0).collect();
     let interrupted = ctx.interrupt.load(Ordering::Relaxed);
-    outcome(
+    let mut o = outcome(
         "load",
         clients,
         wall,
@@ -679,7 +707,21 @@ fn load(
         recs,
         (BTreeMap::new(), None, interrupted),
         &[],
-    )
+    );
+    // A shard's slice, as YCSB's insertstart and insertcount.
+    if shard.count > 1
+        && let Some(Detail::Custom { figures, .. }) = o.rep.as_mut().map(|r| &mut r.detail)
+    {
+        figures["insertstart"] = first.into();
+        figures["insertcount"] = (end - first).into();
+    }
+    o
+}
+
+/// This shard's clients of the point's: the global number of its first, and how many.
+fn clients_of(point: &Point, shard: Shard) -> (u32, u32) {
+    let all = u64::from(point.concurrency.max(1));
+    (shard.first(all) as u32, shard.part(all) as u32)
 }
 
 /// One workload on every client: `operations` shared among them.
@@ -688,10 +730,13 @@ fn run_workload(
     ctx: &RepCtx,
     point: &Point,
     (w, index): (&Workload, usize),
-    (records, operations, seed): (i64, u64, u64),
+    (records, operations, seed, shard): (i64, u64, u64, Shard),
     (zipf, rate, virtual_time): (ZipfMode, Option<f64>, bool),
 ) -> TestOutcome {
-    let clients = point.concurrency.max(1);
+    // Every shard's clients count: each draws its share of the operations and of the rate by
+    // its global number, so the shards' parts add up to the workload.
+    let all = point.concurrency.max(1);
+    let (first, clients) = clients_of(point, shard);
     let shared = Shared::new(records);
     let exact = match zipf {
         ZipfMode::Exact(theta) if w.distribution == Distribution::Zipfian => Some(
@@ -702,11 +747,11 @@ fn run_workload(
     let start = ctx.clock.now_ns();
     let threads = super::generator_threads(store, ctx.threads, clients as usize);
     let shared = &shared;
-    let jobs = (0..clients)
+    let jobs = (first..first + clients)
         .map(
             |c| -> crate::fiber::Job<'_, (Option<Client>, u64, Option<OpError>)> {
-                let share = operations / u64::from(clients)
-                    + u64::from(u64::from(c) < operations % u64::from(clients));
+                let share = operations / u64::from(all)
+                    + u64::from(u64::from(c) < operations % u64::from(all));
                 // Each client's own stream: the plan's seed, the repetition, the workload, the
                 // client.
                 let stream =
@@ -715,6 +760,7 @@ fn run_workload(
                     workload: w,
                     shared,
                     records,
+                    shard,
                     operations: share,
                     draws: SplitMix(stream.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
                     rec: Default::default(),
@@ -725,7 +771,7 @@ fn run_workload(
                 };
                 let clock = client_clock(ctx, virtual_time);
                 // The target rate, each client its share.
-                let per_s = rate.map(|r| r / f64::from(clients));
+                let per_s = rate.map(|r| r / f64::from(all));
                 Box::new(move || {
                     let t0 = clock.now_ns();
                     match store.connect(&clock) {
@@ -780,6 +826,53 @@ fn run_workload(
         (drawn, corrupt, interrupted),
         &lengths,
     )
+}
+
+/// Opens the target: alone, a namespace of the run's own; a shard, the namespace its shards
+/// share, made by rank 0 before the others open it.
+fn open(
+    target: &PlanTarget,
+    shard: Shard,
+    rendezvous: Option<&crate::shard::Rendezvous>,
+) -> Result<Box<dyn Store>, TargetError> {
+    if shard.count == 1 {
+        return target.config.open().map_err(TargetError::Open);
+    }
+    let Some(r) = rendezvous else {
+        return Err(TargetError::Meet(
+            "the shards of a store suite share one namespace and load it before any runs: give --rendezvous HOST:PORT".into(),
+        ));
+    };
+    let share = crate::driver::Share {
+        run: r.run.clone(),
+        owner: shard.index == 0,
+    };
+    let meet = || r.meet().map_err(|e| TargetError::Meet(e.to_string()));
+    if share.owner {
+        // Made, then the others are let in; failing, rank 0 ends the run on every shard (they
+        // never open a namespace that was not made).
+        let store = match target.config.open_shared(&share) {
+            Ok(s) => s,
+            Err(e) => {
+                r.abort(&format!("rank 0 could not open {}: {e}", target.name));
+                return Err(TargetError::Open(e));
+            }
+        };
+        if let Err(e) = meet() {
+            let _ = store.close();
+            return Err(e);
+        }
+        Ok(store)
+    } else {
+        meet()?;
+        target.config.open_shared(&share).map_err(|e| {
+            r.abort(&format!(
+                "shard {} could not open {}: {e}",
+                shard.index, target.name
+            ));
+            TargetError::Open(e)
+        })
+    }
 }
 
 impl report::View for Ycsb {
@@ -948,7 +1041,11 @@ impl Suite for Ycsb {
         run: &mut dyn Repeat,
     ) -> Result<(), TargetError> {
         let s = settings::<YcsbSettings>(plan);
-        let store = target.config.open().map_err(TargetError::Open)?;
+        let shard = (plan.shard.as_ref()).map_or(Shard { index: 0, count: 1 }, |s| Shard {
+            index: s.index,
+            count: s.count,
+        });
+        let store = open(target, shard, run.rendezvous())?;
         run.describe(store.namespace(), store.versions());
         let store_ref: &dyn Store = &*store;
         let records = point.objects as i64;
@@ -960,10 +1057,14 @@ impl Suite for Ycsb {
             store_ref.scans()
         };
         run.repeat(None, None, &mut |ctx| {
-            ctx.report(load(store_ref, ctx, point, records, virtual_time));
+            ctx.report(load(store_ref, ctx, point, (records, shard), virtual_time));
             for (i, w) in s.workloads.iter().enumerate() {
                 if interrupt.load(Ordering::Relaxed) {
                     break;
+                }
+                // Every shard has loaded (or run the workload before) when any starts this one.
+                if let Err(why) = ctx.meet() {
+                    return After::Fail(why);
                 }
                 if w.proportion(Op::Scan) > 0.0
                     && let Err(why) = &scans
@@ -980,12 +1081,18 @@ impl Suite for Ycsb {
                     ctx,
                     point,
                     (w, i),
-                    (records, s.operations, plan.seed),
+                    (records, s.operations, plan.seed, shard),
                     (s.zipf, s.rate, virtual_time),
                 ));
             }
             After::Next
         });
+        // Rank 0 deletes the shared namespace once every shard is done with it.
+        if let Some(r) = run.rendezvous()
+            && let Err(e) = r.meet()
+        {
+            run.warn(format!("target {}: {e}", target.name));
+        }
         if let Err(e) = store.close() {
             run.warn(format!("target {}: {e}", target.name));
         }

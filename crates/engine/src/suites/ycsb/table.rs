@@ -138,16 +138,45 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         };
         let draws = figures["key_draws"].as_u64().unwrap_or(0);
         let top = figures["top_keys"][0][1].as_u64().unwrap_or(0);
+        // Merged shards: distinct keys cannot be added, the largest shard's is a lower bound.
+        let (distinct, bound) = match figures["distinct_keys_at_least"].as_u64() {
+            Some(n) => (n, "at least "),
+            None => (figures["distinct_keys"].as_u64().unwrap_or(0), ""),
+        };
         if draws > 0 {
             notes.push(format!(
-                "{} {}: {} distinct keys in {} draws; the most drawn key took {:.1}%",
+                "{} {}: {bound}{distinct} distinct keys in {draws} draws; the most drawn key took {bound}{:.1}%",
                 c.target,
                 c.test,
-                figures["distinct_keys"].as_u64().unwrap_or(0),
-                draws,
                 100.0 * top as f64 / draws as f64
             ));
         }
+        if let Some(slices) = figures["slices"].as_array() {
+            let s: Vec<String> = (slices.iter().enumerate())
+                .map(|(k, s)| {
+                    let (a, n) = (s[0].as_u64().unwrap_or(0), s[1].as_u64().unwrap_or(0));
+                    format!("shard {k} {a}..{}", a + n)
+                })
+                .collect();
+            notes.push(format!(
+                "{} {}: records loaded by {} shards: {}",
+                c.target,
+                c.test,
+                s.len(),
+                s.join(", ")
+            ));
+        }
+    }
+    if let Some(s) = &p.shard {
+        notes.push(format!(
+            "shard {} of {}: this record holds its part of the plan (its slice of the records, its clients' operations); `dyno merge` adds the shards into the whole",
+            s.index, s.count
+        ));
+    } else if !p.merged.is_empty() {
+        notes.push(format!(
+            "{} shards merged: counts and histograms added exactly",
+            p.merged.len()
+        ));
     }
     doc.footer(&notes, r.interrupted)
 }
