@@ -691,7 +691,7 @@ mod tests {
         let starts: Vec<(u64, u64)> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..count)
                 .map(|index| {
-                    let addr = addr.clone();
+                    let (addr, names) = (addr.clone(), &names);
                     s.spawn(move || {
                         let r = Rendezvous::join(
                             Shard { index, count },
