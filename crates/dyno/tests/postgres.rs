@@ -5,16 +5,6 @@ mod common;
 
 use common::*;
 
-fn dyno_schemas(url: &str) -> i64 {
-    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
-    c.query_one(
-        "SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'",
-        &[],
-    )
-    .unwrap()
-    .get(0)
-}
-
 #[test]
 fn shootout_and_magma_on_postgres_in_a_schema_of_their_own() {
     let Some(pg) = testkit::Postgres::start() else {

@@ -365,28 +365,30 @@ fn merge_refuses_shards_of_other_plans_and_missing_ranks() {
     drop(server);
 }
 
-/// The decoded histogram of `op` in `test`'s first repetition of a ycsb record.
-fn ycsb_op(rec: &Value, test: &str, op: &str) -> Histogram<u64> {
-    let c = case(rec, "redis", test);
+/// The decoded histogram of `op` in `test`'s first repetition on `target` of a ycsb record.
+fn ycsb_op(rec: &Value, target: &str, test: &str, op: &str) -> Histogram<u64> {
+    let c = case(rec, target, test);
     decode(c["reps"][0]["by_op"][op]["histogram"].as_str().unwrap())
 }
 
 #[test]
 fn ycsb_shards_load_their_slices_into_one_namespace_and_merge_exactly() {
     let _g = serial();
-    let Some(redis) = Redis::start() else {
+    let (Some(redis), Some(pg)) = (Redis::start(), testkit::Postgres::start()) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let target = format!("redis://127.0.0.1:{}", redis.port);
+    let redis_url = format!("redis://127.0.0.1:{}", redis.port);
     // 3,001 records over 3 shards: slices of 1,001, 1,000 and 1,000, one after the other; 7
-    // clients (3, 2, 2) share each workload's 3,001 operations.
+    // clients (3, 2, 2) share each workload's 3,001 operations. Two targets, one after the
+    // other: the shards meet as often on each.
     run_shards(
         dir.path(),
         &[
             "--suite",
             "ycsb",
-            &target,
+            &redis_url,
+            &pg.url(),
             "-n",
             "3001",
             "--operations",
@@ -399,70 +401,81 @@ fn ycsb_shards_load_their_slices_into_one_namespace_and_merge_exactly() {
     let shards: Vec<Value> = (0..3)
         .map(|i| record(&dir.path().join(format!("out/shard-{i}"))))
         .collect();
-    let mut namespaces = Vec::new();
-    for (i, s) in shards.iter().enumerate() {
-        assert_schema_valid(s);
-        let load = case(s, "redis", "load");
-        let figures = &load["reps"][0]["detail"]["custom"]["figures"];
-        let (start, count) = [(0, 1001), (1001, 1000), (2001, 1000)][i];
-        assert_eq!(n(&figures["insertstart"]), start, "shard {i}");
-        assert_eq!(n(&figures["insertcount"]), count, "shard {i}");
-        assert_eq!(n(&load["reps"][0]["ops"]), count);
-        assert_eq!(n(&load["reps"][0]["clients"]), [3, 2, 2][i]);
-        // Every workload ran, and every read, of any shard's records, came back right.
-        for test in ["a", "b", "c", "d", "e", "f"] {
-            let c = case(s, "redis", test);
-            assert_eq!(c["status"], "ok", "shard {i} {test}: {}", c["reason"]);
-            for (op, f) in c["reps"][0]["by_op"].as_object().unwrap() {
-                assert_eq!(n(&f["errors"]), 0, "shard {i} {test} {op}");
+    let targets = ["redis", "postgres"];
+    for target in targets {
+        let mut namespaces = Vec::new();
+        for (i, s) in shards.iter().enumerate() {
+            assert_schema_valid(s);
+            let load = case(s, target, "load");
+            let figures = &load["reps"][0]["detail"]["custom"]["figures"];
+            let (start, count) = [(0, 1001), (1001, 1000), (2001, 1000)][i];
+            assert_eq!(n(&figures["insertstart"]), start, "shard {i}");
+            assert_eq!(n(&figures["insertcount"]), count, "shard {i}");
+            assert_eq!(n(&load["reps"][0]["ops"]), count);
+            assert_eq!(n(&load["reps"][0]["clients"]), [3, 2, 2][i]);
+            // Every workload ran, and every read, of any shard's records, came back right.
+            for test in ["a", "b", "c", "d", "e", "f"] {
+                let c = case(s, target, test);
+                assert_eq!(
+                    c["status"], "ok",
+                    "shard {i} {target} {test}: {}",
+                    c["reason"]
+                );
+                for (op, f) in c["reps"][0]["by_op"].as_object().unwrap() {
+                    assert_eq!(n(&f["errors"]), 0, "shard {i} {target} {test} {op}");
+                }
             }
+            namespaces.push(load["namespace"]["location"].as_str().unwrap().to_string());
         }
-        namespaces.push(load["namespace"]["location"].as_str().unwrap().to_string());
+        assert!(
+            namespaces.iter().all(|n| *n == namespaces[0]),
+            "one namespace: {namespaces:?}"
+        );
+        assert!(namespaces[0].contains("dyno_shard_"), "{}", namespaces[0]);
     }
-    assert!(
-        namespaces.iter().all(|n| *n == namespaces[0]),
-        "one namespace: {namespaces:?}"
-    );
-    assert!(namespaces[0].contains("dyno_shard_"), "{}", namespaces[0]);
-    // Rank 0 deleted it once every shard was done: nothing is left on the server.
+    // Rank 0 deleted each once every shard was done: nothing is left on either server.
     assert_eq!(dbsize(redis.port), 0, "no key left behind");
+    assert_eq!(dyno_schemas(&pg.url()), 0, "no schema left behind");
     // Workload a's operations by global client number: clients 0–4 take 429, 5 and 6 take
     // 428; shard 0 runs clients 0–2, shard 1 3–4, shard 2 5–6.
-    let ops = |s: &Value, t: &str| n(&case(s, "redis", t)["reps"][0]["ops"]);
+    let ops = |s: &Value, target: &str, t: &str| n(&case(s, target, t)["reps"][0]["ops"]);
     assert_eq!(
-        shards.iter().map(|s| ops(s, "a")).collect::<Vec<_>>(),
+        shards
+            .iter()
+            .map(|s| ops(s, "redis", "a"))
+            .collect::<Vec<_>>(),
         [1287, 858, 856]
     );
     let o = merge(dir.path(), &["-o", "merged"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let merged = record(&dir.path().join("merged"));
     assert_schema_valid(&merged);
-    for t in ["load", "a", "b", "c", "d", "e", "f"] {
-        assert_eq!(ops(&merged, t), 3001, "{t}");
-        assert_eq!(
-            ops(&merged, t),
-            shards.iter().map(|s| ops(s, t)).sum::<u64>()
-        );
-    }
     // Each kind's histogram: the shards' added bucket by bucket, here, by hand.
     let buckets = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
         h.iter_recorded()
             .map(|v| (v.value_iterated_to(), v.count_at_value()))
             .collect()
     };
-    for (test, op) in [
-        ("load", "INSERT"),
-        ("a", "READ"),
-        ("a", "UPDATE"),
-        ("e", "SCAN"),
-    ] {
-        let mut expected = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
-        expected.auto(true);
-        for s in &shards {
-            expected.add(ycsb_op(s, test, op)).unwrap();
+    for target in targets {
+        for t in ["load", "a", "b", "c", "d", "e", "f"] {
+            assert_eq!(ops(&merged, target, t), 3001, "{target} {t}");
+            let parts: u64 = shards.iter().map(|s| ops(s, target, t)).sum();
+            assert_eq!(ops(&merged, target, t), parts);
         }
-        let got = ycsb_op(&merged, test, op);
-        assert_eq!(buckets(&got), buckets(&expected), "{test} {op}");
+        for (test, op) in [
+            ("load", "INSERT"),
+            ("a", "READ"),
+            ("a", "UPDATE"),
+            ("e", "SCAN"),
+        ] {
+            let mut expected = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+            expected.auto(true);
+            for s in &shards {
+                expected.add(ycsb_op(s, target, test, op)).unwrap();
+            }
+            let got = ycsb_op(&merged, target, test, op);
+            assert_eq!(buckets(&got), buckets(&expected), "{target} {test} {op}");
+        }
     }
     let figures = &case(&merged, "redis", "load")["reps"][0]["detail"]["custom"]["figures"];
     assert_eq!(
@@ -475,11 +488,11 @@ fn ycsb_shards_load_their_slices_into_one_namespace_and_merge_exactly() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains(
-            "records loaded by 3 shards: shard 0 0..1001, shard 1 1001..2001, shard 2 2001..3001"
+            "redis load: records loaded by 3 shards: shard 0 0..1001, shard 1 1001..2001, shard 2 2001..3001"
         ),
         "{text}"
     );
-    drop(redis);
+    drop((redis, pg));
 }
 
 #[test]

@@ -254,3 +254,14 @@ pub fn dbsize(port: u16) -> i64 {
     let text = std::str::from_utf8(&buf[..n]).unwrap();
     text.trim_start_matches(':').trim().parse().unwrap()
 }
+
+/// Counts the `dyno…` schemas in the PostgreSQL at `url`.
+pub fn dyno_schemas(url: &str) -> i64 {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    c.query_one(
+        "SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'",
+        &[],
+    )
+    .unwrap()
+    .get(0)
+}
