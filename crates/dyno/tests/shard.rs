@@ -395,6 +395,8 @@ fn ycsb_shards_load_their_slices_into_one_namespace_and_merge_exactly() {
             "3001",
             "-c",
             "7",
+            "--threshold",
+            "errors <= 0",
         ],
         3,
     );
@@ -492,6 +494,27 @@ fn ycsb_shards_load_their_slices_into_one_namespace_and_merge_exactly() {
         ),
         "{text}"
     );
+    // Judged, compared and rendered as any run.
+    assert_eq!(
+        merged["thresholds"][0]["held"], true,
+        "{}",
+        merged["thresholds"]
+    );
+    let c = dyno(dir.path())
+        .args(["compare", "out/shard-0", "merged"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&c.stderr);
+    assert!(
+        err.contains("load generators (shards merged): 1 → 3"),
+        "{err}"
+    );
+    let again = dyno(dir.path())
+        .args(["report", "merged", "-f", "markdown"])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stdout).contains("3 shards merged"));
     drop((redis, pg));
 }
 

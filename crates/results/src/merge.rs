@@ -642,3 +642,41 @@ fn interleave(loads: &[&LoadRep]) -> Option<Arrivals> {
         histogram: (!gaps.is_empty()).then(|| encode(&gaps)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ycsb_figures_add_where_they_can_and_bound_where_they_cannot() {
+        let a = json!({
+            "key_draws": 100, "distinct_keys": 40,
+            "top_keys": [[7, 30], [3, 10]],
+            "scan_length": {"count": 10, "min": 2, "max": 90, "mean": 50.0},
+            "insertstart": 0, "insertcount": 501,
+        });
+        let b = json!({
+            "key_draws": 60, "distinct_keys": 45,
+            "top_keys": [[7, 20], [9, 15]],
+            "scan_length": {"count": 30, "min": 1, "max": 80, "mean": 30.0},
+            "insertstart": 501, "insertcount": 500,
+        });
+        let m = merge_ycsb(&[&a, &b]);
+        assert_eq!(m["key_draws"], 160);
+        // Distinct keys do not add (shards draw the same keys): the largest is a lower bound.
+        assert_eq!(m["distinct_keys_at_least"], 45);
+        assert!(m.get("distinct_keys").is_none());
+        // Each key's draws summed over the lists, the most drawn first, as many as a shard kept.
+        assert_eq!(m["top_keys"], json!([[7, 50], [9, 15]]));
+        assert_eq!(m["scan_length"]["count"], 40);
+        assert_eq!(m["scan_length"]["min"], 1);
+        assert_eq!(m["scan_length"]["max"], 90);
+        assert_eq!(m["scan_length"]["mean"], 35.0);
+        assert_eq!(m["slices"], json!([[0, 501], [501, 500]]));
+        // A workload's figures carry no slice, nor scans: none invented.
+        let w =
+            merge_ycsb(&[&json!({"key_draws": 1, "distinct_keys": 1, "top_keys": [[1, 1]]}); 2]);
+        assert!(w.get("slices").is_none() && w.get("scan_length").is_none());
+    }
+}
