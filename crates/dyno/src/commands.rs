@@ -784,12 +784,15 @@ fn shard_of(args: &RunArgs, plan: &Plan) -> Result<Option<(engine::shard::Shard,
     match plan.suite.name() {
         "load" => {}
         // A store suite's shards share a namespace and meet between its phases.
-        "ycsb" if args.rendezvous.is_none() => bail!(
-            "--shard {text}: the ycsb suite's shards share one namespace and all load before any runs a workload: give --rendezvous HOST:PORT (rank 0's)"
+        s @ ("ycsb" | "kv") if args.rendezvous.is_none() => bail!(
+            "--shard {text}: the {s} suite's shards share one namespace and all load it before any test: give --rendezvous HOST:PORT (rank 0's)"
         ),
-        "ycsb" => {}
+        "kv" if !plan.faults.is_empty() || !plan.levels.is_empty() => bail!(
+            "--shard {text}: faults act on the target's processes from one generator, and the kv suite's shards run without them for now: drop the plan's faults and levels, or run one generator"
+        ),
+        "ycsb" | "kv" => {}
         other => bail!(
-            "--shard splits the load suite's load (rate, connections) and the ycsb suite's records, clients and operations; the {other} suite cannot be sharded yet: run one generator"
+            "--shard splits the load suite's load (rate, connections) and the ycsb and kv suites' entries and clients; the {other} suite cannot be sharded yet: run one generator"
         ),
     }
     if plan.concurrency < shard.count {

@@ -563,3 +563,80 @@ fn ycsb_shards_need_a_rendezvous_and_a_store_they_can_share() {
     );
     assert!(outs[1].contains("rank 0 could not open"), "{}", outs[1]);
 }
+
+#[test]
+fn kv_shards_write_their_own_keys_and_check_them_back() {
+    let _g = serial();
+    let Some(redis) = Redis::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("redis://127.0.0.1:{}", redis.port);
+    // 300 entries loaded in slices of 100; 5 clients (2, 2, 1), each setting its own 60 keys
+    // (k mod 5 = its number among all), for 1 s a test.
+    let args = [
+        "--suite",
+        "kv",
+        &target,
+        "-n",
+        "300",
+        "-c",
+        "5",
+        "--duration",
+        "1s",
+    ];
+    run_shards(dir.path(), &args, 3);
+    let shards: Vec<Value> = (0..3)
+        .map(|i| record(&dir.path().join(format!("out/shard-{i}"))))
+        .collect();
+    let kv = |r: &Value, t: &str| case(r, "redis", t)["reps"][0]["detail"]["kv"].clone();
+    for (i, s) in shards.iter().enumerate() {
+        assert_schema_valid(s);
+        for t in ["get", "set"] {
+            let c = case(s, "redis", t);
+            assert_eq!(c["status"], "ok", "shard {i} {t}: {}", c["reason"]);
+            assert_eq!(n(&c["reps"][0]["clients"]), [2, 2, 1][i]);
+        }
+        // Every own key written in a second, and each shard checks only its clients'.
+        let lost = &kv(s, "set")["lost_writes"];
+        assert_eq!(n(&lost["checked"]), [120, 120, 60][i], "{lost}");
+    }
+    assert_eq!(dbsize(redis.port), 0, "rank 0 deleted the shared keys");
+    let o = merge(dir.path(), &["-o", "merged"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let merged = record(&dir.path().join("merged"));
+    assert_schema_valid(&merged);
+    for t in ["get", "set"] {
+        let m = kv(&merged, t);
+        for f in ["issued", "ok", "definite", "indefinite"] {
+            let parts: u64 = shards.iter().map(|s| n(&kv(s, t)[f])).sum();
+            assert_eq!(n(&m[f]), parts, "{t} {f}");
+        }
+        // The series added interval by interval: as many requests as in the whole.
+        let per_interval: u64 = (m["intervals"].as_array().unwrap().iter())
+            .map(|i| n(&i["ok"]))
+            .sum();
+        assert_eq!(per_interval, n(&m["ok"]), "{t}");
+    }
+    // Every key had one writer among all shards' clients: had two shards' clients shared a key,
+    // one's older write would overwrite the other's acknowledged one, and read back as stale.
+    let lost = &kv(&merged, "set")["lost_writes"];
+    assert_eq!(n(&lost["checked"]), 300, "{lost}");
+    assert_eq!(
+        n(&lost["missing"]) + n(&lost["stale"]) + n(&lost["unread"]),
+        0,
+        "{lost}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("3 shards merged"));
+    // Faults act from one generator: a sharded kv run with them is refused.
+    let o = dyno(dir.path())
+        .args(["run", "--suite", "kv", &target, "-c", "2"])
+        .args(["--fault", "restart-clients every=500ms"])
+        .args(["--shard", "0/2", "--rendezvous", "127.0.0.1:1", "-o", "x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("run without them for now"), "{err}");
+    drop(redis);
+}

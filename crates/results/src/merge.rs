@@ -12,8 +12,8 @@
 //!
 //! Refused: records that are not shards, shards of different plans (every plan field but the
 //! shard and the `.hlog` path must be equal), missing or repeated ranks, cases or repetitions
-//! that do not match, and suites whose records it cannot add (it adds the load suite's and
-//! the ycsb suite's).
+//! that do not match, and suites whose records it cannot add (it adds the load, ycsb and kv
+//! suites').
 
 use crate::histogram::{Histogram, decode, encode, new_histogram};
 use crate::hlog::ReadInterval;
@@ -394,6 +394,15 @@ fn merge_rep(
             log = intervals;
             Detail::Load(Box::new(l))
         }
+        Detail::Kv(_) => {
+            let kvs: Vec<&KvRep> = (reps.iter())
+                .map(|r| match &r.detail {
+                    Detail::Kv(k) => Ok(&**k),
+                    _ => refuse("a kv case whose repetitions are not all kv's"),
+                })
+                .collect::<Result<_, _>>()?;
+            Detail::Kv(Box::new(merge_kv(&kvs)))
+        }
         Detail::Custom { suite, .. } if suite == "ycsb" => {
             let figures: Vec<&serde_json::Value> = (reps.iter())
                 .map(|r| match &r.detail {
@@ -408,10 +417,9 @@ fn merge_rep(
         }
         other => {
             return refuse(format!(
-                "merge adds up the load and ycsb suites' records (what --shard splits); this case's figures are {}",
+                "merge adds up the load, ycsb and kv suites' records (what --shard splits); this case's figures are {}",
                 match other {
                     Detail::Store(_) => "a store suite's",
-                    Detail::Kv(_) => "the kv suite's",
                     _ => "another suite's",
                 }
             ));
@@ -478,21 +486,41 @@ fn merge_load(
         ));
     }
     out.start_unix_ns = starts[0];
-    // The series, interval by interval.
-    let n = loads.iter().map(|l| l.intervals.len()).min().unwrap_or(0);
+    let series: Vec<&[IntervalRecord]> = loads.iter().map(|l| l.intervals.as_slice()).collect();
+    let (intervals, log) = add_series(&series, hlogs);
+    out.intervals = intervals;
+    out.connects_peak_per_s = (out.intervals.iter())
+        .filter(|iv| iv.end_ns > iv.start_ns)
+        .map(|iv| per_s(iv.connects as f64, iv.end_ns - iv.start_ns))
+        .fold(0.0, f64::max);
+    out.interarrival = interleave(loads);
+    out.sends_ns = Vec::new();
+    out.partial = loads.iter().any(|l| l.partial);
+    Ok((out, log))
+}
+
+/// The shards' time series added interval by interval (every shard started the repetition, or
+/// the test, at one agreed instant, so interval k covers the same span on each), as far as the
+/// shortest goes: counts summed; percentiles from the shards' `.hlog`s added (exact, and the
+/// merged log's intervals returned) when every shard's is given, else the largest of the
+/// shards' (an upper bound).
+fn add_series(
+    series: &[&[IntervalRecord]],
+    hlogs: Option<&[Vec<ReadInterval>]>,
+) -> (Vec<IntervalRecord>, Option<Intervals>) {
+    let n = series.iter().map(|s| s.len()).min().unwrap_or(0);
     let exact = hlogs.filter(|h| h.iter().all(|x| x.len() >= n));
     let mut log: Intervals = Vec::new();
-    out.intervals = (0..n)
+    let intervals = (0..n)
         .map(|k| {
-            let at = |f: fn(&IntervalRecord) -> u64| loads.iter().map(|l| f(&l.intervals[k])).sum();
-            let mut iv = loads[0].intervals[k];
+            let at = |f: fn(&IntervalRecord) -> u64| series.iter().map(|s| f(&s[k])).sum();
+            let most = |f: fn(&IntervalRecord) -> u64| series.iter().map(|s| f(&s[k])).max();
+            let mut iv = series[0][k];
             iv.responses = at(|i| i.responses);
             iv.ok = at(|i| i.ok);
             iv.errors = at(|i| i.errors);
             iv.connects = at(|i| i.connects);
-            iv.max_ns = (loads.iter().map(|l| l.intervals[k].max_ns))
-                .max()
-                .unwrap_or(0);
+            iv.max_ns = most(|i| i.max_ns).unwrap_or(0);
             match exact {
                 Some(h) => {
                     let mut all = new_histogram();
@@ -505,25 +533,45 @@ fn merge_load(
                     log.push((h[0][k].start_ns, h[0][k].end_ns, all));
                 }
                 None => {
-                    iv.p50_ns = (loads.iter().map(|l| l.intervals[k].p50_ns))
-                        .max()
-                        .unwrap_or(0);
-                    iv.p99_ns = (loads.iter().map(|l| l.intervals[k].p99_ns))
-                        .max()
-                        .unwrap_or(0);
+                    iv.p50_ns = most(|i| i.p50_ns).unwrap_or(0);
+                    iv.p99_ns = most(|i| i.p99_ns).unwrap_or(0);
                 }
             }
             iv
         })
         .collect();
-    out.connects_peak_per_s = (out.intervals.iter())
-        .filter(|iv| iv.end_ns > iv.start_ns)
-        .map(|iv| per_s(iv.connects as f64, iv.end_ns - iv.start_ns))
-        .fold(0.0, f64::max);
-    out.interarrival = interleave(loads);
-    out.sends_ns = Vec::new();
-    out.partial = loads.iter().any(|l| l.partial);
-    Ok((out, exact.map(|_| log)))
+    (intervals, exact.map(|_| log))
+}
+
+/// The kv suite's figures of the shards' parts of one test as one: counts summed, the series
+/// added interval by interval (its percentiles an upper bound: the kv suite writes no `.hlog`),
+/// on shard 0's clock; each shard checked its own clients' writes, so the lost-writes checks
+/// add up.
+fn merge_kv(kvs: &[&KvRep]) -> KvRep {
+    let sum = |f: fn(&KvRep) -> u64| kvs.iter().map(|k| f(k)).sum::<u64>();
+    let series: Vec<&[IntervalRecord]> = kvs.iter().map(|k| k.intervals.as_slice()).collect();
+    let checks: Vec<(usize, &LostWrites)> = (kvs.iter().enumerate())
+        .filter_map(|(i, k)| k.lost_writes.as_ref().map(|l| (i, l)))
+        .collect();
+    KvRep {
+        issued: sum(|k| k.issued),
+        ok: sum(|k| k.ok),
+        definite: sum(|k| k.definite),
+        indefinite: sum(|k| k.indefinite),
+        reconnects: sum(|k| k.reconnects),
+        intervals: add_series(&series, None).0,
+        started_ns: kvs[0].started_ns,
+        lost_writes: (!checks.is_empty()).then(|| LostWrites {
+            checked: checks.iter().map(|c| c.1.checked).sum(),
+            missing: checks.iter().map(|c| c.1.missing).sum(),
+            stale: checks.iter().map(|c| c.1.stale).sum(),
+            unread: checks.iter().map(|c| c.1.unread).sum(),
+            examples: (checks.iter())
+                .flat_map(|(i, c)| c.examples.iter().map(move |e| format!("shard {i}: {e}")))
+                .take(10)
+                .collect(),
+        }),
+    }
 }
 
 /// The ycsb suite's figures of the shards' parts of one test as one: key draws summed, each

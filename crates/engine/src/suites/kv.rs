@@ -23,6 +23,10 @@
 //!   start, once any fault under way has ended), as the seed's get and set each ran through a
 //!   restart every 60 s: both tables see the same disturbance, and every fault has the calm
 //!   stretch before it that its recovery is measured against.
+//! - Sharded (`--shard I/N --rendezvous …`, without faults), the shards share one namespace on
+//!   the server (see `super::open_shared`): shard I writes its slice of the `-n` entries, runs
+//!   its part of the `-c` clients, numbered among all (a client's own keys are the same as
+//!   alone), and checks its own clients' writes; the shards start each test together.
 //! - Lost writes: after the last measured repetition of `set`, the faults are healed (the final
 //!   heal) and every key with an acknowledged write is read back through a new session; a key
 //!   that is gone, or holds an older value than its last acknowledged write, is lost. Keys that
@@ -246,8 +250,12 @@ struct Client<'a> {
     store: &'a dyn Store,
     ctx: &'a RepCtx<'a>,
     test: &'static str,
+    /// Its number among all clients (of every shard), and how many there are: what its keys
+    /// and its values' writer follow from.
     id: u32,
     clients: u32,
+    /// Its place among this generator's clients (in the series).
+    local: usize,
     objects: u64,
     size: usize,
     /// `set`: the sequence number of each own key's last write sent, carried over repetitions.
@@ -275,7 +283,7 @@ impl Client<'_> {
             self.sent.resize(mine.len(), 0);
         }
         let mut acked = vec![0u64; mine.len()];
-        let id = self.id as usize;
+        let id = self.local;
         let mut slot = Slot::new();
         let mut session: Option<Box<dyn Session>> = None;
         let mut epoch = self.ctx.clients.load(Ordering::Relaxed);
@@ -387,17 +395,18 @@ impl Client<'_> {
 
 use super::{get_tx as get, put_tx as set};
 
-/// Writes every entry with the loader's value (sequence 0), in transactions of 100.
-fn load(store: &dyn Store, objects: u64, size: usize) -> Result<(), String> {
+/// Writes the entries `keys` (all of them, or a shard's slice) with the loader's value
+/// (sequence 0), in transactions of 100.
+fn load(store: &dyn Store, keys: std::ops::Range<u64>, size: usize) -> Result<(), String> {
     let clock = Clock::monotonic();
     let mut s = store.connect(&clock).map_err(|e| format!("connect: {e}"))?;
     let mut val = Vec::new();
     value(size, 0, LOADER, &mut val);
-    let mut key = 0;
-    while key < objects {
+    let mut key = keys.start;
+    while key < keys.end {
         let mut write = || -> Result<(), OpError> {
             s.begin(TxMode::Write)?;
-            for k in key..(key + 100).min(objects) {
+            for k in key..(key + 100).min(keys.end) {
                 s.put(k, &val)?;
             }
             s.commit()
@@ -493,10 +502,11 @@ fn measure(
     test: &'static str,
     point: &Point,
     duration_ns: u64,
-    sent: &mut [Vec<u64>],
+    (first, sent): (u32, &mut [Vec<u64>]),
     acked: &Mutex<Vec<u64>>,
 ) -> TestOutcome {
     let clients = point.concurrency.max(1);
+    let mine = sent.len() as u32;
     let series = Mutex::new(Series::new(sent.len()));
     let start_ns = ctx.clock.now_ns();
     let threads = super::generator_threads(store, ctx.threads, sent.len());
@@ -506,8 +516,9 @@ fn measure(
                 store,
                 ctx,
                 test,
-                id: id as u32,
+                id: first + id as u32,
                 clients,
+                local: id,
                 objects: point.objects,
                 size: point.size,
                 sent,
@@ -573,7 +584,7 @@ fn measure(
     by_op.insert(test.to_string(), all.figures());
     let rep = Rep {
         ops: kv.issued,
-        clients,
+        clients: mine,
         wall_ns,
         client_ns: runs.iter().map(|r| r.elapsed_ns).collect(),
         ops_per_s: results::rate::per_s(kv.ok as f64, wall_ns),
@@ -691,12 +702,20 @@ impl Suite for Kv {
     ) -> Result<(), TargetError> {
         let duration_ns = settings::<KvSettings>(plan).duration_ns;
         let last = plan.reps + u32::from(plan.warmup) - 1;
-        let store = target.config.open().map_err(TargetError::Open)?;
+        let shard = super::shard_of(plan);
+        let store = super::open_shared(target, shard, run.rendezvous())?;
         run.describe(store.namespace(), store.versions());
-        let loaded = load(&*store, point.objects, point.size);
+        // A shard writes its slice of the entries; the first start waits for every shard's.
+        let first_key = shard.first(point.objects);
+        let loaded = load(
+            &*store,
+            first_key..first_key + shard.part(point.objects),
+            point.size,
+        );
         let store_ref: &dyn Store = &*store;
-        let clients = point.concurrency.max(1) as usize;
-        let mut sent: Vec<Vec<u64>> = vec![Vec::new(); clients];
+        let all = u64::from(point.concurrency.max(1));
+        let first = shard.first(all) as u32;
+        let mut sent: Vec<Vec<u64>> = vec![Vec::new(); shard.part(all) as usize];
         let acked = Mutex::new(Vec::new());
         let mut server_before = store_ref.server_stats().and_then(Result::ok);
         run.repeat(None, None, &mut |ctx| {
@@ -706,13 +725,27 @@ impl Suite for Kv {
                 }
                 return After::Fail(why.clone());
             }
-            for test in TESTS {
+            for (k, test) in TESTS.into_iter().enumerate() {
                 if interrupt.load(Ordering::Relaxed) {
                     break;
                 }
+                // Shards start each test together (the first with the repetition).
+                if k > 0
+                    && let Err(why) = ctx.meet()
+                {
+                    return After::Fail(why);
+                }
                 // A level's disturbance starts over with each test, as the seed's did.
                 ctx.test_starts();
-                let mut o = measure(store_ref, ctx, test, point, duration_ns, &mut sent, &acked);
+                let mut o = measure(
+                    store_ref,
+                    ctx,
+                    test,
+                    point,
+                    duration_ns,
+                    (first, &mut sent),
+                    &acked,
+                );
                 if test == "set" && ctx.rep == last && ctx.measured {
                     // The final heal, then every acknowledged write read back.
                     ctx.heal();
@@ -734,9 +767,7 @@ impl Suite for Kv {
             }
             After::Next
         });
-        if let Err(e) = store.close() {
-            run.warn(format!("target {}: {e}", target.name));
-        }
+        super::close_shared(store, target, run);
         Ok(())
     }
 }
@@ -888,6 +919,7 @@ impl report::View for Kv {
             "failed / unknown: failed operations that certainly did nothing / writes sent whose outcome is unknown (neither failed nor done)".into(),
         );
         notes.push("recovery: from each fault to the first of 3 intervals of 100 ms back at 90% of the rate before it, with p99 within 2× (README, \"Faults\")".into());
+        notes.extend(super::shard_note(&r.plan));
         doc.footer(&notes, r.interrupted)
     }
 }

@@ -14,6 +14,7 @@ pub mod ycsb;
 
 use crate::driver::{ServerOp, Store};
 use crate::plan::PlanTarget;
+use crate::shard::Shard;
 use crate::suite::{After, RepCtx, Repeat, Suite, TargetError, TestOutcome};
 use std::sync::atomic::AtomicBool;
 
@@ -152,4 +153,88 @@ pub(crate) fn generator_threads(store: &dyn Store, threads: usize, clients: usiz
     } else {
         clients.max(1)
     }
+}
+
+/// This generator's shard of the plan: 0 of 1 alone.
+pub(crate) fn shard_of(plan: &crate::suite::Plan) -> Shard {
+    (plan.shard.as_ref()).map_or(Shard { index: 0, count: 1 }, |s| Shard {
+        index: s.index,
+        count: s.count,
+    })
+}
+
+/// Opens the target: alone, a namespace of the run's own; a shard, the namespace its shards
+/// share, made by rank 0 before the others open it.
+pub(crate) fn open_shared(
+    target: &PlanTarget,
+    shard: Shard,
+    rendezvous: Option<&crate::shard::Rendezvous>,
+) -> Result<Box<dyn Store>, TargetError> {
+    if shard.count == 1 {
+        return target.config.open().map_err(TargetError::Open);
+    }
+    let Some(r) = rendezvous else {
+        return Err(TargetError::Meet(
+            "the shards of a store suite share one namespace and load it before any runs: give --rendezvous HOST:PORT".into(),
+        ));
+    };
+    let share = crate::driver::Share {
+        run: r.run.clone(),
+        owner: shard.index == 0,
+    };
+    let meet = || r.meet().map_err(|e| TargetError::Meet(e.to_string()));
+    if share.owner {
+        // Made, then the others are let in; failing, rank 0 ends the run on every shard (they
+        // never open a namespace that was not made).
+        let store = match target.config.open_shared(&share) {
+            Ok(s) => s,
+            Err(e) => {
+                r.abort(&format!("rank 0 could not open {}: {e}", target.name));
+                return Err(TargetError::Open(e));
+            }
+        };
+        if let Err(e) = meet() {
+            let _ = store.close();
+            return Err(e);
+        }
+        Ok(store)
+    } else {
+        meet()?;
+        target.config.open_shared(&share).map_err(|e| {
+            r.abort(&format!(
+                "shard {} could not open {}: {e}",
+                shard.index, target.name
+            ));
+            TargetError::Open(e)
+        })
+    }
+}
+
+/// Closes a store [`open_shared`] opened: a shard first waits for every other to be done with
+/// the namespace they share, so rank 0 deletes it last.
+pub(crate) fn close_shared(store: Box<dyn Store>, target: &PlanTarget, run: &mut dyn Repeat) {
+    if let Some(r) = run.rendezvous()
+        && let Err(e) = r.meet()
+    {
+        run.warn(format!("target {}: {e}", target.name));
+    }
+    if let Err(e) = store.close() {
+        run.warn(format!("target {}: {e}", target.name));
+    }
+}
+
+/// What a store suite's table says of a shard's record, or of a merged one.
+pub(crate) fn shard_note(plan: &results::PlanRecord) -> Option<String> {
+    if let Some(s) = &plan.shard {
+        return Some(format!(
+            "shard {} of {}: this record holds its part of the plan (its slice of the entries, its clients' operations); `dyno merge` adds the shards into the whole",
+            s.index, s.count
+        ));
+    }
+    (!plan.merged.is_empty()).then(|| {
+        format!(
+            "{} shards merged: counts and histograms added exactly",
+            plan.merged.len()
+        )
+    })
 }

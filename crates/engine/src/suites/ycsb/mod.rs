@@ -828,53 +828,6 @@ fn run_workload(
     )
 }
 
-/// Opens the target: alone, a namespace of the run's own; a shard, the namespace its shards
-/// share, made by rank 0 before the others open it.
-fn open(
-    target: &PlanTarget,
-    shard: Shard,
-    rendezvous: Option<&crate::shard::Rendezvous>,
-) -> Result<Box<dyn Store>, TargetError> {
-    if shard.count == 1 {
-        return target.config.open().map_err(TargetError::Open);
-    }
-    let Some(r) = rendezvous else {
-        return Err(TargetError::Meet(
-            "the shards of a store suite share one namespace and load it before any runs: give --rendezvous HOST:PORT".into(),
-        ));
-    };
-    let share = crate::driver::Share {
-        run: r.run.clone(),
-        owner: shard.index == 0,
-    };
-    let meet = || r.meet().map_err(|e| TargetError::Meet(e.to_string()));
-    if share.owner {
-        // Made, then the others are let in; failing, rank 0 ends the run on every shard (they
-        // never open a namespace that was not made).
-        let store = match target.config.open_shared(&share) {
-            Ok(s) => s,
-            Err(e) => {
-                r.abort(&format!("rank 0 could not open {}: {e}", target.name));
-                return Err(TargetError::Open(e));
-            }
-        };
-        if let Err(e) = meet() {
-            let _ = store.close();
-            return Err(e);
-        }
-        Ok(store)
-    } else {
-        meet()?;
-        target.config.open_shared(&share).map_err(|e| {
-            r.abort(&format!(
-                "shard {} could not open {}: {e}",
-                shard.index, target.name
-            ));
-            TargetError::Open(e)
-        })
-    }
-}
-
 impl report::View for Ycsb {
     fn name(&self) -> &'static str {
         "ycsb"
@@ -1041,11 +994,8 @@ impl Suite for Ycsb {
         run: &mut dyn Repeat,
     ) -> Result<(), TargetError> {
         let s = settings::<YcsbSettings>(plan);
-        let shard = (plan.shard.as_ref()).map_or(Shard { index: 0, count: 1 }, |s| Shard {
-            index: s.index,
-            count: s.count,
-        });
-        let store = open(target, shard, run.rendezvous())?;
+        let shard = super::shard_of(plan);
+        let store = super::open_shared(target, shard, run.rendezvous())?;
         run.describe(store.namespace(), store.versions());
         let store_ref: &dyn Store = &*store;
         let records = point.objects as i64;
@@ -1087,15 +1037,7 @@ impl Suite for Ycsb {
             }
             After::Next
         });
-        // Rank 0 deletes the shared namespace once every shard is done with it.
-        if let Some(r) = run.rendezvous()
-            && let Err(e) = r.meet()
-        {
-            run.warn(format!("target {}: {e}", target.name));
-        }
-        if let Err(e) = store.close() {
-            run.warn(format!("target {}: {e}", target.name));
-        }
+        super::close_shared(store, target, run);
         Ok(())
     }
 }

@@ -167,16 +167,6 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             ));
         }
     }
-    if let Some(s) = &p.shard {
-        notes.push(format!(
-            "shard {} of {}: this record holds its part of the plan (its slice of the records, its clients' operations); `dyno merge` adds the shards into the whole",
-            s.index, s.count
-        ));
-    } else if !p.merged.is_empty() {
-        notes.push(format!(
-            "{} shards merged: counts and histograms added exactly",
-            p.merged.len()
-        ));
-    }
+    notes.extend(crate::suites::shard_note(p));
     doc.footer(&notes, r.interrupted)
 }
