@@ -346,7 +346,8 @@ pub struct RunArgs {
     /// suite: 1/N of --rate, phased so all shards' arrivals interleave, and its part of -c.
     /// The ycsb suite (with --rendezvous): its slice of the -n records to load (YCSB's
     /// insertstart/insertcount), its part of -c and of each workload's operations and rate,
-    /// in a namespace all shards share on the server. `auto` reads Slurm's
+    /// in a namespace all shards share on the server; the kv suite (with --rendezvous, without
+    /// faults): its slice of the entries and its part of -c. `auto` reads Slurm's
     /// SLURM_PROCID/SLURM_NTASKS; `auto/N` a Kubernetes Indexed Job's JOB_COMPLETION_INDEX.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,

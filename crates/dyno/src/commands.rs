@@ -795,6 +795,20 @@ fn shard_of(args: &RunArgs, plan: &Plan) -> Result<Option<(engine::shard::Shard,
             "--shard splits the load suite's load (rate, connections) and the ycsb and kv suites' entries and clients; the {other} suite cannot be sharded yet: run one generator"
         ),
     }
+    // A server the plan starts would be started once per shard, each on its own machine.
+    if let Some(t) = (plan.targets.iter()).find(|t| {
+        matches!(
+            t.process,
+            Some(
+                engine::plan::ProcessSpec::Start { .. } | engine::plan::ProcessSpec::Members { .. }
+            )
+        )
+    }) {
+        bail!(
+            "--shard {text}: dyno starts target {}'s processes, and every shard would start its own: start the server once yourself, and give the shards its address",
+            t.name
+        );
+    }
     if plan.concurrency < shard.count {
         bail!(
             "--shard {text}: {} clients cannot be split over {} shards: give -c at least {}",

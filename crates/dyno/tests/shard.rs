@@ -312,6 +312,19 @@ fn a_shard_that_never_comes_fails_the_run_naming_its_rank() {
         err.contains("SLURM_PROCID") && err.contains("JOB_COMPLETION_INDEX"),
         "{err}"
     );
+    // A plan that starts its server would start it once per shard: refused, before anything
+    // starts.
+    let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/faults.toml");
+    let o = dyno(dir.path())
+        .args(["run", plan, "--shard", "0/2", "-o", "out"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("dyno starts target web's processes, and every shard would start its own"),
+        "{err}"
+    );
     drop(server);
 }
 
