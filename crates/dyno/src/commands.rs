@@ -809,10 +809,16 @@ fn shard_of(args: &RunArgs, plan: &Plan) -> Result<Option<(engine::shard::Shard,
             t.name
         );
     }
-    if plan.concurrency < shard.count {
+    // Every point's clients are split: a shard with none would do nothing of its part.
+    let fewest = (plan.sweeps.iter())
+        .filter(|s| s.param == "clients")
+        .flat_map(|s| s.values.iter().copied())
+        .chain([u64::from(plan.concurrency)])
+        .min()
+        .unwrap_or(0);
+    if fewest < u64::from(shard.count) {
         bail!(
-            "--shard {text}: {} clients cannot be split over {} shards: give -c at least {}",
-            plan.concurrency,
+            "--shard {text}: {fewest} clients cannot be split over {} shards: give -c (and every swept client count) at least {}",
             shard.count,
             shard.count
         );

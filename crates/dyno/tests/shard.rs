@@ -312,6 +312,17 @@ fn a_shard_that_never_comes_fails_the_run_naming_its_rank() {
         err.contains("SLURM_PROCID") && err.contains("JOB_COMPLETION_INDEX"),
         "{err}"
     );
+    // A swept client count below the shards' would leave a shard with nothing to do.
+    let o = dyno(dir.path())
+        .args(["run", &url, "-c", "4", "--sweep", "clients=1,4"])
+        .args(["--shard", "0/2", "-o", "out"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("1 clients cannot be split over 2 shards"),
+        "{err}"
+    );
     // A plan that starts its server would start it once per shard: refused, before anything
     // starts.
     let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/faults.toml");
