@@ -762,6 +762,55 @@ mod tests {
         assert!(one.contains("rank 0 ended the run: shard 2"), "{one}");
     }
 
+    #[test]
+    fn a_shard_that_aborts_ends_the_run_on_every_shard_saying_why() {
+        let join = |addr: &str, index| {
+            Rendezvous::join(
+                Shard { index, count: 3 },
+                addr,
+                "p",
+                Duration::from_secs(10),
+            )
+            .map_err(|e| e.0)
+        };
+        // Shard 1 could not open the target: rank 0 and shard 2 end at their next start.
+        let addr = format!("127.0.0.1:{}", free_port());
+        let (lead, two) = std::thread::scope(|s| {
+            let lead = s.spawn(|| join(&addr, 0).unwrap().start().map_err(|e| e.0));
+            let two = s.spawn(|| join(&addr, 2).unwrap().start().map_err(|e| e.0));
+            let one = join(&addr, 1).unwrap();
+            one.abort("shard 1 could not open redis: refused");
+            assert!(
+                one.start()
+                    .unwrap_err()
+                    .0
+                    .contains("this shard ended the run")
+            );
+            (lead.join().unwrap(), two.join().unwrap())
+        });
+        let lead = lead.unwrap_err();
+        assert!(
+            lead.contains("shard 1 ended the run: shard 1 could not open redis"),
+            "{lead}"
+        );
+        let two = two.unwrap_err();
+        assert!(two.contains("rank 0 ended the run: shard 1 ended"), "{two}");
+        // Rank 0 could not: the others end at once, told why.
+        let addr = format!("127.0.0.1:{}", free_port());
+        let (one, two) = std::thread::scope(|s| {
+            let one = s.spawn(|| join(&addr, 1).unwrap().start().map_err(|e| e.0));
+            let two = s.spawn(|| join(&addr, 2).unwrap().start().map_err(|e| e.0));
+            join(&addr, 0).unwrap().abort("rank 0 could not open pg");
+            (one.join().unwrap(), two.join().unwrap())
+        });
+        for e in [one.unwrap_err(), two.unwrap_err()] {
+            assert!(
+                e.contains("rank 0 ended the run: rank 0 could not open pg"),
+                "{e}"
+            );
+        }
+    }
+
     /// Why shard `index` of `count` could not join at `addr`.
     fn refused(index: u32, count: u32, addr: &str, plan: &str, wait_ms: u64) -> String {
         match Rendezvous::join(
