@@ -550,14 +550,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     )
     .context("rendering the report")?;
     info(format!("dyno: record written to {}", record_path.display()));
-    register(&out_dir, &outcome.record);
-    write_plots(&outcome.record, &out_dir.join("plots"), quiet);
-    let html = out_dir.join("report.html");
-    let trend = trend_rows(&out_dir, &outcome.record);
-    match write_html(std::slice::from_ref(&outcome.record), &trend, &html) {
-        Ok(()) => info(format!("dyno: HTML report written to {}", html.display())),
-        Err(e) => eprintln!("dyno: warning: {e:#}"),
-    }
+    keep_run(&out_dir, &outcome.record, quiet);
     // The gate: the run against the one --compare named, beside the run's record.
     let gate = match (&args.compare, &plan.baseline) {
         (Some(_), Some((named, base))) => {
@@ -605,6 +598,24 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_REGRESSED));
     }
     Ok(code)
+}
+
+/// What a finished run leaves beside its record: its place in its results root's history, its
+/// plots and its HTML report. A shard's part of a run is not registered (its figures are a part
+/// of the plan's, and would read as a run of it in the trends): `dyno merge` registers the
+/// whole.
+fn keep_run(out_dir: &Path, record: &results::RunRecord, quiet: bool) {
+    if record.plan.shard.is_none() {
+        register(out_dir, record);
+    }
+    write_plots(record, &out_dir.join("plots"), quiet);
+    let html = out_dir.join("report.html");
+    let trend = trend_rows(out_dir, record);
+    match write_html(std::slice::from_ref(record), &trend, &html) {
+        Ok(()) if quiet => {}
+        Ok(()) => eprintln!("dyno: HTML report written to {}", html.display()),
+        Err(e) => eprintln!("dyno: warning: {e:#}"),
+    }
 }
 
 /// The history of `record`'s cases (at most 12 of them, the last 50 runs each) up to the run in
@@ -903,6 +914,7 @@ fn merge_cmd(dirs: &[PathBuf], out: Option<&Path>, format: &str) -> Result<ExitC
             .with_context(|| format!("writing {}", dir.join(&log.file).display()))?;
     }
     results::store::write_atomic(&dir.join(results::store::RECORD_FILE), &record)?;
+    keep_run(&dir, &record, false);
     let mut text = Vec::new();
     report::render(
         format,

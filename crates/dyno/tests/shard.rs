@@ -202,9 +202,20 @@ fn eight_shards_merge_exactly_into_one_record() {
         err.contains("load generators (shards merged): 1 → 8"),
         "{err}"
     );
-    // The merged run renders as any other.
+    // The merged run renders as any other, and is the run the history knows: a shard's part
+    // is not registered (it would read as a run of the plan at 1/8 of its load).
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("2,400"), "{text}");
+    assert!(dir.path().join("merged/report.html").is_file());
+    assert!(!dir.path().join("out/history.sqlite").exists());
+    let h = dyno(dir.path())
+        .args(["history", "--results", "."])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&h.stdout);
+    assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
+    assert!(listed.contains("merged"), "{listed}");
+    assert!(!listed.contains("shard-"), "{listed}");
     let again = dyno(dir.path())
         .args(["report", "merged", "-f", "markdown"])
         .output()
