@@ -914,7 +914,7 @@ fn merge_cmd(dirs: &[PathBuf], out: Option<&Path>, format: &str) -> Result<ExitC
             .with_context(|| format!("writing {}", dir.join(&log.file).display()))?;
     }
     results::store::write_atomic(&dir.join(results::store::RECORD_FILE), &record)?;
-    keep_run(&dir, &record, false);
+    keep_run(dir, &record, false);
     let mut text = Vec::new();
     report::render(
         format,
