@@ -64,6 +64,23 @@ fn decode(text: &str) -> Histogram<u64> {
         .unwrap()
 }
 
+/// Histograms added here, independently of dyno's merge.
+fn added(parts: impl IntoIterator<Item = Histogram<u64>>) -> Histogram<u64> {
+    let mut sum = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+    sum.auto(true);
+    for h in parts {
+        sum.add(h).unwrap();
+    }
+    sum
+}
+
+/// A histogram's buckets: (value, count) of each recorded one.
+fn buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
 fn load(rec: &Value) -> &Value {
     &rec["cases"][0]["reps"][0]["detail"]["load"]
 }
@@ -143,19 +160,10 @@ fn eight_shards_merge_exactly_into_one_record() {
                 .unwrap(),
         )
     };
-    let mut expected = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
-    expected.auto(true);
-    for s in &shards {
-        expected.add(of(s)).unwrap();
-    }
+    let expected = added(shards.iter().map(of));
     let got = of(&merged);
     assert_eq!(got.len(), 2400);
     assert_eq!(got.len(), expected.len());
-    let buckets = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
-        h.iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
-            .collect()
-    };
     assert_eq!(buckets(&got), buckets(&expected), "bucket by bucket");
     assert_eq!(got.max(), expected.max());
     // The case's histogram too, and the percentiles the table shows come from it.
@@ -488,11 +496,6 @@ fn ycsb_shards_load_their_slices_into_one_namespace_and_merge_exactly() {
     let merged = record(&dir.path().join("merged"));
     assert_schema_valid(&merged);
     // Each kind's histogram: the shards' added bucket by bucket, here, by hand.
-    let buckets = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
-        h.iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
-            .collect()
-    };
     for target in targets {
         for t in ["load", "a", "b", "c", "d", "e", "f"] {
             assert_eq!(ops(&merged, target, t), 3001, "{target} {t}");
@@ -505,11 +508,7 @@ fn ycsb_shards_load_their_slices_into_one_namespace_and_merge_exactly() {
             ("a", "UPDATE"),
             ("e", "SCAN"),
         ] {
-            let mut expected = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
-            expected.auto(true);
-            for s in &shards {
-                expected.add(ycsb_op(s, target, test, op)).unwrap();
-            }
+            let expected = added(shards.iter().map(|s| ycsb_op(s, target, test, op)));
             let got = ycsb_op(&merged, target, test, op);
             assert_eq!(buckets(&got), buckets(&expected), "{target} {test} {op}");
         }
