@@ -228,7 +228,7 @@ pub struct RunArgs {
     /// [default: 2; 10 for load].
     #[arg(long, short = 'c', allow_negative_numbers = true, visible_aliases = ["connections", "clients"])]
     pub concurrency: Option<i64>,
-    /// Measured repetitions; the table shows the best [default: 3; 1 with --quick].
+    /// Measured repetitions; the table shows the best [default: 5 (a comparison needs 4 a side); 1 with --quick; 1 for kv and ycsb].
     #[arg(long, short = 'r', allow_negative_numbers = true)]
     pub reps: Option<i64>,
     /// Bytes per object [default: 300].
@@ -416,7 +416,7 @@ pub struct RunArgs {
     #[arg(long, requires = "compare", help_heading = "Gates")]
     pub allow_different: bool,
 
-    /// Load: how long to offer load, e.g. 10s or 2m [default: 10s; 2s with --quick].
+    /// Load: how long each repetition offers load, e.g. 10s or 2m [default: 2s, 5 times: wrk's 10 s; once with --quick].
     #[arg(long, short = 'd', help_heading = "Load (http://, tcp://)")]
     pub duration: Option<String>,
     /// Load, closed loop: requests per connection instead of a duration (gobench's model).

@@ -415,14 +415,14 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     let noise = parse_noise(&args.noise)?;
     if let Some(named) = plan.baseline_ref.clone() {
         let root = history_root(plan.out.as_deref());
-        let record = run_dir(Path::new(&named.value), &root)
-            .and_then(|dir| one_record(&dir))
+        let baseline = run_dir(Path::new(&named.value), &root)
+            .and_then(|dir| Ok(crate::baseline::with_noise(&dir, one_record(&dir)?, &root, None)))
             .map_err(|e| {
                 PlanError::new(named.at.clone(), format!("the baseline run: {e:#}")).hint(
                     "name a results directory, its run.json, or @last, @prev, @baseline:NAME of the history in the results root",
                 )
             })?;
-        plan.baseline = Some((named, std::sync::Arc::new(record)));
+        plan.baseline = Some((named, std::sync::Arc::new(baseline)));
     }
     engine::runner::preflight(&plan)?;
     let shard = shard_of(&args, &plan)?;
@@ -554,7 +554,7 @@ fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     // The gate: the run against the one --compare named, beside the run's record.
     let gate = match (&args.compare, &plan.baseline) {
         (Some(_), Some((named, base))) => {
-            let c = results::compare::compare(base, &outcome.record, noise);
+            let c = results::compare::compare(&base.record, &outcome.record, noise, &base.noise);
             let to = out_dir.join("compare.json");
             if let Err(e) = std::fs::write(&to, serde_json::to_vec_pretty(&c)?) {
                 eprintln!("dyno: warning: {}: {e}", to.display());
@@ -1132,7 +1132,8 @@ fn compare_cmd(
     for new in news {
         let new = run_dir(new, root)?;
         let n = one_record(&new)?;
-        let c = results::compare::compare(&b, &n, noise);
+        let runs = crate::baseline::with_noise(&base, b.clone(), root, Some(&new)).noise;
+        let c = results::compare::compare(&b, &n, noise, &runs);
         if !c.differences.is_empty() && !allow_different {
             bail!(
                 "{} and {} differ in more than the change under test:\n  {}\n(give --allow-different to compare them anyway)",

@@ -1,6 +1,7 @@
 //! `dyno`: parse the command line, run the command, print one error and exit non-zero on failure.
 
 mod adapter_check;
+mod baseline;
 mod cli;
 mod commands;
 mod live;

@@ -1,6 +1,7 @@
 //! `dyno compare` on the mock target's virtual clock (exact latencies): a slower build is a
 //! regression with an interval that excludes zero, an identical one is no change, too few
-//! repetitions give no verdict, and runs whose settings differ are refused unless allowed.
+//! repetitions or earlier runs give no verdict, and runs whose settings differ are refused
+//! unless allowed. The A/A test on a real server is `aa.rs`.
 
 mod common;
 
@@ -52,21 +53,37 @@ fn ten_percent_slower_regresses_and_the_same_build_does_not() {
     let reps = ["--reps", "5", "-c", "2"];
     let base = run(d, "base", "100us", &reps);
     let again = run(d, "again", "100us", &reps);
+    // Until the history holds 3 earlier runs of the base's plan, this machine's run-to-run
+    // noise is unknown: no verdict, and the table says why.
     let slower = run(d, "slower", "110us", &reps);
     let c = json(&compare(d, &[&base, &slower, "--format", "json"]));
+    assert_eq!(c["runs"], 2, "{c}");
+    let rate = figure(&c, "shootout add", "rate");
+    assert_eq!(rate["verdict"], "too-few-runs", "{rate}");
+    assert!(
+        rate["interval"].is_null() && rate["p_value"].is_null(),
+        "{rate}"
+    );
+    let text = String::from_utf8_lossy(&compare(d, &[&base, &slower]).stdout).to_string();
+    assert!(
+        text.contains("2 earlier run(s) of the plan in the history, 3 needed"),
+        "{text}"
+    );
+    run(d, "base3", "100us", &reps);
+    run(d, "base4", "100us", &reps);
+    let c = json(&compare(d, &[&base, &slower, "--format", "json"]));
+    assert_eq!(c["runs"], 4, "runs of the base's plan: {c}");
     let rate = figure(&c, "shootout add", "rate");
     assert_eq!(rate["verdict"], "regressed", "{rate}");
     let hi = rate["interval"][1].as_f64().unwrap();
     assert!(hi < 0.0, "the interval excludes 0: {rate}");
+    assert!(rate["p_value"].as_f64().unwrap() < 0.05, "{rate}");
     let p99 = figure(&c, "shootout add", "p99");
     assert_eq!(p99["verdict"], "regressed", "{p99}");
     assert!(p99["interval"][0].as_f64().unwrap() > 0.0, "{p99}");
-    let rank = &c["cases"][0]["rank"];
-    assert!(rank["p_new_slower"].as_f64().unwrap() > 0.99, "{rank}");
-    // The other way round, an improvement; the same build, no change.
-    let c = json(&compare(d, &[&slower, &base, "--format", "json"]));
-    assert_eq!(figure(&c, "shootout add", "rate")["verdict"], "improved");
+    // The same build: no change (the judged run is not among the earlier runs).
     let c = json(&compare(d, &[&base, &again, "--format", "json"]));
+    assert_eq!(c["runs"], 3, "{c}");
     for case in c["cases"].as_array().unwrap() {
         for f in case["figures"].as_array().unwrap() {
             assert_eq!(f["verdict"], "no-change", "{f}");
@@ -77,6 +94,12 @@ fn ten_percent_slower_regresses_and_the_same_build_does_not() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains("regressed") && text.contains("95% interval"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Welch's t over repetitions")
+            && text.contains("measured over 4 earlier runs")
+            && text.contains("to see a ±2.0% change in the rate of shootout add"),
         "{text}"
     );
     let o = compare(d, &[&base, &slower, "--format", "markdown"]);
@@ -153,11 +176,11 @@ fn an_old_and_a_new_server_compare_with_gobenchs_figures() {
     let old = RefServer::start();
     let new = RefServer::serve(&["--http", "--stall", "20ms/40ms"]);
     let run = |name: &str, port: u16| {
-        let plan = d.join(format!("{name}.toml"));
+        let plan = d.join(format!("{port}.toml"));
         std::fs::write(
             &plan,
             format!(
-                "[suite]\nname = \"load\"\nconcurrency = 20\nreps = 3\n\n[load]\nrequests = 300\n\n\
+                "[suite]\nname = \"load\"\nconcurrency = 20\nreps = 4\n\n[load]\nrequests = 300\n\n\
                  [targets.endpoint]\nurl = \"http://127.0.0.1:{port}/build/version\"\n"
             ),
         )
@@ -170,7 +193,10 @@ fn an_old_and_a_new_server_compare_with_gobenchs_figures() {
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
-    run("old", old.port);
+    // Three runs of the old server: this machine's run-to-run noise for the verdicts.
+    for name in ["old", "old-2", "old-3"] {
+        run(name, old.port);
+    }
     run("new", new.port);
     let c = json(&compare(d, &["old", "new", "--format", "json"]));
     let case = &c["cases"][0];
@@ -185,8 +211,8 @@ fn an_old_and_a_new_server_compare_with_gobenchs_figures() {
     assert_eq!(
         counts,
         [
-            want("requests", 3 * 20 * 300),
-            want("successful (2xx)", 3 * 20 * 300),
+            want("requests", 4 * 20 * 300),
+            want("successful (2xx)", 4 * 20 * 300),
             want("network failed", 0),
             want("bad requests (!2xx)", 0),
         ]
@@ -210,7 +236,7 @@ fn an_old_and_a_new_server_compare_with_gobenchs_figures() {
     let o = compare(d, &["old", "new"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("network failed") && text.contains("18,000"),
+        text.contains("network failed") && text.contains("24,000"),
         "{text}"
     );
     let o = compare(d, &["old", "new", "-f", "html", "-o", "c.html"]);
@@ -249,7 +275,10 @@ fn seeded_noise_alone_is_no_change_and_rarely_a_verdict() {
     for case in c["cases"].as_array().unwrap() {
         for f in case["figures"].as_array().unwrap() {
             assert!(
-                matches!(f["verdict"].as_str(), Some("no-change" | "too-few-reps")),
+                matches!(
+                    f["verdict"].as_str(),
+                    Some("no-change" | "too-few-reps" | "too-few-runs")
+                ),
                 "{}: {f}",
                 case["case"]
             );
@@ -296,10 +325,13 @@ fn seeded_noise_alone_is_no_change_and_rarely_a_verdict() {
     let mut by_figure: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
     for _ in 0..200 {
         let (base, new) = (pick(&pa), pick(&pb));
-        let c = results::compare::compare(&base, &new, 0.02);
+        // Four earlier "runs" of the plan, drawn the same way: the run-to-run noise.
+        let earlier: Vec<_> = [&pa, &pb, &pa, &pb].into_iter().map(&mut pick).collect();
+        let runs = results::compare::run_noise(&base, &earlier);
+        let c = results::compare::compare(&base, &new, 0.02, &runs);
         for f in c.cases.iter().flat_map(|k| &k.figures) {
             use results::compare::Verdict;
-            if f.verdict == Verdict::TooFewReps {
+            if matches!(f.verdict, Verdict::TooFewReps | Verdict::TooFewRuns) {
                 continue;
             }
             let claimed = matches!(f.verdict, Verdict::Improved | Verdict::Regressed);

@@ -22,7 +22,7 @@ fn five_runs_are_listed_and_named_by_reference() {
                 "-n",
                 "20",
                 "--reps",
-                "3",
+                "4",
             ])
             .args(["--quiet", "-o"])
             .arg(root.join(format!("run{i}")))
@@ -139,7 +139,7 @@ fn five_runs_are_listed_and_named_by_reference() {
                 "-n",
                 "20",
                 "--reps",
-                "3",
+                "4",
                 "--quiet",
                 "--compare",
                 "@baseline:main",
@@ -201,6 +201,12 @@ fn five_runs_are_listed_and_named_by_reference() {
     assert_eq!(r["thresholds"][0]["held"], true);
     let limit = r["thresholds"][0]["cases"][0]["limit"].as_str().unwrap();
     assert!(limit.starts_with("120"), "{limit}");
+    // Judged as compare judges: the change's interval against the factor.
+    let basis = r["thresholds"][0]["cases"][0]["basis"].as_str().unwrap();
+    assert!(
+        basis.contains("change +10.0%") && basis.contains("does not lie wholly beyond +20.0%"),
+        "{basis}"
+    );
     // Without a baseline, a relative threshold is refused before anything runs.
     let o = dyno(d)
         .args([

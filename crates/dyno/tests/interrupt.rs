@@ -99,3 +99,48 @@ fn ctrl_c_keeps_finished_cases_and_marks_the_running_one() {
         "{stdout}"
     );
 }
+
+/// `kill -9` after a checkpoint: nothing more is written, and the record on disk says the run
+/// was cut off — the run as well as its running case.
+#[test]
+fn a_killed_run_says_interrupted_at_the_run_level_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = RefServer::start();
+    let out = d.join("o");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dyno"))
+        .current_dir(d)
+        .args(["run", &format!("http://127.0.0.1:{}/", server.port)])
+        .args(["-d", "20s", "-r", "1", "-c", "2", "--rate", "500"])
+        .args(["--checkpoint", "1s", "--quiet", "-o", "o"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let checkpoint = loop {
+        assert!(start.elapsed() < LIMIT, "no checkpoint was written");
+        let rec = std::fs::read_to_string(out.join("run.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        if let Some(r) =
+            rec.filter(|r| r["cases"][0]["reps"][0]["detail"]["load"]["partial"] == true)
+        {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(checkpoint["interrupted"], true, "a record written mid-run");
+    // SAFETY: signalling the child this test started, by its PID.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+    child.wait().unwrap();
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    assert_eq!(rec["interrupted"], true, "{}", rec["interrupted"]);
+    assert!(rec["finished"].is_null());
+    assert_eq!(rec["cases"][0]["status"], "interrupted");
+    assert_eq!(
+        rec["cases"][0]["reps"][0]["detail"]["load"]["partial"],
+        true
+    );
+}

@@ -598,7 +598,9 @@ pub fn run(
         dyno,
         started: now_utc(),
         finished: None,
-        interrupted: false,
+        // Until the run ends: a record read from disk before then (a checkpoint, or what a
+        // crash or `kill -9` left) says the run did not finish, as its running case does.
+        interrupted: true,
         environment: crate::env::environment(&paths),
         plan: plan.record(),
         cases: Vec::new(),
@@ -863,7 +865,7 @@ impl TargetRun<'_, '_> {
             errors: l.total.error_count(),
         };
         let c = &self.record.cases[case];
-        let baseline = self.plan.baseline.as_ref().map(|(_, b)| b.as_ref());
+        let baseline = self.plan.baseline.as_ref().map(|(_, b)| &b.record);
         let Some((t, (value, limit))) = (self.plan.thresholds.iter())
             .find_map(|t| t.broken_by(c, &running, baseline).map(|v| (t, v)))
         else {

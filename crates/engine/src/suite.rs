@@ -111,7 +111,7 @@ pub struct Plan {
     pub thresholds: Vec<results::thresholds::Threshold>,
     /// The run relative thresholds (`p99 < baseline * 1.05`) are held to: where it was named,
     /// and its record once the command loaded it (the engine reads no results directory).
-    pub baseline: Option<(Sp<String>, std::sync::Arc<results::RunRecord>)>,
+    pub baseline: Option<(Sp<String>, std::sync::Arc<results::compare::Baseline>)>,
     pub baseline_ref: Option<Sp<String>>,
     /// `abort_on_fail`: check the thresholds on a load case's running intervals from this far
     /// into each repetition, and stop the run at the first broken.

@@ -1,6 +1,7 @@
 //! The comparison of two runs (`dyno compare`) as a table: one row per figure of each matched
-//! case — base, new, the change with its 95% interval, the verdict — then the cases of one run
-//! only and the settings that differ.
+//! case — base, new, the change with its 95% interval and p-value, the verdict, the smallest
+//! change these runs could show — then what the verdicts rest on, the cases of one run only and
+//! the settings that differ.
 
 use crate::grid::{Doc, Style};
 use results::compare::{Comparison, FigureChange};
@@ -8,6 +9,55 @@ use std::io;
 
 fn pct(x: f64) -> String {
     format!("{:+.1}%", x * 100.0)
+}
+
+/// A p-value as it reads: two significant digits, and no false precision near 0.
+fn p_value(p: f64) -> String {
+    match p {
+        p if p < 1e-4 => "< 0.0001".to_string(),
+        p if p < 0.01 => format!("{p:.4}"),
+        p => format!("{p:.2}"),
+    }
+}
+
+/// What the verdicts rest on: the unit, the test, the noise band, the runs.
+fn basis(c: &Comparison) -> Vec<String> {
+    use results::compare::{ALPHA, MIN_REPS, MIN_RUNS};
+    let runs = match c.runs {
+        n if n >= MIN_RUNS => format!(
+            "this machine's run-to-run noise measured over {n} earlier runs of the plan in the history"
+        ),
+        n => format!(
+            "this machine's run-to-run noise unknown: {n} earlier run(s) of the plan in the history, {MIN_RUNS} needed (\"too few runs\": run it again)"
+        ),
+    };
+    vec![
+        format!(
+            "verdicts: Welch's t over repetitions (log scale) plus {runs}; α = {:.0}% for the whole comparison (Holm); a change counts when its whole interval lies beyond ±{:.1}%; no test below {MIN_REPS} repetitions a side",
+            ALPHA * 100.0,
+            c.noise * 100.0,
+        ),
+        "visible beyond: the smallest change these runs would show 4 times in 5".to_string(),
+    ]
+}
+
+/// The power note: how many repetitions would show a change of ±noise in each case's rate, or
+/// that only more runs would.
+fn power(c: &Comparison) -> Vec<String> {
+    let band = format!("±{:.1}%", c.noise * 100.0);
+    (c.cases.iter())
+        .filter_map(|k| {
+            let f = k.figures.iter().find(|f| f.figure == "rate" && f.p_value.is_some())?;
+            Some(match f.reps_needed {
+                Some(n) => format!("to see a {band} change in the rate of {}: {n} repetitions a side", k.case),
+                None => format!(
+                    "a {band} change in the rate of {} is hidden by the run-to-run noise (±{:.1}%) whatever the repetitions: make each repetition longer (to average over the machine's drift) or use a quieter machine",
+                    k.case,
+                    f.run_noise.unwrap_or(0.0) * 100.0
+                ),
+            })
+        })
+        .collect()
 }
 
 /// A figure's value as it reads: a rate per second, a latency as a duration.
@@ -36,7 +86,9 @@ pub fn render(
         "new".into(),
         "change".into(),
         "95% interval".into(),
+        "p".into(),
         "verdict".into(),
+        "visible beyond".into(),
     ]];
     let mut body = Vec::new();
     for case in &c.cases {
@@ -55,11 +107,14 @@ pub fn render(
                 f.interval.map_or("-".to_string(), |[lo, hi]| {
                     format!("{} … {}", pct(lo), pct(hi))
                 }),
+                f.p_value.map_or("-".to_string(), p_value),
                 if matches!(verdict, "improved" | "regressed") {
                     doc.strong(verdict)
                 } else {
                     verdict.to_string()
                 },
+                f.visible
+                    .map_or("-".to_string(), |v| format!("±{:.1}%", v * 100.0)),
             ]);
         }
         for k in &case.counts {
@@ -70,31 +125,15 @@ pub fn render(
                 crate::units::count(k.new),
                 String::new(),
                 String::new(),
+                String::new(),
                 "(totals, not judged)".into(),
-            ]);
-        }
-        if let Some(r) = case.rank {
-            body.push(vec![
                 String::new(),
-                "latency ranks".into(),
-                String::new(),
-                String::new(),
-                format!("P(new > base) {:.3}", r.p_new_slower),
-                match r.p_value {
-                    // Below what a double can tell from zero beside 1.
-                    p if p < 1e-15 => "p < 1e-15".to_string(),
-                    p => format!("p = {p:.2e}"),
-                },
-                "Mann-Whitney U".into(),
             ]);
         }
     }
     doc.table(&header, &body)?;
-    let mut notes = vec![format!(
-        "a verdict only when the whole 95% bootstrap interval (over repetitions) lies beyond ±{:.1}%; too few repetitions below {} a side",
-        c.noise * 100.0,
-        results::compare::MIN_REPS
-    )];
+    let mut notes = basis(c);
+    notes.extend(power(c));
     notes.extend(c.only_base.iter().map(|k| format!("only in {base}: {k}")));
     notes.extend(c.only_new.iter().map(|k| format!("only in {new}: {k}")));
     notes.extend(c.differences.iter().map(|d| format!("differs: {d}")));

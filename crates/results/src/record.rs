@@ -22,7 +22,9 @@ pub struct RunRecord {
     pub started: String,
     /// When the run ended, UTC, RFC 3339; `null` while it runs or if it was cut off.
     pub finished: Option<String>,
-    /// True when the run was stopped by the user (Ctrl-C) before every case ended.
+    /// True when the run did not end with every case: stopped by the user (Ctrl-C), or cut off
+    /// (a crash, `kill -9`: the record on disk is the last one written while it ran, which
+    /// says true until the run ends).
     pub interrupted: bool,
     /// The machine the run happened on.
     pub environment: Environment,

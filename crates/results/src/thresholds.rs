@@ -13,7 +13,12 @@
 //! Any value may instead be relative to a baseline run: `p99 < baseline * 1.05`, `rate >
 //! baseline * 0.95` (`baseline` alone is `baseline * 1`). The baseline is the run `dyno run
 //! --compare RUN` or the plan's `[thresholds] baseline = "…"` names; each case is held to the
-//! same case's figure there, and a case the baseline lacks fails.
+//! same case's figure there, and a case the baseline lacks fails. A relative `rate`, `p50`,
+//! `p99`, `p99.9` or `max` is judged as `dyno compare` judges (see [`crate::compare::judge`]):
+//! it breaks only when the whole 95% interval of the change lies beyond the factor — `p99 <
+//! baseline * 1.05` breaks when the p99 is, with that confidence, more than 5% above the
+//! baseline's — so noise alone does not fail a build. Without the repetitions or the earlier
+//! runs such a test needs, it is judged on the two figures as they stand, and says so.
 
 use crate::{Case, RunRecord};
 use serde::{Deserialize, Serialize};
@@ -406,6 +411,10 @@ pub struct CaseCheck {
     /// `null` when the baseline has no such figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<String>,
+    /// What a relative threshold's outcome rests on: the test and its interval, or the two
+    /// figures as they stand and why no test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<String>,
     pub held: bool,
 }
 
@@ -420,13 +429,77 @@ pub struct ThresholdResult {
     pub cases: Vec<CaseCheck>,
 }
 
+/// The figure of [`crate::compare::FIGURES`] a relative threshold on `metric` is tested on;
+/// `None` for the others (they are judged on the figures as they stand).
+fn tested_figure(metric: Metric) -> Option<crate::compare::Figure> {
+    let name = match metric {
+        Metric::Rate => "rate",
+        Metric::Quantile(q) if q >= 1.0 => "max",
+        Metric::Quantile(0.5) => "p50",
+        Metric::Quantile(0.99) => "p99",
+        Metric::Quantile(0.999) => "p99.9",
+        _ => return None,
+    };
+    crate::compare::FIGURES.into_iter().find(|f| f.name == name)
+}
+
+impl Threshold {
+    /// A relative threshold on case `c` judged by the comparison's test against the same case
+    /// of `baseline`: `Some((held, basis))`, or `None` when no test can be made (then `why`).
+    fn tested(&self, c: &Case, baseline: &Baseline) -> Result<(bool, String), String> {
+        use crate::compare::judge::{self, Side};
+        let f = tested_figure(self.metric).ok_or("no test for this figure")?;
+        let id = c.id().to_string();
+        let b = baseline.record.case(&c.id()).ok_or("not in the baseline")?;
+        let sides = Side::of(&crate::compare::values(b, f))
+            .zip(Side::of(&crate::compare::values(c, f)))
+            .ok_or("a side lacks the figure")?;
+        let runs = baseline.noise.of(&id, f.name).ok_or(format!(
+            "too few earlier runs of the plan ({} of {}) to know this machine's run-to-run noise",
+            baseline.noise.runs,
+            crate::compare::MIN_RUNS
+        ))?;
+        let t = judge::test(sides.0, sides.1, runs).ok_or(format!(
+            "too few repetitions ({} and {}; {} a side)",
+            sides.0.n,
+            sides.1.n,
+            crate::compare::MIN_REPS
+        ))?;
+        let [lo, hi] = t.interval;
+        let beyond = self.limit - 1.0;
+        let broken = match self.op {
+            Op::Lt | Op::Le => lo > beyond,
+            Op::Gt | Op::Ge => hi < beyond,
+        };
+        let pct = |x: f64| format!("{:+.1}%", x * 100.0);
+        Ok((
+            !broken,
+            format!(
+                "change {} [{} … {}] (95%, Welch's t over {} and {} repetitions, run-to-run noise of {} runs): {} wholly beyond {}",
+                pct(t.change),
+                pct(lo),
+                pct(hi),
+                sides.0.n,
+                sides.1.n,
+                runs.runs,
+                if broken { "lies" } else { "does not lie" },
+                pct(beyond)
+            ),
+        ))
+    }
+}
+
+/// The run a relative threshold is held to, with this machine's run-to-run noise of its plan.
+pub use crate::compare::Baseline;
+
 /// Checks `thresholds` on `record`'s cases; relative ones against the same cases of
 /// `baseline` (without one, every case of a relative threshold fails, saying so).
 pub fn evaluate(
     thresholds: &[Threshold],
     record: &RunRecord,
-    baseline: Option<&RunRecord>,
+    baseline: Option<&Baseline>,
 ) -> Vec<ThresholdResult> {
+    let base_record = baseline.map(|b| &b.record);
     thresholds
         .iter()
         .map(|t| {
@@ -434,7 +507,19 @@ pub fn evaluate(
                 .filter(|c| t.scopes(c))
                 .map(|c| {
                     let v = t.value(c);
-                    let limit = t.limit_for(c, baseline);
+                    let limit = t.limit_for(c, base_record);
+                    // A case with no figure fails: nothing shows the threshold held.
+                    let as_they_stand = v.zip(limit).is_some_and(|(v, l)| t.op.holds(v, l));
+                    let (held, basis) = match (t.baseline, baseline) {
+                        (true, Some(b)) if v.is_some() && limit.is_some() => match t.tested(c, b) {
+                            Ok((held, basis)) => (held, Some(basis)),
+                            Err(why) => (
+                                as_they_stand,
+                                Some(format!("the figures as they stand, no test: {why}")),
+                            ),
+                        },
+                        _ => (as_they_stand, None),
+                    };
                     CaseCheck {
                         case: c.id().to_string(),
                         value: v.map(|v| t.show(v)),
@@ -448,8 +533,8 @@ pub fn evaluate(
                                 |l| t.show(l),
                             )),
                         },
-                        // A case with no figure fails: nothing shows the threshold held.
-                        held: v.zip(limit).is_some_and(|(v, l)| t.op.holds(v, l)),
+                        basis,
+                        held,
                     }
                 })
                 .collect();

@@ -138,8 +138,12 @@ impl Suite for Load {
         ]
     }
 
-    fn default_reps(&self, _quick: bool) -> u32 {
-        crate::plan::QUICK_REPS
+    /// wrk's 10 s, as 5 repetitions of 2 s: enough to compare two runs (`dyno compare`).
+    fn default_reps(&self, quick: bool) -> u32 {
+        match quick {
+            true => crate::plan::QUICK_REPS,
+            false => crate::plan::DEFAULT_REPS,
+        }
     }
 
     /// wrk, wrk2 and gobench have no warm-up.
