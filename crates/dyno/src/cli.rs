@@ -61,8 +61,9 @@ pub enum Command {
         #[arg(long, short = 'f', default_value = "table")]
         format: String,
     },
-    /// Compare two saved runs case by case: each figure's change with its 95% bootstrap
-    /// interval and a verdict (improved, regressed, no change, too few repetitions).
+    /// Compare two saved runs case by case: each figure's change with its 95% interval,
+    /// p-value and verdict (improved, regressed, no change, too few repetitions, too few runs),
+    /// held against this machine's run-to-run noise from the earlier runs in the history.
     Compare {
         /// The run compared against: a results directory, its run.json, or @last, @prev,
         /// @baseline:NAME from the history.

@@ -14,6 +14,7 @@ fn plan(dir: &Path, port: u16, duration: &str, faults: &str) -> std::path::PathB
     let text = format!(
         r#"[suite]
 name = "load"
+reps = 1
 
 [load]
 duration = "{duration}"
@@ -274,6 +275,8 @@ fn restarted_clients_open_new_connections_and_lose_no_request_uncounted() {
             "1",
             "--duration",
             "2s",
+            "-r",
+            "1",
             "--fault",
             "restart-clients every=500ms",
             "-o",

@@ -40,6 +40,8 @@ fn status_lines_one_per_interval_and_silence_when_asked() {
                 "100",
                 "--duration",
                 "3s",
+                "-r",
+                "1",
                 "-o",
                 "out",
             ])

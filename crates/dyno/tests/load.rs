@@ -40,6 +40,8 @@ fn closed_loop_for_a_duration_with_the_full_report() {
         .args([
             "-d",
             "1s",
+            "-r",
+            "1",
             "-c",
             "8",
             "-o",
@@ -534,7 +536,7 @@ fn a_dead_endpoint_fails_its_case_and_says_why() {
     dyno(dir.path())
         .arg("run")
         .arg(format!("http://{addr}/"))
-        .args(["--requests", "3", "-c", "2", "-o", "o"])
+        .args(["--requests", "3", "-c", "2", "-r", "1", "-o", "o"])
         .assert()
         .code(3)
         .stdout(predicate::str::contains("6 × refused"));
@@ -555,7 +557,7 @@ fn an_invalid_run_is_said_in_the_table_and_the_notes() {
     dyno(dir.path())
         .arg("run")
         .arg(format!("http://{}/", s.addr()))
-        .args(["--requests", "20", "-c", "2", "-o", "o"])
+        .args(["--requests", "20", "-c", "2", "-r", "1", "-o", "o"])
         .assert()
         .success();
     let path = dir.path().join("o/run.json");

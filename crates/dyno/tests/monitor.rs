@@ -33,7 +33,17 @@ fn a_started_server_is_watched_while_it_allocates_and_stopped_after() {
     let assert = dyno(dir.path())
         .arg("run")
         .arg(&plan)
-        .args(["--rate", "10", "--duration", "4s", "-c", "1", "-o"])
+        .args([
+            "--rate",
+            "10",
+            "--duration",
+            "4s",
+            "-c",
+            "1",
+            "-r",
+            "1",
+            "-o",
+        ])
         .arg(&out)
         .assert()
         .success();
@@ -117,7 +127,7 @@ fn a_process_given_by_pid_is_watched_and_left_running() {
     dyno(dir.path())
         .arg("run")
         .arg(format!("http://127.0.0.1:{port}/"))
-        .args(["--duration", "1500ms", "-c", "2", "--pid"])
+        .args(["--duration", "1500ms", "-c", "2", "-r", "1", "--pid"])
         .arg(server.child.id().to_string())
         .arg("-o")
         .arg(&out)

@@ -14,7 +14,7 @@ const DYNO: &str = env!("CARGO_BIN_EXE_dyno");
 
 /// A plan whose targets are reference servers dyno starts: (name, path) each.
 fn plan(dir: &Path, targets: &[(&str, &str)]) -> std::path::PathBuf {
-    let mut text = String::from("[suite]\nname = \"load\"\n");
+    let mut text = String::from("[suite]\nname = \"load\"\nreps = 1\n");
     for (name, path) in targets {
         let port = testkit::free_port();
         text.push_str(&format!(
@@ -70,7 +70,16 @@ fn a_soak_killed_mid_run_leaves_a_whole_hlog_and_its_checkpoints() {
         .current_dir(dir.path())
         .arg("run")
         .arg(&plan)
-        .args(["--rate", "20", "--duration", "2m", "--interval", "1s"])
+        .args([
+            "--rate",
+            "20",
+            "--duration",
+            "2m",
+            "-r",
+            "1",
+            "--interval",
+            "1s",
+        ])
         .args(["--burst", "every=10s for=3s rate=200", "--checkpoint", "3s"])
         .arg("--hlog")
         .arg(&hlog)
@@ -163,7 +172,7 @@ fn the_leak_verdict_tells_a_growing_server_from_a_flat_one() {
     let run = dyno(dir.path())
         .arg("run")
         .arg(&plan)
-        .args(["--rate", "20", "--duration", "12s", "-o"])
+        .args(["--rate", "20", "--duration", "12s", "-r", "1", "-o"])
         .arg(&out)
         .assert()
         .success();

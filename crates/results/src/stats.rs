@@ -80,27 +80,27 @@ pub const TREND_POINTS: usize = 512;
 /// may be wild without moving it. Returns `(slope, low, high)`, or `None` below 3 points or when
 /// every x is the same.
 pub fn theil_sen(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
-    theil_sen_inflated(points, |_, _| 1.0)
+    sen_interval(&thin(points), 1.0)
 }
 
-/// [`theil_sen`] with the variance of Kendall's S multiplied by what `inflation` returns for the
-/// (thinned) points and the slope: Hamed and Rao's (1998) correction of the Mann–Kendall
-/// test for a series whose points are not independent.
-fn theil_sen_inflated(
-    points: &[(f64, f64)],
-    inflation: impl Fn(&[(f64, f64)], f64) -> f64,
-) -> Option<(f64, f64, f64)> {
+/// `points`, thinned evenly to [`TREND_POINTS`] when longer.
+fn thin(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     assert!(
         points.iter().all(|(x, y)| x.is_finite() && y.is_finite()),
         "trend points are finite"
     );
-    let points: Vec<(f64, f64)> = if points.len() > TREND_POINTS {
+    if points.len() > TREND_POINTS {
         (0..TREND_POINTS)
             .map(|i| points[i * (points.len() - 1) / (TREND_POINTS - 1)])
             .collect()
     } else {
         points.to_vec()
-    };
+    }
+}
+
+/// The Theil–Sen slope of `points` and Sen's interval, the variance of Kendall's S multiplied
+/// by `factor` (1 for independent points).
+fn sen_interval(points: &[(f64, f64)], factor: f64) -> Option<(f64, f64, f64)> {
     let n = points.len();
     if n < 3 {
         return None;
@@ -123,45 +123,52 @@ fn theil_sen_inflated(
     // Sen (1968): C = z·sqrt(var S), var S = n(n-1)(2n+5)/18 (no ties); the interval runs from
     // the ((m - C)/2)-th to the ((m + C)/2 + 1)-th ordered slope.
     let nf = n as f64;
-    let var_s = nf * (nf - 1.0) * (2.0 * nf + 5.0) / 18.0 * inflation(&points, median);
-    let c = 1.96 * var_s.sqrt();
+    let c = 1.96 * (nf * (nf - 1.0) * (2.0 * nf + 5.0) / 18.0 * factor).sqrt();
     let lo = (((m as f64 - c) / 2.0).floor().max(0.0) as usize).min(m - 1);
     let hi = (((m as f64 + c) / 2.0).ceil() as usize).min(m - 1);
     Some((median, slopes[lo], slopes[hi]))
 }
 
-/// How much less a series of `points` around the line of `slope` tells than as many independent
-/// points: Yue and Wang's (2004) variance factor `1 + 2 Σ (1 − k/n) ρₖ` over the residuals'
-/// autocorrelations ρₖ up to lag n/3 (where they are still estimated from enough pairs). A sampled RSS is a series of this kind — each sample the last one plus a little —
-/// so Sen's interval for independent points is far too narrow, and a flat process's wander
-/// would read as a leak.
-fn autocorrelation_factor(points: &[(f64, f64)], slope: f64) -> f64 {
-    let r: Vec<f64> = points.iter().map(|(x, y)| y - slope * x).collect();
-    let n = r.len();
+/// Effective independent points below which the autocorrelation correction does not go: a
+/// series of a few dozen samples cannot tell a slow wander from a bend (memory that rose and
+/// stayed), and the bend is what a leak looks like under a load that stops.
+const MIN_EFFECTIVE_POINTS: f64 = 10.0;
+
+/// [`theil_sen`] of a series whose points are not independent: Sen's interval widened by Yue and
+/// Wang's (2004) variance factor `1 + 2 Σ (1 − k/n) ρₖ` over the autocorrelations ρₖ of the
+/// residuals from the line, summed while they stay positive (Geyer's initial positive sequence)
+/// up to lag n/3, and bounded so that [`MIN_EFFECTIVE_POINTS`] remain. A sampled RSS is such a
+/// series — each sample the last one plus a little — and taken as independent points a flat
+/// process that wanders would read as a leak.
+fn theil_sen_dependent(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    let (slope, _, _) = theil_sen(points)?;
+    let n = points.len().min(TREND_POINTS);
+    let thinned = thin(points);
+    let r: Vec<f64> = thinned.iter().map(|(x, y)| y - slope * x).collect();
     let mean = r.iter().sum::<f64>() / n as f64;
     let var: f64 = r.iter().map(|v| (v - mean).powi(2)).sum();
-    if var <= 0.0 {
-        return 1.0;
-    }
-    // Summed while the autocorrelations stay positive (Geyer's initial positive sequence):
-    // past that point a detrended series' estimates swing negative and would cancel real
-    // dependence.
-    let factor: f64 = (1..=n / 3)
-        .map(|k| {
-            (0..n - k)
-                .map(|i| (r[i] - mean) * (r[i + k] - mean))
+    let factor = match var > 0.0 {
+        false => 1.0,
+        true => {
+            1.0 + (1..=n / 3)
+                .map(|k| {
+                    (0..n - k)
+                        .map(|i| (r[i] - mean) * (r[i + k] - mean))
+                        .sum::<f64>()
+                        / var
+                })
+                .take_while(|rho| *rho > 0.0)
+                .enumerate()
+                .map(|(i, rho)| 2.0 * (1.0 - (i + 1) as f64 / n as f64) * rho)
                 .sum::<f64>()
-                / var
-        })
-        .take_while(|rho| *rho > 0.0)
-        .enumerate()
-        .map(|(i, rho)| 2.0 * (1.0 - (i + 1) as f64 / n as f64) * rho)
-        .sum();
-    1.0 + factor
+        }
+    };
+    let factor = factor.min((n as f64 / MIN_EFFECTIVE_POINTS).max(1.0));
+    sen_interval(&thinned, factor)
 }
 
 /// The trend of a series sampled at `points` (seconds, value): growing when the whole 95%
-/// interval of the slope — its points' autocorrelation accounted for — is above zero and even
+/// interval of the slope — its points' autocorrelation taken out first — is above zero and even
 /// its low end grows the series by more than 1% of the median value and more than `floor` (so
 /// a few pages of noise are not a leak); shrinking when the mirror holds; flat otherwise.
 /// `None` below 10 points: too short to say. Seeded in the tests: a flat process that wanders
@@ -171,7 +178,7 @@ pub fn trend(points: &[(f64, f64)], floor: f64) -> Option<crate::record::Trend> 
     if points.len() < 10 {
         return None;
     }
-    let (slope, low, high) = theil_sen_inflated(points, autocorrelation_factor)?;
+    let (slope, low, high) = theil_sen_dependent(points)?;
     let span = points[points.len() - 1].0 - points[0].0;
     let mut ys: Vec<f64> = points.iter().map(|p| p.1).collect();
     ys.sort_by(f64::total_cmp);

@@ -230,7 +230,7 @@ fn an_empty_plan_gets_zodbshootouts_defaults_and_the_default_targets() {
     assert_eq!(p.suite.name(), "shootout");
     assert_eq!(
         (p.objects, p.concurrency, p.size, p.reps, p.warmup, p.seed),
-        (1000, 2, 300, 3, true, 1)
+        (1000, 2, 300, 5, true, 1)
     );
     let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["mem", "sqlite"]);
@@ -452,7 +452,11 @@ fn a_load_plan_with_stages_becomes_an_open_loop_profile() {
         "request targets choose the load suite"
     );
     assert!(!p.warmup, "load has no warm-up unless asked");
-    assert_eq!((p.concurrency, p.reps), (10, 1));
+    assert_eq!(
+        (p.concurrency, p.reps),
+        (10, 5),
+        "wrk's 10 s as 5 repetitions of 2 s"
+    );
     let l = p.settings_of::<LoadParams>().unwrap();
     let LoadModel::Open {
         profile,
