@@ -73,6 +73,8 @@ fn non_2xx_from_nginx_are_bad_requests_not_network_failures() {
             "50",
             "-c",
             "2",
+            "-r",
+            "1",
             "-o",
             "o",
         ])
