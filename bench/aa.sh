@@ -16,6 +16,7 @@ runs=${1:-40}
 reps=${2:-5}
 duration=${3:-500ms}
 out=${4:-$(mktemp -d)}
+mkdir -p "$out"
 cargo build --release -q
 dyno=$PWD/target/release/dyno
 port=$(free_port)
@@ -60,6 +61,27 @@ for name, of in figs.items():
     between = st.stdev(medians) / st.mean(medians)
     predicted = within * 1.25 / math.sqrt(len(per_run[0]))
     print(f"| {name} | {within:.3f} | {between:.3f} | {predicted:.3f} | {between / predicted:.1f} |")
+# What a test over repetitions alone would say of the same pairs: Mann-Whitney's exact
+# two-sided p (benchstat's test), every split of the pooled repetitions enumerated.
+from itertools import combinations
+def mann_whitney(a, b):
+    pooled = a + b
+    def stat(idx):
+        xs = [pooled[i] for i in idx]
+        ys = [pooled[i] for i in range(len(pooled)) if i not in idx]
+        return sum((x > y) + 0.5 * (x == y) for x in xs for y in ys)
+    mean = len(a) * len(b) / 2
+    seen = abs(stat(range(len(a))) - mean)
+    splits = list(combinations(range(len(pooled)), len(a)))
+    return sum(abs(stat(s) - mean) >= seen - 1e-9 for s in splits) / len(splits)
+reps_low = reps_tests = 0
+for i in range(1, runs, 2):
+    for name, of in figs.items():
+        a = [of(r) for r in recs[i - 1]["cases"][0]["reps"]]
+        b = [of(r) for r in recs[i]["cases"][0]["reps"]]
+        reps_tests += 1
+        reps_low += mann_whitney(a, b) < 0.05
+print(f"\nrepetitions alone (Mann-Whitney, exact): {reps_low} of {reps_tests} pairs' figures p < 0.05")
 claims = judged = low_p = pvals = 0
 too_few = 0
 for i in range(1, runs, 2):

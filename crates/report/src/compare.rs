@@ -25,15 +25,15 @@ fn basis(c: &Comparison) -> Vec<String> {
     use results::compare::{ALPHA, MIN_REPS, MIN_RUNS};
     let runs = match c.runs {
         n if n >= MIN_RUNS => format!(
-            "this machine's run-to-run noise measured over {n} earlier runs of the plan in the history"
+            "this machine's run-to-run noise, measured over {n} runs of the plan in the history"
         ),
         n => format!(
-            "this machine's run-to-run noise unknown: {n} earlier run(s) of the plan in the history, {MIN_RUNS} needed (\"too few runs\": run it again)"
+            "this machine's run-to-run noise, unknown: {n} run(s) of the plan in the history, {MIN_RUNS} needed (\"too few runs\": run it again)"
         ),
     };
     vec![
         format!(
-            "verdicts: Welch's t over repetitions (log scale) plus {runs}; α = {:.0}% for the whole comparison (Holm); a change counts when its whole interval lies beyond ±{:.1}%; no test below {MIN_REPS} repetitions a side",
+            "verdicts: a t test of the runs' figures (log scale) against the larger of {runs} and the repetitions' spread (Welch); α = {:.0}% for the whole comparison (Holm); a change counts when its whole interval lies beyond ±{:.1}%; no test below {MIN_REPS} repetitions a side",
             ALPHA * 100.0,
             c.noise * 100.0,
         ),
