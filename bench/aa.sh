@@ -23,10 +23,7 @@ port=$(free_port)
 taskset -c 1 "$dyno" serve --http --listen "127.0.0.1:$port" >"$out/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  sleep 0.05
-done
+wait_port "$port"
 cat >"$out/plan.toml" <<PLAN
 [suite]
 name = "load"

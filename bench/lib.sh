@@ -4,6 +4,15 @@
 
 install() { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# Waits until 127.0.0.1:PORT accepts a connection, at most TRIES × 50 ms (default 100); fails after.
+wait_port() {
+  for _ in $(seq "${2:-100}"); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "nothing listens on 127.0.0.1:$1" >&2
+  return 1
+}
 
 # The newest installed PostgreSQL's bin folder in $pgbin (installed when missing, with the extra
 # packages given).

@@ -10,6 +10,7 @@
 # Usage: bench/memory-check.sh [DURATION]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 duration=${1:-10m}
 limit_mib=${LIMIT_MIB:-64}
 cargo build --release -q
@@ -25,13 +26,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 taskset -c 1 "$dyno" serve --http --listen "127.0.0.1:$port" >/dev/null 2>&1 &
 server=$!
-for _ in $(seq 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  sleep 0.05
-done
+wait_port "$port"
 url="http://127.0.0.1:$port/"
 
 taskset -c 0 "$dyno" run "$url" -c 50 -d 5s --quiet -o "$work/ceiling" >/dev/null

@@ -30,10 +30,7 @@ for side in old new; do
   [ "$side" = new ] && extra=(--stall "$stall")
   taskset -c 1 "$dyno" serve --http --listen "127.0.0.1:$port" "${extra[@]}" >"$out/$side-server.log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    sleep 0.05
-  done
+  wait_port "$port"
   # The same target name on both sides: cases match by identity.
   cat >"$out/$side.toml" <<PLAN
 [suite]

@@ -20,7 +20,7 @@ trap cleanup EXIT
 taskset -c 1 "$dyno" serve --http --listen "127.0.0.1:$port" >/dev/null 2>&1 &
 server=$!
 pids+=("$server")
-for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+wait_port "$port" 200
 shard_pids=()
 for i in $(seq 0 $((shards - 1))); do
   taskset -c 0 "$dyno" run "http://127.0.0.1:$port/" --rate "$rate" --duration "$duration" \

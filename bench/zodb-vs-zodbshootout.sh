@@ -59,7 +59,7 @@ zeo() { # NAME BACKEND → prints the port
   PYTHONPATH=$PWD/adapters/zodb taskset -c 1 "$zpy" -m ZEO.runzeo -C "$work/$1/zeo.conf" \
     >"$work/$1/zeo.log" 2>&1 &
   pids+=($!)
-  for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+  wait_port "$port" 200
   echo "$port"
 }
 dm=$(zeo dyno-mapping '<mappingstorage>
