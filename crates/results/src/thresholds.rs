@@ -445,7 +445,7 @@ fn tested_figure(metric: Metric) -> Option<crate::compare::Figure> {
 
 impl Threshold {
     /// A relative threshold on case `c` judged by the comparison's test against the same case
-    /// of `baseline`: `Some((held, basis))`, or `None` when no test can be made (then `why`).
+    /// of `baseline`: whether it held and on what basis, or why no test can be made.
     fn tested(&self, c: &Case, baseline: &Baseline) -> Result<(bool, String), String> {
         use crate::compare::judge::{self, Side};
         let f = tested_figure(self.metric).ok_or("no test for this figure")?;
@@ -455,7 +455,7 @@ impl Threshold {
             .zip(Side::of(&crate::compare::values(c, f)))
             .ok_or("a side lacks the figure")?;
         let runs = baseline.noise.of(&id, f.name).ok_or(format!(
-            "too few earlier runs of the plan ({} of {}) to know this machine's run-to-run noise",
+            "too few runs of the plan in the history ({} of {}) to know this machine's run-to-run noise",
             baseline.noise.runs,
             crate::compare::MIN_RUNS
         ))?;
@@ -475,7 +475,7 @@ impl Threshold {
         Ok((
             !broken,
             format!(
-                "change {} [{} … {}] (95%, Welch's t over {} and {} repetitions, run-to-run noise of {} runs): {} wholly beyond {}",
+                "change {} [{} … {}] (95%, a t test over {} and {} repetitions and the run-to-run noise of {} runs): {} wholly beyond {}",
                 pct(t.change),
                 pct(lo),
                 pct(hi),
