@@ -1,4 +1,4 @@
-//! The command line, as clap parses it. Values stay raw here; `commands::resolve` checks them
+//! The command line, as clap parses it. Values stay raw here; `cmd::resolve` checks them
 //! (the same code that checks a plan file), so a bad `--objects` and a bad `objects =` get the
 //! same message with their own place.
 

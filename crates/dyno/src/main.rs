@@ -3,7 +3,7 @@
 mod adapter_check;
 mod baseline;
 mod cli;
-mod commands;
+mod cmd;
 mod live;
 mod profile;
 mod serve;
@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match commands::run(cli) {
+    match cmd::run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e:#}");

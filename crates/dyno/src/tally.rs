@@ -288,7 +288,7 @@ mod tests {
             "-o",
             out.to_str().unwrap(),
         ];
-        let code = crate::commands::run(Cli::try_parse_from(args).unwrap()).unwrap();
+        let code = crate::cmd::run(Cli::try_parse_from(args).unwrap()).unwrap();
         assert_eq!(code, std::process::ExitCode::SUCCESS);
 
         // The record: tally's cases, each repetition with its own detail and both kinds apart.

@@ -1,0 +1,28 @@
+//! `dyno targets`: the drivers built in, their URL forms and options.
+
+use super::*;
+
+pub(super) fn targets_cmd() -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    for d in targets::drivers() {
+        let i = d.info;
+        let families: Vec<&str> = i.families.iter().map(|f| f.as_str()).collect();
+        writeln!(out, "{}:  {}", i.scheme, i.summary)?;
+        writeln!(out, "    families: {}", families.join(", "))?;
+        writeln!(out, "    forms:    {}", i.forms.join("   "))?;
+        writeln!(out, "    clients:  {}", i.clients)?;
+        for o in i.options {
+            let default = if o.default.is_empty() {
+                String::new()
+            } else {
+                format!(" [default: {}]", o.default)
+            };
+            writeln!(out, "    {:<15} {}{default}", o.name, o.help)?;
+        }
+        writeln!(out)?;
+    }
+    if targets::drivers().is_empty() {
+        bail!("no drivers are built in");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,562 @@
+//! `dyno run`: a plan from the flags (or a file), run, its record kept (history, plots, HTML),
+//! its exit status, and the gate against `--compare`.
+
+use super::*;
+
+/// Request flags become options of the targets named on the command line: the HTTP ones of
+/// every target, the TLS ones of every https:// target (and of none is refused).
+pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()> {
+    let mut given: Vec<(&'static str, &'static str, String)> = Vec::new();
+    if let Some(m) = &a.method {
+        given.push(("method", "--method", m.clone()));
+    }
+    if !a.headers.is_empty() {
+        given.push(("headers", "--header", a.headers.join("\n")));
+    }
+    if let Some(b) = &a.body {
+        given.push(("body", "--body", b.clone()));
+    }
+    if let Some(f) = &a.body_file {
+        given.push(("body_file", "--body-file", f.clone()));
+    }
+    if a.no_keepalive {
+        given.push(("keepalive", "--no-keepalive", "false".to_string()));
+    }
+    if let Some(ca) = &a.ca {
+        given.push(("ca", "--ca", ca.clone()));
+    }
+    if a.insecure {
+        given.push(("insecure", "--insecure", "true".to_string()));
+    }
+    for (name, flag, value) in given {
+        let tls = matches!(name, "ca" | "insecure");
+        let mut named = 0;
+        for t in targets
+            .iter_mut()
+            .filter(|t| !tls || t.url.value.starts_with("https:"))
+        {
+            named += 1;
+            t.options.push((
+                Sp::new(name.to_string(), Origin::Flag(flag)),
+                Sp::new(value.clone(), Origin::Flag(flag)),
+            ));
+        }
+        if tls && named == 0 {
+            return Err(PlanError::new(
+                Origin::Flag(flag),
+                format!("{flag} applies to https:// targets, and none was named"),
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Builds the raw plan from the command line: a plan file, or target URLs, then the flags.
+pub(super) fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
+    let is_plan = |s: &str| s.ends_with(".toml");
+    let mut raw = match a.targets.iter().position(|t| is_plan(t)) {
+        Some(0) if a.targets.len() == 1 => RawPlan::from_file(Path::new(&a.targets[0]))?,
+        Some(_) => {
+            return Err(PlanError::new(
+                Origin::Arg(1),
+                "a plan file and target URLs were both given",
+            )
+            .hint("name the targets in the plan's [targets.NAME] sections, or give URLs alone")
+            .into());
+        }
+        None => RawPlan {
+            targets: a
+                .targets
+                .iter()
+                .enumerate()
+                .map(|(i, url)| RawTarget {
+                    name: None,
+                    url: Sp::new(url.clone(), Origin::Arg(i + 1)),
+                    options: Vec::new(),
+                    process: None,
+                })
+                .collect(),
+            ..RawPlan::default()
+        },
+    };
+    let flag = |v: Option<i64>, name: &'static str| v.map(|v| Sp::new(v, Origin::Flag(name)));
+    let sflag =
+        |v: &Option<String>, name: &'static str| v.clone().map(|v| Sp::new(v, Origin::Flag(name)));
+    request_flags(a, &mut raw.targets)?;
+    raw.duration = sflag(&a.duration, "--duration").or(raw.duration);
+    raw.requests = flag(a.requests, "--requests").or(raw.requests);
+    raw.rate = sflag(&a.rate, "--rate").or(raw.rate);
+    raw.ramp = sflag(&a.ramp, "--ramp").or(raw.ramp);
+    raw.arrival = sflag(&a.arrival, "--arrival").or(raw.arrival);
+    raw.max_connections = flag(a.max_connections, "--max-connections").or(raw.max_connections);
+    raw.threads = flag(a.threads, "--threads").or(raw.threads);
+    raw.timeout = sflag(&a.timeout, "--timeout").or(raw.timeout);
+    raw.interval = sflag(&a.interval, "--interval").or(raw.interval);
+    raw.hlog = sflag(&a.hlog, "--hlog").or(raw.hlog);
+    raw.burst = sflag(&a.burst, "--burst").or(raw.burst);
+    raw.coalesce = sflag(&a.coalesce, "--coalesce").or(raw.coalesce);
+    raw.max_lag = sflag(&a.max_lag, "--max-lag").or(raw.max_lag);
+    raw.objects = flag(a.objects, "--objects").or(raw.objects);
+    raw.concurrency = flag(a.concurrency, "--concurrency").or(raw.concurrency);
+    raw.reps = flag(a.reps, "--reps").or(raw.reps);
+    raw.size = flag(a.size, "--size").or(raw.size);
+    raw.seed = flag(a.seed, "--seed").or(raw.seed);
+    raw.suite = sflag(&a.suite, "--suite").or(raw.suite);
+    raw.out = sflag(&a.out, "--out").or(raw.out);
+    raw.format = sflag(&a.format, "--format").or(raw.format);
+    raw.topology = sflag(&a.topology, "--topology").or(raw.topology);
+    raw.thousands = flag(a.thousands, "--thousands").or(raw.thousands);
+    raw.operations = flag(a.operations, "--operations").or(raw.operations);
+    raw.zipf = sflag(&a.zipf, "--zipf").or(raw.zipf);
+    raw.test_time = sflag(&a.test_time, "--test-time").or(raw.test_time);
+    raw.depth = flag(a.depth, "--depth").or(raw.depth);
+    raw.width = flag(a.width, "--width").or(raw.width);
+    raw.samples = flag(a.samples, "--samples").or(raw.samples);
+    if !a.sweeps.is_empty() {
+        // Sweeps on the command line replace the plan file's.
+        raw.sweeps = a
+            .sweeps
+            .iter()
+            .map(|s| Sp::new(s.clone(), Origin::Flag("--sweep")))
+            .collect();
+    }
+    raw.pids
+        .extend(a.pids.iter().map(|&p| Sp::new(p, Origin::Flag("--pid"))));
+    raw.process_names.extend(
+        a.process_names
+            .iter()
+            .map(|n| Sp::new(n.clone(), Origin::Flag("--process-name"))),
+    );
+    if a.no_warmup {
+        raw.warmup = Some(Sp::new(false, Origin::Flag("--no-warmup")));
+    }
+    if a.warmup {
+        raw.warmup = Some(Sp::new(true, Origin::Flag("--warmup")));
+    }
+    raw.quick |= a.quick;
+    for f in &a.faults {
+        raw.faults.push(engine::plan::RawFault::from_flag(f)?);
+    }
+    (raw.thresholds)
+        .extend((a.thresholds.iter()).map(|t| Sp::new(t.clone(), Origin::Flag("--threshold"))));
+    if a.abort_on_fail {
+        raw.abort_on_fail = Some(Sp::new(true, Origin::Flag("--abort-on-fail")));
+    }
+    if let Some(run) = &a.compare {
+        raw.baseline = Some(Sp::new(
+            run.display().to_string(),
+            Origin::Flag("--compare"),
+        ));
+    }
+    Ok(raw)
+}
+
+/// How the run reports as it goes: the progress mode, the checkpoint interval, live metrics.
+pub(super) struct Feedback {
+    mode: crate::live::Mode,
+    /// A load run of a minute or more.
+    long_load: bool,
+    checkpoint: std::time::Duration,
+    metrics: Option<(
+        crate::live::MetricsServer,
+        std::sync::Arc<std::sync::Mutex<String>>,
+    )>,
+}
+
+pub(super) fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
+    let long_load = (plan.settings.rep_duration_ns()).is_some_and(|ns| ns >= 60_000_000_000);
+    let mode =
+        crate::live::Mode::choose(&args.progress, args.quiet, long_load).ok_or_else(|| {
+            PlanError::new(
+                Origin::Flag("--progress"),
+                format!(
+                    "unknown progress mode {:?}; {}modes: {}",
+                    args.progress,
+                    engine::suggest::did_you_mean(
+                        &args.progress,
+                        crate::live::Mode::NAMES.iter().copied()
+                    ),
+                    crate::live::Mode::NAMES.join(", ")
+                ),
+            )
+        })?;
+    let checkpoint = match &args.checkpoint {
+        None => engine::runner::DEFAULT_CHECKPOINT,
+        Some(c) => engine::units::parse_duration(c)
+            .ok()
+            .filter(|d| *d >= std::time::Duration::from_secs(1))
+            .ok_or_else(|| {
+                PlanError::new(
+                    Origin::Flag("--checkpoint"),
+                    format!("{c:?} is not a duration of a second or more"),
+                )
+                .hint("write e.g. 1m or 10s")
+            })?,
+    };
+    let metrics = match &args.metrics_addr {
+        None => None,
+        Some(addr) => {
+            let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let server = crate::live::MetricsServer::start(addr, text.clone()).map_err(|e| {
+                PlanError::new(
+                    Origin::Flag("--metrics-addr"),
+                    format!("cannot serve metrics on {addr}: {e}"),
+                )
+                .hint("give a free local address, e.g. 127.0.0.1:9091")
+            })?;
+            Some((server, text))
+        }
+    };
+    Ok(Feedback {
+        mode,
+        long_load,
+        checkpoint,
+        metrics,
+    })
+}
+
+/// Ctrl-C stops the run after the current operation; a second one quits at once.
+pub(super) fn stop_on_ctrl_c() -> Result<()> {
+    static PRESSES: AtomicUsize = AtomicUsize::new(0);
+    ctrlc::set_handler(|| {
+        if PRESSES.fetch_add(1, Ordering::SeqCst) == 0 {
+            INTERRUPT.store(true, Ordering::SeqCst);
+            eprintln!("\ndyno: stopping after the current operation; finished cases are kept (Ctrl-C again to quit now)");
+        } else {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    })
+    .context("installing the Ctrl-C handler")?;
+    Ok(())
+}
+
+/// The exit status of a finished run: interrupted, some case failed, or success; stderr says why.
+pub(super) fn exit_code(record: &results::RunRecord) -> ExitCode {
+    let failed = record
+        .cases
+        .iter()
+        .filter(|c| c.status == results::Status::Failed)
+        .count();
+    if failed > 0 {
+        eprintln!("dyno: {failed} case(s) failed; the notes under the table say why");
+    }
+    if record.interrupted {
+        eprintln!("dyno: interrupted");
+        return ExitCode::from(EXIT_INTERRUPTED);
+    }
+    if failed > 0 {
+        return ExitCode::from(EXIT_FAILED_CASES);
+    }
+    if let Some(s) = &record.plan.shard
+        && !record.plan.thresholds.is_empty()
+    {
+        eprintln!(
+            "dyno: shard {} of {}: the thresholds are judged on the merged run (dyno merge), not on one shard's part",
+            s.index, s.count
+        );
+        return ExitCode::SUCCESS;
+    }
+    let broken: Vec<&str> = (record.thresholds.iter())
+        .filter(|t| !t.held)
+        .map(|t| t.threshold.as_str())
+        .collect();
+    if let Some(a) = &record.aborted {
+        eprintln!(
+            "dyno: aborted: threshold \"{}\" broke on {} while it ran ({} against {})",
+            a.threshold, a.case, a.value, a.limit
+        );
+    }
+    if !broken.is_empty() {
+        eprintln!("dyno: threshold(s) failed: {}", broken.join("; "));
+        return ExitCode::from(EXIT_THRESHOLDS);
+    }
+    ExitCode::SUCCESS
+}
+
+pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
+    let Resolved { mut plan, format } = resolve(raw_from_args(&args)?)?;
+    let noise = parse_noise(&args.noise)?;
+    if let Some(named) = plan.baseline_ref.clone() {
+        let root = history_root(plan.out.as_deref());
+        let baseline = run_dir(Path::new(&named.value), &root)
+            .and_then(|dir| Ok(crate::baseline::with_noise(&dir, one_record(&dir)?, &root, None)))
+            .map_err(|e| {
+                PlanError::new(named.at.clone(), format!("the baseline run: {e:#}")).hint(
+                    "name a results directory, its run.json, or @last, @prev, @baseline:NAME of the history in the results root",
+                )
+            })?;
+        plan.baseline = Some((named, std::sync::Arc::new(baseline)));
+    }
+    engine::runner::preflight(&plan)?;
+    let shard = shard_of(&args, &plan)?;
+    if let Some((s, _)) = &shard {
+        // Every shard writes into DIR/shard-I: a shared directory (or gathered later) that
+        // `dyno merge DIR` reads whole.
+        let Some(out) = &plan.out else {
+            bail!(
+                "--shard needs -o DIR: each shard writes DIR/shard-I, and `dyno merge DIR` adds them up"
+            );
+        };
+        plan.out = Some(out.join(format!("shard-{}", s.index)));
+    }
+    let fb = feedback(&args, &plan)?;
+    let placement = results::store::claim_run_dir(
+        plan.out.as_deref(),
+        std::time::SystemTime::now(),
+    )
+    .map_err(|e| match e {
+        results::store::StoreError::Foreign { .. } => anyhow::Error::new(e).context(
+            "-o/--out: give a new or empty directory, or one dyno made (a new run there goes \
+                 into a subdirectory of its own)",
+        ),
+        e => anyhow::Error::new(e).context("creating the results directory"),
+    })?;
+    let out_dir = placement.dir().to_path_buf();
+    // A long load run streams its intervals to an .hlog in the results directory unless told
+    // where: its time series is then complete on disk however long it runs.
+    // A shard's too: `dyno merge` adds the shards' logs interval by interval.
+    if fb.long_load || shard.is_some() {
+        plan.settings.stream_into(&out_dir);
+    }
+    let rendezvous = match &shard {
+        Some((s, id)) => {
+            let met = meet(&args, *s, id)?;
+            plan.shard = Some(results::ShardRecord {
+                index: s.index,
+                count: s.count,
+                rendezvous: met.as_ref().map(|m| m.address.clone()),
+                clock_offset_ns: met.as_ref().map_or(0, |m| m.clock_offset_ns),
+                rtt_ns: met.as_ref().map_or(0, |m| m.rtt_ns),
+                host: engine::env::hostname(),
+            });
+            met
+        }
+        None => None,
+    };
+    let quiet = args.quiet;
+    let info = |line: String| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    if let Some((server, _)) = &fb.metrics {
+        info(format!(
+            "dyno: live metrics at http://{}/metrics",
+            server.addr
+        ));
+    }
+    if let results::store::Placement::Beside { asked, dir } = &placement {
+        info(format!(
+            "dyno: {} holds earlier runs, left as they are; this run goes to {}",
+            asked.display(),
+            dir.display()
+        ));
+    }
+    let record_path = out_dir.join(results::store::RECORD_FILE);
+
+    stop_on_ctrl_c()?;
+
+    info(format!(
+        "dyno: {} on {} target(s): {}; record: {}",
+        plan.suite.name(),
+        plan.targets.len(),
+        plan.targets
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        record_path.display()
+    ));
+    let dyno = results::DynoInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        commit: env!("DYNO_COMMIT").to_string(),
+    };
+    let mut sink = |r: &results::RunRecord| {
+        results::store::write_atomic(&record_path, r).map_err(engine::runner::SinkError::from)
+    };
+    let mut display = crate::live::Display::new(fb.mode, fb.metrics.as_ref().map(|m| m.1.clone()));
+    // An adapter's standard error is kept beside the record (adapter-PID-N.stderr).
+    targets::exec::set_log_dir(&out_dir);
+    let profiles = match &args.profile {
+        Some(dir) => Some(
+            crate::profile::Profiles::new(dir, &out_dir)
+                .with_context(|| format!("--profile {}: making the directory", dir.display()))?,
+        ),
+        None => None,
+    };
+    let outcome = engine::runner::run(
+        &plan,
+        dyno,
+        engine::runner::Hooks {
+            interrupt: &INTERRUPT,
+            logs: &out_dir,
+            checkpoint: fb.checkpoint,
+            progress: &mut |p| display.update(p),
+            profiler: profiles
+                .as_ref()
+                .map(|p| p as &dyn engine::runner::Profiler),
+            rendezvous: rendezvous.as_ref(),
+        },
+        &mut sink,
+    )?;
+    for w in &outcome.warnings {
+        eprintln!("dyno: warning: {w}");
+    }
+
+    // Every file first, then the terminal: a closed pipe must not cost a file.
+    let mut text = Vec::new();
+    report::render(
+        format,
+        std::slice::from_ref(&outcome.record),
+        report::Views(&crate::suites::views()),
+        &mut text,
+    )
+    .context("rendering the report")?;
+    info(format!("dyno: record written to {}", record_path.display()));
+    keep_run(&out_dir, &outcome.record, quiet);
+    // The gate: the run against the one --compare named, beside the run's record.
+    let gate = match (&args.compare, &plan.baseline) {
+        (Some(_), Some((named, base))) => {
+            let c = results::compare::compare(&base.record, &outcome.record, noise, &base.noise);
+            let to = out_dir.join("compare.json");
+            if let Err(e) = std::fs::write(&to, serde_json::to_vec_pretty(&c)?) {
+                eprintln!("dyno: warning: {}: {e}", to.display());
+            }
+            report::compare::render(
+                &c,
+                (&named.value, &out_dir.display().to_string()),
+                report::grid::Style::Text,
+                &mut text,
+            )?;
+            Some(c)
+        }
+        _ => None,
+    };
+    print_out(&text)?;
+
+    let code = exit_code(&outcome.record);
+    let Some(c) = gate.filter(|_| code == ExitCode::SUCCESS) else {
+        return Ok(code);
+    };
+    if !c.differences.is_empty() && !args.allow_different {
+        bail!(
+            "--compare: the runs differ in more than the change under test (the run is recorded; its comparison is in {}):\n  {}\n(give --allow-different to judge them anyway)",
+            out_dir.join("compare.json").display(),
+            c.differences.join("\n  ")
+        );
+    }
+    let regressed: Vec<String> = (c.cases.iter())
+        .flat_map(|k| {
+            (k.figures.iter())
+                .filter(|f| f.verdict == results::compare::Verdict::Regressed)
+                .map(move |f| format!("{} of {}", f.figure, k.case))
+        })
+        .collect();
+    if !regressed.is_empty() {
+        eprintln!(
+            "dyno: regressed against {}: {}",
+            args.compare.as_deref().unwrap_or(Path::new("?")).display(),
+            regressed.join("; ")
+        );
+        return Ok(ExitCode::from(EXIT_REGRESSED));
+    }
+    Ok(code)
+}
+
+/// What a finished run leaves beside its record: its place in its results root's history, its
+/// plots and its HTML report. A shard's part of a run is not registered (its figures are a part
+/// of the plan's, and would read as a run of it in the trends): `dyno merge` registers the
+/// whole.
+pub(super) fn keep_run(out_dir: &Path, record: &results::RunRecord, quiet: bool) {
+    if record.plan.shard.is_none() {
+        register(out_dir, record);
+    }
+    write_plots(record, &out_dir.join("plots"), quiet);
+    let html = out_dir.join("report.html");
+    let trend = trend_rows(out_dir, record);
+    match write_html(std::slice::from_ref(record), &trend, &html) {
+        Ok(()) if quiet => {}
+        Ok(()) => eprintln!("dyno: HTML report written to {}", html.display()),
+        Err(e) => eprintln!("dyno: warning: {e:#}"),
+    }
+}
+
+/// The history of `record`'s cases (at most 12 of them, the last 50 runs each) up to the run in
+/// `dir`, from its results root's history: the HTML report's trend. Empty without a history.
+pub(super) fn trend_rows(
+    dir: &Path,
+    record: &results::RunRecord,
+) -> Vec<results::history::CaseRow> {
+    let Some(root) = dir.parent() else {
+        return Vec::new();
+    };
+    if !root.join(results::history::FILE).is_file() {
+        return Vec::new();
+    }
+    let names: Vec<String> = (record.cases.iter().take(12))
+        .map(|c| c.id().to_string())
+        .collect();
+    results::history::History::open(root)
+        .and_then(|h| h.trend(&names, dir, 50))
+        .unwrap_or_else(|e| {
+            eprintln!("dyno: warning: the history's trend is left out: {e}");
+            Vec::new()
+        })
+}
+
+/// Draws a record's plots (SVG, PNG, `.dat`) into `dir`; a failure is a warning, not a lost run.
+pub(super) fn write_plots(record: &results::RunRecord, dir: &Path, quiet: bool) {
+    #[cfg(feature = "plots")]
+    match report::plots::write_all(record, report::Views(&crate::suites::views()), dir) {
+        Ok(files) if files.is_empty() || quiet => {}
+        Ok(files) => eprintln!(
+            "dyno: {} plot files (SVG, PNG, .dat) written to {}",
+            files.len(),
+            dir.display()
+        ),
+        Err(e) => eprintln!("dyno: warning: the plots could not be drawn: {e}"),
+    }
+    #[cfg(not(feature = "plots"))]
+    {
+        let _ = (record, dir, quiet);
+    }
+}
+
+/// Writes the HTML page of `records` to `path` (atomically: a reader never sees half a page).
+pub(super) fn write_html(
+    records: &[results::RunRecord],
+    trend: &[results::history::CaseRow],
+    path: &Path,
+) -> Result<()> {
+    let mut page = Vec::new();
+    report::html::render_with_trend(
+        records,
+        report::Views(&crate::suites::views()),
+        trend,
+        &mut page,
+    )
+    .context("rendering the HTML report")?;
+    let tmp = path.with_extension("html.tmp");
+    std::fs::write(&tmp, &page)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Registers a finished run in its results root's history; a failure is a warning, the run's
+/// record is written already.
+pub(super) fn register(out_dir: &Path, record: &results::RunRecord) {
+    let Some(root) = out_dir.parent() else { return };
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let registered = results::history::History::open(root)
+        .and_then(|mut h| h.register(out_dir, record, commit.as_deref()));
+    if let Err(e) = registered {
+        eprintln!("dyno: warning: the run was not registered in the history: {e}");
+    }
+}
