@@ -3,6 +3,7 @@
 //! same message with their own place.
 
 use clap::{Args, Parser, Subcommand};
+use engine::plan::{Given, Kind, Origin, Sp, Value};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -28,14 +29,19 @@ pub enum Command {
     Validate {
         /// The plan file (TOML).
         plan: PathBuf,
+        /// Check it as shard I of N too (`run --shard`): whether its suite can be split, and
+        /// what a split needs.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        /// With --shard: the shards meet at this HOST:PORT (`run --rendezvous`).
+        #[arg(long, value_name = "HOST:PORT", requires = "shard")]
+        rendezvous: Option<String>,
     },
     /// Render saved run records again, running nothing.
     Report {
         /// A results directory (holding run.json), a directory of them, or a run.json file.
         dir: PathBuf,
-        /// Output format: table, markdown, csv, json, summary-json, html or ycsb (YCSB's text
-        /// output).
-        #[arg(long, short = 'f', default_value = "table")]
+        #[arg(long, short = 'f', default_value = "table", help = report::Format::help())]
         format: String,
         /// Also draw the plots (SVG, PNG and .dat for gnuplot) into this directory.
         #[arg(long, value_name = "DIR")]
@@ -57,8 +63,7 @@ pub enum Command {
         /// dyno-results].
         #[arg(long, short = 'o', value_name = "DIR")]
         out: Option<PathBuf>,
-        /// Output format: table, markdown, csv, json, summary-json.
-        #[arg(long, short = 'f', default_value = "table")]
+        #[arg(long, short = 'f', default_value = "table", help = report::Format::help())]
         format: String,
     },
     /// Compare two saved runs case by case: each figure's change with its 95% interval,
@@ -222,19 +227,13 @@ pub struct RunArgs {
     /// The suite to run (each says what it is, from the registry).
     #[arg(long, help = crate::suites::help())]
     pub suite: Option<String>,
-    /// Objects per client per test (zodbshootout's -n) [default: 1000; 100 with --quick].
-    #[arg(long, short = 'n', allow_negative_numbers = true)]
-    pub objects: Option<i64>,
-    /// Concurrent clients (zodbshootout's -c); connections for the load suite
-    /// [default: 2; 10 for load].
-    #[arg(long, short = 'c', allow_negative_numbers = true, visible_aliases = ["connections", "clients"])]
-    pub concurrency: Option<i64>,
+    /// The suites' settings (`-n`, `-c`, `--depth`, `--rate`…), each described once by the
+    /// suites that read it.
+    #[command(flatten)]
+    pub settings: SuiteFlags,
     /// Measured repetitions; the table shows the best [default: 5 (a comparison needs 4 a side); 1 with --quick; 1 for kv and ycsb].
     #[arg(long, short = 'r', allow_negative_numbers = true)]
     pub reps: Option<i64>,
-    /// Bytes per object [default: 300].
-    #[arg(long, short = 's', allow_negative_numbers = true)]
-    pub size: Option<i64>,
     /// Seed of the object contents [default: 1].
     #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<i64>,
@@ -250,75 +249,20 @@ pub struct RunArgs {
     /// Where to write the run record [default: ./dyno-results/<UTC time>/].
     #[arg(long, short = 'o')]
     pub out: Option<String>,
-    /// Output format: table, markdown, csv, json (the record), summary-json (headline figures)
-    /// or ycsb (YCSB's text output).
-    #[arg(long, short = 'f')]
+    #[arg(long, short = 'f', help = report::Format::help())]
     pub format: Option<String>,
-    /// Run each target in these topologies (a column each): inproc, loopback, lan, wan. With no
-    /// target: dyno's own host (`host:`), e.g. --topology inproc,loopback,lan,wan.
-    #[arg(long)]
-    pub topology: Option<String>,
-    /// Magma: MagmaBenchmarker's `thousands`: elements per array, levels of the deep chain,
-    /// objects added per collection test [default: 1000; 20 with --quick].
-    #[arg(long, allow_negative_numbers = true, help_heading = "Magma suite")]
-    pub thousands: Option<i64>,
-    /// Magma: how long each rate test repeats its operation, at least once [default: 1s; 100ms
-    /// with --quick].
-    #[arg(long, help_heading = "Magma suite")]
-    pub test_time: Option<String>,
 
-    /// YCSB: operations per workload (YCSB's operationcount) [default: 1000, as its workload
-    /// files; 200 with --quick]. -n is the record count.
-    #[arg(long, allow_negative_numbers = true, help_heading = "YCSB suite")]
-    pub operations: Option<i64>,
-    /// YCSB: how the zipfian workloads draw keys: ycsb (YCSB's scrambled zipfian, its quirks
-    /// included) or exact:THETA (a true Zipf over the records, e.g. exact:0.99) [default: ycsb].
-    #[arg(long, help_heading = "YCSB suite")]
-    pub zipf: Option<String>,
-
-    /// Namespace: the measured folder sits this many levels below the root [default: 10].
-    #[arg(long, allow_negative_numbers = true, help_heading = "Namespace suite")]
-    pub depth: Option<i64>,
-    /// Namespace: the measured folder is entry number WIDTH of its parent [default: 100].
-    #[arg(long, allow_negative_numbers = true, help_heading = "Namespace suite")]
-    pub width: Option<i64>,
-
-    /// Sweep a parameter: PARAM=LIST or PARAM=A..B[:STEP], e.g. depth=1..30, width=1,10,100,
-    /// clients=1..64:8. Repeat for more sweeps (each varies one parameter; the others stay at the
-    /// plan's). Parameters: depth, width, clients (namespace); clients, objects, size (shootout);
-    /// thousands (magma); clients, rate (load).
-    #[arg(long = "sweep", value_name = "PARAM=VALUES", help_heading = "Sweeps")]
+    #[arg(
+        long = "sweep",
+        value_name = "PARAM=VALUES",
+        help_heading = "Sweeps",
+        help = crate::suites::sweep_help()
+    )]
     pub sweeps: Vec<String>,
     /// Samples per point (the repetitions of each case); the sweep table and plots show their
     /// mean, min and max [default: as --reps].
     #[arg(long, allow_negative_numbers = true, help_heading = "Sweeps")]
     pub samples: Option<i64>,
-    /// A heavy burst on top of a steady open-loop rate, for soak runs: `every=6h for=10m
-    /// rate=5000` (the last `for` of each `every` runs at the burst rate).
-    #[arg(
-        long,
-        value_name = "every=D for=D rate=R",
-        help_heading = "Load (http://, tcp://)"
-    )]
-    pub burst: Option<String>,
-    /// How often responses may wake a load thread: `auto` (a short window, only while many
-    /// responses are in flight; a dense open loop sends in paced batches), `off` (every response
-    /// and every request at once), or a window such as `20us`. Each wake-up costs the target's
-    /// core an interrupt; the wait is counted in latency.
-    #[arg(
-        long,
-        value_name = "auto|off|WINDOW",
-        help_heading = "Load (http://, tcp://)"
-    )]
-    pub coalesce: Option<String>,
-    /// Open loop: how late dyno may dispatch at p99 (beyond its pace) before the run is marked
-    /// invalid: a share of the corrected latency p99 (`50%`) or a time (`2ms`) [default: 50%].
-    #[arg(
-        long,
-        value_name = "SHARE%|DURATION",
-        help_heading = "Load (http://, tcp://)"
-    )]
-    pub max_lag: Option<String>,
     /// https://: trust the CA certificates of this PEM file instead of Mozilla's roots.
     #[arg(long, value_name = "FILE", help_heading = "Load (http://, tcp://)")]
     pub ca: Option<String>,
@@ -417,47 +361,6 @@ pub struct RunArgs {
     #[arg(long, requires = "compare", help_heading = "Gates")]
     pub allow_different: bool,
 
-    /// Load: how long each repetition offers load, e.g. 10s or 2m [default: 2s, 5 times: wrk's 10 s; once with --quick].
-    #[arg(long, short = 'd', help_heading = "Load (http://, tcp://)")]
-    pub duration: Option<String>,
-    /// Load, closed loop: requests per connection instead of a duration (gobench's model).
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        help_heading = "Load (http://, tcp://)"
-    )]
-    pub requests: Option<i64>,
-    /// Load: an open loop at this many requests/s (`5000`), or ramping (`1000..20000`). YCSB:
-    /// operations/s in all (YCSB's -target), latency from each operation's intended start.
-    #[arg(long, help_heading = "Load (http://, tcp://)")]
-    pub rate: Option<String>,
-    /// Load: ramp from the first rate to the second over this long, then hold.
-    #[arg(long, help_heading = "Load (http://, tcp://)")]
-    pub ramp: Option<String>,
-    /// Load, open loop: `constant` or `poisson` arrivals [default: constant].
-    #[arg(long, help_heading = "Load (http://, tcp://)")]
-    pub arrival: Option<String>,
-    /// Load, open loop: open connections up to this many when all are busy [default: -c].
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        help_heading = "Load (http://, tcp://)"
-    )]
-    pub max_connections: Option<i64>,
-    /// Generator threads: the load's event loops, or the threads that carry a store suite's
-    /// clients (many per thread on network drivers) [default: the cores dyno may use, at most
-    /// one per connection or client].
-    #[arg(long, allow_negative_numbers = true)]
-    pub threads: Option<i64>,
-    /// Load: a request unanswered this long is a timeout [default: 10s].
-    #[arg(long, help_heading = "Load (http://, tcp://)")]
-    pub timeout: Option<String>,
-    /// Load: length of the time-series intervals [default: 1s].
-    #[arg(long, help_heading = "Load (http://, tcp://)")]
-    pub interval: Option<String>,
-    /// Load: write an HdrHistogram interval log (.hlog) here.
-    #[arg(long, help_heading = "Load (http://, tcp://)")]
-    pub hlog: Option<String>,
     /// HTTP: request method [default: GET].
     #[arg(long, short = 'm', help_heading = "HTTP requests")]
     pub method: Option<String>,
@@ -473,4 +376,76 @@ pub struct RunArgs {
     /// HTTP: open a new connection for every request (`Connection: close`).
     #[arg(long, help_heading = "HTTP requests")]
     pub no_keepalive: bool,
+}
+
+/// The suites' settings on the command line: one flag per setting of the registry's suites
+/// (clap's builder, from each [`engine::plan::Setting`]), read back as the plan's [`Given`].
+#[derive(Debug, Clone, Default)]
+pub struct SuiteFlags(pub Given);
+
+fn by_key() -> Vec<Vec<&'static engine::plan::Setting>> {
+    crate::suites::catalogue()
+        .by_key()
+        .into_iter()
+        .filter(|d| d[0].kind != Kind::Stages)
+        .collect()
+}
+
+impl clap::FromArgMatches for SuiteFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut given = Given::default();
+        for d in by_key() {
+            let s = d[0];
+            let value = match s.kind {
+                Kind::Int => m.get_one::<i64>(s.key).map(|v| Value::Int(*v)),
+                _ => (m.get_one::<String>(s.key)).map(|v| Value::Text(v.clone())),
+            };
+            if let Some(value) = value {
+                // One name per setting and process: the flag a message names.
+                let flag: &'static str = Box::leak(s.flag().into_boxed_str());
+                given.set(s.key, Sp::new(value, Origin::Flag(flag)));
+            }
+        }
+        Ok(SuiteFlags(given))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = SuiteFlags::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for SuiteFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        by_key().into_iter().fold(cmd, |cmd, d| {
+            let s = d[0];
+            // Each suite's sentence, as clap's derive writes a doc comment: no final period.
+            let help: Vec<&str> = d.iter().map(|s| s.help.trim_end_matches('.')).collect();
+            let mut arg = clap::Arg::new(s.key)
+                .long(s.key.replace('_', "-"))
+                .help(help.join(". "))
+                .visible_aliases(s.aliases.iter().copied())
+                .allow_negative_numbers(true)
+                .action(clap::ArgAction::Set);
+            arg = match s.kind {
+                Kind::Int => arg.value_parser(clap::value_parser!(i64)),
+                _ => arg.value_parser(clap::value_parser!(String)),
+            };
+            if let Some(c) = s.short {
+                arg = arg.short(c);
+            }
+            arg = match s.value_name {
+                "" => arg.value_name(s.key.to_uppercase()),
+                name => arg.value_name(name),
+            };
+            if let Some(h) = s.heading {
+                arg = arg.help_heading(h);
+            }
+            cmd.arg(arg)
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        SuiteFlags::augment_args(cmd)
+    }
 }

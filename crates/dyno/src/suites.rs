@@ -41,6 +41,28 @@ pub fn help() -> String {
     )
 }
 
+/// `--sweep`'s help: the form, and what each suite sweeps.
+pub fn sweep_help() -> String {
+    let each: Vec<String> = (all().iter())
+        .filter(|s| !s.sweepable().is_empty())
+        .map(|s| {
+            let params: Vec<&str> = s.sweepable().iter().map(|p| p.name).collect();
+            format!("{} ({})", params.join(", "), s.name())
+        })
+        .collect();
+    format!(
+        "Sweep a parameter: PARAM=LIST or PARAM=A..B[:STEP], e.g. depth=1..30, width=1,10,100, \
+         clients=1..64:8. Repeat for more sweeps (each varies one parameter; the others stay at \
+         the plan's). Parameters: {}",
+        each.join("; ")
+    )
+}
+
+/// Every suite's settings: what a plan file and the command line may say.
+pub fn catalogue() -> engine::plan::Catalogue {
+    engine::suite::catalogue(all())
+}
+
 /// How each suite's records read, for the renderers.
 pub fn views() -> Vec<&'static dyn report::View> {
     engine::suite::views(all())

@@ -195,8 +195,9 @@ impl Suite for Tally {
         Family::Kv
     }
 
-    fn settings(&self) -> Vec<&'static str> {
-        vec!["objects"]
+    fn settings(&self) -> &'static [&'static engine::plan::Setting] {
+        static SETTINGS: &[&engine::plan::Setting] = &[&engine::plan::setting::shared::OBJECTS];
+        SETTINGS
     }
 
     fn targets_hint(&self) -> &'static str {

@@ -12,7 +12,7 @@
 //! only through these methods. The registry is a slice of `&dyn Suite` ([`crate::suites`]).
 
 use crate::driver::Family;
-use crate::plan::{PlanError, PlanTarget, RawPlan, Sp, Sweep};
+use crate::plan::{Catalogue, PlanError, PlanTarget, RawPlan, Setting, Sp, Sweep};
 use crate::recorder::Recorder;
 use results::{Namespace, Rep, Status, SweepPoint};
 use std::any::Any;
@@ -191,6 +191,7 @@ impl Plan {
                 .collect(),
             kv: None,
             ycsb: None,
+            custom: Default::default(),
             thresholds: self.thresholds.iter().map(|t| t.text.clone()).collect(),
             abort_after_ns: self.abort_after.map(|d| d.as_nanos() as u64),
             shard: self.shard.clone(),
@@ -430,8 +431,9 @@ pub trait Suite: report::View + Sync {
     }
     /// The operations a target needs for this suite.
     fn family(&self) -> Family;
-    /// The plan settings (their plan-file names) this suite reads, beyond the shared ones.
-    fn settings(&self) -> Vec<&'static str>;
+    /// The settings this suite reads (those several suites read among them, from
+    /// [`crate::plan::setting::shared`]): its flags, its plan-file keys, what `--help` says.
+    fn settings(&self) -> &'static [&'static Setting];
     /// How a setting of this suite given in a run of another should be fixed.
     fn owner_hint(&self) -> String {
         format!("add --suite {}", self.name())
@@ -465,6 +467,33 @@ pub trait Suite: report::View + Sync {
     fn default_warmup(&self) -> bool {
         true
     }
+    /// Whether `--shard` may split this suite's run over several generators (each suite that can
+    /// says how its [`Suite::run`] takes its part, and its views how the parts merge).
+    fn shardable(&self) -> bool {
+        false
+    }
+    /// What a sharded run of this suite needs beyond what every sharded run needs (`meet`: the
+    /// shards meet at a rendezvous): the fix when `plan` lacks it.
+    fn shard_rule(&self, plan: &Plan, meet: bool) -> Result<(), String> {
+        let _ = (plan, meet);
+        Ok(())
+    }
+    /// `dyno merge`: the shards' figures of one repetition of one of this suite's cases as one
+    /// (`results::merge::MergeDetail`: the common figures are added already).
+    fn merge_detail(
+        &self,
+        parts: &[&Rep],
+        merged: &Rep,
+        latency: &results::Histogram,
+        hlogs: Option<&[Vec<results::hlog::ReadInterval>]>,
+    ) -> Result<(results::Detail, Option<results::merge::Intervals>), results::merge::MergeError>
+    {
+        let _ = (parts, merged, latency, hlogs);
+        results::merge::refuse(format!(
+            "merge adds up the records of the suites --shard splits; the {} suite's figures are not among them",
+            self.name()
+        ))
+    }
     /// Checks and resolves this suite's settings.
     fn resolve(&self, raw: &RawPlan, common: &Common) -> Result<Box<dyn Settings>, PlanError>;
     /// The tests (rows) at `point`.
@@ -489,6 +518,13 @@ pub trait Suite: report::View + Sync {
 impl fmt::Debug for dyn Suite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// The settings of every suite of `suites`: what a plan file and the command line may say.
+pub fn catalogue(suites: &[&dyn Suite]) -> Catalogue {
+    Catalogue {
+        suites: suites.iter().map(|s| (s.name(), s.settings())).collect(),
     }
 }
 

@@ -63,41 +63,90 @@ pub enum Format {
     Ycsb,
 }
 
+/// One output format: its name, other names it answers to, and what it is (for `--help`).
+#[derive(Debug)]
+pub struct FormatInfo {
+    pub format: Format,
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub help: &'static str,
+}
+
+/// Every output format, once: the names, the parser and `--help` come from here.
+pub const FORMATS: &[FormatInfo] = &[
+    FormatInfo {
+        format: Format::Table,
+        name: "table",
+        aliases: &[],
+        help: "aligned text",
+    },
+    FormatInfo {
+        format: Format::Markdown,
+        name: "markdown",
+        aliases: &["md"],
+        help: "Markdown tables",
+    },
+    FormatInfo {
+        format: Format::Csv,
+        name: "csv",
+        aliases: &[],
+        help: "one row per case",
+    },
+    FormatInfo {
+        format: Format::Json,
+        name: "json",
+        aliases: &[],
+        help: "the record",
+    },
+    FormatInfo {
+        format: Format::SummaryJson,
+        name: "summary-json",
+        aliases: &["summary"],
+        help: "headline figures",
+    },
+    FormatInfo {
+        format: Format::Html,
+        name: "html",
+        aliases: &[],
+        help: "one self-contained page",
+    },
+    FormatInfo {
+        format: Format::Ycsb,
+        name: "ycsb",
+        aliases: &[],
+        help: "YCSB's text output",
+    },
+];
+
 impl Format {
-    pub const NAMES: &[&str] = &[
-        "table",
-        "markdown",
-        "csv",
-        "json",
-        "summary-json",
-        "html",
-        "ycsb",
-    ];
+    fn info(self) -> &'static FormatInfo {
+        (FORMATS.iter())
+            .find(|f| f.format == self)
+            .expect("every format is in FORMATS")
+    }
 
     /// The name the user writes.
     pub fn name(self) -> &'static str {
-        match self {
-            Format::Table => "table",
-            Format::Markdown => "markdown",
-            Format::Csv => "csv",
-            Format::Json => "json",
-            Format::SummaryJson => "summary-json",
-            Format::Html => "html",
-            Format::Ycsb => "ycsb",
-        }
+        self.info().name
+    }
+
+    /// Every format's name, in `FORMATS`' order.
+    pub fn names() -> Vec<&'static str> {
+        FORMATS.iter().map(|f| f.name).collect()
     }
 
     pub fn parse(name: &str) -> Option<Format> {
-        match name {
-            "table" => Some(Format::Table),
-            "markdown" | "md" => Some(Format::Markdown),
-            "csv" => Some(Format::Csv),
-            "json" => Some(Format::Json),
-            "summary-json" | "summary" => Some(Format::SummaryJson),
-            "html" => Some(Format::Html),
-            "ycsb" => Some(Format::Ycsb),
-            _ => None,
-        }
+        (FORMATS.iter())
+            .find(|f| f.name == name || f.aliases.contains(&name))
+            .map(|f| f.format)
+    }
+
+    /// `-f`'s help: each format and what it is.
+    pub fn help() -> String {
+        let each: Vec<String> = (FORMATS.iter())
+            .map(|f| format!("{} ({})", f.name, f.help))
+            .collect();
+        format!("Output format: {}", each.join(", "))
     }
 }
 

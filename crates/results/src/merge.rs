@@ -12,8 +12,8 @@
 //!
 //! Refused: records that are not shards, shards of different plans (every plan field but the
 //! shard and the `.hlog` path must be equal), missing or repeated ranks, cases or repetitions
-//! that do not match, and suites whose records it cannot add (it adds the load, ycsb and kv
-//! suites').
+//! that do not match, and suites whose records it cannot add (each suite merges its own figures:
+//! [`MergeDetail`]).
 
 use crate::histogram::{Histogram, decode, encode, new_histogram};
 use crate::hlog::ReadInterval;
@@ -40,12 +40,29 @@ pub struct MergedLog {
 #[error("{0}")]
 pub struct MergeError(pub String);
 
-fn refuse<T>(msg: impl Into<String>) -> Result<T, MergeError> {
+pub fn refuse<T>(msg: impl Into<String>) -> Result<T, MergeError> {
     Err(MergeError(msg.into()))
 }
 
-/// The merged record and its `.hlog`s.
-pub fn merge(mut shards: Vec<ShardInput>) -> Result<(RunRecord, Vec<MergedLog>), MergeError> {
+/// A suite's part of merging one repetition (`Rep::detail`): the suite's name, the shards'
+/// repetitions, the merged one so far (its common figures added), every operation's latency
+/// added, and the shards' interval logs of it when all were found. Returns the merged detail
+/// and, when it made one, the merged interval log. Each suite says how its figures add
+/// (`engine::suite::Suite::merge_detail`); this module names none.
+pub type MergeDetail<'a> = dyn Fn(
+        &str,
+        &[&Rep],
+        &Rep,
+        &Histogram,
+        Option<&[Vec<ReadInterval>]>,
+    ) -> Result<(Detail, Option<Intervals>), MergeError>
+    + 'a;
+
+/// The merged record and its `.hlog`s; `detail` merges each suite's own figures.
+pub fn merge(
+    mut shards: Vec<ShardInput>,
+    detail: &MergeDetail,
+) -> Result<(RunRecord, Vec<MergedLog>), MergeError> {
     if shards.len() < 2 {
         return refuse("give the results directories of two shards or more");
     }
@@ -149,7 +166,7 @@ pub fn merge(mut shards: Vec<ShardInput>) -> Result<(RunRecord, Vec<MergedLog>),
                 ));
             }
         }
-        *case = merge_case(&parts, &shards, i, &mut logs)?;
+        *case = merge_case(&parts, &shards, (i, detail), &mut logs)?;
     }
     Ok((out, logs))
 }
@@ -208,7 +225,7 @@ fn severity(s: Status) -> u8 {
     }
 }
 
-fn add_encoded(into: &mut Histogram, text: &str, whose: &str) -> Result<(), MergeError> {
+pub fn add_encoded(into: &mut Histogram, text: &str, whose: &str) -> Result<(), MergeError> {
     let h = decode(text).map_err(|e| MergeError(format!("{whose}: {e}")))?;
     into.add(&h)
         .map_err(|e| MergeError(format!("{whose}: histograms of other ranges: {e:?}")))
@@ -217,7 +234,7 @@ fn add_encoded(into: &mut Histogram, text: &str, whose: &str) -> Result<(), Merg
 fn merge_case(
     parts: &[&Case],
     shards: &[ShardInput],
-    index: usize,
+    (index, detail): (usize, &MergeDetail),
     logs: &mut Vec<MergedLog>,
 ) -> Result<Case, MergeError> {
     let mut case = parts[0].clone();
@@ -242,7 +259,7 @@ fn merge_case(
     for r in 0..reps {
         let of_rep: Vec<&Rep> = parts.iter().map(|c| &c.reps[r]).collect();
         let hlogs = read_hlogs(shards, parts[0], r as u32);
-        let (rep, log) = merge_rep(&of_rep, hlogs.as_deref())?;
+        let (rep, log) = merge_rep((&parts[0].suite, &of_rep), hlogs.as_deref(), detail)?;
         if let Some(intervals) = log
             && let Some(file) = hlog_file(&shards[0].record, parts[0], r as u32)
         {
@@ -331,11 +348,13 @@ fn read_hlogs(shards: &[ShardInput], case: &Case, rep: u32) -> Option<Vec<Vec<Re
         .collect()
 }
 
-type Intervals = Vec<(u64, u64, Histogram)>;
+/// An interval log: each interval's start and end (ns) and its histogram.
+pub type Intervals = Vec<(u64, u64, Histogram)>;
 
 fn merge_rep(
-    reps: &[&Rep],
+    (suite, reps): (&str, &[&Rep]),
     hlogs: Option<&[Vec<ReadInterval>]>,
+    detail: &MergeDetail,
 ) -> Result<(Rep, Option<Intervals>), MergeError> {
     let mut out = reps[0].clone();
     out.ops = reps.iter().map(|r| r.ops).sum();
@@ -379,123 +398,11 @@ fn merge_rep(
         );
     }
     out.latency_ns = latency_summary(&every);
-    let mut log = None;
-    out.detail = match &reps[0].detail {
-        Detail::None => Detail::None,
-        Detail::Load(_) => {
-            let loads: Vec<&LoadRep> = (reps.iter())
-                .map(|r| {
-                    r.load().ok_or_else(|| {
-                        MergeError("a load case whose repetitions are not all load".into())
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            let (l, intervals) = merge_load(&loads, &every, out.wall_ns, hlogs)?;
-            log = intervals;
-            Detail::Load(Box::new(l))
-        }
-        Detail::Kv(_) => {
-            let kvs: Vec<&KvRep> = (reps.iter())
-                .map(|r| match &r.detail {
-                    Detail::Kv(k) => Ok(&**k),
-                    _ => refuse("a kv case whose repetitions are not all kv's"),
-                })
-                .collect::<Result<_, _>>()?;
-            Detail::Kv(Box::new(merge_kv(&kvs)))
-        }
-        Detail::Custom { suite, .. } if suite == "ycsb" => {
-            let figures: Vec<&serde_json::Value> = (reps.iter())
-                .map(|r| match &r.detail {
-                    Detail::Custom { figures, .. } => Ok(figures),
-                    _ => refuse("a ycsb case whose repetitions are not all ycsb's"),
-                })
-                .collect::<Result<_, _>>()?;
-            Detail::Custom {
-                suite: suite.clone(),
-                figures: merge_ycsb(&figures),
-            }
-        }
-        other => {
-            return refuse(format!(
-                "merge adds up the load, ycsb and kv suites' records (what --shard splits); this case's figures are {}",
-                match other {
-                    Detail::Store(_) => "a store suite's",
-                    _ => "another suite's",
-                }
-            ));
-        }
+    let (detail, log) = match &reps[0].detail {
+        Detail::None => (Detail::None, None),
+        _ => detail(suite, reps, &out, &every, hlogs)?,
     };
-    Ok((out, log))
-}
-
-fn merge_load(
-    loads: &[&LoadRep],
-    latency: &Histogram,
-    wall_ns: u64,
-    hlogs: Option<&[Vec<ReadInterval>]>,
-) -> Result<(LoadRep, Option<Intervals>), MergeError> {
-    let sum = |f: fn(&LoadRep) -> u64| loads.iter().map(|l| f(l)).sum::<u64>();
-    let mut out = loads[0].clone();
-    out.requests = sum(|l| l.requests);
-    out.responses = sum(|l| l.responses);
-    out.ok = sum(|l| l.ok);
-    out.non_2xx = sum(|l| l.non_2xx);
-    out.network_failed = sum(|l| l.network_failed);
-    out.unsent = sum(|l| l.unsent);
-    out.dropped = sum(|l| l.dropped);
-    out.bytes_in = sum(|l| l.bytes_in);
-    out.bytes_out = sum(|l| l.bytes_out);
-    out.connects = sum(|l| l.connects);
-    out.responses_per_s = per_s(out.responses as f64, wall_ns);
-    out.read_bytes_per_s = per_s(out.bytes_in as f64, wall_ns);
-    out.write_bytes_per_s = per_s(out.bytes_out as f64, wall_ns);
-    out.connects_per_s = per_s(out.connects as f64, wall_ns);
-    out.outstanding_mean = loads.iter().map(|l| l.outstanding_mean).sum();
-    out.outstanding_max = sum(|l| l.outstanding_max);
-    out.within = (loads[0].within.iter())
-        .map(|w| WithinShare {
-            le_ns: w.le_ns,
-            share: if latency.is_empty() {
-                0.0
-            } else {
-                latency.count_between(0, w.le_ns) as f64 / latency.len() as f64
-            },
-        })
-        .collect();
-    let mut service = new_histogram();
-    for (k, l) in loads.iter().enumerate() {
-        if let Some(h) = &l.service_histogram {
-            add_encoded(&mut service, h, &format!("shard {k}'s service times"))?;
-        }
-    }
-    out.service_ns = latency_summary(&service);
-    out.service_histogram = (!service.is_empty()).then(|| encode(&service));
-    // The handshakes are kept as summaries only: not added.
-    out.tls_handshake_ns = None;
-    out.generator = merge_checks(loads);
-    out.shards = (loads.iter().enumerate())
-        .map(|(k, l)| ShardCheck {
-            index: k as u32,
-            generator: l.generator.clone(),
-        })
-        .collect();
-    let starts: Vec<Option<u64>> = loads.iter().map(|l| l.start_unix_ns).collect();
-    if starts.iter().any(|s| *s != starts[0]) {
-        return refuse(format!(
-            "the shards started a repetition at different instants ({starts:?}): merge shards that met at one rendezvous"
-        ));
-    }
-    out.start_unix_ns = starts[0];
-    let series: Vec<&[IntervalRecord]> = loads.iter().map(|l| l.intervals.as_slice()).collect();
-    let (intervals, log) = add_series(&series, hlogs);
-    out.intervals = intervals;
-    out.connects_peak_per_s = (out.intervals.iter())
-        .filter(|iv| iv.end_ns > iv.start_ns)
-        .map(|iv| per_s(iv.connects as f64, iv.end_ns - iv.start_ns))
-        .fold(0.0, f64::max);
-    out.interarrival = interleave(loads);
-    out.sends_ns = Vec::new();
-    out.partial = loads.iter().any(|l| l.partial);
+    out.detail = detail;
     Ok((out, log))
 }
 
@@ -504,7 +411,7 @@ fn merge_load(
 /// shortest goes: counts summed; percentiles from the shards' `.hlog`s added (exact, and the
 /// merged log's intervals returned) when every shard's is given, else the largest of the
 /// shards' (an upper bound).
-fn add_series(
+pub fn add_series(
     series: &[&[IntervalRecord]],
     hlogs: Option<&[Vec<ReadInterval>]>,
 ) -> (Vec<IntervalRecord>, Option<Intervals>) {
@@ -541,190 +448,4 @@ fn add_series(
         })
         .collect();
     (intervals, exact.map(|_| log))
-}
-
-/// The kv suite's figures of the shards' parts of one test as one: counts summed, the series
-/// added interval by interval (its percentiles an upper bound: the kv suite writes no `.hlog`),
-/// on shard 0's clock; each shard checked its own clients' writes, so the lost-writes checks
-/// add up.
-fn merge_kv(kvs: &[&KvRep]) -> KvRep {
-    let sum = |f: fn(&KvRep) -> u64| kvs.iter().map(|k| f(k)).sum::<u64>();
-    let series: Vec<&[IntervalRecord]> = kvs.iter().map(|k| k.intervals.as_slice()).collect();
-    let checks: Vec<(usize, &LostWrites)> = (kvs.iter().enumerate())
-        .filter_map(|(i, k)| k.lost_writes.as_ref().map(|l| (i, l)))
-        .collect();
-    KvRep {
-        issued: sum(|k| k.issued),
-        ok: sum(|k| k.ok),
-        definite: sum(|k| k.definite),
-        indefinite: sum(|k| k.indefinite),
-        reconnects: sum(|k| k.reconnects),
-        intervals: add_series(&series, None).0,
-        started_ns: kvs[0].started_ns,
-        lost_writes: (!checks.is_empty()).then(|| LostWrites {
-            checked: checks.iter().map(|c| c.1.checked).sum(),
-            missing: checks.iter().map(|c| c.1.missing).sum(),
-            stale: checks.iter().map(|c| c.1.stale).sum(),
-            unread: checks.iter().map(|c| c.1.unread).sum(),
-            examples: (checks.iter())
-                .flat_map(|(i, c)| c.examples.iter().map(move |e| format!("shard {i}: {e}")))
-                .take(10)
-                .collect(),
-        }),
-    }
-}
-
-/// The ycsb suite's figures of the shards' parts of one test as one: key draws summed, each
-/// key's draws summed over the shards' most drawn keys (a key beyond some shard's top list
-/// counts only the shards that listed it: a lower bound), the scans' lengths pooled, each
-/// shard's slice of the records kept in rank order. Distinct keys cannot be added (the shards
-/// draw some of the same keys): the largest shard's count is kept as a lower bound.
-fn merge_ycsb(parts: &[&serde_json::Value]) -> serde_json::Value {
-    use serde_json::{Value, json};
-    let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
-    let mut top: BTreeMap<i64, u64> = BTreeMap::new();
-    for p in parts {
-        for kv in p["top_keys"].as_array().into_iter().flatten() {
-            if let (Some(k), Some(c)) = (kv[0].as_i64(), kv[1].as_u64()) {
-                *top.entry(k).or_default() += c;
-            }
-        }
-    }
-    let mut top: Vec<(i64, u64)> = top.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let kept = parts[0]["top_keys"].as_array().map_or(0, Vec::len);
-    top.truncate(kept.max(1));
-    let mut out = json!({
-        "key_draws": parts.iter().map(|p| n(p, "key_draws")).sum::<u64>(),
-        "distinct_keys_at_least": parts.iter().map(|p| n(p, "distinct_keys")).max(),
-        "top_keys": top.iter().map(|(k, c)| json!([k, c])).collect::<Vec<_>>(),
-    });
-    let scans: Vec<&Value> = (parts.iter())
-        .map(|p| &p["scan_length"])
-        .filter(|s| n(s, "count") > 0)
-        .collect();
-    if !scans.is_empty() {
-        let count: u64 = scans.iter().map(|s| n(s, "count")).sum();
-        let total: f64 = (scans.iter())
-            .map(|s| s["mean"].as_f64().unwrap_or(0.0) * n(s, "count") as f64)
-            .sum();
-        out["scan_length"] = json!({
-            "count": count,
-            "min": scans.iter().map(|s| n(s, "min")).min(),
-            "max": scans.iter().map(|s| n(s, "max")).max(),
-            "mean": total / count as f64,
-        });
-    }
-    if parts.iter().any(|p| p.get("insertcount").is_some()) {
-        out["slices"] = (parts.iter())
-            .map(|p| json!([n(p, "insertstart"), n(p, "insertcount")]))
-            .collect();
-    }
-    out
-}
-
-/// The shards' self-checks as one: sums of rates and CPU, the busiest thread and widest pace
-/// of any, valid only if every shard was (the reason names the shards that were not).
-fn merge_checks(loads: &[&LoadRep]) -> GeneratorCheck {
-    let g: Vec<&GeneratorCheck> = loads.iter().map(|l| &l.generator).collect();
-    let requests: u64 = loads.iter().map(|l| l.requests).sum();
-    let cpu: u64 = g.iter().map(|c| c.cpu_user_ns + c.cpu_sys_ns).sum();
-    let coalesced: u64 = g.iter().map(|c| c.coalesced).sum();
-    let invalid: Vec<String> = (g.iter().enumerate())
-        .filter(|(_, c)| !c.valid)
-        .map(|(k, c)| format!("shard {k}: {}", c.reason.as_deref().unwrap_or("invalid")))
-        .collect();
-    GeneratorCheck {
-        intended_per_s: (g.iter().map(|c| c.intended_per_s)).sum::<Option<f64>>(),
-        achieved_per_s: g.iter().map(|c| c.achieved_per_s).sum(),
-        // Each shard's lag is in `shards`: lateness on different machines is not one figure.
-        lag_ns: None,
-        cpu_user_ns: g.iter().map(|c| c.cpu_user_ns).sum(),
-        cpu_sys_ns: g.iter().map(|c| c.cpu_sys_ns).sum(),
-        cpu_ns_per_request: if requests > 0 {
-            cpu as f64 / requests as f64
-        } else {
-            0.0
-        },
-        busiest_thread: g.iter().map(|c| c.busiest_thread).fold(0.0, f64::max),
-        wakeups: g.iter().map(|c| c.wakeups).sum(),
-        coalesced,
-        window_mean_ns: if coalesced > 0 {
-            g.iter()
-                .map(|c| c.window_mean_ns * c.coalesced as f64)
-                .sum::<f64>()
-                / coalesced as f64
-        } else {
-            0.0
-        },
-        sleep_cost_ns: g.iter().map(|c| c.sleep_cost_ns).max().unwrap_or(0),
-        pace_ns: g.iter().map(|c| c.pace_ns).max().unwrap_or(0),
-        valid: invalid.is_empty(),
-        reason: (!invalid.is_empty()).then(|| invalid.join("; ")),
-    }
-}
-
-/// The shards' first sends interleaved: the gaps between consecutive sends of all of them,
-/// up to the first moment some shard's kept sends end.
-fn interleave(loads: &[&LoadRep]) -> Option<Arrivals> {
-    if loads.iter().any(|l| l.sends_ns.is_empty()) {
-        return None;
-    }
-    let window_ns = (loads.iter().filter_map(|l| l.sends_ns.last().copied())).min()?;
-    let mut all: Vec<u64> = (loads.iter())
-        .flat_map(|l| l.sends_ns.iter().copied().filter(|&t| t <= window_ns))
-        .collect();
-    all.sort_unstable();
-    let mut gaps = new_histogram();
-    for w in all.windows(2) {
-        gaps.saturating_record((w[1] - w[0]).max(1));
-    }
-    let intended: f64 = (loads.iter())
-        .filter_map(|l| l.generator.intended_per_s)
-        .sum();
-    Some(Arrivals {
-        window_ns,
-        sends: all.len() as u64,
-        intended_gap_ns: if intended > 0.0 { 1e9 / intended } else { 0.0 },
-        gap_ns: latency_summary(&gaps),
-        histogram: (!gaps.is_empty()).then(|| encode(&gaps)),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn ycsb_figures_add_where_they_can_and_bound_where_they_cannot() {
-        let a = json!({
-            "key_draws": 100, "distinct_keys": 40,
-            "top_keys": [[7, 30], [3, 10]],
-            "scan_length": {"count": 10, "min": 2, "max": 90, "mean": 50.0},
-            "insertstart": 0, "insertcount": 501,
-        });
-        let b = json!({
-            "key_draws": 60, "distinct_keys": 45,
-            "top_keys": [[7, 20], [9, 15]],
-            "scan_length": {"count": 30, "min": 1, "max": 80, "mean": 30.0},
-            "insertstart": 501, "insertcount": 500,
-        });
-        let m = merge_ycsb(&[&a, &b]);
-        assert_eq!(m["key_draws"], 160);
-        // Distinct keys do not add (shards draw the same keys): the largest is a lower bound.
-        assert_eq!(m["distinct_keys_at_least"], 45);
-        assert!(m.get("distinct_keys").is_none());
-        // Each key's draws summed over the lists, the most drawn first, as many as a shard kept.
-        assert_eq!(m["top_keys"], json!([[7, 50], [9, 15]]));
-        assert_eq!(m["scan_length"]["count"], 40);
-        assert_eq!(m["scan_length"]["min"], 1);
-        assert_eq!(m["scan_length"]["max"], 90);
-        assert_eq!(m["scan_length"]["mean"], 35.0);
-        assert_eq!(m["slices"], json!([[0, 501], [501, 500]]));
-        // A workload's figures carry no slice, nor scans: none invented.
-        let w =
-            merge_ycsb(&[&json!({"key_draws": 1, "distinct_keys": 1, "top_keys": [[1, 1]]}); 2]);
-        assert!(w.get("slices").is_none() && w.get("scan_length").is_none());
-    }
 }

@@ -226,6 +226,10 @@ pub struct PlanRecord {
     /// The ycsb suite's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ycsb: Option<YcsbPlan>,
+    /// The settings of a suite this schema does not describe, under its name, as it recorded
+    /// them (as a repetition's `Detail::Custom` holds its figures).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub custom: BTreeMap<String, serde_json::Value>,
     /// The thresholds, as written (`METRIC OP VALUE [scope]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<String>,

@@ -6,27 +6,28 @@ use super::*;
 /// `--shard`: which shard this run is, and the identity of its plan (what every shard must
 /// share: the resolved plan less what is a generator's own, its threads).
 pub(super) fn shard_of(
-    args: &RunArgs,
+    shard: Option<&str>,
+    meet: bool,
     plan: &Plan,
 ) -> Result<Option<(engine::shard::Shard, String)>> {
-    let Some(text) = &args.shard else {
+    let Some(text) = shard else {
         return Ok(None);
     };
     let shard = engine::shard::Shard::parse(text, &|k| std::env::var(k).ok())
         .map_err(|e| anyhow::anyhow!("--shard {text}: {e}"))?;
-    match plan.suite.name() {
-        "load" => {}
-        // A store suite's shards share a namespace and meet between its phases.
-        s @ ("ycsb" | "kv") if args.rendezvous.is_none() => bail!(
-            "--shard {text}: the {s} suite's shards share one namespace and all load it before any test: give --rendezvous HOST:PORT (rank 0's)"
-        ),
-        "kv" if !plan.faults.is_empty() || !plan.levels.is_empty() => bail!(
-            "--shard {text}: faults act on the target's processes from one generator, and the kv suite's shards run without them for now: drop the plan's faults and levels, or run one generator"
-        ),
-        "ycsb" | "kv" => {}
-        other => bail!(
-            "--shard splits the load suite's load (rate, connections) and the ycsb and kv suites' entries and clients; the {other} suite cannot be sharded yet: run one generator"
-        ),
+    if !plan.suite.shardable() {
+        let can: Vec<&str> = (crate::suites::all().iter())
+            .filter(|s| s.shardable())
+            .map(|s| s.name())
+            .collect();
+        bail!(
+            "--shard {text}: the {} suite cannot be sharded yet (these can: {}): run one generator",
+            plan.suite.name(),
+            can.join(", ")
+        );
+    }
+    if let Err(e) = plan.suite.shard_rule(plan, meet) {
+        bail!("--shard {text}: {e}");
     }
     // A server the plan starts would be started once per shard, each on its own machine.
     if let Some(t) = (plan.targets.iter()).find(|t| {
@@ -100,7 +101,20 @@ pub(super) fn merge_cmd(dirs: &[PathBuf], out: Option<&Path>, format: &str) -> R
             shards.push(results::merge::ShardInput { record, dir });
         }
     }
-    let (mut record, logs) = results::merge::merge(shards)?;
+    // Each suite adds its own figures; a case of a suite this build does not know is refused.
+    let detail = |suite: &str,
+                  parts: &[&results::Rep],
+                  merged: &results::Rep,
+                  latency: &results::Histogram,
+                  hlogs: Option<&[Vec<results::hlog::ReadInterval>]>| {
+        match crate::suites::all().iter().find(|s| s.name() == suite) {
+            Some(s) => s.merge_detail(parts, merged, latency, hlogs),
+            None => results::merge::refuse(format!(
+                "the {suite} suite is not in this build of dyno: merge its shards with the dyno that ran them"
+            )),
+        }
+    };
+    let (mut record, logs) = results::merge::merge(shards, &detail)?;
     // The shards' thresholds are judged here, on the whole load (a shard judged only its
     // part); a relative one needs a baseline run, which a merge has none of.
     let mut thresholds = Vec::new();

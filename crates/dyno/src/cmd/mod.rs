@@ -51,7 +51,11 @@ fn print_out(bytes: &[u8]) -> Result<()> {
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run_cmd(*args),
-        Command::Validate { plan } => validate(&plan),
+        Command::Validate {
+            plan,
+            shard,
+            rendezvous,
+        } => validate(&plan, shard.as_deref(), rendezvous.is_some()),
         Command::Report {
             dir,
             format,
@@ -114,8 +118,8 @@ fn parse_format(f: Option<&Sp<String>>) -> Result<Format, PlanError> {
             format!(
                 "unknown format {:?}; {}formats: {}",
                 f.value,
-                engine::suggest::did_you_mean(&f.value, Format::NAMES.iter().copied()),
-                Format::NAMES.join(", ")
+                engine::suggest::did_you_mean(&f.value, Format::names()),
+                Format::names().join(", ")
             ),
         )
     })

@@ -56,7 +56,9 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
 pub(super) fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     let is_plan = |s: &str| s.ends_with(".toml");
     let mut raw = match a.targets.iter().position(|t| is_plan(t)) {
-        Some(0) if a.targets.len() == 1 => RawPlan::from_file(Path::new(&a.targets[0]))?,
+        Some(0) if a.targets.len() == 1 => {
+            RawPlan::from_file(Path::new(&a.targets[0]), &crate::suites::catalogue())?
+        }
         Some(_) => {
             return Err(PlanError::new(
                 Origin::Arg(1),
@@ -84,34 +86,14 @@ pub(super) fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     let sflag =
         |v: &Option<String>, name: &'static str| v.clone().map(|v| Sp::new(v, Origin::Flag(name)));
     request_flags(a, &mut raw.targets)?;
-    raw.duration = sflag(&a.duration, "--duration").or(raw.duration);
-    raw.requests = flag(a.requests, "--requests").or(raw.requests);
-    raw.rate = sflag(&a.rate, "--rate").or(raw.rate);
-    raw.ramp = sflag(&a.ramp, "--ramp").or(raw.ramp);
-    raw.arrival = sflag(&a.arrival, "--arrival").or(raw.arrival);
-    raw.max_connections = flag(a.max_connections, "--max-connections").or(raw.max_connections);
-    raw.threads = flag(a.threads, "--threads").or(raw.threads);
-    raw.timeout = sflag(&a.timeout, "--timeout").or(raw.timeout);
-    raw.interval = sflag(&a.interval, "--interval").or(raw.interval);
-    raw.hlog = sflag(&a.hlog, "--hlog").or(raw.hlog);
-    raw.burst = sflag(&a.burst, "--burst").or(raw.burst);
-    raw.coalesce = sflag(&a.coalesce, "--coalesce").or(raw.coalesce);
-    raw.max_lag = sflag(&a.max_lag, "--max-lag").or(raw.max_lag);
-    raw.objects = flag(a.objects, "--objects").or(raw.objects);
-    raw.concurrency = flag(a.concurrency, "--concurrency").or(raw.concurrency);
+    for (key, value) in a.settings.0.entries() {
+        raw.settings.set(key, value.clone());
+    }
     raw.reps = flag(a.reps, "--reps").or(raw.reps);
-    raw.size = flag(a.size, "--size").or(raw.size);
     raw.seed = flag(a.seed, "--seed").or(raw.seed);
     raw.suite = sflag(&a.suite, "--suite").or(raw.suite);
     raw.out = sflag(&a.out, "--out").or(raw.out);
     raw.format = sflag(&a.format, "--format").or(raw.format);
-    raw.topology = sflag(&a.topology, "--topology").or(raw.topology);
-    raw.thousands = flag(a.thousands, "--thousands").or(raw.thousands);
-    raw.operations = flag(a.operations, "--operations").or(raw.operations);
-    raw.zipf = sflag(&a.zipf, "--zipf").or(raw.zipf);
-    raw.test_time = sflag(&a.test_time, "--test-time").or(raw.test_time);
-    raw.depth = flag(a.depth, "--depth").or(raw.depth);
-    raw.width = flag(a.width, "--width").or(raw.width);
     raw.samples = flag(a.samples, "--samples").or(raw.samples);
     if !a.sweeps.is_empty() {
         // Sweeps on the command line replace the plan file's.
@@ -274,8 +256,23 @@ pub(super) fn exit_code(record: &results::RunRecord) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
-    let Resolved { mut plan, format } = resolve(raw_from_args(&args)?)?;
+/// A run made ready, once: the plan (never changed after this), how it reports, where its
+/// record goes, and, for a shard, how it met the others.
+pub(super) struct Prepared {
+    plan: Plan,
+    format: Format,
+    /// `--noise`: the gate's ±band of "no change".
+    noise: f64,
+    fb: Feedback,
+    placement: results::store::Placement,
+    out_dir: PathBuf,
+    rendezvous: Option<engine::shard::Rendezvous>,
+}
+
+/// Everything the run needs, made from the command line in one place: the resolved plan, its
+/// baseline (with its run-to-run noise), its shard and the results directory.
+pub(super) fn prepare(args: &RunArgs) -> Result<Prepared> {
+    let Resolved { mut plan, format } = resolve(raw_from_args(args)?)?;
     let noise = parse_noise(&args.noise)?;
     if let Some(named) = plan.baseline_ref.clone() {
         let root = history_root(plan.out.as_deref());
@@ -289,7 +286,7 @@ pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         plan.baseline = Some((named, std::sync::Arc::new(baseline)));
     }
     engine::runner::preflight(&plan)?;
-    let shard = shard_of(&args, &plan)?;
+    let shard = shard_of(args.shard.as_deref(), args.rendezvous.is_some(), &plan)?;
     if let Some((s, _)) = &shard {
         // Every shard writes into DIR/shard-I: a shared directory (or gathered later) that
         // `dyno merge DIR` reads whole.
@@ -300,18 +297,8 @@ pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         };
         plan.out = Some(out.join(format!("shard-{}", s.index)));
     }
-    let fb = feedback(&args, &plan)?;
-    let placement = results::store::claim_run_dir(
-        plan.out.as_deref(),
-        std::time::SystemTime::now(),
-    )
-    .map_err(|e| match e {
-        results::store::StoreError::Foreign { .. } => anyhow::Error::new(e).context(
-            "-o/--out: give a new or empty directory, or one dyno made (a new run there goes \
-                 into a subdirectory of its own)",
-        ),
-        e => anyhow::Error::new(e).context("creating the results directory"),
-    })?;
+    let fb = feedback(args, &plan)?;
+    let placement = claim(plan.out.as_deref())?;
     let out_dir = placement.dir().to_path_buf();
     // A long load run streams its intervals to an .hlog in the results directory unless told
     // where: its time series is then complete on disk however long it runs.
@@ -321,7 +308,7 @@ pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
     }
     let rendezvous = match &shard {
         Some((s, id)) => {
-            let met = meet(&args, *s, id)?;
+            let met = meet(args, *s, id)?;
             plan.shard = Some(results::ShardRecord {
                 index: s.index,
                 count: s.count,
@@ -334,115 +321,141 @@ pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let quiet = args.quiet;
+    Ok(Prepared {
+        plan,
+        format,
+        noise,
+        fb,
+        placement,
+        out_dir,
+        rendezvous,
+    })
+}
+
+/// The run's results directory, claimed.
+fn claim(out: Option<&Path>) -> Result<results::store::Placement> {
+    results::store::claim_run_dir(out, std::time::SystemTime::now()).map_err(|e| match e {
+        results::store::StoreError::Foreign { .. } => anyhow::Error::new(e).context(
+            "-o/--out: give a new or empty directory, or one dyno made (a new run there goes \
+                 into a subdirectory of its own)",
+        ),
+        e => anyhow::Error::new(e).context("creating the results directory"),
+    })
+}
+
+pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
+    let p = prepare(&args)?;
     let info = |line: String| {
-        if !quiet {
+        if !args.quiet {
             eprintln!("{line}");
         }
     };
-    if let Some((server, _)) = &fb.metrics {
+    if let Some((server, _)) = &p.fb.metrics {
         info(format!(
             "dyno: live metrics at http://{}/metrics",
             server.addr
         ));
     }
-    if let results::store::Placement::Beside { asked, dir } = &placement {
+    if let results::store::Placement::Beside { asked, dir } = &p.placement {
         info(format!(
             "dyno: {} holds earlier runs, left as they are; this run goes to {}",
             asked.display(),
             dir.display()
         ));
     }
-    let record_path = out_dir.join(results::store::RECORD_FILE);
-
     stop_on_ctrl_c()?;
-
+    let record_path = p.out_dir.join(results::store::RECORD_FILE);
     info(format!(
         "dyno: {} on {} target(s): {}; record: {}",
-        plan.suite.name(),
-        plan.targets.len(),
-        plan.targets
-            .iter()
+        p.plan.suite.name(),
+        p.plan.targets.len(),
+        (p.plan.targets.iter())
             .map(|t| t.name.as_str())
             .collect::<Vec<_>>()
             .join(", "),
         record_path.display()
     ));
+    let outcome = execute(&args, &p, &record_path)?;
+    for w in &outcome.warnings {
+        eprintln!("dyno: warning: {w}");
+    }
+    info(format!("dyno: record written to {}", record_path.display()));
+    finish(&args, &p, &outcome.record)
+}
+
+/// Runs the prepared plan, its record written to `record_path` after every repetition.
+fn execute(args: &RunArgs, p: &Prepared, record_path: &Path) -> Result<engine::runner::RunOutcome> {
     let dyno = results::DynoInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         commit: env!("DYNO_COMMIT").to_string(),
     };
     let mut sink = |r: &results::RunRecord| {
-        results::store::write_atomic(&record_path, r).map_err(engine::runner::SinkError::from)
+        results::store::write_atomic(record_path, r).map_err(engine::runner::SinkError::from)
     };
-    let mut display = crate::live::Display::new(fb.mode, fb.metrics.as_ref().map(|m| m.1.clone()));
+    let metrics = p.fb.metrics.as_ref().map(|m| m.1.clone());
+    let mut display = crate::live::Display::new(p.fb.mode, metrics);
     // An adapter's standard error is kept beside the record (adapter-PID-N.stderr).
-    targets::exec::set_log_dir(&out_dir);
+    targets::exec::set_log_dir(&p.out_dir);
     let profiles = match &args.profile {
         Some(dir) => Some(
-            crate::profile::Profiles::new(dir, &out_dir)
+            crate::profile::Profiles::new(dir, &p.out_dir)
                 .with_context(|| format!("--profile {}: making the directory", dir.display()))?,
         ),
         None => None,
     };
-    let outcome = engine::runner::run(
-        &plan,
-        dyno,
-        engine::runner::Hooks {
-            interrupt: &INTERRUPT,
-            logs: &out_dir,
-            checkpoint: fb.checkpoint,
-            progress: &mut |p| display.update(p),
-            profiler: profiles
-                .as_ref()
-                .map(|p| p as &dyn engine::runner::Profiler),
-            rendezvous: rendezvous.as_ref(),
-        },
-        &mut sink,
-    )?;
-    for w in &outcome.warnings {
-        eprintln!("dyno: warning: {w}");
-    }
+    let hooks = engine::runner::Hooks {
+        interrupt: &INTERRUPT,
+        logs: &p.out_dir,
+        checkpoint: p.fb.checkpoint,
+        progress: &mut |x| display.update(x),
+        profiler: (profiles.as_ref()).map(|x| x as &dyn engine::runner::Profiler),
+        rendezvous: p.rendezvous.as_ref(),
+    };
+    Ok(engine::runner::run(&p.plan, dyno, hooks, &mut sink)?)
+}
 
+/// What follows a run: the report printed, the run kept (history, plots, HTML), the gate
+/// against `--compare`, and the exit status.
+fn finish(args: &RunArgs, p: &Prepared, record: &results::RunRecord) -> Result<ExitCode> {
     // Every file first, then the terminal: a closed pipe must not cost a file.
     let mut text = Vec::new();
+    let views = crate::suites::views();
     report::render(
-        format,
-        std::slice::from_ref(&outcome.record),
-        report::Views(&crate::suites::views()),
+        p.format,
+        std::slice::from_ref(record),
+        report::Views(&views),
         &mut text,
     )
     .context("rendering the report")?;
-    info(format!("dyno: record written to {}", record_path.display()));
-    keep_run(&out_dir, &outcome.record, quiet);
+    keep_run(&p.out_dir, record, args.quiet);
     // The gate: the run against the one --compare named, beside the run's record.
-    let gate = match (&args.compare, &plan.baseline) {
+    let gate = match (&args.compare, &p.plan.baseline) {
         (Some(_), Some((named, base))) => {
-            let c = results::compare::compare(&base.record, &outcome.record, noise, &base.noise);
-            let to = out_dir.join("compare.json");
+            let c = results::compare::compare(&base.record, record, p.noise, &base.noise);
+            let to = p.out_dir.join("compare.json");
             if let Err(e) = std::fs::write(&to, serde_json::to_vec_pretty(&c)?) {
                 eprintln!("dyno: warning: {}: {e}", to.display());
             }
-            report::compare::render(
-                &c,
-                (&named.value, &out_dir.display().to_string()),
-                report::grid::Style::Text,
-                &mut text,
-            )?;
+            let names = (named.value.as_str(), &*p.out_dir.display().to_string());
+            report::compare::render(&c, names, report::grid::Style::Text, &mut text)?;
             Some(c)
         }
         _ => None,
     };
     print_out(&text)?;
+    let code = exit_code(record);
+    match gate.filter(|_| code == ExitCode::SUCCESS) {
+        Some(c) => gate_code(args, p, &c),
+        None => Ok(code),
+    }
+}
 
-    let code = exit_code(&outcome.record);
-    let Some(c) = gate.filter(|_| code == ExitCode::SUCCESS) else {
-        return Ok(code);
-    };
+/// The gate's verdict: settings that differ are refused, a regressed figure exits 5.
+fn gate_code(args: &RunArgs, p: &Prepared, c: &results::compare::Comparison) -> Result<ExitCode> {
     if !c.differences.is_empty() && !args.allow_different {
         bail!(
             "--compare: the runs differ in more than the change under test (the run is recorded; its comparison is in {}):\n  {}\n(give --allow-different to judge them anyway)",
-            out_dir.join("compare.json").display(),
+            p.out_dir.join("compare.json").display(),
             c.differences.join("\n  ")
         );
     }
@@ -461,7 +474,7 @@ pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(EXIT_REGRESSED));
     }
-    Ok(code)
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What a finished run leaves beside its record: its place in its results root's history, its

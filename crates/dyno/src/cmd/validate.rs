@@ -2,9 +2,13 @@
 
 use super::*;
 
-pub(super) fn validate(path: &Path) -> Result<ExitCode> {
-    let Resolved { plan, format } = resolve(RawPlan::from_file(path)?)?;
+/// Checks the plan at `path`, and as shard `shard` (`I/N`) when given (`meet`: with a
+/// rendezvous), as `run` would.
+pub(super) fn validate(path: &Path, shard: Option<&str>, meet: bool) -> Result<ExitCode> {
+    let Resolved { plan, format } =
+        resolve(RawPlan::from_file(path, &crate::suites::catalogue())?)?;
     engine::runner::preflight(&plan)?;
+    shard_of(shard, meet, &plan)?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

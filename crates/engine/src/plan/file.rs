@@ -28,45 +28,17 @@ impl Source<'_> {
 
 pub(super) type Spanned<T> = toml::Spanned<T>;
 
-pub(super) const TOP_KEYS: &[&str] =
-    &["suite", "load", "output", "targets", "faults", "thresholds"];
-/// The keys of a plan file's `[load]` section (the load suite's settings).
-pub const LOAD_KEYS: &[&str] = &[
-    "duration",
-    "requests",
-    "rate",
-    "ramp",
-    "stages",
-    "arrival",
-    "max_connections",
-    "threads",
-    "timeout",
-    "interval",
-    "hlog",
-    "burst",
-    "coalesce",
-    "max_lag",
-];
-pub(super) const SUITE_KEYS: &[&str] = &[
+pub(super) const TOP_KEYS: &[&str] = &["suite", "output", "targets", "faults", "thresholds"];
+/// The keys of `[suite]` that are the run's, not a suite's.
+pub(super) const RUN_KEYS: &[&str] = &[
     "name",
-    "topology",
-    "objects",
-    "concurrency",
-    "size",
     "reps",
     "warmup",
     "seed",
-    "thousands",
-    "test_time",
-    "depth",
-    "width",
     "sweep",
     "samples",
-    "duration",
     "levels",
     "level_every",
-    "operations",
-    "zipf",
 ];
 pub(super) const OUTPUT_KEYS: &[&str] = &["dir", "format"];
 
@@ -84,7 +56,7 @@ pub(super) fn type_name(v: &DeValue) -> &'static str {
 
 impl RawPlan {
     /// Reads a plan file.
-    pub fn from_file(path: &Path) -> Result<RawPlan, PlanError> {
+    pub fn from_file(path: &Path, settings: &Catalogue) -> Result<RawPlan, PlanError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             PlanError::new(
                 Origin::Flag("PLAN"),
@@ -92,11 +64,12 @@ impl RawPlan {
             )
             .hint("give the path of a TOML plan file; `dyno validate PLAN.toml` checks one")
         })?;
-        RawPlan::from_toml(path, &text)
+        RawPlan::from_toml(path, &text, settings)
     }
 
-    /// Parses a plan file's text; `path` is used only in messages.
-    pub fn from_toml(path: &Path, text: &str) -> Result<RawPlan, PlanError> {
+    /// Parses a plan file's text; `path` is used only in messages, `settings` are what the
+    /// suites' sections may hold.
+    pub fn from_toml(path: &Path, text: &str, settings: &Catalogue) -> Result<RawPlan, PlanError> {
         let src = Source {
             path: Arc::from(path.display().to_string()),
             text,
@@ -112,8 +85,10 @@ impl RawPlan {
         };
         for (key, value) in doc.get_ref().iter() {
             match key.get_ref().as_ref() {
-                "suite" => suite_section(&src, expect_table(&src, "suite", value)?, &mut plan)?,
-                "load" => load_section(&src, expect_table(&src, "load", value)?, &mut plan)?,
+                "suite" => {
+                    let table = expect_table(&src, "suite", value)?;
+                    suite_section(&src, table, &mut plan, settings)?
+                }
                 "output" => {
                     let table = expect_table(&src, "output", value)?;
                     for (k, v) in table.iter() {
@@ -207,13 +182,19 @@ impl RawPlan {
                         plan.targets.push(target_from_toml(&src, name, body)?);
                     }
                 }
+                other if settings.in_section(other).is_some() => {
+                    let table = expect_table(&src, other, value)?;
+                    settings_section(&src, other, table, &mut plan, settings)?;
+                }
                 other => {
+                    let known: Vec<&str> =
+                        TOP_KEYS.iter().copied().chain(settings.names()).collect();
                     return Err(unknown_key(
                         &src,
                         key,
                         other,
                         "the plan's top level",
-                        TOP_KEYS,
+                        &known,
                     ));
                 }
             }
@@ -222,26 +203,20 @@ impl RawPlan {
     }
 }
 
-/// The `[suite]` section: the suite, its shared settings, sweeps.
-fn suite_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Result<(), PlanError> {
+/// The `[suite]` section: the suite, the run's repetitions and sweeps, and any suite's settings.
+fn suite_section(
+    src: &Source,
+    table: &DeTable<'_>,
+    plan: &mut RawPlan,
+    settings: &Catalogue,
+) -> Result<(), PlanError> {
     for (k, v) in table.iter() {
         let at = src.at(v.span());
         match k.get_ref().as_ref() {
             "name" => plan.suite = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "topology" => plan.topology = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "objects" => plan.objects = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "concurrency" => plan.concurrency = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "size" => plan.size = Some(Sp::new(expect_int(src, k, v)?, at)),
             "reps" => plan.reps = Some(Sp::new(expect_int(src, k, v)?, at)),
             "seed" => plan.seed = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "thousands" => plan.thousands = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "operations" => plan.operations = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "zipf" => plan.zipf = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "test_time" => plan.test_time = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "depth" => plan.depth = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "width" => plan.width = Some(Sp::new(expect_int(src, k, v)?, at)),
             "samples" => plan.samples = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "duration" => plan.duration = Some(Sp::new(expect_str(src, k, v)?, at)),
             "level_every" => plan.level_every = Some(Sp::new(expect_str(src, k, v)?, at)),
             "levels" => match v.get_ref() {
                 DeValue::Array(all) => {
@@ -299,37 +274,52 @@ fn suite_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Resul
                 DeValue::Boolean(b) => plan.warmup = Some(Sp::new(*b, at)),
                 other => return Err(wrong_type(src, k, v, other, "a boolean")),
             },
-            other => {
-                return Err(unknown_key(src, k, other, "[suite]", SUITE_KEYS));
-            }
+            other => match settings.in_section("suite").and_then(|s| find(&s, other)) {
+                Some(setting) => plan.settings.set(setting.key, value(src, setting, k, v)?),
+                None => return Err(settings.unknown(src.at(k.span()), other, "suite", RUN_KEYS)),
+            },
         }
     }
     Ok(())
 }
 
-/// The `[load]` section: the load suite's settings.
-fn load_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Result<(), PlanError> {
+/// A suite's own section (`[load]`): its settings.
+fn settings_section(
+    src: &Source,
+    section: &str,
+    table: &DeTable<'_>,
+    plan: &mut RawPlan,
+    settings: &Catalogue,
+) -> Result<(), PlanError> {
+    let mine = settings.in_section(section).unwrap_or_default();
     for (k, v) in table.iter() {
-        let at = src.at(v.span());
-        match k.get_ref().as_ref() {
-            "duration" => plan.duration = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "ramp" => plan.ramp = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "arrival" => plan.arrival = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "timeout" => plan.timeout = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "interval" => plan.interval = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "hlog" => plan.hlog = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "burst" => plan.burst = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "coalesce" => plan.coalesce = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "max_lag" => plan.max_lag = Some(Sp::new(expect_str(src, k, v)?, at)),
-            "requests" => plan.requests = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "max_connections" => plan.max_connections = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "threads" => plan.threads = Some(Sp::new(expect_int(src, k, v)?, at)),
-            "rate" => plan.rate = Some(Sp::new(expect_number_text(src, k, v)?, at)),
-            "stages" => plan.stages = stages_from_toml(src, k, v)?,
-            other => return Err(unknown_key(src, k, other, "[load]", LOAD_KEYS)),
-        }
+        let key = k.get_ref().as_ref();
+        let Some(setting) = find(&mine, key) else {
+            return Err(settings.unknown(src.at(k.span()), key, section, &[]));
+        };
+        plan.settings.set(setting.key, value(src, setting, k, v)?);
     }
     Ok(())
+}
+
+fn find(settings: &[&'static Setting], key: &str) -> Option<&'static Setting> {
+    settings.iter().find(|s| s.key == key).copied()
+}
+
+/// A setting's value as its kind wants it, with its place.
+fn value(
+    src: &Source,
+    setting: &Setting,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<Sp<Value>, PlanError> {
+    let value = match setting.kind {
+        Kind::Int => Value::Int(expect_int(src, k, v)?),
+        Kind::Text => Value::Text(expect_str(src, k, v)?),
+        Kind::Number => Value::Text(expect_number_text(src, k, v)?),
+        Kind::Stages => Value::Stages(stages_from_toml(src, k, v)?),
+    };
+    Ok(Sp::new(value, src.at(v.span())))
 }
 
 pub(super) fn expect_table<'a, 'i>(

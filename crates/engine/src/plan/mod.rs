@@ -9,17 +9,17 @@
 //!
 //! ```toml
 //! [suite]
-//! name = "shootout"      # shootout, magma, load or namespace
+//! name = "shootout"      # a suite of the registry (`dyno run --help` lists them)
 //! objects = 1000         # per client (-n)
 //! concurrency = 2        # clients (-c)
-//! size = 300             # bytes per object
-//! reps = 3
+//! size = 300             # bytes per object (a suite's settings: here, or in its own
+//! reps = 3               #   section, e.g. [load] duration = "10s")
 //! warmup = true
 //! seed = 1
 //!
 //! [output]
 //! dir = "dyno-results/mine"
-//! format = "table"       # table | markdown | csv | json
+//! format = "table"       # an output format (`dyno run --help` lists them)
 //!
 //! [targets.sqlite_full]  # one column per target, in file order
 //! url = "sqlite:/tmp/dyno_full.db"
@@ -27,8 +27,9 @@
 //! ```
 
 mod file;
+pub mod setting;
 
-pub use file::LOAD_KEYS;
+pub use setting::{Catalogue, Given, Kind, Setting, Value};
 
 use crate::driver::TargetConfig;
 use crate::suggest::did_you_mean;
@@ -249,27 +250,14 @@ pub struct RawPlan {
     /// The plan file's path, or `None` for the command line alone.
     pub file: Option<PathBuf>,
     pub suite: Option<Sp<String>>,
-    pub objects: Option<Sp<i64>>,
-    pub concurrency: Option<Sp<i64>>,
-    pub size: Option<Sp<i64>>,
+    /// The suites' settings written (`-n`, `depth = 10`, `[load] rate`…), each described once
+    /// by the suite that reads it ([`Setting`]).
+    pub settings: Given,
     pub reps: Option<Sp<i64>>,
     pub warmup: Option<Sp<bool>>,
     pub seed: Option<Sp<i64>>,
     /// `--quick`: smaller defaults (100 objects, 1 repetition) for a fast look.
     pub quick: bool,
-    /// `inproc,loopback,lan,wan`: each target runs once per topology (a column each).
-    pub topology: Option<Sp<String>>,
-    /// The magma suite: MagmaBenchmarker's `thousands`.
-    pub thousands: Option<Sp<i64>>,
-    /// The ycsb suite: YCSB's `operationcount`, operations per workload.
-    pub operations: Option<Sp<i64>>,
-    /// The ycsb suite: `ycsb` (YCSB's scrambled zipfian) or `exact:THETA`.
-    pub zipf: Option<Sp<String>>,
-    /// The magma suite: how long each rate test repeats its operation.
-    pub test_time: Option<Sp<String>>,
-    /// The namespace suite: levels below the root, and entries of the parent.
-    pub depth: Option<Sp<i64>>,
-    pub width: Option<Sp<i64>>,
     /// `PARAM=LIST` or `PARAM=A..B[:STEP]`, each a sweep of its own.
     pub sweeps: Vec<Sp<String>>,
     /// Samples per point: the repetitions, named as sweeps name them.
@@ -295,26 +283,6 @@ pub struct RawPlan {
     pub abort_after: Option<Sp<String>>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
-    // The load suite:
-    pub duration: Option<Sp<String>>,
-    /// Closed loop: requests per connection.
-    pub requests: Option<Sp<i64>>,
-    /// `5000` or `1000..20000` requests per second.
-    pub rate: Option<Sp<String>>,
-    pub ramp: Option<Sp<String>>,
-    pub stages: Vec<RawStage>,
-    pub arrival: Option<Sp<String>>,
-    pub max_connections: Option<Sp<i64>>,
-    pub threads: Option<Sp<i64>>,
-    pub timeout: Option<Sp<String>>,
-    pub interval: Option<Sp<String>>,
-    pub hlog: Option<Sp<String>>,
-    /// Soak runs: `every=6h for=10m rate=5000`, a heavy burst on top of the steady rate.
-    pub burst: Option<Sp<String>>,
-    /// `auto`, `off` or a window: how often responses may wake a load thread.
-    pub coalesce: Option<Sp<String>>,
-    /// `50%` or `2ms`: how late dyno may dispatch before an open loop is invalid.
-    pub max_lag: Option<Sp<String>>,
 }
 
 /// A fault as written (`--fault`, `[[faults]]`): its place, and its words (`action` among

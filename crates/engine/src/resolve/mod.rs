@@ -2,6 +2,7 @@
 //! target URLs handed to their drivers, sweeps and topologies expanded.
 
 use crate::driver::{ConfigError, Family, TargetConfig};
+use crate::plan::setting::shared;
 use crate::plan::*;
 use crate::suggest::did_you_mean;
 use crate::suite::{Common, Plan, Suite};
@@ -263,7 +264,7 @@ impl RawPlan {
     fn shared(&self, suite: &dyn Suite) -> Result<Shared, PlanError> {
         let clients = suite.clients();
         let concurrency = bounded(
-            self.concurrency.clone(),
+            self.settings.int(&shared::CONCURRENCY),
             "concurrency",
             clients.default,
             1,
@@ -271,7 +272,7 @@ impl RawPlan {
             clients.why,
         )? as u32;
         let objects = bounded(
-            self.objects.clone(),
+            self.settings.int(&shared::OBJECTS),
             "objects",
             if self.quick {
                 QUICK_OBJECTS
@@ -283,7 +284,7 @@ impl RawPlan {
             "objects are numbered in 24 bits per client",
         )?;
         let size = bounded(
-            self.size.clone(),
+            self.settings.int(&shared::SIZE),
             "size",
             DEFAULT_SIZE as u64,
             MIN_SIZE as u64,
@@ -313,7 +314,7 @@ impl RawPlan {
                     .hint("use any integer from 0 to 2^63-1"));
             }
         };
-        let threads = match &self.threads {
+        let threads = match &self.settings.int(&shared::THREADS) {
             None => crate::fiber::default_threads(),
             Some(t) if !(1..=MAX_GENERATOR_THREADS as i64).contains(&t.value) => {
                 return Err(PlanError::new(
@@ -341,7 +342,7 @@ impl RawPlan {
         resolver: &dyn Resolver,
         named: Option<&(&'static dyn Suite, Origin)>,
     ) -> Result<(Vec<PlanTarget>, Vec<Origin>), PlanError> {
-        let raw_targets = if let Some(t) = &self.topology {
+        let raw_targets = if let Some(t) = &self.settings.text(&shared::TOPOLOGY) {
             expand_topologies(&self.targets, t)?
         } else if self.targets.is_empty() {
             if let Some((s, at)) = named.filter(|(s, _)| s.family() == Family::Request) {
@@ -374,54 +375,21 @@ impl RawPlan {
         Ok((targets, target_at))
     }
 
-    /// The settings of one suite or another that were written, with where, in a fixed order.
-    fn suite_settings_given(&self) -> Vec<(&'static str, Origin)> {
-        let int = |v: &Option<Sp<i64>>, name| v.as_ref().map(|v| (name, v.at.clone()));
-        let text = |v: &Option<Sp<String>>, name| v.as_ref().map(|v| (name, v.at.clone()));
-        [
-            int(&self.objects, "objects"),
-            int(&self.size, "size"),
-            int(&self.concurrency, "concurrency"),
-            int(&self.depth, "depth"),
-            int(&self.width, "width"),
-            int(&self.thousands, "thousands"),
-            int(&self.operations, "operations"),
-            text(&self.zipf, "zipf"),
-            text(&self.test_time, "test_time"),
-            text(&self.topology, "topology"),
-            text(&self.duration, "duration"),
-            text(&self.rate, "rate"),
-            text(&self.ramp, "ramp"),
-            text(&self.arrival, "arrival"),
-            text(&self.timeout, "timeout"),
-            text(&self.interval, "interval"),
-            text(&self.hlog, "hlog"),
-            text(&self.burst, "burst"),
-            text(&self.coalesce, "coalesce"),
-            text(&self.max_lag, "max_lag"),
-            int(&self.requests, "requests"),
-            int(&self.max_connections, "max_connections"),
-            int(&self.threads, "threads"),
-            self.stages.first().map(|s| ("stages", s.rate.at.clone())),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
-    }
-
     /// Refuses a setting of another suite: each suite reads only its own.
     fn only_settings_of(
         &self,
         suite: &dyn Suite,
         suites: &[&'static dyn Suite],
     ) -> Result<(), PlanError> {
-        for (name, at) in self.suite_settings_given() {
-            if suite.settings().contains(&name) {
+        let has = |s: &dyn Suite, key: &str| s.settings().iter().any(|x| x.key == key);
+        for (name, at) in self.settings.iter() {
+            if has(suite, name) {
                 continue;
             }
-            let Some(owner) = suites.iter().find(|s| s.settings().contains(&name)) else {
+            let Some(owner) = suites.iter().find(|s| has(**s, name)) else {
                 continue;
             };
+            let at = at.clone();
             return Err(suite.refuse(name, *owner, &at).unwrap_or_else(|| {
                 PlanError::new(
                     at,

@@ -29,6 +29,16 @@ pub static BUILT_IN: [&dyn Suite; 6] = [
     &ycsb::Ycsb,
 ];
 
+/// A store suite's shards share one namespace and all load it before any test: they meet.
+fn shared_namespace(suite: &str, meet: bool) -> Result<(), String> {
+    match meet {
+        true => Ok(()),
+        false => Err(format!(
+            "the {suite} suite's shards share one namespace and all load it before any test: give --rendezvous HOST:PORT (rank 0's)"
+        )),
+    }
+}
+
 /// A store suite's state on one opened store, repetition after repetition.
 /// A read transaction of one key (`begin`, `get`, `commit`): the kv and ycsb suites' read.
 pub(crate) fn get_tx(
@@ -237,4 +247,23 @@ pub(crate) fn shard_note(plan: &results::PlanRecord) -> Option<String> {
             plan.merged.len()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// A key several suites read is one flag: their descriptions must agree on what it is.
+    #[test]
+    fn suites_that_share_a_setting_agree_on_its_kind_and_flag() {
+        let suites: Vec<&dyn crate::suite::Suite> = super::BUILT_IN.to_vec();
+        for d in crate::suite::catalogue(&suites).by_key() {
+            for s in &d[1..] {
+                assert_eq!(
+                    (s.kind, s.short, s.aliases),
+                    (d[0].kind, d[0].short, d[0].aliases),
+                    "{}",
+                    s.key
+                );
+            }
+        }
+    }
 }

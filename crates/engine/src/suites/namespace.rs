@@ -15,7 +15,10 @@
 use crate::clock::Clock;
 use crate::driver::{Family, OpError, Session, Store};
 use crate::fiber::Barrier;
-use crate::plan::{MAX_CONCURRENCY, Origin, PlanError, PlanTarget, RawPlan, bounded};
+use crate::plan::setting::shared;
+use crate::plan::{
+    Kind, MAX_CONCURRENCY, Origin, PlanError, PlanTarget, RawPlan, Setting, bounded,
+};
 use crate::recorder::Recorder;
 use crate::suite::Plan;
 use crate::suite::TestOutcome;
@@ -40,6 +43,26 @@ pub const DEFAULT_CLIENTS: u32 = 10;
 
 /// The suite's tests, in report order.
 pub const TESTS: [&str; 3] = ["depth", "width", "clients"];
+
+pub static DEPTH: Setting = Setting {
+    key: "depth",
+    short: None,
+    aliases: &[],
+    kind: Kind::Int,
+    value_name: "",
+    help: "Namespace: the measured folder sits this many levels below the root [default: 10].",
+    heading: Some("Namespace suite"),
+};
+
+pub static WIDTH: Setting = Setting {
+    key: "width",
+    short: None,
+    aliases: &[],
+    kind: Kind::Int,
+    value_name: "",
+    help: "Namespace: the measured folder is entry number WIDTH of its parent [default: 100].",
+    heading: Some("Namespace suite"),
+};
 
 /// The suite's settings at one point of the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -404,6 +427,9 @@ impl report::View for Namespace {
     }
 }
 
+/// What the suite reads.
+static SETTINGS: &[&Setting] = &[&DEPTH, &WIDTH, &shared::CONCURRENCY, &shared::TOPOLOGY];
+
 impl Suite for Namespace {
     fn help(&self) -> &'static str {
         "folder trees: create and stat a folder deep or wide in the tree, and many clients at once"
@@ -413,8 +439,8 @@ impl Suite for Namespace {
         Family::Namespace
     }
 
-    fn settings(&self) -> Vec<&'static str> {
-        vec!["depth", "width", "concurrency", "topology"]
+    fn settings(&self) -> &'static [&'static Setting] {
+        SETTINGS
     }
 
     fn refuse(&self, setting: &str, owner: &dyn Suite, at: &Origin) -> Option<PlanError> {
@@ -467,7 +493,7 @@ impl Suite for Namespace {
     fn resolve(&self, raw: &RawPlan, c: &Common) -> Result<Box<dyn Settings>, PlanError> {
         Ok(Box::new(Params {
             depth: bounded(
-                raw.depth.clone(),
+                raw.settings.int(&DEPTH),
                 "depth",
                 DEFAULT_DEPTH,
                 1,
@@ -475,7 +501,7 @@ impl Suite for Namespace {
                 "a folder path is at most 2048 bytes",
             )?,
             width: bounded(
-                raw.width.clone(),
+                raw.settings.int(&WIDTH),
                 "width",
                 DEFAULT_WIDTH,
                 1,

@@ -67,7 +67,12 @@ impl Resolver for Fake {
 }
 
 fn parse(text: &str) -> Result<RawPlan, PlanError> {
-    RawPlan::from_toml(Path::new("plan.toml"), text)
+    let suites: Vec<&dyn Suite> = crate::suites::BUILT_IN.to_vec();
+    RawPlan::from_toml(
+        Path::new("plan.toml"),
+        text,
+        &crate::suite::catalogue(&suites),
+    )
 }
 
 fn resolve(text: &str) -> Result<Plan, PlanError> {
@@ -322,12 +327,16 @@ fn unknown_keys_are_named_with_a_suggestion() {
     assert_eq!(
         err("[suite]\nobjets = 3\n"),
         "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
-         name, topology, objects, concurrency, size, reps, warmup, seed, thousands, test_time, depth, width, sweep, samples, duration, levels, level_every, operations, zipf"
+         name, reps, warmup, seed, sweep, samples, levels, level_every, objects, size, concurrency, \
+         threads, topology, thousands, test_time, duration, requests, rate, ramp, stages, arrival, \
+         max_connections, timeout, interval, hlog, burst, coalesce, max_lag, depth, width, \
+         operations, zipf"
     );
     assert_eq!(
         err("[sute]\n"),
         "plan.toml:1:2: unknown key `sute` in the plan's top level; did you mean \"suite\"? \
-         known keys: suite, load, output, targets, faults, thresholds"
+         known keys: suite, output, targets, faults, thresholds, shootout, magma, load, namespace, \
+         kv, ycsb"
     );
     assert_eq!(
         err("[output]\nfmt = \"csv\"\n"),
@@ -430,10 +439,9 @@ fn target_problems_point_at_the_target_or_the_option() {
 
 #[test]
 fn flags_are_named_as_flags() {
-    let raw = RawPlan {
-        objects: Some(Sp::new(-5, Origin::Flag("--objects"))),
-        ..RawPlan::default()
-    };
+    let mut raw = RawPlan::default();
+    let at = Origin::Flag("--objects");
+    (raw.settings).set("objects", Sp::new(crate::plan::Value::Int(-5), at));
     assert_eq!(
         raw.resolve(&Fake).unwrap_err().to_string(),
         "--objects: objects must be at least 1, got -5\n  hint: the default is 1000"
@@ -515,8 +523,8 @@ fn closed_loop_defaults_and_gobench_counts() {
 fn load_mistakes_are_named() {
     assert_eq!(
         err("[load]\nrat = 5\n[targets.api]\nurl = \"http://h/\"\n"),
-        "plan.toml:2:1: unknown key `rat` in [load]; did you mean \"rate\"? known keys: duration, \
-         requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog, burst, coalesce, max_lag"
+        "plan.toml:2:1: unknown key `rat` in [load]; did you mean \"rate\"? known keys: objects, size, \
+         concurrency, duration, requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog, burst, coalesce, max_lag"
     );
     assert_eq!(
         err("[load]\nstages = [{ rate = 5 }]\n[targets.api]\nurl = \"http://h/\"\n"),
@@ -536,7 +544,13 @@ fn load_mistakes_are_named() {
 fn topologies_expand_each_target_into_a_column_each() {
     let mut raw =
         parse("[suite]\ntopology = \"inproc, wan\"\n[targets.a]\nurl = \"mem:\"\n").unwrap();
-    let expanded = expand_topologies(&raw.targets, raw.topology.as_ref().unwrap()).unwrap();
+    let expanded = expand_topologies(
+        &raw.targets,
+        &raw.settings
+            .text(&crate::plan::setting::shared::TOPOLOGY)
+            .unwrap(),
+    )
+    .unwrap();
     let names: Vec<&str> = expanded
         .iter()
         .map(|t| t.name.as_ref().unwrap().value.as_str())
@@ -544,7 +558,13 @@ fn topologies_expand_each_target_into_a_column_each() {
     assert_eq!(names, ["a-inproc", "a-wan"]);
     assert_eq!(expanded[1].options.last().unwrap().1.value, "wan");
     raw.targets.clear();
-    let expanded = expand_topologies(&raw.targets, raw.topology.as_ref().unwrap()).unwrap();
+    let expanded = expand_topologies(
+        &raw.targets,
+        &raw.settings
+            .text(&crate::plan::setting::shared::TOPOLOGY)
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(expanded[0].url.value, "host:", "no target: dyno's own host");
     assert_eq!(
         err("[suite]\ntopology = \",\"\n"),

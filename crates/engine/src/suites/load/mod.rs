@@ -2,14 +2,16 @@
 //! or open loop, latency from the intended start. [`plan`] resolves its settings, [`rep`] turns
 //! a repetition into the record's figures, [`table`] draws them.
 
+mod merge;
 pub mod plan;
 pub mod rep;
+pub mod settings;
 pub mod table;
 
 pub use plan::{Burst, LoadModel, LoadParams, MaxLag, parse_burst};
 
 use crate::driver::Family;
-use crate::plan::{LOAD_KEYS, Origin, PlanError, PlanTarget, RawPlan};
+use crate::plan::{Origin, PlanError, PlanTarget, RawPlan, Setting};
 use crate::suite::Plan;
 use crate::suite::{
     After, Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings,
@@ -91,13 +93,25 @@ impl Suite for Load {
         Family::Request
     }
 
-    fn settings(&self) -> Vec<&'static str> {
-        // objects, size: accepted as before the suites were types (recorded, not used).
-        let shared = ["objects", "size", "concurrency"];
-        shared
-            .into_iter()
-            .chain(LOAD_KEYS.iter().copied())
-            .collect()
+    fn settings(&self) -> &'static [&'static Setting] {
+        settings::SETTINGS
+    }
+
+    /// Each shard offers 1/N of the rate, phased so the shards' arrivals interleave, on its part
+    /// of the connections.
+    fn shardable(&self) -> bool {
+        true
+    }
+
+    fn merge_detail(
+        &self,
+        parts: &[&results::Rep],
+        merged: &results::Rep,
+        latency: &results::Histogram,
+        hlogs: Option<&[Vec<results::hlog::ReadInterval>]>,
+    ) -> Result<(results::Detail, Option<results::merge::Intervals>), results::merge::MergeError>
+    {
+        merge::detail(parts, merged, latency, hlogs)
     }
 
     fn owner_hint(&self) -> String {

@@ -1,6 +1,8 @@
 //! The load suite's settings: the model (closed or open loop), the rate profile and its bursts,
 //! connections, the generator's lag limit, and their resolution from the plan.
 
+use super::settings as set;
+use crate::plan::setting::shared;
 use crate::plan::{BadValue, Origin, PlanError, RawPlan, Sp};
 use crate::schedule::{ArrivalKind, RateProfile};
 use crate::suggest::did_you_mean;
@@ -230,7 +232,7 @@ impl LoadParams {
 impl RawPlan {
     pub(super) fn resolve_coalesce(&self) -> Result<crate::load::Coalesce, PlanError> {
         use crate::load::{Coalesce, coalesce::MAX_WINDOW_NS};
-        let Some(c) = &self.coalesce else {
+        let Some(c) = self.settings.text(&set::COALESCE) else {
             return Ok(Coalesce::Auto);
         };
         let hint = "write auto, off, or a window such as 20us (at most 1ms)";
@@ -250,11 +252,11 @@ impl RawPlan {
     }
 
     pub(super) fn resolve_load(&self, connections: u64) -> Result<LoadParams, PlanError> {
-        let duration = positive_duration(&self.duration, "duration")?;
-        let ramp = positive_duration(&self.ramp, "ramp")?;
-        let timeout =
-            positive_duration(&self.timeout, "timeout")?.map_or(DEFAULT_TIMEOUT_NS, |d| d.0);
-        let interval = match positive_duration(&self.interval, "interval")? {
+        let duration = positive_duration(&self.settings.text(&set::DURATION), "duration")?;
+        let ramp = positive_duration(&self.settings.text(&set::RAMP), "ramp")?;
+        let timeout = positive_duration(&self.settings.text(&set::TIMEOUT), "timeout")?
+            .map_or(DEFAULT_TIMEOUT_NS, |d| d.0);
+        let interval = match positive_duration(&self.settings.text(&set::INTERVAL), "interval")? {
             None => DEFAULT_INTERVAL_NS,
             Some((ns, at)) if !(MIN_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&ns) => {
                 return Err(PlanError::new(at, "interval must be between 10ms and 1h")
@@ -262,7 +264,7 @@ impl RawPlan {
             }
             Some((ns, _)) => ns,
         };
-        let requests = match &self.requests {
+        let requests = match &self.settings.int(&set::REQUESTS) {
             None => None,
             Some(r) if r.value < 1 => {
                 return Err(PlanError::new(
@@ -276,7 +278,7 @@ impl RawPlan {
             return Err(PlanError::new(at.clone(), "both a duration and a request count were given")
                 .hint("a run ends by --duration (wrk's model) or by --requests per connection (gobench's), not both"));
         }
-        let rate = match &self.rate {
+        let rate = match &self.settings.text(&set::RATE) {
             None => None,
             Some(r) => Some((
                 parse_rate(&r.value).map_err(|e| PlanError::new(r.at.clone(), e))?,
@@ -287,7 +289,7 @@ impl RawPlan {
             return Err(PlanError::new(at.clone(), "--requests counts a closed loop's requests per connection; an open loop (--rate) runs for --duration")
                 .hint("drop --requests, and give --duration"));
         }
-        if let (Some(s), Some((_, at))) = (self.stages.first(), &rate) {
+        if let (Some(s), Some((_, at))) = (self.settings.stages(&set::STAGES).first(), &rate) {
             let _ = s;
             return Err(
                 PlanError::new(at.clone(), "both a rate and stages were given")
@@ -313,7 +315,7 @@ impl RawPlan {
             .any(|s| s.value.trim_start().starts_with("rate"));
         let (arrival, max_connections) = self.open_loop(open || rate_sweep, connections)?;
         let cores = crate::env::cores() as u64;
-        let threads = match &self.threads {
+        let threads = match &self.settings.int(&shared::THREADS) {
             None => cores.min(if open { u64::MAX } else { connections }).max(1),
             Some(t) if !(1..=MAX_THREADS as i64).contains(&t.value) => {
                 return Err(PlanError::new(
@@ -324,7 +326,11 @@ impl RawPlan {
             Some(t) => t.value as u64,
         } as usize;
         let max_lag = self.max_lag(open || rate_sweep)?;
-        let hlog = self.hlog.as_ref().map(|h| PathBuf::from(&h.value));
+        let hlog = self
+            .settings
+            .text(&set::HLOG)
+            .as_ref()
+            .map(|h| PathBuf::from(&h.value));
         let stop_duration = duration.map(|d| d.0);
         let model = if open {
             LoadModel::Open {
@@ -368,7 +374,7 @@ impl RawPlan {
         quick_or_default: u64,
     ) -> Result<(Vec<crate::schedule::Stage>, Option<Burst>), PlanError> {
         let mut stages: Vec<crate::schedule::Stage> = Vec::new();
-        for st in &self.stages {
+        for st in self.settings.stages(&set::STAGES) {
             let (from, to) =
                 parse_rate(&st.rate.value).map_err(|e| PlanError::new(st.rate.at.clone(), e))?;
             let d = crate::units::parse_duration(&st.duration.value).map_err(|e| {
@@ -428,8 +434,11 @@ impl RawPlan {
             return Err(PlanError::new(at, "--ramp needs --rate FROM..TO"));
         }
         let mut burst = None;
-        if let Some(b) = &self.burst {
-            let Some(((from, to), _)) = rate.as_ref().filter(|_| self.stages.is_empty()) else {
+        if let Some(b) = &self.settings.text(&set::BURST) {
+            let Some(((from, to), _)) = rate
+                .as_ref()
+                .filter(|_| self.settings.stages(&set::STAGES).is_empty())
+            else {
                 return Err(PlanError::new(
                     b.at.clone(),
                     "a burst rides on a steady open-loop rate: give --rate R and --duration",
@@ -458,17 +467,14 @@ impl RawPlan {
 
     /// The open loop's arrivals and connection cap; refused in a closed loop (`open` is false).
     fn open_loop(&self, open: bool, connections: u64) -> Result<(ArrivalKind, u64), PlanError> {
-        if let Some(a) = self.arrival.as_ref().filter(|_| !open) {
+        if let Some(a) = self.settings.text(&set::ARRIVAL).as_ref().filter(|_| !open) {
             return Err(PlanError::new(
                 a.at.clone(),
                 "arrival applies to an open loop (--rate)",
             ));
         }
-        let arrival = match self
-            .arrival
-            .as_ref()
-            .map(|a| (a.value.as_str(), a.at.clone()))
-        {
+        let arrival = self.settings.text(&set::ARRIVAL);
+        let arrival = match arrival.as_ref().map(|a| (a.value.as_str(), a.at.clone())) {
             None | Some(("constant", _)) => ArrivalKind::Constant,
             Some(("poisson", _)) => ArrivalKind::Poisson,
             Some((other, at)) => {
@@ -481,7 +487,7 @@ impl RawPlan {
                 ));
             }
         };
-        let max_connections = match &self.max_connections {
+        let max_connections = match &self.settings.int(&set::MAX_CONNECTIONS) {
             None => connections,
             Some(m) if m.value < connections as i64 => {
                 return Err(PlanError::new(
@@ -512,7 +518,7 @@ impl RawPlan {
 
     /// How late dyno may dispatch before an open loop is invalid; refused in a closed loop.
     fn max_lag(&self, open: bool) -> Result<MaxLag, PlanError> {
-        Ok(match &self.max_lag {
+        Ok(match &self.settings.text(&set::MAX_LAG) {
             None => MaxLag::DEFAULT,
             Some(m) if !open => {
                 return Err(PlanError::new(

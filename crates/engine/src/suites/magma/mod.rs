@@ -9,7 +9,10 @@ pub use list::{MAGMA, MagmaTest, Unit, magma_test};
 pub use run::Params;
 
 use crate::driver::Family;
-use crate::plan::{Origin, PlanError, PlanTarget, RawPlan, bounded, parse_duration_setting};
+use crate::plan::setting::shared;
+use crate::plan::{
+    Kind, Origin, PlanError, PlanTarget, RawPlan, Setting, bounded, parse_duration_setting,
+};
 use crate::suite::Plan;
 use crate::suite::{Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings};
 use report::grid::Doc;
@@ -20,6 +23,28 @@ use std::io;
 use std::sync::atomic::AtomicBool;
 
 /// MagmaBenchmarker's `thousands`; `--quick` uses 20.
+pub static THOUSANDS: Setting = Setting {
+    key: "thousands",
+    short: None,
+    aliases: &[],
+    kind: Kind::Int,
+    value_name: "",
+    help: "Magma: MagmaBenchmarker's `thousands`: elements per array, levels of the deep chain, \
+           objects added per collection test [default: 1000; 20 with --quick].",
+    heading: Some("Magma suite"),
+};
+
+pub static TEST_TIME: Setting = Setting {
+    key: "test_time",
+    short: None,
+    aliases: &[],
+    kind: Kind::Text,
+    value_name: "",
+    help: "Magma: how long each rate test repeats its operation, at least once [default: 1s; \
+           100ms with --quick].",
+    heading: Some("Magma suite"),
+};
+
 pub const DEFAULT_THOUSANDS: u64 = 1000;
 pub const QUICK_THOUSANDS: u64 = 20;
 /// T² pointers and T arrays of T references come back in one batched read; 2000 keeps it
@@ -63,6 +88,9 @@ impl report::View for Magma {
     }
 }
 
+/// What the suite reads.
+static SETTINGS: &[&Setting] = &[&THOUSANDS, &TEST_TIME, &shared::TOPOLOGY];
+
 impl Suite for Magma {
     fn help(&self) -> &'static str {
         "MagmaBenchmarker's tests (connect, reads, writes, collections) on object stores"
@@ -72,8 +100,8 @@ impl Suite for Magma {
         Family::Graph
     }
 
-    fn settings(&self) -> Vec<&'static str> {
-        vec!["thousands", "test_time", "topology"]
+    fn settings(&self) -> &'static [&'static Setting] {
+        SETTINGS
     }
 
     fn refuse(&self, setting: &str, owner: &dyn Suite, at: &Origin) -> Option<PlanError> {
@@ -111,7 +139,7 @@ impl Suite for Magma {
 
     fn resolve(&self, raw: &RawPlan, c: &Common) -> Result<Box<dyn Settings>, PlanError> {
         let thousands = bounded(
-            raw.thousands.clone(),
+            raw.settings.int(&THOUSANDS),
             "thousands",
             if c.quick {
                 QUICK_THOUSANDS
@@ -122,7 +150,7 @@ impl Suite for Magma {
             MAX_THOUSANDS,
             "T arrays of T references come back in one batched read",
         )?;
-        let test_ns = match &raw.test_time {
+        let test_ns = match &raw.settings.text(&TEST_TIME) {
             None if c.quick => QUICK_TEST_NS,
             None => DEFAULT_TEST_NS,
             Some(t) => parse_duration_setting(

@@ -6,9 +6,10 @@ pub mod run;
 pub use run::{Params, Test, key};
 
 use crate::driver::Family;
+use crate::plan::setting::shared;
 use crate::plan::{
     MAX_CACHE_BYTES, MAX_CONCURRENCY, MAX_OBJECTS, MAX_SIZE, MIN_SIZE, Origin, PlanError,
-    PlanTarget, RawPlan,
+    PlanTarget, RawPlan, Setting,
 };
 use crate::suite::Plan;
 use crate::suite::{
@@ -29,6 +30,15 @@ impl report::View for Shootout {
     }
 }
 
+/// What the suite reads.
+static SETTINGS: &[&Setting] = &[
+    &shared::OBJECTS,
+    &shared::SIZE,
+    &shared::CONCURRENCY,
+    &shared::THREADS,
+    &shared::TOPOLOGY,
+];
+
 impl Suite for Shootout {
     fn help(&self) -> &'static str {
         "zodbshootout's six tests (add, update, warm, cold, hot, steamin) on key-value stores"
@@ -38,8 +48,8 @@ impl Suite for Shootout {
         Family::Kv
     }
 
-    fn settings(&self) -> Vec<&'static str> {
-        vec!["objects", "size", "concurrency", "threads", "topology"]
+    fn settings(&self) -> &'static [&'static Setting] {
+        SETTINGS
     }
 
     fn targets_hint(&self) -> &'static str {
@@ -91,11 +101,10 @@ impl Suite for Shootout {
         );
         let cache_bytes = objects * concurrency * size;
         if cache_bytes > MAX_CACHE_BYTES {
-            let at = [&raw.objects, &raw.concurrency, &raw.size]
+            let at = [&shared::OBJECTS, &shared::CONCURRENCY, &shared::SIZE]
                 .into_iter()
-                .flatten()
-                .map(|s| s.at.clone())
-                .next()
+                .find_map(|s| raw.settings.int(s))
+                .map(|s| s.at)
                 .unwrap_or(Origin::Default);
             return Err(PlanError::new(
                 at,

@@ -37,10 +37,12 @@
 //! offer yet: it is `n/a` with that reason on every target.
 
 pub mod keys;
+mod merge;
+mod settings;
 
 use crate::clock::Clock;
 use crate::driver::{ErrorClass, Family, OpError, Session, Store, TxMode};
-use crate::plan::{MAX_CONCURRENCY, MAX_OBJECTS, Origin, PlanError, PlanTarget, RawPlan};
+use crate::plan::{MAX_CONCURRENCY, MAX_OBJECTS, Origin, PlanError, PlanTarget, RawPlan, Setting};
 use crate::recorder::Recorder;
 use crate::shard::Shard;
 use crate::suite::{
@@ -49,6 +51,7 @@ use crate::suite::{
 };
 use keys::{Acknowledged, Draws, ScrambledZipfian, SkewedLatest, SplitMix, Uniform};
 use results::{Detail, Rep, Status};
+use settings::{OPERATIONS, RATE, SETTINGS, ZIPF};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -853,15 +856,27 @@ impl Suite for Ycsb {
         Family::Kv
     }
 
-    fn settings(&self) -> Vec<&'static str> {
-        vec![
-            "objects",
-            "concurrency",
-            "threads",
-            "operations",
-            "zipf",
-            "rate",
-        ]
+    fn settings(&self) -> &'static [&'static Setting] {
+        SETTINGS
+    }
+
+    fn shardable(&self) -> bool {
+        true
+    }
+
+    fn merge_detail(
+        &self,
+        parts: &[&results::Rep],
+        _: &results::Rep,
+        _: &results::Histogram,
+        _: Option<&[Vec<results::hlog::ReadInterval>]>,
+    ) -> Result<(results::Detail, Option<results::merge::Intervals>), results::merge::MergeError>
+    {
+        merge::detail(parts)
+    }
+
+    fn shard_rule(&self, _: &Plan, meet: bool) -> Result<(), String> {
+        super::shared_namespace(report::View::name(self), meet)
     }
 
     fn targets_hint(&self) -> &'static str {
@@ -912,7 +927,7 @@ impl Suite for Ycsb {
                 out
             }
         };
-        let operations = match &raw.operations {
+        let operations = match &raw.settings.int(&OPERATIONS) {
             None if c.quick => 200,
             None => 1000,
             Some(o) if (1..=MAX_OPERATIONS).contains(&o.value) => o.value as u64,
@@ -930,7 +945,8 @@ impl Suite for Ycsb {
             return Err(PlanError::new(Origin::Default, "too many records")
                 .hint("YCSB numbers its records with an int: give fewer than 2^31"));
         }
-        let zipf = match &raw.zipf {
+        let zipf_given = raw.settings.text(&ZIPF);
+        let zipf = match &zipf_given {
             None => ZipfMode::YcsbCompat,
             Some(z) => ZipfMode::parse(&z.value).ok_or_else(|| {
                 PlanError::new(z.at.clone(), format!("{:?} is not a zipfian mode", z.value)).hint(
@@ -939,7 +955,7 @@ impl Suite for Ycsb {
             })?,
         };
         if matches!(zipf, ZipfMode::Exact(_)) && c.objects > MAX_EXACT {
-            let at = raw.zipf.as_ref().map_or(Origin::Default, |z| z.at.clone());
+            let at = zipf_given.map_or(Origin::Default, |z| z.at);
             return Err(PlanError::new(
                 at,
                 format!(
@@ -951,7 +967,7 @@ impl Suite for Ycsb {
                 "give at most {MAX_EXACT} records (-n) with exact:, or zipf = \"ycsb\""
             )));
         }
-        let rate = match &raw.rate {
+        let rate = match &raw.settings.text(&RATE) {
             None => None,
             Some(r) => Some(
                 r.value

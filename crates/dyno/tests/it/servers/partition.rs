@@ -1,0 +1,161 @@
+//! Partitions and slow links inside a real cluster, through the links dyno places in front of
+//! its members (`examples/partition.toml`'s 3-member etcd, started by the test through dyno):
+//! the leader of the moment is cut off both ways and loses its leadership for want of a quorum
+//! (it hears no one, not only no one hears it), the service recovers, nothing acknowledged is
+//! lost; a slowed leader makes every operation at least two of its delays long.
+
+use crate::common::*;
+
+fn etcd_installed() -> bool {
+    testkit::installed("etcd", &["/usr/bin/etcd"]).is_some()
+        && testkit::installed("etcdctl", &["/usr/bin/etcdctl"]).is_some()
+}
+
+/// Runs the kv suite for `duration` per test on the example's etcd with `faults` (TOML), and
+/// returns the record, stdout and the results directory.
+fn run(dir: &std::path::Path, duration: &str, faults: &str) -> (serde_json::Value, String) {
+    let plan = dir.join("partition.toml");
+    let text = format!(
+        "[suite]\nname = \"kv\"\nduration = \"{duration}\"\nconcurrency = 2\nobjects = 50\n\n{faults}\n{}",
+        example_target("partition.toml", "etcd")
+    );
+    std::fs::write(&plan, text).unwrap();
+    let out = dir.join("out");
+    let o = dyno(dir)
+        .args(["run", plan.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    (rec, stdout)
+}
+
+#[test]
+fn a_partitioned_etcd_leader_steps_down_the_cluster_recovers_and_loses_nothing() {
+    if !etcd_installed() {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // One partition of the leader of the moment in each test (get 0–12 s, set 12–24 s), each
+    // with 9 s to recover before its test ends (a loaded CI machine once took more than 7).
+    let faults = "[[faults]]\naction = \"partition\"\nmember = \"primary\"\nat = [\"3s\", \"15s\"]\nfor = \"3s\"\n";
+    let (rec, stdout) = run(dir.path(), "12s", faults);
+    let events = rec["faults"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "{events:?}");
+    for e in events {
+        assert_eq!(e["action"], "partition");
+        assert!(e["note"].is_null(), "{e}");
+        let took = e["end_ns"].as_u64().unwrap() - e["start_ns"].as_u64().unwrap();
+        assert!((3_000_000_000..4_000_000_000).contains(&took), "{e}");
+        // Cut off both ways, the leader hears no follower and steps down by itself: a leader
+        // cut off only one way would hear of the new leader instead.
+        let member = e["target"].as_str().unwrap().strip_prefix("etcd/").unwrap();
+        let log =
+            std::fs::read_to_string(dir.path().join(format!("out/etcd.{member}.process.log")))
+                .unwrap();
+        assert!(
+            log.contains("stepped down to follower since quorum is not active"),
+            "{member} was not cut off both ways:\n{log}"
+        );
+    }
+    let cases = rec["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for c in cases {
+        let kv = &c["reps"][0]["detail"]["kv"];
+        let n = |v: &serde_json::Value| v.as_u64().unwrap();
+        assert_eq!(
+            n(&kv["issued"]),
+            n(&kv["ok"]) + n(&kv["definite"]) + n(&kv["indefinite"]),
+            "{kv}"
+        );
+        let effects = c["faults"].as_array().unwrap();
+        assert_eq!(effects.len(), 1, "{c}");
+        let series: Vec<u64> = (kv["intervals"].as_array().unwrap().iter())
+            .map(|i| i["ok"].as_u64().unwrap_or(0))
+            .collect();
+        // The service answered again soon after an election (etcd's timeout: 1 s) ...
+        let gap = effects[0]["unavailable_ns"].as_u64().unwrap();
+        assert!(
+            gap < 5_000_000_000,
+            "{effects:?}\nresponses per 100 ms: {series:?}"
+        );
+        // ... and came back to its former pace (the recovery rule: 90% of the rate before the
+        // fault), not sooner than the election and within the test: the example's sessions
+        // follow the leader (`sessions=leader`), so the clients work where they worked before.
+        let r = effects[0]["recovery_ns"].as_u64();
+        assert!(
+            r.is_some_and(|r| (800_000_000..9_000_000_000).contains(&r)),
+            "{effects:?}\nresponses per 100 ms: {series:?}"
+        );
+    }
+    // etcd acknowledges a write once a quorum has it: none is lost to a partition.
+    let set = cases.iter().find(|c| c["test"] == "set").unwrap();
+    let lost = &set["reps"][0]["detail"]["kv"]["lost_writes"];
+    assert_eq!(lost["checked"].as_u64(), Some(50), "{lost}");
+    assert_eq!(lost["missing"].as_u64(), Some(0), "{lost}");
+    assert_eq!(lost["stale"].as_u64(), Some(0), "{lost}");
+    assert!(stdout.contains("Setting"), "{stdout}");
+}
+
+#[test]
+fn a_slowed_etcd_leader_slows_every_operation_by_its_delay_both_ways() {
+    if !etcd_installed() {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // The leader's link delays 25 ms each way for 2 s of the get test: a linearizable read
+    // asks the leader, so it crosses the link twice at least.
+    let faults = "[[faults]]\naction = \"slow\"\nmember = \"primary\"\nat = [\"2s\"]\nfor = \"2s\"\ndelay = \"25ms\"\n";
+    let (rec, _) = run(dir.path(), "5s", faults);
+    let events = rec["faults"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["action"], "slow");
+    let get = cases_of(&rec, "get");
+    let kv = &get["reps"][0]["detail"]["kv"];
+    // The intervals wholly inside the slow window: their median operation took ≥ 50 ms; the
+    // whole test's median, far less.
+    let (start, end) = (
+        events[0]["start_ns"].as_u64().unwrap(),
+        events[0]["end_ns"].as_u64().unwrap(),
+    );
+    let began = kv["started_ns"].as_u64().unwrap();
+    let intervals = kv["intervals"].as_array().unwrap();
+    let mut inside = 0;
+    for i in intervals {
+        let from = began + i["start_ns"].as_u64().unwrap();
+        let to = began + i["end_ns"].as_u64().unwrap();
+        if from >= start + 200_000_000 && to <= end && i["ok"].as_u64().unwrap_or(0) > 0 {
+            inside += 1;
+            let p50 = i["p50_ns"].as_u64().unwrap();
+            assert!(
+                p50 >= 50_000_000,
+                "a read crossed the slowed leader in {p50} ns: {i}"
+            );
+        }
+    }
+    assert!(inside >= 5, "{intervals:?}");
+    let p50 = get["reps"][0]["by_op"]["get"]["latency_ns"]["p50"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        p50 < 25_000_000,
+        "p50 {p50} ns: the slow link outlived its window"
+    );
+}
+
+fn cases_of<'a>(rec: &'a serde_json::Value, test: &str) -> &'a serde_json::Value {
+    rec["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["test"] == test)
+        .unwrap()
+}

@@ -1,0 +1,351 @@
+//! Every driver keeps the same contract: what is put is read back, a missing key is `not_found`,
+//! deletes delete, the cold state is reached (or declared unreachable) and data survives it, and a
+//! temporary namespace is gone after close.
+
+use engine::clock::Clock;
+use engine::driver::{CacheDrop, ErrorClass, TargetConfig, TxMode};
+use engine::resolve::Resolver;
+use std::collections::BTreeMap;
+use targets::Registry;
+
+fn config(url: &str) -> Box<dyn TargetConfig> {
+    let parts = engine::plan::split_url(url).expect("a URL");
+    let opts: BTreeMap<String, String> = parts
+        .query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Registry
+        .configure(parts.scheme, parts.rest, &opts)
+        .unwrap_or_else(|e| panic!("{url}: {e:?}"))
+}
+
+fn contract(url: &str) {
+    let store = config(url).open().unwrap_or_else(|e| panic!("{url}: {e}"));
+    let ns = store.namespace();
+    assert!(ns.created_by_dyno, "{url}");
+    let clock = Clock::monotonic();
+    let mut s = store.connect(&clock).unwrap();
+    let mut buf = Vec::new();
+
+    s.begin(TxMode::Write).unwrap();
+    for k in [1u64, 2, 1 << 40] {
+        s.put(k, &vec![k as u8; 300]).unwrap();
+    }
+    s.put(2, b"overwritten").unwrap();
+    s.commit().unwrap();
+
+    s.begin(TxMode::Read).unwrap();
+    s.get(1, &mut buf).unwrap();
+    assert_eq!(buf, vec![1u8; 300], "{url}");
+    s.get(2, &mut buf).unwrap();
+    assert_eq!(buf, b"overwritten", "{url}");
+    let e = s.get(99, &mut buf).unwrap_err();
+    assert_eq!(e.class, ErrorClass::NotFound, "{url}: {e}");
+    s.commit().unwrap();
+    assert_eq!(s.storage_reads(), 3, "{url}: every get is counted");
+
+    // The graph family's batched read: values in key order, a missing key fails it, and the
+    // session stays usable after.
+    s.begin(TxMode::Read).unwrap();
+    let (mut out, mut ends) = (Vec::new(), Vec::new());
+    s.get_many(&[2, 1 << 40, 1], &mut out, &mut ends).unwrap();
+    let parts: Vec<&[u8]> = engine::graph::split(&out, &ends).collect();
+    assert_eq!(
+        parts,
+        vec![&b"overwritten"[..], &[0u8; 300][..], &[1u8; 300][..]],
+        "{url}"
+    );
+    let e = s.get_many(&[1, 99, 2], &mut out, &mut ends).unwrap_err();
+    assert_eq!(e.class, ErrorClass::NotFound, "{url}: {e}");
+    s.get(2, &mut buf).unwrap();
+    assert_eq!(buf, b"overwritten", "{url}: in step after a failed batch");
+    s.commit().unwrap();
+
+    // YCSB's scan, where the store keeps its keys in order: from a key, in key order, at most
+    // as many as asked; elsewhere refused.
+    let mut rows = Vec::new();
+    s.begin(TxMode::Read).unwrap();
+    if store.scans().is_ok() {
+        s.scan(2, 10, &mut rows).unwrap();
+        let keys: Vec<u64> = rows.iter().map(|r| r.0).collect();
+        assert_eq!(keys, [2, 1 << 40], "{url}");
+        assert_eq!(rows[0].1, b"overwritten", "{url}");
+        assert_eq!(rows[1].1, vec![0u8; 300], "{url}");
+        s.scan(0, 1, &mut rows).unwrap();
+        assert_eq!(rows, [(1, vec![1u8; 300])], "{url}");
+        s.scan((1 << 40) + 1, 5, &mut rows).unwrap();
+        assert!(rows.is_empty(), "{url}");
+    } else {
+        assert!(s.scan(0, 1, &mut rows).is_err(), "{url}");
+    }
+    s.commit().unwrap();
+
+    s.begin(TxMode::Write).unwrap();
+    s.delete(1).unwrap();
+    assert_eq!(
+        s.delete(1).unwrap_err().class,
+        ErrorClass::NotFound,
+        "{url}"
+    );
+    s.commit().unwrap();
+    drop(s);
+
+    match store.drop_caches().unwrap() {
+        CacheDrop::Done(what) => assert!(!what.is_empty(), "{url}"),
+        CacheDrop::NotReachable(why) => {
+            assert!(
+                url.starts_with("mem:") || url.starts_with("dyno:") || url.starts_with("postgres:"),
+                "{url}: {why}"
+            )
+        }
+    }
+    let mut s = store.connect(&clock).unwrap();
+    s.begin(TxMode::Read).unwrap();
+    assert_eq!(
+        s.get(1, &mut buf).unwrap_err().class,
+        ErrorClass::NotFound,
+        "{url}"
+    );
+    s.get(1 << 40, &mut buf).unwrap();
+    assert_eq!(buf, vec![0u8; 300], "{url}: data survives the cold drop");
+    s.commit().unwrap();
+    drop(s);
+
+    let location = ns.location.split(' ').next().unwrap().to_string();
+    store.close().unwrap();
+    if ns.temporary && location.starts_with('/') {
+        assert!(
+            !std::path::Path::new(&location).exists(),
+            "{url}: temporary namespace {location} removed"
+        );
+    }
+}
+
+/// The `namespace` family: folders are made under existing parents only, once; stat finds them;
+/// list names a folder's entries; rmdir removes empty folders only.
+fn folders(url: &str) {
+    let config = config(url);
+    assert!(
+        config
+            .families()
+            .contains(&engine::driver::Family::Namespace),
+        "{url} declares the namespace family"
+    );
+    let store = config.open().unwrap_or_else(|e| panic!("{url}: {e}"));
+    let clock = Clock::monotonic();
+    let mut s = store.connect(&clock).unwrap();
+    let mut names = Vec::new();
+    s.stat("").unwrap();
+    s.mkdir("a").unwrap();
+    s.mkdir("a/b").unwrap();
+    s.mkdir("a/c.d").unwrap();
+    let e = s.mkdir("x/y").unwrap_err();
+    assert_eq!(e.class, ErrorClass::NotFound, "{url}: no parent: {e}");
+    assert!(s.mkdir("a/b").is_err(), "{url}: made twice");
+    assert!(s.mkdir("a/../b").is_err(), "{url}: .. refused");
+    s.stat("a/b").unwrap();
+    assert_eq!(
+        s.stat("a/zz").unwrap_err().class,
+        ErrorClass::NotFound,
+        "{url}"
+    );
+    s.list("a", &mut names).unwrap();
+    names.sort();
+    assert_eq!(names, ["b", "c.d"], "{url}");
+    assert!(s.rmdir("a").is_err(), "{url}: not empty");
+    s.rmdir("a/b").unwrap();
+    s.list("a", &mut names).unwrap();
+    assert_eq!(names, ["c.d"], "{url}");
+    assert_eq!(s.stat("a/b").unwrap_err().class, ErrorClass::NotFound);
+    // A second session sees the first one's folders.
+    let mut t = store.connect(&clock).unwrap();
+    t.stat("a/c.d").unwrap();
+    drop((s, t));
+    store.close().unwrap();
+}
+
+#[test]
+fn folders_on_fs_and_on_the_host() {
+    folders("fs:");
+    folders("fs:?fsync=true");
+    folders("host:");
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = host::store::StoreServer::start(l, Default::default()).unwrap();
+    folders(&format!("dyno://{}", server.addr()));
+    let stats = host::store::fetch_stats(server.addr(), None).unwrap();
+    let count = |op: &str| stats.iter().find(|s| s.op == op).map_or(0, |s| s.count);
+    assert_eq!(
+        (count("mkdir"), count("stat"), count("list"), count("rmdir")),
+        (6, 5, 2, 2),
+        "each folder operation is one request, counted by the host"
+    );
+}
+
+#[test]
+fn mem() {
+    contract("mem:");
+}
+
+#[test]
+fn mock() {
+    contract("mock:?latency=1us");
+}
+
+#[test]
+fn sqlite() {
+    contract("sqlite:");
+    contract("sqlite:?journal_mode=delete&synchronous=full");
+}
+
+#[test]
+fn fs() {
+    contract("fs:");
+    contract("fs:?fsync=true");
+}
+
+#[test]
+fn dyno_host() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = host::store::StoreServer::start(
+        l,
+        host::store::Options {
+            token: Some("s3cret".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    contract(&format!("dyno://{}?token=s3cret", server.addr()));
+    let stats = host::store::fetch_stats(server.addr(), Some("s3cret")).unwrap();
+    let count = |op: &str| stats.iter().find(|s| s.op == op).map_or(0, |s| s.count);
+    assert_eq!(count("put"), 4, "three puts and an overwrite");
+    assert_eq!(
+        count("get"),
+        6,
+        "three before the batches, one after, two after the drop"
+    );
+    assert_eq!(count("mget"), 2, "each batched read is one request");
+    assert_eq!(count("drop"), 1, "the namespace was dropped");
+    let puts = stats.iter().find(|s| s.op == "put").unwrap();
+    assert_eq!(puts.latency.len(), 4, "a server-side latency per put");
+}
+
+#[test]
+fn lmdb() {
+    contract("lmdb:");
+    contract("lmdb:?sync=false");
+}
+
+#[cfg(feature = "redb")]
+#[test]
+fn redb() {
+    contract("redb:");
+    contract("redb:?durability=none");
+}
+
+#[test]
+fn a_dyno_namespace_can_be_reused_by_a_later_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in [
+        format!("sqlite:{}/dyno.db", dir.path().display()),
+        format!("fs:{}/tree", dir.path().display()),
+        format!("lmdb:{}/lmdb", dir.path().display()),
+    ] {
+        for _ in 0..2 {
+            let c = config(&url);
+            c.preflight().unwrap();
+            let store = c.open().unwrap();
+            assert!(!store.namespace().temporary);
+            store.close().unwrap();
+        }
+    }
+}
+
+#[test]
+fn unknown_options_and_bad_values_are_refused_before_anything_is_touched() {
+    let e = Registry
+        .configure(
+            "sqlite",
+            "",
+            &BTreeMap::from([("synchronus".into(), "full".into())]),
+        )
+        .err()
+        .unwrap();
+    assert_eq!(e.option.as_deref(), Some("synchronus"));
+    assert!(
+        e.message.contains("did you mean \"synchronous\"?"),
+        "{}",
+        e.message
+    );
+    let e = Registry
+        .configure(
+            "fs",
+            "",
+            &BTreeMap::from([("fsync".into(), "maybe".into())]),
+        )
+        .err()
+        .unwrap();
+    assert!(e.message.contains("not a boolean"), "{}", e.message);
+    let e = Registry
+        .configure(
+            "mock",
+            "",
+            &BTreeMap::from([("fail_class".into(), "timout".into())]),
+        )
+        .err()
+        .unwrap();
+    assert!(
+        e.message.contains("did you mean \"timeout\"?"),
+        "{}",
+        e.message
+    );
+    assert!(Registry.configure("mem", "/x", &BTreeMap::new()).is_err());
+}
+
+#[test]
+fn dyno_host_with_a_store_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = std::sync::Arc::new(host::store::DiskStore::open(dir.path()).unwrap());
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = host::store::StoreServer::start(
+        l,
+        host::store::Options {
+            disk: Some(disk),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let url = format!("dyno://{}", server.addr());
+    contract(&url);
+    let durability = config(&url).durability();
+    assert!(durability.starts_with("LMDB at "), "{durability}");
+}
+
+/// The tests that need a real server.
+mod servers {
+    use super::*;
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres() {
+        let Some(pg) = testkit::Postgres::start() else {
+            return;
+        };
+        contract(&pg.url());
+        contract(&format!("{}?synchronous_commit=off", pg.url()));
+        let mut c = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
+        let left: i64 = c
+            .query_one(
+                "SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(left, 0, "every schema dyno created was dropped");
+        let e = Registry
+            .configure("postgres", "//127.0.0.1/postgres", &BTreeMap::new())
+            .err()
+            .unwrap();
+        assert!(e.message.contains("names no user"), "{e:?}");
+    }
+}
