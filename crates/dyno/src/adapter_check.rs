@@ -140,32 +140,6 @@ fn sessions(kit: &mut Kit, store: &dyn Store, limit: Option<u64>) {
         }
     };
     kit.check("session: start and init", Ok(String::new()));
-    let keys: [u64; 4] = [1, 2, 1 << 40, u64::MAX - 1];
-    let write = |s: &mut dyn Session, version: u8| -> Result<(), String> {
-        s.begin(TxMode::Write).map_err(|e| format!("begin: {e}"))?;
-        for &k in &keys {
-            s.put(k, &value(k, version, 300))
-                .map_err(|e| format!("put {k}: {e}"))?;
-        }
-        s.commit().map_err(|e| format!("commit: {e}"))
-    };
-    let read = |s: &mut dyn Session, version: u8| -> Result<u64, String> {
-        let before = s.storage_reads();
-        s.begin(TxMode::Read).map_err(|e| format!("begin: {e}"))?;
-        let mut out = Vec::new();
-        for &k in &keys {
-            s.get(k, &mut out).map_err(|e| format!("get {k}: {e}"))?;
-            if out != value(k, version, 300) {
-                return Err(format!(
-                    "get {k}: {} bytes, not the {} written",
-                    out.len(),
-                    300
-                ));
-            }
-        }
-        s.commit().map_err(|e| format!("commit: {e}"))?;
-        Ok(s.storage_reads() - before)
-    };
     kit.check(
         "put 4 keys (up to 2^64 - 2) in a write transaction, commit",
         write(&mut *a, 1).map(|()| String::new()),
@@ -180,37 +154,14 @@ fn sessions(kit: &mut Kit, store: &dyn Store, limit: Option<u64>) {
             .and_then(|()| read(&mut *a, 2))
             .map(|_| String::new()),
     );
-    let mut out = Vec::new();
-    let mut ends = Vec::new();
     kit.check(
         "get_many (or one get per key) returns each value in the keys' order",
-        a.get_many(&[keys[2], keys[0]], &mut out, &mut ends)
-            .map_err(|e| e.to_string())
-            .and_then(|()| {
-                let want: Vec<u8> = [value(keys[2], 2, 300), value(keys[0], 2, 300)].concat();
-                if out == want && ends == [300, 600] {
-                    Ok(String::new())
-                } else {
-                    Err("other values, or in another order".into())
-                }
-            }),
+        get_many(&mut *a),
     );
     if store.client_cache().is_some() {
         kit.check(
             "client cache: a read again is served by it; after drop_client_cache, none is",
-            (|| {
-                read(&mut *a, 2)?;
-                let cached = read(&mut *a, 2)?;
-                a.drop_client_cache()
-                    .map_err(|e| format!("drop_client_cache: {e}"))?;
-                let dropped = read(&mut *a, 2)?;
-                if cached != 0 || dropped != keys.len() as u64 {
-                    return Err(format!(
-                        "{cached} of 4 reads reached the storage from a full client cache (0 due), {dropped} of 4 after it was emptied (4 due)"
-                    ));
-                }
-                Ok(String::new())
-            })(),
+            client_cache(&mut *a),
         );
     }
     // An adapter that serves one session at a time gets its second after the first is closed.
@@ -236,36 +187,92 @@ fn sessions(kit: &mut Kit, store: &dyn Store, limit: Option<u64>) {
     }
     kit.check(
         "delete, then get: a not-found error (code 20)",
-        (|| {
-            a.begin(TxMode::Write).map_err(|e| e.to_string())?;
-            a.delete(keys[1]).map_err(|e| format!("delete: {e}"))?;
-            a.commit().map_err(|e| e.to_string())?;
-            match a.get(keys[1], &mut out) {
-                Err(e) if e.class == ErrorClass::NotFound => Ok(String::new()),
-                Err(e) => Err(format!(
-                    "an error of class {} ({e}), not not_found",
-                    e.class.as_str()
-                )),
-                Ok(()) => Err("the deleted key was read".into()),
-            }
-        })(),
+        delete_then_get(&mut *a),
     );
     if store.scans().is_ok() {
-        let mut items = Vec::new();
-        kit.check(
-            "scan from a key: the next keys in order",
-            a.scan(0, 10, &mut items)
-                .map_err(|e| e.to_string())
-                .and_then(|()| {
-                    let got: Vec<u64> = items.iter().map(|(k, _)| *k).collect();
-                    let want = vec![keys[0], keys[2], keys[3]];
-                    if got == want {
-                        Ok(String::new())
-                    } else {
-                        Err(format!("keys {got:?}, not {want:?}"))
-                    }
-                }),
-        );
+        kit.check("scan from a key: the next keys in order", scan(&mut *a));
+    }
+}
+
+/// The keys the kit writes: small, large, and up to 2^64 - 2.
+const KEYS: [u64; 4] = [1, 2, 1 << 40, u64::MAX - 1];
+
+/// Puts every key's value of `version` in a write transaction.
+fn write(s: &mut dyn Session, version: u8) -> Result<(), String> {
+    s.begin(TxMode::Write).map_err(|e| format!("begin: {e}"))?;
+    for &k in &KEYS {
+        s.put(k, &value(k, version, 300))
+            .map_err(|e| format!("put {k}: {e}"))?;
+    }
+    s.commit().map_err(|e| format!("commit: {e}"))
+}
+
+/// Gets every key back and checks its value of `version`; the reads that reached the storage.
+fn read(s: &mut dyn Session, version: u8) -> Result<u64, String> {
+    let before = s.storage_reads();
+    s.begin(TxMode::Read).map_err(|e| format!("begin: {e}"))?;
+    let mut out = Vec::new();
+    for &k in &KEYS {
+        s.get(k, &mut out).map_err(|e| format!("get {k}: {e}"))?;
+        if out != value(k, version, 300) {
+            return Err(format!(
+                "get {k}: {} bytes, not the {} written",
+                out.len(),
+                300
+            ));
+        }
+    }
+    s.commit().map_err(|e| format!("commit: {e}"))?;
+    Ok(s.storage_reads() - before)
+}
+
+fn get_many(a: &mut dyn Session) -> Result<String, String> {
+    let (mut out, mut ends) = (Vec::new(), Vec::new());
+    a.get_many(&[KEYS[2], KEYS[0]], &mut out, &mut ends)
+        .map_err(|e| e.to_string())?;
+    let want: Vec<u8> = [value(KEYS[2], 2, 300), value(KEYS[0], 2, 300)].concat();
+    match out == want && ends == [300, 600] {
+        true => Ok(String::new()),
+        false => Err("other values, or in another order".into()),
+    }
+}
+
+fn client_cache(a: &mut dyn Session) -> Result<String, String> {
+    read(a, 2)?;
+    let cached = read(a, 2)?;
+    a.drop_client_cache()
+        .map_err(|e| format!("drop_client_cache: {e}"))?;
+    let dropped = read(a, 2)?;
+    if cached != 0 || dropped != KEYS.len() as u64 {
+        return Err(format!(
+            "{cached} of 4 reads reached the storage from a full client cache (0 due), {dropped} of 4 after it was emptied (4 due)"
+        ));
+    }
+    Ok(String::new())
+}
+
+fn delete_then_get(a: &mut dyn Session) -> Result<String, String> {
+    a.begin(TxMode::Write).map_err(|e| e.to_string())?;
+    a.delete(KEYS[1]).map_err(|e| format!("delete: {e}"))?;
+    a.commit().map_err(|e| e.to_string())?;
+    match a.get(KEYS[1], &mut Vec::new()) {
+        Err(e) if e.class == ErrorClass::NotFound => Ok(String::new()),
+        Err(e) => Err(format!(
+            "an error of class {} ({e}), not not_found",
+            e.class.as_str()
+        )),
+        Ok(()) => Err("the deleted key was read".into()),
+    }
+}
+
+fn scan(a: &mut dyn Session) -> Result<String, String> {
+    let mut items = Vec::new();
+    a.scan(0, 10, &mut items).map_err(|e| e.to_string())?;
+    let got: Vec<u64> = items.iter().map(|(k, _)| *k).collect();
+    let want = vec![KEYS[0], KEYS[2], KEYS[3]];
+    match got == want {
+        true => Ok(String::new()),
+        false => Err(format!("keys {got:?}, not {want:?}")),
     }
 }
 

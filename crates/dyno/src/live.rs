@@ -216,31 +216,7 @@ pub fn metrics(p: &Progress) -> String {
             t.errors[c as usize]
         );
     }
-    family(
-        &mut out,
-        "dyno_latency_seconds",
-        "summary",
-        "Latency from each request's intended start (corrected for coordinated omission), over the running repetition.",
-    );
-    for q in [0.5, 0.9, 0.99, 0.999, 0.9999] {
-        let v = if t.latency.is_empty() {
-            0
-        } else {
-            t.latency.value_at_quantile(q)
-        };
-        let _ = writeln!(
-            out,
-            "dyno_latency_seconds{{{labels},quantile=\"{q}\"}} {:e}",
-            v as f64 / 1e9
-        );
-    }
-    let sum_s = t.latency.mean() * t.latency.len() as f64 / 1e9;
-    let _ = writeln!(out, "dyno_latency_seconds_sum{{{labels}}} {sum_s:e}");
-    let _ = writeln!(
-        out,
-        "dyno_latency_seconds_count{{{labels}}} {}",
-        t.latency.len()
-    );
+    latency(&mut out, &labels, &t.latency);
     let Some(last) = l.last else { return out };
     for (name, help, v) in [
         (
@@ -263,6 +239,31 @@ pub fn metrics(p: &Progress) -> String {
         let _ = writeln!(out, "{name}{{{labels}}} {v:e}");
     }
     out
+}
+
+/// The latency summary of the running repetition, `labels` on each line.
+fn latency(out: &mut String, labels: &str, h: &results::Histogram) {
+    family(
+        out,
+        "dyno_latency_seconds",
+        "summary",
+        "Latency from each request's intended start (corrected for coordinated omission), over the running repetition.",
+    );
+    for q in [0.5, 0.9, 0.99, 0.999, 0.9999] {
+        let v = if h.is_empty() {
+            0
+        } else {
+            h.value_at_quantile(q)
+        };
+        let _ = writeln!(
+            out,
+            "dyno_latency_seconds{{{labels},quantile=\"{q}\"}} {:e}",
+            v as f64 / 1e9
+        );
+    }
+    let sum_s = h.mean() * h.len() as f64 / 1e9;
+    let _ = writeln!(out, "dyno_latency_seconds_sum{{{labels}}} {sum_s:e}");
+    let _ = writeln!(out, "dyno_latency_seconds_count{{{labels}}} {}", h.len());
 }
 
 fn escape(s: &str) -> String {

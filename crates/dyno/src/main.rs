@@ -8,8 +8,6 @@ mod live;
 mod profile;
 mod serve;
 mod suites;
-#[cfg(test)]
-mod tally;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -472,10 +472,15 @@ pub trait Suite: report::View + Sync {
     fn shardable(&self) -> bool {
         false
     }
-    /// What a sharded run of this suite needs beyond what every sharded run needs (`meet`: the
-    /// shards meet at a rendezvous): the fix when `plan` lacks it.
-    fn shard_rule(&self, plan: &Plan, meet: bool) -> Result<(), String> {
-        let _ = (plan, meet);
+    /// What `shard` of a sharded run of this suite needs beyond what every sharded run needs
+    /// (`meet`: the shards meet at a rendezvous): the fix when `plan` lacks it.
+    fn shard_rule(
+        &self,
+        plan: &Plan,
+        shard: crate::shard::Shard,
+        meet: bool,
+    ) -> Result<(), String> {
+        let _ = (plan, shard, meet);
         Ok(())
     }
     /// `dyno merge`: the shards' figures of one repetition of one of this suite's cases as one

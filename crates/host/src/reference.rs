@@ -375,6 +375,38 @@ fn serve_tcp(
     }
 }
 
+/// Reads one request head into `head`, line by line, bounded: `false` when the client closed, or
+/// sent a head too large (answered 431).
+fn read_head(
+    input: &mut BufReader<TcpStream>,
+    out: &mut TcpStream,
+    head: &mut Vec<u8>,
+) -> io::Result<bool> {
+    head.clear();
+    loop {
+        let before = head.len();
+        let n = input
+            .by_ref()
+            .take((MAX_REQUEST_HEAD - head.len()) as u64 + 1)
+            .read_until(b'\n', head)?;
+        if n == 0 {
+            return Ok(false); // the client closed
+        }
+        if head.len() > MAX_REQUEST_HEAD {
+            out.write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+            return Ok(false);
+        }
+        let line = &head[before..];
+        if line == b"\r\n" || line == b"\n" {
+            if before == 0 {
+                head.clear(); // tolerate blank lines between requests
+                continue;
+            }
+            return Ok(true);
+        }
+    }
+}
+
 fn serve_http(stream: TcpStream, shared: &Shared, rng: &mut u64) -> io::Result<()> {
     let mut out = stream.try_clone()?;
     let mut input = BufReader::with_capacity(16 << 10, stream);
@@ -384,29 +416,8 @@ fn serve_http(stream: TcpStream, shared: &Shared, rng: &mut u64) -> io::Result<(
         if shared.stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        // Read one request head, line by line, bounded.
-        head.clear();
-        loop {
-            let before = head.len();
-            let n = input
-                .by_ref()
-                .take((MAX_REQUEST_HEAD - head.len()) as u64 + 1)
-                .read_until(b'\n', &mut head)?;
-            if n == 0 {
-                return Ok(()); // the client closed
-            }
-            if head.len() > MAX_REQUEST_HEAD {
-                out.write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
-                return Ok(());
-            }
-            let line = &head[before..];
-            if line == b"\r\n" || line == b"\n" {
-                if before == 0 {
-                    head.clear(); // tolerate blank lines between requests
-                    continue;
-                }
-                break;
-            }
+        if !read_head(&mut input, &mut out, &mut head)? {
+            return Ok(());
         }
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut req = httparse::Request::new(&mut headers);

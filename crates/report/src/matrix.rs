@@ -155,13 +155,14 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             },
         )?;
     }
+    doc.footer(&notes(r), r.interrupted)
+}
 
-    let notes: Vec<String> = r
-        .cases
-        .iter()
+/// A note per case that did not simply pass, or whose cache state was reached another way.
+fn notes(r: &RunRecord) -> Vec<String> {
+    (r.cases.iter())
         .filter_map(|c| {
-            let word = status_word(c);
-            let text = match (word, &c.reason, &c.cache) {
+            let text = match (status_word(c), &c.reason, &c.cache) {
                 (Some(w), Some(why), _) => format!("{w}: {why}"),
                 (Some(w), None, _) => w.to_string(),
                 (None, _, Some(cache)) => cache.clone(),
@@ -169,6 +170,5 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             };
             Some(format!("{} {}: {text}", c.target, c.test))
         })
-        .collect();
-    doc.footer(&notes, r.interrupted)
+        .collect()
 }

@@ -75,37 +75,7 @@ pub fn merge(
         }
     }
     shards.sort_by_key(|s| s.record.plan.shard.as_ref().map_or(0, |x| x.index));
-    let count = shards[0].record.plan.shard.as_ref().map_or(0, |x| x.count);
-    let ranks: Vec<u32> = (shards.iter())
-        .filter_map(|s| s.record.plan.shard.as_ref().map(|x| x.index))
-        .collect();
-    for s in &shards {
-        let c = s.record.plan.shard.as_ref().map_or(0, |x| x.count);
-        if c != count {
-            return refuse(format!(
-                "{} is a shard of {c}, {} of {count}: merge the shards of one run",
-                s.dir.display(),
-                shards[0].dir.display()
-            ));
-        }
-    }
-    if let Some(w) = ranks.windows(2).find(|w| w[0] == w[1]) {
-        return refuse(format!(
-            "shard {} is given twice: give each shard's directory once",
-            w[0]
-        ));
-    }
-    let missing: Vec<String> = (0..count)
-        .filter(|i| !ranks.contains(i))
-        .map(|i| i.to_string())
-        .collect();
-    if !missing.is_empty() {
-        return refuse(format!(
-            "shard{} {} of {count} missing: give every shard's results directory",
-            if missing.len() > 1 { "s" } else { "" },
-            missing.join(", ")
-        ));
-    }
+    every_rank_once(&shards)?;
     let first = comparable(&shards[0].record.plan);
     for s in &shards[1..] {
         let other = comparable(&s.record.plan);
@@ -169,6 +139,42 @@ pub fn merge(
         *case = merge_case(&parts, &shards, (i, detail), &mut logs)?;
     }
     Ok((out, logs))
+}
+
+/// The shards (sorted by rank) are one run's: of the same count, each rank once, none missing.
+fn every_rank_once(shards: &[ShardInput]) -> Result<(), MergeError> {
+    let count = shards[0].record.plan.shard.as_ref().map_or(0, |x| x.count);
+    let ranks: Vec<u32> = (shards.iter())
+        .filter_map(|s| s.record.plan.shard.as_ref().map(|x| x.index))
+        .collect();
+    for s in shards {
+        let c = s.record.plan.shard.as_ref().map_or(0, |x| x.count);
+        if c != count {
+            return refuse(format!(
+                "{} is a shard of {c}, {} of {count}: merge the shards of one run",
+                s.dir.display(),
+                shards[0].dir.display()
+            ));
+        }
+    }
+    if let Some(w) = ranks.windows(2).find(|w| w[0] == w[1]) {
+        return refuse(format!(
+            "shard {} is given twice: give each shard's directory once",
+            w[0]
+        ));
+    }
+    let missing: Vec<String> = (0..count)
+        .filter(|i| !ranks.contains(i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return refuse(format!(
+            "shard{} {} of {count} missing: give every shard's results directory",
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// A plan as shards share it: every field but the shard, where its `.hlog` went and the

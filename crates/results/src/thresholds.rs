@@ -152,79 +152,13 @@ impl Threshold {
                 )));
             }
         };
-        let quantile = match metric {
-            "p50" => Some(0.5),
-            "p90" => Some(0.9),
-            "p99" => Some(0.99),
-            "p99.9" => Some(0.999),
-            "p99.99" => Some(0.9999),
-            "max" => Some(1.0),
-            _ => None,
-        };
         // A relative value's limit is its factor; the metric's own unit is not read.
         let value = match (relative, metric) {
             (None, _) => value,
             (Some(_), "errors") => "0%",
             (Some(_), _) => "0",
         };
-        let (metric, limit) = match (metric, quantile) {
-            (_, Some(q)) => (
-                Metric::Quantile(q),
-                duration_ns(value).ok_or_else(|| {
-                    bad(format!(
-                        "{value:?} in threshold {text:?} is not a duration (10ms, 250us)"
-                    ))
-                })?,
-            ),
-            ("mean", None) => (
-                Metric::Mean,
-                duration_ns(value).ok_or_else(|| {
-                    bad(format!(
-                        "{value:?} in threshold {text:?} is not a duration (10ms, 250us)"
-                    ))
-                })?,
-            ),
-            ("rate", None) => (
-                Metric::Rate,
-                value
-                    .replace('_', "")
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite() && *v >= 0.0)
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "{value:?} in threshold {text:?} is not a rate (operations per second)"
-                        ))
-                    })?,
-            ),
-            ("errors", None) => match value.strip_suffix('%') {
-                Some(p) => (
-                    Metric::ErrorRatio,
-                    p.parse::<f64>()
-                        .ok()
-                        .filter(|v| (0.0..=100.0).contains(v))
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "{value:?} in threshold {text:?} is not a percentage"
-                            ))
-                        })?
-                        / 100.0,
-                ),
-                None => (
-                    Metric::ErrorCount,
-                    value.parse::<u64>().map_err(|_| {
-                        bad(format!(
-                            "{value:?} in threshold {text:?} is not a count or a percentage"
-                        ))
-                    })? as f64,
-                ),
-            },
-            (other, None) => {
-                return Err(bad(format!(
-                    "unknown metric {other:?} in threshold {text:?}"
-                )));
-            }
-        };
+        let (metric, limit) = metric_limit(metric, value, text).map_err(bad)?;
         let mut t = Threshold {
             text: text.split_whitespace().collect::<Vec<_>>().join(" "),
             metric,
@@ -545,6 +479,59 @@ pub fn evaluate(
             }
         })
         .collect()
+}
+
+/// The metric `metric` names and its limit written `value` (in threshold `text`); the message
+/// when either is wrong.
+fn metric_limit(metric: &str, value: &str, text: &str) -> Result<(Metric, f64), String> {
+    let quantile = match metric {
+        "p50" => Some(0.5),
+        "p90" => Some(0.9),
+        "p99" => Some(0.99),
+        "p99.9" => Some(0.999),
+        "p99.99" => Some(0.9999),
+        "max" => Some(1.0),
+        _ => None,
+    };
+    let duration = |m: Metric| {
+        duration_ns(value).map(|v| (m, v)).ok_or_else(|| {
+            format!("{value:?} in threshold {text:?} is not a duration (10ms, 250us)")
+        })
+    };
+    match (metric, quantile) {
+        (_, Some(q)) => duration(Metric::Quantile(q)),
+        ("mean", None) => duration(Metric::Mean),
+        ("rate", None) => Ok((
+            Metric::Rate,
+            value
+                .replace('_', "")
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| {
+                    format!("{value:?} in threshold {text:?} is not a rate (operations per second)")
+                })?,
+        )),
+        ("errors", None) => match value.strip_suffix('%') {
+            Some(p) => Ok((
+                Metric::ErrorRatio,
+                p.parse::<f64>()
+                    .ok()
+                    .filter(|v| (0.0..=100.0).contains(v))
+                    .ok_or_else(|| {
+                        format!("{value:?} in threshold {text:?} is not a percentage")
+                    })?
+                    / 100.0,
+            )),
+            None => Ok((
+                Metric::ErrorCount,
+                value.parse::<u64>().map_err(|_| {
+                    format!("{value:?} in threshold {text:?} is not a count or a percentage")
+                })? as f64,
+            )),
+        },
+        (other, None) => Err(format!("unknown metric {other:?} in threshold {text:?}")),
+    }
 }
 
 #[cfg(test)]

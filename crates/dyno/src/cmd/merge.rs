@@ -26,7 +26,7 @@ pub(super) fn shard_of(
             can.join(", ")
         );
     }
-    if let Err(e) = plan.suite.shard_rule(plan, meet) {
+    if let Err(e) = plan.suite.shard_rule(plan, shard, meet) {
         bail!("--shard {text}: {e}");
     }
     // A server the plan starts would be started once per shard, each on its own machine.
@@ -41,20 +41,6 @@ pub(super) fn shard_of(
         bail!(
             "--shard {text}: dyno starts target {}'s processes, and every shard would start its own: start the server once yourself, and give the shards its address",
             t.name
-        );
-    }
-    // Every point's clients are split: a shard with none would do nothing of its part.
-    let fewest = (plan.sweeps.iter())
-        .filter(|s| s.param == "clients")
-        .flat_map(|s| s.values.iter().copied())
-        .chain([u64::from(plan.concurrency)])
-        .min()
-        .unwrap_or(0);
-    if fewest < u64::from(shard.count) {
-        bail!(
-            "--shard {text}: {fewest} clients cannot be split over {} shards: give -c (and every swept client count) at least {}",
-            shard.count,
-            shard.count
         );
     }
     Ok(Some((shard, results::merge::plan_identity(&plan.record()))))

@@ -198,19 +198,25 @@ pub(super) fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
     })
 }
 
-/// Ctrl-C stops the run after the current operation; a second one quits at once.
+/// Ctrl-C stops the run after the current operation; a second one quits at once. Installed
+/// once per process (a test runs `dyno run` several times in one).
 pub(super) fn stop_on_ctrl_c() -> Result<()> {
     static PRESSES: AtomicUsize = AtomicUsize::new(0);
-    ctrlc::set_handler(|| {
-        if PRESSES.fetch_add(1, Ordering::SeqCst) == 0 {
-            INTERRUPT.store(true, Ordering::SeqCst);
-            eprintln!("\ndyno: stopping after the current operation; finished cases are kept (Ctrl-C again to quit now)");
-        } else {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    })
-    .context("installing the Ctrl-C handler")?;
-    Ok(())
+    static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let installed = INSTALLED.get_or_init(|| {
+        ctrlc::set_handler(|| {
+            if PRESSES.fetch_add(1, Ordering::SeqCst) == 0 {
+                INTERRUPT.store(true, Ordering::SeqCst);
+                eprintln!("\ndyno: stopping after the current operation; finished cases are kept (Ctrl-C again to quit now)");
+            } else {
+                std::process::exit(i32::from(EXIT_INTERRUPTED));
+            }
+        })
+        .map_err(|e| e.to_string())
+    });
+    installed
+        .clone()
+        .map_err(|e| anyhow::anyhow!("installing the Ctrl-C handler: {e}"))
 }
 
 /// The exit status of a finished run: interrupted, some case failed, or success; stderr says why.

@@ -309,19 +309,7 @@ pub fn run(
     let clock = Clock::monotonic();
     let zero_unix_ns = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
         .map_or(0, |d| d.as_nanos() as u64);
-    // A shard's threads all count from the agreed instant, on this clock.
-    let origin_ns = spec.start_at.map(|t| {
-        let ahead = t
-            .duration_since(std::time::SystemTime::now())
-            .unwrap_or_default();
-        clock.now_ns() + ahead.as_nanos() as u64
-    });
-    let shares: Vec<Share> = (0..threads)
-        .map(|i| Share {
-            origin_ns,
-            ..share(spec, threads, i)
-        })
-        .collect();
+    let shares = shares(spec, threads, &clock);
     let barrier = Barrier::new(threads + 1);
     let (u0, s0) = process_cpu_ns();
     let mut started = std::time::Instant::now();
@@ -375,6 +363,41 @@ pub fn run(
         parts.push(r?);
     }
 
+    let cpu_ns = (u1 - u0, s1 - s0);
+    Ok(assemble(
+        spec,
+        &parts,
+        live,
+        (started, zero_unix_ns),
+        cpu_ns,
+    ))
+}
+
+/// Each thread's share of the load, all counting from a shard's agreed instant (on `clock`).
+fn shares(spec: &LoadSpec, threads: usize, clock: &Clock) -> Vec<Share> {
+    // A shard's threads all count from the agreed instant, on this clock.
+    let origin_ns = spec.start_at.map(|t| {
+        let ahead = t
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        clock.now_ns() + ahead.as_nanos() as u64
+    });
+    (0..threads)
+        .map(|i| Share {
+            origin_ns,
+            ..share(spec, threads, i)
+        })
+        .collect()
+}
+
+/// The threads' parts as one result: the recorder and counters merged, the self-check.
+fn assemble(
+    spec: &LoadSpec,
+    parts: &[WorkerResult],
+    live: &std::sync::Mutex<Live>,
+    (started, zero_unix_ns): (std::time::Instant, u64),
+    cpu_ns: (u64, u64),
+) -> LoadResult {
     let Merged {
         recorder,
         lag,
@@ -384,7 +407,7 @@ pub fn run(
         busiest,
         interrupted,
         waits,
-    } = merge(&parts);
+    } = merge(parts);
     let intended_per_s = spec.model.intended_per_s();
     let achieved_per_s = results::stats::per_s(counters.requests as f64, wall_ns);
     let mut sends_ns: Vec<u64> = parts.iter().flat_map(|p| p.sends.iter().copied()).collect();
@@ -393,7 +416,7 @@ pub fn run(
         .lock()
         .map(|l| l.intervals.to_vec())
         .unwrap_or_default();
-    Ok(LoadResult {
+    LoadResult {
         started,
         recorder,
         counters,
@@ -402,8 +425,8 @@ pub fn run(
             lag,
             intended_per_s,
             achieved_per_s,
-            cpu_user_ns: u1 - u0,
-            cpu_sys_ns: s1 - s0,
+            cpu_user_ns: cpu_ns.0,
+            cpu_sys_ns: cpu_ns.1,
             busiest_thread: busiest,
             waits,
         },
@@ -412,5 +435,5 @@ pub fn run(
         zero_unix_ns,
         wall_ns,
         interrupted,
-    })
+    }
 }

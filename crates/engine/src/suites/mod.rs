@@ -29,6 +29,23 @@ pub static BUILT_IN: [&dyn Suite; 6] = [
     &ycsb::Ycsb,
 ];
 
+/// A suite whose shards split the clients: every point's, so that no shard has none.
+fn clients_split(plan: &crate::suite::Plan, shard: Shard) -> Result<(), String> {
+    let fewest = (plan.sweeps.iter())
+        .filter(|s| s.param == "clients")
+        .flat_map(|s| s.values.iter().copied())
+        .chain([u64::from(plan.concurrency)])
+        .min()
+        .unwrap_or(0);
+    match fewest < u64::from(shard.count) {
+        true => Err(format!(
+            "{fewest} clients cannot be split over {} shards: give -c (and every swept client count) at least {}",
+            shard.count, shard.count
+        )),
+        false => Ok(()),
+    }
+}
+
 /// A store suite's shards share one namespace and all load it before any test: they meet.
 fn shared_namespace(suite: &str, meet: bool) -> Result<(), String> {
     match meet {

@@ -160,6 +160,7 @@ pub(super) fn record_of(s: &Slot) -> IntervalRecord {
 }
 
 /// What one client did in a repetition.
+#[derive(Default)]
 pub(super) struct ClientRun {
     pub(super) rec: Recorder,
     pub(super) ok: u64,
@@ -170,6 +171,41 @@ pub(super) struct ClientRun {
     pub(super) acked: Vec<(u64, u64)>,
     pub(super) corrupt: Option<String>,
     pub(super) elapsed_ns: u64,
+}
+
+impl ClientRun {
+    /// Counts an operation that took `took_ns` (`write`: a set, whose failure may be of unknown
+    /// outcome) in the client's figures and its interval's: whether its session broke.
+    fn count(
+        &mut self,
+        r: Result<u64, OpError>,
+        write: bool,
+        slot: &mut Slot,
+        took_ns: u64,
+    ) -> bool {
+        let broke = match &r {
+            Ok(_) => {
+                self.ok += 1;
+                slot.ok += 1;
+                slot.latency.saturating_record(took_ns.max(1));
+                false
+            }
+            Err(e) => {
+                slot.errors += 1;
+                if write && indefinite(e.class) {
+                    self.indefinite += 1;
+                } else {
+                    self.definite += 1;
+                }
+                if e.class == ErrorClass::Corrupt && self.corrupt.is_none() {
+                    self.corrupt = Some(e.message.to_string());
+                }
+                e.class.is_connection()
+            }
+        };
+        self.rec.record(took_ns, r);
+        broke
+    }
 }
 
 /// One client's loop: `test` for `duration_ns` from `start_ns` on the run's clock.
@@ -191,18 +227,22 @@ pub(super) struct Client<'a> {
 }
 
 impl Client<'_> {
+    /// Gets this client's `i`-th key, and checks the value is one dyno wrote.
+    fn get_one(&self, s: &mut dyn Session, i: u64, buf: &mut Vec<u8>) -> Result<u64, OpError> {
+        let key = (u64::from(self.id) + i * u64::from(self.clients)) % self.objects;
+        get(s, key, buf)?;
+        read_value(buf, self.size)
+            .map(|_| self.size as u64)
+            .ok_or_else(|| {
+                let n = buf.len();
+                let why = format!("key {key}: read {n} bytes that dyno did not write");
+                OpError::new(ErrorClass::Corrupt, why)
+            })
+    }
+
     pub(super) fn run(self, start_ns: u64, duration_ns: u64) -> ClientRun {
         let clock = self.ctx.clock;
-        let mut out = ClientRun {
-            rec: Recorder::new(),
-            ok: 0,
-            definite: 0,
-            indefinite: 0,
-            reconnects: 0,
-            acked: Vec::new(),
-            corrupt: None,
-            elapsed_ns: 0,
-        };
+        let mut out = ClientRun::default();
         let mine: Vec<u64> = (u64::from(self.id)..self.objects)
             .step_by(self.clients as usize)
             .collect();
@@ -253,21 +293,7 @@ impl Client<'_> {
             }
             let s = session.as_mut().expect("connected above");
             let (r, own) = if self.test == "get" {
-                let key = (u64::from(self.id) + i * u64::from(self.clients)) % self.objects;
-                let r = get(&mut **s, key, &mut buf).and_then(|()| {
-                    read_value(&buf, self.size)
-                        .map(|_| self.size as u64)
-                        .ok_or_else(|| {
-                            OpError::new(
-                                ErrorClass::Corrupt,
-                                format!(
-                                    "key {key}: read {} bytes that dyno did not write",
-                                    buf.len()
-                                ),
-                            )
-                        })
-                });
-                (r, None)
+                (self.get_one(&mut **s, i, &mut buf), None)
             } else if mine.is_empty() {
                 break;
             } else {
@@ -281,31 +307,12 @@ impl Client<'_> {
             };
             let t1 = clock.now_ns();
             let slot = slot.at(t1, start_ns, id, self.series);
-            match &r {
-                Ok(_) => {
-                    out.ok += 1;
-                    slot.ok += 1;
-                    slot.latency.saturating_record((t1 - t0).max(1));
-                    if let Some(j) = own {
-                        acked[j] = self.sent[j];
-                    }
-                }
-                Err(e) => {
-                    slot.errors += 1;
-                    if own.is_some() && indefinite(e.class) {
-                        out.indefinite += 1;
-                    } else {
-                        out.definite += 1;
-                    }
-                    if e.class == ErrorClass::Corrupt && out.corrupt.is_none() {
-                        out.corrupt = Some(e.message.to_string());
-                    }
-                    if e.class.is_connection() {
-                        session = None;
-                    }
-                }
+            if let (Ok(_), Some(j)) = (&r, own) {
+                acked[j] = self.sent[j];
             }
-            out.rec.record(t1 - t0, r);
+            if out.count(r, own.is_some(), slot, t1 - t0) {
+                session = None;
+            }
             i += 1;
         }
         out.elapsed_ns = clock.now_ns().saturating_sub(start_ns);

@@ -45,6 +45,7 @@ use crate::plan::{
     Kind, MAX_CONCURRENCY, MAX_OBJECTS, MAX_SIZE, PlanError, PlanTarget, RawPlan, Setting,
 };
 use crate::recorder::Recorder;
+use crate::shard::Shard;
 use crate::suite::{
     After, Clients, Common, Param, Plan, Point, RepCtx, Repeat, Settings, Suite, TargetError,
     TestOutcome, settings,
@@ -241,8 +242,9 @@ impl Suite for Kv {
         merge::detail(parts)
     }
 
-    fn shard_rule(&self, plan: &Plan, meet: bool) -> Result<(), String> {
+    fn shard_rule(&self, plan: &Plan, shard: Shard, meet: bool) -> Result<(), String> {
         super::shared_namespace(report::View::name(self), meet)?;
+        super::clients_split(plan, shard)?;
         if !plan.faults.is_empty() || !plan.levels.is_empty() {
             return Err("faults act on the target's processes from one generator, and the kv suite's shards run without them for now: drop the plan's faults and levels, or run one generator".into());
         }

@@ -103,6 +103,10 @@ impl Suite for Load {
         true
     }
 
+    fn shard_rule(&self, plan: &Plan, shard: crate::shard::Shard, _: bool) -> Result<(), String> {
+        super::clients_split(plan, shard)
+    }
+
     fn merge_detail(
         &self,
         parts: &[&results::Rep],

@@ -251,6 +251,22 @@ impl RawPlan {
         }
     }
 
+    /// The load's event-loop threads: the cores dyno may use, at most one per connection in a
+    /// closed loop, unless `threads` says.
+    fn load_threads(&self, open: bool, connections: u64) -> Result<usize, PlanError> {
+        let cores = crate::env::cores() as u64;
+        Ok(match &self.settings.int(&shared::THREADS) {
+            None => cores.min(if open { u64::MAX } else { connections }).max(1),
+            Some(t) if !(1..=MAX_THREADS as i64).contains(&t.value) => {
+                return Err(PlanError::new(
+                    t.at.clone(),
+                    format!("threads must be between 1 and {MAX_THREADS}"),
+                ));
+            }
+            Some(t) => t.value as u64,
+        } as usize)
+    }
+
     pub(super) fn resolve_load(&self, connections: u64) -> Result<LoadParams, PlanError> {
         let duration = positive_duration(&self.settings.text(&set::DURATION), "duration")?;
         let ramp = positive_duration(&self.settings.text(&set::RAMP), "ramp")?;
@@ -314,23 +330,9 @@ impl RawPlan {
             .iter()
             .any(|s| s.value.trim_start().starts_with("rate"));
         let (arrival, max_connections) = self.open_loop(open || rate_sweep, connections)?;
-        let cores = crate::env::cores() as u64;
-        let threads = match &self.settings.int(&shared::THREADS) {
-            None => cores.min(if open { u64::MAX } else { connections }).max(1),
-            Some(t) if !(1..=MAX_THREADS as i64).contains(&t.value) => {
-                return Err(PlanError::new(
-                    t.at.clone(),
-                    format!("threads must be between 1 and {MAX_THREADS}"),
-                ));
-            }
-            Some(t) => t.value as u64,
-        } as usize;
+        let threads = self.load_threads(open, connections)?;
         let max_lag = self.max_lag(open || rate_sweep)?;
-        let hlog = self
-            .settings
-            .text(&set::HLOG)
-            .as_ref()
-            .map(|h| PathBuf::from(&h.value));
+        let hlog = (self.settings.text(&set::HLOG)).map(|h| PathBuf::from(&h.value));
         let stop_duration = duration.map(|d| d.0);
         let model = if open {
             LoadModel::Open {

@@ -154,6 +154,44 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     }
     doc.table(&header, &body)?;
 
+    penalty(r, doc, &cols, &tests)?;
+    if r.cases.iter().any(|c| c.server.is_some()) {
+        doc.blank()?;
+        doc.heading("time per operation: client / server / difference (serialization + network)")?;
+        // A connection test times one half of connect-and-close, and the server sees both.
+        let body: Vec<Vec<String>> = tests
+            .iter()
+            .filter(|t| t.group != "connectionTests")
+            .map(|t| {
+                std::iter::once(t.name.to_string())
+                    .chain(cols.iter().map(|c| split_cell(r.case_of(c, t.name))))
+                    .collect()
+            })
+            .collect();
+        doc.table(&header, &body)?;
+    }
+
+    let notes: Vec<String> = r
+        .cases
+        .iter()
+        .filter_map(|c| {
+            let w = status_word(c)?;
+            Some(match &c.reason {
+                Some(why) => format!("{} {}: {w}: {why}", c.target, c.test),
+                None => format!("{} {}: {w}", c.target, c.test),
+            })
+        })
+        .collect();
+    doc.footer(&notes, r.interrupted)
+}
+
+/// With several topologies: each column's rate against the one before it.
+fn penalty(
+    r: &RunRecord,
+    doc: &mut Doc,
+    cols: &[&str],
+    tests: &[&super::list::MagmaTest],
+) -> io::Result<()> {
     let topologies: std::collections::BTreeSet<&str> =
         r.cases.iter().map(|c| c.topology.as_str()).collect();
     if topologies.len() > 1 && cols.len() > 1 {
@@ -199,35 +237,7 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             .collect();
         doc.table(&head, &body)?;
     }
-
-    if r.cases.iter().any(|c| c.server.is_some()) {
-        doc.blank()?;
-        doc.heading("time per operation: client / server / difference (serialization + network)")?;
-        // A connection test times one half of connect-and-close, and the server sees both.
-        let body: Vec<Vec<String>> = tests
-            .iter()
-            .filter(|t| t.group != "connectionTests")
-            .map(|t| {
-                std::iter::once(t.name.to_string())
-                    .chain(cols.iter().map(|c| split_cell(r.case_of(c, t.name))))
-                    .collect()
-            })
-            .collect();
-        doc.table(&header, &body)?;
-    }
-
-    let notes: Vec<String> = r
-        .cases
-        .iter()
-        .filter_map(|c| {
-            let w = status_word(c)?;
-            Some(match &c.reason {
-                Some(why) => format!("{} {}: {w}: {why}", c.target, c.test),
-                None => format!("{} {}: {w}", c.target, c.test),
-            })
-        })
-        .collect();
-    doc.footer(&notes, r.interrupted)
+    Ok(())
 }
 
 /// `×0.159`, and three significant digits below 0.1: `×0.000320`.

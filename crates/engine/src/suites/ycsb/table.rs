@@ -117,6 +117,11 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         }
         doc.table(&header, &body)?;
     }
+    doc.footer(&notes(r), r.interrupted)
+}
+
+/// The cases that did not simply pass, how skewed each test's keys were, and the shards.
+fn notes(r: &RunRecord) -> Vec<String> {
     let mut notes: Vec<String> = (r.cases.iter())
         .filter_map(|c| {
             let w = status_word(c)?;
@@ -167,6 +172,6 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             ));
         }
     }
-    notes.extend(crate::suites::shard_note(p));
-    doc.footer(&notes, r.interrupted)
+    notes.extend(crate::suites::shard_note(&r.plan));
+    notes
 }

@@ -1,5 +1,5 @@
-//! The suites this dyno runs — the engine's registry, and in this crate's own tests one more
-//! (`tally`, a suite written in a test module) — as the plan, the runner and the renderers see
+//! The suites this dyno runs — the engine's registry, and in this crate's own tests the suites
+//! written there (`tally`, …: [`TEST_ONLY`]) — as the plan, the runner and the renderers see
 //! them.
 
 use engine::driver::{ConfigError, TargetConfig};
@@ -7,18 +7,37 @@ use engine::resolve::Resolver;
 use engine::suite::Suite;
 use std::collections::BTreeMap;
 
-const BUILT_IN: usize = engine::suites::BUILT_IN.len();
+/// Declares the suites written in this crate's tests: a module (a file or folder beside this
+/// one) and its suite, one line each.
+#[cfg(test)]
+macro_rules! test_suites {
+    ($($module:ident :: $suite:ident),* $(,)?) => {
+        $(mod $module;)*
+        const TEST_ONLY: &[&dyn Suite] = &[$(&$module::$suite),*];
+    };
+}
+
+// The suites that exist only in this crate's tests: one line each.
+#[cfg(test)]
+test_suites! {
+    tally::Tally,
+}
 
 #[cfg(not(test))]
-static ALL: [&dyn Suite; BUILT_IN] = engine::suites::BUILT_IN;
+const TEST_ONLY: &[&dyn Suite] = &[];
 
-#[cfg(test)]
-static ALL: [&dyn Suite; BUILT_IN + 1] = {
-    let b = engine::suites::BUILT_IN;
-    let mut all: [&dyn Suite; BUILT_IN + 1] = [&crate::tally::Tally; BUILT_IN + 1];
+const BUILT_IN: &[&dyn Suite] = &engine::suites::BUILT_IN;
+
+/// The engine's suites, then the tests' own.
+static ALL: [&dyn Suite; BUILT_IN.len() + TEST_ONLY.len()] = {
+    let mut all = [BUILT_IN[0]; BUILT_IN.len() + TEST_ONLY.len()];
     let mut i = 0;
-    while i < BUILT_IN {
-        all[i] = b[i];
+    while i < all.len() {
+        all[i] = if i < BUILT_IN.len() {
+            BUILT_IN[i]
+        } else {
+            TEST_ONLY[i - BUILT_IN.len()]
+        };
         i += 1;
     }
     all

@@ -91,7 +91,6 @@ fn measure(
 ) -> TestOutcome {
     let clock = Clock::monotonic();
     let (mut gets, mut puts) = (Recorder::new(), Recorder::new());
-    let mut all = Recorder::new();
     let mut buf = Vec::new();
     let mut verified = 0;
     let key = |i: u64| (u64::from(rep) << 32) + i;
@@ -147,10 +146,23 @@ fn measure(
     }
     let committed = session.commit();
     let wall_ns = clock.now_ns() - t0;
+    let committed = committed.map_err(|e| format!("commit: {e}"));
+    outcome(test, committed, (gets, puts), wall_ns, verified)
+}
+
+/// The test's outcome: its status, each kind's figures apart, and tally's own.
+fn outcome(
+    test: &'static str,
+    committed: Result<(), String>,
+    (gets, puts): (Recorder, Recorder),
+    wall_ns: u64,
+    verified: u64,
+) -> TestOutcome {
+    let mut all = Recorder::new();
     all.merge(&gets);
     all.merge(&puts);
     let (status, reason) = match committed {
-        Err(e) => (Status::Failed, Some(format!("commit: {e}"))),
+        Err(e) => (Status::Failed, Some(e)),
         Ok(()) if all.error_count() > 0 => (Status::Failed, Some("an operation failed".into())),
         Ok(()) => (Status::Ok, None),
     };

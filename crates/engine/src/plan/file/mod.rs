@@ -3,6 +3,9 @@
 
 use super::*;
 
+mod targets;
+use targets::*;
+
 // ---------------------------------------------------------------------------------------------
 // Plan files
 // ---------------------------------------------------------------------------------------------
@@ -89,92 +92,11 @@ impl RawPlan {
                     let table = expect_table(&src, "suite", value)?;
                     suite_section(&src, table, &mut plan, settings)?
                 }
-                "output" => {
-                    let table = expect_table(&src, "output", value)?;
-                    for (k, v) in table.iter() {
-                        let at = src.at(v.span());
-                        match k.get_ref().as_ref() {
-                            "dir" => plan.out = Some(Sp::new(expect_str(&src, k, v)?, at)),
-                            "format" => plan.format = Some(Sp::new(expect_str(&src, k, v)?, at)),
-                            other => {
-                                return Err(unknown_key(&src, k, other, "[output]", OUTPUT_KEYS));
-                            }
-                        }
-                    }
-                }
+                "output" => output_section(&src, expect_table(&src, "output", value)?, &mut plan)?,
                 "faults" => plan.faults = faults_from_toml(&src, key, value)?,
                 "thresholds" => {
                     let table = expect_table(&src, "thresholds", value)?;
-                    for (k, v) in table.iter() {
-                        match (k.get_ref().as_ref(), v.get_ref()) {
-                            ("checks", DeValue::Array(all)) => {
-                                for item in all.iter() {
-                                    match item.get_ref() {
-                                        DeValue::String(one) => plan
-                                            .thresholds
-                                            .push(Sp::new(one.to_string(), src.at(item.span()))),
-                                        other => {
-                                            return Err(wrong_type(
-                                                &src,
-                                                k,
-                                                item,
-                                                other,
-                                                "a threshold such as \"p99 < 10ms\"",
-                                            ));
-                                        }
-                                    }
-                                }
-                            }
-                            ("baseline", DeValue::String(run)) => {
-                                plan.baseline = Some(Sp::new(run.to_string(), src.at(v.span())));
-                            }
-                            ("abort_on_fail", DeValue::Boolean(b)) => {
-                                plan.abort_on_fail = Some(Sp::new(*b, src.at(v.span())));
-                            }
-                            ("abort_on_fail", other) => {
-                                return Err(wrong_type(&src, k, v, other, "true or false"));
-                            }
-                            ("abort_after", DeValue::String(d)) => {
-                                plan.abort_after = Some(Sp::new(d.to_string(), src.at(v.span())));
-                            }
-                            ("abort_after", other) => {
-                                return Err(wrong_type(
-                                    &src,
-                                    k,
-                                    v,
-                                    other,
-                                    "a duration such as \"5s\"",
-                                ));
-                            }
-                            ("baseline", other) => {
-                                return Err(wrong_type(
-                                    &src,
-                                    k,
-                                    v,
-                                    other,
-                                    "a run: a results directory, @last, @prev or @baseline:NAME",
-                                ));
-                            }
-                            ("checks", other) => {
-                                return Err(wrong_type(
-                                    &src,
-                                    k,
-                                    v,
-                                    other,
-                                    "a list of thresholds, e.g. [\"p99 < 10ms\"]",
-                                ));
-                            }
-                            (other, _) => {
-                                return Err(unknown_key(
-                                    &src,
-                                    k,
-                                    other,
-                                    "[thresholds]",
-                                    &["checks", "baseline", "abort_on_fail", "abort_after"],
-                                ));
-                            }
-                        }
-                    }
+                    thresholds_section(&src, table, &mut plan)?
                 }
                 "targets" => {
                     let table = expect_table(&src, "targets", value)?;
@@ -201,6 +123,94 @@ impl RawPlan {
         }
         Ok(plan)
     }
+}
+
+/// The `[output]` section: where the run goes, and its format.
+fn output_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Result<(), PlanError> {
+    for (k, v) in table.iter() {
+        let at = src.at(v.span());
+        match k.get_ref().as_ref() {
+            "dir" => plan.out = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "format" => plan.format = Some(Sp::new(expect_str(src, k, v)?, at)),
+            other => {
+                return Err(unknown_key(src, k, other, "[output]", OUTPUT_KEYS));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `[thresholds]` section: the checks, the baseline they may be held to, and aborting.
+fn thresholds_section(
+    src: &Source,
+    table: &DeTable<'_>,
+    plan: &mut RawPlan,
+) -> Result<(), PlanError> {
+    for (k, v) in table.iter() {
+        match (k.get_ref().as_ref(), v.get_ref()) {
+            ("checks", DeValue::Array(all)) => {
+                for item in all.iter() {
+                    match item.get_ref() {
+                        DeValue::String(one) => plan
+                            .thresholds
+                            .push(Sp::new(one.to_string(), src.at(item.span()))),
+                        other => {
+                            return Err(wrong_type(
+                                src,
+                                k,
+                                item,
+                                other,
+                                "a threshold such as \"p99 < 10ms\"",
+                            ));
+                        }
+                    }
+                }
+            }
+            ("baseline", DeValue::String(run)) => {
+                plan.baseline = Some(Sp::new(run.to_string(), src.at(v.span())));
+            }
+            ("abort_on_fail", DeValue::Boolean(b)) => {
+                plan.abort_on_fail = Some(Sp::new(*b, src.at(v.span())));
+            }
+            ("abort_on_fail", other) => {
+                return Err(wrong_type(src, k, v, other, "true or false"));
+            }
+            ("abort_after", DeValue::String(d)) => {
+                plan.abort_after = Some(Sp::new(d.to_string(), src.at(v.span())));
+            }
+            ("abort_after", other) => {
+                return Err(wrong_type(src, k, v, other, "a duration such as \"5s\""));
+            }
+            ("baseline", other) => {
+                return Err(wrong_type(
+                    src,
+                    k,
+                    v,
+                    other,
+                    "a run: a results directory, @last, @prev or @baseline:NAME",
+                ));
+            }
+            ("checks", other) => {
+                return Err(wrong_type(
+                    src,
+                    k,
+                    v,
+                    other,
+                    "a list of thresholds, e.g. [\"p99 < 10ms\"]",
+                ));
+            }
+            (other, _) => {
+                return Err(unknown_key(
+                    src,
+                    k,
+                    other,
+                    "[thresholds]",
+                    &["checks", "baseline", "abort_on_fail", "abort_after"],
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The `[suite]` section: the suite, the run's repetitions and sweeps, and any suite's settings.
@@ -367,56 +377,6 @@ fn tables<'a, 'i>(
         .collect()
 }
 
-/// `[[targets.NAME.process.members]]`: each a table of `name`, `cmd`, `ready`, `file`.
-fn members_from_toml(
-    src: &Source,
-    k: &Spanned<std::borrow::Cow<str>>,
-    v: &Spanned<DeValue>,
-) -> Result<Vec<RawMember>, PlanError> {
-    let mut out = Vec::new();
-    for (t, at) in tables(src, k, v, "[[…members]]")? {
-        let (mut name, mut cmd, mut ready, mut file, mut aux) = (None, None, None, None, None);
-        for (key, value) in t.iter() {
-            if key.get_ref() == "aux" {
-                match value.get_ref() {
-                    DeValue::Boolean(b) => aux = Some(Sp::new(*b, src.at(value.span()))),
-                    other => return Err(wrong_type(src, key, value, other, "a boolean")),
-                }
-                continue;
-            }
-            let text = Sp::new(expect_str(src, key, value)?, src.at(value.span()));
-            match key.get_ref().as_ref() {
-                "name" => name = Some(text),
-                "cmd" => cmd = Some(text),
-                "ready" => ready = Some(text),
-                "file" => file = Some(text),
-                other => {
-                    return Err(unknown_key(
-                        src,
-                        key,
-                        other,
-                        "a cluster member",
-                        &["name", "cmd", "ready", "file", "aux"],
-                    ));
-                }
-            }
-        }
-        let missing = |what: &str| {
-            PlanError::new(at.clone(), format!("a cluster member needs `{what}`"))
-                .hint("e.g. { name = \"a\", cmd = \"redis-server --port {port}\" }")
-        };
-        out.push(RawMember {
-            name: name.ok_or_else(|| missing("name"))?,
-            cmd: cmd.ok_or_else(|| missing("cmd"))?,
-            ready,
-            file,
-            aux,
-            at,
-        });
-    }
-    Ok(out)
-}
-
 /// `[[faults]]`: each a table of strings (`at` may be an array of them).
 fn faults_from_toml(
     src: &Source,
@@ -579,133 +539,4 @@ pub(super) fn unknown_key(
             known.join(", ")
         ),
     )
-}
-
-pub(super) fn target_from_toml(
-    src: &Source,
-    name: &Spanned<std::borrow::Cow<str>>,
-    body: &Spanned<DeValue>,
-) -> Result<RawTarget, PlanError> {
-    let name_at = src.at(name.span());
-    let DeValue::Table(table) = body.get_ref() else {
-        return Err(PlanError::new(
-            src.at(body.span()),
-            format!("target `{}` must be a table", name.get_ref()),
-        )
-        .hint(format!(
-            "write [targets.{}] with url = \"scheme:…\" under it",
-            name.get_ref()
-        )));
-    };
-    let mut url = None;
-    let mut options = Vec::new();
-    let mut process = None;
-    for (k, v) in table.iter() {
-        if k.get_ref() == "process" {
-            process = Some(process_from_toml(src, v)?);
-            continue;
-        }
-        let text = match v.get_ref() {
-            DeValue::String(s) => s.to_string(),
-            DeValue::Integer(i) => i.to_string(),
-            DeValue::Float(f) => f.as_str().to_string(),
-            DeValue::Boolean(b) => b.to_string(),
-            other => {
-                return Err(PlanError::new(
-                    src.at(v.span()),
-                    format!(
-                        "target option `{}` must be a string, number or boolean, not {}",
-                        k.get_ref(),
-                        type_name(other)
-                    ),
-                ));
-            }
-        };
-        let at = src.at(v.span());
-        if k.get_ref() == "url" {
-            if !matches!(v.get_ref(), DeValue::String(_)) {
-                return Err(wrong_type(src, k, v, v.get_ref(), "a string"));
-            }
-            url = Some(Sp::new(text, at));
-        } else {
-            options.push((
-                Sp::new(k.get_ref().to_string(), src.at(k.span())),
-                Sp::new(text, at),
-            ));
-        }
-    }
-    let url = url.ok_or_else(|| {
-        PlanError::new(
-            name_at.clone(),
-            format!("target `{}` has no url", name.get_ref()),
-        )
-        .hint("add e.g. url = \"sqlite:/tmp/dyno.db\" to it")
-    })?;
-    Ok(RawTarget {
-        name: Some(Sp::new(name.get_ref().to_string(), name_at)),
-        url,
-        options,
-        process,
-    })
-}
-
-pub(super) fn process_from_toml(
-    src: &Source,
-    v: &Spanned<DeValue>,
-) -> Result<RawProcess, PlanError> {
-    let table = expect_table(src, "targets.NAME.process", v)?;
-    let mut p = RawProcess {
-        at: Some(src.at(v.span())),
-        ..RawProcess::default()
-    };
-    for (k, v) in table.iter() {
-        let at = src.at(v.span());
-        let text = || match v.get_ref() {
-            DeValue::String(s) => Ok(Sp::new(s.to_string(), at.clone())),
-            other => Err(wrong_type(src, k, v, other, "a string")),
-        };
-        match k.get_ref().as_ref() {
-            "cmd" => p.cmd = Some(text()?),
-            "ready" => p.ready = Some(text()?),
-            "ready_timeout" => p.ready_timeout = Some(text()?),
-            "role" => p.role = Some(text()?),
-            "name" => p.name = Some(text()?),
-            "members" => p.members = members_from_toml(src, k, v)?,
-            "link" => match v.get_ref() {
-                DeValue::Boolean(b) => p.link = Some(Sp::new(*b, at)),
-                other => return Err(wrong_type(src, k, v, other, "a boolean")),
-            },
-            "pid" => match v.get_ref() {
-                DeValue::Integer(i) => {
-                    let n = i.as_str().parse::<i64>().map_err(|_| {
-                        PlanError::new(at.clone(), "pid must be a positive process id")
-                    })?;
-                    p.pid = Some(Sp::new(n, at));
-                }
-                other => return Err(wrong_type(src, k, v, other, "an integer")),
-            },
-            other => {
-                const KEYS: [&str; 8] = [
-                    "cmd",
-                    "ready",
-                    "ready_timeout",
-                    "pid",
-                    "name",
-                    "members",
-                    "role",
-                    "link",
-                ];
-                return Err(PlanError::new(
-                    src.at(k.span()),
-                    format!("unknown key `{other}` in a target's process"),
-                )
-                .hint(format!(
-                    "{}keys: {}",
-                    did_you_mean(other, KEYS.iter().copied()),
-                    KEYS.join(", ")
-                )));
-            }
-        }
-    }
-    Ok(p)
 }

@@ -1,0 +1,517 @@
+//! Many client sessions per thread: each client runs on a fiber (a stackful coroutine), and a
+//! few generator threads each drive their share of the fibers from one event loop.
+//!
+//! A suite's client code stays what it was — blocking calls, one logical session with its own
+//! connection — but when it would block (a socket not ready, a sleep, a barrier) it yields to
+//! its thread's scheduler, which runs the next ready fiber and sleeps in `epoll_wait` only when
+//! none is. So `-c 200` clients cost two threads and 200 small stacks, not 200 threads that wake
+//! and sleep once per operation, and a round trip costs what an event loop's does: one send, one
+//! receive, and a share of one `epoll_wait`.
+//!
+//! Outside a fiber every call here blocks its thread as before, so a session also works from a
+//! plain thread (setup, the lost-writes check).
+//!
+//! - [`join_all`] runs jobs as fibers on `threads` threads and returns each job's result, in
+//!   order, as `std::thread::scope` would (a panic is that job's `Err`, never the others').
+//! - [`Stream`] is a TCP stream for drivers: non-blocking underneath, registered once per
+//!   scheduler (edge-triggered), with read and write deadlines.
+//! - [`sleep_until`], [`yield_now`], [`Barrier`]: what a client may wait on besides a socket.
+//!
+//! A fiber must not hold a lock that another fiber of its thread may take across a call that
+//! yields (the other would block the thread); suites hold locks only for short bookkeeping.
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::cell::{Cell, RefCell};
+use std::collections::{BinaryHeap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+mod stream;
+pub use stream::*;
+
+/// Each fiber's stack, reserved (not touched) up front: pages are committed as the client's
+/// code uses them, so the resident cost is what it really needs (tens of KiB), and a deep
+/// driver call or a panic's unwinding still has room.
+pub const STACK_BYTES: usize = 1024 * 1024;
+
+/// Events taken from `epoll_wait` per call: enough for every socket of a thread's clients to
+/// report at once in the common case; more wait for the next call.
+const EVENTS: usize = 1024;
+
+/// The last stretch of a timer is not slept through (`epoll_wait` sleeps in whole
+/// milliseconds, rounded up): the scheduler polls without sleeping until it is due, as the
+/// clock's pacer spins its last 200 µs.
+const SPIN_BELOW: Duration = Duration::from_millis(1);
+
+/// The token of the scheduler's waker (another thread released a barrier).
+const WAKER: Token = Token(usize::MAX);
+
+/// A job for [`join_all`]: one client's work.
+pub type Job<'a, T> = Box<dyn FnOnce() -> T + Send + 'a>;
+
+/// The number of threads dyno may run generators on: the CPUs of its affinity mask (a `taskset`
+/// narrows it), at least one.
+pub fn default_threads() -> usize {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let n = libc::CPU_COUNT(&set);
+            if n > 0 {
+                return n as usize;
+            }
+        }
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs every job as a fiber, spread evenly over `threads` threads (at most one per job), and
+/// returns their results in the jobs' order. Returns when all have ended, like
+/// `std::thread::scope`; a job that panics is its own `Err`.
+pub fn join_all<'a, T: Send + 'a>(
+    threads: usize,
+    jobs: Vec<Job<'a, T>>,
+) -> Vec<std::thread::Result<T>> {
+    let n = jobs.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let threads = threads.clamp(1, n);
+    let mut shares: Vec<Vec<(usize, Job<'a, T>)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, job) in jobs.into_iter().enumerate() {
+        shares[i % threads].push((i, job));
+    }
+    let mut out: Vec<Option<std::thread::Result<T>>> = (0..n).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .enumerate()
+            .map(|(t, share)| {
+                std::thread::Builder::new()
+                    .name(format!("dyno-gen-{t}"))
+                    .spawn_scoped(s, move || Scheduler::run(share))
+                    .expect("spawning a generator thread")
+            })
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(done) => {
+                    for (i, r) in done {
+                        out[i] = Some(r);
+                    }
+                }
+                // The scheduler itself does not panic; if it did, its jobs report it.
+                Err(panic) => {
+                    let msg = panic_message(&panic).to_string();
+                    for slot in out.iter_mut().filter(|o| o.is_none()) {
+                        *slot = Some(Err(Box::new(format!("generator thread failed: {msg}"))));
+                    }
+                }
+            }
+        }
+    });
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Box::new("the job did not run"))))
+        .collect()
+}
+
+/// What a caught panic said.
+pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// True on a fiber (its blocking calls yield to the scheduler).
+pub fn in_fiber() -> bool {
+    CURRENT.with(|c| !c.get().is_null())
+}
+
+/// Lets the other fibers of this thread run (no-op outside a fiber).
+pub fn yield_now() {
+    if in_fiber() {
+        suspend(Why::Yield);
+    }
+}
+
+/// Waits until `deadline`: a fiber yields (the thread runs others), a thread sleeps.
+pub fn sleep_until(deadline: Instant) {
+    if in_fiber() {
+        while Instant::now() < deadline {
+            suspend(Why::Sleep(deadline));
+        }
+    } else {
+        let now = Instant::now();
+        if deadline > now {
+            std::thread::sleep(deadline - now);
+        }
+    }
+}
+
+/// [`sleep_until`] `d` from now.
+pub fn sleep(d: Duration) {
+    sleep_until(Instant::now() + d);
+}
+
+/// Why a fiber yielded.
+enum Why {
+    /// Runnable again at once.
+    Yield,
+    /// Runnable at the deadline.
+    Sleep(Instant),
+    /// Waiting for registration `reg` to be ready, until the deadline if any.
+    Io {
+        reg: usize,
+        deadline: Option<Instant>,
+    },
+    /// Waiting for another thread (a barrier): runnable when the scheduler's waker fires.
+    Park,
+}
+
+/// What woke a fiber.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    Ready,
+    TimedOut,
+}
+
+type Fib<T> = Coroutine<Wake, Why, std::thread::Result<T>, DefaultStack>;
+
+thread_local! {
+    /// The yielder of the fiber running on this thread; null outside a fiber.
+    static CURRENT: Cell<*const Yielder<Wake, Why>> = const { Cell::new(std::ptr::null()) };
+    /// This thread's scheduler state, while it runs one.
+    static SCHED: RefCell<Option<Shared>> = const { RefCell::new(None) };
+}
+
+fn suspend(why: Why) -> Wake {
+    let y = CURRENT.with(|c| c.get());
+    assert!(!y.is_null(), "suspend outside a fiber");
+    // SAFETY: the pointer is the running fiber's yielder (set by the scheduler before it resumed
+    // this fiber, or by the fiber's own first frame); it lives on that fiber's stack until the
+    // fiber returns, and only this thread reads it.
+    let wake = unsafe { (*y).suspend(why) };
+    // The scheduler set CURRENT back to this fiber's yielder before resuming it.
+    wake
+}
+
+/// What the scheduler shares with its fibers' streams: the poller, the readiness of each
+/// registered socket, and an identity so a stream knows whether it is registered here.
+struct Shared {
+    id: u64,
+    poll: Poll,
+    regs: Vec<Reg>,
+    waker: Arc<Waker>,
+}
+
+/// A socket registered with this thread's poller.
+#[derive(Default)]
+struct Reg {
+    readable: bool,
+    writable: bool,
+    /// The fiber waiting on it and what for (`(fiber, wants_read)`).
+    waiter: Option<(usize, bool)>,
+}
+
+static NEXT_SCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+struct Slot<T> {
+    co: Fib<T>,
+    /// The fiber's yielder, known once it first ran.
+    yielder: std::rc::Rc<Cell<*const Yielder<Wake, Why>>>,
+    wake: Wake,
+    /// Bumped at each wait, so a stale timer does not wake a later wait.
+    wait_seq: u64,
+    /// The registration it waits on, if any.
+    waiting_on: Option<usize>,
+}
+
+/// A timer: its deadline, the wait it ends (`Slot::wait_seq`), the fiber; soonest first.
+type Timer = std::cmp::Reverse<(Instant, u64, usize)>;
+
+/// One scheduler's fibers, and what each waits on.
+struct Scheduler<T> {
+    /// Each fiber's job's place in the jobs handed to `run`.
+    index: Vec<usize>,
+    slots: Vec<Option<Slot<T>>>,
+    done: Vec<(usize, std::thread::Result<T>)>,
+    ready: VecDeque<usize>,
+    parked: Vec<usize>,
+    timers: BinaryHeap<Timer>,
+    /// Fibers not yet returned.
+    live: usize,
+}
+
+impl<'a, T: Send + 'a> Scheduler<T> {
+    /// Runs `jobs` as fibers on this thread until every one has returned: the results, each
+    /// with its job's index.
+    fn run(jobs: Vec<(usize, Job<'a, T>)>) -> Vec<(usize, std::thread::Result<T>)> {
+        let poll = Poll::new().expect("creating an epoll instance");
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER).expect("creating a waker"));
+        SCHED.with(|s| {
+            *s.borrow_mut() = Some(Shared {
+                id: NEXT_SCHED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                poll,
+                regs: Vec::new(),
+                waker,
+            })
+        });
+        let mut sched = Scheduler::spawn(jobs);
+        let mut events = Events::with_capacity(EVENTS);
+        while sched.live > 0 {
+            sched.resume_ready();
+            if sched.live == 0 {
+                break;
+            }
+            let timeout = sched.timeout();
+            let polled = SCHED.with(|s| {
+                let mut s = s.borrow_mut();
+                let s = s.as_mut().expect("scheduler state");
+                s.poll.poll(&mut events, timeout)
+            });
+            match polled {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => panic!("epoll_wait failed: {e}"),
+            }
+            sched.wake(&events);
+        }
+        SCHED.with(|s| *s.borrow_mut() = None);
+        sched.done
+    }
+
+    /// A fiber for each job, all ready.
+    fn spawn(jobs: Vec<(usize, Job<'a, T>)>) -> Scheduler<T> {
+        let mut index = Vec::with_capacity(jobs.len());
+        let mut slots: Vec<Option<Slot<T>>> = Vec::with_capacity(jobs.len());
+        for (i, job) in jobs {
+            let yielder = std::rc::Rc::new(Cell::new(std::ptr::null()));
+            let mine = yielder.clone();
+            let body = move |y: &Yielder<Wake, Why>, _: Wake| {
+                mine.set(y as *const _);
+                CURRENT.with(|c| c.set(y as *const _));
+                catch_unwind(AssertUnwindSafe(job))
+            };
+            let stack = DefaultStack::new(STACK_BYTES).expect("reserving a fiber's stack");
+            // SAFETY: every fiber is driven to its end or dropped (its stack unwound) before
+            // `run` returns, and `join_all` returns only after `run` has: what the jobs borrow
+            // outlives them, as with `std::thread::scope`.
+            let co = unsafe { Coroutine::with_stack_unchecked(stack, body) };
+            index.push(i);
+            slots.push(Some(Slot {
+                co,
+                yielder,
+                wake: Wake::Ready,
+                wait_seq: 0,
+                waiting_on: None,
+            }));
+        }
+        Scheduler {
+            index,
+            done: Vec::with_capacity(slots.len()),
+            ready: (0..slots.len()).collect(),
+            live: slots.len(),
+            slots,
+            parked: Vec::new(),
+            timers: BinaryHeap::new(),
+        }
+    }
+
+    /// Resumes every ready fiber until it returns or waits again.
+    fn resume_ready(&mut self) {
+        while let Some(f) = self.ready.pop_front() {
+            let Some(slot) = self.slots[f].as_mut() else {
+                continue;
+            };
+            let wake = slot.wake;
+            CURRENT.with(|c| c.set(slot.yielder.get()));
+            RUNNING.with(|r| r.set(f));
+            let r = slot.co.resume(wake);
+            CURRENT.with(|c| c.set(std::ptr::null()));
+            RUNNING.with(|r| r.set(usize::MAX));
+            match r {
+                CoroutineResult::Return(r) => {
+                    self.done.push((self.index[f], r));
+                    self.slots[f] = None;
+                    self.live -= 1;
+                }
+                CoroutineResult::Yield(why) => {
+                    slot.wake = Wake::Ready;
+                    slot.wait_seq += 1;
+                    match why {
+                        Why::Yield => self.ready.push_back(f),
+                        Why::Sleep(t) => self.timers.push(std::cmp::Reverse((t, slot.wait_seq, f))),
+                        Why::Park => self.parked.push(f),
+                        Why::Io { reg, deadline } => {
+                            slot.waiting_on = Some(reg);
+                            if let Some(t) = deadline {
+                                self.timers.push(std::cmp::Reverse((t, slot.wait_seq, f)));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// How long the poll may sleep: not at all with a fiber ready; whole milliseconds short of
+    /// the next deadline (epoll's unit: it never wakes late by a rounding), then polls without
+    /// sleeping until it is due; else until an event.
+    fn timeout(&self) -> Option<Duration> {
+        match self.timers.peek() {
+            _ if !self.ready.is_empty() => Some(Duration::ZERO),
+            Some(std::cmp::Reverse((t, _, _))) => {
+                let left = t.saturating_duration_since(Instant::now());
+                Some(Duration::from_millis(
+                    left.saturating_sub(SPIN_BELOW).as_millis() as u64,
+                ))
+            }
+            None => None,
+        }
+    }
+
+    /// Readies the fibers `events` and the timers due wake: a socket's waiter once it is ready
+    /// for what it waits for, a parked fiber at the waker, a deadline passed.
+    fn wake(&mut self, events: &Events) {
+        SCHED.with(|s| {
+            let mut s = s.borrow_mut();
+            let s = s.as_mut().expect("scheduler state");
+            for ev in events.iter() {
+                if ev.token() == WAKER {
+                    self.ready.extend(self.parked.drain(..));
+                    continue;
+                }
+                let Some(reg) = s.regs.get_mut(ev.token().0) else {
+                    continue;
+                };
+                // An error or hang-up makes both directions "ready": the next call sees it.
+                let broken = ev.is_error() || ev.is_read_closed() || ev.is_write_closed();
+                reg.readable |= ev.is_readable() || broken;
+                reg.writable |= ev.is_writable() || broken;
+                if let Some((f, wants_read)) = reg.waiter
+                    && (if wants_read {
+                        reg.readable
+                    } else {
+                        reg.writable
+                    })
+                {
+                    reg.waiter = None;
+                    if let Some(slot) = self.slots[f].as_mut() {
+                        slot.waiting_on = None;
+                        self.ready.push_back(f);
+                    }
+                }
+            }
+            self.timers_due(&mut s.regs);
+        });
+    }
+
+    /// Readies the fibers whose deadline has passed (a socket wait's ends timed out).
+    fn timers_due(&mut self, regs: &mut [Reg]) {
+        let now = Instant::now();
+        while let Some(std::cmp::Reverse((t, seq, f))) = self.timers.peek().copied() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(slot) = self.slots[f].as_mut() else {
+                continue;
+            };
+            if slot.wait_seq != seq {
+                continue;
+            }
+            if let Some(reg) = slot.waiting_on.take() {
+                // Still waiting on its socket: the deadline passed.
+                if let Some(r) = regs.get_mut(reg) {
+                    r.waiter = None;
+                }
+                slot.wake = Wake::TimedOut;
+                self.ready.push_back(f);
+            } else if !self.ready.contains(&f) {
+                self.ready.push_back(f);
+            }
+        }
+    }
+}
+
+/// A barrier for fibers (on any threads) and plain threads alike: `n` callers of
+/// [`Barrier::wait`] all return once the last has arrived. A fiber waiting yields; the last
+/// arriver wakes the schedulers of the fibers waiting, and notifies the threads.
+pub struct Barrier {
+    n: usize,
+    state: Mutex<BarrierState>,
+    cv: Condvar,
+}
+
+struct BarrierState {
+    count: usize,
+    generation: u64,
+    wakers: Vec<Arc<Waker>>,
+}
+
+impl Barrier {
+    pub fn new(n: usize) -> Barrier {
+        Barrier {
+            n: n.max(1),
+            state: Mutex::new(BarrierState {
+                count: 0,
+                generation: 0,
+                wakers: Vec::new(),
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Waits for the others; true for the last to arrive.
+    pub fn wait(&self) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.count += 1;
+        if st.count >= self.n {
+            st.count = 0;
+            st.generation += 1;
+            let wakers = std::mem::take(&mut st.wakers);
+            drop(st);
+            self.cv.notify_all();
+            for w in wakers {
+                let _ = w.wake();
+            }
+            return true;
+        }
+        let generation = st.generation;
+        if in_fiber() {
+            let waker = SCHED.with(|s| s.borrow().as_ref().map(|s| s.waker.clone()));
+            if let Some(w) = waker
+                && !st.wakers.iter().any(|x| Arc::ptr_eq(x, &w))
+            {
+                st.wakers.push(w);
+            }
+            drop(st);
+            // The scheduler's waker stays in `wakers` until this generation's release takes
+            // it, so a wake-up for anything else only means: look again.
+            loop {
+                suspend(Why::Park);
+                let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                if st.generation != generation {
+                    return false;
+                }
+            }
+        } else {
+            while st.generation == generation {
+                st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

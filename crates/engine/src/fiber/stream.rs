@@ -1,0 +1,298 @@
+//! The sockets drivers wait on: a fiber's wait yields to its scheduler, a thread's polls; with deadlines.
+
+use super::*;
+
+/// A TCP connection a driver reads and writes as a blocking stream; on a fiber, waiting yields.
+///
+/// The socket is non-blocking. On a fiber, it is registered with the fiber's scheduler the
+/// first time it waits there (once per scheduler; edge-triggered), and a read that finds no
+/// data parks the fiber until the poller says the socket is readable: one `recv` per reply in
+/// the common case, with no `EAGAIN` try first. Outside a fiber, a wait is a `poll(2)`.
+#[derive(Debug)]
+pub struct Stream {
+    pub(super) sock: TcpStream,
+    pub(super) read_timeout: Option<Duration>,
+    pub(super) write_timeout: Option<Duration>,
+    /// Its registration with the schedulers that wait on it.
+    pub(super) waiter: Waiter,
+    /// Whether the last read drained the socket (the next one waits for the poller first).
+    pub(super) drained: Cell<bool>,
+}
+
+impl Stream {
+    /// Connects (blocking the thread for at most `timeout`: a loopback connect answers at once).
+    pub fn connect(addr: &SocketAddr, timeout: Duration) -> io::Result<Stream> {
+        let sock = TcpStream::connect_timeout(addr, timeout)?;
+        Stream::from_std(sock)
+    }
+
+    /// Wraps a connected socket (made non-blocking).
+    pub fn from_std(sock: TcpStream) -> io::Result<Stream> {
+        sock.set_nonblocking(true)?;
+        Ok(Stream {
+            waiter: Waiter::new(sock.as_raw_fd()),
+            sock,
+            read_timeout: None,
+            write_timeout: None,
+            drained: Cell::new(false),
+        })
+    }
+
+    pub fn set_read_timeout(&mut self, d: Option<Duration>) {
+        self.read_timeout = d;
+    }
+
+    pub fn set_write_timeout(&mut self, d: Option<Duration>) {
+        self.write_timeout = d;
+    }
+
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        self.sock.set_nodelay(on)
+    }
+
+    pub fn get_ref(&self) -> &TcpStream {
+        &self.sock
+    }
+
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.peer_addr()
+    }
+
+    pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+        self.sock.shutdown(how)
+    }
+
+    /// A second handle on the same socket (its own readiness state), for a reader and a
+    /// writer kept apart. Both must be used by the same fiber.
+    pub fn try_clone(&self) -> io::Result<Stream> {
+        let sock = self.sock.try_clone()?;
+        Ok(Stream {
+            waiter: Waiter::new(sock.as_raw_fd()),
+            sock,
+            read_timeout: self.read_timeout,
+            write_timeout: self.write_timeout,
+            drained: Cell::new(false),
+        })
+    }
+
+    /// Waits until the socket is readable (`read`) or writable, or `timeout` passes, after a
+    /// call on it (through this handle or another on the same socket) found it not ready: for
+    /// a client library that reads and writes the socket itself, without waiting, and asks
+    /// dyno to wait when it cannot go on (a future that is pending).
+    pub fn wait_ready(&self, read: bool, timeout: Option<Duration>) -> io::Result<()> {
+        self.not_ready(read);
+        self.drained.set(false);
+        self.wait(read, timeout)
+    }
+
+    /// Waits until the socket is readable (`read`) or writable, or the timeout passes.
+    pub(super) fn wait(&self, read: bool, timeout: Option<Duration>) -> io::Result<()> {
+        self.waiter.wait(read, timeout)
+    }
+
+    /// Marks the socket as not ready in one direction (a call found it so).
+    pub(super) fn not_ready(&self, read: bool) {
+        self.waiter.not_ready(read)
+    }
+}
+
+/// A file descriptor (a socket, a pipe) that a client waits on: on a fiber, registered with its
+/// thread's scheduler the first time it waits there (once per scheduler; edge-triggered, both
+/// directions), its readiness kept there; outside a fiber, a wait is a `poll(2)`. The fd must be
+/// non-blocking, and stay open as long as the `Waiter` is used.
+#[derive(Debug)]
+pub struct Waiter {
+    pub(super) fd: RawFd,
+    /// The scheduler it is registered with and its slot there.
+    pub(super) reg: Cell<Option<(u64, usize)>>,
+}
+
+impl Waiter {
+    pub fn new(fd: RawFd) -> Waiter {
+        Waiter {
+            fd,
+            reg: Cell::new(None),
+        }
+    }
+
+    /// Waits until the fd is readable (`read`) or writable, or the timeout passes: on a fiber
+    /// the thread runs the others meanwhile.
+    pub fn wait(&self, read: bool, timeout: Option<Duration>) -> io::Result<()> {
+        let deadline = timeout.map(|d| Instant::now() + d);
+        if in_fiber() {
+            let reg = self.registration()?;
+            let ready = SCHED.with(|s| {
+                let mut s = s.borrow_mut();
+                let s = s.as_mut().expect("scheduler state");
+                let r = &mut s.regs[reg];
+                let ready = if read { r.readable } else { r.writable };
+                if !ready {
+                    let me = current_fiber_key();
+                    r.waiter = Some((me, read));
+                }
+                ready
+            });
+            if ready {
+                return Ok(());
+            }
+            match suspend(Why::Io { reg, deadline }) {
+                Wake::Ready => Ok(()),
+                Wake::TimedOut => Err(timed_out()),
+            }
+        } else {
+            poll_fd(self.fd, read, deadline)
+        }
+    }
+
+    /// This stream's slot in the current scheduler, registering it there first if need be.
+    pub(super) fn registration(&self) -> io::Result<usize> {
+        SCHED.with(|s| {
+            let mut s = s.borrow_mut();
+            let s = s.as_mut().expect("a fiber runs under a scheduler");
+            if let Some((id, slot)) = self.reg.get()
+                && id == s.id
+            {
+                return Ok(slot);
+            }
+            let slot = s.regs.len();
+            s.poll.registry().register(
+                &mut SourceFd(&self.fd),
+                Token(slot),
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+            // Until the poller says otherwise, assume it may be ready: the first call tries.
+            s.regs.push(Reg {
+                readable: true,
+                writable: true,
+                waiter: None,
+            });
+            self.reg.set(Some((s.id, slot)));
+            Ok(slot)
+        })
+    }
+
+    /// Marks the fd as not ready in one direction (a call found it so): the next wait in that
+    /// direction waits for the poller.
+    pub fn not_ready(&self, read: bool) {
+        if let Some((id, slot)) = self.reg.get() {
+            SCHED.with(|s| {
+                if let Some(s) = s.borrow_mut().as_mut()
+                    && s.id == id
+                {
+                    let r = &mut s.regs[slot];
+                    if read {
+                        r.readable = false
+                    } else {
+                        r.writable = false
+                    }
+                }
+            });
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.drained.get() {
+            self.wait(true, self.read_timeout)?;
+            self.drained.set(false);
+        }
+        loop {
+            match (&self.sock).read(buf) {
+                Ok(n) => {
+                    // A short read drained the socket: the next waits for the poller (each new
+                    // arrival is a new edge, so nothing is missed).
+                    if n < buf.len() && n > 0 {
+                        self.drained.set(true);
+                        self.not_ready(true);
+                    }
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.not_ready(true);
+                    self.wait(true, self.read_timeout)?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match (&self.sock).write(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.not_ready(false);
+                    self.wait(false, self.write_timeout)?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl AsRawFd for Stream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.as_raw_fd()
+    }
+}
+
+/// Waits for a file descriptor (not on a fiber: any thread, or a source a stream does not own).
+/// On a fiber, use [`wait_fd`].
+pub(super) fn poll_fd(fd: RawFd, read: bool, deadline: Option<Instant>) -> io::Result<()> {
+    let events = if read { libc::POLLIN } else { libc::POLLOUT };
+    loop {
+        let ms = match deadline {
+            None => -1,
+            Some(t) => {
+                let left = t.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(timed_out());
+                }
+                left.as_millis().clamp(1, i32::MAX as u128) as i32
+            }
+        };
+        let mut p = libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        if n > 0 {
+            return Ok(());
+        }
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+pub(super) fn timed_out() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "timed out waiting for the server")
+}
+
+/// The running fiber's key in its scheduler: its yielder's address is unique while it lives,
+/// but the scheduler indexes slots, so the slot is found through the thread-local table.
+pub(super) fn current_fiber_key() -> usize {
+    RUNNING.with(|r| r.get())
+}
+
+thread_local! {
+    /// The slot index of the fiber running on this thread.
+    pub(super) static RUNNING: Cell<usize> = const { Cell::new(usize::MAX) };
+}

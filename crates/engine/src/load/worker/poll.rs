@@ -1,0 +1,246 @@
+//! The poll loop that drives one load thread: waits for readiness, the pace or a deadline;
+//! restarts clients when told; retries connections; the thread's result when it ends.
+
+use super::*;
+
+impl<'a> Worker<'a> {
+    /// Drops every connection, as a client restarting would: a request in flight fails as
+    /// `reset`; the next request on each connection opens a new one.
+    pub(super) fn restart_clients(&mut self, now: u64) {
+        for ci in 0..self.conns.len() {
+            if self.conns[ci].busy() {
+                let e = OpError::new(ErrorClass::Reset, "dyno's clients restarted (a fault)");
+                self.fail(ci, e, now);
+            } else {
+                self.drop_stream(ci);
+            }
+        }
+    }
+
+    /// Connections whose pause after a failure is over start again.
+    pub(super) fn retry_due(&mut self, now: u64) {
+        for ci in 0..self.conns.len() {
+            if self.conns[ci].retry_at.is_some_and(|at| at <= now) {
+                self.conns[ci].retry_at = None;
+                self.pausing -= 1;
+                if self.may_start(ci, now) {
+                    self.start(ci, now, now);
+                }
+            }
+        }
+    }
+
+    /// How to wait for the next thing to do (an arrival, a retry, an interval, a scan): sleep
+    /// on the thread's own clock for a pace or a coalescing window and then poll without
+    /// waiting, or block in the poll until the timer.
+    pub(super) fn wait(
+        &mut self,
+        next_scan: u64,
+        next_arrival: Option<u64>,
+        last_wake: u64,
+        last_dispatch: u64,
+    ) -> io::Result<Option<Duration>> {
+        // Sleep until the next thing to do: an arrival, a retry, an interval, a scan.
+        let mut wake = next_scan.min(self.start + (self.interval_index + 1) * self.interval_ns);
+        if let Some(t) = next_arrival {
+            wake = wake.min(t);
+        }
+        if self.pausing > 0 {
+            for c in &self.conns {
+                if let Some(t) = c.retry_at {
+                    wake = wake.min(t);
+                }
+            }
+        }
+        let now = self.clock.now_ns();
+        let window = self.window.ns(self.outstanding, !self.backlog.is_empty());
+        let pace = self.window.pace_ns();
+        Ok(if wake <= now {
+            Some(Duration::ZERO)
+        } else if pace > 0 && wake < now + pace {
+            // Requests fall due densely: wake once per pace, on the thread's own clock, and
+            // send whatever fell due meanwhile (late by at most the pace, in its latency).
+            timer::sleep_ns(wake.max(last_dispatch + pace) - now);
+            self.window.slept(pace, true);
+            Some(Duration::ZERO)
+        } else if wake <= now + self.window.sleep_cost_ns() {
+            Some(Duration::ZERO)
+        } else if now < last_wake + window {
+            // Within a window: sleep on the thread's own clock, not on its sockets, until the
+            // window ends (or something is due sooner), then take whatever came in.
+            timer::sleep_ns((last_wake + window).min(wake) - now);
+            self.window.slept(window, false);
+            Some(Duration::ZERO)
+        } else {
+            self.timer.arm(wake, wake - now)?;
+            self.window.blocked();
+            None
+        })
+    }
+
+    /// The thread's figures once the loop ended: what never got a response counted, the last
+    /// interval flushed.
+    pub(super) fn finish(mut self, start: u64, cpu0: u64, interrupted: bool) -> WorkerResult {
+        let end = self.clock.now_ns();
+        // Whatever is still in flight or queued never got its response.
+        let never = self.backlog.len() as u64;
+        self.counters.unsent += never;
+        if !interrupted {
+            for ci in 0..self.conns.len() {
+                if self.conns[ci].busy() {
+                    let e = OpError::new(ErrorClass::Timeout, "no response before the run ended");
+                    self.fail(ci, e, end);
+                }
+            }
+        }
+        self.set_outstanding(end, 0);
+        self.flush_interval(end);
+        let wall = end - start;
+        self.counters.outstanding_mean = if wall > 0 {
+            self.outstanding_area / wall as f64
+        } else {
+            0.0
+        };
+        WorkerResult {
+            rec: self.rec,
+            lag: self.lag,
+            handshake: self.handshake,
+            counters: self.counters,
+            waits: self.window.waits(),
+            cpu_ns: thread_cpu_ns() - cpu0,
+            wall_ns: wall,
+            interrupted,
+            sends: self.sends,
+        }
+    }
+
+    /// Gets the thread ready and starts it with the others: an open loop's connections opened
+    /// first, the clock's origin set, a closed loop's connections started. The start, and the
+    /// thread's CPU time then.
+    fn begin(&mut self, share: &Share, barrier: &Barrier) -> (u64, u64) {
+        if self.open {
+            self.preconnect(share.connections);
+        }
+        barrier.wait();
+        let cpu0 = thread_cpu_ns();
+        let start = share.origin_ns.unwrap_or_else(|| self.clock.now_ns());
+        self.start = start;
+        self.outstanding_since = start;
+        self.closed_stop = if self.open { None } else { share.stop };
+        if !self.open {
+            for _ in 0..share.connections {
+                let ci = self.add_conn(share.closed_remaining);
+                if share.closed_remaining > 0 {
+                    self.start(ci, start, start);
+                }
+            }
+        }
+        (start, cpu0)
+    }
+
+    /// Whether the thread has issued all it will: an open loop's arrivals are over (`no_more`),
+    /// a closed loop's duration or every connection's requests.
+    fn issuing_over(&self, now: u64, no_more: bool) -> bool {
+        match self.open {
+            true => no_more,
+            false => self.closed_over(now) || self.conns.iter().all(|c| c.remaining == 0),
+        }
+    }
+
+    pub(crate) fn run(
+        mut self,
+        mut share: Share,
+        barrier: &Barrier,
+        interrupt: &AtomicBool,
+    ) -> io::Result<WorkerResult> {
+        let mut events = Events::with_capacity(EVENTS);
+        let (start, cpu0) = self.begin(&share, barrier);
+        let mut next_scan = start + SCAN_NS;
+        let mut next_arrival = if self.open {
+            share.schedule.next(start, start)
+        } else {
+            None
+        };
+        let mut arrivals_started: u64 = 0;
+        let drain_ns = self.spec.timeout.as_nanos() as u64;
+        let mut issuing_ended_at: Option<u64> = None;
+        let mut interrupted = false;
+        let mut clients_seen = self.spec.clients.load(Ordering::Relaxed);
+        // When the thread last woke to something (a response, a due request, a timer).
+        let mut last_wake = 0u64;
+        // When the thread last sent requests that had fallen due.
+        let mut last_dispatch = 0u64;
+        loop {
+            let now = self.clock.now_ns();
+            if interrupt.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            // A `restart-clients` fault: every connection dropped and opened again.
+            let epoch = self.spec.clients.load(Ordering::Relaxed);
+            if epoch != clients_seen {
+                clients_seen = epoch;
+                self.restart_clients(now);
+            }
+            // Open loop: dispatch every request that is due.
+            while let Some(t) = next_arrival {
+                if t > now {
+                    break;
+                }
+                let stop_now = share
+                    .stop
+                    .is_some_and(|s| s.reached(arrivals_started, t - start));
+                if stop_now {
+                    next_arrival = None;
+                    break;
+                }
+                self.dispatch(t, now);
+                last_dispatch = now;
+                arrivals_started += 1;
+                next_arrival = share.schedule.next(start, now);
+            }
+            // Closed loop: connections pausing after a failure.
+            if self.pausing > 0 {
+                self.retry_due(now);
+            }
+            if now >= self.start + (self.interval_index + 1) * self.interval_ns {
+                self.flush_interval(now);
+            }
+            if now >= next_scan {
+                self.scan_timeouts(now);
+                next_scan = now + SCAN_NS;
+            }
+            // Is issuing over?
+            if self.issuing && self.issuing_over(now, next_arrival.is_none()) {
+                self.issuing = false;
+                issuing_ended_at = Some(now);
+            }
+            if !self.issuing {
+                if self.in_flight() + self.backlog.len() as u64 == 0 {
+                    break;
+                }
+                if issuing_ended_at.is_some_and(|t| now > t + drain_ns) {
+                    break;
+                }
+            }
+            let timeout = self.wait(next_scan, next_arrival, last_wake, last_dispatch)?;
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            let now = self.clock.now_ns();
+            if !events.is_empty() {
+                last_wake = now;
+            }
+            for ev in events.iter() {
+                if ev.token() == TIMER {
+                    self.timer.acknowledge();
+                    continue;
+                }
+                self.handle(ev.token().0, now);
+            }
+        }
+        Ok(self.finish(start, cpu0, interrupted))
+    }
+}

@@ -1,0 +1,262 @@
+//! What a repetition measured beyond the common figures, by suite: the store suites', the load suite's (the generator's self-check, the time series, the arrivals), the kv suite's.
+
+use super::*;
+
+/// What the kv suite measures of a repetition beyond the common figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvRep {
+    /// Operations issued: `ok + definite + indefinite`.
+    pub issued: u64,
+    pub ok: u64,
+    /// Failed operations that certainly did nothing (a read; a write refused before it was sent,
+    /// or answered with an error).
+    pub definite: u64,
+    /// Writes whose outcome is unknown: sent, then the connection broke or no answer came. Not
+    /// counted as failed nor as done (Jepsen's `:info`).
+    pub indefinite: u64,
+    /// Sessions opened again (a `restart-clients` fault, or a client whose session broke).
+    pub reconnects: u64,
+    /// The time series, one entry per 100 ms interval.
+    pub intervals: Vec<IntervalRecord>,
+    /// When the repetition's operations began, on the run's clock: its intervals start here.
+    pub started_ns: u64,
+    /// The `set` test: every acknowledged write read back after the final heal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_writes: Option<LostWrites>,
+}
+
+/// The lost-writes check: each key's last acknowledged value, read back after the faults
+/// healed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LostWrites {
+    /// Keys with an acknowledged write, each read back.
+    pub checked: u64,
+    /// Keys that were gone.
+    pub missing: u64,
+    /// Keys holding an older value than the last one acknowledged.
+    pub stale: u64,
+    /// Keys that could not be read back (the store did not answer in time): unknown.
+    pub unread: u64,
+    /// A few of the lost keys: `key: acknowledged write N, found M` (at most 10).
+    pub examples: Vec<String>,
+}
+
+impl Rep {
+    /// The load figures, for a load repetition.
+    pub fn load(&self) -> Option<&LoadRep> {
+        self.detail.load()
+    }
+}
+
+/// What a store suite measures of a repetition beyond the common figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreRep {
+    /// The slowest client's time in begin + commit.
+    pub commit_ns: u64,
+    /// Reads that reached the storage below dyno's client object cache.
+    pub storage_reads: u64,
+    /// dyno's own CPU (user + system, every thread) while the test ran: what the clients cost
+    /// the generator, the figure to weigh against a native benchmark's (absent in records from
+    /// before it was kept, and where not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_ns: Option<u64>,
+}
+
+/// What one repetition of request/response load measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadRep {
+    /// Requests started.
+    pub requests: u64,
+    /// Complete responses of any status.
+    pub responses: u64,
+    /// Successful responses (HTTP 2xx; any complete frame for tcp).
+    pub ok: u64,
+    /// Complete responses reporting failure (HTTP non-2xx).
+    pub non_2xx: u64,
+    /// Requests with no complete response: refused, reset, timeout, broken response.
+    pub network_failed: u64,
+    /// Requests that were due but never sent (open loop: queue full, or the run ended first).
+    pub unsent: u64,
+    /// Requests that got no response at all: `network_failed` + `unsent`.
+    pub dropped: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Responses per second over the run.
+    pub responses_per_s: f64,
+    pub read_bytes_per_s: f64,
+    pub write_bytes_per_s: f64,
+    /// Connections established.
+    pub connects: u64,
+    /// Connections established per second, over the run and in the busiest interval.
+    pub connects_per_s: f64,
+    pub connects_peak_per_s: f64,
+    /// Requests outstanding (in flight or queued): time-weighted mean, and maximum (an upper
+    /// bound: the sum of each load thread's own maximum).
+    pub outstanding_mean: f64,
+    pub outstanding_max: u64,
+    /// Share of responses (0..1) whose latency was within 100 ms, 500 ms, 1 s, 2 s, 5 s, 8 s, 10 s.
+    pub within: Vec<WithinShare>,
+    /// Service time: from the actual send to the response (uncorrected; latency_ns is corrected).
+    pub service_ns: Option<LatencySummary>,
+    /// TLS targets: each connection's handshake, from TCP connected to the handshake done
+    /// (count = handshakes); absent in the clear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake_ns: Option<LatencySummary>,
+    /// How the generator itself did.
+    pub generator: GeneratorCheck,
+    /// The time series, one entry per interval. At most 10,000: when a longer run fills them,
+    /// neighbours merge in pairs (see [`IntervalRecord::merged`]); the `.hlog` keeps every
+    /// interval exactly.
+    pub intervals: Vec<IntervalRecord>,
+    /// When the repetition's load began, on the run's clock (the clock of the faults): its
+    /// intervals start from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ns: Option<u64>,
+    /// True for a checkpoint of a repetition still running: the figures so far, from the
+    /// intervals that ended (no service time, no schedule lag, no error examples yet).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// The service times' histogram (HdrHistogram V2, deflate, base64), so that shards' service
+    /// times add up exactly; absent in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_histogram: Option<String>,
+    /// A shard's repetition: the instant all shards agreed to start it, on rank 0's clock (ns
+    /// since the Unix epoch); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_ns: Option<u64>,
+    /// A merged repetition: each shard's own self-check, in rank order (the merged `generator`
+    /// is valid only if every one is); absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardCheck>,
+    /// A merged open-loop repetition: the gaps between consecutive sends of all shards
+    /// together, from each shard's first sends (see [`Arrivals`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interarrival: Option<Arrivals>,
+    /// A shard's open-loop repetition: its first sends, in ns from the agreed start on rank 0's
+    /// clock (at most [`MAX_SENDS_KEPT`]); what `dyno merge` interleaves. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sends_ns: Vec<u64>,
+}
+
+/// The most send times a shard keeps for the merged inter-arrival check: 20,000 sends (160 KB
+/// in memory, about as much in the record) cover two seconds at 10,000 requests/s.
+pub const MAX_SENDS_KEPT: usize = 20_000;
+
+/// One shard's self-check in a merged repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardCheck {
+    pub index: u32,
+    pub generator: GeneratorCheck,
+}
+
+/// The merged arrivals of a sharded open loop: how evenly the shards' sends interleave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arrivals {
+    /// The span the sends were taken from: from the agreed start to the earliest of the shards'
+    /// last kept sends (beyond it some shard's sends are missing).
+    pub window_ns: u64,
+    /// Sends in the window, all shards together.
+    pub sends: u64,
+    /// The gap the asked rate makes (1 / rate), ns.
+    pub intended_gap_ns: f64,
+    /// The gaps between consecutive sends: percentiles, and the histogram (HdrHistogram V2,
+    /// deflate, base64).
+    pub gap_ns: Option<LatencySummary>,
+    pub histogram: Option<String>,
+}
+
+/// The share of responses within a latency bound.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WithinShare {
+    pub le_ns: u64,
+    pub share: f64,
+}
+
+/// dyno's self-check: could the generator keep up?
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorCheck {
+    /// Open loop: the rate the profile asked for; `null` in closed loop.
+    pub intended_per_s: Option<f64>,
+    /// Requests started per second.
+    pub achieved_per_s: f64,
+    /// Open loop: how late dyno itself dispatched due requests (not queueing behind the target).
+    pub lag_ns: Option<LatencySummary>,
+    /// dyno's CPU during the run (all threads).
+    pub cpu_user_ns: u64,
+    pub cpu_sys_ns: u64,
+    /// CPU per request, user + system, in ns.
+    pub cpu_ns_per_request: f64,
+    /// The busiest load thread's CPU time over its wall time (0..1).
+    pub busiest_thread: f64,
+    /// Times the load threads slept and woke again.
+    #[serde(default)]
+    pub wakeups: u64,
+    /// Of those, the sleeps on a thread's own clock for a coalescing window.
+    #[serde(default)]
+    pub coalesced: u64,
+    /// The mean window of those sleeps, ns.
+    #[serde(default)]
+    pub window_mean_ns: f64,
+    /// What one short sleep cost a load thread in CPU, measured as it started (ns): it decides
+    /// which waits are spun and when an open loop paces itself.
+    #[serde(default)]
+    pub sleep_cost_ns: u64,
+    /// Open loop: the widest pace a thread sent at (0 if none paced itself). A paced thread
+    /// sends every request that fell due since its last wake-up at once, each up to this late by
+    /// design; the verdict counts only lateness beyond it.
+    #[serde(default)]
+    pub pace_ns: u64,
+    /// False when the generator was the bottleneck; `reason` says how it was seen.
+    pub valid: bool,
+    pub reason: Option<String>,
+}
+
+/// One interval of the time series.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalRecord {
+    /// From the start of the repetition.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub responses: u64,
+    /// Successful responses (HTTP 2xx; any complete frame for tcp).
+    #[serde(default)]
+    pub ok: u64,
+    pub errors: u64,
+    pub connects: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+impl IntervalRecord {
+    /// Responses per second over the interval.
+    pub fn responses_per_s(&self) -> f64 {
+        crate::rate::per_s(self.responses as f64, self.end_ns - self.start_ns)
+    }
+
+    /// Two neighbouring intervals as one (for series thinned to stay bounded): their span, the
+    /// sums of their counts, and the larger of each percentile (an upper bound; the `.hlog` has
+    /// the exact figures).
+    pub fn merged(a: &IntervalRecord, _: u64, b: &IntervalRecord, _: u64) -> IntervalRecord {
+        IntervalRecord {
+            start_ns: a.start_ns,
+            end_ns: b.end_ns,
+            responses: a.responses + b.responses,
+            ok: a.ok + b.ok,
+            errors: a.errors + b.errors,
+            connects: a.connects + b.connects,
+            p50_ns: a.p50_ns.max(b.p50_ns),
+            p99_ns: a.p99_ns.max(b.p99_ns),
+            max_ns: a.max_ns.max(b.max_ns),
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! The store and its sessions: each operation one or a few commands on the session's connection; with Sentinel, the primary followed after a failover.
+
+use super::*;
+
+pub(super) struct RedisStore {
+    pub(super) config: Config,
+    pub(super) addr: SocketAddr,
+    pub(super) prefix: String,
+    /// Whether closing deletes the keys (not on a shard other than rank 0).
+    pub(super) owner: bool,
+    pub(super) version: String,
+    /// Behind Sentinel: the sessions' reconnections after a failover, and how long each took.
+    pub(super) reconnects: Arc<crate::net::Reconnects>,
+    /// Set by a run that scans: every write also names its key in a sorted set (`PREFIX#index`,
+    /// all scores 0), so `ZRANGEBYLEX` reads keys in order — YCSB's redis binding keeps such an
+    /// index too. Off otherwise: no other run pays for it.
+    pub(super) indexed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Store for RedisStore {
+    fn many_per_thread(&self) -> bool {
+        true
+    }
+    fn scans(&self) -> Result<(), String> {
+        if self.indexed.load(Ordering::Relaxed) {
+            Ok(())
+        } else {
+            Err(
+                "redis keeps no key order unless its index was started before the first write"
+                    .into(),
+            )
+        }
+    }
+    fn prepare_scans(&self) -> Result<(), String> {
+        self.indexed.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+    fn namespace(&self) -> Namespace {
+        Namespace {
+            location: format!("redis://{} keys {}*", self.config.authority, self.prefix),
+            created_by_dyno: true,
+            temporary: true,
+        }
+    }
+    fn versions(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("redis".to_string(), self.version.clone())])
+    }
+    fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
+        // Behind Sentinel each new session asks for the primary of the moment, and follows a
+        // failover under way.
+        let conn = match &self.config.sentinel {
+            None => Conn::open(self.addr, self.config.password.as_deref())?,
+            Some(_) => match reach(&self.config) {
+                Ok(c) => c,
+                Err(_) => follow(&self.config, &self.reconnects)?,
+            },
+        };
+        let session = RedisSession {
+            conn,
+            key: self.prefix.as_bytes().to_vec(),
+            prefix_len: self.prefix.len(),
+            scratch: Vec::new(),
+            in_multi: false,
+            queued: 0,
+            reads: 0,
+            index: (self.indexed.load(Ordering::Relaxed))
+                .then(|| format!("{}#index", self.prefix).into_bytes()),
+        };
+        Ok(match &self.config.sentinel {
+            None => Box::new(session),
+            Some(_) => Box::new(Following {
+                inner: session,
+                config: self.config.clone(),
+                broken: false,
+                reconnects: self.reconnects.clone(),
+            }),
+        })
+    }
+    fn server_stats(&self) -> Option<Result<Vec<engine::driver::ServerOp>, OpError>> {
+        self.config.sentinel.as_ref()?;
+        Some(Ok(vec![self.reconnects.server_op()]))
+    }
+    fn cold_unreachable(&self) -> Option<String> {
+        Some(
+            "redis: the server keeps every key in memory; there is no cache below it to drop"
+                .into(),
+        )
+    }
+    fn close(self: Box<Self>) -> Result<(), DriverError> {
+        if !self.owner {
+            return Ok(());
+        }
+        let fail =
+            |e: OpError| DriverError::new(format!("removing {}*: {}", self.prefix, e.message));
+        // Behind Sentinel, the keys are on the primary of the moment.
+        let mut c = match &self.config.sentinel {
+            None => Conn::open(self.addr, self.config.password.as_deref()),
+            Some(_) => reach(&self.config).or_else(|_| follow(&self.config, &self.reconnects)),
+        }
+        .map_err(fail)?;
+        let pattern = format!("{}*", self.prefix);
+        let mut cursor = b"0".to_vec();
+        let mut buf = Vec::new();
+        // Bounded: a SCAN pass over a keyspace ends, and dyno made a finite number of keys.
+        for _ in 0..1_000_000 {
+            c.command(&[
+                b"SCAN",
+                &cursor,
+                b"MATCH",
+                pattern.as_bytes(),
+                b"COUNT",
+                b"1000",
+            ])
+            .map_err(fail)?;
+            let (Reply::Array(2), Reply::Bulk(true)) = (
+                c.reply(&mut buf).map_err(fail)?,
+                c.reply(&mut buf).map_err(fail)?,
+            ) else {
+                return Err(DriverError::new("SCAN gave an unexpected reply"));
+            };
+            cursor = buf.clone();
+            let Reply::Array(n) = c.reply(&mut buf).map_err(fail)? else {
+                return Err(DriverError::new("SCAN gave an unexpected reply"));
+            };
+            let mut keys: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..n.max(0) {
+                if let Reply::Bulk(true) = c.reply(&mut buf).map_err(fail)? {
+                    keys.push(buf.clone());
+                }
+            }
+            if !keys.is_empty() {
+                let mut args: Vec<&[u8]> = vec![b"UNLINK"];
+                args.extend(keys.iter().map(|k| k.as_slice()));
+                c.command(&args).map_err(fail)?;
+                c.reply(&mut buf).map_err(fail)?;
+            }
+            if cursor == b"0" {
+                return Ok(());
+            }
+        }
+        Err(DriverError::new("SCAN did not finish"))
+    }
+}
+
+pub(super) struct RedisSession {
+    pub(super) conn: Conn,
+    /// The key being sent: the prefix, then 16 hex digits.
+    pub(super) key: Vec<u8>,
+    pub(super) prefix_len: usize,
+    pub(super) scratch: Vec<u8>,
+    pub(super) in_multi: bool,
+    /// Commands queued in the current MULTI.
+    pub(super) queued: u64,
+    pub(super) reads: u64,
+    /// The store's sorted-set index, when a scanning run started it.
+    pub(super) index: Option<Vec<u8>>,
+}
+
+impl RedisSession {
+    pub(super) fn set_key(&mut self, key: u64) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        self.key.truncate(self.prefix_len);
+        for i in 0..16 {
+            self.key.push(HEX[((key >> (60 - 4 * i)) & 0xF) as usize]);
+        }
+    }
+
+    pub(super) fn expect_queued_or(&mut self, ok: fn(&Reply) -> bool) -> Result<(), OpError> {
+        match self.conn.reply(&mut self.scratch)? {
+            Reply::Status if self.in_multi => {
+                self.queued += 1;
+                Ok(())
+            }
+            r if !self.in_multi && ok(&r) => Ok(()),
+            Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
+            _ => Err(protocol("an unexpected reply")),
+        }
+    }
+}
+
+impl Session for RedisSession {
+    fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
+        if mode == TxMode::Write {
+            self.conn.command(&[b"MULTI"])?;
+            self.conn.expect_ok(&mut self.scratch)?;
+            self.in_multi = true;
+            self.queued = 0;
+        }
+        Ok(())
+    }
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        self.set_key(key);
+        self.conn.command(&[b"SET", &self.key, value])?;
+        self.expect_queued_or(|r| matches!(r, Reply::Status))?;
+        if let Some(index) = &self.index {
+            self.conn.command(&[b"ZADD", index, b"0", &self.key])?;
+            self.expect_queued_or(|r| matches!(r, Reply::Int(_)))?;
+        }
+        Ok(())
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        out.clear();
+        // The names are the prefix and 16 hex digits: their byte order is the keys' order.
+        self.set_key(start);
+        // `[name`: from this name on, inclusive (built in the reply buffer, free until sent).
+        self.scratch.clear();
+        self.scratch.push(b'[');
+        self.scratch.extend_from_slice(&self.key);
+        let Some(index) = &self.index else {
+            return Err(OpError::new(
+                ErrorClass::Application,
+                "redis: no index to scan (the run did not start one before writing)",
+            ));
+        };
+        self.reads += 1;
+        let from = &self.scratch;
+        let limit = count.to_string();
+        self.conn.command(&[
+            b"ZRANGEBYLEX",
+            index,
+            from,
+            b"+",
+            b"LIMIT",
+            b"0",
+            limit.as_bytes(),
+        ])?;
+        let n = match self.conn.reply(&mut self.scratch)? {
+            Reply::Array(n) => n as usize,
+            Reply::Error(e) => {
+                return Err(OpError::new(ErrorClass::Application, format!("redis: {e}")));
+            }
+            _ => return Err(protocol("an unexpected reply to ZRANGEBYLEX")),
+        };
+        let mut keys = Vec::with_capacity(n);
+        for _ in 0..n {
+            match self.conn.reply(&mut self.scratch)? {
+                Reply::Bulk(true) => {
+                    let hex = self.scratch.get(self.prefix_len..).unwrap_or_default();
+                    let key = std::str::from_utf8(hex)
+                        .ok()
+                        .and_then(|h| u64::from_str_radix(h, 16).ok())
+                        .ok_or_else(|| protocol("an index entry that is not one of dyno's keys"))?;
+                    keys.push(key);
+                }
+                _ => {
+                    return Err(protocol(
+                        "an unexpected element in the reply to ZRANGEBYLEX",
+                    ));
+                }
+            }
+        }
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let (mut values, mut ends) = (Vec::new(), Vec::new());
+        // Indexed and present: a key deleted since is missing here, and fails the scan.
+        self.get_many(&keys, &mut values, &mut ends)?;
+        self.reads -= keys.len() as u64;
+        let mut at = 0;
+        for (k, end) in keys.into_iter().zip(ends) {
+            out.push((k, values[at..end].to_vec()));
+            at = end;
+        }
+        Ok(())
+    }
+    fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+        self.reads += 1;
+        self.set_key(key);
+        self.conn.command(&[b"GET", &self.key])?;
+        match self.conn.reply(out)? {
+            Reply::Bulk(true) => Ok(()),
+            Reply::Bulk(false) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),
+            Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
+            _ => Err(protocol("an unexpected reply to GET")),
+        }
+    }
+    fn get_many(
+        &mut self,
+        keys: &[u64],
+        out: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), OpError> {
+        if self.in_multi {
+            return Err(OpError::new(
+                ErrorClass::Application,
+                "redis: a batched read inside MULTI would only be queued",
+            ));
+        }
+        self.reads += keys.len() as u64;
+        let mut names = Vec::with_capacity(keys.len() * self.key.len());
+        for &k in keys {
+            self.set_key(k);
+            names.extend_from_slice(&self.key);
+        }
+        let args: Vec<&[u8]> = std::iter::once(&b"MGET"[..])
+            .chain(names.chunks(self.key.len()))
+            .collect();
+        self.conn.command(&args)?;
+        match self.conn.reply(&mut self.scratch)? {
+            Reply::Array(n) if n as usize == keys.len() => {}
+            Reply::Error(e) => {
+                return Err(OpError::new(ErrorClass::Application, format!("redis: {e}")));
+            }
+            _ => return Err(protocol("an unexpected reply to MGET")),
+        }
+        out.clear();
+        ends.clear();
+        let mut missing = false;
+        // Every element is read, missing or not, so the connection stays in step.
+        for _ in 0..keys.len() {
+            match self.conn.reply(&mut self.scratch)? {
+                Reply::Bulk(true) => {
+                    out.extend_from_slice(&self.scratch);
+                    ends.push(out.len());
+                }
+                Reply::Bulk(false) => missing = true,
+                _ => return Err(protocol("an unexpected element in the reply to MGET")),
+            }
+        }
+        if missing {
+            return Err(OpError::new(ErrorClass::NotFound, "redis: no such key"));
+        }
+        Ok(())
+    }
+    fn delete(&mut self, key: u64) -> Result<(), OpError> {
+        self.set_key(key);
+        if let Some(index) = &self.index {
+            // Out of the index first: a scan never names a key that is gone.
+            self.conn.command(&[b"ZREM", index, &self.key])?;
+            self.expect_queued_or(|r| matches!(r, Reply::Int(_)))?;
+        }
+        self.conn.command(&[b"DEL", &self.key])?;
+        match self.conn.reply(&mut self.scratch)? {
+            Reply::Int(1) => Ok(()),
+            Reply::Int(0) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),
+            Reply::Status if self.in_multi => {
+                self.queued += 1;
+                Ok(())
+            }
+            Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
+            _ => Err(protocol("an unexpected reply to DEL")),
+        }
+    }
+    fn commit(&mut self) -> Result<(), OpError> {
+        if !self.in_multi {
+            return Ok(());
+        }
+        self.in_multi = false;
+        self.conn.command(&[b"EXEC"])?;
+        match self.conn.reply(&mut self.scratch)? {
+            Reply::Array(n) if n as u64 == self.queued => {
+                let mut failed = None;
+                for _ in 0..n {
+                    if let Reply::Error(e) = self.conn.reply(&mut self.scratch)? {
+                        failed.get_or_insert(e);
+                    }
+                }
+                match failed {
+                    Some(e) => Err(OpError::new(
+                        ErrorClass::Application,
+                        format!("redis: EXEC: {e}"),
+                    )),
+                    None => Ok(()),
+                }
+            }
+            Reply::Array(_) => Err(protocol("EXEC answered a different number of replies")),
+            Reply::Error(e) => Err(OpError::new(
+                ErrorClass::Application,
+                format!("redis: EXEC: {e}"),
+            )),
+            _ => Err(protocol("an unexpected reply to EXEC")),
+        }
+    }
+    fn storage_reads(&self) -> u64 {
+        self.reads
+    }
+}
+
+/// A session behind Sentinel: an operation that fails on the connection (or a write refused
+/// by a replica, `READONLY`) marks it broken; the next operation first asks the sentinels for
+/// the primary and connects there, for at most [`crate::net::FOLLOW_FOR`]. The failed operation's error is
+/// its outcome: a write in flight when the primary went may or may not have been applied.
+pub(super) struct Following {
+    pub(super) inner: RedisSession,
+    pub(super) config: Config,
+    pub(super) broken: bool,
+    pub(super) reconnects: Arc<crate::net::Reconnects>,
+}
+
+/// One attempt: the primary the sentinels name now, connected.
+pub(super) fn reach(config: &Config) -> Result<Conn, OpError> {
+    (config.addr())
+        .map_err(|e| OpError::new(ErrorClass::Refused, e.to_string()))
+        .and_then(|a| Conn::open(a, config.password.as_deref()))
+}
+
+/// Asks the sentinels again and again until the primary they name accepts: a reconnection,
+/// counted and timed in `reconnects` ([`crate::net::Reconnects::follow`]).
+pub(super) fn follow(
+    config: &Config,
+    reconnects: &crate::net::Reconnects,
+) -> Result<Conn, OpError> {
+    reconnects.follow(|| reach(config))
+}
+
+impl Following {
+    /// Connects to the primary of the moment if the last operation broke the connection.
+    pub(super) fn ensure(&mut self) -> Result<(), OpError> {
+        if self.broken {
+            self.inner.conn = follow(&self.config, &self.reconnects)?;
+            self.inner.in_multi = false;
+            self.broken = false;
+        }
+        Ok(())
+    }
+
+    /// Marks the session broken when `r` failed on the connection or hit a replica.
+    pub(super) fn watch<T>(&mut self, r: Result<T, OpError>) -> Result<T, OpError> {
+        if let Err(e) = &r {
+            self.broken |= e.class.is_connection() || e.message.contains("READONLY");
+        }
+        r
+    }
+}
+
+impl Session for Following {
+    fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.begin(mode);
+        self.watch(r)
+    }
+    fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.put(key, value);
+        self.watch(r)
+    }
+    fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.get(key, out);
+        self.watch(r)
+    }
+    fn scan(
+        &mut self,
+        start: u64,
+        count: usize,
+        out: &mut Vec<(u64, Vec<u8>)>,
+    ) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.scan(start, count, out);
+        self.watch(r)
+    }
+    fn get_many(
+        &mut self,
+        keys: &[u64],
+        out: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.get_many(keys, out, ends);
+        self.watch(r)
+    }
+    fn delete(&mut self, key: u64) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.delete(key);
+        self.watch(r)
+    }
+    fn commit(&mut self) -> Result<(), OpError> {
+        self.ensure()?;
+        let r = self.inner.commit();
+        self.watch(r)
+    }
+    fn storage_reads(&self) -> u64 {
+        self.inner.reads
+    }
+}
