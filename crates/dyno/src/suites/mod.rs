@@ -21,6 +21,7 @@ macro_rules! test_suites {
 #[cfg(test)]
 test_suites! {
     tally::Tally,
+    census::Census,
 }
 
 #[cfg(not(test))]
