@@ -7,7 +7,7 @@
 //! counters are plain integers, and an error's message is kept only for the first error of each
 //! class.
 
-use crate::driver::{ErrorClass, OpError};
+use crate::error::{ErrorClass, OpError};
 use results::Histogram;
 
 /// The outcome of one operation: bytes moved, or the failure.

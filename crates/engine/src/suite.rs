@@ -485,15 +485,8 @@ pub trait Suite: report::View + Sync {
     }
     /// `dyno merge`: the shards' figures of one repetition of one of this suite's cases as one
     /// (`results::merge::MergeDetail`: the common figures are added already).
-    fn merge_detail(
-        &self,
-        parts: &[&Rep],
-        merged: &Rep,
-        latency: &results::Histogram,
-        hlogs: Option<&[Vec<results::hlog::ReadInterval>]>,
-    ) -> Result<(results::Detail, Option<results::merge::Intervals>), results::merge::MergeError>
-    {
-        let _ = (parts, merged, latency, hlogs);
+    fn merge_detail(&self, parts: &results::merge::Parts) -> results::merge::Merged {
+        let _ = parts;
         results::merge::refuse(format!(
             "merge adds up the records of the suites --shard splits; the {} suite's figures are not among them",
             self.name()

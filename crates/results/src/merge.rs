@@ -44,19 +44,22 @@ pub fn refuse<T>(msg: impl Into<String>) -> Result<T, MergeError> {
     Err(MergeError(msg.into()))
 }
 
-/// A suite's part of merging one repetition (`Rep::detail`): the suite's name, the shards'
-/// repetitions, the merged one so far (its common figures added), every operation's latency
-/// added, and the shards' interval logs of it when all were found. Returns the merged detail
-/// and, when it made one, the merged interval log. Each suite says how its figures add
+/// One repetition of a case as the shards ran it, for its suite to merge its own figures
+/// (`Rep::detail`): each shard's repetition, the merged one so far (its common figures added),
+/// every operation's latency added, and the shards' interval logs of it when all were found.
+pub struct Parts<'a> {
+    pub reps: &'a [&'a Rep],
+    pub merged: &'a Rep,
+    pub latency: &'a Histogram,
+    pub hlogs: Option<&'a [Vec<ReadInterval>]>,
+}
+
+/// A suite's merged detail of one repetition and, when it made one, the merged interval log.
+pub type Merged = Result<(Detail, Option<Intervals>), MergeError>;
+
+/// A suite's part of merging (the suite's name, the parts). Each suite says how its figures add
 /// (`engine::suite::Suite::merge_detail`); this module names none.
-pub type MergeDetail<'a> = dyn Fn(
-        &str,
-        &[&Rep],
-        &Rep,
-        &Histogram,
-        Option<&[Vec<ReadInterval>]>,
-    ) -> Result<(Detail, Option<Intervals>), MergeError>
-    + 'a;
+pub type MergeDetail<'a> = dyn Fn(&str, &Parts) -> Merged + 'a;
 
 /// The merged record and its `.hlog`s; `detail` merges each suite's own figures.
 pub fn merge(
@@ -406,7 +409,15 @@ fn merge_rep(
     out.latency_ns = latency_summary(&every);
     let (detail, log) = match &reps[0].detail {
         Detail::None => (Detail::None, None),
-        _ => detail(suite, reps, &out, &every, hlogs)?,
+        _ => detail(
+            suite,
+            &Parts {
+                reps,
+                merged: &out,
+                latency: &every,
+                hlogs,
+            },
+        )?,
     };
     out.detail = detail;
     Ok((out, log))

@@ -88,17 +88,14 @@ pub(super) fn merge_cmd(dirs: &[PathBuf], out: Option<&Path>, format: &str) -> R
         }
     }
     // Each suite adds its own figures; a case of a suite this build does not know is refused.
-    let detail = |suite: &str,
-                  parts: &[&results::Rep],
-                  merged: &results::Rep,
-                  latency: &results::Histogram,
-                  hlogs: Option<&[Vec<results::hlog::ReadInterval>]>| {
-        match crate::suites::all().iter().find(|s| s.name() == suite) {
-            Some(s) => s.merge_detail(parts, merged, latency, hlogs),
-            None => results::merge::refuse(format!(
-                "the {suite} suite is not in this build of dyno: merge its shards with the dyno that ran them"
-            )),
-        }
+    let detail = |suite: &str, parts: &results::merge::Parts| match crate::suites::all()
+        .iter()
+        .find(|s| s.name() == suite)
+    {
+        Some(s) => s.merge_detail(parts),
+        None => results::merge::refuse(format!(
+            "the {suite} suite is not in this build of dyno: merge its shards with the dyno that ran them"
+        )),
     };
     let (mut record, logs) = results::merge::merge(shards, &detail)?;
     // The shards' thresholds are judged here, on the whole load (a shard judged only its

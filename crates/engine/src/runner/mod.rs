@@ -154,7 +154,25 @@ pub struct Progress<'a> {
     pub live: Option<&'a crate::load::Live>,
 }
 
-impl Progress<'_> {
+impl<'a> Progress<'a> {
+    /// A target's cases at a point begin (`first` of `cases` done before them).
+    fn starting(
+        plan: &Plan,
+        (first, cases): (usize, usize),
+        target: &'a str,
+        tests: &[&'a str],
+    ) -> Progress<'a> {
+        Progress {
+            done: first,
+            cases,
+            target,
+            test: tests.first().copied().unwrap_or(""),
+            rep: 0,
+            reps: plan.reps + u32::from(plan.warmup),
+            live: None,
+        }
+    }
+
     /// Every case done.
     fn finished(cases: usize) -> Progress<'static> {
         Progress {
@@ -348,6 +366,21 @@ fn conclude(plan: &Plan, record: &mut RunRecord, interrupted: bool) {
     }
 }
 
+/// `sink`, handed every record with the running stage's resource series so far added.
+fn resources_sink<'a>(
+    monitor: &'a Mutex<Option<Arc<crate::monitor::Monitor>>>,
+    sink: &'a mut Sink,
+) -> impl FnMut(&RunRecord) -> Result<(), SinkError> + 'a {
+    move |r: &RunRecord| match monitor.lock().ok().and_then(|m| m.clone()) {
+        Some(m) => {
+            let mut r = r.clone();
+            r.resources.extend(m.series());
+            sink(&r)
+        }
+        None => sink(r),
+    }
+}
+
 /// A stage ends: its faults heal before the record is final and before anything dyno started is
 /// stopped; each of its cases gets the faults' effects, the record the processes' resources.
 fn end_stage(
@@ -389,14 +422,7 @@ pub fn run(
     // The monitor of the stage running: every record handed on carries the resource series so
     // far (the stages done are in the record already).
     let monitor: Mutex<Option<Arc<crate::monitor::Monitor>>> = Mutex::new(None);
-    let mut with_resources = |r: &RunRecord| match monitor.lock().ok().and_then(|m| m.clone()) {
-        Some(m) => {
-            let mut r = r.clone();
-            r.resources.extend(m.series());
-            sink(&r)
-        }
-        None => sink(r),
-    };
+    let mut with_resources = resources_sink(&monitor, sink);
     let sink: &mut Sink = &mut with_resources;
 
     let mut record = new_record(plan, dyno);
@@ -434,21 +460,13 @@ pub fn run(
                 if interrupt.load(Ordering::Relaxed) {
                     break 'points;
                 }
-                progress(&Progress {
-                    done: first,
-                    cases,
-                    target: &t.name,
-                    test: tests.first().copied().unwrap_or(""),
-                    rep: 0,
-                    reps: plan.reps + u32::from(plan.warmup),
-                    live: None,
-                });
+                progress(&Progress::starting(plan, (first, cases), &t.name, tests));
                 let mine = first..first + tests.len();
                 if let Some(why) = crate::resolve::na_reason(plan.suite, t) {
                     // A store without the suite's family, in a run with others that have it.
                     settle(&mut record.cases[mine], Status::Na, &why);
                 } else {
-                    let mut run = TargetRun {
+                    let run = TargetRun {
                         plan,
                         target: t,
                         tests,
@@ -467,16 +485,7 @@ pub fn run(
                         failed_sink: None,
                         profiler: profiler.map(|p| (p, watched.monitor.clone())),
                     };
-                    let ran = plan.suite.run(plan, point, t, interrupt, &mut run);
-                    if let Some(e) = run.failed_sink.take() {
-                        return Err(RunError::Sink(e));
-                    }
-                    match ran {
-                        Ok(()) => run.finish(),
-                        Err(why) => {
-                            settle(&mut record.cases[mine], Status::Failed, &why.to_string())
-                        }
-                    }
+                    run.go(point)?;
                 }
                 first += tests.len();
                 sink(&record).map_err(RunError::Sink)?;

@@ -77,6 +77,43 @@ impl<'r> TargetRun<'r, '_> {
 }
 
 impl TargetRun<'_, '_> {
+    /// Follows repetition `r` (of `total`) on its thread until it ends: takes each test's
+    /// outcome and profiles, and on each tick tells progress and writes a checkpoint when due
+    /// (`cpu0`: dyno's CPU at the repetition's start). How it ended.
+    pub(super) fn follow(
+        &mut self,
+        rx: &std::sync::mpsc::Receiver<Msg>,
+        (live, partial): (Option<&Mutex<crate::load::Live>>, Option<&Partial>),
+        (r, total, measured): (u32, u32, bool),
+        cpu0: (u64, u64),
+    ) -> After {
+        let mut running = 0;
+        let mut last_checkpoint = std::time::Instant::now();
+        loop {
+            match rx.recv_timeout(TICK) {
+                Ok(Msg::Profiles(test, profiles)) => {
+                    if let Some(i) = self.tests.iter().position(|t| *t == test) {
+                        self.record.cases[self.first + i].profiles = profiles;
+                    }
+                    continue;
+                }
+                Ok(Msg::Outcome(o)) => {
+                    self.take(*o, measured);
+                    running += 1;
+                    // Progress is told on ticks: a test's end is not a new repetition.
+                    continue;
+                }
+                Ok(Msg::Ended(a)) => return a,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return After::Fail("the repetition's thread panicked".into());
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let at = (r, total, measured, running);
+            self.tick((live, partial), at, cpu0, &mut last_checkpoint);
+        }
+    }
+
     /// Between a repetition's messages: its progress told, a broken threshold looked for (when
     /// measured), and a checkpoint written when one is due (`cpu0`: dyno's CPU at its start).
     pub(super) fn tick(
@@ -212,6 +249,28 @@ impl TargetRun<'_, '_> {
         self.interrupt.store(true, Ordering::SeqCst);
     }
 
+    /// Runs the suite on the target at `point`: its cases finished, or failed with why it could
+    /// not run; a sink that failed stops the run.
+    pub(super) fn go(mut self, point: &crate::suite::Point) -> Result<(), RunError> {
+        let (plan, target, interrupt) = (self.plan, self.target, self.interrupt);
+        let ran = plan.suite.run(plan, point, target, interrupt, &mut self);
+        if let Some(e) = self.failed_sink.take() {
+            return Err(RunError::Sink(e));
+        }
+        match ran {
+            Ok(()) => self.finish(),
+            Err(why) => {
+                let mine = self.first..self.first + self.tests.len();
+                settle(
+                    &mut self.record.cases[mine],
+                    Status::Failed,
+                    &why.to_string(),
+                );
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn finish(mut self) {
         let reps = self.plan.reps;
         for (i, a) in std::mem::take(&mut self.acc).into_iter().enumerate() {
@@ -257,9 +316,8 @@ impl Repeat for TargetRun<'_, '_> {
             }
             let (tx, rx) = std::sync::mpsc::channel::<Msg>();
             let (u0, s0) = crate::load::process_cpu_ns();
-            let mut after = After::Next;
             let profiling = &profiling;
-            std::thread::scope(|s| {
+            let after = std::thread::scope(|s| {
                 let ended = tx.clone();
                 let rep = &mut *rep;
                 // The repetition runs on its own thread; this one takes its outcomes, shows
@@ -308,35 +366,7 @@ impl Repeat for TargetRun<'_, '_> {
                     }
                     let _ = ended.send(Msg::Ended(after));
                 });
-                let mut running = 0;
-                let mut last_checkpoint = std::time::Instant::now();
-                loop {
-                    match rx.recv_timeout(TICK) {
-                        Ok(Msg::Profiles(test, profiles)) => {
-                            if let Some(i) = self.tests.iter().position(|t| *t == test) {
-                                self.record.cases[self.first + i].profiles = profiles;
-                            }
-                            continue;
-                        }
-                        Ok(Msg::Outcome(o)) => {
-                            self.take(*o, measured);
-                            running += 1;
-                            // Progress is told on ticks: a test's end is not a new repetition.
-                            continue;
-                        }
-                        Ok(Msg::Ended(a)) => {
-                            after = a;
-                            break;
-                        }
-                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                            after = After::Fail("the repetition's thread panicked".into());
-                            break;
-                        }
-                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                    }
-                    let at = (r, total, measured, running);
-                    self.tick((live, partial), at, (u0, s0), &mut last_checkpoint);
-                }
+                self.follow(&rx, (live, partial), (r, total, measured), (u0, s0))
             });
             if let After::Fail(why) = after {
                 for a in &mut self.acc {

@@ -119,14 +119,8 @@ impl Suite for Census {
         }
     }
 
-    fn merge_detail(
-        &self,
-        parts: &[&Rep],
-        _: &Rep,
-        _: &results::Histogram,
-        _: Option<&[Vec<results::hlog::ReadInterval>]>,
-    ) -> Result<(Detail, Option<results::merge::Intervals>), results::merge::MergeError> {
-        view::merge(parts)
+    fn merge_detail(&self, parts: &results::merge::Parts) -> results::merge::Merged {
+        view::merge(parts.reps)
     }
 
     fn resolve(&self, raw: &RawPlan, _: &Common) -> Result<Box<dyn Settings>, PlanError> {

@@ -2,7 +2,7 @@
 
 use super::{Census, Figures};
 use report::grid::Doc;
-use results::merge::{Intervals, MergeError, refuse};
+use results::merge::{Merged, refuse};
 use results::{Detail, Rep, RunRecord};
 use std::io;
 
@@ -23,7 +23,7 @@ fn figures(r: &Rep) -> Option<Figures> {
 }
 
 /// The shards' censuses of one repetition, added: each shard counted its own slice.
-pub(super) fn merge(parts: &[&Rep]) -> Result<(Detail, Option<Intervals>), MergeError> {
+pub(super) fn merge(parts: &[&Rep]) -> Merged {
     let mut all = Figures::default();
     for (k, part) in parts.iter().enumerate() {
         let Some(f) = figures(part) else {

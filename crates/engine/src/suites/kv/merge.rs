@@ -1,10 +1,10 @@
 //! `dyno merge` of the kv suite: the shards' parts of one test as one.
 
-use results::merge::{Intervals, MergeError, add_series, refuse};
+use results::merge::{Merged, add_series, refuse};
 use results::*;
 
 /// The merged kv detail of one repetition (see `results::merge::MergeDetail`).
-pub(super) fn detail(parts: &[&Rep]) -> Result<(Detail, Option<Intervals>), MergeError> {
+pub(super) fn detail(parts: &[&Rep]) -> Merged {
     let kvs: Vec<&KvRep> = (parts.iter())
         .map(|r| match &r.detail {
             Detail::Kv(k) => Ok(&**k),

@@ -231,15 +231,8 @@ impl Suite for Kv {
         true
     }
 
-    fn merge_detail(
-        &self,
-        parts: &[&results::Rep],
-        _: &results::Rep,
-        _: &results::Histogram,
-        _: Option<&[Vec<results::hlog::ReadInterval>]>,
-    ) -> Result<(results::Detail, Option<results::merge::Intervals>), results::merge::MergeError>
-    {
-        merge::detail(parts)
+    fn merge_detail(&self, parts: &results::merge::Parts) -> results::merge::Merged {
+        merge::detail(parts.reps)
     }
 
     fn shard_rule(&self, plan: &Plan, shard: Shard, meet: bool) -> Result<(), String> {

@@ -5,25 +5,20 @@
 
 use results::histogram::{Histogram, encode, new_histogram};
 use results::hlog::ReadInterval;
-use results::merge::{Intervals, MergeError, add_encoded, add_series, refuse};
+use results::merge::{Intervals, MergeError, Merged, Parts, add_encoded, add_series, refuse};
 use results::rate::per_s;
 use results::stats::latency_summary;
 use results::*;
 
 /// The merged load detail of one repetition (see `results::merge::MergeDetail`).
-pub(super) fn detail(
-    parts: &[&Rep],
-    merged: &Rep,
-    latency: &Histogram,
-    hlogs: Option<&[Vec<ReadInterval>]>,
-) -> Result<(Detail, Option<Intervals>), MergeError> {
-    let loads: Vec<&LoadRep> = (parts.iter())
+pub(super) fn detail(parts: &Parts) -> Merged {
+    let loads: Vec<&LoadRep> = (parts.reps.iter())
         .map(|r| {
             (r.load())
                 .ok_or_else(|| MergeError("a load case whose repetitions are not all load".into()))
         })
         .collect::<Result<_, _>>()?;
-    let (l, intervals) = merge_load(&loads, latency, merged.wall_ns, hlogs)?;
+    let (l, intervals) = merge_load(&loads, parts.latency, parts.merged.wall_ns, parts.hlogs)?;
     Ok((Detail::Load(Box::new(l)), intervals))
 }
 

@@ -107,15 +107,8 @@ impl Suite for Load {
         super::clients_split(plan, shard)
     }
 
-    fn merge_detail(
-        &self,
-        parts: &[&results::Rep],
-        merged: &results::Rep,
-        latency: &results::Histogram,
-        hlogs: Option<&[Vec<results::hlog::ReadInterval>]>,
-    ) -> Result<(results::Detail, Option<results::merge::Intervals>), results::merge::MergeError>
-    {
-        merge::detail(parts, merged, latency, hlogs)
+    fn merge_detail(&self, parts: &results::merge::Parts) -> results::merge::Merged {
+        merge::detail(parts)
     }
 
     fn owner_hint(&self) -> String {

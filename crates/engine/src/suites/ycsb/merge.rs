@@ -1,11 +1,11 @@
 //! `dyno merge` of the ycsb suite: the shards' YCSB figures of one test as one.
 
-use results::merge::{Intervals, MergeError, refuse};
+use results::merge::{Merged, refuse};
 use results::*;
 use std::collections::BTreeMap;
 
 /// The merged ycsb detail of one repetition (see `results::merge::MergeDetail`).
-pub(super) fn detail(parts: &[&Rep]) -> Result<(Detail, Option<Intervals>), MergeError> {
+pub(super) fn detail(parts: &[&Rep]) -> Merged {
     let figures: Vec<&serde_json::Value> = (parts.iter())
         .map(|r| match &r.detail {
             Detail::Custom { figures, .. } => Ok(figures),
