@@ -56,7 +56,7 @@ for round in $(seq "$rounds"); do
   best=$(python3 -c "print(max($best, $rate))")
   # dyno: one load thread, 50 connections; as it runs by default, then without coalescing.
   for coalesce in auto off; do
-    out=$(measure "$dyno" run "$url" -c 50 -d "$duration" --threads 1 --coalesce $coalesce -f json -o "$work/r$round$coalesce")
+    out=$(measure "$dyno" run "$url" -c 50 -d "$duration" -r 1 --threads 1 --coalesce $coalesce -f json -o "$work/r$round$coalesce")
     reqs=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["requests"])')
     rate=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["responses_per_s"])')
     cpu=$(echo "$out" | sed -n 's/^cpu_ns=//p')
@@ -87,7 +87,7 @@ open_loop() {
   local share=$1 run=$2
   local rate
   rate=$(python3 -c "print(int($best * $share))")
-  taskset -c 0 "$dyno" run "$url" --rate "$rate" -c 50 -d "$duration" --threads 1 --warmup -f json \
+  taskset -c 0 "$dyno" run "$url" --rate "$rate" -c 50 -d "$duration" -r 1 --threads 1 --warmup -f json \
       -o "$work/open$share-$run" 2>/dev/null | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.readline()); c = r["cases"][0]; s = c["summary"]; g = c["reps"][0]["detail"]["load"]["generator"]
@@ -113,7 +113,7 @@ worker=$(pgrep -P "$nginx_pid" | head -1)
 rate=$(python3 -c "print(int($best * 0.9))")
 echo
 echo "The 90% run again ($rate req/s, $duration), in 10 ms intervals beside nginx's time on CPU:"
-taskset -c 0 python3 - "$worker" "$rate" "$dyno" run "$url" --rate "$rate" -c 50 -d "$duration" \
+taskset -c 0 python3 - "$worker" "$rate" "$dyno" run "$url" --rate "$rate" -c 50 -d "$duration" -r 1 \
     --threads 1 --interval 10ms -f json -o "$work/steady" <<'PY'
 import bisect, json, statistics, subprocess, sys, tempfile, time
 worker, rate, cmd = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
