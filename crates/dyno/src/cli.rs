@@ -402,7 +402,7 @@ impl clap::FromArgMatches for SuiteFlags {
             };
             if let Some(value) = value {
                 // One name per setting and process: the flag a message names.
-                let flag: &'static str = Box::leak(s.flag().into_boxed_str());
+                let flag: &'static str = Box::leak(format!("--{}", s.long()).into_boxed_str());
                 given.set(s.key, Sp::new(value, Origin::Flag(flag)));
             }
         }
@@ -422,7 +422,7 @@ impl clap::Args for SuiteFlags {
             // Each suite's sentence, as clap's derive writes a doc comment: no final period.
             let help: Vec<&str> = d.iter().map(|s| s.help.trim_end_matches('.')).collect();
             let mut arg = clap::Arg::new(s.key)
-                .long(s.key.replace('_', "-"))
+                .long(s.long())
                 .help(help.join(". "))
                 .visible_aliases(s.aliases.iter().copied())
                 .allow_negative_numbers(true)

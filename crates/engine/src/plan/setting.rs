@@ -41,9 +41,9 @@ pub struct Setting {
 }
 
 impl Setting {
-    /// `--max-connections` for `max_connections`.
-    pub fn flag(&self) -> String {
-        format!("--{}", self.key.replace('_', "-"))
+    /// `max-connections` for `max_connections`: its long flag, without the dashes.
+    pub fn long(&self) -> String {
+        self.key.replace('_', "-")
     }
 }
 
@@ -110,11 +110,6 @@ impl Given {
     pub fn entries(&self) -> impl Iterator<Item = (&'static str, &Sp<Value>)> {
         self.0.iter().map(|(k, v)| (*k, v))
     }
-
-    /// Every setting written, with its place, in the order written.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &Origin)> {
-        self.0.iter().map(|(k, v)| (*k, &v.at))
-    }
 }
 
 /// Every suite's settings, by the suite that reads them: what a plan file and the command line
@@ -126,14 +121,6 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    /// The setting `key` (the first suite's description of it), if any suite has it.
-    pub fn find(&self, key: &str) -> Option<&'static Setting> {
-        (self.suites.iter())
-            .flat_map(|(_, s)| s.iter())
-            .find(|s| s.key == key)
-            .copied()
-    }
-
     /// The settings `section` may hold: every suite's in `[suite]`, a suite's own in its
     /// section (`[load]`); `None` when no suite is named so.
     pub fn in_section(&self, section: &str) -> Option<Vec<&'static Setting>> {

@@ -258,7 +258,8 @@ impl RawPlan {
         suites: &[&'static dyn Suite],
     ) -> Result<(), PlanError> {
         let has = |s: &dyn Suite, key: &str| s.settings().iter().any(|x| x.key == key);
-        for (name, at) in self.settings.iter() {
+        for (name, value) in self.settings.entries() {
+            let at = &value.at;
             if has(suite, name) {
                 continue;
             }
