@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates crates/engine/tests/vectors/ycsb-keys.txt: the key sequences YCSB's own generator
+# Regenerates crates/suites/tests/it/vectors/ycsb-keys.txt: the key sequences YCSB's own generator
 # classes produce from a fixed stream of draws (SplitMix64, scripts/ycsb-vectors/Stream.java),
 # which dyno's tests replay through its Rust generators.
 #
@@ -23,7 +23,7 @@ done
 cp "$here/scripts/ycsb-vectors/Stream.java" "$here/scripts/ycsb-vectors/Vectors.java" \
   "$work/src/site/ycsb/generator/"
 javac -nowarn -d "$work/classes" $(find "$work/src" -name '*.java') 2>&1 | grep -v '^Note:' || true
-out="$here/crates/engine/tests/vectors/ycsb-keys.txt"
+out="$here/crates/suites/tests/it/vectors/ycsb-keys.txt"
 mkdir -p "$(dirname "$out")"
 {
   echo "# YCSB's generators from scripts/ycsb-vectors/Stream.java's draws; made by scripts/ycsb-vectors.sh"

@@ -1,17 +1,15 @@
-//! dyno's engine: plans, the drivers' contract, the worker loop, measurement and suites.
+//! dyno's engine: plans, the drivers' contract, the worker loop, measurement — the mechanisms
+//! every suite runs on. It names no suite: the suites (the `suites` crate) implement
+//! [`suite::Suite`] and are handed to the resolution and the runner.
 //!
 //! The engine produces [`results::RunRecord`]s and hands each to a sink as soon as a case ends.
-//! How a record is shown is the `report` crate's; each suite says, through `report::View`, which
-//! of its tables and figures apply to its records.
+//! How a record is shown is the `report` crate's.
 //!
 //! # Layout
 //!
 //! - [`plan`]: raw plans (TOML or flags), their one validation, resolved plans: the types, then
 //!   `file` (reading TOML), `resolve` (the one resolution; each suite resolves its own part).
 //! - [`suite`]: what a suite is (the `Suite` trait) and what the runner offers it (`Repeat`).
-//! - [`suites`]: the suites, one folder or file each, and their registry: `shootout`
-//!   (zodbshootout's six tests), `magma` (MagmaBenchmarker's tests, on [`graph`] objects),
-//!   `namespace` (folders: depth, width, clients), `load` (request/response load).
 //! - [`driver`]: the traits every target implements (`TargetConfig`, `Store`, `Session`);
 //!   [`error`]: a failed operation's class and message, below both the drivers and [`load`].
 //! - [`clock`]: the monotonic clock, and a virtual one for exact tests.
@@ -53,6 +51,5 @@ pub mod schedule;
 pub mod shard;
 pub mod suggest;
 pub mod suite;
-pub mod suites;
 pub mod units;
 pub mod worker;

@@ -1,6 +1,7 @@
 //! What a suite is: the one trait every suite implements, and what the runner offers it.
 //!
-//! A suite is a type implementing [`Suite`] (and [`report::View`], how its record reads). It
+//! A suite is a type implementing [`Suite`] (and, in the `suites` crate, `report::View`: how
+//! its record reads), named once through [`results::Named`]. It
 //! owns its name and help, the operation family it needs, the plan settings it reads and their
 //! resolution into its [`Settings`], its tests at each point of the plan, and how it runs on one
 //! target: it opens what it needs and hands the runner one closure per repetition through
@@ -9,7 +10,7 @@
 //!
 //! A trait rather than an enum: a suite is added (in a test, or in a build with more suites)
 //! without editing a list of variants, and the runner, the plan and the renderers reach a suite
-//! only through these methods. The registry is a slice of `&dyn Suite` ([`crate::suites`]).
+//! only through these methods. The registry is the `suites` crate's.
 
 use crate::driver::Family;
 use crate::plan::{Catalogue, PlanError, PlanTarget, RawPlan, Setting, Sp, Sweep};
@@ -421,7 +422,7 @@ pub enum TargetError {
 }
 
 /// A suite: see the module's documentation.
-pub trait Suite: report::View + Sync {
+pub trait Suite: results::Named + Sync {
     /// One line for `--help` and `dyno targets`.
     fn help(&self) -> &'static str;
     /// Whether `--suite NAME` names this suite: its name, or a form of it it reads itself in
@@ -524,9 +525,4 @@ pub fn catalogue(suites: &[&dyn Suite]) -> Catalogue {
     Catalogue {
         suites: suites.iter().map(|s| (s.name(), s.settings())).collect(),
     }
-}
-
-/// The registry as the renderers see it.
-pub fn views<'a>(suites: &'a [&'a dyn Suite]) -> Vec<&'a dyn report::View> {
-    suites.iter().map(|s| *s as &dyn report::View).collect()
 }

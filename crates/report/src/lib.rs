@@ -6,7 +6,7 @@
 //! - [`Format`] and [`render`]: pick a renderer by name and write records to any `Write`.
 //! - [`grid`]: what every table shares (styles, the aligned grid, notes, a case's status word).
 //! - [`view`]: what the renderers ask of a suite ([`View`]), found by name in a [`Views`]
-//!   catalogue; the suites implement it beside how they run (`engine::suites`), so nothing here
+//!   catalogue; the suites implement it beside how they run (the `suites` crate), so nothing here
 //!   names a suite.
 //! - [`table`]: a run's tables in any style: its suite's (or a sweep's), then the watched
 //!   processes.

@@ -37,10 +37,7 @@ pub fn times(c: &Case) -> Vec<f64> {
 }
 
 /// What the renderers ask of a suite.
-pub trait View: Sync {
-    /// The suite's name, as records carry it.
-    fn name(&self) -> &'static str;
-
+pub trait View: results::Named + Sync {
     /// The suite's tables and notes (the watched processes follow, for every suite).
     fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         crate::matrix::render(r, doc)
@@ -84,11 +81,13 @@ pub trait View: Sync {
 /// The view of a suite no catalogue knows: tests × targets.
 pub struct Generic;
 
-impl View for Generic {
+impl results::Named for Generic {
     fn name(&self) -> &'static str {
         ""
     }
 }
+
+impl View for Generic {}
 
 /// The views the renderers may use, found by the suite's name.
 #[derive(Clone, Copy)]

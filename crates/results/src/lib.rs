@@ -38,3 +38,9 @@ pub mod units;
 
 pub use histogram::{Histogram, new_histogram};
 pub use record::*;
+
+/// A suite as its records name it (`RunRecord::suite`): the engine runs it and the renderers
+/// show it by this name, which it spells once.
+pub trait Named {
+    fn name(&self) -> &'static str;
+}

@@ -1,7 +1,7 @@
 //! dyno's drivers, one file per kind of target, and the registry that resolves a URL to one.
 //!
 //! Every driver keeps to the same rules: it validates its URL and options without touching
-//! anything ([`engine::resolve::Resolver::configure`]); it writes only inside a namespace it created
+//! anything ([`engine::resolve::Drivers::configure`]); it writes only inside a namespace it created
 //! (a `dyno_` prefixed file, directory or table, proven by a marker) and refuses anything else;
 //! every failure is an [`engine::driver::OpError`] with a class, never a panic.
 //!
@@ -44,7 +44,7 @@ pub mod tcp;
 pub mod tls;
 
 use engine::driver::{ConfigError, DriverInfo, TargetConfig};
-use engine::resolve::Resolver;
+use engine::resolve::Drivers;
 use std::collections::BTreeMap;
 
 /// Validates what follows `scheme:` in a URL, and the options. Touches nothing.
@@ -160,11 +160,7 @@ pub const DEFAULT_URLS: &[&str] = &["mem:", "sqlite:", "fs:", "lmdb:"];
 /// Resolves URLs through [`drivers`].
 pub struct Registry;
 
-impl Resolver for Registry {
-    fn suites(&self) -> &[&'static dyn engine::suite::Suite] {
-        &engine::suites::BUILT_IN
-    }
-
+impl Drivers for Registry {
     fn schemes(&self) -> Vec<&'static str> {
         drivers().iter().map(|d| d.info.scheme).collect()
     }

@@ -127,7 +127,7 @@ fn parse_format(f: Option<&Sp<String>>) -> Result<Format, PlanError> {
 
 /// The single place where input is checked, for `run` and `validate` alike.
 fn resolve(raw: RawPlan) -> Result<Resolved, PlanError> {
-    let plan = raw.resolve(&crate::suites::Plans)?;
+    let plan = raw.resolve(crate::suites::all(), &targets::Registry)?;
     let format = parse_format(plan.format.as_ref())?;
     Ok(Resolved { plan, format })
 }

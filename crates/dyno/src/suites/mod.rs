@@ -1,11 +1,10 @@
-//! The suites this dyno runs — the engine's registry, and in this crate's own tests the suites
-//! written there (`tally`, …: [`TEST_ONLY`]) — as the plan, the runner and the renderers see
-//! them.
+//! The suites this dyno runs — the `suites` crate's registry, and in this crate's own tests the
+//! suites written there (`tally`, …: [`TEST_ONLY`]) — as the plan, the runner and the renderers
+//! see them.
 
-use engine::driver::{ConfigError, TargetConfig};
-use engine::resolve::Resolver;
 use engine::suite::Suite;
-use std::collections::BTreeMap;
+use std::sync::LazyLock;
+use suites::Entry;
 
 /// Declares the suites written in this crate's tests: a module (a file or folder beside this
 /// one) and its suite, one line each.
@@ -13,7 +12,7 @@ use std::collections::BTreeMap;
 macro_rules! test_suites {
     ($($module:ident :: $suite:ident),* $(,)?) => {
         $(mod $module;)*
-        const TEST_ONLY: &[&dyn Suite] = &[$(&$module::$suite),*];
+        const TEST_ONLY: &[&dyn Entry] = &[$(&$module::$suite),*];
     };
 }
 
@@ -25,12 +24,12 @@ test_suites! {
 }
 
 #[cfg(not(test))]
-const TEST_ONLY: &[&dyn Suite] = &[];
+const TEST_ONLY: &[&dyn Entry] = &[];
 
-const BUILT_IN: &[&dyn Suite] = &engine::suites::BUILT_IN;
+const BUILT_IN: &[&dyn Entry] = &suites::BUILT_IN;
 
-/// The engine's suites, then the tests' own.
-static ALL: [&dyn Suite; BUILT_IN.len() + TEST_ONLY.len()] = {
+/// The `suites` crate's suites, then the tests' own.
+static ALL: [&dyn Entry; BUILT_IN.len() + TEST_ONLY.len()] = {
     let mut all = [BUILT_IN[0]; BUILT_IN.len() + TEST_ONLY.len()];
     let mut i = 0;
     while i < all.len() {
@@ -44,9 +43,11 @@ static ALL: [&dyn Suite; BUILT_IN.len() + TEST_ONLY.len()] = {
     all
 };
 
+static SUITES: LazyLock<Vec<&'static dyn Suite>> = LazyLock::new(|| suites::suites(&ALL));
+
 /// Every suite `dyno run` may name.
 pub fn all() -> &'static [&'static dyn Suite] {
-    &ALL
+    &SUITES
 }
 
 /// `--suite`'s help: every suite with its line, and how a run without one chooses.
@@ -85,35 +86,5 @@ pub fn catalogue() -> engine::plan::Catalogue {
 
 /// How each suite's records read, for the renderers.
 pub fn views() -> Vec<&'static dyn report::View> {
-    engine::suite::views(all())
-}
-
-/// The drivers' resolver, with this build's suites.
-pub struct Plans;
-
-impl Resolver for Plans {
-    fn suites(&self) -> &[&'static dyn Suite] {
-        all()
-    }
-
-    fn schemes(&self) -> Vec<&'static str> {
-        targets::Registry.schemes()
-    }
-
-    fn query_options(&self, scheme: &str) -> bool {
-        targets::Registry.query_options(scheme)
-    }
-
-    fn default_urls(&self) -> Vec<&'static str> {
-        targets::Registry.default_urls()
-    }
-
-    fn configure(
-        &self,
-        scheme: &str,
-        rest: &str,
-        options: &BTreeMap<String, String>,
-    ) -> Result<Box<dyn TargetConfig>, ConfigError> {
-        targets::Registry.configure(scheme, rest, options)
-    }
+    suites::views(&ALL)
 }

@@ -42,11 +42,13 @@ fn figures(r: &Rep) -> Option<Figures> {
     }
 }
 
-impl report::View for Tally {
+impl results::Named for Tally {
     fn name(&self) -> &'static str {
         "tally"
     }
+}
 
+impl report::View for Tally {
     fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         doc.line(&format!("tally of {} keys", r.plan.objects))?;
         let header = vec![vec![

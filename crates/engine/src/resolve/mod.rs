@@ -10,18 +10,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 mod faults;
-#[cfg(test)]
-mod tests;
 
 mod targets;
 pub use targets::*;
 mod processes;
 pub use processes::*;
 
-/// What resolution needs from the drivers: their schemes and a pure `configure`; and the suites.
-pub trait Resolver {
-    /// The suites a plan may name, in the order a run without one tries them.
-    fn suites(&self) -> &[&'static dyn Suite];
+/// What resolution needs from the drivers: their schemes and a pure `configure`.
+pub trait Drivers {
     /// Known URL schemes, for "did you mean".
     fn schemes(&self) -> Vec<&'static str>;
     /// Whether a `?query` in this scheme's URLs holds driver options (else it stays in the URL).
@@ -41,9 +37,13 @@ pub trait Resolver {
 }
 
 impl RawPlan {
-    /// Checks every value, fills defaults and configures each target through `resolver`.
-    pub fn resolve(self, resolver: &dyn Resolver) -> Result<Plan, PlanError> {
-        let suites = resolver.suites();
+    /// Checks every value, fills defaults and configures each target through `drivers`; the
+    /// plan may name one of `suites` (in the order a run without one tries them).
+    pub fn resolve(
+        self,
+        suites: &[&'static dyn Suite],
+        drivers: &dyn Drivers,
+    ) -> Result<Plan, PlanError> {
         let named = match &self.suite {
             None => None,
             Some(s) => match suites.iter().find(|x| x.answers_to(&s.value)) {
@@ -71,7 +71,7 @@ impl RawPlan {
         };
 
         // Targets first: their families decide the suite when none is named.
-        let (targets, target_at) = self.resolve_targets(resolver, named.as_ref())?;
+        let (targets, target_at) = self.resolve_targets(drivers, named.as_ref())?;
         let suite: &'static dyn Suite = match named {
             Some((s, _)) => s,
             None => suites
@@ -215,7 +215,7 @@ impl RawPlan {
     /// each was written.
     fn resolve_targets(
         &self,
-        resolver: &dyn Resolver,
+        drivers: &dyn Drivers,
         named: Option<&(&'static dyn Suite, Origin)>,
     ) -> Result<(Vec<PlanTarget>, Vec<Origin>), PlanError> {
         let raw_targets = if let Some(t) = &self.settings.text(&shared::TOPOLOGY) {
@@ -228,7 +228,7 @@ impl RawPlan {
                 )
                 .hint("name one, e.g. dyno run http://127.0.0.1:8080/ or tcp://127.0.0.1:7000"));
             }
-            resolver
+            drivers
                 .default_urls()
                 .into_iter()
                 .map(|u| RawTarget {
@@ -245,7 +245,7 @@ impl RawPlan {
         let mut target_at: Vec<Origin> = Vec::new();
         for raw in raw_targets {
             target_at.push(raw.url.at.clone());
-            let t = resolve_target(raw, resolver, &targets)?;
+            let t = resolve_target(raw, drivers, &targets)?;
             targets.push(t);
         }
         Ok((targets, target_at))

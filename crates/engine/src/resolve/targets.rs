@@ -145,10 +145,10 @@ fn options_of(
 /// name and process resolved (a cluster's ports first: its URL may name them).
 pub fn resolve_target(
     mut raw: RawTarget,
-    resolver: &dyn Resolver,
+    drivers: &dyn Drivers,
     earlier: &[PlanTarget],
 ) -> Result<PlanTarget, PlanError> {
-    let schemes = resolver.schemes();
+    let schemes = drivers.schemes();
     // A cluster's members get their ports first: the URL may name them (`{port.NAME}`).
     let ports = match &raw.process {
         Some(p) if !p.members.is_empty() => allocate_ports(p)?,
@@ -174,14 +174,14 @@ pub fn resolve_target(
         )));
     };
     known_scheme(scheme, &schemes, &url.at)?;
-    let (rest, query) = if resolver.query_options(scheme) {
+    let (rest, query) = if drivers.query_options(scheme) {
         (rest, query)
     } else {
         let after_colon = &url.value[scheme.len() + 1..];
         (after_colon, Vec::new())
     };
     let (options, origins) = options_of(url, query, &raw.options)?;
-    let config = resolver.configure(scheme, rest, &options).map_err(|e| {
+    let config = drivers.configure(scheme, rest, &options).map_err(|e| {
         let at = e
             .option
             .as_ref()

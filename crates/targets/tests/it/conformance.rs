@@ -4,7 +4,7 @@
 
 use engine::clock::Clock;
 use engine::driver::{CacheDrop, ErrorClass, TargetConfig, TxMode};
-use engine::resolve::Resolver;
+use engine::resolve::Drivers;
 use std::collections::BTreeMap;
 use targets::Registry;
 

@@ -38,11 +38,13 @@ pub(super) fn merge(parts: &[&Rep]) -> Merged {
     Ok((Detail::Custom { suite, figures }, None))
 }
 
-impl report::View for Census {
+impl results::Named for Census {
     fn name(&self) -> &'static str {
         "census"
     }
+}
 
+impl report::View for Census {
     fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         let headcount = (r.plan.custom.get("census"))
             .and_then(|c| c["headcount"].as_u64())

@@ -4,7 +4,7 @@
 
 use engine::driver::ErrorClass;
 use engine::load::{self, LoadModel, LoadResult, LoadSpec};
-use engine::resolve::Resolver;
+use engine::resolve::Drivers;
 use engine::schedule::{ArrivalKind, RateProfile};
 use engine::worker::Stop;
 use host::reference::{Body, Fault, Kind, Server, Spec, TcpFraming};

@@ -1,0 +1,4 @@
+//! The suites crate's integration tests, one binary.
+
+mod resolve;
+mod ycsb_generators;
