@@ -41,7 +41,7 @@ pub enum Command {
     Report {
         /// A results directory (holding run.json), a directory of them, or a run.json file.
         dir: PathBuf,
-        #[arg(long, short = 'f', default_value = "table", help = report::Format::help())]
+        #[arg(long, short = 'f', default_value = "table", help = report::Format::help(crate::suites::views()))]
         format: String,
         /// Also draw the plots (SVG, PNG and .dat for gnuplot) into this directory.
         #[arg(long, value_name = "DIR")]
@@ -63,7 +63,7 @@ pub enum Command {
         /// dyno-results].
         #[arg(long, short = 'o', value_name = "DIR")]
         out: Option<PathBuf>,
-        #[arg(long, short = 'f', default_value = "table", help = report::Format::help())]
+        #[arg(long, short = 'f', default_value = "table", help = report::Format::help(crate::suites::views()))]
         format: String,
     },
     /// Compare two saved runs case by case: each figure's change with its 95% interval,
@@ -249,7 +249,7 @@ pub struct RunArgs {
     /// Where to write the run record [default: ./dyno-results/<UTC time>/].
     #[arg(long, short = 'o')]
     pub out: Option<String>,
-    #[arg(long, short = 'f', help = report::Format::help())]
+    #[arg(long, short = 'f', help = report::Format::help(crate::suites::views()))]
     pub format: Option<String>,
 
     #[arg(

@@ -1,9 +1,11 @@
-//! One CSV row per case: raw numbers (rates per second, latencies in ns), for scripts.
+//! One CSV row per case: raw numbers (rates per second, latencies in ns), for scripts; the
+//! columns every case has, then each suite's own (`View::flat`).
 
+use crate::Views;
 use results::RunRecord;
 use std::io::{self, Write};
 
-const HEADER: &str = "run_started,suite,target,durability,test,status,reps,ops_per_s_best,ops_per_s_median,ops_per_s_min,ops_per_s_max,p50_ns,p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,mean_ns,errors,reason,requests,ok,non_2xx,network_failed,unsent,service_p50_ns,service_p99_ns,generator_valid";
+const HEADER: &str = "run_started,suite,target,durability,test,status,reps,ops_per_s_best,ops_per_s_median,ops_per_s_min,ops_per_s_max,p50_ns,p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,mean_ns,errors,reason";
 
 /// Quotes a field when it holds a comma, quote or newline.
 fn field(s: &str) -> String {
@@ -14,8 +16,12 @@ fn field(s: &str) -> String {
     }
 }
 
-pub fn render(records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{HEADER}")?;
+pub fn render(records: &[RunRecord], views: Views, out: &mut dyn Write) -> io::Result<()> {
+    let own: String = views
+        .flat()
+        .map(|f| format!(",{}", f.columns.join(",")))
+        .collect();
+    writeln!(out, "{HEADER}{own}")?;
     for r in records {
         for c in &r.cases {
             let (rates, lat) = match &c.summary {
@@ -37,31 +43,15 @@ pub fn render(records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
                 ),
                 None => (",,,".into(), ",,,,,,".into()),
             };
-            let load = c
-                .reps
-                .iter()
-                .filter_map(|r| r.load())
-                .max_by(|a, b| a.responses_per_s.total_cmp(&b.responses_per_s))
-                .map_or_else(
-                    || ",,,,,,,".to_string(),
-                    |l| {
-                        let svc = l.service_ns.as_ref();
-                        format!(
-                            "{},{},{},{},{},{},{},{}",
-                            l.requests,
-                            l.ok,
-                            l.non_2xx,
-                            l.network_failed,
-                            l.unsent,
-                            svc.map_or(String::new(), |s| s.p50.to_string()),
-                            svc.map_or(String::new(), |s| s.p99.to_string()),
-                            l.generator.valid
-                        )
-                    },
-                );
+            let own: String = (views.flat())
+                .map(|f| match (f.csv)(c) {
+                    Some(fields) => format!(",{fields}"),
+                    None => ",".repeat(f.columns.len()),
+                })
+                .collect();
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{rates},{lat},{},{},{load}",
+                "{},{},{},{},{},{},{},{rates},{lat},{},{}{own}",
                 field(&r.started),
                 field(&c.suite),
                 field(&c.target),

@@ -37,9 +37,8 @@ pub mod sweep;
 pub mod table;
 pub mod units;
 pub mod view;
-pub mod ycsb;
 
-pub use view::{View, Views};
+pub use view::{Flat, View, Views};
 
 use results::RunRecord;
 use std::io::{self, Write};
@@ -59,9 +58,27 @@ pub enum Format {
     Html,
     /// The headline figures of each case, one small JSON document per record.
     SummaryJson,
-    /// YCSB's text output: `[OVERALL], RunTime(ms), …`, `[READ], Operations, …`.
-    Ycsb,
+    /// A format a suite brings (`View::formats`).
+    Own(&'static OwnFormat),
 }
+
+/// An output format a suite brings (`-f NAME`, through `View::formats`): its name, what it is
+/// (for `--help`), and its renderer, which reads any record.
+#[derive(Debug)]
+pub struct OwnFormat {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub render: fn(&[RunRecord], &mut dyn Write) -> io::Result<()>,
+}
+
+/// A format is its name.
+impl PartialEq for OwnFormat {
+    fn eq(&self, other: &OwnFormat) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for OwnFormat {}
 
 /// One output format: its name, other names it answers to, and what it is (for `--help`).
 #[derive(Debug)]
@@ -72,7 +89,8 @@ pub struct FormatInfo {
     pub help: &'static str,
 }
 
-/// Every output format, once: the names, the parser and `--help` come from here.
+/// Every output format of the renderers, once (the suites' own follow, from their views): the
+/// names, the parser and `--help` come from here.
 pub const FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Table,
@@ -110,41 +128,49 @@ pub const FORMATS: &[FormatInfo] = &[
         aliases: &[],
         help: "one self-contained page",
     },
-    FormatInfo {
-        format: Format::Ycsb,
-        name: "ycsb",
-        aliases: &[],
-        help: "YCSB's text output",
-    },
 ];
 
 impl Format {
-    fn info(self) -> &'static FormatInfo {
-        (FORMATS.iter())
-            .find(|f| f.format == self)
-            .expect("every format is in FORMATS")
-    }
-
     /// The name the user writes.
     pub fn name(self) -> &'static str {
-        self.info().name
+        match self {
+            Format::Own(f) => f.name,
+            _ => {
+                (FORMATS.iter())
+                    .find(|f| f.format == self)
+                    .expect("every format is in FORMATS")
+                    .name
+            }
+        }
     }
 
-    /// Every format's name, in `FORMATS`' order.
-    pub fn names() -> Vec<&'static str> {
-        FORMATS.iter().map(|f| f.name).collect()
+    /// Every format: the renderers', then the suites' of `views`.
+    fn all(views: Views) -> impl Iterator<Item = (Format, &'static str, &'static str)> {
+        let own = (views.0.iter())
+            .flat_map(|v| v.formats().iter().map(|f| (Format::Own(f), f.name, f.help)));
+        FORMATS
+            .iter()
+            .map(|f| (f.format, f.name, f.help))
+            .chain(own)
     }
 
-    pub fn parse(name: &str) -> Option<Format> {
-        (FORMATS.iter())
-            .find(|f| f.name == name || f.aliases.contains(&name))
-            .map(|f| f.format)
+    /// Every format's name, in `FORMATS`' order, then the suites'.
+    pub fn names(views: Views) -> Vec<&'static str> {
+        Format::all(views).map(|(_, name, _)| name).collect()
+    }
+
+    pub fn parse(name: &str, views: Views) -> Option<Format> {
+        let alias =
+            |f: &Format| (FORMATS.iter()).any(|i| i.format == *f && i.aliases.contains(&name));
+        (Format::all(views))
+            .find(|(f, n, _)| *n == name || alias(f))
+            .map(|(f, _, _)| f)
     }
 
     /// `-f`'s help: each format and what it is.
-    pub fn help() -> String {
-        let each: Vec<String> = (FORMATS.iter())
-            .map(|f| format!("{} ({})", f.name, f.help))
+    pub fn help(views: Views) -> String {
+        let each: Vec<String> = (Format::all(views))
+            .map(|(_, name, help)| format!("{name} ({help})"))
             .collect();
         format!("Output format: {}", each.join(", "))
     }
@@ -164,10 +190,10 @@ pub fn render(
         Format::Markdown => records
             .iter()
             .try_for_each(|r| table::render(r, views, grid::Style::Markdown, out)),
-        Format::Csv => csv::render(records, out),
-        Format::SummaryJson => summary::render(records, out),
+        Format::Csv => csv::render(records, views, out),
+        Format::SummaryJson => summary::render(records, views, out),
         Format::Html => html::render(records, views, out),
-        Format::Ycsb => ycsb::render(records, out),
+        Format::Own(f) => (f.render)(records, out),
         Format::Json => records.iter().try_for_each(|r| {
             serde_json::to_writer(&mut *out, r)?;
             writeln!(out)

@@ -1,7 +1,9 @@
 //! `summary-json`: the headline figures of each case as one small JSON document per record, for
 //! scripts and dashboards that do not want the whole record (histograms, series, environment).
-//! Everything here is read from the record; `dyno report DIR -f summary-json` gives the same.
+//! Everything here is read from the record; `dyno report DIR -f summary-json` gives the same. The
+//! figures every case has, then each suite's own under its key (`View::flat`).
 
+use crate::Views;
 use results::{Case, RunRecord};
 use serde_json::{Value, json};
 use std::io::{self, Write};
@@ -9,14 +11,9 @@ use std::io::{self, Write};
 /// The summary's own schema name: its fields change only with it.
 pub const SCHEMA: &str = "dyno.summary-1";
 
-fn case(c: &Case) -> Value {
+fn case(c: &Case, views: Views) -> Value {
     let s = c.summary.as_ref();
-    let load = c
-        .reps
-        .iter()
-        .filter_map(|r| r.load())
-        .max_by(|a, b| a.responses_per_s.total_cmp(&b.responses_per_s));
-    json!({
+    let mut doc = json!({
         "target": c.target,
         "test": c.test,
         "topology": c.topology,
@@ -44,19 +41,15 @@ fn case(c: &Case) -> Value {
             "max": l.max,
         })),
         "errors": c.errors.values().sum::<u64>(),
-        "load": load.map(|l| json!({
-            "requests": l.requests,
-            "responses_per_s": l.responses_per_s,
-            "non_2xx": l.non_2xx,
-            "network_failed": l.network_failed,
-            "intended_per_s": l.generator.intended_per_s,
-            "generator_valid": l.generator.valid,
-        })),
-    })
+    });
+    for f in views.flat() {
+        doc[f.key] = (f.json)(c);
+    }
+    doc
 }
 
 /// One line of JSON per record: the run's identity and a summary per case.
-pub fn render(records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
+pub fn render(records: &[RunRecord], views: Views, out: &mut dyn Write) -> io::Result<()> {
     for r in records {
         let doc = json!({
             "schema": SCHEMA,
@@ -64,7 +57,7 @@ pub fn render(records: &[RunRecord], out: &mut dyn Write) -> io::Result<()> {
             "dyno": r.dyno.version,
             "suite": r.plan.suite,
             "interrupted": r.interrupted,
-            "cases": r.cases.iter().map(case).collect::<Vec<_>>(),
+            "cases": r.cases.iter().map(|c| case(c, views)).collect::<Vec<_>>(),
         });
         serde_json::to_writer(&mut *out, &doc)?;
         writeln!(out)?;

@@ -76,6 +76,27 @@ pub trait View: results::Named + Sync {
     fn rate_bars(&self) -> bool {
         false
     }
+
+    /// The output formats this suite brings (`-f NAME`), beside the renderers' own.
+    fn formats(&self) -> &'static [crate::OwnFormat] {
+        &[]
+    }
+
+    /// The figures this suite adds to every case of the flat formats (`csv`, `summary-json`).
+    fn flat(&self) -> Option<&'static Flat> {
+        None
+    }
+}
+
+/// Figures a suite adds to each case of the flat formats, after the common ones: `csv`'s columns
+/// (empty in a case without them) and `summary-json`'s key (null in a case without them).
+pub struct Flat {
+    pub key: &'static str,
+    pub columns: &'static [&'static str],
+    /// The `csv` fields of one case, comma-separated, or `None` where it has none.
+    pub csv: fn(&Case) -> Option<String>,
+    /// The `summary-json` value of one case (null where it has none).
+    pub json: fn(&Case) -> serde_json::Value,
 }
 
 /// The view of a suite no catalogue knows: tests × targets.
@@ -94,6 +115,11 @@ impl View for Generic {}
 pub struct Views<'a>(pub &'a [&'a dyn View]);
 
 impl<'a> Views<'a> {
+    /// The flat figures the suites add, in the catalogue's order.
+    pub fn flat(&self) -> impl Iterator<Item = &'static Flat> + 'a {
+        self.0.iter().filter_map(|v| v.flat())
+    }
+
     /// The view of `suite`, or [`Generic`].
     pub fn of(&self, suite: &str) -> &'a dyn View {
         self.0

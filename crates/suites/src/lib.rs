@@ -6,7 +6,7 @@
 //! the shard rule, how a repetition runs, its record detail and how shards of it merge, its tables
 //! and plots. The engine holds the mechanisms and names no suite; the renderers neither. What the
 //! store suites share — opening the store, describing its cases, the server's own figures between
-//! tests, closing it — is [`on_store`].
+//! tests, closing it — is `on_store`.
 
 pub mod kv;
 pub mod load;

@@ -138,7 +138,7 @@ pub(super) fn merge_cmd(dirs: &[PathBuf], out: Option<&Path>, format: &str) -> R
     report::render(
         format,
         std::slice::from_ref(&record),
-        report::Views(&crate::suites::views()),
+        crate::suites::views(),
         &mut text,
     )
     .context("rendering the report")?;

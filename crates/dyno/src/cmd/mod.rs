@@ -112,14 +112,14 @@ struct Resolved {
 
 fn parse_format(f: Option<&Sp<String>>) -> Result<Format, PlanError> {
     let Some(f) = f else { return Ok(Format::Table) };
-    Format::parse(&f.value).ok_or_else(|| {
+    Format::parse(&f.value, crate::suites::views()).ok_or_else(|| {
         PlanError::new(
             f.at.clone(),
             format!(
                 "unknown format {:?}; {}formats: {}",
                 f.value,
-                engine::suggest::did_you_mean(&f.value, Format::names()),
-                Format::names().join(", ")
+                engine::suggest::did_you_mean(&f.value, Format::names(crate::suites::views())),
+                Format::names(crate::suites::views()).join(", ")
             ),
         )
     })

@@ -26,13 +26,8 @@ pub(super) fn report_cmd(
         eprintln!("dyno: HTML report written to {}", path.display());
     }
     let mut text = Vec::new();
-    report::render(
-        format,
-        &records,
-        report::Views(&crate::suites::views()),
-        &mut text,
-    )
-    .context("rendering the report")?;
+    report::render(format, &records, crate::suites::views(), &mut text)
+        .context("rendering the report")?;
     if let Some(to) = plots {
         if cfg!(not(feature = "plots")) {
             bail!("--plots: this dyno was built without plots; build it with `--features plots`");

@@ -425,11 +425,10 @@ fn execute(args: &RunArgs, p: &Prepared, record_path: &Path) -> Result<engine::r
 fn finish(args: &RunArgs, p: &Prepared, record: &results::RunRecord) -> Result<ExitCode> {
     // Every file first, then the terminal: a closed pipe must not cost a file.
     let mut text = Vec::new();
-    let views = crate::suites::views();
     report::render(
         p.format,
         std::slice::from_ref(record),
-        report::Views(&views),
+        crate::suites::views(),
         &mut text,
     )
     .context("rendering the report")?;
@@ -527,7 +526,7 @@ pub(super) fn trend_rows(
 /// Draws a record's plots (SVG, PNG, `.dat`) into `dir`; a failure is a warning, not a lost run.
 pub(super) fn write_plots(record: &results::RunRecord, dir: &Path, quiet: bool) {
     #[cfg(feature = "plots")]
-    match report::plots::write_all(record, report::Views(&crate::suites::views()), dir) {
+    match report::plots::write_all(record, crate::suites::views(), dir) {
         Ok(files) if files.is_empty() || quiet => {}
         Ok(files) => eprintln!(
             "dyno: {} plot files (SVG, PNG, .dat) written to {}",
@@ -549,13 +548,8 @@ pub(super) fn write_html(
     path: &Path,
 ) -> Result<()> {
     let mut page = Vec::new();
-    report::html::render_with_trend(
-        records,
-        report::Views(&crate::suites::views()),
-        trend,
-        &mut page,
-    )
-    .context("rendering the HTML report")?;
+    report::html::render_with_trend(records, crate::suites::views(), trend, &mut page)
+        .context("rendering the HTML report")?;
     let tmp = path.with_extension("html.tmp");
     std::fs::write(&tmp, &page)
         .and_then(|()| std::fs::rename(&tmp, path))

@@ -84,7 +84,9 @@ pub fn catalogue() -> engine::plan::Catalogue {
     engine::suite::catalogue(all())
 }
 
+static VIEWS: LazyLock<Vec<&'static dyn report::View>> = LazyLock::new(|| suites::views(&ALL));
+
 /// How each suite's records read, for the renderers.
-pub fn views() -> Vec<&'static dyn report::View> {
-    suites::views(&ALL)
+pub fn views() -> report::Views<'static> {
+    report::Views(&VIEWS)
 }

@@ -342,11 +342,10 @@ mod tests {
 
         // The table `dyno report` prints is tally's own.
         let mut text = Vec::new();
-        let views = crate::suites::views();
         report::render(
             report::Format::Table,
             &records,
-            report::Views(&views),
+            crate::suites::views(),
             &mut text,
         )
         .unwrap();

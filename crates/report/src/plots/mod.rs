@@ -561,7 +561,7 @@ mod tests {
     #[test]
     fn file_stems_and_headings() {
         assert_eq!(stem("a b/c"), "a_b_c");
-        assert_eq!(heading("load", "load"), "load");
-        assert_eq!(heading("shootout", "add"), "shootout add");
+        assert_eq!(heading("tally", "tally"), "tally");
+        assert_eq!(heading("tally", "add"), "tally add");
     }
 }

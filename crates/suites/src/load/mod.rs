@@ -2,6 +2,7 @@
 //! or open loop, latency from the intended start. [`plan`] resolves its settings, [`rep`] turns
 //! a repetition into the record's figures, [`table`] draws them.
 
+mod flat;
 mod merge;
 pub mod plan;
 pub mod rep;
@@ -62,6 +63,10 @@ impl results::Named for Load {
 impl report::View for Load {
     fn table(&self, r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         table::render(r, doc)
+    }
+
+    fn flat(&self) -> Option<&'static report::Flat> {
+        Some(&flat::FLAT)
     }
 
     fn sweep_figures(&self, _: &str) -> Vec<SweepFigure> {

@@ -41,6 +41,7 @@ pub mod keys;
 mod merge;
 mod run;
 mod settings;
+mod text;
 
 pub use client::*;
 use run::*;
@@ -251,6 +252,14 @@ impl results::Named for Ycsb {
 impl report::View for Ycsb {
     fn table(&self, r: &results::RunRecord, doc: &mut report::grid::Doc) -> std::io::Result<()> {
         table::render(r, doc)
+    }
+
+    fn formats(&self) -> &'static [report::OwnFormat] {
+        &[report::OwnFormat {
+            name: "ycsb",
+            help: "YCSB's text output",
+            render: text::render,
+        }]
     }
 }
 

@@ -21,9 +21,8 @@ fn census_of(record: &results::RunRecord, target: &str) -> super::Figures {
 
 fn report(dir: &Path) -> String {
     let records = results::store::load(dir).unwrap();
-    let views = crate::suites::views();
     let mut text = Vec::new();
-    report::render(report::Format::Table, &records, report::Views(&views), &mut text).unwrap();
+    report::render(report::Format::Table, &records, crate::suites::views(), &mut text).unwrap();
     String::from_utf8(text).unwrap()
 }
 

@@ -1,4 +1,5 @@
-//! YCSB's own text output (`-f ycsb`), so scripts written for YCSB read dyno's runs: for each
+//! YCSB's own text output (`-f ycsb`, of any suite's records), so scripts written for YCSB read
+//! dyno's runs: for each
 //! measured repetition of each case, a comment line naming it, then YCSB's lines —
 //! `[OVERALL], RunTime(ms)`, `[OVERALL], Throughput(ops/sec)`, and for each operation kind
 //! `Operations`, `AverageLatency(us)`, `MinLatency(us)`, `MaxLatency(us)`,
