@@ -316,9 +316,10 @@ mod servers {
         let text = format!(
             r#"[suite]
     name = "load"
+    reps = 1
 
     [load]
-    duration = "3s"
+    duration = "4s"
     rate = 1000
     interval = "100ms"
 

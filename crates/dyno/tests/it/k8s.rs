@@ -141,7 +141,7 @@ mod servers {
                 Some("url") => format!("url = \"{url}\""),
                 Some("duration") => "duration = \"2s\"".into(),
                 Some("rate") => "rate = 400".into(),
-                Some("concurrency") => format!("concurrency = {}", 2 * n),
+                Some("concurrency") => format!("concurrency = {}\nreps = 1", 2 * n),
                 _ => l.to_string(),
             })
             .collect::<Vec<_>>()

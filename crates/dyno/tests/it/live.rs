@@ -96,7 +96,7 @@ mod servers {
         let mut child = std::process::Command::new(DYNO)
             .current_dir(dir.path())
             .args(["run", &format!("http://127.0.0.1:{}/", s.port)])
-            .args(["--rate", "200", "--duration", "4s", "-o", "out"])
+            .args(["--rate", "200", "--duration", "5s", "-r", "1", "-o", "out"])
             .args(["--metrics-addr", &format!("127.0.0.1:{port}")])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -33,7 +33,7 @@ fn coalescing_run(s: &Server, args: &[&str]) -> (Value, Value) {
     dyno(dir.path())
         .arg("run")
         .arg(format!("http://{}/", s.addr()))
-        .args(["--threads", "1", "-o", "o"])
+        .args(["--threads", "1", "-r", "1", "-o", "o"])
         .args(args)
         .assert()
         .success();
@@ -46,7 +46,6 @@ fn coalescing_run(s: &Server, args: &[&str]) -> (Value, Value) {
 
 #[test]
 fn load_settings_are_checked() {
-    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (
@@ -129,7 +128,6 @@ fn load_settings_are_checked() {
 
 #[test]
 fn a_dead_endpoint_fails_its_case_and_says_why() {
-    let _serial = serial();
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     drop(l);
@@ -328,6 +326,8 @@ mod servers {
                 .args([
                     "--rate",
                     "500",
+                    "-r",
+                    "1",
                     "-d",
                     "1s",
                     "-c",
@@ -365,6 +365,8 @@ mod servers {
             .args([
                 "--sweep",
                 "rate=200,400,800",
+                "-r",
+                "1",
                 "-d",
                 "1s",
                 "-c",
@@ -463,6 +465,8 @@ mod servers {
             .args([
                 "--rate",
                 "1000",
+                "-r",
+                "1",
                 "-d",
                 "10s",
                 "-c",

@@ -521,6 +521,8 @@ mod servers {
                 "400",
                 "--duration",
                 "3s",
+                "-r",
+                "1",
                 "--max-lag",
                 "1s",
             ],

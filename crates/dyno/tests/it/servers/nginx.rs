@@ -105,6 +105,8 @@ fn open_loop_against_nginx() {
                 &n.url("/hello.txt"),
                 "--rate",
                 "2000",
+                "-r",
+                "1",
                 "-d",
                 "1s",
                 "-c",
@@ -206,7 +208,7 @@ fn https_against_nginx_closed_and_open_loop_with_the_certificate_checked() {
     // Open loop: the connections opened up front shake hands before the measured start.
     dyno(dir.path())
         .args([
-            "run", &url, "--rate", "200", "-d", "1s", "-c", "2", "--ca", "ca.pem",
+            "run", &url, "--rate", "200", "-d", "1s", "-r", "1", "-c", "2", "--ca", "ca.pem",
         ])
         .args(["--no-warmup", "-o", "open"])
         .assert()
@@ -272,7 +274,16 @@ fn profile_draws_nginx_and_dyno_as_flame_graphs() {
     }
     let dir = tempfile::tempdir().unwrap();
     dyno(dir.path())
-        .args(["run", &n.url("/hello.txt"), "--duration", "2s", "-c", "4"])
+        .args([
+            "run",
+            &n.url("/hello.txt"),
+            "--duration",
+            "2s",
+            "-r",
+            "1",
+            "-c",
+            "4",
+        ])
         .args([
             "--pid",
             &n.pid().to_string(),
