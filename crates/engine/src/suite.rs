@@ -36,8 +36,8 @@ pub struct Param {
 /// The bounds of `-c` in a suite: its default, its most, and why.
 #[derive(Debug, Clone, Copy)]
 pub struct Clients {
-    pub default: u64,
-    pub max: u64,
+    pub default: u32,
+    pub max: u32,
     pub why: &'static str,
 }
 
@@ -45,7 +45,7 @@ pub struct Clients {
 #[derive(Debug, Clone)]
 pub struct Common<'a> {
     pub objects: u64,
-    pub concurrency: u32,
+    pub clients: u32,
     pub size: usize,
     pub seed: u64,
     pub quick: bool,
@@ -89,7 +89,7 @@ pub struct Plan {
     /// The suite's own settings (see [`crate::suite::settings`]).
     pub settings: Box<dyn Settings>,
     pub objects: u64,
-    pub concurrency: u32,
+    pub clients: u32,
     /// The generator threads that carry a store suite's clients (many clients per thread where
     /// the target's sessions allow it: [`crate::driver::Store::many_per_thread`]).
     pub threads: usize,
@@ -139,7 +139,7 @@ impl Plan {
             source: self.source.clone(),
             suite: self.suite.name().to_string(),
             objects: self.objects,
-            concurrency: self.concurrency,
+            concurrency: self.clients,
             threads: (self.suite.family() != crate::driver::Family::Request)
                 .then_some(self.threads as u32),
             size_bytes: self.size as u64,
@@ -208,7 +208,7 @@ impl Plan {
 pub struct Point {
     pub sweep: Option<SweepPoint>,
     pub objects: u64,
-    pub concurrency: u32,
+    pub clients: u32,
     pub size: usize,
 }
 

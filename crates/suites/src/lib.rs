@@ -52,7 +52,7 @@ fn clients_split(plan: &engine::suite::Plan, shard: Shard) -> Result<(), String>
     let fewest = (plan.sweeps.iter())
         .filter(|s| s.param == "clients")
         .flat_map(|s| s.values.iter().copied())
-        .chain([u64::from(plan.concurrency)])
+        .chain([u64::from(plan.clients)])
         .min()
         .unwrap_or(0);
     match fewest < u64::from(shard.count) {

@@ -17,9 +17,7 @@ use engine::clock::Clock;
 use engine::driver::{Family, OpError, Session, Store};
 use engine::fiber::Barrier;
 use engine::plan::setting::shared;
-use engine::plan::{
-    Kind, MAX_CONCURRENCY, Origin, PlanError, PlanTarget, RawPlan, Setting, bounded,
-};
+use engine::plan::{Kind, MAX_CLIENTS, Origin, PlanError, PlanTarget, RawPlan, Setting, bounded};
 use engine::recorder::Recorder;
 use engine::suite::Plan;
 use engine::suite::TestOutcome;
@@ -432,7 +430,7 @@ impl report::View for Namespace {
 }
 
 /// What the suite reads.
-static SETTINGS: &[&Setting] = &[&DEPTH, &WIDTH, &shared::CONCURRENCY, &shared::TOPOLOGY];
+static SETTINGS: &[&Setting] = &[&DEPTH, &WIDTH, &shared::CLIENTS, &shared::TOPOLOGY];
 
 impl Suite for Namespace {
     fn help(&self) -> &'static str {
@@ -468,8 +466,8 @@ impl Suite for Namespace {
 
     fn clients(&self) -> Clients {
         Clients {
-            default: DEFAULT_CLIENTS as u64,
-            max: MAX_CONCURRENCY as u64,
+            default: DEFAULT_CLIENTS,
+            max: MAX_CLIENTS,
             why: "each client is an OS thread",
         }
     }
@@ -489,7 +487,7 @@ impl Suite for Namespace {
             Param {
                 name: "clients",
                 min: 1,
-                max: MAX_CONCURRENCY as u64,
+                max: MAX_CLIENTS as u64,
             },
         ]
     }
@@ -512,7 +510,7 @@ impl Suite for Namespace {
                 MAX_WIDTH,
                 "the width test makes width - 1 folders first",
             )?,
-            clients: c.concurrency,
+            clients: c.clients,
             threads: 1,
         }))
     }
@@ -536,7 +534,7 @@ impl Suite for Namespace {
         let mut params = *settings::<Params>(plan);
         params.depth = point.swept("depth").unwrap_or(params.depth);
         params.width = point.swept("width").unwrap_or(params.width);
-        params.clients = point.concurrency;
+        params.clients = point.clients;
         params.threads = plan.threads;
         let tests = self.tests(plan, point);
         super::on_store(target, interrupt, run, &|store, interrupt| {

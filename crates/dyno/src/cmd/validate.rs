@@ -16,7 +16,7 @@ pub(super) fn validate(path: &Path, shard: Option<&str>, meet: bool) -> Result<E
         path.display(),
         plan.suite.name(),
         plan.objects,
-        plan.concurrency,
+        plan.clients,
         plan.size,
         plan.reps,
         if plan.warmup { " + warm-up" } else { "" },

@@ -335,7 +335,7 @@ pub const MAX_SWEEP_POINTS: usize = 1000;
 /// the defaults (a test needs 4 a side, `results::compare::MIN_REPS`; one more keeps that
 /// when a repetition fails).
 pub const DEFAULT_OBJECTS: u64 = 1000;
-pub const DEFAULT_CONCURRENCY: u32 = 2;
+pub const DEFAULT_CLIENTS: u32 = 2;
 pub const DEFAULT_SIZE: usize = 300;
 pub const DEFAULT_REPS: u32 = 5;
 /// `--quick`: enough objects for stable figures in well under a second per target.
@@ -346,7 +346,7 @@ pub const DEFAULT_SEED: u64 = 1;
 /// Objects per client are numbered in 24 bits of the key (see `shootout::key`).
 pub const MAX_OBJECTS: u64 = (1 << 24) - 1;
 /// One OS thread per client; past this the machine, not the target, is measured.
-pub const MAX_CONCURRENCY: u32 = 1024;
+pub const MAX_CLIENTS: u32 = 1024;
 /// Each object starts with a 16-byte header (its key and version) that reads are checked against.
 pub const MIN_SIZE: usize = 16;
 /// Objects are held whole in memory by the client cache; 64 MiB keeps one object per op sane.

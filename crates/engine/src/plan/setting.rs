@@ -189,7 +189,7 @@ pub mod shared {
                [default: 1000; 100 with --quick].",
         heading: None,
     };
-    pub static CONCURRENCY: Setting = Setting {
+    pub static CLIENTS: Setting = Setting {
         key: "concurrency",
         short: Some('c'),
         aliases: &["connections", "clients"],

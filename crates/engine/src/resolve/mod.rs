@@ -86,7 +86,7 @@ impl RawPlan {
 
         let Shared {
             objects,
-            concurrency,
+            clients,
             threads,
             size,
             reps,
@@ -97,7 +97,7 @@ impl RawPlan {
             &self,
             &Common {
                 objects,
-                concurrency,
+                clients,
                 size,
                 seed,
                 quick: self.quick,
@@ -123,7 +123,7 @@ impl RawPlan {
             suite,
             settings,
             objects,
-            concurrency,
+            clients,
             threads,
             size,
             reps,
@@ -139,12 +139,12 @@ impl RawPlan {
     /// The settings every suite has, checked against their bounds (`-c`'s are the suite's).
     fn shared(&self, suite: &dyn Suite) -> Result<Shared, PlanError> {
         let clients = suite.clients();
-        let concurrency = bounded(
-            self.settings.int(&shared::CONCURRENCY),
+        let clients = bounded(
+            self.settings.int(&shared::CLIENTS),
             "concurrency",
-            clients.default,
+            u64::from(clients.default),
             1,
-            clients.max,
+            u64::from(clients.max),
             clients.why,
         )? as u32;
         let objects = bounded(
@@ -203,7 +203,7 @@ impl RawPlan {
         };
         Ok(Shared {
             objects,
-            concurrency,
+            clients,
             threads,
             size,
             reps,
@@ -364,7 +364,7 @@ impl RawPlan {
 /// The settings every suite has.
 struct Shared {
     objects: u64,
-    concurrency: u32,
+    clients: u32,
     threads: usize,
     size: usize,
     reps: u32,

@@ -40,7 +40,7 @@ fn points(plan: &Plan) -> Vec<Point> {
     let base = Point {
         sweep: None,
         objects: plan.objects,
-        concurrency: plan.concurrency,
+        clients: plan.clients,
         size: plan.size,
     };
     if plan.sweeps.is_empty() {
@@ -53,7 +53,7 @@ fn points(plan: &Plan) -> Vec<Point> {
             match sweep.param {
                 "objects" => p.objects = v,
                 "size" => p.size = v as usize,
-                "clients" => p.concurrency = v as u32,
+                "clients" => p.clients = v as u32,
                 _ => {}
             }
             p.sweep = Some(results::SweepPoint {

@@ -42,7 +42,7 @@ use engine::clock::Clock;
 use engine::driver::{ErrorClass, Family, OpError, Session, Store, TxMode};
 use engine::plan::setting::shared;
 use engine::plan::{
-    Kind, MAX_CONCURRENCY, MAX_OBJECTS, MAX_SIZE, PlanError, PlanTarget, RawPlan, Setting,
+    Kind, MAX_CLIENTS, MAX_OBJECTS, MAX_SIZE, PlanError, PlanTarget, RawPlan, Setting,
 };
 use engine::recorder::Recorder;
 use engine::shard::Shard;
@@ -114,7 +114,7 @@ fn measure(
     (first, sent): (u32, &mut [Vec<u64>]),
     acked: &Mutex<Vec<u64>>,
 ) -> TestOutcome {
-    let clients = point.concurrency.max(1);
+    let clients = point.clients.max(1);
     let mine = sent.len() as u32;
     let series = Mutex::new(Series::new(sent.len()));
     let start_ns = ctx.clock.now_ns();
@@ -209,7 +209,7 @@ fn measure(
 static SETTINGS: &[&Setting] = &[
     &shared::OBJECTS,
     &shared::SIZE,
-    &shared::CONCURRENCY,
+    &shared::CLIENTS,
     &shared::THREADS,
     &DURATION,
 ];
@@ -251,7 +251,7 @@ impl Suite for Kv {
     fn clients(&self) -> Clients {
         Clients {
             default: 1,
-            max: MAX_CONCURRENCY as u64,
+            max: MAX_CLIENTS,
             why: "each client is an OS thread with a session of its own",
         }
     }
@@ -261,7 +261,7 @@ impl Suite for Kv {
             Param {
                 name: "clients",
                 min: 1,
-                max: MAX_CONCURRENCY as u64,
+                max: MAX_CLIENTS as u64,
             },
             Param {
                 name: "size",
@@ -349,7 +349,7 @@ impl Suite for Kv {
             point.size,
         );
         let store_ref: &dyn Store = &*store;
-        let all = u64::from(point.concurrency.max(1));
+        let all = u64::from(point.clients.max(1));
         let first = shard.first(all) as u32;
         let mut sent: Vec<Vec<u64>> = vec![Vec::new(); shard.part(all) as usize];
         let acked = Mutex::new(Vec::new());

@@ -17,7 +17,7 @@ use engine::suite::Plan;
 use engine::suite::{
     After, Clients, Common, Param, Point, Repeat, Settings, Suite, TargetError, settings,
 };
-use plan::{DEFAULT_CONNECTIONS, MAX_CONNECTIONS, MAX_RATE_PER_S};
+use plan::{DEFAULT_CLIENTS, MAX_CLIENTS, MAX_RATE_PER_S};
 use report::grid::Doc;
 use report::sweep::Figure;
 use report::view::{SweepFigure, rates};
@@ -135,8 +135,8 @@ impl Suite for Load {
 
     fn clients(&self) -> Clients {
         Clients {
-            default: DEFAULT_CONNECTIONS,
-            max: MAX_CONNECTIONS,
+            default: DEFAULT_CLIENTS,
+            max: MAX_CLIENTS,
             why: "each connection takes a local port",
         }
     }
@@ -146,7 +146,7 @@ impl Suite for Load {
             Param {
                 name: "clients",
                 min: 1,
-                max: MAX_CONNECTIONS,
+                max: u64::from(MAX_CLIENTS),
             },
             Param {
                 name: "rate",
@@ -170,7 +170,7 @@ impl Suite for Load {
     }
 
     fn resolve(&self, raw: &RawPlan, c: &Common) -> Result<Box<dyn Settings>, PlanError> {
-        let l = plan::Raw(raw).resolve_load(u64::from(c.concurrency))?;
+        let l = plan::Raw(raw).resolve_load(c.clients)?;
         let rate_sweep = (raw.sweeps.iter())
             .find(|s| s.value.trim_start().starts_with("rate"))
             .map(|s| s.at.clone());
@@ -213,7 +213,7 @@ impl Suite for Load {
         run: &mut dyn Repeat,
     ) -> Result<(), TargetError> {
         let mut p = settings::<LoadParams>(plan).clone();
-        p.connections = u64::from(point.concurrency);
+        p.clients = point.clients;
         if let Some(rate) = point.swept("rate") {
             p.set_rate(rate as f64);
         }

@@ -11,10 +11,10 @@ use std::path::PathBuf;
 
 pub use engine::load::LoadModel;
 
-/// wrk's default of 10 connections.
-pub const DEFAULT_CONNECTIONS: u64 = 10;
+/// wrk's default of 10 connections (a client is a connection).
+pub const DEFAULT_CLIENTS: u32 = 10;
 /// Each connection takes a local port, and there are fewer than 65,536.
-pub const MAX_CONNECTIONS: u64 = 60_000;
+pub const MAX_CLIENTS: u32 = 60_000;
 /// wrk's default run of 10 s, as 5 repetitions of 2 s (a comparison needs repetitions);
 /// `--quick` one of 2 s.
 pub const DEFAULT_DURATION_NS: u64 = 2_000_000_000;
@@ -33,7 +33,8 @@ pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
 /// The load suite's resolved settings.
 #[derive(Debug, Clone)]
 pub struct LoadParams {
-    pub connections: u64,
+    /// `-c`: a connection each.
+    pub clients: u32,
     pub threads: usize,
     pub model: LoadModel,
     pub timeout_ns: u64,
@@ -127,14 +128,15 @@ impl LoadParams {
         if shard.count <= 1 {
             return Ok(p);
         }
-        if self.connections < u64::from(shard.count) {
+        if self.clients < shard.count {
             return Err(format!(
                 "{} connections cannot be split over {} shards: give -c at least {}",
-                self.connections, shard.count, shard.count
+                self.clients, shard.count, shard.count
             ));
         }
-        p.connections = shard.part(self.connections);
-        p.max_connections = shard.part(self.max_connections).max(p.connections);
+        // A part of a u32 is a u32.
+        p.clients = shard.part(u64::from(self.clients)) as u32;
+        p.max_connections = shard.part(self.max_connections).max(u64::from(p.clients));
         let n = f64::from(shard.count);
         match &mut p.model {
             LoadModel::Open {
@@ -143,10 +145,10 @@ impl LoadParams {
                 ..
             } => {
                 *profile = profile.scaled(1.0 / n);
-                *max_connections = shard.part(*max_connections).max(p.connections);
+                *max_connections = shard.part(*max_connections).max(u64::from(p.clients));
             }
             LoadModel::Closed { .. } => {
-                p.threads = p.threads.min(p.connections as usize).max(1);
+                p.threads = p.threads.min(p.clients as usize).max(1);
             }
         }
         if let Some(b) = &mut p.burst {
@@ -208,7 +210,7 @@ impl LoadParams {
         };
         results::LoadPlanRecord {
             model: model.to_string(),
-            connections: self.connections,
+            connections: u64::from(self.clients),
             max_connections,
             threads: self.threads as u64,
             duration_ns: self.duration_ns(),
@@ -277,7 +279,8 @@ impl Raw<'_> {
         } as usize)
     }
 
-    pub(super) fn resolve_load(&self, connections: u64) -> Result<LoadParams, PlanError> {
+    pub(super) fn resolve_load(&self, clients: u32) -> Result<LoadParams, PlanError> {
+        let connections = u64::from(clients);
         let duration = positive_duration(&self.settings.text(&set::DURATION), "duration")?;
         let ramp = positive_duration(&self.settings.text(&set::RAMP), "ramp")?;
         let timeout = positive_duration(&self.settings.text(&set::TIMEOUT), "timeout")?
@@ -361,7 +364,7 @@ impl Raw<'_> {
             }
         };
         Ok(LoadParams {
-            connections,
+            clients,
             threads,
             model,
             timeout_ns: timeout,
@@ -508,10 +511,10 @@ impl Raw<'_> {
                 )
                 .hint("raise max_connections, or lower -c"));
             }
-            Some(m) if m.value as u64 > MAX_CONNECTIONS => {
+            Some(m) if m.value as u64 > u64::from(MAX_CLIENTS) => {
                 return Err(PlanError::new(
                     m.at.clone(),
-                    format!("max_connections must be at most {MAX_CONNECTIONS}"),
+                    format!("max_connections must be at most {MAX_CLIENTS}"),
                 ));
             }
             Some(m) => {

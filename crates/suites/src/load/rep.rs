@@ -57,7 +57,7 @@ fn spec(
         protocol: ep.protocol.clone(),
         threads: p.threads,
         model: p.model.clone(),
-        connections: p.connections as usize,
+        connections: p.clients as usize,
         seed,
         timeout: Duration::from_nanos(p.timeout_ns),
         interval: Duration::from_nanos(p.interval_ns),
@@ -250,7 +250,7 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
     };
     Rep {
         ops: c.responses,
-        clients: p.connections as u32,
+        clients: p.clients,
         wall_ns: r.wall_ns,
         client_ns: Vec::new(),
         ops_per_s: load.responses_per_s,

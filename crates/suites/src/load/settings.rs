@@ -118,7 +118,7 @@ pub static MAX_LAG: Setting = load(
 pub static SETTINGS: &[&Setting] = &[
     &shared::OBJECTS,
     &shared::SIZE,
-    &shared::CONCURRENCY,
+    &shared::CLIENTS,
     &DURATION,
     &REQUESTS,
     &RATE,

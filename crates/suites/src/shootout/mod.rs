@@ -8,8 +8,8 @@ pub use run::{Params, Test, key};
 use engine::driver::Family;
 use engine::plan::setting::shared;
 use engine::plan::{
-    MAX_CACHE_BYTES, MAX_CONCURRENCY, MAX_OBJECTS, MAX_SIZE, MIN_SIZE, Origin, PlanError,
-    PlanTarget, RawPlan, Setting,
+    MAX_CACHE_BYTES, MAX_CLIENTS, MAX_OBJECTS, MAX_SIZE, MIN_SIZE, Origin, PlanError, PlanTarget,
+    RawPlan, Setting,
 };
 use engine::suite::Plan;
 use engine::suite::{
@@ -36,7 +36,7 @@ impl report::View for Shootout {
 static SETTINGS: &[&Setting] = &[
     &shared::OBJECTS,
     &shared::SIZE,
-    &shared::CONCURRENCY,
+    &shared::CLIENTS,
     &shared::THREADS,
     &shared::TOPOLOGY,
 ];
@@ -60,8 +60,8 @@ impl Suite for Shootout {
 
     fn clients(&self) -> Clients {
         Clients {
-            default: engine::plan::DEFAULT_CONCURRENCY as u64,
-            max: MAX_CONCURRENCY as u64,
+            default: engine::plan::DEFAULT_CLIENTS,
+            max: MAX_CLIENTS,
             why: "each client is an OS thread",
         }
     }
@@ -71,7 +71,7 @@ impl Suite for Shootout {
             Param {
                 name: "clients",
                 min: 1,
-                max: MAX_CONCURRENCY as u64,
+                max: MAX_CLIENTS as u64,
             },
             Param {
                 name: "objects",
@@ -98,12 +98,12 @@ impl Suite for Shootout {
         };
         let (objects, concurrency, size) = (
             most("objects", c.objects),
-            most("clients", c.concurrency as u64),
+            most("clients", u64::from(c.clients)),
             most("size", c.size as u64),
         );
         let cache_bytes = objects * concurrency * size;
         if cache_bytes > MAX_CACHE_BYTES {
-            let at = [&shared::OBJECTS, &shared::CONCURRENCY, &shared::SIZE]
+            let at = [&shared::OBJECTS, &shared::CLIENTS, &shared::SIZE]
                 .into_iter()
                 .find_map(|s| raw.settings.int(s))
                 .map(|s| s.at)
@@ -136,7 +136,7 @@ impl Suite for Shootout {
     ) -> Result<(), TargetError> {
         let params = Params {
             objects: point.objects,
-            concurrency: point.concurrency,
+            clients: point.clients,
             threads: plan.threads,
             size: point.size,
             seed: plan.seed,

@@ -80,7 +80,7 @@ const DEFERRED_MAX: u64 = 16_384;
 #[derive(Debug, Clone, Copy)]
 pub struct Params {
     pub objects: u64,
-    pub concurrency: u32,
+    pub clients: u32,
     /// Generator threads carrying the clients, where the store's sessions allow many per thread.
     pub threads: usize,
     pub size: usize,
@@ -358,7 +358,7 @@ impl<'a> Shootout<'a> {
     ) -> Shootout<'a> {
         let shared = Clock::monotonic();
         let target_cache = store.client_cache();
-        let clients = (0..params.concurrency)
+        let clients = (0..params.clients)
             .map(|i| {
                 let clock = if virtual_time {
                     Clock::new_virtual()
@@ -499,7 +499,7 @@ impl<'a> Shootout<'a> {
         let op = if test.writes() { "put" } else { "get" };
         let rep = Rep {
             ops: objects,
-            clients: self.params.concurrency,
+            clients: self.params.clients,
             wall_ns,
             client_ns,
             ops_per_s: results::stats::per_s(objects as f64, wall_ns),

@@ -48,7 +48,7 @@ use run::*;
 
 use engine::clock::Clock;
 use engine::driver::{ErrorClass, Family, OpError, Session, Store, TxMode};
-use engine::plan::{MAX_CONCURRENCY, MAX_OBJECTS, Origin, PlanError, PlanTarget, RawPlan, Setting};
+use engine::plan::{MAX_CLIENTS, MAX_OBJECTS, Origin, PlanError, PlanTarget, RawPlan, Setting};
 use engine::recorder::Recorder;
 use engine::shard::Shard;
 use engine::suite::{
@@ -302,7 +302,7 @@ impl Suite for Ycsb {
     fn clients(&self) -> Clients {
         Clients {
             default: 1,
-            max: MAX_CONCURRENCY as u64,
+            max: MAX_CLIENTS,
             why: "each client is an OS thread with a session of its own",
         }
     }
@@ -311,7 +311,7 @@ impl Suite for Ycsb {
         vec![Param {
             name: "clients",
             min: 1,
-            max: MAX_CONCURRENCY as u64,
+            max: MAX_CLIENTS as u64,
         }]
     }
 

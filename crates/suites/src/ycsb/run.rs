@@ -71,7 +71,7 @@ pub(super) fn load(
 
 /// This shard's clients of the point's: the global number of its first, and how many.
 pub(super) fn clients_of(point: &Point, shard: Shard) -> (u32, u32) {
-    let all = u64::from(point.concurrency.max(1));
+    let all = u64::from(point.clients.max(1));
     (shard.first(all) as u32, shard.part(all) as u32)
 }
 
@@ -100,7 +100,7 @@ pub(super) fn run_workload(
 ) -> TestOutcome {
     // Every shard's clients count: each draws its share of the operations and of the rate by
     // its global number, so the shards' parts add up to the workload.
-    let all = point.concurrency.max(1);
+    let all = point.clients.max(1);
     let (first, clients) = clients_of(point, shard);
     let shared = Shared::new(records);
     let exact = exact_zipf(zipf, w, records);

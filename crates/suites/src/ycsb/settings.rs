@@ -41,7 +41,7 @@ pub static RATE: Setting = Setting {
 /// What the suite reads.
 pub static SETTINGS: &[&Setting] = &[
     &shared::OBJECTS,
-    &shared::CONCURRENCY,
+    &shared::CLIENTS,
     &shared::THREADS,
     &OPERATIONS,
     &ZIPF,

@@ -235,7 +235,7 @@ fn an_empty_plan_gets_zodbshootouts_defaults_and_the_default_targets() {
     let p = resolve("").unwrap();
     assert_eq!(p.suite.name(), "shootout");
     assert_eq!(
-        (p.objects, p.concurrency, p.size, p.reps, p.warmup, p.seed),
+        (p.objects, p.clients, p.size, p.reps, p.warmup, p.seed),
         (1000, 2, 300, 5, true, 1)
     );
     let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
@@ -281,7 +281,7 @@ url = "mem:"
     )
     .unwrap();
     assert_eq!(
-        (p.objects, p.concurrency, p.size, p.reps, p.warmup, p.seed),
+        (p.objects, p.clients, p.size, p.reps, p.warmup, p.seed),
         (50, 4, 1024, 5, false, 7)
     );
     let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
@@ -468,7 +468,7 @@ fn a_load_plan_with_stages_becomes_an_open_loop_profile() {
     );
     assert!(!p.warmup, "load has no warm-up unless asked");
     assert_eq!(
-        (p.concurrency, p.reps),
+        (p.clients, p.reps),
         (10, 5),
         "wrk's 10 s as 5 repetitions of 2 s"
     );
