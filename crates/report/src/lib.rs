@@ -81,7 +81,7 @@ impl PartialEq for OwnFormat {
 impl Eq for OwnFormat {}
 
 /// One output format: its name, other names it answers to, and what it is (for `--help`).
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct FormatInfo {
     pub format: Format,
     pub name: &'static str,
@@ -144,33 +144,34 @@ impl Format {
         }
     }
 
-    /// Every format: the renderers', then the suites' of `views`.
-    fn all(views: Views) -> impl Iterator<Item = (Format, &'static str, &'static str)> {
+    /// Every format: the renderers', then the suites' of `views` (which have no other names).
+    fn all(views: Views) -> impl Iterator<Item = FormatInfo> {
         let own = (views.0.iter())
-            .flat_map(|v| v.formats().iter().map(|f| (Format::Own(f), f.name, f.help)));
-        FORMATS
-            .iter()
-            .map(|f| (f.format, f.name, f.help))
-            .chain(own)
+            .flat_map(|v| v.formats())
+            .map(|f| FormatInfo {
+                format: Format::Own(f),
+                name: f.name,
+                aliases: &[],
+                help: f.help,
+            });
+        FORMATS.iter().copied().chain(own)
     }
 
     /// Every format's name, in `FORMATS`' order, then the suites'.
     pub fn names(views: Views) -> Vec<&'static str> {
-        Format::all(views).map(|(_, name, _)| name).collect()
+        Format::all(views).map(|f| f.name).collect()
     }
 
     pub fn parse(name: &str, views: Views) -> Option<Format> {
-        let alias =
-            |f: &Format| (FORMATS.iter()).any(|i| i.format == *f && i.aliases.contains(&name));
         (Format::all(views))
-            .find(|(f, n, _)| *n == name || alias(f))
-            .map(|(f, _, _)| f)
+            .find(|f| f.name == name || f.aliases.contains(&name))
+            .map(|f| f.format)
     }
 
     /// `-f`'s help: each format and what it is.
     pub fn help(views: Views) -> String {
         let each: Vec<String> = (Format::all(views))
-            .map(|(_, name, help)| format!("{name} ({help})"))
+            .map(|f| format!("{} ({})", f.name, f.help))
             .collect();
         format!("Output format: {}", each.join(", "))
     }

@@ -26,22 +26,13 @@ test_suites! {
 #[cfg(not(test))]
 const TEST_ONLY: &[&dyn Entry] = &[];
 
-const BUILT_IN: &[&dyn Entry] = &suites::BUILT_IN;
-
 /// The `suites` crate's suites, then the tests' own.
-static ALL: [&dyn Entry; BUILT_IN.len() + TEST_ONLY.len()] = {
-    let mut all = [BUILT_IN[0]; BUILT_IN.len() + TEST_ONLY.len()];
-    let mut i = 0;
-    while i < all.len() {
-        all[i] = if i < BUILT_IN.len() {
-            BUILT_IN[i]
-        } else {
-            TEST_ONLY[i - BUILT_IN.len()]
-        };
-        i += 1;
-    }
-    all
-};
+static ALL: LazyLock<Vec<&'static dyn Entry>> = LazyLock::new(|| {
+    (suites::BUILT_IN.iter())
+        .chain(TEST_ONLY)
+        .copied()
+        .collect()
+});
 
 static SUITES: LazyLock<Vec<&'static dyn Suite>> = LazyLock::new(|| suites::suites(&ALL));
 

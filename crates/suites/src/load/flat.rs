@@ -2,8 +2,9 @@
 //! `summary-json`'s `load` object, both of the case's best repetition (the most responses per
 //! second).
 
+use super::table::best;
 use report::Flat;
-use results::{Case, LoadRep};
+use results::Case;
 use serde_json::{Value, json};
 
 pub(super) static FLAT: Flat = Flat {
@@ -21,12 +22,6 @@ pub(super) static FLAT: Flat = Flat {
     csv,
     json,
 };
-
-fn best(c: &Case) -> Option<&LoadRep> {
-    (c.reps.iter())
-        .filter_map(|r| r.load())
-        .max_by(|a, b| a.responses_per_s.total_cmp(&b.responses_per_s))
-}
 
 fn csv(c: &Case) -> Option<String> {
     let l = best(c)?;

@@ -8,8 +8,8 @@ use report::units;
 use results::{Case, LatencySummary, LoadRep, RunRecord};
 use std::io;
 
-/// The repetition a column shows: the best rate of the measured ones.
-fn best(c: &Case) -> Option<&LoadRep> {
+/// The repetition a column (and a flat format) shows: the best rate of the measured ones.
+pub(super) fn best(c: &Case) -> Option<&LoadRep> {
     c.reps
         .iter()
         .filter_map(|r| r.load())
