@@ -1,4 +1,4 @@
-//! A no-op adapter (docs/adapter-protocol.md), compiled: the floor of the adapter protocol's
+//! A no-op adapter (docs/src/reference/adapter-protocol.md), compiled: the floor of the adapter protocol's
 //! cost, as `mem:` is the floor of the built-in drivers. It keeps each session's values in a
 //! hash map of its own process (each client reads back only what it wrote, as the shootout's
 //! clients do), and does nothing else: what a run through it measures is the protocol — two

@@ -3,7 +3,8 @@
 use super::*;
 
 pub(super) fn targets_cmd() -> Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
+    use std::fmt::Write;
+    let mut out = String::new();
     for d in targets::drivers() {
         let i = d.info;
         let families: Vec<&str> = i.families.iter().map(|f| f.as_str()).collect();
@@ -24,5 +25,6 @@ pub(super) fn targets_cmd() -> Result<ExitCode> {
     if targets::drivers().is_empty() {
         bail!("no drivers are built in");
     }
+    print_out(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

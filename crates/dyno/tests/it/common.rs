@@ -100,7 +100,7 @@ thread_local! {
 }
 
 /// Joins the tests that share the machine, unless this test has it alone already.
-fn share_machine() {
+pub fn share_machine() {
     if ALONE.get() {
         return;
     }

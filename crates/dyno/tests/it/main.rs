@@ -12,6 +12,7 @@ mod common;
 
 mod aa;
 mod adapters;
+mod book;
 mod compare;
 mod faults;
 mod fixtures;

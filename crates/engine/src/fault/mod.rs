@@ -213,18 +213,15 @@ impl RawFault {
     /// process dyno starts, `aux` the members that are a cluster's helpers.
     pub fn resolve_among(&self, started: &[&str], aux: &[&str]) -> Result<Fault, PlanError> {
         let at = self.at.clone().unwrap_or(Origin::Default);
-        const KEYS: &[&str] = &[
-            "action", "target", "member", "every", "at", "stagger", "after", "for", "healthy",
-            "delay", "jitter", "rate",
-        ];
+        let keys = crate::plan::keys::FAULT.names();
         if let Some((k, _)) = self
             .words
             .iter()
-            .find(|(k, _)| !KEYS.contains(&k.value.as_str()))
+            .find(|(k, _)| !keys.contains(&k.value.as_str()))
         {
             return Err(
                 PlanError::new(k.at.clone(), format!("unknown fault key {:?}", k.value))
-                    .hint(format!("a fault's keys: {}", KEYS.join(", "))),
+                    .hint(format!("a fault's keys: {}", keys.join(", "))),
             );
         }
         let action = self.action(&at)?;

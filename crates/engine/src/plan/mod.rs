@@ -27,6 +27,7 @@
 //! ```
 
 mod file;
+pub mod keys;
 pub mod setting;
 
 pub use setting::{Catalogue, Given, Kind, Setting, Value};

@@ -1,6 +1,6 @@
 //! `exec:PROGRAM[?OPTION=VALUE…]` — a store reached through an adapter: a program in any
 //! language that dyno starts and speaks to over its standard input and output
-//! (`docs/adapter-protocol.md`). One adapter process serves the store (its namespace, its
+//! (`docs/src/reference/adapter-protocol.md`). One adapter process serves the store (its namespace, its
 //! caches), and one more each client session, as zodbshootout runs a process per client.
 //!
 //! dyno times every operation on its side; nothing the adapter says about time is believed.
@@ -33,7 +33,7 @@ use session::*;
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "exec",
     query_options: true,
-    summary: "a store reached through an adapter program (any language; docs/adapter-protocol.md)",
+    summary: "a store reached through an adapter program (any language; docs/src/reference/adapter-protocol.md)",
     forms: &[
         "exec:adapters/python/reference.py",
         "exec:adapters/zodb/adapter.py?storage=file",

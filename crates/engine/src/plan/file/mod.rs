@@ -31,20 +31,6 @@ impl Source<'_> {
 
 pub(super) type Spanned<T> = toml::Spanned<T>;
 
-pub(super) const TOP_KEYS: &[&str] = &["suite", "output", "targets", "faults", "thresholds"];
-/// The keys of `[suite]` that are the run's, not a suite's.
-pub(super) const RUN_KEYS: &[&str] = &[
-    "name",
-    "reps",
-    "warmup",
-    "seed",
-    "sweep",
-    "samples",
-    "levels",
-    "level_every",
-];
-pub(super) const OUTPUT_KEYS: &[&str] = &["dir", "format"];
-
 pub(super) fn type_name(v: &DeValue) -> &'static str {
     match v {
         DeValue::String(_) => "a string",
@@ -109,8 +95,11 @@ impl RawPlan {
                     settings_section(&src, other, table, &mut plan, settings)?;
                 }
                 other => {
-                    let known: Vec<&str> =
-                        TOP_KEYS.iter().copied().chain(settings.names()).collect();
+                    let known: Vec<&str> = keys::TOP
+                        .names()
+                        .into_iter()
+                        .chain(settings.names())
+                        .collect();
                     return Err(unknown_key(
                         &src,
                         key,
@@ -133,7 +122,13 @@ fn output_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Resu
             "dir" => plan.out = Some(Sp::new(expect_str(src, k, v)?, at)),
             "format" => plan.format = Some(Sp::new(expect_str(src, k, v)?, at)),
             other => {
-                return Err(unknown_key(src, k, other, "[output]", OUTPUT_KEYS));
+                return Err(unknown_key(
+                    src,
+                    k,
+                    other,
+                    "[output]",
+                    &keys::OUTPUT.names(),
+                ));
             }
         }
     }
@@ -205,7 +200,7 @@ fn thresholds_section(
                     k,
                     other,
                     "[thresholds]",
-                    &["checks", "baseline", "abort_on_fail", "abort_after"],
+                    &keys::THRESHOLDS.names(),
                 ));
             }
         }
@@ -286,7 +281,14 @@ fn suite_section(
             },
             other => match settings.in_section("suite").and_then(|s| find(&s, other)) {
                 Some(setting) => plan.settings.set(setting.key, value(src, setting, k, v)?),
-                None => return Err(settings.unknown(src.at(k.span()), other, "suite", RUN_KEYS)),
+                None => {
+                    return Err(settings.unknown(
+                        src.at(k.span()),
+                        other,
+                        "suite",
+                        &keys::RUN.names(),
+                    ));
+                }
             },
         }
     }
@@ -476,13 +478,7 @@ pub(super) fn stages_from_toml(
                 "rate" => rate = Some(Sp::new(expect_number_text(src, sk, sv)?, at)),
                 "duration" => duration = Some(Sp::new(expect_str(src, sk, sv)?, at)),
                 other => {
-                    return Err(unknown_key(
-                        src,
-                        sk,
-                        other,
-                        "a stage",
-                        &["rate", "duration"],
-                    ));
+                    return Err(unknown_key(src, sk, other, "a stage", &keys::STAGE.names()));
                 }
             }
         }

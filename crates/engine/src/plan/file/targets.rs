@@ -31,7 +31,7 @@ pub(super) fn members_from_toml(
                         key,
                         other,
                         "a cluster member",
-                        &["name", "cmd", "ready", "file", "aux"],
+                        &keys::MEMBER.names(),
                     ));
                 }
             }
@@ -156,24 +156,15 @@ pub(super) fn process_from_toml(
                 other => return Err(wrong_type(src, k, v, other, "an integer")),
             },
             other => {
-                const KEYS: [&str; 8] = [
-                    "cmd",
-                    "ready",
-                    "ready_timeout",
-                    "pid",
-                    "name",
-                    "members",
-                    "role",
-                    "link",
-                ];
+                let keys = keys::PROCESS.names();
                 return Err(PlanError::new(
                     src.at(k.span()),
                     format!("unknown key `{other}` in a target's process"),
                 )
                 .hint(format!(
                     "{}keys: {}",
-                    did_you_mean(other, KEYS.iter().copied()),
-                    KEYS.join(", ")
+                    did_you_mean(other, keys.iter().copied()),
+                    keys.join(", ")
                 )));
             }
         }
