@@ -1,6 +1,6 @@
 """dyno's adapter helper: a store adapter is a class; `run(MyAdapter)` speaks the protocol.
 
-The protocol (docs/adapter-protocol.md) is JSON lines over standard input and output: dyno
+The protocol (docs/src/reference/adapter-protocol.md) is JSON lines over standard input and output: dyno
 sends one message per line, the adapter answers each with one line. This module reads the
 messages, calls the adapter's methods, and writes the replies; errors raised as `AdapterError`
 (or its kinds below) become error replies with their code; any other exception is a crash
@@ -215,7 +215,7 @@ def _handle(cls, state, msg):
     return reply
 
 
-# The binary framing (docs/adapter-protocol.md): u32 length (little-endian, of what follows),
+# The binary framing (docs/src/reference/adapter-protocol.md): u32 length (little-endian, of what follows),
 # u8 kind, u32 msg_id, body.
 JSON, BEGIN, PUT, GET, DELETE, COMMIT = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05
 OK, VALUE, ERROR = 0x81, 0x83, 0xFF
