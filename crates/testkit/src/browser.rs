@@ -150,7 +150,7 @@ impl Browser {
                          "--disable-dev-shm-usage", "--hide-scrollbars",
                          format!("--window-size={width},{height}")]
             },
-            "goog:loggingPrefs": {"browser": "ALL"}
+            "goog:loggingPrefs": {"browser": "ALL", "performance": "ALL"}
         }}});
         let session = call(port, "POST", "/session", Some(&caps))
             .unwrap_or_else(|e| panic!("starting a Chromium session: {e}"));
@@ -215,6 +215,27 @@ impl Browser {
                     .collect()
             })
             .unwrap_or_default()
+    }
+}
+
+impl Browser {
+    /// The URL of every request the browser made since the last call (the DevTools network
+    /// events ChromeDriver logs): what a page loaded, wherever from.
+    pub fn requests(&self) -> Vec<String> {
+        let v = self.call("POST", "se/log", Some(&json!({"type": "performance"})));
+        let entries = v.as_array().cloned().unwrap_or_default();
+        entries
+            .iter()
+            .filter_map(|e| serde_json::from_str::<Value>(e["message"].as_str()?).ok())
+            .filter(|m| m["message"]["method"] == "Network.requestWillBeSent")
+            .filter_map(|m| {
+                Some(
+                    m["message"]["params"]["request"]["url"]
+                        .as_str()?
+                        .to_string(),
+                )
+            })
+            .collect()
     }
 }
 

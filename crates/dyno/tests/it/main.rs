@@ -36,6 +36,7 @@ mod thresholds;
 mod ycsb;
 
 mod servers {
+    mod book;
     mod html;
     mod levels;
     mod nginx;
