@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a suite on targets (URLs) or a plan file.
-    #[command(after_long_help = crate::cmd::exit_help())]
+    #[command(after_long_help = crate::exit::exit_help())]
     Run(Box<RunArgs>),
     /// Check a plan file without running anything (the checks `run` makes).
     Validate {

@@ -4,6 +4,7 @@ mod adapter_check;
 mod baseline;
 mod cli;
 mod cmd;
+mod exit;
 mod live;
 mod profile;
 mod serve;

@@ -12,7 +12,7 @@
 //! - [`sqlite`]: SQLite through rusqlite (bundled).
 //! - [`fs`]: one file per object in a directory.
 //! - [`lmdb`]: LMDB through heed, the embedded ordered key-value engine (chosen over redb by
-//!   measurement; see the README).
+//!   measurement; see the book).
 //! - `redb` (feature `redb`): redb, kept to reproduce that measurement.
 //! - [`remote`] (`dyno://`), [`own_host`] (`host:`), [`redis`] (and Sentinel), [`etcd`], `postgres` (feature `postgres`,
 //!   on by default): servers, each in a namespace of dyno's own.

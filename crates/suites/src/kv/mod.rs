@@ -18,7 +18,7 @@
 //! - A client whose session broke, or that a `restart-clients` fault tells to, opens a new one;
 //!   each is counted (`reconnects`), and the time it takes is charged to the operation waiting.
 //! - The time series has one entry per 100 ms on the run's clock (the clock of the faults), from
-//!   which each fault's recovery time and unavailability are computed (README, "Faults").
+//!   which each fault's recovery time and unavailability are computed (the book, "Faults and levels").
 //! - At a level, each test starts the level's disturbance over (its faults count from the test's
 //!   start, once any fault under way has ended), as the seed's get and set each ran through a
 //!   restart every 60 s: both tables see the same disturbance, and every fault has the calm

@@ -150,7 +150,7 @@ impl report::View for Kv {
         notes.push(
             "failed / unknown: failed operations that certainly did nothing / writes sent whose outcome is unknown (neither failed nor done)".into(),
         );
-        notes.push("recovery: from each fault to the first of 3 intervals of 100 ms back at 90% of the rate before it, with p99 within 2× (README, \"Faults\")".into());
+        notes.push("recovery: from each fault to the first of 3 intervals of 100 ms back at 90% of the rate before it, with p99 within 2× (the book, \"Faults and levels\")".into());
         notes.extend(crate::shard_note(&r.plan));
         doc.footer(&notes, r.interrupted)
     }

@@ -384,7 +384,7 @@ fn seconds(ns: u64) -> String {
 }
 
 /// The faults: when each was done and for how long, and per target the time until its service
-/// recovered and the longest time with no successful response (README, "Faults").
+/// recovered and the longest time with no successful response (the book, "Faults and levels").
 fn faults(r: &RunRecord, cases: &[&Case], doc: &mut Doc) -> io::Result<()> {
     doc.blank()?;
     doc.heading("faults: recovery time / longest time without a successful response")?;

@@ -15,7 +15,7 @@ pub struct MagmaTest {
     pub group: &'static str,
     pub name: &'static str,
     pub unit: Unit,
-    /// What one operation is, for the README and `--help`.
+    /// What one operation is, for the book and `--help`.
     pub what: &'static str,
 }
 

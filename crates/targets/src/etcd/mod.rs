@@ -3,7 +3,7 @@
 //!
 //! Why the JSON gateway and not gRPC: it needs no HTTP/2 stack, no protobuf code generation and
 //! no async runtime under a blocking session, and its client cost was measured against etcd's
-//! gRPC client (README, "etcd"). Keys and values travel base64-encoded, as the gateway wants.
+//! gRPC client (the book's measurements, "etcd: the JSON gateway or gRPC"). Keys and values travel base64-encoded, as the gateway wants.
 //!
 //! dyno works only under a key prefix of its own (`dyno_<pid>_<n>/`) and deletes exactly that
 //! range at the end. A write transaction is one etcd `Txn` (or several of at most

@@ -66,7 +66,7 @@ impl RawPlan {
         let doc = DeTable::parse(text).map_err(|e| {
             let at = src.at(e.span().unwrap_or(0..0));
             PlanError::new(at, format!("invalid TOML: {}", e.message().trim_end()))
-                .hint("see the plan format in the README (`[suite]`, `[output]`, `[targets.NAME]`)")
+                .hint("see the book's \"Plan files\" and its reference of plan-file keys (`[suite]`, `[output]`, `[targets.NAME]`)")
         })?;
         let mut plan = RawPlan {
             file: Some(path.to_path_buf()),

@@ -324,7 +324,7 @@ fn url_query_options_reach_the_driver() {
 fn invalid_toml_names_line_and_column() {
     let e = err("[suite]\nobjects = = 3\n");
     assert!(e.starts_with("plan.toml:2:11: invalid TOML:"), "{e}");
-    assert!(e.contains("hint: see the plan format"), "{e}");
+    assert!(e.contains("hint: see the book's \"Plan files\""), "{e}");
 }
 
 #[test]
