@@ -24,7 +24,7 @@ const EXIT_STATUSES: [(u8, &str); 7] = [
     ),
     (
         1,
-        "bad input, a refused target or results directory; nothing was run",
+        "bad input, a refused target or results directory (nothing was run); or --compare refused runs whose settings differ (the run is kept)",
     ),
     (2, "a malformed command line"),
     (

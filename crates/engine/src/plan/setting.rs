@@ -196,7 +196,7 @@ pub mod shared {
         kind: Kind::Int,
         value_name: "",
         help: "Concurrent clients (zodbshootout's -c); connections for the load suite \
-               [default: 2; 10 for load].",
+               [default: 2; 10 for load and namespace].",
         heading: None,
     };
     pub static SIZE: Setting = Setting {
