@@ -29,6 +29,7 @@ pub mod http;
 pub mod lmdb;
 pub mod mem;
 pub mod mock;
+pub mod mysql;
 pub mod net;
 pub mod options;
 pub mod own_host;
@@ -100,6 +101,10 @@ pub fn drivers() -> Vec<Driver> {
         Driver {
             info: &etcd::INFO,
             configure: etcd::configure,
+        },
+        Driver {
+            info: &mysql::INFO,
+            configure: mysql::configure,
         },
         Driver {
             info: &exec::INFO,

@@ -8,6 +8,7 @@
 //! [`browser`] drives a headless Chromium the same way, for the HTML report.
 
 pub mod browser;
+pub mod mariadb;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

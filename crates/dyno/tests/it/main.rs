@@ -39,6 +39,7 @@ mod servers {
     mod book;
     mod html;
     mod levels;
+    mod mysql;
     mod nginx;
     mod partition;
     mod postgres;

@@ -95,7 +95,10 @@ fn contract(url: &str) {
         CacheDrop::Done(what) => assert!(!what.is_empty(), "{url}"),
         CacheDrop::NotReachable(why) => {
             assert!(
-                url.starts_with("mem:") || url.starts_with("dyno:") || url.starts_with("postgres:"),
+                url.starts_with("mem:")
+                    || url.starts_with("dyno:")
+                    || url.starts_with("postgres:")
+                    || url.starts_with("mysql:"),
                 "{url}: {why}"
             )
         }
@@ -347,5 +350,67 @@ mod servers {
             .err()
             .unwrap();
         assert!(e.message.contains("names no user"), "{e:?}");
+    }
+
+    #[test]
+    fn mysql_on_mariadb() {
+        let Some(db) = testkit::mariadb::MariaDb::start() else {
+            return;
+        };
+        contract(&db.url());
+        contract(&format!("{}/mysql", db.url()));
+        let left = db
+            .sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'");
+        assert_eq!(left.trim(), "0", "every database dyno created was dropped");
+        // The server's durability, as the column header says it.
+        let target = config(&db.url());
+        assert_eq!(
+            target.durability(),
+            "innodb_flush_log_at_trx_commit=1 no binlog"
+        );
+        // A database dyno did not create is never used, and left as it was: the one dyno logs in
+        // to, and one that holds the name dyno's run would take.
+        db.sql(
+            "CREATE DATABASE shop; CREATE TABLE shop.orders (id INT PRIMARY KEY, v TEXT); \
+             INSERT INTO shop.orders VALUES (1, 'a'), (2, 'b'); \
+             CREATE DATABASE dyno_shard_00000000000000aa",
+        );
+        let before = db.sql("CHECKSUM TABLE shop.orders EXTENDED; SHOW TABLES FROM shop");
+        contract(&format!("{}/shop", db.url()));
+        let taken = engine::driver::Share {
+            run: "00000000000000aa".into(),
+            owner: true,
+        };
+        let e = config(&db.url()).open_shared(&taken).err().unwrap();
+        assert!(e.message.contains("database exists"), "{e:?}");
+        let after = db.sql("CHECKSUM TABLE shop.orders EXTENDED; SHOW TABLES FROM shop");
+        assert_eq!(before, after, "the foreign database is as it was");
+        let tables = db.sql("SHOW TABLES FROM dyno_shard_00000000000000aa");
+        assert_eq!(
+            tables, "",
+            "nothing was created in the database that was taken"
+        );
+        // A wrong password is refused with the server's reason.
+        let wrong = format!("//dyno:nope@127.0.0.1:{}", db.port);
+        let wrong = Registry
+            .configure("mysql", &wrong, &BTreeMap::new())
+            .unwrap();
+        let e = wrong.open().err().unwrap();
+        assert!(
+            e.message.contains("ERROR 1045 (28000): Access denied"),
+            "{e:?}"
+        );
+        for (bad, says) in [
+            ("//127.0.0.1:3306", "names no user"),
+            ("127.0.0.1", "the URL's form is"),
+            ("//dyno@127.0.0.1/a/b", "the URL's form is"),
+            ("//dyno:%zz@127.0.0.1", "bad %-escape"),
+        ] {
+            let e = Registry
+                .configure("mysql", bad, &BTreeMap::new())
+                .err()
+                .unwrap();
+            assert!(e.message.contains(says), "{bad}: {e:?}");
+        }
     }
 }

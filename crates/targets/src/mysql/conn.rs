@@ -1,0 +1,330 @@
+//! One connection to a MySQL or MariaDB server over an [`engine::fiber::Stream`]: a session's
+//! waits yield to the generator thread's other clients. Commands are written whole; replies are
+//! read through a buffer, a packet at a time, into a payload buffer reused for every packet.
+
+use super::proto::{self, Cur, Malformed, Param, Row, ServerError};
+use engine::driver::{ErrorClass, OpError};
+use engine::fiber::Stream;
+use std::io::{BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Connecting, and every reply, at most this long.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A prepared statement: its id and its result columns' types.
+#[derive(Debug, Clone)]
+pub struct Stmt {
+    pub id: u32,
+    pub params: u16,
+    pub types: Vec<u8>,
+}
+
+/// What a text query answered: affected rows, or rows of text.
+#[derive(Debug, Default)]
+pub struct QueryResult {
+    pub affected: u64,
+    pub rows: Vec<Vec<Option<String>>>,
+}
+
+pub struct Conn {
+    input: BufReader<Stream>,
+    /// The payload of the last packet read.
+    payload: Vec<u8>,
+    /// A command being written (header room first).
+    out: Vec<u8>,
+    /// The sequence number the next packet carries.
+    seq: u8,
+    /// Where the values of the row being read lie (reused).
+    at: Vec<Option<std::ops::Range<usize>>>,
+    pub version: String,
+}
+
+fn malformed(context: &str, m: Malformed) -> OpError {
+    OpError::new(ErrorClass::Protocol, format!("mysql: {context}: {}", m.0))
+}
+
+/// An error the server sent, by class: what a client can do about it differs.
+pub fn server_err(context: &str, e: &ServerError) -> OpError {
+    let class = match e.code {
+        // ER_LOCK_WAIT_TIMEOUT, ER_STATEMENT_TIMEOUT (MariaDB), ER_QUERY_TIMEOUT (MySQL)
+        1205 | 1969 | 3024 => ErrorClass::Timeout,
+        // ER_CON_COUNT_ERROR, ER_OUT_OF_RESOURCES, ER_DISK_FULL, ER_RECORD_FILE_FULL
+        1040 | 1041 | 1021 | 1114 => ErrorClass::Full,
+        // ER_ACCESS_DENIED_ERROR, ER_DBACCESS_DENIED_ERROR, ER_HOST_NOT_PRIVILEGED
+        1044 | 1045 | 1130 => ErrorClass::Refused,
+        _ => ErrorClass::Application,
+    };
+    OpError::new(class, format!("mysql: {context}: {e}"))
+}
+
+impl Conn {
+    /// Connects to `addr` and logs in as `user`, with `mysql_native_password`.
+    pub fn open(
+        addr: SocketAddr,
+        user: &str,
+        password: &str,
+        db: Option<&str>,
+    ) -> Result<Conn, OpError> {
+        let io = |e: std::io::Error| OpError::io("mysql: connect", &e);
+        let mut s = Stream::connect(&addr, TIMEOUT).map_err(io)?;
+        s.set_nodelay(true).map_err(io)?;
+        s.set_read_timeout(Some(TIMEOUT));
+        s.set_write_timeout(Some(TIMEOUT));
+        let mut c = Conn {
+            input: BufReader::with_capacity(16 * 1024, s),
+            payload: Vec::with_capacity(1024),
+            out: Vec::with_capacity(1024),
+            seq: 0,
+            at: Vec::new(),
+            version: String::new(),
+        };
+        c.read_packet("handshake")?;
+        if c.payload.first() == Some(&0xff) {
+            return Err(c.error("handshake"));
+        }
+        let h = proto::parse_handshake(&c.payload).map_err(|m| malformed("handshake", m))?;
+        c.version = h.version.clone();
+        let mut nonce = h.nonce.clone();
+        let auth = proto::scramble_native(password.as_bytes(), &nonce);
+        let response = proto::handshake_response(user, &auth, db, h.capabilities);
+        c.write_packet(&response, "login")?;
+        // The server may ask for another method (an auth switch, 0xfe) once.
+        for _ in 0..2 {
+            c.read_packet("login")?;
+            match c.payload.first() {
+                Some(0x00) => return Ok(c),
+                Some(0xff) => return Err(c.error("login")),
+                Some(0xfe) => {
+                    let mut cur = Cur::new(&c.payload[1..]);
+                    let plugin = String::from_utf8_lossy(cur.nul_str()).into_owned();
+                    if plugin != proto::NATIVE_PASSWORD {
+                        return Err(OpError::new(
+                            ErrorClass::Refused,
+                            format!(
+                                "mysql: login: the server asks for {plugin}; dyno speaks \
+                                 mysql_native_password (create the user IDENTIFIED WITH \
+                                 mysql_native_password)"
+                            ),
+                        ));
+                    }
+                    nonce = cur.rest().strip_suffix(&[0]).unwrap_or(&[]).to_vec();
+                    let auth = proto::scramble_native(password.as_bytes(), &nonce);
+                    c.write_packet(&auth, "login")?;
+                }
+                _ => {
+                    return Err(malformed("login", Malformed("an unexpected answer".into())));
+                }
+            }
+        }
+        Err(malformed(
+            "login",
+            Malformed("the server asked twice".into()),
+        ))
+    }
+
+    /// The server's error in the last packet read.
+    fn error(&self, context: &str) -> OpError {
+        match proto::parse_err(&self.payload) {
+            Ok(e) => server_err(context, &e),
+            Err(m) => malformed(context, m),
+        }
+    }
+
+    /// Reads one packet's payload into `self.payload` (a payload of 16 MiB − 1 goes on in the
+    /// next packet, whose bytes are appended).
+    fn read_packet(&mut self, context: &str) -> Result<(), OpError> {
+        self.payload.clear();
+        loop {
+            let mut header = [0u8; 4];
+            self.input
+                .read_exact(&mut header)
+                .map_err(|e| read_err(context, &e))?;
+            let len =
+                usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+            self.seq = header[3].wrapping_add(1);
+            let at = self.payload.len();
+            self.payload.resize(at + len, 0);
+            (self.input.read_exact(&mut self.payload[at..])).map_err(|e| read_err(context, &e))?;
+            if len < proto::MAX_PAYLOAD {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Writes `payload` as one packet (or more, past 16 MiB − 1), continuing the sequence.
+    fn write_packet(&mut self, payload: &[u8], context: &str) -> Result<(), OpError> {
+        self.out.clear();
+        let mut chunks = payload.chunks(proto::MAX_PAYLOAD).peekable();
+        if payload.is_empty() {
+            self.out.extend_from_slice(&[0, 0, 0, self.seq]);
+        }
+        while let Some(chunk) = chunks.next() {
+            let len = chunk.len() as u32;
+            self.out.extend_from_slice(&len.to_le_bytes()[..3]);
+            self.out.push(self.seq);
+            self.seq = self.seq.wrapping_add(1);
+            self.out.extend_from_slice(chunk);
+            if chunks.peek().is_none() && chunk.len() == proto::MAX_PAYLOAD {
+                self.out.extend_from_slice(&[0, 0, 0, self.seq]);
+            }
+        }
+        let s = self.input.get_mut();
+        (s.write_all(&self.out)).map_err(|e| OpError::io(&format!("mysql: {context}: send"), &e))
+    }
+
+    /// Sends a command: `payload` begins with the command byte, and starts a new sequence.
+    fn command(&mut self, payload: &[u8], context: &str) -> Result<(), OpError> {
+        self.seq = 0;
+        self.write_packet(payload, context)
+    }
+
+    /// Runs a text statement (`BEGIN`, DDL, a `SELECT` of settings).
+    pub fn query(&mut self, sql: &str) -> Result<QueryResult, OpError> {
+        let mut payload = Vec::with_capacity(sql.len() + 1);
+        payload.push(proto::COM_QUERY);
+        payload.extend_from_slice(sql.as_bytes());
+        let context = sql.split_whitespace().next().unwrap_or("query");
+        self.command(&payload, context)?;
+        self.read_packet(context)?;
+        let mut result = QueryResult::default();
+        match self.payload.first() {
+            Some(0x00) => {
+                let mut c = Cur::new(&self.payload[1..]);
+                result.affected = (c.lenenc())
+                    .map_err(|m| malformed(context, m))?
+                    .unwrap_or(0);
+                return Ok(result);
+            }
+            Some(0xff) => return Err(self.error(context)),
+            _ => {}
+        }
+        let columns = Cur::new(&self.payload)
+            .lenenc()
+            .map_err(|m| malformed(context, m))?;
+        let columns = columns.unwrap_or(0) as usize;
+        self.skip_definitions(columns, context)?;
+        loop {
+            self.read_packet(context)?;
+            if proto::is_eof(&self.payload) {
+                return Ok(result);
+            }
+            if self.payload.first() == Some(&0xff) {
+                return Err(self.error(context));
+            }
+            let row = proto::text_row(&self.payload, columns).map_err(|m| malformed(context, m))?;
+            result.rows.push(row);
+        }
+    }
+
+    /// Reads `n` column (or parameter) definitions and the EOF after them; their types.
+    fn skip_definitions(&mut self, n: usize, context: &str) -> Result<Vec<u8>, OpError> {
+        let mut types = Vec::with_capacity(n);
+        for _ in 0..n {
+            self.read_packet(context)?;
+            types.push(proto::column_type(&self.payload).map_err(|m| malformed(context, m))?);
+        }
+        if n > 0 {
+            self.read_packet(context)?;
+            if !proto::is_eof(&self.payload) {
+                return Err(malformed(
+                    context,
+                    Malformed("no EOF after the definitions".into()),
+                ));
+            }
+        }
+        Ok(types)
+    }
+
+    /// Prepares a statement.
+    pub fn prepare(&mut self, sql: &str) -> Result<Stmt, OpError> {
+        let mut payload = Vec::with_capacity(sql.len() + 1);
+        payload.push(proto::COM_STMT_PREPARE);
+        payload.extend_from_slice(sql.as_bytes());
+        self.command(&payload, "prepare")?;
+        self.read_packet("prepare")?;
+        if self.payload.first() == Some(&0xff) {
+            return Err(self.error("prepare"));
+        }
+        let (id, columns, params) =
+            proto::parse_prepare_ok(&self.payload).map_err(|m| malformed("prepare", m))?;
+        self.skip_definitions(usize::from(params), "prepare")?;
+        let types = self.skip_definitions(usize::from(columns), "prepare")?;
+        Ok(Stmt { id, params, types })
+    }
+
+    /// Executes a prepared statement; `row` sees each row. Returns the affected rows (0 for a
+    /// `SELECT`).
+    pub fn execute(
+        &mut self,
+        stmt: &Stmt,
+        params: &[Param<'_>],
+        context: &str,
+        mut row: impl FnMut(&Row<'_>) -> Result<(), OpError>,
+    ) -> Result<u64, OpError> {
+        debug_assert_eq!(usize::from(stmt.params), params.len());
+        let mut payload = std::mem::take(&mut self.out);
+        proto::execute_request(&mut payload, stmt.id, params);
+        let sent = self.command(&payload, context);
+        self.out = payload;
+        sent?;
+        self.read_packet(context)?;
+        match self.payload.first() {
+            Some(0x00) => {
+                let mut c = Cur::new(&self.payload[1..]);
+                return Ok((c.lenenc())
+                    .map_err(|m| malformed(context, m))?
+                    .unwrap_or(0));
+            }
+            Some(0xff) => return Err(self.error(context)),
+            _ => {}
+        }
+        let columns = Cur::new(&self.payload)
+            .lenenc()
+            .map_err(|m| malformed(context, m))?;
+        self.skip_definitions(columns.unwrap_or(0) as usize, context)?;
+        let mut at = std::mem::take(&mut self.at);
+        let result = self.rows(stmt, &mut at, context, &mut row);
+        self.at = at;
+        result
+    }
+
+    /// The rows of a binary result set, up to its EOF.
+    fn rows(
+        &mut self,
+        stmt: &Stmt,
+        at: &mut Vec<Option<std::ops::Range<usize>>>,
+        context: &str,
+        row: &mut impl FnMut(&Row<'_>) -> Result<(), OpError>,
+    ) -> Result<u64, OpError> {
+        loop {
+            self.read_packet(context)?;
+            if proto::is_eof(&self.payload) {
+                return Ok(0);
+            }
+            if self.payload.first() == Some(&0xff) {
+                return Err(self.error(context));
+            }
+            proto::binary_row(&self.payload, &stmt.types, at).map_err(|m| malformed(context, m))?;
+            row(&Row {
+                payload: &self.payload,
+                at,
+            })?;
+        }
+    }
+
+    /// Says goodbye (best effort: the connection closes anyway).
+    pub fn quit(&mut self) {
+        let _ = self.command(&[proto::COM_QUIT], "quit");
+    }
+}
+
+fn read_err(context: &str, e: &std::io::Error) -> OpError {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        return OpError::new(
+            ErrorClass::Reset,
+            format!("mysql: {context}: the server closed the connection"),
+        );
+    }
+    OpError::io(&format!("mysql: {context}: receive"), e)
+}
