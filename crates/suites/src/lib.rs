@@ -13,6 +13,7 @@ pub mod load;
 pub mod magma;
 pub mod namespace;
 pub mod shootout;
+pub mod sql;
 pub mod ycsb;
 
 use engine::driver::{ServerOp, Store};
