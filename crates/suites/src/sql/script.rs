@@ -1,0 +1,392 @@
+//! pgbench's script language, read: SQL commands (ended by `;`, over as many lines as they
+//! take, with `:variables` as parameters) and the meta-commands dyno runs — `\set`, `\sleep`,
+//! `\if` / `\elif` / `\else` / `\endif` and `\gset` — plus the built-in scripts. Every mistake is
+//! one message naming `FILE:LINE:COLUMN`; nothing is half-read.
+
+use super::expr::{self, Expr};
+
+/// One command of a script, with the line it starts on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Command {
+    pub line: usize,
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// SQL with its `:variables` cut out: `parts` are the text around them (one more than
+    /// `vars`), so a driver writes `$1` or `?` between; `gset` is `\gset [prefix]`.
+    Sql {
+        text: String,
+        parts: Vec<String>,
+        vars: Vec<String>,
+        gset: Option<String>,
+    },
+    Set {
+        var: String,
+        expr: Expr,
+    },
+    /// `\sleep N [us|ms|s]`: `N` a number or a variable; the unit in microseconds.
+    Sleep {
+        amount: Amount,
+        unit_us: u64,
+    },
+    If(Expr),
+    Elif(Expr),
+    Else,
+    Endif,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Amount {
+    Literal(i64),
+    Var(String),
+}
+
+/// A mistake in a script, located.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// A script, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    pub name: String,
+    pub commands: Vec<Command>,
+}
+
+/// pgbench's built-in scripts, by name.
+pub const BUILT_IN: [(&str, &str); 3] = [
+    (
+        "tpcb-like",
+        "\\set aid random(1, 100000 * :scale)\n\\set bid random(1, 1 * :scale)\n\
+         \\set tid random(1, 10 * :scale)\n\\set delta random(-5000, 5000)\nBEGIN;\n\
+         UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
+         SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
+         UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;\n\
+         UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;\n\
+         INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);\n\
+         END;\n",
+    ),
+    (
+        "simple-update",
+        "\\set aid random(1, 100000 * :scale)\n\\set bid random(1, 1 * :scale)\n\
+         \\set tid random(1, 10 * :scale)\n\\set delta random(-5000, 5000)\nBEGIN;\n\
+         UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;\n\
+         SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
+         INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);\n\
+         END;\n",
+    ),
+    (
+        "select-only",
+        "\\set aid random(1, 100000 * :scale)\n\
+         SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
+    ),
+];
+
+/// The built-in script `name` (pgbench's `-b`; a unique prefix is enough, as in pgbench).
+pub fn built_in(name: &str) -> Result<Script, String> {
+    let found: Vec<_> = BUILT_IN
+        .iter()
+        .filter(|(n, _)| n.starts_with(name))
+        .collect();
+    match found.as_slice() {
+        [(n, text)] => parse(n, text).map_err(|e| format!("built-in {n}: {}", e.message)),
+        _ => Err(format!(
+            "no built-in script {name:?}; the built-ins: {}",
+            BUILT_IN.map(|(n, _)| n).join(", ")
+        )),
+    }
+}
+
+fn is_name(c: char, first: bool) -> bool {
+    c.is_ascii_alphabetic() || c == '_' || !c.is_ascii() || (!first && c.is_ascii_digit())
+}
+
+/// Reads a script's text. `name` names it in messages.
+pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
+    let mut commands = Vec::new();
+    let mut sql = String::new();
+    let mut sql_line = 0;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let n = i + 1;
+        i += 1;
+        let trimmed = line.trim_start();
+        if let Some(meta) = trimmed.strip_prefix('\\') {
+            // A meta-command ends the SQL before it; `\` at a line's end goes on.
+            flush(&mut sql, sql_line, &mut commands)?;
+            let mut meta = meta.to_string();
+            while meta.ends_with('\\') && i < lines.len() {
+                meta.pop();
+                meta.push(' ');
+                meta.push_str(lines[i]);
+                i += 1;
+            }
+            let column = line.len() - trimmed.len() + 1;
+            let cmd = meta_command(&meta, n, column, &mut commands)?;
+            if let Some(kind) = cmd {
+                commands.push(Command { line: n, kind });
+            }
+            continue;
+        }
+        let line = strip_comment(line);
+        if sql.trim().is_empty() {
+            sql.clear();
+            sql_line = n;
+        }
+        // Every `;` outside quotes ends a command.
+        let mut rest = line;
+        while let Some(end) = statement_end(rest) {
+            sql.push_str(&rest[..=end]);
+            flush(&mut sql, sql_line, &mut commands)?;
+            sql_line = n;
+            rest = &rest[end + 1..];
+        }
+        sql.push_str(rest);
+        sql.push('\n');
+    }
+    flush(&mut sql, sql_line, &mut commands)?;
+    check_nesting(&commands)?;
+    if commands.is_empty() {
+        return Err(ScriptError {
+            line: 1,
+            column: 1,
+            message: format!("{name}: the script has no command"),
+        });
+    }
+    Ok(Script {
+        name: name.to_string(),
+        commands,
+    })
+}
+
+/// The line without a `--` comment (outside quotes).
+fn strip_comment(line: &str) -> &str {
+    let mut quote = None;
+    let b = line.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        match (quote, c) {
+            (None, b'\'' | b'"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, b'-') if b.get(i + 1) == Some(&b'-') => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+/// Where the first `;` outside quotes is.
+fn statement_end(s: &str) -> Option<usize> {
+    let mut quote = None;
+    for (i, c) in s.bytes().enumerate() {
+        match (quote, c) {
+            (None, b'\'' | b'"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, b';') => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Ends the SQL command gathered so far (nothing when it is only blanks).
+fn flush(sql: &mut String, line: usize, out: &mut Vec<Command>) -> Result<(), ScriptError> {
+    let text = sql.trim().to_string();
+    sql.clear();
+    if text.is_empty() {
+        return Ok(());
+    }
+    let (parts, vars) = split_vars(&text);
+    out.push(Command {
+        line,
+        kind: Kind::Sql {
+            text,
+            parts,
+            vars,
+            gset: None,
+        },
+    });
+    Ok(())
+}
+
+/// The text around each `:name` (a `::cast` is kept as it is).
+fn split_vars(text: &str) -> (Vec<String>, Vec<String>) {
+    let (mut parts, mut vars) = (Vec::new(), Vec::new());
+    let mut part = String::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c != ':' {
+            part.push(c);
+            continue;
+        }
+        match chars.peek() {
+            Some(&(_, n)) if is_name(n, true) => {
+                let mut name = String::new();
+                while let Some(&(_, n)) = chars.peek() {
+                    if !is_name(n, false) {
+                        break;
+                    }
+                    name.push(n);
+                    chars.next();
+                }
+                parts.push(std::mem::take(&mut part));
+                vars.push(name);
+            }
+            _ => {
+                part.push(':');
+                while let Some(&(_, ':')) = chars.peek() {
+                    part.push(':');
+                    chars.next();
+                }
+            }
+        }
+    }
+    parts.push(part);
+    (parts, vars)
+}
+
+fn err(line: usize, column: usize, message: impl Into<String>) -> ScriptError {
+    ScriptError {
+        line,
+        column,
+        message: message.into(),
+    }
+}
+
+/// One meta-command (the text after its `\`); `None` for `\gset`, which joins the SQL before.
+fn meta_command(
+    meta: &str,
+    line: usize,
+    column: usize,
+    commands: &mut [Command],
+) -> Result<Option<Kind>, ScriptError> {
+    let word_end = meta.find(char::is_whitespace).unwrap_or(meta.len());
+    let word = meta[..word_end].to_ascii_lowercase();
+    let args = meta[word_end..].trim();
+    // Where the arguments start, for an expression's columns.
+    let args_at = column + 1 + meta.len() - meta[word_end..].trim_start().len();
+    let expression =
+        |text: &str| expr::parse(text).map_err(|e| err(line, args_at + e.at, e.message));
+    Ok(Some(match word.as_str() {
+        "set" => {
+            let (var, rest) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+            let ok = var.chars().next().is_some_and(|c| is_name(c, true))
+                && var.chars().all(|c| is_name(c, false));
+            if !ok {
+                return Err(err(
+                    line,
+                    args_at,
+                    format!("\\set needs a variable's name, not {var:?}"),
+                ));
+            }
+            let at = args_at + args.len() - rest.trim_start().len();
+            let expr = expr::parse(rest).map_err(|e| err(line, at + e.at, e.message))?;
+            Kind::Set {
+                var: var.to_string(),
+                expr,
+            }
+        }
+        "sleep" => sleep(args, line, args_at)?,
+        "if" => Kind::If(expression(args)?),
+        "elif" => Kind::Elif(expression(args)?),
+        "else" | "endif" if !args.is_empty() => {
+            return Err(err(line, args_at, format!("\\{word} takes no argument")));
+        }
+        "else" => Kind::Else,
+        "endif" => Kind::Endif,
+        "gset" => {
+            let prefix = args.to_string();
+            match commands.last_mut().map(|c| &mut c.kind) {
+                Some(Kind::Sql { gset, .. }) if gset.is_none() => *gset = Some(prefix),
+                _ => return Err(err(line, column, "\\gset must follow an SQL command")),
+            }
+            return Ok(None);
+        }
+        "setshell" | "shell" | "aset" | "startpipeline" | "syncpipeline" | "endpipeline" => {
+            return Err(err(
+                line,
+                column,
+                format!("\\{word} is not supported by dyno"),
+            ));
+        }
+        other => return Err(err(line, column, format!("invalid command \\{other}"))),
+    }))
+}
+
+/// `\sleep N [us|ms|s]` (the unit may be joined to the number).
+fn sleep(args: &str, line: usize, at: usize) -> Result<Kind, ScriptError> {
+    let (num, unit) = match args.split_once(char::is_whitespace) {
+        Some((n, u)) => (n, u.trim()),
+        None => {
+            let split = args
+                .find(|c: char| c.is_ascii_alphabetic() && !args.starts_with(':'))
+                .unwrap_or(args.len());
+            (&args[..split], &args[split..])
+        }
+    };
+    if num.is_empty() {
+        return Err(err(
+            line,
+            at,
+            format!("\\sleep: {args:?} is not a whole number or a :variable"),
+        ));
+    }
+    let unit_us = match unit.to_ascii_lowercase().as_str() {
+        "" | "s" => 1_000_000,
+        "ms" => 1_000,
+        "us" => 1,
+        u => {
+            return Err(err(
+                line,
+                at,
+                format!("\\sleep: unknown time unit {u:?} (us, ms or s)"),
+            ));
+        }
+    };
+    let amount = match num.strip_prefix(':') {
+        Some(var) if !var.is_empty() => Amount::Var(var.to_string()),
+        _ => Amount::Literal(num.parse().map_err(|_| {
+            err(
+                line,
+                at,
+                format!("\\sleep: {num:?} is not a whole number or a :variable"),
+            )
+        })?),
+    };
+    Ok(Kind::Sleep { amount, unit_us })
+}
+
+/// `\if` … `\endif` nest as pgbench requires.
+fn check_nesting(commands: &[Command]) -> Result<(), ScriptError> {
+    // For each open `\if`: its line, and whether its `\else` was seen.
+    let mut open: Vec<(usize, bool)> = Vec::new();
+    for c in commands {
+        match c.kind {
+            Kind::If(_) => open.push((c.line, false)),
+            Kind::Elif(_) | Kind::Else => match open.last_mut() {
+                None => return Err(err(c.line, 1, "\\elif or \\else without a matching \\if")),
+                Some((_, true)) => return Err(err(c.line, 1, "\\elif or \\else after \\else")),
+                Some((_, seen)) => *seen = matches!(c.kind, Kind::Else),
+            },
+            Kind::Endif => {
+                if open.pop().is_none() {
+                    return Err(err(c.line, 1, "\\endif without a matching \\if"));
+                }
+            }
+            _ => {}
+        }
+    }
+    match open.last() {
+        Some((line, _)) => Err(err(*line, 1, "\\if without a matching \\endif")),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

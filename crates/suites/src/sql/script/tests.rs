@@ -1,0 +1,146 @@
+use super::*;
+use proptest::prelude::*;
+
+fn sql_of(c: &Command) -> (&str, &[String], &[String], &Option<String>) {
+    match &c.kind {
+        Kind::Sql {
+            text,
+            parts,
+            vars,
+            gset,
+        } => (text, parts, vars, gset),
+        k => panic!("not SQL: {k:?}"),
+    }
+}
+
+#[test]
+fn the_built_in_scripts_read_as_pgbench_runs_them() {
+    let s = built_in("tpcb-like").unwrap();
+    assert_eq!(s.commands.len(), 11);
+    assert!(matches!(&s.commands[0].kind, Kind::Set { var, .. } if var == "aid"));
+    let (text, parts, vars, _) = sql_of(&s.commands[5]);
+    assert_eq!(
+        text,
+        "UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;"
+    );
+    assert_eq!(vars, ["delta", "aid"]);
+    assert_eq!(
+        parts,
+        [
+            "UPDATE pgbench_accounts SET abalance = abalance + ",
+            " WHERE aid = ",
+            ";"
+        ]
+    );
+    assert_eq!(s.commands[5].line, 6);
+    assert_eq!(sql_of(&s.commands[10]).0, "END;");
+    assert_eq!(built_in("simple").unwrap().commands.len(), 9);
+    assert_eq!(built_in("select-only").unwrap().commands.len(), 2);
+    assert!(
+        built_in("nosuch")
+            .unwrap_err()
+            .contains("tpcb-like, simple-update, select-only")
+    );
+    // "s" is a prefix of two: not unique.
+    assert!(built_in("s").is_err());
+}
+
+#[test]
+fn a_script_with_every_command_dyno_runs() {
+    let text = "\
+-- a comment line
+\\set n random_zipfian(1, 1000, 1.07)
+\\set big :n * \\
+    2
+SELECT abalance, 'a;b' AS x, 1::int AS y
+  FROM pgbench_accounts   -- the accounts
+  WHERE aid = :n;
+\\gset acct_
+\\if :acct_abalance > 0
+  \\sleep 10 ms
+\\elif :n = 1
+  \\sleep :n us
+\\else
+  \\sleep 1
+\\endif
+UPDATE t SET v = 1; UPDATE t SET v = 2
+";
+    let s = parse("mine.sql", text).unwrap();
+    let kinds: Vec<&Kind> = s.commands.iter().map(|c| &c.kind).collect();
+    assert_eq!(s.commands.len(), 12, "{kinds:#?}");
+    assert!(matches!(kinds[1], Kind::Set { var, .. } if var == "big"));
+    let (text, parts, vars, gset) = sql_of(&s.commands[2]);
+    assert_eq!(s.commands[2].line, 5);
+    assert!(text.starts_with("SELECT abalance, 'a;b' AS x, 1::int AS y"));
+    assert!(!text.contains("the accounts"), "{text}");
+    assert_eq!(vars, ["n"]);
+    assert_eq!(parts.len(), 2);
+    assert_eq!(gset.as_deref(), Some("acct_"));
+    assert_eq!(
+        kinds[4],
+        &Kind::Sleep {
+            amount: Amount::Literal(10),
+            unit_us: 1000
+        }
+    );
+    assert_eq!(
+        kinds[6],
+        &Kind::Sleep {
+            amount: Amount::Var("n".into()),
+            unit_us: 1
+        }
+    );
+    assert_eq!(
+        kinds[8],
+        &Kind::Sleep {
+            amount: Amount::Literal(1),
+            unit_us: 1_000_000
+        }
+    );
+    assert_eq!(kinds[9], &Kind::Endif);
+    assert_eq!(sql_of(&s.commands[10]).0, "UPDATE t SET v = 1;");
+    assert_eq!(sql_of(&s.commands[11]).0, "UPDATE t SET v = 2");
+}
+
+#[test]
+fn mistakes_are_located() {
+    for (text, line, column, says) in [
+        ("\\set x random(1,", 1, 17, "ends early"),
+        ("SELECT 1;\n\\set 9x 1", 2, 6, "needs a variable's name"),
+        ("\\set x 1 +* 2", 1, 11, "syntax error"),
+        ("\\frobnicate", 1, 1, "invalid command \\frobnicate"),
+        ("\\setshell x echo 1", 1, 1, "not supported by dyno"),
+        ("\\gset", 1, 1, "must follow an SQL command"),
+        (
+            "SELECT 1;\n\\gset\n\\gset",
+            3,
+            1,
+            "must follow an SQL command",
+        ),
+        ("\\if 1\nSELECT 1;", 1, 1, "without a matching \\endif"),
+        ("\\else", 1, 1, "without a matching \\if"),
+        ("\\if 1\n\\else\n\\elif 2\n\\endif", 3, 1, "after \\else"),
+        ("\\endif", 1, 1, "without a matching \\if"),
+        ("\\else 1", 1, 7, "takes no argument"),
+        ("\\sleep 5 minutes", 1, 8, "unknown time unit"),
+        ("\\sleep x", 1, 8, "not a whole number"),
+        ("", 1, 1, "has no command"),
+        ("  -- only a comment", 1, 1, "has no command"),
+    ] {
+        let e = parse("f.sql", text).unwrap_err();
+        assert_eq!((e.line, e.column), (line, column), "{text:?}: {e:?}");
+        assert!(e.message.contains(says), "{text:?}: {e:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// A script is somebody else's text: it reads or fails with a place, never a panic.
+    #[test]
+    fn any_text_reads_or_fails_cleanly(text in "[\\\\a-z :;'\"\\-\\n0-9()+*<>=]{0,120}") {
+        if let Err(e) = parse("p.sql", &text) {
+            prop_assert!(e.line >= 1 && e.column >= 1);
+        }
+    }
+}
