@@ -374,10 +374,8 @@ fn check_nesting(commands: &[Command]) -> Result<(), ScriptError> {
                 Some((_, true)) => return Err(err(c.line, 1, "\\elif or \\else after \\else")),
                 Some((_, seen)) => *seen = matches!(c.kind, Kind::Else),
             },
-            Kind::Endif => {
-                if open.pop().is_none() {
-                    return Err(err(c.line, 1, "\\endif without a matching \\if"));
-                }
+            Kind::Endif if open.pop().is_none() => {
+                return Err(err(c.line, 1, "\\endif without a matching \\if"));
             }
             _ => {}
         }
