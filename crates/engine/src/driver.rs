@@ -24,6 +24,8 @@ pub enum Family {
     Namespace,
     /// Send a request, read a response.
     Request,
+    /// SQL statements with parameters, in a schema or database of dyno's own ([`SqlSession`]).
+    Sql,
 }
 
 impl Family {
@@ -33,6 +35,7 @@ impl Family {
             Family::Graph => "graph",
             Family::Namespace => "namespace",
             Family::Request => "request",
+            Family::Sql => "sql",
         }
     }
 }
@@ -248,6 +251,13 @@ pub trait Store: Send + Sync {
     fn versions(&self) -> BTreeMap<String, String>;
     /// Opens a client session. `clock` is the worker's clock (a virtual-time driver advances it).
     fn connect(&self, clock: &Clock) -> Result<Box<dyn Session>, OpError>;
+    /// Opens a SQL session in the store's own schema or database (family `sql`).
+    fn connect_sql(&self) -> Result<Box<dyn SqlSession>, OpError> {
+        Err(OpError::new(
+            ErrorClass::Application,
+            "this target does not run SQL statements",
+        ))
+    }
     /// Drops every cache below dyno's client cache. Called with no session open, and only when
     /// [`Store::cold_unreachable`] says nothing; by default, what that says.
     fn drop_caches(&self) -> Result<CacheDrop, OpError> {
@@ -303,6 +313,37 @@ pub struct ServerOp {
     pub op: String,
     pub count: u64,
     pub latency: results::Histogram,
+}
+
+/// A row as the `sql` suite reads it: each column's name and its value as text (`None`: NULL).
+pub type SqlRow<'a> = [(&'a str, Option<&'a str>)];
+
+/// The SQL a target speaks, where it matters (DDL, bulk loading).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Postgres,
+    MySql,
+}
+
+/// A SQL client's connection, for the `sql` suite: it works in dyno's own schema or database
+/// (unqualified table names resolve there), and sends and reads values as text, as pgbench
+/// does. Used from one thread; every call may fail, none may panic.
+pub trait SqlSession: Send {
+    /// Which SQL it speaks.
+    fn dialect(&self) -> Dialect;
+    /// Prepares the statement made of `parts` with a placeholder between each two (`$1`, `$2`…
+    /// or `?`); its handle.
+    fn prepare(&mut self, parts: &[String]) -> Result<usize, OpError>;
+    /// Runs prepared statement `stmt` with `params` (text; `None` is NULL). `row` sees each
+    /// row's columns, by name, as text. Returns the rows a write affected.
+    fn execute(
+        &mut self,
+        stmt: usize,
+        params: &[Option<&str>],
+        row: &mut dyn FnMut(&SqlRow<'_>),
+    ) -> Result<u64, OpError>;
+    /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).
+    fn batch(&mut self, sql: &str) -> Result<(), OpError>;
 }
 
 /// One client's connection. Used from one thread; every call may fail, none may panic.

@@ -46,5 +46,6 @@ mod servers {
     mod redis;
     mod sentinel;
     mod slurm;
+    mod sql;
     mod zodb;
 }

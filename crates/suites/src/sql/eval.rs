@@ -110,7 +110,8 @@ impl Value {
             v => Ok(v),
         }
     }
-    fn int(&self) -> R<i64> {
+    /// As an integer: a double rounded half to even, text read; a boolean or NULL refused.
+    pub fn int(&self) -> R<i64> {
         match self {
             Value::Int(i) => Ok(*i),
             Value::Double(d) => {

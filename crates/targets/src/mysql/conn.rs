@@ -12,12 +12,13 @@ use std::time::Duration;
 /// Connecting, and every reply, at most this long.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A prepared statement: its id and its result columns' types.
+/// A prepared statement: its id and its result columns (their types, apart, for the rows).
 #[derive(Debug, Clone)]
 pub struct Stmt {
     pub id: u32,
     pub params: u16,
     pub types: Vec<u8>,
+    pub columns: Vec<proto::Column>,
 }
 
 /// What a text query answered: affected rows, or rows of text.
@@ -218,11 +219,11 @@ impl Conn {
     }
 
     /// Reads `n` column (or parameter) definitions and the EOF after them; their types.
-    fn skip_definitions(&mut self, n: usize, context: &str) -> Result<Vec<u8>, OpError> {
-        let mut types = Vec::with_capacity(n);
+    fn skip_definitions(&mut self, n: usize, context: &str) -> Result<Vec<proto::Column>, OpError> {
+        let mut columns = Vec::with_capacity(n);
         for _ in 0..n {
             self.read_packet(context)?;
-            types.push(proto::column_type(&self.payload).map_err(|m| malformed(context, m))?);
+            columns.push(proto::column(&self.payload).map_err(|m| malformed(context, m))?);
         }
         if n > 0 {
             self.read_packet(context)?;
@@ -233,7 +234,7 @@ impl Conn {
                 ));
             }
         }
-        Ok(types)
+        Ok(columns)
     }
 
     /// Prepares a statement.
@@ -249,8 +250,13 @@ impl Conn {
         let (id, columns, params) =
             proto::parse_prepare_ok(&self.payload).map_err(|m| malformed("prepare", m))?;
         self.skip_definitions(usize::from(params), "prepare")?;
-        let types = self.skip_definitions(usize::from(columns), "prepare")?;
-        Ok(Stmt { id, params, types })
+        let columns = self.skip_definitions(usize::from(columns), "prepare")?;
+        Ok(Stmt {
+            id,
+            params,
+            types: columns.iter().map(|c| c.kind).collect(),
+            columns,
+        })
     }
 
     /// Executes a prepared statement; `row` sees each row. Returns the affected rows (0 for a

@@ -22,6 +22,7 @@
 
 mod conn;
 pub mod proto;
+mod sql;
 
 use crate::options::Opts;
 use conn::{Conn, Stmt};
@@ -42,7 +43,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "mysql://dyno:secret@127.0.0.1:3306",
         "mysql://dyno:secret@127.0.0.1/test",
     ],
-    families: &[Family::Kv, Family::Graph],
+    families: &[Family::Kv, Family::Graph, Family::Sql],
     options: &[],
     clients: engine::driver::ClientModel::ManyPerThread,
 };
@@ -263,6 +264,9 @@ impl Store for MyStore {
             reads: 0,
             found: HashMap::new(),
         }))
+    }
+    fn connect_sql(&self) -> Result<Box<dyn engine::driver::SqlSession>, OpError> {
+        Ok(Box::new(sql::MySql::open(&self.config, &self.db)?))
     }
     fn cold_unreachable(&self) -> Option<String> {
         Some("mysql: InnoDB's buffer pool empties only when the server restarts, and dyno does not restart a server it did not start".into())

@@ -23,6 +23,7 @@ const CLIENT_PLUGIN_AUTH: u32 = 0x8_0000;
 /// Column types dyno reads in binary rows.
 pub const TYPE_LONGLONG: u8 = 0x08;
 pub const TYPE_BLOB: u8 = 0xfc;
+pub const TYPE_VAR_STRING: u8 = 0xfd;
 
 /// The one authentication method dyno answers (MariaDB's default for a user with a password).
 pub const NATIVE_PASSWORD: &str = "mysql_native_password";
@@ -267,17 +268,72 @@ pub fn parse_prepare_ok(payload: &[u8]) -> Result<(u32, u16, u16), Malformed> {
     Ok((id, columns, params))
 }
 
-/// A column definition's type byte.
-pub fn column_type(payload: &[u8]) -> Result<u8, Malformed> {
+/// A column of a result: its name, its type byte and its flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub kind: u8,
+    pub flags: u16,
+}
+
+/// The flag of an UNSIGNED integer column.
+pub const UNSIGNED: u16 = 0x20;
+
+/// Parses a column definition.
+pub fn column(payload: &[u8]) -> Result<Column, Malformed> {
     let mut c = Cur::new(payload);
-    for _ in 0..6 {
+    let mut name = Vec::new();
+    for i in 0..6 {
         // catalog, schema, table, org_table, name, org_name
-        c.lenenc_bytes()?;
+        let field = c.lenenc_bytes()?.unwrap_or(&[]);
+        if i == 4 {
+            name = field.to_vec();
+        }
     }
     c.lenenc()?; // the fixed fields' length, 0x0c
     c.u16()?; // character set
     c.u32()?; // column length
-    c.u8()
+    let kind = c.u8()?;
+    let flags = c.u16()?;
+    Ok(Column {
+        name: String::from_utf8_lossy(&name).into_owned(),
+        kind,
+        flags,
+    })
+}
+
+/// A binary value of a column of type `kind` as text, as the text protocol would send it;
+/// `None` for a type dyno does not read (dates and times).
+pub fn value_text(kind: u8, unsigned: bool, v: &[u8]) -> Option<String> {
+    let int = |n: usize| -> Option<[u8; 8]> {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(v.get(..n)?);
+        let negative = !unsigned && v[n - 1] & 0x80 != 0;
+        if negative {
+            b[n..].fill(0xff);
+        }
+        Some(b)
+    };
+    Some(match kind {
+        0x01 | 0x02 | 0x0d | 0x03 | 0x09 | TYPE_LONGLONG => {
+            let n = match kind {
+                0x01 => 1,
+                0x02 | 0x0d => 2,
+                0x03 | 0x09 => 4,
+                _ => 8,
+            };
+            let b = int(n)?;
+            if unsigned {
+                u64::from_le_bytes(b).to_string()
+            } else {
+                i64::from_le_bytes(b).to_string()
+            }
+        }
+        0x04 => f32::from_le_bytes(v.try_into().ok()?).to_string(),
+        0x05 => f64::from_le_bytes(v.try_into().ok()?).to_string(),
+        0x07 | 0x0a | 0x0b | 0x0c => return None,
+        _ => String::from_utf8_lossy(v).into_owned(),
+    })
 }
 
 /// True for an EOF packet (not a row that starts with 0xfe: those are longer).
@@ -290,6 +346,8 @@ pub fn is_eof(payload: &[u8]) -> bool {
 pub enum Param<'a> {
     U64(u64),
     Bytes(&'a [u8]),
+    /// Text the server converts to the type it needs (pgbench's way); `None` is NULL.
+    Text(Option<&'a str>),
 }
 
 /// COM_STMT_EXECUTE's payload for `id` with `params` (none NULL).
@@ -302,12 +360,19 @@ pub fn execute_request(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
     if params.is_empty() {
         return;
     }
+    let nulls = out.len();
     out.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
+    for (i, p) in params.iter().enumerate() {
+        if matches!(p, Param::Text(None)) {
+            out[nulls + i / 8] |= 1 << (i % 8);
+        }
+    }
     out.push(1); // types follow
     for p in params {
         match p {
             Param::U64(_) => out.extend_from_slice(&[TYPE_LONGLONG, 0x80]),
             Param::Bytes(_) => out.extend_from_slice(&[TYPE_BLOB, 0]),
+            Param::Text(_) => out.extend_from_slice(&[TYPE_VAR_STRING, 0]),
         }
     }
     for p in params {
@@ -316,6 +381,11 @@ pub fn execute_request(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
             Param::Bytes(b) => {
                 put_lenenc(out, b.len() as u64);
                 out.extend_from_slice(b);
+            }
+            Param::Text(None) => {}
+            Param::Text(Some(s)) => {
+                put_lenenc(out, s.len() as u64);
+                out.extend_from_slice(s.as_bytes());
             }
         }
     }

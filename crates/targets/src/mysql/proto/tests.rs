@@ -96,7 +96,7 @@ proptest! {
         let _ = parse_handshake(&b);
         let _ = parse_err(&b);
         let _ = parse_prepare_ok(&b);
-        let _ = column_type(&b);
+        let _ = column(&b);
         let _ = text_row(&b, 3);
         let mut out = Vec::new();
         let _ = binary_row(&b, &[TYPE_LONGLONG, TYPE_BLOB, 0x03], &mut out);

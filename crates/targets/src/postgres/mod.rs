@@ -21,6 +21,8 @@
 //! `statement_timeout` of 30 s, and TCP keepalives and `tcp_user_timeout` end a connection to a
 //! server that stopped answering.
 
+mod sql;
+
 use crate::options::Opts;
 use engine::clock::Clock;
 use engine::driver::{
@@ -49,7 +51,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "postgres://dyno@127.0.0.1:5432/postgres",
         "postgres://user:secret@127.0.0.1/db?synchronous_commit=off",
     ],
-    families: &[Family::Kv, Family::Graph],
+    families: &[Family::Kv, Family::Graph, Family::Sql],
     options: &[OptionSpec {
         name: "synchronous_commit",
         default: "",
@@ -134,7 +136,12 @@ fn op_err(context: &str, e: tokio_postgres::Error) -> OpError {
     } else {
         ErrorClass::Protocol
     };
-    OpError::new(class, format!("postgres: {context}: {e}"))
+    // The server's own words ("db error" alone says nothing).
+    let said = match e.as_db_error() {
+        Some(db) => format!("ERROR {}: {}", db.code().code(), db.message()),
+        None => e.to_string(),
+    };
+    OpError::new(class, format!("postgres: {context}: {said}"))
 }
 
 /// A socket as tokio-postgres reads and writes it: never waiting. A call that finds it not
@@ -482,6 +489,9 @@ impl Store for PgStore {
             keys: Vec::new(),
             at: HashMap::new(),
         }))
+    }
+    fn connect_sql(&self) -> Result<Box<dyn engine::driver::SqlSession>, OpError> {
+        Ok(Box::new(sql::PgSql::open(&self.config, &self.schema)?))
     }
     fn cold_unreachable(&self) -> Option<String> {
         Some("postgres: the server's shared buffers empty only when it restarts, and dyno does not restart a server it did not start".into())

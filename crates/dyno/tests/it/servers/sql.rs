@@ -1,0 +1,135 @@
+//! pgbench's workloads on real PostgreSQL and MariaDB servers (private instances on free
+//! loopback ports): the initialisation in dyno's own schema or database, the built-in TPC-B-like
+//! script and a custom one, run by the `sql` suite's client; the TPC-B invariant checked after.
+
+use engine::driver::{SqlSession, Store};
+use engine::resolve::Drivers;
+use std::collections::{BTreeMap, HashMap};
+use suites::sql::client::{self, Client};
+use suites::sql::eval::Value;
+use suites::sql::random::Prng;
+use suites::sql::script;
+
+fn store(url: &str) -> Box<dyn Store> {
+    let (scheme, rest) = url.split_once(':').unwrap();
+    let target = targets::Registry
+        .configure(scheme, rest, &BTreeMap::new())
+        .unwrap();
+    target.open().unwrap()
+}
+
+/// One value a query gives (its first row's first column).
+fn one(s: &mut dyn SqlSession, sql: &str) -> Option<String> {
+    let stmt = s.prepare(&[sql.to_string()]).unwrap();
+    let mut got = None;
+    s.execute(stmt, &[], &mut |cols| got = cols[0].1.map(str::to_string))
+        .unwrap();
+    got
+}
+
+/// Runs `script` `n` times as client 0 with scale 1; how many SQL commands it timed.
+fn run(s: &mut dyn SqlSession, text: &script::Script, n: usize, seed: u64) -> usize {
+    let ready = client::ready(text, s).unwrap();
+    let mut base = Prng::new(seed);
+    let mut c = Client {
+        vars: HashMap::from([
+            ("scale".to_string(), Value::Int(1)),
+            ("client_id".to_string(), Value::Int(0)),
+        ]),
+        prng: Prng::new(base.next_u64()),
+        default_seed: base.next_u64() as i64,
+    };
+    let mut timed = 0;
+    for _ in 0..n {
+        c.run(&ready, s, &mut |_, _| timed += 1, &mut std::thread::sleep)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    timed
+}
+
+/// The TPC-B invariant: every delta added to an account is in the history (and, for the
+/// TPC-B-like script, to its teller and its branch).
+fn invariant_holds(s: &mut dyn SqlSession, tpcb: bool) {
+    let balances = one(s, "SELECT sum(abalance) FROM pgbench_accounts");
+    let deltas = one(s, "SELECT sum(delta) FROM pgbench_history");
+    let tellers = one(s, "SELECT sum(tbalance) FROM pgbench_tellers");
+    let branches = one(s, "SELECT sum(bbalance) FROM pgbench_branches");
+    assert!(deltas.is_some(), "no history at all");
+    assert_eq!(balances, deltas, "accounts against history");
+    if !tpcb {
+        return;
+    }
+    assert_eq!(tellers, deltas, "tellers against history");
+    assert_eq!(branches, deltas, "branches against history");
+}
+
+const CUSTOM: &str = "\
+\\set aid random_zipfian(1, 100000 * :scale, 1.2)
+SELECT abalance, bid FROM pgbench_accounts WHERE aid = :aid;
+\\gset acct_
+\\if :acct_bid = 1
+  UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;
+  INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (1, :acct_bid, :aid, 1, CURRENT_TIMESTAMP);
+\\else
+  SELECT 1/0;
+\\endif
+\\sleep 1 us
+";
+
+fn workloads(url: &str) {
+    let store = store(url);
+    let mut s = store.connect_sql().unwrap();
+    suites::sql::init::init(s.as_mut(), 1).unwrap();
+    assert_eq!(
+        one(s.as_mut(), "SELECT count(*) FROM pgbench_accounts").as_deref(),
+        Some("100000")
+    );
+    assert_eq!(
+        one(s.as_mut(), "SELECT count(*) FROM pgbench_tellers").as_deref(),
+        Some("10")
+    );
+
+    let tpcb = script::built_in("tpcb-like").unwrap();
+    assert_eq!(run(s.as_mut(), &tpcb, 300, 42), 300 * 7, "{url}");
+    invariant_holds(s.as_mut(), true);
+
+    let custom = script::parse("custom.sql", CUSTOM).unwrap();
+    assert_eq!(run(s.as_mut(), &custom, 200, 7), 200 * 3, "{url}");
+    invariant_holds(s.as_mut(), false);
+
+    // An undefined variable and a server's error fail the transaction with their line.
+    let bad = script::parse("bad.sql", "SELECT :nosuch;\n").unwrap();
+    let ready = client::ready(&bad, s.as_mut()).unwrap();
+    let mut c = Client {
+        vars: HashMap::new(),
+        prng: Prng::new(1),
+        default_seed: 0,
+    };
+    let e = c
+        .run(&ready, s.as_mut(), &mut |_, _| {}, &mut |_| {})
+        .unwrap_err();
+    assert_eq!(e.to_string(), "line 1: undefined variable \"nosuch\"");
+    let bad = script::parse("bad.sql", "\n\nSELECT * FROM no_such_table;\n").unwrap();
+    let e = client::ready(&bad, s.as_mut())
+        .and_then(|r| c.run(&r, s.as_mut(), &mut |_, _| {}, &mut |_| {}))
+        .unwrap_err();
+    assert!(e.to_string().starts_with("line 3: "), "{e}");
+    assert!(e.to_string().contains("no_such_table"), "{e}");
+    drop(s);
+    store.close().unwrap();
+}
+
+#[test]
+fn pgbench_workloads_run_on_postgresql_and_mariadb_and_keep_the_tpcb_invariant() {
+    let (Some(pg), Some(maria)) = (
+        testkit::Postgres::start(),
+        testkit::mariadb::MariaDb::start(),
+    ) else {
+        return;
+    };
+    workloads(&pg.url());
+    workloads(&maria.url());
+    let left = maria
+        .sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'");
+    assert_eq!(left.trim(), "0");
+}

@@ -1,0 +1,240 @@
+//! One client running a pgbench script on a SQL session: `\set` evaluated with the client's
+//! own generator, `\if` branches taken, `\sleep` slept, SQL with `:variables` prepared once and
+//! run with the variables' values as text (pgbench's `-M prepared`), SQL without them sent as
+//! written, `\gset` storing a one-row result. Each SQL command is timed apart.
+
+use super::eval::{Env, Value, eval};
+use super::random::Prng;
+use super::script::{Amount, Kind, Script};
+use engine::driver::{OpError, SqlSession};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// A failure of a transaction: the script's line, and what went wrong (a server's error keeps
+/// its class).
+#[derive(Debug)]
+pub enum Failure {
+    /// The script asked for something impossible (an undefined variable, a division by zero).
+    Script { line: usize, message: String },
+    /// The server (or the connection) failed a statement.
+    Sql { line: usize, error: OpError },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Script { line, message } => write!(f, "line {line}: {message}"),
+            Failure::Sql { line, error } => write!(f, "line {line}: {error}"),
+        }
+    }
+}
+
+/// A script made ready for one session: its prepared statements, and where each branch of an
+/// `\if` goes.
+pub struct Ready<'a> {
+    script: &'a Script,
+    /// Per command: its prepared statement (SQL with variables).
+    stmts: Vec<Option<usize>>,
+    /// Per `\if`, `\elif` and `\else`: the next branch's command (or the `\endif`).
+    next_branch: Vec<usize>,
+    /// Per `\if`, `\elif` and `\else`: its `\endif`.
+    endif: Vec<usize>,
+}
+
+/// Prepares `script`'s SQL with variables on `session`.
+pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Ready<'a>, Failure> {
+    let n = script.commands.len();
+    let mut stmts = vec![None; n];
+    for (i, c) in script.commands.iter().enumerate() {
+        if let Kind::Sql { parts, vars, .. } = &c.kind
+            && !vars.is_empty()
+        {
+            let s = session.prepare(parts).map_err(|error| Failure::Sql {
+                line: c.line,
+                error,
+            })?;
+            stmts[i] = Some(s);
+        }
+    }
+    let (mut next_branch, mut endif) = (vec![n; n], vec![n; n]);
+    // The branch markers of each open `\if`.
+    let mut open: Vec<Vec<usize>> = Vec::new();
+    for (i, c) in script.commands.iter().enumerate() {
+        match c.kind {
+            Kind::If(_) => open.push(vec![i]),
+            Kind::Elif(_) | Kind::Else => {
+                if let Some(marks) = open.last_mut() {
+                    next_branch[*marks.last().unwrap()] = i;
+                    marks.push(i);
+                }
+            }
+            Kind::Endif => {
+                for m in open.pop().unwrap_or_default() {
+                    endif[m] = i;
+                    if next_branch[m] == n {
+                        next_branch[m] = i;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Ready {
+        script,
+        stmts,
+        next_branch,
+        endif,
+    })
+}
+
+/// A client's state between transactions: its variables and its generator.
+pub struct Client {
+    pub vars: HashMap<String, Value>,
+    pub prng: Prng,
+    pub default_seed: i64,
+}
+
+impl Client {
+    fn eval(&mut self, e: &super::expr::Expr, line: usize) -> Result<Value, Failure> {
+        let mut env = Env {
+            vars: &self.vars,
+            prng: &mut self.prng,
+            default_seed: self.default_seed,
+        };
+        eval(e, &mut env).map_err(|message| Failure::Script { line, message })
+    }
+
+    /// Runs the script once (one transaction, in pgbench's words). `timed` sees each SQL
+    /// command's index and time; `sleep` sleeps (on the client's fiber, or its thread).
+    pub fn run(
+        &mut self,
+        ready: &Ready<'_>,
+        session: &mut dyn SqlSession,
+        timed: &mut dyn FnMut(usize, Duration),
+        sleep: &mut dyn FnMut(Duration),
+    ) -> Result<(), Failure> {
+        let commands = &ready.script.commands;
+        let (mut pc, mut jumped) = (0, false);
+        while pc < commands.len() {
+            let i = pc;
+            let c = &commands[i];
+            pc += 1;
+            // Whether this command was reached by leaving a branch whose condition was false.
+            let arrived = std::mem::replace(&mut jumped, false);
+            match &c.kind {
+                Kind::Set { var, expr } => {
+                    let v = self.eval(expr, c.line)?;
+                    self.vars.insert(var.clone(), v);
+                }
+                // A branch that ran reaches the next one's marker: on past the `\endif`.
+                Kind::Elif(_) | Kind::Else if !arrived => pc = ready.endif[i],
+                Kind::If(e) | Kind::Elif(e) => {
+                    if !self.truthy(e, c.line)? {
+                        pc = ready.next_branch[i];
+                        jumped = true;
+                    }
+                }
+                Kind::Else | Kind::Endif => {}
+                Kind::Sleep { amount, unit_us } => {
+                    let n = match amount {
+                        Amount::Literal(n) => *n,
+                        Amount::Var(v) => {
+                            let value = self.eval(&super::expr::Expr::Var(v.clone()), c.line)?;
+                            (value.int()).map_err(|message| Failure::Script {
+                                line: c.line,
+                                message,
+                            })?
+                        }
+                    };
+                    sleep(Duration::from_micros(n.max(0) as u64 * unit_us));
+                }
+                Kind::Sql {
+                    text, vars, gset, ..
+                } => {
+                    let started = Instant::now();
+                    self.sql(ready.stmts[i], text, vars, gset.as_deref(), c.line, session)?;
+                    timed(i, started.elapsed());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn truthy(&mut self, e: &super::expr::Expr, line: usize) -> Result<bool, Failure> {
+        (self.eval(e, line)?.truthy()).map_err(|message| Failure::Script { line, message })
+    }
+
+    /// One SQL command: prepared with its variables' values, or sent as written.
+    fn sql(
+        &mut self,
+        stmt: Option<usize>,
+        text: &str,
+        vars: &[String],
+        gset: Option<&str>,
+        line: usize,
+        session: &mut dyn SqlSession,
+    ) -> Result<(), Failure> {
+        let sql_err = |error| Failure::Sql { line, error };
+        let Some(stmt) = stmt else {
+            if gset.is_some() {
+                // A statement without variables that stores its result: prepared here.
+                let s = session.prepare(&[text.to_string()]).map_err(sql_err)?;
+                return self.execute(s, &[], gset, line, session);
+            }
+            return session.batch(text).map_err(sql_err);
+        };
+        let mut values = Vec::with_capacity(vars.len());
+        for v in vars {
+            match self.vars.get(v) {
+                Some(Value::Null) => values.push(None),
+                Some(value) => values.push(Some(value.to_string())),
+                None => {
+                    return Err(Failure::Script {
+                        line,
+                        message: format!("undefined variable \"{v}\""),
+                    });
+                }
+            }
+        }
+        self.execute(stmt, &values, gset, line, session)
+    }
+
+    fn execute(
+        &mut self,
+        stmt: usize,
+        values: &[Option<String>],
+        gset: Option<&str>,
+        line: usize,
+        session: &mut dyn SqlSession,
+    ) -> Result<(), Failure> {
+        let params: Vec<Option<&str>> = values.iter().map(|v| v.as_deref()).collect();
+        let mut rows: Vec<Vec<(String, Option<String>)>> = Vec::new();
+        let mut keep = |cols: &[(&str, Option<&str>)]| {
+            if gset.is_some() && rows.len() < 2 {
+                rows.push(
+                    cols.iter()
+                        .map(|(n, v)| (n.to_string(), v.map(str::to_string)))
+                        .collect(),
+                );
+            }
+        };
+        session
+            .execute(stmt, &params, &mut keep)
+            .map_err(|error| Failure::Sql { line, error })?;
+        let Some(prefix) = gset else { return Ok(()) };
+        if rows.len() != 1 {
+            return Err(Failure::Script {
+                line,
+                message: format!(
+                    "\\gset needs exactly one row, the query gave {}",
+                    if rows.is_empty() { "none" } else { "more" }
+                ),
+            });
+        }
+        for (name, value) in rows.pop().unwrap() {
+            let v = value.map_or(Value::Null, Value::Text);
+            self.vars.insert(format!("{prefix}{name}"), v);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,95 @@
+//! `mysql://` for the `sql` suite: a session in dyno's database (its default database),
+//! prepared statements with parameters sent as text for the server to convert, and each row's
+//! columns read back as text. PostgreSQL's `END` (pgbench's scripts end transactions so) is
+//! sent as `COMMIT`, which it means.
+
+use super::*;
+use engine::driver::SqlSession;
+
+pub(super) struct MySql {
+    c: Conn,
+    stmts: Vec<Stmt>,
+}
+
+impl MySql {
+    /// A session of `config`'s server with `db` as its database.
+    pub(super) fn open(config: &Config, db: &str) -> Result<MySql, OpError> {
+        let mut c = config.connect()?;
+        c.query(&format!("USE {db}"))?;
+        Ok(MySql {
+            c,
+            stmts: Vec::new(),
+        })
+    }
+}
+
+/// `END` is PostgreSQL's `COMMIT`; anything else as written.
+fn dialect(sql: &str) -> &str {
+    let bare = sql.trim().trim_end_matches(';').trim();
+    if bare.eq_ignore_ascii_case("end") {
+        "COMMIT"
+    } else {
+        sql
+    }
+}
+
+impl SqlSession for MySql {
+    fn dialect(&self) -> engine::driver::Dialect {
+        engine::driver::Dialect::MySql
+    }
+    fn prepare(&mut self, parts: &[String]) -> Result<usize, OpError> {
+        let sql = parts.join("?");
+        let stmt = self.c.prepare(dialect(&sql))?;
+        self.stmts.push(stmt);
+        Ok(self.stmts.len() - 1)
+    }
+
+    fn execute(
+        &mut self,
+        stmt: usize,
+        params: &[Option<&str>],
+        row: &mut dyn FnMut(&engine::driver::SqlRow<'_>),
+    ) -> Result<u64, OpError> {
+        let stmt = &self.stmts[stmt];
+        let params: Vec<Param<'_>> = params.iter().map(|p| Param::Text(*p)).collect();
+        let mut texts: Vec<Option<String>> = Vec::with_capacity(stmt.columns.len());
+        let mut rows = 0;
+        let affected = self.c.execute(stmt, &params, "execute", |r| {
+            rows += 1;
+            texts.clear();
+            for (i, col) in stmt.columns.iter().enumerate() {
+                let text = match r.get(i) {
+                    None => None,
+                    Some(v) => {
+                        let unsigned = col.flags & proto::UNSIGNED != 0;
+                        Some(proto::value_text(col.kind, unsigned, v).ok_or_else(|| {
+                            OpError::new(
+                                ErrorClass::Application,
+                                format!(
+                                    "mysql: column {}: dyno reads no date or time columns",
+                                    col.name
+                                ),
+                            )
+                        })?)
+                    }
+                };
+                texts.push(text);
+            }
+            let cols: Vec<(&str, Option<&str>)> = (stmt.columns.iter())
+                .zip(&texts)
+                .map(|(c, t)| (c.name.as_str(), t.as_deref()))
+                .collect();
+            row(&cols);
+            Ok(())
+        })?;
+        Ok(if stmt.columns.is_empty() {
+            affected
+        } else {
+            rows
+        })
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), OpError> {
+        self.c.query(dialect(sql)).map(drop)
+    }
+}
