@@ -29,13 +29,14 @@ impl<T: Suite + report::View> Entry for T {}
 
 /// Every suite of this build, in the order a run with no suite named tries them: the first
 /// whose operation family every target speaks runs.
-pub static BUILT_IN: [&dyn Entry; 6] = [
+pub static BUILT_IN: [&dyn Entry; 7] = [
     &shootout::Shootout,
     &magma::Magma,
     &load::Load,
     &namespace::Namespace,
     &kv::Kv,
     &ycsb::Ycsb,
+    &sql::Sql,
 ];
 
 /// The suites of `entries`, as the plan and the runner see them.

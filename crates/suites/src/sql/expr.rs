@@ -455,7 +455,11 @@ impl Parser {
                 if self.sym(")") {
                     break;
                 }
-                self.expect_sym(",")?;
+                if !self.sym(",") {
+                    return Err(
+                        self.error("syntax error: expected \",\" or \")\" after an argument")
+                    );
+                }
             }
         }
         if args.len() < min || args.len() > max {

@@ -1,10 +1,296 @@
-//! The `sql` suite's parts, built ahead of the suite: pgbench's expression language (`expr`
-//! parses, `eval` evaluates) and its random functions (`random`), each to pgbench's own
-//! definitions and checked against pgbench's answers; and its script language (`script`).
+//! The `sql` suite: pgbench's workloads, on `postgres://` and `mysql://`. Its tables are made
+//! in dyno's own schema or database (pgbench's `-i`, at `--scale`), and `-c` clients run
+//! pgbench scripts — the built-ins (`-b tpcb-like`, `simple-update`, `select-only`) or files
+//! in pgbench's language (`--script FILE`) — each `NAME@WEIGHT` to mix them, in a closed loop
+//! for `--duration` or `-t` transactions per client. Every transaction and every SQL command is
+//! timed into full histograms (one row of the record's `by_op` per command); a failed
+//! transaction is rolled back and counted by its class. After the run, the TPC-B invariant is
+//! checked where the scripts keep it (the sums of the accounts', tellers' and branches'
+//! balances equal the history's deltas). The seed of every client's generator is the plan's
+//! `--seed`, so two runs issue the same statements.
+//!
+//! Parts: `expr` and `eval` (pgbench's `\set` expressions), `random` (its generator and random
+//! functions), `script` (its script language), `client` (a client running a script on a
+//! session), `init` (its tables), `run` (a repetition on every client).
 
 pub mod client;
 pub mod eval;
 pub mod expr;
 pub mod init;
 pub mod random;
+mod run;
 pub mod script;
+mod table;
+
+use engine::driver::Family;
+use engine::plan::setting::shared;
+use engine::plan::{Kind, MAX_CLIENTS, Origin, PlanError, PlanTarget, RawPlan, Setting, Sp};
+use engine::suite::{Clients, Common, Param, Plan, Point, Repeat, Settings, Suite, TargetError};
+use script::Script;
+use std::sync::atomic::AtomicBool;
+
+/// The suite.
+pub struct Sql;
+
+const HEADING: Option<&str> = Some("SQL suite (pgbench)");
+
+pub static BUILTIN: Setting = Setting {
+    key: "builtin",
+    short: Some('b'),
+    aliases: &[],
+    kind: Kind::Text,
+    value_name: "NAME[@WEIGHT],…",
+    help: "SQL: pgbench's built-in scripts to run: tpcb-like, simple-update, select-only (a unique prefix will do), each with an optional weight [default: tpcb-like unless --script].",
+    heading: HEADING,
+};
+
+pub static SCRIPT: Setting = Setting {
+    key: "script",
+    short: None,
+    aliases: &[],
+    kind: Kind::Text,
+    value_name: "FILE[@WEIGHT],…",
+    help: "SQL: script files in pgbench's language (pgbench's -f): SQL with :variables, \\set, \\sleep, \\if … \\endif, \\gset; each with an optional weight.",
+    heading: HEADING,
+};
+
+pub static SCALE: Setting = Setting {
+    key: "scale",
+    short: None,
+    aliases: &[],
+    kind: Kind::Int,
+    value_name: "",
+    help: "SQL: pgbench's scale factor: branches, each with 10 tellers and 100,000 accounts, made in dyno's own schema before the run [default: 1].",
+    heading: HEADING,
+};
+
+pub static TRANSACTIONS: Setting = Setting {
+    key: "transactions",
+    short: Some('t'),
+    aliases: &[],
+    kind: Kind::Int,
+    value_name: "",
+    help: "SQL: transactions per client instead of a duration (pgbench's -t).",
+    heading: HEADING,
+};
+
+pub static DURATION: Setting = Setting {
+    key: "duration",
+    short: Some('d'),
+    aliases: &[],
+    kind: Kind::Text,
+    value_name: "",
+    help: "SQL: how long each repetition runs (pgbench's -T) [default: 10s; 2s with --quick].",
+    heading: HEADING,
+};
+
+static SETTINGS: &[&Setting] = &[
+    &shared::CLIENTS,
+    &shared::THREADS,
+    &BUILTIN,
+    &SCRIPT,
+    &SCALE,
+    &TRANSACTIONS,
+    &DURATION,
+];
+
+/// The most scale a run may ask for (10^8 accounts).
+const MAX_SCALE: i64 = 1000;
+
+/// The scripts to run, with their weights, and how long.
+#[derive(Debug)]
+pub struct SqlSettings {
+    pub scripts: Vec<(Script, u64)>,
+    pub scale: u64,
+    /// Transactions per client, or else how long.
+    pub transactions: Option<u64>,
+    pub duration_ns: u64,
+    pub seed: u64,
+    /// The test's name: the script's, or `mix`.
+    pub test: &'static str,
+}
+
+impl Settings for SqlSettings {
+    fn record(&self, plan: &mut results::PlanRecord) {
+        let scripts: Vec<serde_json::Value> = (self.scripts.iter())
+            .map(|(s, w)| serde_json::json!({"name": s.name, "weight": w}))
+            .collect();
+        plan.custom.insert(
+            "sql".into(),
+            serde_json::json!({
+                "scripts": scripts,
+                "scale": self.scale,
+                "transactions_per_client": self.transactions,
+                "duration_ns": self.duration_ns,
+                "random_seed": self.seed,
+            }),
+        );
+    }
+    fn rep_duration_ns(&self) -> Option<u64> {
+        self.transactions.is_none().then_some(self.duration_ns)
+    }
+}
+
+/// `NAME@WEIGHT` (a weight of 1 without `@`).
+fn weighted(item: &str, at: &Origin) -> Result<(String, u64), PlanError> {
+    let Some((name, w)) = item.rsplit_once('@') else {
+        return Ok((item.to_string(), 1));
+    };
+    match w.parse::<u64>() {
+        Ok(w) if w > 0 => Ok((name.to_string(), w)),
+        _ => Err(PlanError::new(
+            at.clone(),
+            format!("{item:?}: a weight is a whole number above 0"),
+        )
+        .hint("write NAME@2, or leave the weight out for 1")),
+    }
+}
+
+/// The scripts `--builtin` and `--script` name, read and checked.
+fn scripts(
+    builtin: Option<&Sp<String>>,
+    files: Option<&Sp<String>>,
+) -> Result<Vec<(Script, u64)>, PlanError> {
+    let mut out = Vec::new();
+    if let Some(b) = builtin {
+        for item in b.value.split(',').map(str::trim) {
+            let (name, w) = weighted(item, &b.at)?;
+            let s = script::built_in(&name).map_err(|e| PlanError::new(b.at.clone(), e))?;
+            out.push((s, w));
+        }
+    }
+    if let Some(f) = files {
+        for item in f.value.split(',').map(str::trim) {
+            let (path, w) = weighted(item, &f.at)?;
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                PlanError::new(f.at.clone(), format!("{path}: {e}"))
+                    .hint("give the path of a script in pgbench's language")
+            })?;
+            let s = script::parse(&path, &text).map_err(|e| {
+                PlanError::new(
+                    f.at.clone(),
+                    format!("{path}:{}:{}: {}", e.line, e.column, e.message),
+                )
+            })?;
+            out.push((s, w));
+        }
+    }
+    if out.is_empty() {
+        out.push((script::built_in("tpcb-like").expect("a built-in"), 1));
+    }
+    Ok(out)
+}
+
+impl Suite for Sql {
+    fn help(&self) -> &'static str {
+        "pgbench's workloads on PostgreSQL and MySQL/MariaDB: its tables at --scale in dyno's own schema, its built-in scripts (-b) or script files (--script), every transaction and statement timed, the TPC-B invariant checked"
+    }
+
+    fn family(&self) -> Family {
+        Family::Sql
+    }
+
+    fn settings(&self) -> &'static [&'static Setting] {
+        SETTINGS
+    }
+
+    fn targets_hint(&self) -> &'static str {
+        "the sql suite runs on postgres:// and mysql:// targets"
+    }
+
+    fn clients(&self) -> Clients {
+        Clients {
+            default: 1,
+            max: MAX_CLIENTS,
+            why: "each client is a session of its own, many per generator thread",
+        }
+    }
+
+    fn sweepable(&self) -> Vec<Param> {
+        vec![Param {
+            name: "clients",
+            min: 1,
+            max: MAX_CLIENTS as u64,
+        }]
+    }
+
+    fn default_reps(&self, _: bool) -> u32 {
+        1
+    }
+
+    fn default_warmup(&self) -> bool {
+        false
+    }
+
+    fn resolve(&self, raw: &RawPlan, c: &Common) -> Result<Box<dyn Settings>, PlanError> {
+        let scripts = scripts(
+            raw.settings.text(&BUILTIN).as_ref(),
+            raw.settings.text(&SCRIPT).as_ref(),
+        )?;
+        let scale = match raw.settings.int(&SCALE) {
+            Some(s) if !(1..=MAX_SCALE).contains(&s.value) => {
+                return Err(PlanError::new(
+                    s.at,
+                    format!("scale must be 1 to {MAX_SCALE}, got {}", s.value),
+                ));
+            }
+            Some(s) => s.value as u64,
+            None => 1,
+        };
+        let transactions = match raw.settings.int(&TRANSACTIONS) {
+            Some(t) if t.value < 1 => {
+                return Err(PlanError::new(t.at, "transactions must be at least 1"));
+            }
+            t => t.map(|t| t.value as u64),
+        };
+        let duration_ns = match raw.settings.text(&DURATION) {
+            Some(d) => engine::plan::parse_duration_setting(
+                &d,
+                "duration",
+                24 * 3600,
+                "write how long each repetition runs, e.g. 10s or 2m",
+            )?,
+            None if c.quick => 2_000_000_000,
+            None => 10_000_000_000,
+        };
+        let test: &'static str = match scripts.as_slice() {
+            [(s, _)] => Box::leak(s.name.clone().into_boxed_str()),
+            _ => "mix",
+        };
+        Ok(Box::new(SqlSettings {
+            scripts,
+            scale,
+            transactions,
+            duration_ns,
+            seed: c.seed,
+            test,
+        }))
+    }
+
+    fn tests(&self, plan: &Plan, _: &Point) -> Vec<&'static str> {
+        vec![engine::suite::settings::<SqlSettings>(plan).test]
+    }
+
+    fn run(
+        &self,
+        plan: &Plan,
+        point: &Point,
+        target: &PlanTarget,
+        interrupt: &AtomicBool,
+        run: &mut dyn Repeat,
+    ) -> Result<(), TargetError> {
+        run::run(plan, point, target, interrupt, run)
+    }
+}
+
+impl report::View for Sql {
+    fn table(&self, r: &results::RunRecord, doc: &mut report::grid::Doc) -> std::io::Result<()> {
+        table::render(r, doc)
+    }
+}
+
+impl results::Named for Sql {
+    fn name(&self) -> &'static str {
+        "sql"
+    }
+}

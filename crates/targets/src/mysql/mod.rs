@@ -155,6 +155,9 @@ impl Config {
 }
 
 impl TargetConfig for Config {
+    fn families(&self) -> &'static [Family] {
+        INFO.families
+    }
     fn durability(&self) -> String {
         self.durability
             .get_or_init(|| match self.settings() {

@@ -133,3 +133,78 @@ fn pgbench_workloads_run_on_postgresql_and_mariadb_and_keep_the_tpcb_invariant()
         .sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'");
     assert_eq!(left.trim(), "0");
 }
+
+/// `dyno run --suite sql` as a user runs it: both databases as columns, the built-ins mixed by
+/// weight and a script file, every transaction and command in the record.
+#[test]
+fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
+    let (Some(pg), Some(maria)) = (
+        testkit::Postgres::start(),
+        testkit::mariadb::MariaDb::start(),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::common::dyno(dir.path())
+        .args([
+            "run",
+            "--suite",
+            "sql",
+            "-b",
+            "tpcb-like@3,select-only",
+            "-t",
+            "40",
+            "-c",
+            "3",
+        ])
+        .args(["-o", "mix", &pg.url(), &maria.url()])
+        .assert()
+        .success();
+    let table = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        table.contains("tpcb-like:009 UPDATE pgbench_branches SET bbalance"),
+        "{table}"
+    );
+    let rec = crate::common::record(&dir.path().join("mix"));
+    crate::common::assert_schema_valid(&rec);
+    for target in ["postgres", "mysql"] {
+        let c = crate::common::case(&rec, target, "mix");
+        assert_eq!(c["status"], "ok", "{target}: {}", c["reason"]);
+        let rep = &c["reps"][0];
+        assert_eq!(
+            rep["detail"]["custom"]["figures"]["transactions"], 120,
+            "{target}"
+        );
+        let tpcb = rep["by_op"]["script tpcb-like"]["count"].as_u64().unwrap();
+        let select = rep["by_op"]["script select-only"]["count"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(tpcb + select, 120);
+        assert!(
+            tpcb > 2 * select,
+            "{target}: weights 3:1 gave {tpcb}:{select}"
+        );
+        assert_eq!(
+            rep["by_op"]["tpcb-like:011 END;"]["count"].as_u64(),
+            Some(tpcb),
+            "every transaction's every command is timed"
+        );
+    }
+
+    std::fs::write(dir.path().join("mine.sql"), CUSTOM).unwrap();
+    let out = crate::common::dyno(dir.path())
+        .args([
+            "run", "--suite", "sql", "--script", "mine.sql", "-d", "1s", "--scale", "2",
+        ])
+        .args(["-o", "custom", &maria.url()])
+        .assert()
+        .success();
+    let rec = crate::common::record(&dir.path().join("custom"));
+    let c = crate::common::case(&rec, "mysql", "mine.sql");
+    assert_eq!(c["status"], "ok", "{}", c["reason"]);
+    assert!(c["reps"][0]["ops"].as_u64().unwrap() > 10, "{out:?}");
+    assert_eq!(rec["plan"]["custom"]["sql"]["scale"], 2);
+    let left = maria
+        .sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'");
+    assert_eq!(left.trim(), "0", "dyno dropped its database");
+}

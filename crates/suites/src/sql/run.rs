@@ -1,0 +1,334 @@
+//! A run of the `sql` suite on one target: pgbench's tables made at the plan's scale, then each
+//! repetition's clients (many per generator thread) running the scripts in a closed loop, and
+//! at the end the TPC-B invariant checked where the scripts keep it.
+
+use super::SqlSettings;
+use super::client::{self, Client, Failure};
+use super::eval::Value;
+use super::random::Prng;
+use super::script::Kind;
+use engine::driver::{SqlSession, Store};
+use engine::plan::PlanTarget;
+use engine::recorder::Recorder;
+use engine::suite::{After, Plan, Point, RepCtx, Repeat, TargetError, TestOutcome, settings};
+use results::{Detail, Rep, Status};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+pub(super) fn run(
+    plan: &Plan,
+    point: &Point,
+    target: &PlanTarget,
+    interrupt: &AtomicBool,
+    run: &mut dyn Repeat,
+) -> Result<(), TargetError> {
+    let s = settings::<SqlSettings>(plan);
+    let store = target.config.open().map_err(TargetError::Open)?;
+    run.describe(store.namespace(), store.versions());
+    let made = made(&*store, s.scale);
+    let store_ref: &dyn Store = &*store;
+    let last = plan.reps + u32::from(plan.warmup) - 1;
+    run.repeat(None, None, &mut |ctx| {
+        if let Err(why) = &made {
+            ctx.report(TestOutcome::not_run(s.test, Status::Failed, why.clone()));
+            return After::Fail(why.clone());
+        }
+        let mut o = measure(store_ref, ctx, s, point);
+        if ctx.rep == last
+            && ctx.measured
+            && o.status == Status::Ok
+            && let Err(why) = invariant(store_ref, s)
+        {
+            o.status = Status::Failed;
+            o.reason = Some(why);
+        }
+        ctx.report(o);
+        After::Next
+    });
+    let _ = interrupt;
+    if let Err(e) = store.close() {
+        run.warn(format!("target {}: {e}", target.name));
+    }
+    Ok(())
+}
+
+/// pgbench's tables, made at `scale` in the store's own schema.
+fn made(store: &dyn Store, scale: u64) -> Result<(), String> {
+    let mut s = store.connect_sql().map_err(|e| e.to_string())?;
+    super::init::init(s.as_mut(), scale).map_err(|e| format!("making pgbench's tables: {e}"))
+}
+
+/// What one client did in a repetition.
+struct ClientRun {
+    transactions: Recorder,
+    /// Per script (when there are several), its transactions.
+    scripts: Vec<Recorder>,
+    /// Per script, per command: its SQL's times.
+    commands: Vec<Vec<Recorder>>,
+    /// A script's own mistake (an undefined variable…): the run is wrong, not the server.
+    broken: Option<String>,
+}
+
+/// Every client's part of one repetition.
+fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> TestOutcome {
+    let clients = point.clients.max(1) as usize;
+    let start = Instant::now();
+    let threads = super::super::generator_threads(store, ctx.threads, clients);
+    let jobs = (0..clients)
+        .map(|id| -> engine::fiber::Job<'_, ClientRun> {
+            Box::new(move || client_run(store, ctx, s, (id, clients)))
+        })
+        .collect();
+    let runs: Vec<ClientRun> = engine::fiber::join_all(threads, jobs)
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect();
+    let wall_ns = (start.elapsed().as_nanos() as u64).max(1);
+    let mut all = Recorder::new();
+    let mut scripts: Vec<Recorder> = s.scripts.iter().map(|_| Recorder::new()).collect();
+    let mut commands: Vec<Vec<Recorder>> = (s.scripts.iter())
+        .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
+        .collect();
+    let mut broken = None;
+    for r in &runs {
+        all.merge(&r.transactions);
+        for (a, b) in scripts.iter_mut().zip(&r.scripts) {
+            a.merge(b);
+        }
+        for (a, b) in commands.iter_mut().zip(&r.commands) {
+            for (x, y) in a.iter_mut().zip(b) {
+                x.merge(y);
+            }
+        }
+        broken = broken.or(r.broken.clone());
+    }
+    let by_op = by_op(s, &scripts, &commands);
+    let errors = all.error_count();
+    let ok = all.ops - errors;
+    let figures = serde_json::json!({
+        "transactions": all.ops,
+        "failed": errors,
+        "scale": s.scale,
+    });
+    let rep = Rep {
+        ops: all.ops,
+        clients: clients as u32,
+        wall_ns,
+        client_ns: Vec::new(),
+        ops_per_s: results::rate::per_s(ok as f64, wall_ns),
+        errors,
+        latency_ns: results::stats::latency_summary(&all.latency),
+        by_op,
+        detail: Detail::Custom {
+            suite: "sql".into(),
+            figures,
+        },
+    };
+    let status = match (broken, ok) {
+        (Some(why), _) => (Status::Failed, Some(format!("the script failed: {why}"))),
+        (None, 0) if all.ops > 0 => (
+            Status::Failed,
+            Some(format!("no transaction succeeded ({errors} failed)")),
+        ),
+        (None, 0) => (Status::Failed, Some("no transaction ran".into())),
+        _ if ctx.interrupt.load(Ordering::Relaxed) => (
+            Status::Interrupted,
+            Some("interrupted during the test".into()),
+        ),
+        _ => (Status::Ok, None),
+    };
+    TestOutcome::ran(s.test, status, rep, all)
+}
+
+/// The record's rows by operation: each script's transactions (when there are several), and
+/// each SQL command of each script, named by its script, line and first words.
+fn by_op(
+    s: &SqlSettings,
+    scripts: &[Recorder],
+    commands: &[Vec<Recorder>],
+) -> BTreeMap<String, results::OpFigures> {
+    let mut out = BTreeMap::new();
+    for (k, (script, _)) in s.scripts.iter().enumerate() {
+        if s.scripts.len() > 1 {
+            out.insert(format!("script {}", script.name), scripts[k].figures());
+        }
+        for (i, c) in script.commands.iter().enumerate() {
+            if let Kind::Sql { text, .. } = &c.kind {
+                let words: String = text
+                    .split_whitespace()
+                    .take(4)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let name = format!("{}:{:03} {words}", script.name, c.line);
+                out.insert(name, commands[k][i].figures());
+            }
+        }
+    }
+    out
+}
+
+/// One client's transactions: until the duration ends, or its count of them is done.
+fn client_run(
+    store: &dyn Store,
+    ctx: &RepCtx,
+    s: &SqlSettings,
+    (id, clients): (usize, usize),
+) -> ClientRun {
+    let mut out = ClientRun {
+        transactions: Recorder::new(),
+        scripts: s.scripts.iter().map(|_| Recorder::new()).collect(),
+        commands: (s.scripts.iter())
+            .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
+            .collect(),
+        broken: None,
+    };
+    let mut session = match store.connect_sql() {
+        Ok(x) => x,
+        Err(e) => {
+            out.transactions.fail(e);
+            return out;
+        }
+    };
+    let ready: Result<Vec<_>, Failure> = (s.scripts.iter())
+        .map(|(sc, _)| client::ready(sc, session.as_mut()))
+        .collect();
+    let ready = match ready {
+        Ok(r) => r,
+        Err(e) => {
+            out.broken = Some(e.to_string());
+            return out;
+        }
+    };
+    // pgbench's seeding: a base generator from the seed gives each client's generator in
+    // turn, then the default seed.
+    let mut base = Prng::new(s.seed);
+    let draws: Vec<u64> = (0..=clients).map(|_| base.next_u64()).collect();
+    let mut client = Client {
+        vars: HashMap::from([
+            ("scale".to_string(), Value::Int(s.scale as i64)),
+            ("client_id".to_string(), Value::Int(id as i64)),
+            ("random_seed".to_string(), Value::Int(s.seed as i64)),
+        ]),
+        prng: Prng::new(draws[id]),
+        default_seed: draws[clients] as i64,
+    };
+    client
+        .vars
+        .insert("default_seed".into(), Value::Int(client.default_seed));
+    let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));
+    let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
+    let deadline = Instant::now() + std::time::Duration::from_nanos(s.duration_ns);
+    let mut done = 0u64;
+    loop {
+        let over = match s.transactions {
+            Some(n) => done >= n,
+            None => Instant::now() >= deadline,
+        };
+        if over || ctx.interrupt.load(Ordering::Relaxed) {
+            return out;
+        }
+        done += 1;
+        let k = pick(&mut choose, s, total);
+        if let Err(stop) = transaction(&mut client, &ready[k], &mut *session, &mut out, k) {
+            out.broken = Some(stop);
+            return out;
+        }
+    }
+}
+
+/// The script a transaction runs: by weight, as pgbench draws it.
+fn pick(p: &mut Prng, s: &SqlSettings, total: u64) -> usize {
+    if s.scripts.len() == 1 {
+        return 0;
+    }
+    let mut w = p.uint_range(0, total - 1) as i64;
+    for (k, (_, weight)) in s.scripts.iter().enumerate() {
+        w -= *weight as i64;
+        if w < 0 {
+            return k;
+        }
+    }
+    s.scripts.len() - 1
+}
+
+/// One transaction, recorded; `Err` when the script itself is wrong (the client stops).
+fn transaction(
+    client: &mut Client,
+    ready: &client::Ready<'_>,
+    session: &mut dyn SqlSession,
+    out: &mut ClientRun,
+    k: usize,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let commands = &mut out.commands[k];
+    let result = client.run(
+        ready,
+        session,
+        &mut |i, took| commands[i].record(took.as_nanos() as u64, Ok(0)),
+        &mut engine::fiber::sleep,
+    );
+    let took = started.elapsed().as_nanos() as u64;
+    match result {
+        Ok(()) => {
+            out.transactions.record(took, Ok(0));
+            out.scripts[k].record(took, Ok(0));
+            Ok(())
+        }
+        Err(Failure::Sql { line, error }) => {
+            // The transaction is over: roll back what it left open.
+            let _ = session.batch("ROLLBACK");
+            let e = engine::driver::OpError::new(
+                error.class,
+                format!("line {line}: {}", error.message),
+            );
+            out.transactions.record(took, Err(e.clone()));
+            out.scripts[k].record(took, Err(e));
+            Ok(())
+        }
+        Err(f @ Failure::Script { .. }) => Err(f.to_string()),
+    }
+}
+
+/// The TPC-B invariant, where the scripts keep it: every delta added to an account is in the
+/// history (and, with tpcb-like, to its teller and its branch).
+fn invariant(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
+    let names: Vec<&str> = s.scripts.iter().map(|(sc, _)| sc.name.as_str()).collect();
+    let keeps = |n: &str| names.iter().all(|x| *x == n || *x == "select-only");
+    let tables: &[&str] = if keeps("tpcb-like") {
+        &["pgbench_accounts", "pgbench_tellers", "pgbench_branches"]
+    } else if keeps("simple-update") {
+        &["pgbench_accounts"]
+    } else {
+        return Ok(());
+    };
+    let mut session = store.connect_sql().map_err(|e| e.to_string())?;
+    let deltas = sum(&mut *session, "sum(delta)", "pgbench_history")?;
+    for table in tables {
+        let column = match *table {
+            "pgbench_accounts" => "sum(abalance)",
+            "pgbench_tellers" => "sum(tbalance)",
+            _ => "sum(bbalance)",
+        };
+        let got = sum(&mut *session, column, table)?;
+        if got != deltas {
+            return Err(format!(
+                "the TPC-B invariant does not hold: {column} of {table} is {got:?}, the history's deltas sum to {deltas:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn sum(session: &mut dyn SqlSession, column: &str, table: &str) -> Result<Option<String>, String> {
+    let stmt =
+        (session.prepare(&[format!("SELECT {column} FROM {table}")])).map_err(|e| e.to_string())?;
+    let mut got = None;
+    session
+        .execute(stmt, &[], &mut |cols| {
+            got = cols.first().and_then(|c| c.1.map(str::to_string))
+        })
+        .map_err(|e| e.to_string())?;
+    // MySQL sums ints as DECIMAL ("12"), PostgreSQL as bigint ("12"): compare as numbers.
+    Ok(got.map(|g| g.trim_end_matches(".0").to_string()))
+}

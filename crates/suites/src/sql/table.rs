@@ -1,0 +1,130 @@
+//! How an `sql` record reads: pgbench's summary per target — transactions, failed, the rate
+//! and the latency as a distribution, not a mean — then every SQL command's latency (pgbench's
+//! `-r`), p50 / p99 / p99.9, a row per command.
+
+use report::grid::Doc;
+use report::units;
+use results::{Case, RunRecord};
+use std::io;
+
+/// The figure of a case's first measured repetition's custom detail.
+fn figure(c: &Case, key: &str) -> u64 {
+    (c.reps.iter())
+        .filter_map(|r| match &r.detail {
+            results::Detail::Custom { figures, .. } => figures.get(key)?.as_u64(),
+            _ => None,
+        })
+        .sum()
+}
+
+fn three(p50: u64, p99: u64, p999: u64) -> String {
+    format!(
+        "{} / {} / {}",
+        units::latency(p50),
+        units::latency(p99),
+        units::latency(p999)
+    )
+}
+
+pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+    let sql = r.plan.custom.get("sql");
+    let scale = sql.and_then(|s| s["scale"].as_u64()).unwrap_or(0);
+    let how = match sql.and_then(|s| s["transactions_per_client"].as_u64()) {
+        Some(t) => format!("{t} transactions per client"),
+        None => units::latency(sql.and_then(|s| s["duration_ns"].as_u64()).unwrap_or(0)),
+    };
+    doc.title(&format!(
+        "dyno sql · scale {scale} · {} clients · {how} · {} repetition(s)",
+        r.plan.concurrency, r.plan.reps
+    ))?;
+    let header = vec![
+        [
+            "target",
+            "script",
+            "transactions",
+            "failed",
+            "transactions/s",
+            "p50 / p99 / p99.9",
+            "max",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let mut body = Vec::new();
+    let mut notes = Vec::new();
+    for c in &r.cases {
+        let label = format!("{}\n{}", c.target, c.durability);
+        let Some(s) = &c.summary else {
+            let word = report::grid::status_word(c).unwrap_or("-").to_string();
+            body.push(vec![
+                label,
+                c.test.clone(),
+                word.clone(),
+                word.clone(),
+                word.clone(),
+                word.clone(),
+                word,
+            ]);
+            continue;
+        };
+        let l = s.latency_ns;
+        body.push(vec![
+            label.replace('\n', " · "),
+            c.test.clone(),
+            units::count(figure(c, "transactions")),
+            units::count(figure(c, "failed")),
+            units::count(s.ops_per_s.best.round() as u64),
+            three(l.p50, l.p99, l.p999),
+            units::latency(l.max),
+        ]);
+        if let (Some(why), Some(word)) = (&c.reason, report::grid::status_word(c)) {
+            notes.push(format!("{} {}: {word}: {why}", c.target, c.test));
+        }
+        for (class, n) in &c.errors {
+            if let Some(e) = c.error_examples.get(class) {
+                notes.push(format!(
+                    "{} {}: {n} failed as {class}, e.g. {e}",
+                    c.target, c.test
+                ));
+            }
+        }
+    }
+    doc.blank()?;
+    doc.heading("transactions (latency of the whole script, from its first command's start)")?;
+    doc.table(&header, &body)?;
+    statements(r, doc)?;
+    notes.push("transactions/s counts the transactions that succeeded; a failed one was rolled back and is counted by its class".into());
+    doc.footer(&notes, r.interrupted)
+}
+
+/// Every command's latency, a row per command and a column per target (pgbench's `-r`).
+fn statements(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+    let Some(first) = r.cases.first() else {
+        return Ok(());
+    };
+    let commands: Vec<&String> = first
+        .reps
+        .first()
+        .map_or(Vec::new(), |rep| rep.by_op.keys().collect());
+    if commands.is_empty() {
+        return Ok(());
+    }
+    let mut header = vec!["command".to_string()];
+    header.extend(r.cases.iter().map(|c| c.target.clone()));
+    let body: Vec<Vec<String>> = (commands.iter())
+        .map(|name| {
+            let mut row = vec![(*name).clone()];
+            for c in &r.cases {
+                let op = c.reps.iter().rev().find_map(|rep| rep.by_op.get(*name));
+                row.push(match op.and_then(|o| o.latency_ns) {
+                    Some(l) => three(l.p50, l.p99, l.p999),
+                    None => "-".into(),
+                });
+            }
+            row
+        })
+        .collect();
+    doc.blank()?;
+    doc.heading("latency per command: p50 / p99 / p99.9 (SCRIPT:LINE and its first words)")?;
+    doc.table(&[header], &body)
+}
