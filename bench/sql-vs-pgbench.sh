@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# dyno's sql suite beside pgbench itself, on one private PostgreSQL, in one run: the same
+# built-in script, the same clients and duration, tools in turn within each round (pgbench
+# first in odd rounds, dyno first in even ones). The server runs on core 1, both generators on
+# core 0 (pgbench with -j 1: one thread, as dyno carries its clients on one thread there).
+# Per round and workload (tpcb-like, select-only): transactions per second, the generator's
+# CPU per transaction (user + system of the whole process, GNU time: pgbench's connection setup
+# and dyno's table making, report and plots included), and the mean latency (pgbench reports no
+# percentile; dyno's p50 beside). Then the ratios dyno / pgbench per round and their median.
+# Each tool works on its own tables at scale 1 (pgbench's in `public`, dyno's in its schema).
+# Traffic stays on 127.0.0.1.
+# Usage: bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+rounds=${1:-3}
+secs=${2:-10}
+clients=${3:-8}
+[ -x /usr/bin/time ] || install time
+find_postgres postgresql-contrib
+[ -x "$pgbin/pgbench" ] || install postgresql-contrib
+cargo build --release -q
+dyno=$PWD/target/release/dyno
+work=$(mktemp -d)
+pids=()
+chmod 755 "$work"
+cleanup() {
+  set +e
+  stop_postgres
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+start_postgres
+"$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s 1 -q postgres >/dev/null 2>&1
+pg="postgres://dyno@127.0.0.1:$pgport/postgres"
+echo "$($dyno --version); pgbench $("$pgbin/pgbench" --version | awk '{print $3}')"
+echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients"
+
+# Runs a command (its output into FILE); prints its CPU seconds (user + system), GNU time's.
+timed() {
+  local file=$1
+  shift
+  /usr/bin/time -f "%U %S" -o "$work/time" "$@" >"$file" 2>"$work/err" || { cat "$work/err" "$file"; exit 1; }
+  awk '{ print $1 + $2 }' "$work/time"
+}
+
+pgbench_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS"
+  local cpu
+  cpu=$(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \
+    -b "$1" -M prepared -c "$clients" -j 1 -T "$secs" -n postgres)
+  python3 - "$work/pgbench.out" "$cpu" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+tx = int(re.search(r"number of transactions actually processed: (\d+)", t).group(1))
+tps = float(re.search(r"tps = ([\d.]+)", t).group(1))
+mean = float(re.search(r"latency average = ([\d.]+) ms", t).group(1))
+print(tps, float(sys.argv[2]) * 1e6 / tx, mean, "-")
+PY
+}
+
+dyno_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS P50_MS"
+  local cpu out="$work/dyno-$1-$2"
+  cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$1" -c "$clients" -d "${secs}s" \
+    --quiet -o "$out" "$pg")
+  python3 - "$out/run.json" "$cpu" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"][0]
+assert c["status"] == "ok", c["reason"]
+r = c["reps"][0]
+tx = r["ops"] - r["errors"]
+lat = r["latency_ns"]
+print(r["ops_per_s"], float(sys.argv[2]) * 1e6 / tx, lat["mean"] / 1e6, lat["p50"] / 1e6)
+PY
+}
+
+results=$work/results
+: >"$results"
+printf "%-6s %-12s %-8s %10s %12s %10s %9s\n" round script tool tps "CPU/tx µs" "mean ms" "p50 ms"
+for round in $(seq 1 "$rounds"); do
+  for script in tpcb-like select-only; do
+    order="pgbench dyno"
+    [ $((round % 2)) -eq 0 ] && order="dyno pgbench"
+    for tool in $order; do
+      read -r tps cpu mean p50 < <("${tool}_run" "$script" "$round")
+      printf "%-6s %-12s %-8s %10.0f %12.1f %10.3f %9s\n" "$round" "$script" "$tool" "$tps" "$cpu" "$mean" "$p50"
+      echo "$round $script $tool $tps $cpu $mean" >>"$results"
+    done
+  done
+done
+
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+print()
+print("dyno / pgbench, per round (median):")
+for script in ("tpcb-like", "select-only"):
+    by = {}
+    for r in rows:
+        if r[1] == script:
+            by.setdefault(r[0], {})[r[2]] = [float(x) for x in r[3:]]
+    for i, what in ((0, "rate"), (1, "CPU per transaction"), (2, "mean latency")):
+        v = [d["dyno"][i] / d["pgbench"][i] for d in by.values()]
+        print(f"  {script:12} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x)")
+PY
