@@ -82,7 +82,8 @@ for round in $(seq 1 "$rounds"); do
     order="pgbench dyno"
     [ $((round % 2)) -eq 0 ] && order="dyno pgbench"
     for tool in $order; do
-      read -r tps cpu mean p50 < <("${tool}_run" "$script" "$round")
+      got=$("${tool}_run" "$script" "$round")
+      read -r tps cpu mean p50 <<<"$got"
       printf "%-6s %-12s %-8s %10.0f %12.1f %10.3f %9s\n" "$round" "$script" "$tool" "$tps" "$cpu" "$mean" "$p50"
       echo "$round $script $tool $tps $cpu $mean" >>"$results"
     done

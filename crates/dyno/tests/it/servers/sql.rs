@@ -191,6 +191,13 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
         );
     }
 
+    // A read-only run keeps no invariant to check, and passes.
+    crate::common::dyno(dir.path())
+        .args(["run", "--suite", "sql", "-b", "select-only", "-t", "20"])
+        .args(["-o", "reads", &pg.url()])
+        .assert()
+        .success();
+
     std::fs::write(dir.path().join("mine.sql"), CUSTOM).unwrap();
     let out = crate::common::dyno(dir.path())
         .args([
