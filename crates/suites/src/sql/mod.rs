@@ -84,6 +84,26 @@ pub static DURATION: Setting = Setting {
     heading: HEADING,
 };
 
+pub static RATE: Setting = Setting {
+    key: "rate",
+    short: None,
+    aliases: &[],
+    kind: Kind::Number,
+    value_name: "",
+    help: "SQL: an open loop at this many transactions/s in all (pgbench's -R): Poisson arrivals, latency from each transaction's intended start, the schedule lag beside it.",
+    heading: HEADING,
+};
+
+pub static LATENCY_LIMIT: Setting = Setting {
+    key: "latency_limit",
+    short: None,
+    aliases: &[],
+    kind: Kind::Text,
+    value_name: "DURATION",
+    help: "SQL: transactions slower than this are counted late (pgbench's --latency-limit); in an open loop, one already this late when due is skipped, not run.",
+    heading: HEADING,
+};
+
 static SETTINGS: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
@@ -92,6 +112,8 @@ static SETTINGS: &[&Setting] = &[
     &SCALE,
     &TRANSACTIONS,
     &DURATION,
+    &RATE,
+    &LATENCY_LIMIT,
 ];
 
 /// The most scale a run may ask for (10^8 accounts).
@@ -105,6 +127,10 @@ pub struct SqlSettings {
     /// Transactions per client, or else how long.
     pub transactions: Option<u64>,
     pub duration_ns: u64,
+    /// An open loop: transactions per second in all.
+    pub rate: Option<f64>,
+    /// Slower than this is late; in an open loop, this late when due is skipped.
+    pub latency_limit_ns: Option<u64>,
     pub seed: u64,
     /// The test's name: the script's, or `mix`.
     pub test: &'static str,
@@ -122,6 +148,8 @@ impl Settings for SqlSettings {
                 "scale": self.scale,
                 "transactions_per_client": self.transactions,
                 "duration_ns": self.duration_ns,
+                "rate_per_s": self.rate,
+                "latency_limit_ns": self.latency_limit_ns,
                 "random_seed": self.seed,
             }),
         );
@@ -253,6 +281,26 @@ impl Suite for Sql {
             None if c.quick => 2_000_000_000,
             None => 10_000_000_000,
         };
+        let rate = match raw.settings.text(&RATE) {
+            None => None,
+            Some(r) => Some(
+                (r.value.trim().parse::<f64>().ok())
+                    .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e7)
+                    .ok_or_else(|| {
+                        PlanError::new(r.at.clone(), format!("{:?} is not a rate", r.value))
+                            .hint("write the transactions per second in all, e.g. --rate 500")
+                    })?,
+            ),
+        };
+        let latency_limit_ns = match raw.settings.text(&LATENCY_LIMIT) {
+            None => None,
+            Some(l) => Some(engine::plan::parse_duration_setting(
+                &l,
+                "latency_limit",
+                3600,
+                "write how slow a transaction may be, e.g. 50ms",
+            )?),
+        };
         let test: &'static str = match scripts.as_slice() {
             [(s, _)] => Box::leak(s.name.clone().into_boxed_str()),
             _ => "mix",
@@ -262,6 +310,8 @@ impl Suite for Sql {
             scale,
             transactions,
             duration_ns,
+            rate,
+            latency_limit_ns,
             seed: c.seed,
             test,
         }))

@@ -14,7 +14,7 @@ use engine::suite::{After, Plan, Point, RepCtx, Repeat, TargetError, TestOutcome
 use results::{Detail, Rep, Status};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub(super) fn run(
     plan: &Plan,
@@ -68,6 +68,11 @@ struct ClientRun {
     commands: Vec<Vec<Recorder>>,
     /// A script's own mistake (an undefined variable…): the run is wrong, not the server.
     broken: Option<String>,
+    /// An open loop: how late each transaction started, after its intended start.
+    lag: Recorder,
+    /// Transactions slower than the latency limit, and (open loop) skipped for being too late.
+    late: u64,
+    skipped: u64,
 }
 
 /// Every client's part of one repetition.
@@ -91,7 +96,12 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
         .collect();
     let mut broken = None;
+    let mut lag = Recorder::new();
+    let (mut late, mut skipped) = (0, 0);
     for r in &runs {
+        lag.merge(&r.lag);
+        late += r.late;
+        skipped += r.skipped;
         all.merge(&r.transactions);
         for (a, b) in scripts.iter_mut().zip(&r.scripts) {
             a.merge(b);
@@ -103,13 +113,18 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         }
         broken = broken.or(r.broken.clone());
     }
-    let by_op = by_op(s, &scripts, &commands);
+    let mut by_op = by_op(s, &scripts, &commands);
+    if s.rate.is_some() {
+        by_op.insert(super::table::LAG.into(), lag.figures());
+    }
     let errors = all.error_count();
     let ok = all.ops - errors;
     let figures = serde_json::json!({
         "transactions": all.ops,
         "failed": errors,
         "scale": s.scale,
+        "late": late,
+        "skipped": skipped,
     });
     let rep = Rep {
         ops: all.ops,
@@ -182,6 +197,9 @@ fn client_run(
             .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
             .collect(),
         broken: None,
+        lag: Recorder::new(),
+        late: 0,
+        skipped: 0,
     };
     let mut session = match store.connect_sql() {
         Ok(x) => x,
@@ -218,7 +236,13 @@ fn client_run(
         .insert("default_seed".into(), Value::Int(client.default_seed));
     let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));
     let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
-    let deadline = Instant::now() + std::time::Duration::from_nanos(s.duration_ns);
+    let start = Instant::now();
+    let deadline = start + Duration::from_nanos(s.duration_ns);
+    // An open loop: this client's share of the rate, in Poisson arrivals (pgbench's -R).
+    let mut throttle = Prng::new(s.seed.wrapping_mul(31).wrapping_add(id as u64 + 7));
+    let mean_gap_ns = s.rate.map(|r| 1e9 * clients as f64 / r);
+    let limit = s.latency_limit_ns.map(Duration::from_nanos);
+    let mut due = start;
     let mut done = 0u64;
     loop {
         let over = match s.transactions {
@@ -229,12 +253,35 @@ fn client_run(
             return out;
         }
         done += 1;
+        let mut intended = None;
+        if let Some(gap) = mean_gap_ns {
+            due += Duration::from_nanos((-(1.0 - throttle.double()).ln() * gap) as u64);
+            if s.transactions.is_none() && due >= deadline {
+                return out;
+            }
+            // Already later than the limit when due: skipped, as pgbench skips it.
+            if limit.is_some_and(|l| Instant::now() > due + l) {
+                out.skipped += 1;
+                continue;
+            }
+            engine::fiber::sleep_until(due);
+            intended = Some(due);
+        }
         let k = pick(&mut choose, s, total);
-        if let Err(stop) = transaction(&mut client, &ready[k], &mut *session, &mut out, k) {
+        let timing = Timing { intended, limit };
+        if let Err(stop) = transaction(&mut client, &ready[k], &mut *session, &mut out, (k, timing))
+        {
             out.broken = Some(stop);
             return out;
         }
     }
+}
+
+/// When a transaction was meant to start (an open loop's schedule), and how slow is late.
+#[derive(Clone, Copy)]
+struct Timing {
+    intended: Option<Instant>,
+    limit: Option<Duration>,
 }
 
 /// The script a transaction runs: by weight, as pgbench draws it.
@@ -258,9 +305,15 @@ fn transaction(
     ready: &client::Ready<'_>,
     session: &mut dyn SqlSession,
     out: &mut ClientRun,
-    k: usize,
+    (k, timing): (usize, Timing),
 ) -> Result<(), String> {
-    let started = Instant::now();
+    let now = Instant::now();
+    // In an open loop, latency runs from the intended start: a late start is the server's.
+    let started = timing.intended.unwrap_or(now);
+    if timing.intended.is_some() {
+        out.lag
+            .record(now.duration_since(started).as_nanos() as u64, Ok(0));
+    }
     let commands = &mut out.commands[k];
     let result = client.run(
         ready,
@@ -269,6 +322,9 @@ fn transaction(
         &mut engine::fiber::sleep,
     );
     let took = started.elapsed().as_nanos() as u64;
+    if timing.limit.is_some_and(|l| took > l.as_nanos() as u64) {
+        out.late += 1;
+    }
     match result {
         Ok(()) => {
             out.transactions.record(took, Ok(0));

@@ -7,6 +7,9 @@ use report::units;
 use results::{Case, RunRecord};
 use std::io;
 
+/// The `by_op` row of an open loop's schedule lag.
+pub(super) const LAG: &str = "schedule lag";
+
 /// The figure of a case's first measured repetition's custom detail.
 fn figure(c: &Case, key: &str) -> u64 {
     (c.reps.iter())
@@ -29,10 +32,16 @@ fn three(p50: u64, p99: u64, p999: u64) -> String {
 pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let sql = r.plan.custom.get("sql");
     let scale = sql.and_then(|s| s["scale"].as_u64()).unwrap_or(0);
-    let how = match sql.and_then(|s| s["transactions_per_client"].as_u64()) {
+    let mut how = match sql.and_then(|s| s["transactions_per_client"].as_u64()) {
         Some(t) => format!("{t} transactions per client"),
         None => units::latency(sql.and_then(|s| s["duration_ns"].as_u64()).unwrap_or(0)),
     };
+    if let Some(rate) = sql.and_then(|s| s["rate_per_s"].as_f64()) {
+        how = format!(
+            "open loop at {}/s · {how}",
+            units::count(rate.round() as u64)
+        );
+    }
     doc.title(&format!(
         "dyno sql · scale {scale} · {} clients · {how} · {} repetition(s)",
         r.plan.concurrency, r.plan.reps
@@ -80,6 +89,23 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         if let (Some(why), Some(word)) = (&c.reason, report::grid::status_word(c)) {
             notes.push(format!("{} {}: {word}: {why}", c.target, c.test));
         }
+        let lag = (c.reps.iter().rev()).find_map(|rep| rep.by_op.get(LAG)?.latency_ns);
+        if let Some(l) = lag {
+            notes.push(format!(
+                "{}: schedule lag (a transaction's start after its intended start) p50 / p99 / max: {} / {} / {}; latency runs from the intended start",
+                c.target,
+                units::latency(l.p50),
+                units::latency(l.p99),
+                units::latency(l.max)
+            ));
+        }
+        let (late, skipped) = (figure(c, "late"), figure(c, "skipped"));
+        if late + skipped > 0 {
+            notes.push(format!(
+                "{}: {late} transactions later than the latency limit, {skipped} skipped (already that late when due)",
+                c.target
+            ));
+        }
         for (class, n) in &c.errors {
             if let Some(e) = c.error_examples.get(class) {
                 notes.push(format!(
@@ -90,7 +116,9 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         }
     }
     doc.blank()?;
-    doc.heading("transactions (latency of the whole script, from its first command's start)")?;
+    doc.heading(
+        "transactions (latency of the whole script: from its intended start in an open loop, else from its first command's start)",
+    )?;
     doc.table(&header, &body)?;
     statements(r, doc)?;
     notes.push("transactions/s counts the transactions that succeeded; a failed one was rolled back and is counted by its class".into());
@@ -102,10 +130,9 @@ fn statements(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let Some(first) = r.cases.first() else {
         return Ok(());
     };
-    let commands: Vec<&String> = first
-        .reps
-        .first()
-        .map_or(Vec::new(), |rep| rep.by_op.keys().collect());
+    let commands: Vec<&String> = (first.reps.first()).map_or(Vec::new(), |rep| {
+        rep.by_op.keys().filter(|k| *k != LAG).collect()
+    });
     if commands.is_empty() {
         return Ok(());
     }

@@ -191,6 +191,49 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
         );
     }
 
+    // An open loop: the rate asked for, the schedule lag beside the latency, and transactions
+    // slower than an impossible limit counted late.
+    crate::common::dyno(dir.path())
+        .args([
+            "run",
+            "--suite",
+            "sql",
+            "-b",
+            "select-only",
+            "-c",
+            "2",
+            "-d",
+            "2s",
+        ])
+        .args([
+            "--rate",
+            "300",
+            "--latency-limit",
+            "1us",
+            "-o",
+            "open",
+            &pg.url(),
+        ])
+        .assert()
+        .success();
+    let rec = crate::common::record(&dir.path().join("open"));
+    let c = crate::common::case(&rec, "postgres", "select-only");
+    let rep = &c["reps"][0];
+    let n = rep["ops"].as_u64().unwrap();
+    assert!(
+        (450..=750).contains(&n),
+        "{n} transactions at 300/s for 2 s"
+    );
+    assert!(
+        rep["by_op"]["schedule lag"]["count"].as_u64() == Some(n),
+        "{rep}"
+    );
+    let figures = &rep["detail"]["custom"]["figures"];
+    assert_eq!(
+        figures["late"], n,
+        "every transaction run is later than 1 µs"
+    );
+
     // A read-only run keeps no invariant to check, and passes.
     crate::common::dyno(dir.path())
         .args(["run", "--suite", "sql", "-b", "select-only", "-t", "20"])
