@@ -104,6 +104,16 @@ pub static LATENCY_LIMIT: Setting = Setting {
     heading: HEADING,
 };
 
+pub static MAX_TRIES: Setting = Setting {
+    key: "max_tries",
+    short: None,
+    aliases: &[],
+    kind: Kind::Int,
+    value_name: "",
+    help: "SQL: how many times a transaction runs when it fails for a serialization failure or a deadlock (pgbench's --max-tries), drawing the same values each time [default: 1: no retry].",
+    heading: HEADING,
+};
+
 static SETTINGS: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
@@ -114,6 +124,7 @@ static SETTINGS: &[&Setting] = &[
     &DURATION,
     &RATE,
     &LATENCY_LIMIT,
+    &MAX_TRIES,
 ];
 
 /// The most scale a run may ask for (10^8 accounts).
@@ -131,6 +142,8 @@ pub struct SqlSettings {
     pub rate: Option<f64>,
     /// Slower than this is late; in an open loop, this late when due is skipped.
     pub latency_limit_ns: Option<u64>,
+    /// Tries per transaction on a serialization failure or a deadlock.
+    pub max_tries: u32,
     pub seed: u64,
     /// The test's name: the script's, or `mix`.
     pub test: &'static str,
@@ -150,6 +163,7 @@ impl Settings for SqlSettings {
                 "duration_ns": self.duration_ns,
                 "rate_per_s": self.rate,
                 "latency_limit_ns": self.latency_limit_ns,
+                "max_tries": self.max_tries,
                 "random_seed": self.seed,
             }),
         );
@@ -301,6 +315,14 @@ impl Suite for Sql {
                 "write how slow a transaction may be, e.g. 50ms",
             )?),
         };
+        let max_tries = match raw.settings.int(&MAX_TRIES) {
+            Some(t) if !(1..=1_000_000).contains(&t.value) => {
+                return Err(PlanError::new(t.at, "max_tries must be 1 to 1000000")
+                    .hint("1 runs each transaction once; more retry its conflicts"));
+            }
+            Some(t) => t.value as u32,
+            None => 1,
+        };
         let test: &'static str = match scripts.as_slice() {
             [(s, _)] => Box::leak(s.name.clone().into_boxed_str()),
             _ => "mix",
@@ -312,6 +334,7 @@ impl Suite for Sql {
             duration_ns,
             rate,
             latency_limit_ns,
+            max_tries,
             seed: c.seed,
             test,
         }))

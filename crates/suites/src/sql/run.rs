@@ -73,6 +73,12 @@ struct ClientRun {
     /// Transactions slower than the latency limit, and (open loop) skipped for being too late.
     late: u64,
     skipped: u64,
+    /// Tries a transaction may take (pgbench's --max-tries), and what the retries did.
+    max_tries: u32,
+    retries: u64,
+    retried: u64,
+    serialization: u64,
+    deadlock: u64,
 }
 
 /// Every client's part of one repetition.
@@ -98,10 +104,15 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
     let mut broken = None;
     let mut lag = Recorder::new();
     let (mut late, mut skipped) = (0, 0);
+    let (mut retries, mut retried, mut serialization, mut deadlock) = (0, 0, 0, 0);
     for r in &runs {
         lag.merge(&r.lag);
         late += r.late;
         skipped += r.skipped;
+        retries += r.retries;
+        retried += r.retried;
+        serialization += r.serialization;
+        deadlock += r.deadlock;
         all.merge(&r.transactions);
         for (a, b) in scripts.iter_mut().zip(&r.scripts) {
             a.merge(b);
@@ -125,6 +136,10 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         "scale": s.scale,
         "late": late,
         "skipped": skipped,
+        "retries": retries,
+        "retried": retried,
+        "failed_serialization": serialization,
+        "failed_deadlock": deadlock,
     });
     let rep = Rep {
         ops: all.ops,
@@ -200,6 +215,11 @@ fn client_run(
         lag: Recorder::new(),
         late: 0,
         skipped: 0,
+        max_tries: s.max_tries,
+        retries: 0,
+        retried: 0,
+        serialization: 0,
+        deadlock: 0,
     };
     let mut session = match store.connect_sql() {
         Ok(x) => x,
@@ -314,13 +334,33 @@ fn transaction(
         out.lag
             .record(now.duration_since(started).as_nanos() as u64, Ok(0));
     }
-    let commands = &mut out.commands[k];
-    let result = client.run(
-        ready,
-        session,
-        &mut |i, took| commands[i].record(took.as_nanos() as u64, Ok(0)),
-        &mut engine::fiber::sleep,
-    );
+    // pgbench's --max-tries: a serialization failure or a deadlock runs the transaction again,
+    // the client's generator as it was at the transaction's start, so it draws the same values.
+    let at_start = client.prng.clone();
+    let mut tries = 0;
+    let result = loop {
+        tries += 1;
+        let commands = &mut out.commands[k];
+        let result = client.run(
+            ready,
+            session,
+            &mut |i, took| commands[i].record(took.as_nanos() as u64, Ok(0)),
+            &mut engine::fiber::sleep,
+        );
+        let retry = match &result {
+            Err(Failure::Sql { error, .. }) => conflict(&error.message),
+            _ => None,
+        };
+        let Some(_) = retry.filter(|_| tries < out.max_tries) else {
+            break result;
+        };
+        let _ = session.batch("ROLLBACK");
+        out.retries += 1;
+        client.prng = at_start.clone();
+    };
+    if tries > 1 {
+        out.retried += 1;
+    }
     let took = started.elapsed().as_nanos() as u64;
     if timing.limit.is_some_and(|l| took > l.as_nanos() as u64) {
         out.late += 1;
@@ -334,6 +374,11 @@ fn transaction(
         Err(Failure::Sql { line, error }) => {
             // The transaction is over: roll back what it left open.
             let _ = session.batch("ROLLBACK");
+            match conflict(&error.message) {
+                Some(Conflict::Serialization) => out.serialization += 1,
+                Some(Conflict::Deadlock) => out.deadlock += 1,
+                None => {}
+            }
             let e = engine::driver::OpError::new(
                 error.class,
                 format!("line {line}: {}", error.message),
@@ -343,6 +388,25 @@ fn transaction(
             Ok(())
         }
         Err(f @ Failure::Script { .. }) => Err(f.to_string()),
+    }
+}
+
+/// The failures pgbench retries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Conflict {
+    Serialization,
+    Deadlock,
+}
+
+/// Which of them an error is, by its SQLSTATE as the drivers write it (`ERROR 40001: …` from
+/// PostgreSQL, `ERROR 1213 (40001): …` from MySQL; 40P01 is PostgreSQL's deadlock).
+fn conflict(message: &str) -> Option<Conflict> {
+    if message.contains("ERROR 40P01") || message.contains("ERROR 1213 (") {
+        Some(Conflict::Deadlock)
+    } else if message.contains("ERROR 40001") || message.contains("(40001)") {
+        Some(Conflict::Serialization)
+    } else {
+        None
     }
 }
 

@@ -86,34 +86,7 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             three(l.p50, l.p99, l.p999),
             units::latency(l.max),
         ]);
-        if let (Some(why), Some(word)) = (&c.reason, report::grid::status_word(c)) {
-            notes.push(format!("{} {}: {word}: {why}", c.target, c.test));
-        }
-        let lag = (c.reps.iter().rev()).find_map(|rep| rep.by_op.get(LAG)?.latency_ns);
-        if let Some(l) = lag {
-            notes.push(format!(
-                "{}: schedule lag (a transaction's start after its intended start) p50 / p99 / max: {} / {} / {}; latency runs from the intended start",
-                c.target,
-                units::latency(l.p50),
-                units::latency(l.p99),
-                units::latency(l.max)
-            ));
-        }
-        let (late, skipped) = (figure(c, "late"), figure(c, "skipped"));
-        if late + skipped > 0 {
-            notes.push(format!(
-                "{}: {late} transactions later than the latency limit, {skipped} skipped (already that late when due)",
-                c.target
-            ));
-        }
-        for (class, n) in &c.errors {
-            if let Some(e) = c.error_examples.get(class) {
-                notes.push(format!(
-                    "{} {}: {n} failed as {class}, e.g. {e}",
-                    c.target, c.test
-                ));
-            }
-        }
+        notes.extend(case_notes(c));
     }
     doc.blank()?;
     doc.heading(
@@ -154,4 +127,50 @@ fn statements(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     doc.blank()?;
     doc.heading("latency per command: p50 / p99 / p99.9 (SCRIPT:LINE and its first words)")?;
     doc.table(&[header], &body)
+}
+
+/// What a case's notes say: why it failed, an open loop's lag, retries and conflicts, late and
+/// skipped transactions, and an example of each class of failure.
+fn case_notes(c: &Case) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(why), Some(word)) = (&c.reason, report::grid::status_word(c)) {
+        out.push(format!("{} {}: {word}: {why}", c.target, c.test));
+    }
+    let lag = (c.reps.iter().rev()).find_map(|rep| rep.by_op.get(LAG)?.latency_ns);
+    if let Some(l) = lag {
+        out.push(format!(
+            "{}: schedule lag (a transaction's start after its intended start) p50 / p99 / max: {} / {} / {}; latency runs from the intended start",
+            c.target,
+            units::latency(l.p50),
+            units::latency(l.p99),
+            units::latency(l.max)
+        ));
+    }
+    let (retried, retries) = (figure(c, "retried"), figure(c, "retries"));
+    let (serial, deadlock) = (
+        figure(c, "failed_serialization"),
+        figure(c, "failed_deadlock"),
+    );
+    if retried + serial + deadlock > 0 {
+        out.push(format!(
+            "{}: {retried} transactions retried ({retries} retries); failed for a serialization failure: {serial}, for a deadlock: {deadlock}",
+            c.target
+        ));
+    }
+    let (late, skipped) = (figure(c, "late"), figure(c, "skipped"));
+    if late + skipped > 0 {
+        out.push(format!(
+            "{}: {late} transactions later than the latency limit, {skipped} skipped (already that late when due)",
+            c.target
+        ));
+    }
+    for (class, n) in &c.errors {
+        if let Some(e) = c.error_examples.get(class) {
+            out.push(format!(
+                "{} {}: {n} failed as {class}, e.g. {e}",
+                c.target, c.test
+            ));
+        }
+    }
+    out
 }

@@ -76,6 +76,14 @@ SELECT abalance, bid FROM pgbench_accounts WHERE aid = :aid;
 \\sleep 1 us
 ";
 
+/// Transactions that conflict on one row at REPEATABLE READ (PostgreSQL's syntax).
+const CONFLICT: &str = "\
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT bbalance FROM pgbench_branches WHERE bid = 1;
+UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;
+END;
+";
+
 fn workloads(url: &str) {
     let store = store(url);
     let mut s = store.connect_sql().unwrap();
@@ -233,6 +241,39 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
         figures["late"], n,
         "every transaction run is later than 1 µs"
     );
+
+    // Concurrent updates of one row at REPEATABLE READ fail with serialization failures: counted
+    // as such, once; retried with --max-tries until they pass.
+    std::fs::write(dir.path().join("conflict.sql"), CONFLICT).unwrap();
+    for (tries, out) in [("1", "once"), ("1000", "retried")] {
+        crate::common::dyno(dir.path())
+            .args([
+                "run",
+                "--suite",
+                "sql",
+                "--script",
+                "conflict.sql",
+                "-c",
+                "4",
+                "-t",
+                "30",
+            ])
+            .args(["--max-tries", tries, "-o", out, &pg.url()])
+            .assert()
+            .success();
+    }
+    let figures = |out: &str| {
+        let rec = crate::common::record(&dir.path().join(out));
+        let c = crate::common::case(&rec, "postgres", "conflict.sql");
+        c["reps"][0]["detail"]["custom"]["figures"].clone()
+    };
+    let once = figures("once");
+    assert!(once["failed_serialization"].as_u64().unwrap() > 0, "{once}");
+    assert_eq!(once["failed"], once["failed_serialization"], "{once}");
+    assert_eq!(once["retries"], 0);
+    let retried = figures("retried");
+    assert_eq!(retried["failed"], 0, "{retried}");
+    assert!(retried["retried"].as_u64().unwrap() > 0, "{retried}");
 
     // A read-only run keeps no invariant to check, and passes.
     crate::common::dyno(dir.path())
