@@ -334,13 +334,14 @@ pub trait SqlSession: Send {
     /// Prepares the statement made of `parts` with a placeholder between each two (`$1`, `$2`…
     /// or `?`); its handle.
     fn prepare(&mut self, parts: &[String]) -> Result<usize, OpError>;
-    /// Runs prepared statement `stmt` with `params` (text; `None` is NULL). `row` sees each
-    /// row's columns, by name, as text. Returns the rows a write affected.
+    /// Runs prepared statement `stmt` with `params` (text; `None` is NULL). `row`, when given,
+    /// sees each row's columns, by name, as text (without it, rows are only counted). Returns
+    /// the rows a write affected, or the rows a query gave.
     fn execute(
         &mut self,
         stmt: usize,
         params: &[Option<&str>],
-        row: &mut dyn FnMut(&SqlRow<'_>),
+        row: Option<&mut dyn FnMut(&SqlRow<'_>)>,
     ) -> Result<u64, OpError>;
     /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).
     fn batch(&mut self, sql: &str) -> Result<(), OpError>;

@@ -46,8 +46,12 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
     let n = script.commands.len();
     let mut stmts = vec![None; n];
     for (i, c) in script.commands.iter().enumerate() {
-        if let Kind::Sql { parts, vars, .. } = &c.kind
-            && !vars.is_empty()
+        // SQL with variables, or whose row `\gset` keeps, is prepared once; the rest is sent
+        // as written.
+        if let Kind::Sql {
+            parts, vars, gset, ..
+        } = &c.kind
+            && (!vars.is_empty() || gset.is_some())
         {
             let s = session.prepare(parts).map_err(|error| Failure::Sql {
                 line: c.line,
@@ -92,9 +96,21 @@ pub struct Client {
     pub vars: HashMap<String, Value>,
     pub prng: Prng,
     pub default_seed: i64,
+    /// The parameters of the statement being run: NULL, or their text (reused, so a value
+    /// costs no allocation).
+    texts: Vec<(bool, String)>,
 }
 
 impl Client {
+    pub fn new(vars: HashMap<String, Value>, prng: Prng, default_seed: i64) -> Client {
+        Client {
+            vars,
+            prng,
+            default_seed,
+            texts: Vec::new(),
+        }
+    }
+
     fn eval(&mut self, e: &super::expr::Expr, line: usize) -> Result<Value, Failure> {
         let mut env = Env {
             vars: &self.vars,
@@ -174,20 +190,20 @@ impl Client {
         line: usize,
         session: &mut dyn SqlSession,
     ) -> Result<(), Failure> {
-        let sql_err = |error| Failure::Sql { line, error };
         let Some(stmt) = stmt else {
-            if gset.is_some() {
-                // A statement without variables that stores its result: prepared here.
-                let s = session.prepare(&[text.to_string()]).map_err(sql_err)?;
-                return self.execute(s, &[], gset, line, session);
-            }
-            return session.batch(text).map_err(sql_err);
+            return session
+                .batch(text)
+                .map_err(|error| Failure::Sql { line, error });
         };
-        let mut values = Vec::with_capacity(vars.len());
-        for v in vars {
+        use std::fmt::Write;
+        if self.texts.len() < vars.len() {
+            self.texts.resize(vars.len(), (false, String::new()));
+        }
+        for (v, (null, text)) in vars.iter().zip(&mut self.texts) {
+            text.clear();
+            *null = matches!(self.vars.get(v), Some(Value::Null));
             match self.vars.get(v) {
-                Some(Value::Null) => values.push(None),
-                Some(value) => values.push(Some(value.to_string())),
+                Some(value) => write!(text, "{value}").expect("writing to a String"),
                 None => {
                     return Err(Failure::Script {
                         line,
@@ -196,21 +212,34 @@ impl Client {
                 }
             }
         }
-        self.execute(stmt, &values, gset, line, session)
+        let texts = std::mem::take(&mut self.texts);
+        let params: Vec<Option<&str>> = (texts[..vars.len()].iter())
+            .map(|(null, t)| (!null).then_some(t.as_str()))
+            .collect();
+        let done = self.execute(stmt, &params, gset, line, session);
+        drop(params);
+        self.texts = texts;
+        done
     }
 
     fn execute(
         &mut self,
         stmt: usize,
-        values: &[Option<String>],
+        params: &[Option<&str>],
         gset: Option<&str>,
         line: usize,
         session: &mut dyn SqlSession,
     ) -> Result<(), Failure> {
-        let params: Vec<Option<&str>> = values.iter().map(|v| v.as_deref()).collect();
+        let sql_err = |error| Failure::Sql { line, error };
+        let Some(prefix) = gset else {
+            return session
+                .execute(stmt, params, None)
+                .map(drop)
+                .map_err(sql_err);
+        };
         let mut rows: Vec<Vec<(String, Option<String>)>> = Vec::new();
         let mut keep = |cols: &[(&str, Option<&str>)]| {
-            if gset.is_some() && rows.len() < 2 {
+            if rows.len() < 2 {
                 rows.push(
                     cols.iter()
                         .map(|(n, v)| (n.to_string(), v.map(str::to_string)))
@@ -219,9 +248,8 @@ impl Client {
             }
         };
         session
-            .execute(stmt, &params, &mut keep)
-            .map_err(|error| Failure::Sql { line, error })?;
-        let Some(prefix) = gset else { return Ok(()) };
+            .execute(stmt, params, Some(&mut keep))
+            .map_err(sql_err)?;
         if rows.len() != 1 {
             return Err(Failure::Script {
                 line,

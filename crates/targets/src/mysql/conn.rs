@@ -32,7 +32,8 @@ pub struct Conn {
     input: BufReader<Stream>,
     /// The payload of the last packet read.
     payload: Vec<u8>,
-    /// A command being written (header room first).
+    /// The command being sent (its payload), and its packets as written: both reused.
+    cmd: Vec<u8>,
     out: Vec<u8>,
     /// The sequence number the next packet carries.
     seq: u8,
@@ -75,6 +76,7 @@ impl Conn {
         let mut c = Conn {
             input: BufReader::with_capacity(16 * 1024, s),
             payload: Vec::with_capacity(1024),
+            cmd: Vec::with_capacity(1024),
             out: Vec::with_capacity(1024),
             seq: 0,
             at: Vec::new(),
@@ -174,19 +176,28 @@ impl Conn {
         (s.write_all(&self.out)).map_err(|e| OpError::io(&format!("mysql: {context}: send"), &e))
     }
 
-    /// Sends a command: `payload` begins with the command byte, and starts a new sequence.
-    fn command(&mut self, payload: &[u8], context: &str) -> Result<(), OpError> {
+    /// Sends the command in `self.cmd` (its first byte the command's), starting a new
+    /// sequence.
+    fn send_cmd(&mut self, context: &str) -> Result<(), OpError> {
         self.seq = 0;
-        self.write_packet(payload, context)
+        let cmd = std::mem::take(&mut self.cmd);
+        let sent = self.write_packet(&cmd, context);
+        self.cmd = cmd;
+        sent
+    }
+
+    /// `command` followed by `text` in `self.cmd`, sent.
+    fn send_text(&mut self, command: u8, text: &str, context: &str) -> Result<(), OpError> {
+        self.cmd.clear();
+        self.cmd.push(command);
+        self.cmd.extend_from_slice(text.as_bytes());
+        self.send_cmd(context)
     }
 
     /// Runs a text statement (`BEGIN`, DDL, a `SELECT` of settings).
     pub fn query(&mut self, sql: &str) -> Result<QueryResult, OpError> {
-        let mut payload = Vec::with_capacity(sql.len() + 1);
-        payload.push(proto::COM_QUERY);
-        payload.extend_from_slice(sql.as_bytes());
         let context = sql.split_whitespace().next().unwrap_or("query");
-        self.command(&payload, context)?;
+        self.send_text(proto::COM_QUERY, sql, context)?;
         self.read_packet(context)?;
         let mut result = QueryResult::default();
         match self.payload.first() {
@@ -239,10 +250,7 @@ impl Conn {
 
     /// Prepares a statement.
     pub fn prepare(&mut self, sql: &str) -> Result<Stmt, OpError> {
-        let mut payload = Vec::with_capacity(sql.len() + 1);
-        payload.push(proto::COM_STMT_PREPARE);
-        payload.extend_from_slice(sql.as_bytes());
-        self.command(&payload, "prepare")?;
+        self.send_text(proto::COM_STMT_PREPARE, sql, "prepare")?;
         self.read_packet("prepare")?;
         if self.payload.first() == Some(&0xff) {
             return Err(self.error("prepare"));
@@ -269,11 +277,8 @@ impl Conn {
         mut row: impl FnMut(&Row<'_>) -> Result<(), OpError>,
     ) -> Result<u64, OpError> {
         debug_assert_eq!(usize::from(stmt.params), params.len());
-        let mut payload = std::mem::take(&mut self.out);
-        proto::execute_request(&mut payload, stmt.id, params);
-        let sent = self.command(&payload, context);
-        self.out = payload;
-        sent?;
+        proto::execute_request(&mut self.cmd, stmt.id, params);
+        self.send_cmd(context)?;
         self.read_packet(context)?;
         match self.payload.first() {
             Some(0x00) => {
@@ -321,7 +326,9 @@ impl Conn {
 
     /// Says goodbye (best effort: the connection closes anyway).
     pub fn quit(&mut self) {
-        let _ = self.command(&[proto::COM_QUIT], "quit");
+        self.cmd.clear();
+        self.cmd.push(proto::COM_QUIT);
+        let _ = self.send_cmd("quit");
     }
 }
 

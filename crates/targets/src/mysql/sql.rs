@@ -48,7 +48,7 @@ impl SqlSession for MySql {
         &mut self,
         stmt: usize,
         params: &[Option<&str>],
-        row: &mut dyn FnMut(&engine::driver::SqlRow<'_>),
+        mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
         let stmt = &self.stmts[stmt];
         let params: Vec<Param<'_>> = params.iter().map(|p| Param::Text(*p)).collect();
@@ -56,6 +56,9 @@ impl SqlSession for MySql {
         let mut rows = 0;
         let affected = self.c.execute(stmt, &params, "execute", |r| {
             rows += 1;
+            let Some(row) = row.as_mut() else {
+                return Ok(());
+            };
             texts.clear();
             for (i, col) in stmt.columns.iter().enumerate() {
                 let text = match r.get(i) {

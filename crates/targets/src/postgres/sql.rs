@@ -107,7 +107,7 @@ impl SqlSession for PgSql {
         &mut self,
         stmt: usize,
         params: &[Option<&str>],
-        row: &mut dyn FnMut(&engine::driver::SqlRow<'_>),
+        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
         let stmt = &self.stmts[stmt];
         let texts: Vec<Text<'_>> = params.iter().map(|p| Text(*p)).collect();
@@ -118,6 +118,9 @@ impl SqlSession for PgSql {
             return (c.drive).run("execute", c.client.execute(stmt, &refs));
         }
         let rows = (c.drive).run("query", c.client.query(stmt, &refs))?;
+        let Some(row) = row else {
+            return Ok(rows.len() as u64);
+        };
         let names: Vec<&str> = stmt.columns().iter().map(|c| c.name()).collect();
         let mut values: Vec<AsText> = Vec::with_capacity(names.len());
         for r in &rows {
