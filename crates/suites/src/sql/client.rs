@@ -29,36 +29,49 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// How a command's SQL reaches the server.
+enum Prepared {
+    /// Sent as written (no variable, no `\gset`).
+    Text,
+    /// Prepared once.
+    Once(usize),
+    /// Prepared once per value of the variables spliced into its text: those values (joined
+    /// by a space), and the statement.
+    PerValue(Vec<(String, usize)>),
+}
+
 /// A script made ready for one session: its prepared statements, and where each branch of an
 /// `\if` goes.
 pub struct Ready<'a> {
     script: &'a Script,
-    /// Per command: its prepared statement (SQL with variables).
-    stmts: Vec<Option<usize>>,
+    /// Per command: how its SQL is sent.
+    stmts: Vec<Prepared>,
     /// Per `\if`, `\elif` and `\else`: the next branch's command (or the `\endif`).
     next_branch: Vec<usize>,
     /// Per `\if`, `\elif` and `\else`: its `\endif`.
     endif: Vec<usize>,
 }
 
-/// Prepares `script`'s SQL with variables on `session`.
+/// Prepares `script`'s SQL with variables on `session` (SQL with a variable spliced into its
+/// text, when it first runs with each value).
 pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Ready<'a>, Failure> {
     let n = script.commands.len();
-    let mut stmts = vec![None; n];
-    for (i, c) in script.commands.iter().enumerate() {
+    let mut stmts = Vec::with_capacity(n);
+    for c in &script.commands {
         // SQL with variables, or whose row `\gset` keeps, is prepared once; the rest is sent
         // as written.
-        if let Kind::Sql {
-            parts, vars, gset, ..
-        } = &c.kind
-            && (!vars.is_empty() || gset.is_some())
-        {
-            let s = session.prepare(parts).map_err(|error| Failure::Sql {
-                line: c.line,
-                error,
-            })?;
-            stmts[i] = Some(s);
-        }
+        stmts.push(match &c.kind {
+            Kind::Sql { spliced, .. } if !spliced.is_empty() => Prepared::PerValue(Vec::new()),
+            Kind::Sql {
+                parts, vars, gset, ..
+            } if !vars.is_empty() || gset.is_some() => {
+                Prepared::Once(session.prepare(parts).map_err(|error| Failure::Sql {
+                    line: c.line,
+                    error,
+                })?)
+            }
+            _ => Prepared::Text,
+        });
     }
     let (mut next_branch, mut endif) = (vec![n; n], vec![n; n]);
     // The branch markers of each open `\if`.
@@ -99,6 +112,8 @@ pub struct Client {
     /// The parameters of the statement being run: NULL, or their text (reused, so a value
     /// costs no allocation).
     texts: Vec<(bool, String)>,
+    /// The spliced values of the statement being found (reused).
+    key: String,
 }
 
 impl Client {
@@ -108,6 +123,7 @@ impl Client {
             prng,
             default_seed,
             texts: Vec::new(),
+            key: String::new(),
         }
     }
 
@@ -124,12 +140,13 @@ impl Client {
     /// command's index and time; `sleep` sleeps (on the client's fiber, or its thread).
     pub fn run(
         &mut self,
-        ready: &Ready<'_>,
+        ready: &mut Ready<'_>,
         session: &mut dyn SqlSession,
         timed: &mut dyn FnMut(usize, Duration),
         sleep: &mut dyn FnMut(Duration),
     ) -> Result<(), Failure> {
         let commands = &ready.script.commands;
+        let stmts = &mut ready.stmts;
         let (mut pc, mut jumped) = (0, false);
         while pc < commands.len() {
             let i = pc;
@@ -164,11 +181,20 @@ impl Client {
                     };
                     sleep(Duration::from_micros(n.max(0) as u64 * unit_us));
                 }
-                Kind::Sql {
-                    text, vars, gset, ..
-                } => {
+                Kind::Sql { text, gset, .. } => {
                     let started = Instant::now();
-                    self.sql(ready.stmts[i], text, vars, gset.as_deref(), c.line, session)?;
+                    match &mut stmts[i] {
+                        Prepared::Text => session
+                            .batch(text)
+                            .map_err(|error| Failure::Sql {
+                                line: c.line,
+                                error,
+                            })?,
+                        p => {
+                            let stmt = self.statement(p, &c.kind, c.line, session)?;
+                            self.sql(stmt, &c.kind, gset.as_deref(), c.line, session)?;
+                        }
+                    }
                     timed(i, started.elapsed());
                 }
             }
@@ -180,40 +206,96 @@ impl Client {
         (self.eval(e, line)?.truthy()).map_err(|message| Failure::Script { line, message })
     }
 
-    /// One SQL command: prepared with its variables' values, or sent as written.
+    /// The statement that runs `sql` now: prepared once, or for the values of its spliced
+    /// variables (prepared the first time they come).
+    fn statement(
+        &mut self,
+        p: &mut Prepared,
+        sql: &Kind,
+        line: usize,
+        session: &mut dyn SqlSession,
+    ) -> Result<usize, Failure> {
+        let known = match p {
+            Prepared::Once(s) => return Ok(*s),
+            Prepared::PerValue(known) => known,
+            Prepared::Text => unreachable!("SQL sent as written has no statement"),
+        };
+        let Kind::Sql {
+            parts,
+            vars,
+            spliced,
+            ..
+        } = sql
+        else {
+            unreachable!("only SQL is prepared");
+        };
+        let key = &mut self.key;
+        key.clear();
+        for &v in spliced {
+            let value = value(&self.vars, &vars[v], line)?;
+            let text = value.to_string();
+            if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(Failure::Script {
+                    line,
+                    message: format!(
+                        "\"{}\" is {text:?}, which cannot be part of a name (letters, digits and _ only)",
+                        vars[v]
+                    ),
+                });
+            }
+            key.push_str(&text);
+            key.push(' ');
+        }
+        if let Some((_, s)) = known.iter().find(|(k, _)| k == key) {
+            return Ok(*s);
+        }
+        // The text with each spliced value written in: the parts around the parameters left.
+        let mut joined = vec![parts[0].clone()];
+        let mut values = key.split(' ');
+        for (v, part) in parts[1..].iter().enumerate() {
+            if spliced.contains(&v) {
+                let last = joined.last_mut().expect("a part");
+                last.push_str(values.next().unwrap_or_default());
+                last.push_str(part);
+            } else {
+                joined.push(part.clone());
+            }
+        }
+        let s = (session.prepare(&joined)).map_err(|error| Failure::Sql { line, error })?;
+        known.push((key.clone(), s));
+        Ok(s)
+    }
+
+    /// One prepared SQL command, run with its (unspliced) variables' values.
     fn sql(
         &mut self,
-        stmt: Option<usize>,
-        text: &str,
-        vars: &[String],
+        stmt: usize,
+        sql: &Kind,
         gset: Option<&str>,
         line: usize,
         session: &mut dyn SqlSession,
     ) -> Result<(), Failure> {
-        let Some(stmt) = stmt else {
-            return session
-                .batch(text)
-                .map_err(|error| Failure::Sql { line, error });
+        let Kind::Sql { vars, spliced, .. } = sql else {
+            unreachable!("only SQL is run");
         };
         use std::fmt::Write;
         if self.texts.len() < vars.len() {
             self.texts.resize(vars.len(), (false, String::new()));
         }
-        for (v, (null, text)) in vars.iter().zip(&mut self.texts) {
-            text.clear();
-            *null = matches!(self.vars.get(v), Some(Value::Null));
-            match self.vars.get(v) {
-                Some(value) => write!(text, "{value}").expect("writing to a String"),
-                None => {
-                    return Err(Failure::Script {
-                        line,
-                        message: format!("undefined variable \"{v}\""),
-                    });
-                }
+        let mut n = 0;
+        for (i, v) in vars.iter().enumerate() {
+            if spliced.contains(&i) {
+                continue;
             }
+            let value = value(&self.vars, v, line)?;
+            let (null, text) = &mut self.texts[n];
+            n += 1;
+            text.clear();
+            *null = matches!(value, Value::Null);
+            write!(text, "{value}").expect("writing to a String");
         }
         let texts = std::mem::take(&mut self.texts);
-        let params: Vec<Option<&str>> = (texts[..vars.len()].iter())
+        let params: Vec<Option<&str>> = (texts[..n].iter())
             .map(|(null, t)| (!null).then_some(t.as_str()))
             .collect();
         let done = self.execute(stmt, &params, gset, line, session);
@@ -265,4 +347,12 @@ impl Client {
         }
         Ok(())
     }
+}
+
+/// A variable's value, or the script's mistake.
+fn value<'v>(vars: &'v HashMap<String, Value>, var: &str, line: usize) -> Result<&'v Value, Failure> {
+    vars.get(var).ok_or_else(|| Failure::Script {
+        line,
+        message: format!("undefined variable \"{var}\""),
+    })
 }

@@ -305,7 +305,38 @@ fn call(f: Func, a: &[Value], env: &mut Env<'_>) -> R<Value> {
             };
             Value::Int(draw.map_err(refused)?)
         }
+        Func::RandomDigits => Value::Text(
+            random::sysbench::digits(env.prng, a[0].int()?, a[1].int()?).map_err(refused)?,
+        ),
+        Func::SbUniform
+        | Func::SbGaussian
+        | Func::SbSpecial
+        | Func::SbPareto
+        | Func::SbZipfian => Value::Int(sysbench(f, a, env.prng)?),
     })
+}
+
+/// sysbench's distributions, their optional parameters at sysbench's defaults.
+fn sysbench(f: Func, a: &[Value], p: &mut random::Prng) -> R<i64> {
+    use random::sysbench as sb;
+    let (lb, ub) = (a[0].int()?, a[1].int()?);
+    let int = |i: usize, default: i64| a.get(i).map_or(Ok(default), Value::int);
+    let num = |i: usize, default: f64| a.get(i).map_or(Ok(default), Value::double);
+    let draw = match f {
+        Func::SbUniform => sb::uniform(p, lb, ub),
+        Func::SbGaussian => sb::gaussian(p, lb, ub, int(2, sb::SPEC_ITER)?),
+        Func::SbSpecial => sb::special(
+            p,
+            lb,
+            ub,
+            int(2, sb::SPEC_ITER)?,
+            num(3, sb::SPEC_PCT)?,
+            num(4, sb::SPEC_RES)?,
+        ),
+        Func::SbPareto => sb::pareto(p, lb, ub, num(2, sb::PARETO_H)?),
+        _ => sb::zipfian(p, lb, ub, num(2, sb::ZIPFIAN_EXP)?),
+    };
+    draw.map_err(str::to_string)
 }
 
 /// `least` / `greatest`: a double when any argument is one.

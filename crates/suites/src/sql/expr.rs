@@ -62,11 +62,18 @@ pub enum Func {
     RandomExponential,
     RandomGaussian,
     RandomZipfian,
+    /// dyno's: sysbench's `#`-template strings, and its `--rand-type` distributions.
+    RandomDigits,
+    SbGaussian,
+    SbPareto,
+    SbSpecial,
+    SbUniform,
+    SbZipfian,
     Sqrt,
 }
 
 /// Each function's name, and its least and most arguments (`usize::MAX`: any number).
-const FUNCS: [(&str, Func, usize, usize); 21] = [
+const FUNCS: [(&str, Func, usize, usize); 27] = [
     ("abs", Func::Abs, 1, 1),
     ("debug", Func::Debug, 1, 1),
     ("double", Func::Double, 1, 1),
@@ -87,6 +94,12 @@ const FUNCS: [(&str, Func, usize, usize); 21] = [
     ("random_exponential", Func::RandomExponential, 3, 3),
     ("random_gaussian", Func::RandomGaussian, 3, 3),
     ("random_zipfian", Func::RandomZipfian, 3, 3),
+    ("random_digits", Func::RandomDigits, 2, 2),
+    ("sb_gaussian", Func::SbGaussian, 2, 3),
+    ("sb_pareto", Func::SbPareto, 2, 3),
+    ("sb_special", Func::SbSpecial, 2, 5),
+    ("sb_uniform", Func::SbUniform, 2, 2),
+    ("sb_zipfian", Func::SbZipfian, 2, 3),
     ("sqrt", Func::Sqrt, 1, 1),
 ];
 

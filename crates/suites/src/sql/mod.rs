@@ -20,11 +20,12 @@ pub mod init;
 pub mod random;
 mod run;
 pub mod script;
+pub mod sysbench;
 mod table;
 
 use engine::driver::Family;
 use engine::plan::setting::shared;
-use engine::plan::{Kind, MAX_CLIENTS, Origin, PlanError, PlanTarget, RawPlan, Setting, Sp};
+use engine::plan::{Kind, MAX_CLIENTS, Origin, PlanError, PlanTarget, RawPlan, Setting};
 use engine::suite::{Clients, Common, Param, Plan, Point, Repeat, Settings, Suite, TargetError};
 use script::Script;
 use std::sync::atomic::AtomicBool;
@@ -40,7 +41,7 @@ pub static BUILTIN: Setting = Setting {
     aliases: &[],
     kind: Kind::Text,
     value_name: "NAME[@WEIGHT],…",
-    help: "SQL: pgbench's built-in scripts to run: tpcb-like, simple-update, select-only (a unique prefix will do), each with an optional weight [default: tpcb-like unless --script].",
+    help: "SQL: built-in scripts to run, each with an optional weight: pgbench's tpcb-like, simple-update, select-only; sysbench's oltp_point_select, oltp_read_only, oltp_read_write, oltp_write_only (a unique prefix will do) [default: tpcb-like unless --script].",
     heading: HEADING,
 };
 
@@ -125,6 +126,20 @@ static SETTINGS: &[&Setting] = &[
     &RATE,
     &LATENCY_LIMIT,
     &MAX_TRIES,
+    &sysbench::TABLES,
+    &sysbench::TABLE_SIZE,
+    &sysbench::RANGE_SIZE,
+    &sysbench::POINT_SELECTS,
+    &sysbench::SIMPLE_RANGES,
+    &sysbench::SUM_RANGES,
+    &sysbench::ORDER_RANGES,
+    &sysbench::DISTINCT_RANGES,
+    &sysbench::INDEX_UPDATES,
+    &sysbench::NON_INDEX_UPDATES,
+    &sysbench::DELETE_INSERTS,
+    &sysbench::RANGE_SELECTS,
+    &sysbench::SKIP_TRX,
+    &sysbench::RAND_TYPE,
 ];
 
 /// The most scale a run may ask for (10^8 accounts).
@@ -134,7 +149,11 @@ const MAX_SCALE: i64 = 1000;
 #[derive(Debug)]
 pub struct SqlSettings {
     pub scripts: Vec<(Script, u64)>,
+    /// Whether pgbench's tables are made (for its built-ins and script files).
+    pub pgbench: bool,
     pub scale: u64,
+    /// sysbench's options, when one of its built-ins runs (its tables are made).
+    pub oltp: Option<sysbench::Oltp>,
     /// Transactions per client, or else how long.
     pub transactions: Option<u64>,
     pub duration_ns: u64,
@@ -158,7 +177,8 @@ impl Settings for SqlSettings {
             "sql".into(),
             serde_json::json!({
                 "scripts": scripts,
-                "scale": self.scale,
+                "scale": self.pgbench.then_some(self.scale),
+                "sysbench": self.oltp.as_ref().map(sysbench::Oltp::record),
                 "transactions_per_client": self.transactions,
                 "duration_ns": self.duration_ns,
                 "rate_per_s": self.rate,
@@ -188,19 +208,41 @@ fn weighted(item: &str, at: &Origin) -> Result<(String, u64), PlanError> {
     }
 }
 
-/// The scripts `--builtin` and `--script` name, read and checked.
-fn scripts(
-    builtin: Option<&Sp<String>>,
-    files: Option<&Sp<String>>,
-) -> Result<Vec<(Script, u64)>, PlanError> {
-    let mut out = Vec::new();
-    if let Some(b) = builtin {
+/// The built-in `name` (a unique prefix of one): pgbench's, or sysbench's written from the
+/// plan's options; `true` for sysbench's.
+fn built_in(name: &str, at: &Origin, raw: &RawPlan) -> Result<(Script, bool), PlanError> {
+    let names = (script::BUILT_IN.iter().map(|(n, _)| *n)).chain(sysbench::NAMES);
+    let found: Vec<&str> = names.filter(|n| n.starts_with(name)).collect();
+    let refused = |e: String| PlanError::new(at.clone(), e);
+    match found.as_slice() {
+        [n] if sysbench::NAMES.contains(n) => {
+            let oltp = sysbench::Oltp::resolve(raw)?;
+            Ok((oltp.script(n).map_err(refused)?, true))
+        }
+        [n] => Ok((script::built_in(n).map_err(refused)?, false)),
+        _ => Err(refused(format!(
+            "no built-in script {name:?}; the built-ins: {}, {}",
+            script::BUILT_IN.map(|(n, _)| n).join(", "),
+            sysbench::NAMES.join(", ")
+        ))),
+    }
+}
+
+/// The scripts `--builtin` and `--script` name, read and checked, and whether sysbench's
+/// and pgbench's tables are needed.
+fn scripts(raw: &RawPlan) -> Result<(Vec<(Script, u64)>, bool, bool), PlanError> {
+    let (builtin, files) = (raw.settings.text(&BUILTIN), raw.settings.text(&SCRIPT));
+    let (mut out, mut oltp, mut pgbench) = (Vec::new(), false, files.is_some());
+    if let Some(b) = &builtin {
         for item in b.value.split(',').map(str::trim) {
             let (name, w) = weighted(item, &b.at)?;
-            let s = script::built_in(&name).map_err(|e| PlanError::new(b.at.clone(), e))?;
+            let (s, sysbench) = built_in(&name, &b.at, raw)?;
+            oltp |= sysbench;
+            pgbench |= !sysbench;
             out.push((s, w));
         }
     }
+    let files = files.as_ref();
     if let Some(f) = files {
         for item in f.value.split(',').map(str::trim) {
             let (path, w) = weighted(item, &f.at)?;
@@ -219,8 +261,9 @@ fn scripts(
     }
     if out.is_empty() {
         out.push((script::built_in("tpcb-like").expect("a built-in"), 1));
+        pgbench = true;
     }
-    Ok(out)
+    Ok((out, oltp, pgbench))
 }
 
 impl Suite for Sql {
@@ -265,10 +308,12 @@ impl Suite for Sql {
     }
 
     fn resolve(&self, raw: &RawPlan, c: &Common) -> Result<Box<dyn Settings>, PlanError> {
-        let scripts = scripts(
-            raw.settings.text(&BUILTIN).as_ref(),
-            raw.settings.text(&SCRIPT).as_ref(),
-        )?;
+        let (scripts, oltp, pgbench) = scripts(raw)?;
+        let oltp = if oltp {
+            Some(sysbench::Oltp::resolve(raw)?)
+        } else {
+            None
+        };
         let scale = match raw.settings.int(&SCALE) {
             Some(s) if !(1..=MAX_SCALE).contains(&s.value) => {
                 return Err(PlanError::new(
@@ -329,7 +374,9 @@ impl Suite for Sql {
         };
         Ok(Box::new(SqlSettings {
             scripts,
+            pgbench,
             scale,
+            oltp,
             transactions,
             duration_ns,
             rate,

@@ -2,6 +2,8 @@
 //! and later): the same seed gives the same draws as pgbench's `pg_prng`, so a script's
 //! `random_zipfian`, `permute` or `hash` pick what pgbench's would.
 
+pub mod sysbench;
+
 /// xoroshiro128**, seeded through splitmix64 (`pg_prng`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prng {
@@ -71,7 +73,7 @@ impl Prng {
 pub type Refused = &'static str;
 
 /// The number of values in [lb, ub], checked as pgbench checks it.
-fn span(lb: i64, ub: i64) -> Result<u64, Refused> {
+pub(crate) fn span(lb: i64, ub: i64) -> Result<u64, Refused> {
     if lb > ub {
         return Err("empty range given to random");
     }

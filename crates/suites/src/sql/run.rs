@@ -26,7 +26,7 @@ pub(super) fn run(
     let s = settings::<SqlSettings>(plan);
     let store = target.config.open().map_err(TargetError::Open)?;
     run.describe(store.namespace(), store.versions());
-    let made = made(&*store, s.scale);
+    let made = made(&*store, s);
     let store_ref: &dyn Store = &*store;
     let last = plan.reps + u32::from(plan.warmup) - 1;
     run.repeat(None, None, &mut |ctx| {
@@ -53,10 +53,21 @@ pub(super) fn run(
     Ok(())
 }
 
-/// pgbench's tables, made at `scale` in the store's own schema.
-fn made(store: &dyn Store, scale: u64) -> Result<(), String> {
-    let mut s = store.connect_sql().map_err(|e| e.to_string())?;
-    super::init::init(s.as_mut(), scale).map_err(|e| format!("making pgbench's tables: {e}"))
+/// pgbench's tables (at the plan's scale) and sysbench's, as the scripts need them, made in the
+/// store's own schema.
+fn made(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
+    let mut session = store.connect_sql().map_err(|e| e.to_string())?;
+    if s.pgbench {
+        (super::init::init(session.as_mut(), s.scale))
+            .map_err(|e| format!("making pgbench's tables: {e}"))?;
+    }
+    if let Some(o) = &s.oltp {
+        let mut p = Prng::new(s.seed);
+        let mut row = || super::sysbench::row(&mut p, o);
+        (super::sysbench::init(session.as_mut(), o, &mut row))
+            .map_err(|e| format!("making sysbench's tables: {e}"))?;
+    }
+    Ok(())
 }
 
 /// What one client did in a repetition.
@@ -172,7 +183,8 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
 }
 
 /// The record's rows by operation: each script's transactions (when there are several), and
-/// each SQL command of each script, named by its script, line and first words.
+/// each SQL command of each script, named by its script, line and first words (a command
+/// written several times in a script is one row, named by its first line).
 fn by_op(
     s: &SqlSettings,
     scripts: &[Recorder],
@@ -183,16 +195,20 @@ fn by_op(
         if s.scripts.len() > 1 {
             out.insert(format!("script {}", script.name), scripts[k].figures());
         }
+        let mut rows: Vec<(&str, usize, Recorder)> = Vec::new();
         for (i, c) in script.commands.iter().enumerate() {
             if let Kind::Sql { text, .. } = &c.kind {
-                let words: String = text
-                    .split_whitespace()
-                    .take(4)
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let name = format!("{}:{:03} {words}", script.name, c.line);
-                out.insert(name, commands[k][i].figures());
+                match rows.iter_mut().find(|(t, ..)| t == text) {
+                    Some((.., r)) => r.merge(&commands[k][i]),
+                    None => rows.push((text, c.line, commands[k][i].clone())),
+                }
             }
+        }
+        for (text, line, r) in rows {
+            let words: Vec<&str> = text.split_whitespace().take(4).collect();
+            let words = super::sysbench::label(text).map_or(words.join(" "), str::to_string);
+            let name = format!("{}:{line:03} {words}", script.name);
+            out.insert(name, r.figures());
         }
     }
     out
@@ -235,7 +251,7 @@ fn client_run(
     let ready: Result<Vec<_>, Failure> = (s.scripts.iter())
         .map(|(sc, _)| client::ready(sc, session.as_mut()))
         .collect();
-    let ready = match ready {
+    let mut ready = match ready {
         Ok(r) => r,
         Err(e) => {
             out.broken = Some(e.to_string());
@@ -246,11 +262,20 @@ fn client_run(
     // turn, then the default seed.
     let mut base = Prng::new(s.seed);
     let draws: Vec<u64> = (0..=clients).map(|_| base.next_u64()).collect();
-    let vars = HashMap::from([
+    let mut vars = HashMap::from([
         ("scale".to_string(), Value::Int(s.scale as i64)),
         ("client_id".to_string(), Value::Int(id as i64)),
         ("random_seed".to_string(), Value::Int(s.seed as i64)),
     ]);
+    if let Some(o) = &s.oltp {
+        for (name, v) in [
+            ("tables", o.tables),
+            ("table_size", o.table_size),
+            ("range_size", o.range_size),
+        ] {
+            vars.insert(name.to_string(), Value::Int(v as i64));
+        }
+    }
     let mut client = Client::new(vars, Prng::new(draws[id]), draws[clients] as i64);
     client
         .vars
@@ -290,7 +315,7 @@ fn client_run(
         }
         let k = pick(&mut choose, s, total);
         let timing = Timing { intended, limit };
-        if let Err(stop) = transaction(&mut client, &ready[k], &mut *session, &mut out, (k, timing))
+        if let Err(stop) = transaction(&mut client, &mut ready[k], &mut *session, &mut out, (k, timing))
         {
             out.broken = Some(stop);
             return out;
@@ -323,7 +348,7 @@ fn pick(p: &mut Prng, s: &SqlSettings, total: u64) -> usize {
 /// One transaction, recorded; `Err` when the script itself is wrong (the client stops).
 fn transaction(
     client: &mut Client,
-    ready: &client::Ready<'_>,
+    ready: &mut client::Ready<'_>,
     session: &mut dyn SqlSession,
     out: &mut ClientRun,
     (k, timing): (usize, Timing),
@@ -415,13 +440,26 @@ fn conflict(message: &str) -> Option<Conflict> {
     }
 }
 
-/// The TPC-B invariant, where the scripts keep it: every delta added to an account is in the
-/// history (and, with tpcb-like, to its teller and its branch).
+/// The invariants the scripts keep: TPC-B's (every delta added to an account is in the
+/// history, and with tpcb-like to its teller and its branch), and sysbench's (a delete and an
+/// insert of one id in one transaction keep every table's rows).
 fn invariant(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
+    let mut session = store.connect_sql().map_err(|e| e.to_string())?;
+    if let Some(o) = s.oltp.as_ref().filter(|o| !o.skip_trx) {
+        for t in 1..=o.tables {
+            let rows = sum(&mut *session, "count(*)", &format!("sbtest{t}"))?;
+            if rows != o.table_size.to_string() {
+                return Err(format!(
+                    "sbtest{t} has {rows} rows, not {}: a delete and its insert did not stay together",
+                    o.table_size
+                ));
+            }
+        }
+    }
     let names: Vec<&str> = s.scripts.iter().map(|(sc, _)| sc.name.as_str()).collect();
-    // Only the built-ins that write, alone or with select-only, keep a known invariant.
-    let keeps =
-        |n: &str| names.contains(&n) && names.iter().all(|x| *x == n || *x == "select-only");
+    // Only pgbench's built-ins that write, alone or with reads only, keep a known invariant.
+    let reads = |n: &str| n == "select-only" || super::sysbench::NAMES.contains(&n);
+    let keeps = |n: &str| names.contains(&n) && names.iter().all(|x| *x == n || reads(x));
     let tables: &[&str] = if keeps("tpcb-like") {
         &["pgbench_accounts", "pgbench_tellers", "pgbench_branches"]
     } else if keeps("simple-update") {
@@ -429,7 +467,6 @@ fn invariant(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
     } else {
         return Ok(());
     };
-    let mut session = store.connect_sql().map_err(|e| e.to_string())?;
     let deltas = sum(&mut *session, "sum(delta)", "pgbench_history")?;
     for table in tables {
         let column = match *table {

@@ -15,11 +15,15 @@ pub struct Command {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
     /// SQL with its `:variables` cut out: `parts` are the text around them (one more than
-    /// `vars`), so a driver writes `$1` or `?` between; `gset` is `\gset [prefix]`.
+    /// `vars`), so a driver writes `$1` or `?` between; `gset` is `\gset [prefix]`. A variable
+    /// joined to the word before it (`sbtest:t`) is not a parameter but part of a name: its
+    /// value is written into the text, as pgbench's simple mode would, and the statement is
+    /// prepared once per value; `spliced` are those variables' indexes in `vars`.
     Sql {
         text: String,
         parts: Vec<String>,
         vars: Vec<String>,
+        spliced: Vec<usize>,
         gset: Option<String>,
     },
     Set {
@@ -202,22 +206,24 @@ fn flush(sql: &mut String, line: usize, out: &mut Vec<Command>) -> Result<(), Sc
     if text.is_empty() {
         return Ok(());
     }
-    let (parts, vars) = split_vars(&text);
+    let (parts, vars, spliced) = split_vars(&text);
     out.push(Command {
         line,
         kind: Kind::Sql {
             text,
             parts,
             vars,
+            spliced,
             gset: None,
         },
     });
     Ok(())
 }
 
-/// The text around each `:name` (a `::cast` is kept as it is).
-fn split_vars(text: &str) -> (Vec<String>, Vec<String>) {
-    let (mut parts, mut vars) = (Vec::new(), Vec::new());
+/// The text around each `:name` (a `::cast` is kept as it is), and which names are joined to
+/// the word before them.
+fn split_vars(text: &str) -> (Vec<String>, Vec<String>, Vec<usize>) {
+    let (mut parts, mut vars, mut spliced) = (Vec::new(), Vec::new(), Vec::new());
     let mut part = String::new();
     let mut chars = text.char_indices().peekable();
     while let Some((_, c)) = chars.next() {
@@ -235,6 +241,9 @@ fn split_vars(text: &str) -> (Vec<String>, Vec<String>) {
                     name.push(n);
                     chars.next();
                 }
+                if part.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                    spliced.push(vars.len());
+                }
                 parts.push(std::mem::take(&mut part));
                 vars.push(name);
             }
@@ -248,7 +257,7 @@ fn split_vars(text: &str) -> (Vec<String>, Vec<String>) {
         }
     }
     parts.push(part);
-    (parts, vars)
+    (parts, vars, spliced)
 }
 
 fn err(line: usize, column: usize, message: impl Into<String>) -> ScriptError {

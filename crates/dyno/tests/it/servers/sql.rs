@@ -29,7 +29,7 @@ fn one(s: &mut dyn SqlSession, sql: &str) -> Option<String> {
 
 /// Runs `script` `n` times as client 0 with scale 1; how many SQL commands it timed.
 fn run(s: &mut dyn SqlSession, text: &script::Script, n: usize, seed: u64) -> usize {
-    let ready = client::ready(text, s).unwrap();
+    let mut ready = client::ready(text, s).unwrap();
     let mut base = Prng::new(seed);
     let vars = HashMap::from([
         ("scale".to_string(), Value::Int(1)),
@@ -39,7 +39,7 @@ fn run(s: &mut dyn SqlSession, text: &script::Script, n: usize, seed: u64) -> us
     let mut c = Client::new(vars, prng, base.next_u64() as i64);
     let mut timed = 0;
     for _ in 0..n {
-        c.run(&ready, s, &mut |_, _| timed += 1, &mut std::thread::sleep)
+        c.run(&mut ready, s, &mut |_, _| timed += 1, &mut std::thread::sleep)
             .unwrap_or_else(|e| panic!("{e}"));
     }
     timed
@@ -107,15 +107,15 @@ fn workloads(url: &str) {
 
     // An undefined variable and a server's error fail the transaction with their line.
     let bad = script::parse("bad.sql", "SELECT :nosuch;\n").unwrap();
-    let ready = client::ready(&bad, s.as_mut()).unwrap();
+    let mut ready = client::ready(&bad, s.as_mut()).unwrap();
     let mut c = Client::new(HashMap::new(), Prng::new(1), 0);
     let e = c
-        .run(&ready, s.as_mut(), &mut |_, _| {}, &mut |_| {})
+        .run(&mut ready, s.as_mut(), &mut |_, _| {}, &mut |_| {})
         .unwrap_err();
     assert_eq!(e.to_string(), "line 1: undefined variable \"nosuch\"");
     let bad = script::parse("bad.sql", "\n\nSELECT * FROM no_such_table;\n").unwrap();
     let e = client::ready(&bad, s.as_mut())
-        .and_then(|r| c.run(&r, s.as_mut(), &mut |_, _| {}, &mut |_| {}))
+        .and_then(|mut r| c.run(&mut r, s.as_mut(), &mut |_, _| {}, &mut |_| {}))
         .unwrap_err();
     assert!(e.to_string().starts_with("line 3: "), "{e}");
     assert!(e.to_string().contains("no_such_table"), "{e}");
@@ -294,4 +294,87 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
     let left = maria
         .sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'");
     assert_eq!(left.trim(), "0", "dyno dropped its database");
+}
+
+/// sysbench's OLTP workloads as built-ins: its tables made, its mix run on both databases, the
+/// rows each delete and insert keep checked after, and its options read.
+#[test]
+fn the_sql_suite_runs_sysbenchs_oltp_workloads_on_both_databases() {
+    let (Some(pg), Some(maria)) = (
+        testkit::Postgres::start(),
+        testkit::mariadb::MariaDb::start(),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::dyno(dir.path())
+        .args(["run", "--suite", "sql", "-b", "oltp_read_write", "-t", "25", "-c", "3"])
+        .args(["--tables", "2", "--table-size", "2000", "--rand-type", "uniform"])
+        .args(["-o", "rw", &pg.url(), &maria.url()])
+        .assert()
+        .success();
+    let rec = crate::common::record(&dir.path().join("rw"));
+    crate::common::assert_schema_valid(&rec);
+    assert_eq!(rec["plan"]["custom"]["sql"]["sysbench"]["tables"], 2);
+    assert_eq!(rec["plan"]["custom"]["sql"]["sysbench"]["rand_type"], "uniform");
+    for target in ["postgres", "mysql"] {
+        let c = crate::common::case(&rec, target, "oltp_read_write");
+        assert_eq!(c["status"], "ok", "{target}: {}", c["reason"]);
+        let rep = &c["reps"][0];
+        let figures = &rep["detail"]["custom"]["figures"];
+        let ok = rep["ops"].as_u64().unwrap() - figures["failed"].as_u64().unwrap();
+        assert!(ok >= 60, "{target}: {figures}");
+        let rows = rep["by_op"].as_object().unwrap();
+        let count = |words: &str| {
+            let found: Vec<_> = (rows.iter())
+                .filter(|(k, _)| k.starts_with("oltp_read_write:") && k.ends_with(words))
+                .collect();
+            assert_eq!(found.len(), 1, "{target}: one row for {words}: {:?}", rows.keys());
+            found[0].1["count"].as_u64().unwrap()
+        };
+        // Each statement is one row, whichever table it ran on; each counted as often as the
+        // mix runs it.
+        assert_eq!(rows.len(), 11, "{target}: {:?}", rows.keys());
+        assert_eq!(count(" COMMIT;"), ok, "{target}");
+        assert!(count(" point_selects") >= 10 * ok, "{target}");
+        for name in [
+            " simple_ranges",
+            " sum_ranges",
+            " order_ranges",
+            " distinct_ranges",
+            " index_updates",
+            " non_index_updates",
+            " deletes",
+            " inserts",
+        ] {
+            assert!(count(name) >= ok, "{target}: {name}");
+        }
+    }
+
+    crate::common::dyno(dir.path())
+        .args(["run", "--suite", "sql", "-b", "oltp_point", "-d", "1s", "-c", "2"])
+        .args(["--rand-type", "zipfian", "--table-size", "500", "-o", "points", &maria.url()])
+        .assert()
+        .success();
+    let rec = crate::common::record(&dir.path().join("points"));
+    let c = crate::common::case(&rec, "mysql", "oltp_point_select");
+    assert_eq!(c["status"], "ok", "{}", c["reason"]);
+    assert!(c["reps"][0]["ops"].as_u64().unwrap() > 50);
+
+    // Bad options are refused before anything runs, naming the flag.
+    for (args, says) in [
+        (&["-b", "oltp_r"][..], "no built-in script \"oltp_r\""),
+        (&["-b", "oltp_read_only", "--rand-type", "normal"], "no --rand-type \"normal\""),
+        (&["-b", "oltp_write_only", "--skip-trx", "maybe"], "is not on or off"),
+        (&["-b", "oltp_read_only", "--tables", "0"], "tables must be 1 to 1000"),
+    ] {
+        let out = crate::common::dyno(dir.path())
+            .args(["run", "--suite", "sql"])
+            .args(args)
+            .arg(pg.url())
+            .assert()
+            .failure();
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }

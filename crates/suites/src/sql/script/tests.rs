@@ -8,6 +8,7 @@ fn sql_of(c: &Command) -> (&str, &[String], &[String], &Option<String>) {
             parts,
             vars,
             gset,
+            ..
         } => (text, parts, vars, gset),
         k => panic!("not SQL: {k:?}"),
     }
