@@ -40,3 +40,25 @@ stop_postgres() {
   [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null
   return 0
 }
+
+# A private MariaDB on core 1 in $work/maria, on a free loopback port ($myport), with a user
+# dyno (password secret) and a database sbtest; its PID joins $pids. Stop it with stop_mariadb.
+start_mariadb() {
+  [ -x /usr/sbin/mariadbd ] || install mariadb-server
+  mkdir -p "$work/maria"
+  mariadb-install-db --no-defaults --auth-root-authentication-method=normal --skip-test-db \
+    --user=root --datadir="$work/maria/data" >/dev/null 2>&1
+  myport=$(free_port)
+  taskset -c 1 /usr/sbin/mariadbd --no-defaults --datadir="$work/maria/data" \
+    --socket="$work/maria/sock" --pid-file="$work/maria/pid" --log-error="$work/maria.log" \
+    --user=root --bind-address=127.0.0.1 --skip-name-resolve --port="$myport" >"$work/maria.out" 2>&1 &
+  pids+=($!)
+  wait_port "$myport" 600
+  mariadb --no-defaults --socket="$work/maria/sock" -u root -e \
+    "CREATE USER dyno@'127.0.0.1' IDENTIFIED BY 'secret'; GRANT ALL ON *.* TO dyno@'127.0.0.1'; CREATE DATABASE sbtest"
+}
+
+stop_mariadb() {
+  [ -f "$work/maria/pid" ] && kill -TERM "$(cat "$work/maria/pid")" 2>/dev/null
+  return 0
+}

@@ -157,7 +157,11 @@ impl Client {
             match &c.kind {
                 Kind::Set { var, expr } => {
                     let v = self.eval(expr, c.line)?;
-                    self.vars.insert(var.clone(), v);
+                    // A variable set before keeps its name's allocation.
+                    match self.vars.get_mut(var) {
+                        Some(slot) => *slot = v,
+                        None => drop(self.vars.insert(var.clone(), v)),
+                    }
                 }
                 // A branch that ran reaches the next one's marker: on past the `\endif`.
                 Kind::Elif(_) | Kind::Else if !arrived => pc = ready.endif[i],
@@ -229,11 +233,13 @@ impl Client {
         else {
             unreachable!("only SQL is prepared");
         };
+        use std::fmt::Write;
         let key = &mut self.key;
         key.clear();
         for &v in spliced {
-            let value = value(&self.vars, &vars[v], line)?;
-            let text = value.to_string();
+            let from = key.len();
+            write!(key, "{}", value(&self.vars, &vars[v], line)?).expect("writing to a String");
+            let text = &key[from..];
             if text.is_empty() || !text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(Failure::Script {
                     line,
@@ -243,7 +249,6 @@ impl Client {
                     ),
                 });
             }
-            key.push_str(&text);
             key.push(' ');
         }
         if let Some((_, s)) = known.iter().find(|(k, _)| k == key) {
@@ -295,11 +300,19 @@ impl Client {
             write!(text, "{value}").expect("writing to a String");
         }
         let texts = std::mem::take(&mut self.texts);
-        let params: Vec<Option<&str>> = (texts[..n].iter())
-            .map(|(null, t)| (!null).then_some(t.as_str()))
-            .collect();
-        let done = self.execute(stmt, &params, gset, line, session);
-        drop(params);
+        // The parameters on the stack when they are few (most statements), else allocated.
+        let (mut few, many): ([Option<&str>; 16], Vec<Option<&str>>);
+        let params: &[Option<&str>] = if n <= 16 {
+            few = [None; 16];
+            for (p, t) in few.iter_mut().zip(&texts[..n]) {
+                *p = param(t);
+            }
+            &few[..n]
+        } else {
+            many = texts[..n].iter().map(param).collect();
+            &many
+        };
+        let done = self.execute(stmt, params, gset, line, session);
         self.texts = texts;
         done
     }
@@ -355,4 +368,9 @@ fn value<'v>(vars: &'v HashMap<String, Value>, var: &str, line: usize) -> Result
         line,
         message: format!("undefined variable \"{var}\""),
     })
+}
+
+/// A parameter's text, or NULL.
+fn param((null, text): &(bool, String)) -> Option<&str> {
+    (!null).then_some(text.as_str())
 }

@@ -111,7 +111,7 @@ pub static MAX_TRIES: Setting = Setting {
     aliases: &[],
     kind: Kind::Int,
     value_name: "",
-    help: "SQL: how many times a transaction runs when it fails for a serialization failure or a deadlock (pgbench's --max-tries), drawing the same values each time [default: 1: no retry].",
+    help: "SQL: how many times a transaction runs when it fails for a serialization failure or a deadlock (pgbench's --max-tries) — in sysbench's built-ins also a unique violation or a lock wait timeout, as sysbench restarts them — drawing the same values each time [default: 1: no retry].",
     heading: HEADING,
 };
 

@@ -88,8 +88,8 @@ struct ClientRun {
     max_tries: u32,
     retries: u64,
     retried: u64,
-    serialization: u64,
-    deadlock: u64,
+    /// Transactions that failed for each [`Conflict`].
+    conflicts: [u64; 3],
 }
 
 /// Every client's part of one repetition.
@@ -115,15 +115,16 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
     let mut broken = None;
     let mut lag = Recorder::new();
     let (mut late, mut skipped) = (0, 0);
-    let (mut retries, mut retried, mut serialization, mut deadlock) = (0, 0, 0, 0);
+    let (mut retries, mut retried, mut conflicts) = (0, 0, [0; 3]);
     for r in &runs {
         lag.merge(&r.lag);
         late += r.late;
         skipped += r.skipped;
         retries += r.retries;
         retried += r.retried;
-        serialization += r.serialization;
-        deadlock += r.deadlock;
+        for (a, b) in conflicts.iter_mut().zip(r.conflicts) {
+            *a += b;
+        }
         all.merge(&r.transactions);
         for (a, b) in scripts.iter_mut().zip(&r.scripts) {
             a.merge(b);
@@ -141,7 +142,7 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
     }
     let errors = all.error_count();
     let ok = all.ops - errors;
-    let figures = serde_json::json!({
+    let mut figures = serde_json::json!({
         "transactions": all.ops,
         "failed": errors,
         "scale": s.scale,
@@ -149,9 +150,10 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         "skipped": skipped,
         "retries": retries,
         "retried": retried,
-        "failed_serialization": serialization,
-        "failed_deadlock": deadlock,
     });
+    for (c, n) in Conflict::ALL.iter().zip(conflicts) {
+        figures[c.figure()] = n.into();
+    }
     let rep = Rep {
         ops: all.ops,
         clients: clients as u32,
@@ -238,8 +240,7 @@ fn client_run(
         max_tries: s.max_tries,
         retries: 0,
         retried: 0,
-        serialization: 0,
-        deadlock: 0,
+        conflicts: [0; 3],
     };
     let mut session = match store.connect_sql() {
         Ok(x) => x,
@@ -314,7 +315,11 @@ fn client_run(
             intended = Some(due);
         }
         let k = pick(&mut choose, s, total);
-        let timing = Timing { intended, limit };
+        let timing = Timing {
+            intended,
+            limit,
+            sysbench: super::sysbench::NAMES.contains(&s.scripts[k].0.name.as_str()),
+        };
         if let Err(stop) = transaction(&mut client, &mut ready[k], &mut *session, &mut out, (k, timing))
         {
             out.broken = Some(stop);
@@ -323,11 +328,13 @@ fn client_run(
     }
 }
 
-/// When a transaction was meant to start (an open loop's schedule), and how slow is late.
+/// When a transaction was meant to start (an open loop's schedule), how slow is late, and
+/// whether its script is one of sysbench's (which retries more kinds of conflict).
 #[derive(Clone, Copy)]
 struct Timing {
     intended: Option<Instant>,
     limit: Option<Duration>,
+    sysbench: bool,
 }
 
 /// The script a transaction runs: by weight, as pgbench draws it.
@@ -360,7 +367,8 @@ fn transaction(
         out.lag
             .record(now.duration_since(started).as_nanos() as u64, Ok(0));
     }
-    // pgbench's --max-tries: a serialization failure or a deadlock runs the transaction again,
+    // pgbench's --max-tries: a serialization failure or a deadlock (or another conflict, in
+    // sysbench's built-ins) runs the transaction again,
     // the client's generator as it was at the transaction's start, so it draws the same values.
     let at_start = client.prng.clone();
     let mut tries = 0;
@@ -374,7 +382,7 @@ fn transaction(
             &mut engine::fiber::sleep,
         );
         let retry = match &result {
-            Err(Failure::Sql { error, .. }) => conflict(&error.message),
+            Err(Failure::Sql { error, .. }) => conflict(&error.message, timing.sysbench),
             _ => None,
         };
         let Some(_) = retry.filter(|_| tries < out.max_tries) else {
@@ -402,10 +410,8 @@ fn transaction(
         Err(Failure::Sql { line, error }) => {
             // The transaction is over: roll back what it left open.
             let _ = session.batch("ROLLBACK");
-            match conflict(&error.message) {
-                Some(Conflict::Serialization) => out.serialization += 1,
-                Some(Conflict::Deadlock) => out.deadlock += 1,
-                None => {}
+            if let Some(c) = conflict(&error.message, timing.sysbench) {
+                out.conflicts[c as usize] += 1;
             }
             let e = engine::driver::OpError::new(
                 error.class,
@@ -421,20 +427,43 @@ fn transaction(
     }
 }
 
-/// The failures pgbench retries.
+/// The failures a transaction is retried for (with `--max-tries`): pgbench's, and for sysbench's
+/// built-ins the others sysbench restarts a transaction on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Conflict {
     Serialization,
     Deadlock,
+    /// A unique violation (PostgreSQL's 23505), a lock wait timeout (MySQL's 1205) or a record
+    /// changed since it was read (1020): sysbench's, only in its built-ins.
+    Other,
 }
 
-/// Which of them an error is, by its SQLSTATE as the drivers write it (`ERROR 40001: …` from
-/// PostgreSQL, `ERROR 1213 (40001): …` from MySQL; 40P01 is PostgreSQL's deadlock).
-fn conflict(message: &str) -> Option<Conflict> {
+impl Conflict {
+    const ALL: [Conflict; 3] = [Conflict::Serialization, Conflict::Deadlock, Conflict::Other];
+
+    /// Its count's name in the record.
+    fn figure(self) -> &'static str {
+        match self {
+            Conflict::Serialization => "failed_serialization",
+            Conflict::Deadlock => "failed_deadlock",
+            Conflict::Other => "failed_other_conflict",
+        }
+    }
+}
+
+/// Which of them an error is, by its SQLSTATE or number as the drivers write it (`ERROR 40001:
+/// …` from PostgreSQL, `ERROR 1213 (40001): …` from MySQL; 40P01 is PostgreSQL's deadlock).
+fn conflict(message: &str, sysbench: bool) -> Option<Conflict> {
     if message.contains("ERROR 40P01") || message.contains("ERROR 1213 (") {
         Some(Conflict::Deadlock)
     } else if message.contains("ERROR 40001") || message.contains("(40001)") {
         Some(Conflict::Serialization)
+    } else if sysbench
+        && ["ERROR 23505", "ERROR 1205 (", "ERROR 1020 ("]
+            .iter()
+            .any(|e| message.contains(e))
+    {
+        Some(Conflict::Other)
     } else {
         None
     }

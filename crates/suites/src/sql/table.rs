@@ -31,7 +31,19 @@ fn three(p50: u64, p99: u64, p999: u64) -> String {
 
 pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let sql = r.plan.custom.get("sql");
-    let scale = sql.and_then(|s| s["scale"].as_u64()).unwrap_or(0);
+    // pgbench's scale and sysbench's tables, as the scripts used them.
+    let mut data = Vec::new();
+    if let Some(scale) = sql.and_then(|s| s["scale"].as_u64()) {
+        data.push(format!("scale {scale}"));
+    }
+    if let Some(o) = sql.map(|s| &s["sysbench"]).filter(|o| o.is_object()) {
+        data.push(format!(
+            "{} × sbtest of {} rows · --rand-type {}",
+            o["tables"],
+            units::count(o["table_size"].as_u64().unwrap_or(0)),
+            o["rand_type"].as_str().unwrap_or("?")
+        ));
+    }
     let mut how = match sql.and_then(|s| s["transactions_per_client"].as_u64()) {
         Some(t) => format!("{t} transactions per client"),
         None => units::latency(sql.and_then(|s| s["duration_ns"].as_u64()).unwrap_or(0)),
@@ -43,8 +55,10 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         );
     }
     doc.title(&format!(
-        "dyno sql · scale {scale} · {} clients · {how} · {} repetition(s)",
-        r.plan.concurrency, r.plan.reps
+        "dyno sql · {} · {} clients · {how} · {} repetition(s)",
+        data.join(" · "),
+        r.plan.concurrency,
+        r.plan.reps
     ))?;
     let header = vec![
         [
@@ -125,7 +139,7 @@ fn statements(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         })
         .collect();
     doc.blank()?;
-    doc.heading("latency per command: p50 / p99 / p99.9 (SCRIPT:LINE and its first words)")?;
+    doc.heading("latency per command: p50 / p99 / p99.9 (SCRIPT:LINE and its first words, or sysbench's name for it)")?;
     doc.table(&[header], &body)
 }
 
@@ -147,13 +161,14 @@ fn case_notes(c: &Case) -> Vec<String> {
         ));
     }
     let (retried, retries) = (figure(c, "retried"), figure(c, "retries"));
-    let (serial, deadlock) = (
+    let (serial, deadlock, other) = (
         figure(c, "failed_serialization"),
         figure(c, "failed_deadlock"),
+        figure(c, "failed_other_conflict"),
     );
-    if retried + serial + deadlock > 0 {
+    if retried + serial + deadlock + other > 0 {
         out.push(format!(
-            "{}: {retried} transactions retried ({retries} retries); failed for a serialization failure: {serial}, for a deadlock: {deadlock}",
+            "{}: {retried} transactions retried ({retries} retries); failed for a serialization failure: {serial}, for a deadlock: {deadlock}, for another conflict sysbench retries: {other}",
             c.target
         ));
     }

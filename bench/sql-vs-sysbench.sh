@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# dyno's sql suite beside sysbench itself, on a private PostgreSQL and a private MariaDB, in one
+# run: the same OLTP workload (oltp_read_write, oltp_point_select), its defaults (one table of
+# 10,000 rows, --rand-type special), the same clients and duration, tools in turn within each
+# round (sysbench first in odd rounds, dyno first in even ones). Servers on core 1, both
+# generators on core 0. Per round, database and workload: transactions per second, the
+# generator's CPU per transaction (user + system of the whole process, GNU time; dyno's making
+# of its tables included, sysbench's `prepare` not), and the median latency (sysbench asked for
+# its 50th percentile with --percentile=50; dyno's p50). Then the ratios dyno / sysbench per
+# round and their median. Each tool works on its own tables (sysbench's in `public` or database
+# sbtest, dyno's in its own schema or database). sysbench restarts a transaction that hits a
+# deadlock; dyno is given --max-tries 100 to do the same. Traffic stays on 127.0.0.1.
+# Usage: bench/sql-vs-sysbench.sh [ROUNDS] [SECONDS] [CLIENTS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+rounds=${1:-3}
+secs=${2:-10}
+clients=${3:-8}
+[ -x /usr/bin/time ] || install time
+command -v sysbench >/dev/null || install sysbench
+find_postgres
+cargo build --release -q
+dyno=$PWD/target/release/dyno
+work=$(mktemp -d)
+pids=()
+chmod 755 "$work"
+cleanup() {
+  set +e
+  stop_postgres
+  stop_mariadb
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+start_postgres
+start_mariadb
+declare -A sb_args dyno_url
+sb_args[postgres]="--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$pgport --pgsql-user=dyno --pgsql-db=postgres"
+sb_args[mariadb]="--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port=$myport --mysql-user=dyno --mysql-password=secret --mysql-db=sbtest"
+dyno_url[postgres]="postgres://dyno@127.0.0.1:$pgport/postgres"
+dyno_url[mariadb]="mysql://dyno:secret@127.0.0.1:$myport"
+for db in postgres mariadb; do
+  # shellcheck disable=SC2086
+  sysbench ${sb_args[$db]} oltp_read_write prepare >/dev/null
+done
+echo "$($dyno --version); $(sysbench --version)"
+echo "servers on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients"
+
+# Runs a command (its output into FILE); prints its CPU seconds (user + system), GNU time's.
+timed() {
+  local file=$1
+  shift
+  /usr/bin/time -f "%U %S" -o "$work/time" "$@" >"$file" 2>"$work/err" || { cat "$work/err" "$file"; exit 1; }
+  awk '{ print $1 + $2 }' "$work/time"
+}
+
+sysbench_run() { # DB WORKLOAD ROUND -> "TPS CPU_PER_TX_US P50_MS"
+  local cpu
+  # shellcheck disable=SC2086
+  cpu=$(timed "$work/sysbench.out" taskset -c 0 sysbench ${sb_args[$1]} --threads="$clients" \
+    --time="$secs" --percentile=50 "$2" run)
+  python3 - "$work/sysbench.out" "$cpu" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+tx, tps = re.search(r"transactions:\s+(\d+)\s+\(([\d.]+) per sec", t).groups()
+p50 = float(re.search(r"50th percentile:\s+([\d.]+)", t).group(1))
+print(tps, float(sys.argv[2]) * 1e6 / int(tx), p50)
+PY
+}
+
+dyno_run() { # DB WORKLOAD ROUND -> "TPS CPU_PER_TX_US P50_MS"
+  local cpu out="$work/dyno-$1-$2-$3"
+  cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$2" -c "$clients" -d "${secs}s" \
+    --max-tries 100 --quiet -o "$out" "${dyno_url[$1]}")
+  python3 - "$out/run.json" "$cpu" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"][0]
+assert c["status"] == "ok", c["reason"]
+r = c["reps"][0]
+tx = r["ops"] - r["errors"]
+print(r["ops_per_s"], float(sys.argv[2]) * 1e6 / tx, r["latency_ns"]["p50"] / 1e6)
+PY
+}
+
+results=$work/results
+: >"$results"
+printf "%-6s %-9s %-18s %-9s %10s %12s %9s\n" round db workload tool tps "CPU/tx µs" "p50 ms"
+for round in $(seq 1 "$rounds"); do
+  for db in postgres mariadb; do
+    for workload in oltp_read_write oltp_point_select; do
+      order="sysbench dyno"
+      [ $((round % 2)) -eq 0 ] && order="dyno sysbench"
+      for tool in $order; do
+        read -r tps cpu p50 <<<"$("${tool}_run" "$db" "$workload" "$round")"
+        printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50"
+        echo "$round $db $workload $tool $tps $cpu $p50" >>"$results"
+      done
+    done
+  done
+done
+
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+print()
+print("dyno / sysbench, per round (median):")
+for db in ("postgres", "mariadb"):
+    for w in ("oltp_read_write", "oltp_point_select"):
+        by = {}
+        for r in rows:
+            if r[1] == db and r[2] == w:
+                by.setdefault(r[0], {})[r[3]] = [float(x) for x in r[4:]]
+        for i, what in ((0, "rate"), (1, "CPU per transaction"), (2, "p50 latency")):
+            v = [d["dyno"][i] / d["sysbench"][i] for d in by.values()]
+            print(f"  {db:9} {w:18} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x)")
+PY
