@@ -188,12 +188,10 @@ impl Client {
                 Kind::Sql { text, gset, .. } => {
                     let started = Instant::now();
                     match &mut stmts[i] {
-                        Prepared::Text => session
-                            .batch(text)
-                            .map_err(|error| Failure::Sql {
-                                line: c.line,
-                                error,
-                            })?,
+                        Prepared::Text => session.batch(text).map_err(|error| Failure::Sql {
+                            line: c.line,
+                            error,
+                        })?,
                         p => {
                             let stmt = self.statement(p, &c.kind, c.line, session)?;
                             self.sql(stmt, &c.kind, gset.as_deref(), c.line, session)?;
@@ -363,7 +361,11 @@ impl Client {
 }
 
 /// A variable's value, or the script's mistake.
-fn value<'v>(vars: &'v HashMap<String, Value>, var: &str, line: usize) -> Result<&'v Value, Failure> {
+fn value<'v>(
+    vars: &'v HashMap<String, Value>,
+    var: &str,
+    line: usize,
+) -> Result<&'v Value, Failure> {
     vars.get(var).ok_or_else(|| Failure::Script {
         line,
         message: format!("undefined variable \"{var}\""),

@@ -308,11 +308,9 @@ fn call(f: Func, a: &[Value], env: &mut Env<'_>) -> R<Value> {
         Func::RandomDigits => Value::Text(
             random::sysbench::digits(env.prng, a[0].int()?, a[1].int()?).map_err(refused)?,
         ),
-        Func::SbUniform
-        | Func::SbGaussian
-        | Func::SbSpecial
-        | Func::SbPareto
-        | Func::SbZipfian => Value::Int(sysbench(f, a, env.prng)?),
+        Func::SbUniform | Func::SbGaussian | Func::SbSpecial | Func::SbPareto | Func::SbZipfian => {
+            Value::Int(sysbench(f, a, env.prng)?)
+        }
     })
 }
 

@@ -14,6 +14,7 @@
 //! session), `init` (its tables), `run` (a repetition on every client).
 
 pub mod client;
+mod confine;
 pub mod eval;
 pub mod expr;
 pub mod init;

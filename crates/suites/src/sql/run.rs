@@ -320,8 +320,13 @@ fn client_run(
             limit,
             sysbench: super::sysbench::NAMES.contains(&s.scripts[k].0.name.as_str()),
         };
-        if let Err(stop) = transaction(&mut client, &mut ready[k], &mut *session, &mut out, (k, timing))
-        {
+        if let Err(stop) = transaction(
+            &mut client,
+            &mut ready[k],
+            &mut *session,
+            &mut out,
+            (k, timing),
+        ) {
             out.broken = Some(stop);
             return out;
         }

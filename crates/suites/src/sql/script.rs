@@ -206,6 +206,13 @@ fn flush(sql: &mut String, line: usize, out: &mut Vec<Command>) -> Result<(), Sc
     if text.is_empty() {
         return Ok(());
     }
+    if let Err((at, why)) = super::confine::check(&text) {
+        // The place in the file: lines into the command, and the column on that line.
+        let before = &text[..at];
+        let lines = before.matches('\n').count();
+        let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+        return Err(err(line + lines, column, why));
+    }
     let (parts, vars, spliced) = split_vars(&text);
     out.push(Command {
         line,

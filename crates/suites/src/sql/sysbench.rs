@@ -245,7 +245,10 @@ impl Oltp {
         let id = format!("\\set id {}(1, :table_size)\n", self.rand_type);
         let range = "\\set end :id + :range_size - 1\n";
         let k = format!("\\set k {}(1, :table_size)\n", self.rand_type);
-        let (c, pad) = ("\\set c random_digits(10, 11)\n", "\\set pad random_digits(5, 11)\n");
+        let (c, pad) = (
+            "\\set c random_digits(10, 11)\n",
+            "\\set pad random_digits(5, 11)\n",
+        );
         // Each group of queries draws its table, then an id per query (its other values as
         // sysbench draws them, in its order).
         let mut group = |n: u64, before: &str, after: &str, sql: &[&str]| {

@@ -39,8 +39,13 @@ fn run(s: &mut dyn SqlSession, text: &script::Script, n: usize, seed: u64) -> us
     let mut c = Client::new(vars, prng, base.next_u64() as i64);
     let mut timed = 0;
     for _ in 0..n {
-        c.run(&mut ready, s, &mut |_, _| timed += 1, &mut std::thread::sleep)
-            .unwrap_or_else(|e| panic!("{e}"));
+        c.run(
+            &mut ready,
+            s,
+            &mut |_, _| timed += 1,
+            &mut std::thread::sleep,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
     }
     timed
 }
@@ -308,15 +313,35 @@ fn the_sql_suite_runs_sysbenchs_oltp_workloads_on_both_databases() {
     };
     let dir = tempfile::tempdir().unwrap();
     crate::common::dyno(dir.path())
-        .args(["run", "--suite", "sql", "-b", "oltp_read_write", "-t", "25", "-c", "3"])
-        .args(["--tables", "2", "--table-size", "2000", "--rand-type", "uniform"])
+        .args([
+            "run",
+            "--suite",
+            "sql",
+            "-b",
+            "oltp_read_write",
+            "-t",
+            "25",
+            "-c",
+            "3",
+        ])
+        .args([
+            "--tables",
+            "2",
+            "--table-size",
+            "2000",
+            "--rand-type",
+            "uniform",
+        ])
         .args(["-o", "rw", &pg.url(), &maria.url()])
         .assert()
         .success();
     let rec = crate::common::record(&dir.path().join("rw"));
     crate::common::assert_schema_valid(&rec);
     assert_eq!(rec["plan"]["custom"]["sql"]["sysbench"]["tables"], 2);
-    assert_eq!(rec["plan"]["custom"]["sql"]["sysbench"]["rand_type"], "uniform");
+    assert_eq!(
+        rec["plan"]["custom"]["sql"]["sysbench"]["rand_type"],
+        "uniform"
+    );
     for target in ["postgres", "mysql"] {
         let c = crate::common::case(&rec, target, "oltp_read_write");
         assert_eq!(c["status"], "ok", "{target}: {}", c["reason"]);
@@ -329,7 +354,12 @@ fn the_sql_suite_runs_sysbenchs_oltp_workloads_on_both_databases() {
             let found: Vec<_> = (rows.iter())
                 .filter(|(k, _)| k.starts_with("oltp_read_write:") && k.ends_with(words))
                 .collect();
-            assert_eq!(found.len(), 1, "{target}: one row for {words}: {:?}", rows.keys());
+            assert_eq!(
+                found.len(),
+                1,
+                "{target}: one row for {words}: {:?}",
+                rows.keys()
+            );
             found[0].1["count"].as_u64().unwrap()
         };
         // Each statement is one row, whichever table it ran on; each counted as often as the
@@ -352,8 +382,26 @@ fn the_sql_suite_runs_sysbenchs_oltp_workloads_on_both_databases() {
     }
 
     crate::common::dyno(dir.path())
-        .args(["run", "--suite", "sql", "-b", "oltp_point", "-d", "1s", "-c", "2"])
-        .args(["--rand-type", "zipfian", "--table-size", "500", "-o", "points", &maria.url()])
+        .args([
+            "run",
+            "--suite",
+            "sql",
+            "-b",
+            "oltp_point",
+            "-d",
+            "1s",
+            "-c",
+            "2",
+        ])
+        .args([
+            "--rand-type",
+            "zipfian",
+            "--table-size",
+            "500",
+            "-o",
+            "points",
+            &maria.url(),
+        ])
         .assert()
         .success();
     let rec = crate::common::record(&dir.path().join("points"));
@@ -364,9 +412,18 @@ fn the_sql_suite_runs_sysbenchs_oltp_workloads_on_both_databases() {
     // Bad options are refused before anything runs, naming the flag.
     for (args, says) in [
         (&["-b", "oltp_r"][..], "no built-in script \"oltp_r\""),
-        (&["-b", "oltp_read_only", "--rand-type", "normal"], "no --rand-type \"normal\""),
-        (&["-b", "oltp_write_only", "--skip-trx", "maybe"], "is not on or off"),
-        (&["-b", "oltp_read_only", "--tables", "0"], "tables must be 1 to 1000"),
+        (
+            &["-b", "oltp_read_only", "--rand-type", "normal"],
+            "no --rand-type \"normal\"",
+        ),
+        (
+            &["-b", "oltp_write_only", "--skip-trx", "maybe"],
+            "is not on or off",
+        ),
+        (
+            &["-b", "oltp_read_only", "--tables", "0"],
+            "tables must be 1 to 1000",
+        ),
     ] {
         let out = crate::common::dyno(dir.path())
             .args(["run", "--suite", "sql"])

@@ -127,6 +127,18 @@ fn mistakes_are_located() {
         ("\\sleep x", 1, 8, "not a whole number"),
         ("", 1, 1, "has no command"),
         ("  -- only a comment", 1, 1, "has no command"),
+        (
+            "SELECT 1;\nUPDATE pgbench_accounts\n  SET abalance = 0;\nINSERT INTO public.t VALUES (1);",
+            4,
+            13,
+            "public.t writes outside dyno's own schema",
+        ),
+        (
+            "BEGIN;\nSET search_path = public;",
+            2,
+            5,
+            "SET SEARCH_PATH would move",
+        ),
     ] {
         let e = parse("f.sql", text).unwrap_err();
         assert_eq!((e.line, e.column), (line, column), "{text:?}: {e:?}");

@@ -36,7 +36,11 @@ fn read_write_is_sysbenchs_mix_of_twenty_queries() {
     let q = sql(&s);
     assert_eq!(q.len(), 20, "{q:#?}");
     assert_eq!(q[0], "BEGIN;");
-    assert!(q[1..11].iter().all(|t| *t == "SELECT c FROM sbtest:t WHERE id=:id;"));
+    assert!(
+        q[1..11]
+            .iter()
+            .all(|t| *t == "SELECT c FROM sbtest:t WHERE id=:id;")
+    );
     assert_eq!(
         q[11..15],
         [
@@ -49,11 +53,25 @@ fn read_write_is_sysbenchs_mix_of_twenty_queries() {
     assert_eq!(q[15], "UPDATE sbtest:t SET k=k+1 WHERE id=:id;");
     assert_eq!(q[16], "UPDATE sbtest:t SET c=:c WHERE id=:id;");
     assert_eq!(q[17], "DELETE FROM sbtest:t WHERE id=:id;");
-    assert_eq!(q[18], "INSERT INTO sbtest:t (id, k, c, pad) VALUES (:id, :k, :c, :pad);");
+    assert_eq!(
+        q[18],
+        "INSERT INTO sbtest:t (id, k, c, pad) VALUES (:id, :k, :c, :pad);"
+    );
     assert_eq!(q[19], "COMMIT;");
     // The table is a name, not a parameter; ids are drawn by --rand-type.
-    match &s.commands.iter().find(|c| matches!(c.kind, Cmd::Sql { .. }) && c.line > 2).unwrap().kind {
-        Cmd::Sql { vars, spliced, parts, .. } => {
+    match &s
+        .commands
+        .iter()
+        .find(|c| matches!(c.kind, Cmd::Sql { .. }) && c.line > 2)
+        .unwrap()
+        .kind
+    {
+        Cmd::Sql {
+            vars,
+            spliced,
+            parts,
+            ..
+        } => {
             assert_eq!(vars, &["t", "id"]);
             assert_eq!(spliced, &[0]);
             assert_eq!(parts[0], "SELECT c FROM sbtest");
@@ -73,7 +91,10 @@ fn read_write_is_sysbenchs_mix_of_twenty_queries() {
 #[test]
 fn each_script_runs_its_own_part_of_the_mix() {
     let o = defaults();
-    assert_eq!(sql(&o.script("oltp_point_select").unwrap()), ["SELECT c FROM sbtest:t WHERE id=:id;"]);
+    assert_eq!(
+        sql(&o.script("oltp_point_select").unwrap()),
+        ["SELECT c FROM sbtest:t WHERE id=:id;"]
+    );
     assert_eq!(sql(&o.script("oltp_read_only").unwrap()).len(), 16);
     let w = o.script("oltp_write_only").unwrap();
     assert_eq!(sql(&w).len(), 6);
@@ -92,6 +113,9 @@ fn each_script_runs_its_own_part_of_the_mix() {
         delete_inserts: 0,
         ..o.clone()
     };
-    assert_eq!(sql(&nothing.script("oltp_write_only").unwrap()), ["BEGIN;", "COMMIT;"]);
+    assert_eq!(
+        sql(&nothing.script("oltp_write_only").unwrap()),
+        ["BEGIN;", "COMMIT;"]
+    );
     assert!(o.script("oltp_nothing").is_err());
 }

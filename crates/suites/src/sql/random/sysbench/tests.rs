@@ -23,9 +23,14 @@ fn phi(z: f64) -> f64 {
     let x = z.abs() / std::f64::consts::SQRT_2;
     let t = 1.0 / (1.0 + 0.3275911 * x);
     let poly = t
-        * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+        * (0.254829592
+            + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
     let erf = 1.0 - poly * (-x * x).exp();
-    if z >= 0.0 { 0.5 * (1.0 + erf) } else { 0.5 * (1.0 - erf) }
+    if z >= 0.0 {
+        0.5 * (1.0 + erf)
+    } else {
+        0.5 * (1.0 - erf)
+    }
 }
 
 #[test]
@@ -63,7 +68,10 @@ fn special_puts_three_quarters_of_the_draws_on_one_percent_of_the_range() {
     let bell = phi(z((hot_hi) as f64)) - phi(z((hot_lo - 1) as f64));
     let want = 0.75 + 0.25 * bell;
     let got = share(&d, |x| (hot_lo..=hot_hi).contains(&x));
-    assert!((got - want).abs() < 0.003, "hot share {got}, formula {want}");
+    assert!(
+        (got - want).abs() < 0.003,
+        "hot share {got}, formula {want}"
+    );
     // Every hot value is about equally likely.
     let first = share(&d, |x| x == hot_lo + 10);
     let last = share(&d, |x| x == hot_hi - 10);
@@ -92,7 +100,10 @@ fn zipfian_gives_each_rank_its_share() {
     for k in [1, 2, 10, 100] {
         let want = (k as f64).powf(-ZIPFIAN_EXP) / total;
         let got = share(&d, |x| x == k);
-        assert!((got / want - 1.0).abs() < 0.05, "rank {k}: {got} against {want}");
+        assert!(
+            (got / want - 1.0).abs() < 0.05,
+            "rank {k}: {got} against {want}"
+        );
     }
     // An exponent of 0 is uniform.
     let flat = draws(|p| zipfian(p, 1, 10, 0.0).unwrap());
@@ -107,7 +118,9 @@ fn digits_fill_a_template_of_hashes() {
     for (i, ch) in c.chars().enumerate() {
         assert_eq!(ch == '-', i % 12 == 11, "{c}");
     }
-    let many: String = (0..10_000).map(|_| digits(&mut p, 1, 10).unwrap()).collect();
+    let many: String = (0..10_000)
+        .map(|_| digits(&mut p, 1, 10).unwrap())
+        .collect();
     for d in '0'..='9' {
         let got = many.chars().filter(|&c| c == d).count();
         assert!((9_000..11_000).contains(&got), "{d}: {got}");
@@ -126,7 +139,13 @@ fn bad_bounds_and_parameters_are_refused() {
     assert!(zipfian(&mut p, 1, 10, -1.0).is_err());
     assert!(draw("sb_nosuch", &mut p, 1, 2).is_err());
     // A one-value range is that value.
-    for f in ["sb_uniform", "sb_gaussian", "sb_special", "sb_pareto", "sb_zipfian"] {
+    for f in [
+        "sb_uniform",
+        "sb_gaussian",
+        "sb_special",
+        "sb_pareto",
+        "sb_zipfian",
+    ] {
         assert_eq!(draw(f, &mut p, 7, 7), Ok(7), "{f}");
     }
 }

@@ -1,0 +1,173 @@
+//! A script stays in dyno's own schema (or database): the sessions run there, so a table's
+//! name alone is dyno's table. What could reach past it is refused when the script is read, with
+//! its place: a write to a name qualified by another schema or database (`UPDATE public.t`,
+//! `INSERT INTO shop.orders`), and statements that move the session or change who it is
+//! (`SET search_path`, `USE`, `SET ROLE`, `CREATE SCHEMA`, `GRANT`, `COPY`…). Reading a
+//! qualified name is allowed: nothing outside is changed by it. This is a check of what the
+//! script says, not a sandbox: a function the server already has may still write anywhere.
+
+/// One word of SQL (a name, possibly qualified and quoted, or a keyword), and its byte offset.
+struct Word<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+/// The words of `sql`, skipping strings, comments and punctuation. A quoted name stays in its
+/// word (`"public"."t"`), so a qualified name is one word with a `.` outside quotes.
+fn words(sql: &str) -> Vec<Word<'_>> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\'' {
+            i = close(b, i + 1, b'\'');
+        } else if c == b'-' && b.get(i + 1) == Some(&b'-') {
+            i = (b[i..].iter().position(|&x| x == b'\n')).map_or(b.len(), |n| i + n);
+        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            i = (sql[i + 2..].find("*/")).map_or(b.len(), |n| i + 2 + n + 2);
+        } else if c == b'$' && dollar_tag(b, i).is_some() {
+            let tag = dollar_tag(b, i).unwrap_or_default();
+            let body = i + tag.len();
+            i = (sql[body..].find(&sql[i..i + tag.len()]))
+                .map_or(b.len(), |n| body + n + tag.len());
+        } else if is_word(c) {
+            let start = i;
+            while i < b.len() && (is_word(b[i]) || b[i] == b'.') {
+                if matches!(b[i], b'"' | b'`') {
+                    i = close(b, i + 1, b[i]);
+                } else {
+                    i += 1;
+                }
+            }
+            out.push(Word {
+                text: &sql[start..i],
+                at: start,
+            });
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'"' | b'`' | b':') || c >= 0x80
+}
+
+/// Past the quote `q` that closes a quoted part starting at `i` (a doubled quote is inside).
+fn close(b: &[u8], mut i: usize, q: u8) -> usize {
+    while i < b.len() {
+        if b[i] == q {
+            if b.get(i + 1) == Some(&q) {
+                i += 2;
+                continue;
+            }
+            return i + 1;
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// A dollar quote's tag at `i` (`$$` or `$name$`), PostgreSQL's.
+fn dollar_tag(b: &[u8], i: usize) -> Option<&[u8]> {
+    let end = (b[i + 1..].iter()).position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))?;
+    (b.get(i + 1 + end) == Some(&b'$')).then(|| &b[i..i + end + 2])
+}
+
+/// Whether a word holds a `.` outside its quotes (a name qualified by a schema or database).
+fn qualified(word: &str) -> bool {
+    let mut quote = None;
+    for c in word.bytes() {
+        match (quote, c) {
+            (None, b'"' | b'`') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, b'.') => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Words after which the name written to comes (skipping `ONLY`, `IF [NOT] EXISTS`, `TABLE`).
+const WRITES_TO: [&str; 5] = ["INTO", "UPDATE", "TABLE", "TRUNCATE", "INDEX"];
+const SKIPPED: [&str; 6] = ["ONLY", "IF", "NOT", "EXISTS", "TABLE", "CONCURRENTLY"];
+
+/// Statements that move the session, change who it is, or reach the server's files.
+const REFUSED_FIRST: [&str; 7] = ["USE", "GRANT", "REVOKE", "COPY", "LOAD", "DO", "ATTACH"];
+const REFUSED_SET: [&str; 6] = [
+    "SEARCH_PATH",
+    "SCHEMA",
+    "ROLE",
+    "SESSION",
+    "GLOBAL",
+    "PERSIST",
+];
+const REFUSED_OBJECTS: [&str; 7] = [
+    "DATABASE",
+    "SCHEMA",
+    "ROLE",
+    "USER",
+    "TABLESPACE",
+    "EXTENSION",
+    "SERVER",
+];
+
+/// Checks one SQL command: `Err((byte offset, why))` when it could reach past dyno's schema.
+pub fn check(sql: &str) -> Result<(), (usize, String)> {
+    let w = words(sql);
+    let up = |i: usize| w.get(i).map(|x| x.text.to_ascii_uppercase());
+    let Some(first) = up(0) else { return Ok(()) };
+    let second = up(1).unwrap_or_default();
+    let refuse = |i: usize, why: String| Err((w[i.min(w.len() - 1)].at, why));
+    if REFUSED_FIRST.contains(&first.as_str()) {
+        return refuse(
+            0,
+            format!("{first} is not run by dyno: it could reach past dyno's own schema"),
+        );
+    }
+    if (first == "SET" || first == "RESET") && REFUSED_SET.contains(&second.as_str()) {
+        return refuse(
+            1,
+            format!(
+                "{first} {second} would move the session out of dyno's own schema, or change who it is"
+            ),
+        );
+    }
+    if matches!(first.as_str(), "CREATE" | "DROP" | "ALTER")
+        && REFUSED_OBJECTS.contains(&second.as_str())
+    {
+        return refuse(
+            1,
+            format!("{first} {second} changes more than dyno's own schema"),
+        );
+    }
+    for i in 0..w.len() {
+        let word = w[i].text.to_ascii_uppercase();
+        let from_of_delete =
+            word == "FROM" && i > 0 && w[i - 1].text.eq_ignore_ascii_case("DELETE");
+        // `CREATE INDEX name ON table`: the table follows ON.
+        let index_on = word == "ON" && w[..i].iter().any(|x| x.text.eq_ignore_ascii_case("INDEX"));
+        if !(WRITES_TO.contains(&word.as_str()) || from_of_delete || index_on) {
+            continue;
+        }
+        let mut j = i + 1;
+        while up(j).is_some_and(|x| SKIPPED.contains(&x.as_str())) {
+            j += 1;
+        }
+        if let Some(target) = w.get(j).filter(|t| qualified(t.text)) {
+            return Err((
+                target.at,
+                format!(
+                    "{} writes outside dyno's own schema: the script runs in dyno's schema (or database), where a table's name alone is dyno's table; write it without the schema",
+                    target.text
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
