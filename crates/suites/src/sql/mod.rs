@@ -149,7 +149,7 @@ const MAX_SCALE: i64 = 1000;
 /// The scripts to run, with their weights, and how long.
 #[derive(Debug)]
 pub struct SqlSettings {
-    pub scripts: Vec<(Script, u64)>,
+    pub scripts: Weighted,
     /// Whether pgbench's tables are made (for its built-ins and script files).
     pub pgbench: bool,
     pub scale: u64,
@@ -229,9 +229,12 @@ fn built_in(name: &str, at: &Origin, raw: &RawPlan) -> Result<(Script, bool), Pl
     }
 }
 
+/// The scripts to run, each with its weight.
+type Weighted = Vec<(Script, u64)>;
+
 /// The scripts `--builtin` and `--script` name, read and checked, and whether sysbench's
 /// and pgbench's tables are needed.
-fn scripts(raw: &RawPlan) -> Result<(Vec<(Script, u64)>, bool, bool), PlanError> {
+fn scripts(raw: &RawPlan) -> Result<(Weighted, bool, bool), PlanError> {
     let (builtin, files) = (raw.settings.text(&BUILTIN), raw.settings.text(&SCRIPT));
     let (mut out, mut oltp, mut pgbench) = (Vec::new(), false, files.is_some());
     if let Some(b) = &builtin {

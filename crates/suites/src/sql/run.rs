@@ -259,28 +259,7 @@ fn client_run(
             return out;
         }
     };
-    // pgbench's seeding: a base generator from the seed gives each client's generator in
-    // turn, then the default seed.
-    let mut base = Prng::new(s.seed);
-    let draws: Vec<u64> = (0..=clients).map(|_| base.next_u64()).collect();
-    let mut vars = HashMap::from([
-        ("scale".to_string(), Value::Int(s.scale as i64)),
-        ("client_id".to_string(), Value::Int(id as i64)),
-        ("random_seed".to_string(), Value::Int(s.seed as i64)),
-    ]);
-    if let Some(o) = &s.oltp {
-        for (name, v) in [
-            ("tables", o.tables),
-            ("table_size", o.table_size),
-            ("range_size", o.range_size),
-        ] {
-            vars.insert(name.to_string(), Value::Int(v as i64));
-        }
-    }
-    let mut client = Client::new(vars, Prng::new(draws[id]), draws[clients] as i64);
-    client
-        .vars
-        .insert("default_seed".into(), Value::Int(client.default_seed));
+    let mut client = new_client(s, (id, clients));
     let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));
     let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
     let start = Instant::now();
@@ -331,6 +310,32 @@ fn client_run(
             return out;
         }
     }
+}
+
+/// Client `id` of `clients`: its generator seeded as pgbench seeds it (a base generator from the
+/// seed gives each client's in turn, then the default seed), its variables set.
+fn new_client(s: &SqlSettings, (id, clients): (usize, usize)) -> Client {
+    let mut base = Prng::new(s.seed);
+    let draws: Vec<u64> = (0..=clients).map(|_| base.next_u64()).collect();
+    let mut vars = HashMap::from([
+        ("scale".to_string(), Value::Int(s.scale as i64)),
+        ("client_id".to_string(), Value::Int(id as i64)),
+        ("random_seed".to_string(), Value::Int(s.seed as i64)),
+    ]);
+    if let Some(o) = &s.oltp {
+        for (name, v) in [
+            ("tables", o.tables),
+            ("table_size", o.table_size),
+            ("range_size", o.range_size),
+        ] {
+            vars.insert(name.to_string(), Value::Int(v as i64));
+        }
+    }
+    let mut client = Client::new(vars, Prng::new(draws[id]), draws[clients] as i64);
+    client
+        .vars
+        .insert("default_seed".into(), Value::Int(client.default_seed));
+    client
 }
 
 /// When a transaction was meant to start (an open loop's schedule), how slow is late, and
