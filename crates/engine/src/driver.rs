@@ -325,22 +325,33 @@ pub enum Dialect {
     MySql,
 }
 
+/// A parameter of a prepared SQL statement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SqlParam<'a> {
+    Null,
+    /// A whole number: PostgreSQL gets its text (as pgbench sends it), MySQL a BIGINT (as
+    /// sysbench binds it).
+    Int(i64),
+    /// Text, which the server converts to the type it needs.
+    Text(&'a str),
+}
+
 /// A SQL client's connection, for the `sql` suite: it works in dyno's own schema or database
-/// (unqualified table names resolve there), and sends and reads values as text, as pgbench
-/// does. Used from one thread; every call may fail, none may panic.
+/// (unqualified table names resolve there), and reads values as text, as pgbench does. Used
+/// from one thread; every call may fail, none may panic.
 pub trait SqlSession: Send {
     /// Which SQL it speaks.
     fn dialect(&self) -> Dialect;
     /// Prepares the statement made of `parts` with a placeholder between each two (`$1`, `$2`…
     /// or `?`); its handle.
     fn prepare(&mut self, parts: &[String]) -> Result<usize, OpError>;
-    /// Runs prepared statement `stmt` with `params` (text; `None` is NULL). `row`, when given,
-    /// sees each row's columns, by name, as text (without it, rows are only counted). Returns
-    /// the rows a write affected, or the rows a query gave.
+    /// Runs prepared statement `stmt` with `params`. `row`, when given, sees each row's
+    /// columns, by name, as text (without it, rows are only counted). Returns the rows a write
+    /// affected, or the rows a query gave.
     fn execute(
         &mut self,
         stmt: usize,
-        params: &[Option<&str>],
+        params: &[SqlParam<'_>],
         row: Option<&mut dyn FnMut(&SqlRow<'_>)>,
     ) -> Result<u64, OpError>;
     /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).

@@ -6,7 +6,7 @@
 use super::eval::{Env, Value, eval};
 use super::random::Prng;
 use super::script::{Amount, Kind, Script};
-use engine::driver::{OpError, SqlSession};
+use engine::driver::{OpError, SqlParam, SqlSession};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -109,9 +109,9 @@ pub struct Client {
     pub vars: HashMap<String, Value>,
     pub prng: Prng,
     pub default_seed: i64,
-    /// The parameters of the statement being run: NULL, or their text (reused, so a value
-    /// costs no allocation).
-    texts: Vec<(bool, String)>,
+    /// The parameters of the statement being run (their text reused, so a value costs no
+    /// allocation).
+    texts: Vec<Slot>,
     /// The spliced values of the statement being found (reused).
     key: String,
 }
@@ -283,7 +283,7 @@ impl Client {
         };
         use std::fmt::Write;
         if self.texts.len() < vars.len() {
-            self.texts.resize(vars.len(), (false, String::new()));
+            self.texts.resize(vars.len(), Slot::default());
         }
         let mut n = 0;
         for (i, v) in vars.iter().enumerate() {
@@ -291,17 +291,23 @@ impl Client {
                 continue;
             }
             let value = value(&self.vars, v, line)?;
-            let (null, text) = &mut self.texts[n];
+            let slot = &mut self.texts[n];
             n += 1;
-            text.clear();
-            *null = matches!(value, Value::Null);
-            write!(text, "{value}").expect("writing to a String");
+            slot.text.clear();
+            (slot.null, slot.int) = match value {
+                Value::Null => (true, None),
+                Value::Int(i) => (false, Some(*i)),
+                v => {
+                    write!(slot.text, "{v}").expect("writing to a String");
+                    (false, None)
+                }
+            };
         }
         let texts = std::mem::take(&mut self.texts);
         // The parameters on the stack when they are few (most statements), else allocated.
-        let (mut few, many): ([Option<&str>; 16], Vec<Option<&str>>);
-        let params: &[Option<&str>] = if n <= 16 {
-            few = [None; 16];
+        let (mut few, many): ([SqlParam<'_>; 16], Vec<SqlParam<'_>>);
+        let params: &[SqlParam<'_>] = if n <= 16 {
+            few = [SqlParam::Null; 16];
             for (p, t) in few.iter_mut().zip(&texts[..n]) {
                 *p = param(t);
             }
@@ -318,7 +324,7 @@ impl Client {
     fn execute(
         &mut self,
         stmt: usize,
-        params: &[Option<&str>],
+        params: &[SqlParam<'_>],
         gset: Option<&str>,
         line: usize,
         session: &mut dyn SqlSession,
@@ -372,7 +378,18 @@ fn value<'v>(
     })
 }
 
-/// A parameter's text, or NULL.
-fn param((null, text): &(bool, String)) -> Option<&str> {
-    (!null).then_some(text.as_str())
+/// A parameter being written: NULL, a whole number, or its text.
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    null: bool,
+    int: Option<i64>,
+    text: String,
+}
+
+fn param(s: &Slot) -> SqlParam<'_> {
+    match (s.null, s.int) {
+        (true, _) => SqlParam::Null,
+        (false, Some(i)) => SqlParam::Int(i),
+        (false, None) => SqlParam::Text(&s.text),
+    }
 }

@@ -345,6 +345,7 @@ pub fn is_eof(payload: &[u8]) -> bool {
 #[derive(Debug, Clone, Copy)]
 pub enum Param<'a> {
     U64(u64),
+    I64(i64),
     Bytes(&'a [u8]),
     /// Text the server converts to the type it needs (pgbench's way); `None` is NULL.
     Text(Option<&'a str>),
@@ -371,6 +372,7 @@ pub fn execute_request(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
     for p in params {
         match p {
             Param::U64(_) => out.extend_from_slice(&[TYPE_LONGLONG, 0x80]),
+            Param::I64(_) => out.extend_from_slice(&[TYPE_LONGLONG, 0]),
             Param::Bytes(_) => out.extend_from_slice(&[TYPE_BLOB, 0]),
             Param::Text(_) => out.extend_from_slice(&[TYPE_VAR_STRING, 0]),
         }
@@ -378,6 +380,7 @@ pub fn execute_request(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
     for p in params {
         match p {
             Param::U64(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Param::I64(v) => out.extend_from_slice(&v.to_le_bytes()),
             Param::Bytes(b) => {
                 put_lenenc(out, b.len() as u64);
                 out.extend_from_slice(b);
@@ -418,7 +421,10 @@ pub fn binary_row(
             0x03 | 0x09 => c.take(4)?, // LONG, INT24
             0x04 => c.take(4)?,        // FLOAT
             0x05 | TYPE_LONGLONG => c.take(8)?,
-            _ => c.lenenc_bytes()?.unwrap_or(&[]), // strings, blobs, decimals
+            // Strings, blobs, decimals; a NULL is in the bitmap, never here.
+            _ => c.lenenc_bytes()?.ok_or_else(|| {
+                Malformed("a binary row with a NULL length outside its bitmap".into())
+            })?,
         };
         let at = v.as_ptr() as usize - payload.as_ptr() as usize;
         out.push(Some(at..at + v.len()));

@@ -4,7 +4,7 @@
 //! sent as `COMMIT`, which it means.
 
 use super::*;
-use engine::driver::SqlSession;
+use engine::driver::{SqlParam, SqlSession};
 
 pub(super) struct MySql {
     c: Conn,
@@ -47,11 +47,17 @@ impl SqlSession for MySql {
     fn execute(
         &mut self,
         stmt: usize,
-        params: &[Option<&str>],
+        params: &[SqlParam<'_>],
         mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
         let stmt = &self.stmts[stmt];
-        let params: Vec<Param<'_>> = params.iter().map(|p| Param::Text(*p)).collect();
+        let params: Vec<Param<'_>> = (params.iter())
+            .map(|p| match *p {
+                SqlParam::Null => Param::Text(None),
+                SqlParam::Int(i) => Param::I64(i),
+                SqlParam::Text(t) => Param::Text(Some(t)),
+            })
+            .collect();
         let mut texts: Vec<Option<String>> = Vec::with_capacity(stmt.columns.len());
         let mut rows = 0;
         let affected = self.c.execute(stmt, &params, "execute", |r| {

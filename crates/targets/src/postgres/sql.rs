@@ -3,12 +3,12 @@
 //! pgbench's `-M prepared` does), and each row's columns read back as text.
 
 use super::*;
-use engine::driver::SqlSession;
+use engine::driver::{SqlParam, SqlSession};
 use tokio_postgres::types::{Format, FromSql, IsNull, ToSql, Type};
 
 /// A parameter sent in text format, whatever type the server gave its placeholder.
 #[derive(Debug)]
-struct Text<'a>(Option<&'a str>);
+struct Text<'a>(SqlParam<'a>);
 
 impl ToSql for Text<'_> {
     fn to_sql(
@@ -17,8 +17,13 @@ impl ToSql for Text<'_> {
         out: &mut tokio_postgres::types::private::BytesMut,
     ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match self.0 {
-            None => Ok(IsNull::Yes),
-            Some(s) => {
+            SqlParam::Null => Ok(IsNull::Yes),
+            SqlParam::Int(i) => {
+                use std::fmt::Write;
+                write!(out, "{i}")?;
+                Ok(IsNull::No)
+            }
+            SqlParam::Text(s) => {
                 out.extend_from_slice(s.as_bytes());
                 Ok(IsNull::No)
             }
@@ -106,7 +111,7 @@ impl SqlSession for PgSql {
     fn execute(
         &mut self,
         stmt: usize,
-        params: &[Option<&str>],
+        params: &[SqlParam<'_>],
         row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
         let stmt = &self.stmts[stmt];

@@ -51,6 +51,28 @@ fn an_execute_request_carries_typed_parameters() {
     ]
     .concat();
     assert_eq!(out, want);
+    // A signed whole number (sysbench's binding), text and NULL: the NULL in the bitmap.
+    execute_request(
+        &mut out,
+        1,
+        &[Param::I64(-2), Param::Text(Some("x")), Param::Text(None)],
+    );
+    let want = [
+        vec![COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0],
+        vec![
+            0b100,
+            1,
+            TYPE_LONGLONG,
+            0,
+            TYPE_VAR_STRING,
+            0,
+            TYPE_VAR_STRING,
+            0,
+        ],
+        vec![0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, b'x'],
+    ]
+    .concat();
+    assert_eq!(out, want);
 }
 
 #[test]
@@ -71,6 +93,8 @@ fn a_binary_row_gives_each_column_and_its_nulls() {
         at: &at,
     };
     assert_eq!((r.u64(0), r.get(1)), (Some(1), Some(&b"xyz"[..])));
+    // A NULL length (0xfb) where a value should be: malformed, not a panic.
+    assert!(binary_row(&[0, 0, 0xfb], &[TYPE_BLOB], &mut at).is_err());
     let mut out = Vec::new();
     // Cut anywhere: an error, never a panic.
     for cut in 0..row.len() {
