@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The four ZODB storages measured by dyno (through adapters/zodb) and by zodbshootout 0.8.0 itself,
-# in one run, on the same kinds of servers: a ZEO server on a MappingStorage, a FileStorage in the
-# client's own process, a ZEO server on a FileStorage, and RelStorage on PostgreSQL. Servers run on
+# The four ZODB storages and RelStorage on MariaDB measured by dyno (through adapters/zodb) and by
+# zodbshootout 0.8.0 itself, in one run, on the same kinds of servers: a ZEO server on a
+# MappingStorage, a FileStorage in the client's own process, a ZEO server on a FileStorage,
+# RelStorage on PostgreSQL (history-preserving) and on MariaDB (history-free: RelStorage's
+# history-preserving schema cannot be made on MariaDB 10.5 and later). Servers run on
 # core 1, each tool (and its client processes) on core 0; each tool gets servers of its own,
 # started alike. ROUNDS rounds (default 3): dyno's shootout (-n N -c 1, 300 B objects, --reps 3),
 # then zodbshootout (-c 1 --object-counts N -s 300, pyperf's --fast); objects per second for
@@ -9,9 +11,9 @@
 #
 # What each tool times differs, and the script prints both sides as measured:
 #   - zodbshootout times a test's whole loop in one process (a transaction of N objects, or N
-#     attribute reads); dyno times each object's operation on its side of the adapter's pipe, so
-#     every object costs dyno a round trip to the adapter process (about 8–10 µs here:
-#     bench/adapter-overhead.sh) that zodbshootout does not pay;
+#     attribute reads); dyno times each write on its side of the adapter's pipe (a round trip to
+#     the adapter process per object, about 8–10 µs here: bench/adapter-overhead.sh), and a read
+#     test's N objects as one batched request (get_many), as zodbshootout times its loop;
 #   - the tests pair as they mean: dyno's warm (new sessions: pickle and client caches empty, the
 #     server's kept) is zodbshootout's cold (a new DB per loop); hot and steamin are the same
 #     states; dyno's cold (the page cache dropped too) has no zodbshootout twin, nor has
@@ -29,11 +31,16 @@ dyno=$PWD/target/release/dyno
 ./adapters/zodb/setup.sh >/dev/null
 # zodbshootout in an environment of its own: the adapter's pins, and its own (pyperf 2.0.0, six).
 zs=$PWD/target/zodbshootout-venv
-if [ ! -x "$zs/bin/zodbshootout" ]; then
+if [ ! -x "$zs/bin/zodbshootout" ] || ! "$zs/bin/python" -c 'import pymysql' 2>/dev/null; then
   python3 -m venv "$zs"
   "$zs/bin/pip" install -q --disable-pip-version-check -r adapters/zodb/requirements.txt \
     zodbshootout==0.8.0 pyperf==2.0.0
 fi
+# RelStorage 4.3 on MariaDB needs the adapter's shim (adapters/zodb/dyno_relstorage_mariadb.py):
+# zodbshootout and its pyperf workers load it at start, from a .pth file in their environment.
+site=$("$zs/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+cp adapters/zodb/dyno_relstorage_mariadb.py "$site/"
+echo "import dyno_relstorage_mariadb; dyno_relstorage_mariadb.install()" >"$site/dyno_mariadb.pth"
 zpy=$PWD/adapters/zodb/.venv/bin/python
 work=$(mktemp -d)
 chmod 755 "$work"
@@ -41,6 +48,7 @@ pids=()
 cleanup() {
   set +e
   stop_postgres
+  stop_mariadb
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
   mkdir -p target/zodb-bench && cp -r "$work"/dyno-* "$work"/zs-*.json target/zodb-bench/ 2>/dev/null
@@ -50,6 +58,8 @@ trap cleanup EXIT
 
 start_postgres
 "$pgbin/psql" -q -h 127.0.0.1 -p "$pgport" -U dyno -d postgres -c "CREATE DATABASE zodbshootout" >/dev/null
+start_mariadb
+mariadb --no-defaults --socket="$work/maria/sock" -u root -e "CREATE DATABASE zodbshootout"
 
 # ZEO servers on core 1: one on a MappingStorage and one on a FileStorage, for each tool.
 zeo() { # NAME BACKEND → prints the port
@@ -76,7 +86,8 @@ zf=$(zeo zs-zeo "<filestorage>
 z=exec:adapters/zodb/adapter.py
 dyno_targets=("$z?storage=mapping&address=127.0.0.1:$dm" "$z?storage=file"
   "$z?storage=zeo&address=127.0.0.1:$df"
-  "$z?storage=relstorage&dsn=postgresql://dyno@127.0.0.1:$pgport/postgres")
+  "$z?storage=relstorage&dsn=postgresql://dyno@127.0.0.1:$pgport/postgres"
+  "$z?storage=relstorage&dsn=mysql://dyno:secret@127.0.0.1:$myport")
 mkdir -p "$work/zs-file"
 cat >"$work/zs.conf" <<EOF
 %import relstorage
@@ -102,6 +113,19 @@ cat >"$work/zs.conf" <<EOF
     </postgresql>
   </relstorage>
 </zodb>
+<zodb relstorage-mysql>
+  <relstorage>
+    keep-history false
+    <mysql>
+      driver PyMySQL
+      host 127.0.0.1
+      port $myport
+      user dyno
+      passwd secret
+      db zodbshootout
+    </mysql>
+  </relstorage>
+</zodb>
 EOF
 
 for r in $(seq "$rounds"); do
@@ -117,14 +141,15 @@ done
 "$zpy" - "$work" "$rounds" "$n" <<'EOF'
 import json, statistics, sys
 work, rounds, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-storages = ["mapping", "file", "zeo", "relstorage"]
+storages = ["mapping", "file", "zeo", "relstorage", "relstorage-mysql"]
 # dyno's test, and zodbshootout's test of the same state.
 pairs = [("add", "add"), ("update", "update"), ("warm", "cold"), ("hot", "hot"), ("steamin", "steamin")]
 def dyno_rates(r):
     rec = json.load(open("%s/dyno-%d/run.json" % (work, r)))
     out = {}
     for c in rec["cases"]:
-        s = c["target"].replace("zodb-", "")
+        # dyno names the second RelStorage target (on MariaDB) zodb-relstorage-2.
+        s = c["target"].replace("zodb-", "").replace("relstorage-2", "relstorage-mysql")
         if c["status"] == "ok":
             out[(s, c["test"])] = c["summary"]["ops_per_s"]["median"]
     return out

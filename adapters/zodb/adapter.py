@@ -8,7 +8,7 @@
 | `mapping` | a ZEO client of a MappingStorage server | starts `runzeo` serving a MappingStorage on 127.0.0.1 |
 | `file` | the FileStorage itself, in its own process (one session at a time: FileStorage locks its file) | makes the FileStorage |
 | `zeo` | a ZEO client of a FileStorage server | starts `runzeo` serving a FileStorage on 127.0.0.1 (or uses `address=`) |
-| `relstorage` | RelStorage on PostgreSQL | creates a database on the server `dsn=` names, drops it at close |
+| `relstorage` | RelStorage on PostgreSQL or MySQL/MariaDB (by `dsn=`) | creates a database on the server `dsn=` names, drops it at close |
 
 Every object is a persistent object (`dyno_zodb_objects.PObject`) holding the value's bytes, kept
 in one of 256 BTrees (QOBTree: unsigned 64-bit keys) chosen by bits 24–31 of its key — the
@@ -24,7 +24,15 @@ so it was loaded from below.
 
 Options: `cache_size` (pickle cache, objects; default 100000), `zeo_cache_mb` (default 64),
 `local_cache_mb` (RelStorage, default 64), `keep_history` (RelStorage, default RelStorage's:
-true), `address` (an existing ZEO server, host:port), `dsn` (relstorage: a libpq DSN; required).
+true; on MySQL false, see below), `address` (an existing ZEO server, host:port), `dsn` (relstorage, required: a libpq DSN
+of PostgreSQL, or `mysql://USER[:PASSWORD]@HOST[:PORT]` of MySQL or MariaDB, reached with PyMySQL).
+
+On MariaDB, RelStorage 4.3 would write MySQL 8's SQL (it reads "10.11.x-MariaDB" as MySQL 10):
+dyno_relstorage_mariadb.py makes it read MariaDB as MySQL 5.7.19, whose SQL MariaDB speaks.
+RelStorage on MySQL is history-free unless `keep_history=true`: RelStorage 4.3's history-preserving
+schema writes `prev_tid … REFERENCES "transaction"` in a column, which MySQL ignores but MariaDB
+10.5 and later read as a foreign key to a column `transaction.prev_tid` that does not exist
+(error 1005, errno 150), so that schema cannot be made on MariaDB.
 
 Its Python packages are pinned in requirements.txt; when ZODB cannot be imported and
 `adapters/zodb/.venv` exists (./scripts/test and setup.sh make it), the adapter runs itself again
@@ -100,6 +108,20 @@ def parse_address(text):
     return (host, int(port))
 
 
+def parse_mysql(dsn):
+    """mysql://USER[:PASSWORD]@HOST[:PORT][/…] as PyMySQL's connection arguments."""
+    from urllib.parse import unquote, urlsplit
+
+    u = urlsplit(dsn)
+    try:
+        port = u.port or 3306
+    except ValueError:
+        port = None
+    if not u.hostname or not u.username or port is None:
+        raise d.AdapterError("dsn=%r: write mysql://USER[:PASSWORD]@HOST[:PORT]" % dsn, 12)
+    return {"host": u.hostname, "port": port, "user": unquote(u.username), "password": unquote(u.password or "")}
+
+
 class Zodb(d.Adapter):
     name = "zodb"
     durability = "ZODB"
@@ -120,13 +142,17 @@ class Zodb(d.Adapter):
         self.cache_size = self.number("cache_size", 100000)
         self.zeo_cache_mb = self.number("zeo_cache_mb", 64)
         self.local_cache_mb = self.number("local_cache_mb", 64)
-        self.keep_history = options.get("keep_history", "true").lower()
+        default_history = "false" if (options.get("dsn") or "").startswith("mysql://") else "true"
+        self.keep_history = options.get("keep_history", default_history).lower()
         if self.keep_history not in ("true", "false"):
             raise d.AdapterError("keep_history must be true or false, not %r" % self.keep_history, 12)
         self.address = parse_address(options["address"]) if options.get("address") else None
         self.dsn = options.get("dsn")
         if self.storage == "relstorage" and not self.dsn:
-            raise d.AdapterError("storage=relstorage needs dsn=… (a libpq DSN of a PostgreSQL server dyno may create a database on)", 12)
+            raise d.AdapterError(
+                "storage=relstorage needs dsn=…: a libpq DSN of a PostgreSQL server, or mysql://USER:PASSWORD@HOST:PORT "
+                "of a MySQL or MariaDB server, where dyno may create a database", 12)
+        self.mysql = parse_mysql(self.dsn) if self.dsn and self.dsn.startswith("mysql://") else None
         if self.address and self.storage not in ("zeo", "mapping"):
             raise d.AdapterError("address= names a ZEO server: it goes with storage=zeo or storage=mapping", 12)
         self.describe()
@@ -162,10 +188,11 @@ class Zodb(d.Adapter):
             packages.append("ZEO")
         else:
             history = "history-preserving" if self.keep_history == "true" else "history-free"
-            cls.durability = "RelStorage on PostgreSQL, %s" % history
+            server = "MySQL" if self.mysql else "PostgreSQL"
+            cls.durability = "RelStorage on %s, %s" % (server, history)
             below = "; below it RelStorage's local cache, %d MB" % self.local_cache_mb
-            packages += ["RelStorage", "psycopg2-binary"]
-        cls.name = "zodb %s" % self.storage
+            packages += ["RelStorage", "PyMySQL" if self.mysql else "psycopg2-binary"]
+        cls.name = "zodb %s" % ("relstorage-mysql" if self.mysql else self.storage)
         cls.versions = package_versions(packages)
         self.client_cache = pickle + below
         self.sessions = 1 if self.storage == "file" else None
@@ -196,7 +223,6 @@ class Zodb(d.Adapter):
                 cache_size=self.zeo_cache_mb << 20,
                 wait_timeout=30,
             )
-        from relstorage.adapters.postgresql import PostgreSQLAdapter
         from relstorage.options import Options
         from relstorage.storage import RelStorage
 
@@ -204,6 +230,17 @@ class Zodb(d.Adapter):
             cache_local_mb=self.local_cache_mb,
             keep_history=self.keep_history == "true",
         )
+        if "mysql" in where:
+            from relstorage.adapters.mysql import MySQLAdapter
+
+            import dyno_relstorage_mariadb
+
+            dyno_relstorage_mariadb.install()
+
+            options.driver = "PyMySQL"
+            return RelStorage(MySQLAdapter(options=options, **where["mysql"]), options=options)
+        from relstorage.adapters.postgresql import PostgreSQLAdapter
+
         return RelStorage(PostgreSQLAdapter(dsn=where["dsn"], options=options), options=options)
 
     def open_db(self, where):
@@ -231,11 +268,22 @@ class Zodb(d.Adapter):
             where["path"] = os.path.join(self.dir, "Data.fs")
         elif self.storage in ("zeo", "mapping"):
             where["address"] = list(self.address or self.start_server())
+        elif self.mysql:
+            where["mysql"] = dict(self.mysql, db=self.create_database())
         else:
             where["dsn"] = self.create_database()
         where["root_key"] = "dyno-%s" % uuid.uuid4().hex[:12] if self.address else "dyno"
         shards = PersistentList(QOBTree() for _ in range(SHARDS))
-        self.change_root(where, lambda root: root.__setitem__(where["root_key"], shards))
+        try:
+            self.change_root(where, lambda root: root.__setitem__(where["root_key"], shards))
+        except Exception as e:
+            self.close_store()  # the database made for it, dropped
+            if self.mysql and "1005" in str(e) and self.keep_history == "true":
+                raise d.AdapterError(
+                    "RelStorage could not make its history-preserving tables on this server (%s): "
+                    "MariaDB 10.5 and later refuse the column REFERENCES of RelStorage's schema; "
+                    "use keep_history=false" % e, 12)
+            raise
         self.where = where
         with open(os.path.join(self.dir, DESCRIPTION), "w") as f:
             json.dump(where, f)
@@ -291,6 +339,11 @@ class Zodb(d.Adapter):
         self.server = None
 
     def admin(self):
+        """A connection to the server `dsn=` names, in autocommit."""
+        if self.mysql:
+            import pymysql
+
+            return pymysql.connect(autocommit=True, **self.mysql)
         import psycopg2
 
         c = psycopg2.connect(self.dsn)
@@ -298,8 +351,7 @@ class Zodb(d.Adapter):
         return c
 
     def create_database(self):
-        from psycopg2.extensions import make_dsn, parse_dsn
-
+        """A database of dyno's own on that server: its name (MySQL), or its DSN (PostgreSQL)."""
         name = "dyno_zodb_%s" % uuid.uuid4().hex[:12]
         c = self.admin()
         try:
@@ -307,6 +359,10 @@ class Zodb(d.Adapter):
         finally:
             c.close()
         self.database = name
+        if self.mysql:
+            return name
+        from psycopg2.extensions import make_dsn, parse_dsn
+
         return make_dsn(**dict(parse_dsn(self.dsn), dbname=name))
 
     def why_no_drop(self):
@@ -318,8 +374,8 @@ class Zodb(d.Adapter):
             )
         if self.storage == "relstorage":
             return (
-                "RelStorage on PostgreSQL: the server's shared buffers empty only when it "
-                "restarts, and dyno does not restart a server it did not start"
+                "RelStorage on %s: the server's buffers empty only when it restarts, and dyno "
+                "does not restart a server it did not start" % ("MySQL" if self.mysql else "PostgreSQL")
             )
         if self.address:
             return "a ZEO server dyno did not start: its caches are not dyno's to drop"
@@ -355,6 +411,7 @@ class Zodb(d.Adapter):
                 c.cursor().execute("DROP DATABASE IF EXISTS %s" % self.database)
             finally:
                 c.close()
+            self.database = None
         if self.address and getattr(self, "where", None):
             # A server dyno did not start: take our root entry out (its space returns at a pack).
             self.change_root(self.where, lambda root: root.pop(self.where["root_key"], None))

@@ -223,7 +223,16 @@ impl Inner {
         let mut cmd = Command::new(&program);
         match tool {
             Tool::PySpy => cmd
-                .args(["record", "--format", "raw", "--subprocesses", "--rate"])
+                // Without pausing the process for each sample: a py-spy stopped while it holds
+                // a process paused would leave it stopped (an adapter that no longer answers).
+                .args([
+                    "record",
+                    "--nonblocking",
+                    "--format",
+                    "raw",
+                    "--subprocesses",
+                    "--rate",
+                ])
                 .arg(PYSPY_HZ.to_string())
                 .arg("--pid")
                 .arg(pid.to_string())
