@@ -217,8 +217,8 @@ def _handle(cls, state, msg):
 
 # The binary framing (docs/src/reference/adapter-protocol.md): u32 length (little-endian, of what follows),
 # u8 kind, u32 msg_id, body.
-JSON, BEGIN, PUT, GET, DELETE, COMMIT = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05
-OK, VALUE, ERROR = 0x81, 0x83, 0xFF
+JSON, BEGIN, PUT, GET, DELETE, COMMIT, GET_MANY = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
+OK, VALUE, VALUES, ERROR = 0x81, 0x83, 0x86, 0xFF
 _HEAD = struct.Struct("<IBI")
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
@@ -260,6 +260,8 @@ def _run_binary(state, stdin, stdout):
             elif kind == DELETE:
                 adapter.delete(_U64.unpack_from(frame, 5)[0])
                 out = _frame(OK, mid)
+            elif kind == GET_MANY and "get_many" in _optional_ops(type(adapter)):
+                out = _frame(VALUES, mid, _get_many(adapter, frame))
             elif kind == JSON:
                 msg = json.loads(frame[5:])
                 reply = _handle(type(adapter), state, msg)
@@ -275,6 +277,22 @@ def _run_binary(state, stdin, stdout):
         flush()
         if state["done"]:
             return
+
+
+def _get_many(adapter, frame):
+    """A GET_MANY frame's keys read: the VALUES body (storage reads, count, each value)."""
+    (count,) = _U32.unpack_from(frame, 5)
+    if len(frame) != 9 + 8 * count:
+        raise AdapterError("a get_many frame of %d bytes for %d keys" % (len(frame), count), 12)
+    before = adapter.storage_reads
+    values = adapter.get_many(list(struct.unpack_from("<%dQ" % count, frame, 9)))
+    if len(values) != count:
+        raise AdapterError("get_many gave %d values for %d keys" % (len(values), count), 13)
+    pack = _U32.pack
+    parts = [pack(adapter.storage_reads - before), pack(count)]
+    for v in values:
+        parts += (pack(len(v)), v)
+    return b"".join(parts)
 
 
 def _write(stdout, reply):

@@ -464,7 +464,18 @@ class Zodb(d.Adapter):
         return obj.data
 
     def get_many(self, keys):
-        return [self.get(k) for k in keys]
+        # get's work in one loop (zodbshootout's steamin reads a cached object in ~0.04 µs: a
+        # method call per key would cost more than the read). A ghost has no _p_changed.
+        shards, out, ghosts = self.shard_list, [], 0
+        for key in keys:
+            obj = shards[(key >> 24) & (SHARDS - 1)].get(key)
+            if obj is None:
+                raise d.NotFound("no key %d" % key)
+            if obj._p_changed is None:
+                ghosts += 1
+            out.append(obj.data)
+        self.storage_reads += ghosts
+        return out
 
     def delete(self, key):
         try:

@@ -43,6 +43,15 @@ fn the_reference_adapter_passes_the_kit_and_runs_the_shootout() {
         assert!(out.contains(says), "{out}");
         assert!(!out.contains("FAIL"), "{out}");
     }
+    // An adapter of the binary framing from before its get_many frame answers it "no binary
+    // kind": dyno asks it in JSON from then on, and the kit's batched reads still pass.
+    let old = adapter(dir.path(), "old.py", "d.GET_MANY = 0x7f");
+    let (code, out) = check(dir.path(), &format!("{old}?framing=binary"));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("12 checks passed") && out.contains("get_many"),
+        "{out}"
+    );
     dyno(dir.path())
         .args([
             "run",

@@ -27,6 +27,9 @@ pub struct Adapter {
     pub(super) in_wait: engine::fiber::Waiter,
 }
 
+/// The capacity asked for the adapter's output pipe.
+const PIPE_BYTES: libc::c_int = 1 << 20;
+
 impl Adapter {
     /// Starts `program` with its standard error in a file of its own.
     pub fn spawn(program: &Path, timeout: Duration) -> Result<Adapter, OpError> {
@@ -66,6 +69,11 @@ impl Adapter {
                 libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
             }
         }
+        // A reply of a batched read (hundreds of KB) in one write, not a wake-up per 64 KB:
+        // as large a pipe as the kernel gives (fs.pipe-max-size, 1 MB by default; a refusal
+        // keeps the default).
+        // SAFETY: F_SETPIPE_SZ on a pipe dyno owns; it changes only its capacity.
+        unsafe { libc::fcntl(output.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES) };
         let (out_wait, in_wait) = (
             engine::fiber::Waiter::new(output.as_raw_fd()),
             engine::fiber::Waiter::new(input.as_raw_fd()),

@@ -101,10 +101,15 @@ pub mod bin {
     pub const GET: u8 = 0x03;
     pub const DELETE: u8 = 0x04;
     pub const COMMIT: u8 = 0x05;
+    /// `u32` count, then that many `u64` keys.
+    pub const GET_MANY: u8 = 0x06;
     /// Reply: done, no body.
     pub const OK: u8 = 0x81;
     /// Reply: `u32` storage reads, then the value.
     pub const VALUE: u8 = 0x83;
+    /// Reply (get_many): `u32` storage reads, `u32` count, then each value as `u32` length and
+    /// bytes, in the keys' order.
+    pub const VALUES: u8 = 0x86;
     /// Reply: `u32` code, then the text (UTF-8).
     pub const ERROR: u8 = 0xFF;
 

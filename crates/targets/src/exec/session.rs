@@ -55,6 +55,7 @@ impl Store for ExecStore {
             _slot: slot,
             a: adapter,
             get_many: hello.ops.iter().any(|o| o == "get_many"),
+            binary_get_many: true,
             scan: hello.ops.iter().any(|o| o == "scan"),
             counts: hello.counts_storage_reads,
             reads: 0,
@@ -107,6 +108,8 @@ pub(super) struct ExecSession {
     // Dropped after `a` (fields drop in order): the adapter process is closed first.
     pub(super) a: Adapter,
     pub(super) get_many: bool,
+    /// `get_many` in a binary frame (until the adapter says it has no such frame).
+    pub(super) binary_get_many: bool,
     pub(super) scan: bool,
     pub(super) counts: bool,
     pub(super) reads: u64,
@@ -114,6 +117,35 @@ pub(super) struct ExecSession {
 }
 
 impl ExecSession {
+    /// `get_many` in one binary frame: the keys as `u64`s, the values as bytes.
+    fn get_many_binary(
+        &mut self,
+        keys: &[u64],
+        out: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), OpError> {
+        let mut body = Vec::with_capacity(4 + 8 * keys.len());
+        body.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+        keys.iter()
+            .for_each(|k| body.extend_from_slice(&k.to_le_bytes()));
+        let kind = self.a.call_bin(bin::GET_MANY, &[&body])?;
+        let parsed = (kind == bin::VALUES)
+            .then(|| values(&self.a.body, keys.len(), out, ends))
+            .flatten();
+        let Some(reads) = parsed else {
+            return Err(self.a.protocol_error(format!(
+                "a reply of kind {kind:#x} where VALUES (0x86) with {} values was due",
+                keys.len()
+            )));
+        };
+        self.reads += if self.counts {
+            u64::from(reads)
+        } else {
+            keys.len() as u64
+        };
+        Ok(())
+    }
+
     /// Counts the storage reads a read reply reports (or `keys` when the adapter does not say).
     pub(super) fn count(&mut self, reply: &Value, keys: u64) {
         self.reads += if self.counts {
@@ -206,6 +238,13 @@ impl Session for ExecSession {
     ) -> Result<(), OpError> {
         if !self.get_many {
             return engine::driver::get_each(self, keys, out, ends);
+        }
+        if self.a.binary && self.binary_get_many {
+            match self.get_many_binary(keys, out, ends) {
+                // An adapter of the binary framing from before its get_many frame: JSON then.
+                Err(e) if e.message.contains("no binary kind") => self.binary_get_many = false,
+                done => return done,
+            }
         }
         let keys_text: Vec<String> = keys.iter().map(u64::to_string).collect();
         let r = self.a.call(
@@ -301,4 +340,70 @@ impl Drop for ExecSession {
 pub(super) fn decode_into(text: &str, out: &mut Vec<u8>) -> Result<(), base64::DecodeError> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.decode_vec(text, out)
+}
+
+/// A VALUES frame's body: its storage reads, and its `n` values end to end in `out` (`ends`
+/// where each ends); `None` when it is not that.
+fn values(body: &[u8], n: usize, out: &mut Vec<u8>, ends: &mut Vec<usize>) -> Option<u32> {
+    let u32_at = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(body.get(at..at + 4)?.try_into().ok()?))
+    };
+    let (reads, count) = (u32_at(0)?, u32_at(4)?);
+    if count as usize != n {
+        return None;
+    }
+    out.clear();
+    ends.clear();
+    let mut at = 8;
+    for _ in 0..n {
+        let len = u32_at(at)? as usize;
+        out.extend_from_slice(body.get(at + 4..(at + 4).checked_add(len)?)?);
+        ends.push(out.len());
+        at += 4 + len;
+    }
+    (at == body.len()).then_some(reads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::values;
+    use proptest::prelude::*;
+
+    fn body(reads: u32, vals: &[&[u8]]) -> Vec<u8> {
+        let mut b = reads.to_le_bytes().to_vec();
+        b.extend_from_slice(&(vals.len() as u32).to_le_bytes());
+        for v in vals {
+            b.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            b.extend_from_slice(v);
+        }
+        b
+    }
+
+    #[test]
+    fn a_values_frame_gives_each_value_in_order() {
+        let (mut out, mut ends) = (Vec::new(), Vec::new());
+        let b = body(2, &[b"ab", b"", b"xyz"]);
+        assert_eq!(values(&b, 3, &mut out, &mut ends), Some(2));
+        assert_eq!(
+            (out.as_slice(), ends.as_slice()),
+            (&b"abxyz"[..], &[2, 2, 5][..])
+        );
+        // Another count than the keys', a value cut short, bytes left over: not a reply.
+        assert_eq!(values(&b, 2, &mut out, &mut ends), None);
+        assert_eq!(values(&b[..b.len() - 1], 3, &mut out, &mut ends), None);
+        let mut long = b.clone();
+        long.push(0);
+        assert_eq!(values(&long, 3, &mut out, &mut ends), None);
+    }
+
+    proptest! {
+        /// Whatever an adapter sends, reading it answers without a panic.
+        #[test]
+        fn any_bytes_read_or_refuse_cleanly(b in proptest::collection::vec(any::<u8>(), 0..64), n in 0usize..4) {
+            let (mut out, mut ends) = (Vec::new(), Vec::new());
+            if values(&b, n, &mut out, &mut ends).is_some() {
+                prop_assert_eq!(ends.len(), n);
+            }
+        }
+    }
 }
