@@ -14,6 +14,15 @@ wait_port() {
   return 1
 }
 
+# Runs a command (its output into FILE, its errors into $work/err); prints its CPU seconds (user +
+# system, GNU time's), or shows what it said and fails.
+timed() {
+  local file=$1
+  shift
+  /usr/bin/time -f "%U %S" -o "$work/time" "$@" >"$file" 2>"$work/err" || { cat "$work/err" "$file"; exit 1; }
+  awk '{ print $1 + $2 }' "$work/time"
+}
+
 # The newest installed PostgreSQL's bin folder in $pgbin (installed when missing, with the extra
 # packages given).
 find_postgres() {

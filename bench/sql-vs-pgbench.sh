@@ -37,14 +37,6 @@ pg="postgres://dyno@127.0.0.1:$pgport/postgres"
 echo "$($dyno --version); pgbench $("$pgbin/pgbench" --version | awk '{print $3}')"
 echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients"
 
-# Runs a command (its output into FILE); prints its CPU seconds (user + system), GNU time's.
-timed() {
-  local file=$1
-  shift
-  /usr/bin/time -f "%U %S" -o "$work/time" "$@" >"$file" 2>"$work/err" || { cat "$work/err" "$file"; exit 1; }
-  awk '{ print $1 + $2 }' "$work/time"
-}
-
 pgbench_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS"
   local cpu
   cpu=$(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \

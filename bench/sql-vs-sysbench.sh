@@ -53,14 +53,6 @@ done
 echo "$($dyno --version); $(sysbench --version)"
 echo "servers on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, --rand-type $rand"
 
-# Runs a command (its output into FILE); prints its CPU seconds (user + system), GNU time's.
-timed() {
-  local file=$1
-  shift
-  /usr/bin/time -f "%U %S" -o "$work/time" "$@" >"$file" 2>"$work/err" || { cat "$work/err" "$file"; exit 1; }
-  awk '{ print $1 + $2 }' "$work/time"
-}
-
 sysbench_run() { # DB WORKLOAD ROUND -> "TPS CPU_PER_TX_US P50_MS"
   local cpu
   # shellcheck disable=SC2086

@@ -18,6 +18,15 @@ fn store(url: &str) -> Box<dyn Store> {
     target.open().unwrap()
 }
 
+/// A private PostgreSQL and a private MariaDB, or `None` (a skip, or a failure under
+/// `./scripts/test`) when either is missing.
+fn servers() -> Option<(testkit::Postgres, testkit::mariadb::MariaDb)> {
+    Some((
+        testkit::Postgres::start()?,
+        testkit::mariadb::MariaDb::start()?,
+    ))
+}
+
 /// One value a query gives (its first row's first column).
 fn one(s: &mut dyn SqlSession, sql: &str) -> Option<String> {
     let stmt = s.prepare(&[sql.to_string()]).unwrap();
@@ -130,10 +139,7 @@ fn workloads(url: &str) {
 
 #[test]
 fn pgbench_workloads_run_on_postgresql_and_mariadb_and_keep_the_tpcb_invariant() {
-    let (Some(pg), Some(maria)) = (
-        testkit::Postgres::start(),
-        testkit::mariadb::MariaDb::start(),
-    ) else {
+    let Some((pg, maria)) = servers() else {
         return;
     };
     workloads(&pg.url());
@@ -147,10 +153,7 @@ fn pgbench_workloads_run_on_postgresql_and_mariadb_and_keep_the_tpcb_invariant()
 /// weight and a script file, every transaction and command in the record.
 #[test]
 fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
-    let (Some(pg), Some(maria)) = (
-        testkit::Postgres::start(),
-        testkit::mariadb::MariaDb::start(),
-    ) else {
+    let Some((pg, maria)) = servers() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -305,10 +308,7 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
 /// rows each delete and insert keep checked after, and its options read.
 #[test]
 fn the_sql_suite_runs_sysbenchs_oltp_workloads_on_both_databases() {
-    let (Some(pg), Some(maria)) = (
-        testkit::Postgres::start(),
-        testkit::mariadb::MariaDb::start(),
-    ) else {
+    let Some((pg, maria)) = servers() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
