@@ -186,16 +186,19 @@ impl Client {
                     sleep(Duration::from_micros(n.max(0) as u64 * unit_us));
                 }
                 Kind::Sql { text, gset, .. } => {
+                    // A statement prepared for a new spliced value is made before its clock
+                    // starts: the command's time is its run's, as with the others.
+                    let stmt = match &mut stmts[i] {
+                        Prepared::Text => None,
+                        p => Some(self.statement(p, &c.kind, c.line, session)?),
+                    };
                     let started = Instant::now();
-                    match &mut stmts[i] {
-                        Prepared::Text => session.batch(text).map_err(|error| Failure::Sql {
+                    match stmt {
+                        None => session.batch(text).map_err(|error| Failure::Sql {
                             line: c.line,
                             error,
                         })?,
-                        p => {
-                            let stmt = self.statement(p, &c.kind, c.line, session)?;
-                            self.sql(stmt, &c.kind, gset.as_deref(), c.line, session)?;
-                        }
+                        Some(stmt) => self.sql(stmt, &c.kind, gset.as_deref(), c.line, session)?,
                     }
                     timed(i, started.elapsed());
                 }
@@ -252,6 +255,14 @@ impl Client {
         if let Some((_, s)) = known.iter().find(|(k, _)| k == key) {
             return Ok(*s);
         }
+        if known.len() >= MAX_SPLICED {
+            return Err(Failure::Script {
+                line,
+                message: format!(
+                    "more than {MAX_SPLICED} values spliced into this statement's text: a variable joined to a word (name:var) names a table, not a value; put a space or an operator before the colon to pass it as a parameter"
+                ),
+            });
+        }
         // The text with each spliced value written in: the parts around the parameters left.
         let mut joined = vec![parts[0].clone()];
         let mut values = key.split(' ');
@@ -267,6 +278,35 @@ impl Client {
         let s = (session.prepare(&joined)).map_err(|error| Failure::Sql { line, error })?;
         known.push((key.clone(), s));
         Ok(s)
+    }
+
+    /// Prepares, for each value of `var` in `values`, every command of `ready` whose text only
+    /// `var` is spliced into — before the run, as sysbench prepares a statement per table.
+    pub fn prepare_spliced(
+        &mut self,
+        ready: &mut Ready<'_>,
+        var: &str,
+        values: std::ops::RangeInclusive<i64>,
+        session: &mut dyn SqlSession,
+    ) -> Result<(), Failure> {
+        let before = self.vars.get(var).cloned();
+        for (i, c) in ready.script.commands.iter().enumerate() {
+            let Kind::Sql { vars, spliced, .. } = &c.kind else {
+                continue;
+            };
+            if !spliced.iter().all(|&s| vars[s] == var) || spliced.is_empty() {
+                continue;
+            }
+            for v in values.clone() {
+                self.vars.insert(var.to_string(), Value::Int(v));
+                self.statement(&mut ready.stmts[i], &c.kind, c.line, session)?;
+            }
+        }
+        match before {
+            Some(v) => self.vars.insert(var.to_string(), v),
+            None => self.vars.remove(var),
+        };
+        Ok(())
     }
 
     /// One prepared SQL command, run with its (unspliced) variables' values.
@@ -365,6 +405,10 @@ impl Client {
         Ok(())
     }
 }
+
+/// The most statements prepared for one command's spliced values (each is a statement the
+/// server keeps: MySQL's max_prepared_stmt_count is shared by all sessions).
+const MAX_SPLICED: usize = 1024;
 
 /// A variable's value, or the script's mistake.
 fn value<'v>(

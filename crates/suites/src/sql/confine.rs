@@ -90,19 +90,39 @@ fn qualified(word: &str) -> bool {
     false
 }
 
-/// Words after which the name written to comes (skipping `ONLY`, `IF [NOT] EXISTS`, `TABLE`).
-const WRITES_TO: [&str; 5] = ["INTO", "UPDATE", "TABLE", "TRUNCATE", "INDEX"];
-const SKIPPED: [&str; 6] = ["ONLY", "IF", "NOT", "EXISTS", "TABLE", "CONCURRENTLY"];
+/// Words after which the name written to comes (skipping the words of `SKIPPED`).
+const WRITES_TO: [&str; 9] = [
+    "INSERT", "INTO", "UPDATE", "TABLE", "TRUNCATE", "INDEX", "VIEW", "SEQUENCE", "FUNCTION",
+];
+/// `ONLY`, `IF [NOT] EXISTS`, `TABLE`, MySQL's modifiers (`LOW_PRIORITY`, `IGNORE`…).
+const SKIPPED: [&str; 12] = [
+    "ONLY",
+    "IF",
+    "NOT",
+    "EXISTS",
+    "TABLE",
+    "INTO",
+    "CONCURRENTLY",
+    "LOW_PRIORITY",
+    "HIGH_PRIORITY",
+    "DELAYED",
+    "IGNORE",
+    "QUICK",
+];
 
 /// Statements that move the session, change who it is, or reach the server's files.
-const REFUSED_FIRST: [&str; 7] = ["USE", "GRANT", "REVOKE", "COPY", "LOAD", "DO", "ATTACH"];
-const REFUSED_SET: [&str; 6] = [
+const REFUSED_FIRST: [&str; 8] = [
+    "USE", "GRANT", "REVOKE", "COPY", "LOAD", "DO", "ATTACH", "DISCARD",
+];
+/// What `SET` or `RESET` may not change (after `SESSION` or `LOCAL`, which are skipped).
+const REFUSED_SET: [&str; 7] = [
     "SEARCH_PATH",
     "SCHEMA",
     "ROLE",
-    "SESSION",
+    "AUTHORIZATION",
     "GLOBAL",
     "PERSIST",
+    "ALL",
 ];
 const REFUSED_OBJECTS: [&str; 7] = [
     "DATABASE",
@@ -113,13 +133,14 @@ const REFUSED_OBJECTS: [&str; 7] = [
     "EXTENSION",
     "SERVER",
 ];
+/// Words that write a file on the server (MySQL's `SELECT … INTO OUTFILE`).
+const FILES: [&str; 2] = ["OUTFILE", "DUMPFILE"];
 
 /// Checks one SQL command: `Err((byte offset, why))` when it could reach past dyno's schema.
 pub fn check(sql: &str) -> Result<(), (usize, String)> {
     let w = words(sql);
     let up = |i: usize| w.get(i).map(|x| x.text.to_ascii_uppercase());
     let Some(first) = up(0) else { return Ok(()) };
-    let second = up(1).unwrap_or_default();
     let refuse = |i: usize, why: String| Err((w[i.min(w.len() - 1)].at, why));
     if REFUSED_FIRST.contains(&first.as_str()) {
         return refuse(
@@ -127,14 +148,21 @@ pub fn check(sql: &str) -> Result<(), (usize, String)> {
             format!("{first} is not run by dyno: it could reach past dyno's own schema"),
         );
     }
-    if (first == "SET" || first == "RESET") && REFUSED_SET.contains(&second.as_str()) {
+    // `SET [SESSION|LOCAL] x`: what x is.
+    let mut k = 1;
+    while up(k).is_some_and(|x| x == "SESSION" || x == "LOCAL") {
+        k += 1;
+    }
+    let set = up(k).unwrap_or_default();
+    if (first == "SET" || first == "RESET") && REFUSED_SET.contains(&set.as_str()) {
         return refuse(
-            1,
+            k,
             format!(
-                "{first} {second} would move the session out of dyno's own schema, or change who it is"
+                "{first} {set} would move the session out of dyno's own schema, or change who it is"
             ),
         );
     }
+    let second = up(1).unwrap_or_default();
     if matches!(first.as_str(), "CREATE" | "DROP" | "ALTER")
         && REFUSED_OBJECTS.contains(&second.as_str())
     {
@@ -143,13 +171,26 @@ pub fn check(sql: &str) -> Result<(), (usize, String)> {
             format!("{first} {second} changes more than dyno's own schema"),
         );
     }
+    // `CREATE [UNIQUE] INDEX name ON table`: the table follows ON.
+    let creates_index =
+        first == "CREATE" && (second == "INDEX" || up(2).as_deref() == Some("INDEX"));
     for i in 0..w.len() {
         let word = w[i].text.to_ascii_uppercase();
-        let from_of_delete =
-            word == "FROM" && i > 0 && w[i - 1].text.eq_ignore_ascii_case("DELETE");
-        // `CREATE INDEX name ON table`: the table follows ON.
-        let index_on = word == "ON" && w[..i].iter().any(|x| x.text.eq_ignore_ascii_case("INDEX"));
-        if !(WRITES_TO.contains(&word.as_str()) || from_of_delete || index_on) {
+        if FILES.contains(&word.as_str())
+            || (word == "SCHEMA" && i > 0 && w[i - 1].text.eq_ignore_ascii_case("SET"))
+        {
+            return refuse(i, format!("{word} reaches past dyno's own schema"));
+        }
+        // The word before this one, past MySQL's modifiers (`DELETE QUICK FROM`).
+        let before = (w[..i].iter().rev())
+            .map(|x| x.text.to_ascii_uppercase())
+            .find(|x| !SKIPPED.contains(&x.as_str()))
+            .unwrap_or_default();
+        let from_of_delete = word == "FROM" && before == "DELETE";
+        let index_on = word == "ON" && creates_index;
+        // `FOR UPDATE`, `ON DUPLICATE KEY UPDATE` and `DO UPDATE` name columns, not a table.
+        let not_a_write = word == "UPDATE" && matches!(before.as_str(), "FOR" | "KEY" | "DO");
+        if !(WRITES_TO.contains(&word.as_str()) || from_of_delete || index_on) || not_a_write {
             continue;
         }
         let mut j = i + 1;

@@ -260,6 +260,10 @@ fn client_run(
         }
     };
     let mut client = new_client(s, (id, clients));
+    if let Err(e) = prepare_sysbench(&mut client, &mut ready, s, session.as_mut()) {
+        out.transactions.fail(e);
+        return out;
+    }
     let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));
     let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
     let start = Instant::now();
@@ -310,6 +314,28 @@ fn client_run(
             return out;
         }
     }
+}
+
+/// sysbench's statements, prepared for each of its tables before the clock starts (as sysbench
+/// prepares them in each thread's init).
+fn prepare_sysbench(
+    client: &mut Client,
+    ready: &mut [client::Ready<'_>],
+    s: &SqlSettings,
+    session: &mut dyn SqlSession,
+) -> Result<(), engine::driver::OpError> {
+    let Some(o) = &s.oltp else { return Ok(()) };
+    for (r, (sc, _)) in ready.iter_mut().zip(&s.scripts) {
+        if super::sysbench::NAMES.contains(&sc.name.as_str()) {
+            (client.prepare_spliced(r, "t", 1..=o.tables as i64, session)).map_err(|e| {
+                engine::driver::OpError::new(
+                    engine::driver::ErrorClass::Application,
+                    format!("preparing sysbench's statements: {e}"),
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Client `id` of `clients`: its generator seeded as pgbench seeds it (a base generator from the

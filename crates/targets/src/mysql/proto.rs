@@ -351,7 +351,7 @@ pub enum Param<'a> {
     Text(Option<&'a str>),
 }
 
-/// COM_STMT_EXECUTE's payload for `id` with `params` (none NULL).
+/// COM_STMT_EXECUTE's payload for `id` with `params` (a NULL in the bitmap).
 pub fn execute_request(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
     out.clear();
     out.push(COM_STMT_EXECUTE);

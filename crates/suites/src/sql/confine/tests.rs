@@ -23,6 +23,11 @@ fn scripts_in_dyno_s_schema_pass() {
         "SET LOCAL statement_timeout = '1s';",
         "BEGIN ISOLATION LEVEL REPEATABLE READ;",
         "SELECT :acct_bid::int;",
+        "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE;",
+        "SET SESSION sql_mode = 'ANSI';",
+        "SELECT a.x FROM a FORCE INDEX (PRIMARY) JOIN u ON a.id = u.id;",
+        "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE t.v = 2;",
+        "WITH d AS (DELETE FROM a RETURNING *) SELECT * FROM d JOIN public.x ON true;",
     ] {
         assert_eq!(check(sql), Ok(()), "{sql}");
     }
@@ -46,6 +51,11 @@ fn writes_and_moves_outside_are_refused_with_their_place() {
             23,
         ),
         ("SELECT * INTO other.copy FROM t;", 14),
+        ("INSERT other.t VALUES (1);", 7),
+        ("UPDATE LOW_PRIORITY IGNORE other.t SET a = 1;", 27),
+        ("DELETE QUICK IGNORE FROM other.t;", 25),
+        ("CREATE VIEW public.v AS SELECT 1;", 12),
+        ("DROP SEQUENCE IF EXISTS public.s;", 24),
     ] {
         assert!(
             refused(sql).starts_with(&format!("{at}: ")),
@@ -64,6 +74,12 @@ fn writes_and_moves_outside_are_refused_with_their_place() {
         "CREATE SCHEMA other;",
         "DROP DATABASE shop;",
         "SET GLOBAL max_connections = 1;",
+        "SET LOCAL search_path = public;",
+        "SET SESSION AUTHORIZATION postgres;",
+        "RESET ALL;",
+        "DISCARD ALL;",
+        "SELECT * FROM t INTO OUTFILE '/tmp/x';",
+        "ALTER TABLE t SET SCHEMA public;",
     ] {
         refused(sql);
     }

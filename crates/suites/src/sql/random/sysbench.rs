@@ -148,7 +148,10 @@ pub const MAX_DIGITS: i64 = 4096;
 /// `random_digits(groups, width)`: `groups` runs of `width` random digits joined by `-`, as
 /// sysbench fills a template of `#` (its c column is `random_digits(10, 11)`, pad `(5, 11)`).
 pub fn digits(p: &mut Prng, groups: i64, width: i64) -> Result<String, Refused> {
-    if groups < 1 || width < 1 || groups.saturating_mul(width + 1) > MAX_DIGITS {
+    let fits = (1..=MAX_DIGITS).contains(&groups)
+        && (1..=MAX_DIGITS).contains(&width)
+        && groups * (width + 1) - 1 <= MAX_DIGITS;
+    if !fits {
         return Err("random_digits needs groups and width of at least 1, 4096 characters at most");
     }
     let mut out = String::with_capacity((groups * (width + 1)) as usize);

@@ -127,6 +127,13 @@ fn digits_fill_a_template_of_hashes() {
     }
     assert!(digits(&mut p, 0, 11).is_err());
     assert!(digits(&mut p, 1000, 1000).is_err());
+    assert!(digits(&mut p, 1, i64::MAX).is_err());
+    assert!(digits(&mut p, 2, i64::MAX).is_err());
+    assert!(digits(&mut p, i64::MAX, 1).is_err());
+    assert_eq!(
+        digits(&mut p, 1, MAX_DIGITS).unwrap().len(),
+        MAX_DIGITS as usize
+    );
 }
 
 #[test]
