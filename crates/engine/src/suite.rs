@@ -33,6 +33,15 @@ pub struct Param {
     pub max: u64,
 }
 
+impl Param {
+    /// `clients`, 1 to [`crate::plan::MAX_CLIENTS`]: what most suites sweep.
+    pub const CLIENTS: Param = Param {
+        name: "clients",
+        min: 1,
+        max: crate::plan::MAX_CLIENTS as u64,
+    };
+}
+
 /// The bounds of `-c` in a suite: its default, its most, and why.
 #[derive(Debug, Clone, Copy)]
 pub struct Clients {

@@ -484,11 +484,7 @@ impl Suite for Namespace {
                 min: 1,
                 max: MAX_WIDTH,
             },
-            Param {
-                name: "clients",
-                min: 1,
-                max: MAX_CLIENTS as u64,
-            },
+            Param::CLIENTS,
         ]
     }
 

@@ -258,11 +258,7 @@ impl Suite for Kv {
 
     fn sweepable(&self) -> Vec<Param> {
         vec![
-            Param {
-                name: "clients",
-                min: 1,
-                max: MAX_CLIENTS as u64,
-            },
+            Param::CLIENTS,
             Param {
                 name: "size",
                 min: MIN_VALUE as u64,

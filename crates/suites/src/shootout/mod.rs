@@ -68,11 +68,7 @@ impl Suite for Shootout {
 
     fn sweepable(&self) -> Vec<Param> {
         vec![
-            Param {
-                name: "clients",
-                min: 1,
-                max: MAX_CLIENTS as u64,
-            },
+            Param::CLIENTS,
             Param {
                 name: "objects",
                 min: 1,

@@ -296,11 +296,7 @@ impl Suite for Sql {
     }
 
     fn sweepable(&self) -> Vec<Param> {
-        vec![Param {
-            name: "clients",
-            min: 1,
-            max: MAX_CLIENTS as u64,
-        }]
+        vec![Param::CLIENTS]
     }
 
     fn default_reps(&self, _: bool) -> u32 {

@@ -6,7 +6,7 @@ use super::SqlSettings;
 use super::client::{self, Client, Failure};
 use super::eval::Value;
 use super::random::Prng;
-use super::script::Kind;
+use super::script::{Kind, Script, Source};
 use engine::driver::{SqlSession, Store};
 use engine::plan::PlanTarget;
 use engine::recorder::Recorder;
@@ -301,7 +301,7 @@ fn client_run(
         let timing = Timing {
             intended,
             limit,
-            sysbench: super::sysbench::NAMES.contains(&s.scripts[k].0.name.as_str()),
+            sysbench: s.scripts[k].0.source == Source::Sysbench,
         };
         if let Err(stop) = transaction(
             &mut client,
@@ -326,7 +326,7 @@ fn prepare_sysbench(
 ) -> Result<(), engine::driver::OpError> {
     let Some(o) = &s.oltp else { return Ok(()) };
     for (r, (sc, _)) in ready.iter_mut().zip(&s.scripts) {
-        if super::sysbench::NAMES.contains(&sc.name.as_str()) {
+        if sc.source == Source::Sysbench {
             (client.prepare_spliced(r, "t", 1..=o.tables as i64, session)).map_err(|e| {
                 engine::driver::OpError::new(
                     engine::driver::ErrorClass::Application,
@@ -521,10 +521,13 @@ fn invariant(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
             }
         }
     }
-    let names: Vec<&str> = s.scripts.iter().map(|(sc, _)| sc.name.as_str()).collect();
     // Only pgbench's built-ins that write, alone or with reads only, keep a known invariant.
-    let reads = |n: &str| n == "select-only" || super::sysbench::NAMES.contains(&n);
-    let keeps = |n: &str| names.contains(&n) && names.iter().all(|x| *x == n || reads(x));
+    let is = |sc: &Script, name: &str| sc.source == Source::Pgbench && sc.name == name;
+    let reads = |sc: &Script| is(sc, "select-only") || sc.source == Source::Sysbench;
+    let keeps = |name: &str| {
+        s.scripts.iter().any(|(sc, _)| is(sc, name))
+            && s.scripts.iter().all(|(sc, _)| is(sc, name) || reads(sc))
+    };
     let tables: &[&str] = if keeps("tpcb-like") {
         &["pgbench_accounts", "pgbench_tellers", "pgbench_branches"]
     } else if keeps("simple-update") {

@@ -60,6 +60,18 @@ pub struct ScriptError {
 pub struct Script {
     pub name: String,
     pub commands: Vec<Command>,
+    pub source: Source,
+}
+
+/// Where a script comes from: what the run may know of it (the invariant it keeps, the
+/// conflicts it retries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    File,
+    /// One of pgbench's built-ins.
+    Pgbench,
+    /// One of sysbench's OLTP built-ins (`sysbench.rs`).
+    Sysbench,
 }
 
 /// pgbench's built-in scripts, by name.
@@ -98,7 +110,12 @@ pub fn built_in(name: &str) -> Result<Script, String> {
         .filter(|(n, _)| n.starts_with(name))
         .collect();
     match found.as_slice() {
-        [(n, text)] => parse(n, text).map_err(|e| format!("built-in {n}: {}", e.message)),
+        [(n, text)] => parse(n, text)
+            .map(|s| Script {
+                source: Source::Pgbench,
+                ..s
+            })
+            .map_err(|e| format!("built-in {n}: {}", e.message)),
         _ => Err(format!(
             "no built-in script {name:?}; the built-ins: {}",
             BUILT_IN.map(|(n, _)| n).join(", ")
@@ -167,6 +184,7 @@ pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
     Ok(Script {
         name: name.to_string(),
         commands,
+        source: Source::File,
     })
 }
 

@@ -282,7 +282,12 @@ impl Oltp {
         if trx {
             text.push_str("COMMIT;\n");
         }
-        script::parse(name, &text).map_err(|e| format!("built-in {name}: {}", e.message))
+        script::parse(name, &text)
+            .map(|s| Script {
+                source: script::Source::Sysbench,
+                ..s
+            })
+            .map_err(|e| format!("built-in {name}: {}", e.message))
     }
 }
 

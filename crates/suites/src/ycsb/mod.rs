@@ -308,11 +308,7 @@ impl Suite for Ycsb {
     }
 
     fn sweepable(&self) -> Vec<Param> {
-        vec![Param {
-            name: "clients",
-            min: 1,
-            max: MAX_CLIENTS as u64,
-        }]
+        vec![Param::CLIENTS]
     }
 
     fn default_reps(&self, _: bool) -> u32 {

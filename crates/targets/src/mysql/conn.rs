@@ -269,10 +269,10 @@ impl Conn {
 
     /// Executes a prepared statement; `row` sees each row. Returns the affected rows (0 for a
     /// `SELECT`).
-    pub fn execute(
+    pub fn execute<'a, P: Copy + Into<Param<'a>>>(
         &mut self,
         stmt: &Stmt,
-        params: &[Param<'_>],
+        params: &[P],
         context: &str,
         mut row: impl FnMut(&Row<'_>) -> Result<(), OpError>,
     ) -> Result<u64, OpError> {

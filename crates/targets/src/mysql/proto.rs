@@ -341,7 +341,7 @@ pub fn is_eof(payload: &[u8]) -> bool {
     payload.first() == Some(&0xfe) && payload.len() < 9
 }
 
-/// A parameter of a prepared statement.
+/// A parameter of a prepared statement (or what becomes one: an SQL session's [`SqlParam`]).
 #[derive(Debug, Clone, Copy)]
 pub enum Param<'a> {
     U64(u64),
@@ -351,8 +351,18 @@ pub enum Param<'a> {
     Text(Option<&'a str>),
 }
 
+impl<'a> From<engine::driver::SqlParam<'a>> for Param<'a> {
+    fn from(p: engine::driver::SqlParam<'a>) -> Param<'a> {
+        match p {
+            engine::driver::SqlParam::Null => Param::Text(None),
+            engine::driver::SqlParam::Int(i) => Param::I64(i),
+            engine::driver::SqlParam::Text(t) => Param::Text(Some(t)),
+        }
+    }
+}
+
 /// COM_STMT_EXECUTE's payload for `id` with `params` (a NULL in the bitmap).
-pub fn execute_request(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
+pub fn execute_request<'a, P: Copy + Into<Param<'a>>>(out: &mut Vec<u8>, id: u32, params: &[P]) {
     out.clear();
     out.push(COM_STMT_EXECUTE);
     out.extend_from_slice(&id.to_le_bytes());
@@ -363,13 +373,14 @@ pub fn execute_request(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
     }
     let nulls = out.len();
     out.extend(std::iter::repeat_n(0u8, params.len().div_ceil(8)));
-    for (i, p) in params.iter().enumerate() {
+    let params = || params.iter().map(|&p| Into::<Param<'a>>::into(p));
+    for (i, p) in params().enumerate() {
         if matches!(p, Param::Text(None)) {
             out[nulls + i / 8] |= 1 << (i % 8);
         }
     }
     out.push(1); // types follow
-    for p in params {
+    for p in params() {
         match p {
             Param::U64(_) => out.extend_from_slice(&[TYPE_LONGLONG, 0x80]),
             Param::I64(_) => out.extend_from_slice(&[TYPE_LONGLONG, 0]),
@@ -377,7 +388,7 @@ pub fn execute_request(out: &mut Vec<u8>, id: u32, params: &[Param<'_>]) {
             Param::Text(_) => out.extend_from_slice(&[TYPE_VAR_STRING, 0]),
         }
     }
-    for p in params {
+    for p in params() {
         match p {
             Param::U64(v) => out.extend_from_slice(&v.to_le_bytes()),
             Param::I64(v) => out.extend_from_slice(&v.to_le_bytes()),

@@ -51,16 +51,10 @@ impl SqlSession for MySql {
         mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
         let stmt = &self.stmts[stmt];
-        let params: Vec<Param<'_>> = (params.iter())
-            .map(|p| match *p {
-                SqlParam::Null => Param::Text(None),
-                SqlParam::Int(i) => Param::I64(i),
-                SqlParam::Text(t) => Param::Text(Some(t)),
-            })
-            .collect();
-        let mut texts: Vec<Option<String>> = Vec::with_capacity(stmt.columns.len());
+        // Allocated only when the rows are read.
+        let mut texts: Vec<Option<String>> = Vec::new();
         let mut rows = 0;
-        let affected = self.c.execute(stmt, &params, "execute", |r| {
+        let affected = self.c.execute(stmt, params, "execute", |r| {
             rows += 1;
             let Some(row) = row.as_mut() else {
                 return Ok(());
