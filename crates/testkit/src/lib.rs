@@ -210,7 +210,8 @@ impl Redis {
 }
 
 /// A private PostgreSQL: `initdb` in a temporary directory (user `dyno`, trust authentication on
-/// loopback only), then `postgres` on a free port; run as the `postgres` user when the tests run
+/// loopback only, but for the users `dyno_password`, `dyno_md5` and `dyno_scram`, who log in by
+/// password with the method their name says, once a test has made them), then `postgres` on a free port; run as the `postgres` user when the tests run
 /// as root (PostgreSQL refuses to run as root). Stopped with SIGINT (a fast shutdown).
 pub struct Postgres {
     pub port: u16,
@@ -279,6 +280,12 @@ impl Postgres {
                 .status()
                 .expect("running initdb");
             assert!(ok.success(), "initdb failed: {ok}");
+            // Users a test may make to log in by password: one per method dyno speaks.
+            let hba = "host all dyno_password 127.0.0.1/32 password\n\
+                       host all dyno_md5 127.0.0.1/32 md5\n\
+                       host all dyno_scram 127.0.0.1/32 scram-sha-256\n\
+                       host all all 127.0.0.1/32 trust\nlocal all all trust\n";
+            std::fs::write(data.join("pg_hba.conf"), hba).expect("writing pg_hba.conf");
             let child = as_user(&postgres, user)
                 .arg("-D")
                 .arg(&data)

@@ -19,6 +19,8 @@ pub struct Stmt {
     pub params: u16,
     pub types: Vec<u8>,
     pub columns: Vec<proto::Column>,
+    /// The parameter types the server last had for it (see [`proto::execute_request`]).
+    pub sent: std::cell::RefCell<Vec<[u8; 2]>>,
 }
 
 /// What a text query answered: affected rows, or rows of text.
@@ -39,6 +41,8 @@ pub struct Conn {
     seq: u8,
     /// Where the values of the row being read lie (reused).
     at: Vec<Option<std::ops::Range<usize>>>,
+    /// MariaDB's cached metadata agreed on: a column count carries a "definitions follow" byte.
+    cache_metadata: bool,
     pub version: String,
 }
 
@@ -80,6 +84,7 @@ impl Conn {
             out: Vec::with_capacity(1024),
             seq: 0,
             at: Vec::new(),
+            cache_metadata: false,
             version: String::new(),
         };
         c.read_packet("handshake")?;
@@ -90,7 +95,8 @@ impl Conn {
         c.version = h.version.clone();
         let mut nonce = h.nonce.clone();
         let auth = proto::scramble_native(password.as_bytes(), &nonce);
-        let response = proto::handshake_response(user, &auth, db, h.capabilities);
+        let response = proto::handshake_response(user, &auth, db, &h);
+        c.cache_metadata = h.mariadb & proto::MARIADB_CACHE_METADATA != 0;
         c.write_packet(&response, "login")?;
         // The server may ask for another method (an auth switch, 0xfe) once.
         for _ in 0..2 {
@@ -211,11 +217,7 @@ impl Conn {
             Some(0xff) => return Err(self.error(context)),
             _ => {}
         }
-        let columns = Cur::new(&self.payload)
-            .lenenc()
-            .map_err(|m| malformed(context, m))?;
-        let columns = columns.unwrap_or(0) as usize;
-        self.skip_definitions(columns, context)?;
+        let columns = self.definitions(context)?.len();
         loop {
             self.read_packet(context)?;
             if proto::is_eof(&self.payload) {
@@ -264,6 +266,7 @@ impl Conn {
             params,
             types: columns.iter().map(|c| c.kind).collect(),
             columns,
+            sent: Default::default(),
         })
     }
 
@@ -277,8 +280,23 @@ impl Conn {
         mut row: impl FnMut(&Row<'_>) -> Result<(), OpError>,
     ) -> Result<u64, OpError> {
         debug_assert_eq!(usize::from(stmt.params), params.len());
-        proto::execute_request(&mut self.cmd, stmt.id, params);
-        self.send_cmd(context)?;
+        proto::execute_request(&mut self.cmd, stmt.id, params, &mut stmt.sent.borrow_mut());
+        let result = self
+            .send_cmd(context)
+            .and_then(|()| self.execute_reply(stmt, context, &mut row));
+        if result.is_err() {
+            // Whether the server kept the types is not known: they go with the next execution.
+            stmt.sent.borrow_mut().clear();
+        }
+        result
+    }
+
+    fn execute_reply(
+        &mut self,
+        stmt: &Stmt,
+        context: &str,
+        row: &mut impl FnMut(&Row<'_>) -> Result<(), OpError>,
+    ) -> Result<u64, OpError> {
         self.read_packet(context)?;
         match self.payload.first() {
             Some(0x00) => {
@@ -290,20 +308,47 @@ impl Conn {
             Some(0xff) => return Err(self.error(context)),
             _ => {}
         }
-        let columns = Cur::new(&self.payload)
-            .lenenc()
-            .map_err(|m| malformed(context, m))?;
-        self.skip_definitions(columns.unwrap_or(0) as usize, context)?;
+        let fresh = self.definitions(context)?;
+        // Definitions sent again (the statement's result changed shape) are this result's.
+        let types: Vec<u8>;
+        let types = if fresh.is_empty() {
+            &stmt.types
+        } else {
+            types = fresh.iter().map(|c| c.kind).collect();
+            &types
+        };
         let mut at = std::mem::take(&mut self.at);
-        let result = self.rows(stmt, &mut at, context, &mut row);
+        let result = self.rows(types, &mut at, context, row);
         self.at = at;
         result
+    }
+
+    /// After a result's column count (in `self.payload`): its column definitions and the EOF
+    /// after them. Empty when the server, with MariaDB's cached metadata, sent none (it then
+    /// sends the EOF alone).
+    fn definitions(&mut self, context: &str) -> Result<Vec<proto::Column>, OpError> {
+        let mut c = Cur::new(&self.payload);
+        let n = (c.lenenc())
+            .map_err(|m| malformed(context, m))?
+            .unwrap_or(0) as usize;
+        let follow = !self.cache_metadata || c.u8().map_err(|m| malformed(context, m))? == 1;
+        if follow {
+            return self.skip_definitions(n, context);
+        }
+        self.read_packet(context)?;
+        if !proto::is_eof(&self.payload) {
+            return Err(malformed(
+                context,
+                Malformed("no EOF after the column count".into()),
+            ));
+        }
+        Ok(Vec::new())
     }
 
     /// The rows of a binary result set, up to its EOF.
     fn rows(
         &mut self,
-        stmt: &Stmt,
+        types: &[u8],
         at: &mut Vec<Option<std::ops::Range<usize>>>,
         context: &str,
         row: &mut impl FnMut(&Row<'_>) -> Result<(), OpError>,
@@ -316,7 +361,7 @@ impl Conn {
             if self.payload.first() == Some(&0xff) {
                 return Err(self.error(context));
             }
-            proto::binary_row(&self.payload, &stmt.types, at).map_err(|m| malformed(context, m))?;
+            proto::binary_row(&self.payload, types, at).map_err(|m| malformed(context, m))?;
             row(&Row {
                 payload: &self.payload,
                 at,

@@ -19,6 +19,11 @@ const CLIENT_PROTOCOL_41: u32 = 0x200;
 const CLIENT_TRANSACTIONS: u32 = 0x2000;
 const CLIENT_SECURE_CONNECTION: u32 = 0x8000;
 const CLIENT_PLUGIN_AUTH: u32 = 0x8_0000;
+/// MariaDB's extended capability (in the handshake's reserved bytes, when the server clears
+/// `CLIENT_LONG_PASSWORD`, its `CLIENT_MYSQL`): a prepared statement's result set may come
+/// without its column definitions, which the client keeps from the PREPARE (as libmariadb does;
+/// the server then builds no definitions per execution).
+pub const MARIADB_CACHE_METADATA: u32 = 0x10;
 
 /// Column types dyno reads in binary rows.
 pub const TYPE_LONGLONG: u8 = 0x08;
@@ -165,6 +170,8 @@ pub fn parse_err(payload: &[u8]) -> Result<ServerError, Malformed> {
 pub struct Handshake {
     pub version: String,
     pub capabilities: u32,
+    /// MariaDB's extended capabilities (0 from MySQL).
+    pub mariadb: u32,
     /// The scramble's 20 bytes.
     pub nonce: Vec<u8>,
     pub plugin: String,
@@ -185,12 +192,17 @@ pub fn parse_handshake(payload: &[u8]) -> Result<Handshake, Malformed> {
     c.u8()?;
     let mut capabilities = u32::from(c.u16()?);
     let mut plugin = String::from(NATIVE_PASSWORD);
+    let mut mariadb = 0;
     if !c.is_empty() {
         let _charset = c.u8()?;
         let _status = c.u16()?;
         capabilities |= u32::from(c.u16()?) << 16;
         let auth_len = c.u8()?;
-        c.take(10)?;
+        c.take(6)?;
+        let extended = c.u32()?;
+        if capabilities & CLIENT_LONG_PASSWORD == 0 {
+            mariadb = extended;
+        }
         if capabilities & CLIENT_SECURE_CONNECTION != 0 {
             let n = usize::from(auth_len).saturating_sub(8).max(13);
             let part = c.take(n)?;
@@ -205,6 +217,7 @@ pub fn parse_handshake(payload: &[u8]) -> Result<Handshake, Malformed> {
     Ok(Handshake {
         version,
         capabilities,
+        mariadb,
         nonce,
         plugin,
     })
@@ -225,8 +238,15 @@ pub fn scramble_native(password: &[u8], nonce: &[u8]) -> Vec<u8> {
     stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
 }
 
-/// The client's answer to the handshake (HandshakeResponse41), as a payload.
-pub fn handshake_response(user: &str, auth: &[u8], db: Option<&str>, server_caps: u32) -> Vec<u8> {
+/// The client's answer to the handshake (HandshakeResponse41), as a payload; asks for
+/// [`MARIADB_CACHE_METADATA`] where `server` offers it.
+pub fn handshake_response(
+    user: &str,
+    auth: &[u8],
+    db: Option<&str>,
+    server: &Handshake,
+) -> Vec<u8> {
+    let server_caps = server.capabilities;
     let mut caps = CLIENT_LONG_PASSWORD
         | CLIENT_FOUND_ROWS
         | CLIENT_LONG_FLAG
@@ -238,11 +258,17 @@ pub fn handshake_response(user: &str, auth: &[u8], db: Option<&str>, server_caps
         caps |= CLIENT_CONNECT_WITH_DB;
     }
     caps &= server_caps;
+    let mariadb = server.mariadb & MARIADB_CACHE_METADATA;
+    if mariadb != 0 {
+        // A client speaking MariaDB's extensions says so by clearing CLIENT_MYSQL.
+        caps &= !CLIENT_LONG_PASSWORD;
+    }
     let mut out = Vec::with_capacity(64 + user.len());
     out.extend_from_slice(&caps.to_le_bytes());
     out.extend_from_slice(&(MAX_PAYLOAD as u32).to_le_bytes());
     out.push(45); // utf8mb4_general_ci
-    out.extend_from_slice(&[0; 23]);
+    out.extend_from_slice(&[0; 19]);
+    out.extend_from_slice(&mariadb.to_le_bytes());
     out.extend_from_slice(user.as_bytes());
     out.push(0);
     out.push(auth.len() as u8);
@@ -362,7 +388,14 @@ impl<'a> From<engine::driver::SqlParam<'a>> for Param<'a> {
 }
 
 /// COM_STMT_EXECUTE's payload for `id` with `params` (a NULL in the bitmap).
-pub fn execute_request<'a, P: Copy + Into<Param<'a>>>(out: &mut Vec<u8>, id: u32, params: &[P]) {
+/// `sent` holds the parameter types the server last had for this statement: they are sent
+/// again only when they differ (libmariadb sends them once per binding), and updated.
+pub fn execute_request<'a, P: Copy + Into<Param<'a>>>(
+    out: &mut Vec<u8>,
+    id: u32,
+    params: &[P],
+    sent: &mut Vec<[u8; 2]>,
+) {
     out.clear();
     out.push(COM_STMT_EXECUTE);
     out.extend_from_slice(&id.to_le_bytes());
@@ -379,13 +412,22 @@ pub fn execute_request<'a, P: Copy + Into<Param<'a>>>(out: &mut Vec<u8>, id: u32
             out[nulls + i / 8] |= 1 << (i % 8);
         }
     }
-    out.push(1); // types follow
-    for p in params() {
-        match p {
-            Param::U64(_) => out.extend_from_slice(&[TYPE_LONGLONG, 0x80]),
-            Param::I64(_) => out.extend_from_slice(&[TYPE_LONGLONG, 0]),
-            Param::Bytes(_) => out.extend_from_slice(&[TYPE_BLOB, 0]),
-            Param::Text(_) => out.extend_from_slice(&[TYPE_VAR_STRING, 0]),
+    let type_of = |p: Param<'_>| match p {
+        Param::U64(_) => [TYPE_LONGLONG, 0x80],
+        Param::I64(_) => [TYPE_LONGLONG, 0],
+        Param::Bytes(_) => [TYPE_BLOB, 0],
+        Param::Text(_) => [TYPE_VAR_STRING, 0],
+    };
+    let same =
+        sent.len() == params().len() && params().zip(sent.iter()).all(|(p, t)| type_of(p) == *t);
+    if same {
+        out.push(0); // the types the server has
+    } else {
+        out.push(1); // types follow
+        sent.clear();
+        for p in params() {
+            sent.push(type_of(p));
+            out.extend_from_slice(&type_of(p));
         }
     }
     for p in params() {

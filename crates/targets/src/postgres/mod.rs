@@ -22,6 +22,7 @@
 //! server that stopped answering.
 
 mod sql;
+mod wire;
 
 use crate::options::Opts;
 use engine::clock::Clock;

@@ -304,6 +304,53 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
     assert_eq!(left.trim(), "0", "dyno dropped its database");
 }
 
+/// The sql family's own PostgreSQL wire logs in by each password method the server may ask
+/// for (cleartext, MD5, SCRAM-SHA-256), runs a transaction after, and a wrong password is
+/// refused in the server's words.
+#[test]
+fn postgres_sessions_log_in_by_password_md5_and_scram() {
+    let Some(pg) = testkit::Postgres::start() else {
+        return;
+    };
+    let mut admin = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
+    for (user, encryption) in [
+        ("dyno_password", "scram-sha-256"),
+        ("dyno_md5", "md5"),
+        ("dyno_scram", "scram-sha-256"),
+    ] {
+        admin
+            .batch_execute(&format!(
+                "SET password_encryption = '{encryption}'; \
+                 CREATE ROLE {user} LOGIN SUPERUSER PASSWORD 's3cret'"
+            ))
+            .unwrap();
+        let url = format!("postgres://{user}:s3cret@127.0.0.1:{}/postgres", pg.port);
+        let store = store(&url);
+        let mut s = store.connect_sql().unwrap();
+        s.batch("CREATE TABLE t (a int)").unwrap();
+        let insert = s
+            .prepare(&["INSERT INTO t VALUES (".into(), ")".into()])
+            .unwrap();
+        let n = s.execute(insert, &[engine::driver::SqlParam::Int(-7)], None);
+        assert_eq!(n.unwrap(), 1, "{user}");
+        assert_eq!(
+            one(s.as_mut(), "SELECT sum(a) FROM t").as_deref(),
+            Some("-7")
+        );
+        drop(s);
+        store.close().unwrap();
+    }
+    let url = format!("postgres://dyno_scram:wrong@127.0.0.1:{}/postgres", pg.port);
+    let (scheme, rest) = url.split_once(':').unwrap();
+    let target = (targets::Registry.configure(scheme, rest, &BTreeMap::new())).unwrap();
+    let e = target
+        .open()
+        .err()
+        .expect("a wrong password is refused")
+        .to_string();
+    assert!(e.contains("ERROR 28P01"), "{e}");
+}
+
 /// sysbench's OLTP workloads as built-ins: its tables made, its mix run on both databases, the
 /// rows each delete and insert keep checked after, and its options read.
 #[test]

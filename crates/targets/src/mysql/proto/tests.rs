@@ -19,6 +19,12 @@ fn a_real_mariadb_handshake_parses() {
     assert_eq!(h.version, "5.5.5-10.11.19-MariaDB-0+deb12u1");
     assert_eq!(h.plugin, NATIVE_PASSWORD);
     assert_eq!(h.nonce.len(), 20);
+    // MariaDB's extended capabilities (CLIENT_MYSQL clear): cached metadata among them, asked
+    // for in the answer (its last 4 reserved bytes), with CLIENT_MYSQL cleared in turn.
+    assert_eq!(h.mariadb, 0x1d);
+    let answer = handshake_response("u", &[], None, &h);
+    assert_eq!(answer[0] & 1, 0);
+    assert_eq!(&answer[28..32], &MARIADB_CACHE_METADATA.to_le_bytes());
     assert_eq!(&h.nonce[..8], b"GyKIj^vV");
     assert_ne!(h.capabilities & CLIENT_PLUGIN_AUTH, 0);
 }
@@ -43,7 +49,13 @@ fn an_error_packet_names_its_code_state_and_message() {
 #[test]
 fn an_execute_request_carries_typed_parameters() {
     let mut out = Vec::new();
-    execute_request(&mut out, 7, &[Param::U64(5), Param::Bytes(b"ab")]);
+    let mut sent = Vec::new();
+    execute_request(
+        &mut out,
+        7,
+        &[Param::U64(5), Param::Bytes(b"ab")],
+        &mut sent,
+    );
     let want = [
         vec![COM_STMT_EXECUTE, 7, 0, 0, 0, 0, 1, 0, 0, 0],
         vec![0, 1, TYPE_LONGLONG, 0x80, TYPE_BLOB, 0],
@@ -51,11 +63,22 @@ fn an_execute_request_carries_typed_parameters() {
     ]
     .concat();
     assert_eq!(out, want);
-    // A signed whole number (sysbench's binding), text and NULL: the NULL in the bitmap.
+    // The same types again: the server has them (flag 0, no types).
+    execute_request(&mut out, 7, &[Param::U64(6), Param::Bytes(b"c")], &mut sent);
+    let want = [
+        vec![COM_STMT_EXECUTE, 7, 0, 0, 0, 0, 1, 0, 0, 0],
+        vec![0, 0],
+        vec![6, 0, 0, 0, 0, 0, 0, 0, 1, b'c'],
+    ]
+    .concat();
+    assert_eq!(out, want);
+    // A signed whole number (sysbench's binding), text and NULL: the NULL in the bitmap; new
+    // types are sent.
     execute_request(
         &mut out,
         1,
         &[Param::I64(-2), Param::Text(Some("x")), Param::Text(None)],
+        &mut sent,
     );
     let want = [
         vec![COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0],

@@ -1,0 +1,575 @@
+//! A PostgreSQL connection for the `sql` family, written on the protocol itself (version 3.0,
+//! the extended query protocol) over an [`engine::fiber::Stream`]: a statement is one write
+//! (Bind, Execute, Sync) and the replies are read from a buffer, a message at a time, into one
+//! body buffer reused for every message. Rows come back in text format, as pgbench reads them.
+//!
+//! Why not tokio-postgres here, as the kv family uses: its client and connection halves talk
+//! through a channel, each reply is split into reference-counted buffers and each row into a
+//! `Row` before dyno sees it. On pgbench's `select-only` that was a quarter of dyno's own
+//! (user) CPU per transaction — see `docs/src/measurements/sql.md` for the figures before and
+//! after. Logging in uses `postgres-protocol`'s messages and its SCRAM-SHA-256 (the crate
+//! tokio-postgres is built on).
+
+use super::{TIMEOUT, keepalive};
+use bytes::BytesMut;
+use engine::driver::{ErrorClass, OpError, SqlParam};
+use engine::fiber::Stream;
+use postgres_protocol::authentication::{md5_hash, sasl};
+use postgres_protocol::message::frontend;
+use std::io::{BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::os::fd::AsRawFd;
+
+/// The longest message dyno reads (a longer length is taken for a broken stream).
+const MAX_MESSAGE: usize = 1 << 30;
+
+/// Who logs in, where.
+pub struct Login<'a> {
+    pub user: &'a str,
+    pub password: Option<&'a [u8]>,
+    pub database: Option<&'a str>,
+    /// `-c name=value …`, sent as the startup's `options`.
+    pub options: Option<&'a str>,
+}
+
+/// A statement prepared on the server: its name there and its result columns' names.
+#[derive(Debug)]
+pub struct Prepared {
+    name: String,
+    pub columns: Vec<String>,
+}
+
+pub struct Wire {
+    input: BufReader<Stream>,
+    /// The type and body of the last message read.
+    kind: u8,
+    body: Vec<u8>,
+    /// What is being sent (reused).
+    out: Vec<u8>,
+    /// Where the values of the row being read lie (reused).
+    at: Vec<Option<Range<usize>>>,
+    prepared: usize,
+}
+
+/// A message the server sent that dyno cannot read.
+#[derive(Debug, PartialEq)]
+pub struct Malformed(pub &'static str);
+
+fn malformed(context: &str, m: Malformed) -> OpError {
+    OpError::new(
+        ErrorClass::Protocol,
+        format!("postgres: {context}: {}", m.0),
+    )
+}
+
+fn read_err(context: &str, e: &std::io::Error) -> OpError {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        return OpError::new(
+            ErrorClass::Reset,
+            format!("postgres: {context}: the server closed the connection"),
+        );
+    }
+    OpError::io(&format!("postgres: {context}: receive"), e)
+}
+
+/// An ErrorResponse as an error of its class, in the words `op_err` uses for the kv family
+/// (`ERROR 40001: …`: the sql suite tells conflicts apart by the code).
+fn server_err(context: &str, body: &[u8]) -> OpError {
+    let (code, message) = parse_error(body);
+    let class = match code.as_str() {
+        "57014" => ErrorClass::Timeout,
+        c if c.starts_with("53") => ErrorClass::Full,
+        c if c.starts_with("28") => ErrorClass::Refused,
+        _ => ErrorClass::Application,
+    };
+    OpError::new(
+        class,
+        format!("postgres: {context}: ERROR {code}: {message}"),
+    )
+}
+
+/// An ErrorResponse's SQLSTATE and message (empty where absent).
+pub fn parse_error(body: &[u8]) -> (String, String) {
+    let (mut code, mut message) = (String::new(), String::new());
+    let mut rest = body;
+    while let [field, tail @ ..] = rest {
+        if *field == 0 {
+            break;
+        }
+        let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+        let text = String::from_utf8_lossy(&tail[..end]).into_owned();
+        match field {
+            b'C' => code = text,
+            b'M' => message = text,
+            _ => {}
+        }
+        rest = tail.get(end + 1..).unwrap_or(&[]);
+    }
+    (code, message)
+}
+
+/// A DataRow's values: where each lies in `body` (`None` for NULL).
+pub fn parse_data_row(body: &[u8], at: &mut Vec<Option<Range<usize>>>) -> Result<(), Malformed> {
+    at.clear();
+    let short = Malformed("a data row shorter than its lengths");
+    let n = u16::from_be_bytes(body.get(..2).ok_or(short)?.try_into().unwrap_or_default());
+    let mut pos = 2;
+    for _ in 0..n {
+        let len = body
+            .get(pos..pos + 4)
+            .ok_or(Malformed("a data row cut short"))?;
+        let len = i32::from_be_bytes(len.try_into().unwrap_or_default());
+        pos += 4;
+        if len < 0 {
+            at.push(None);
+            continue;
+        }
+        let end = pos + len as usize;
+        if end > body.len() {
+            return Err(Malformed("a data row's value past its end"));
+        }
+        at.push(Some(pos..end));
+        pos = end;
+    }
+    Ok(())
+}
+
+/// A RowDescription's column names.
+pub fn parse_row_description(body: &[u8]) -> Result<Vec<String>, Malformed> {
+    let cut = Malformed("a row description cut short");
+    let n = u16::from_be_bytes(body.get(..2).ok_or(cut)?.try_into().unwrap_or_default());
+    let mut names = Vec::with_capacity(usize::from(n).min(body.len()));
+    let mut rest = &body[2..];
+    for _ in 0..n {
+        let end = (rest.iter().position(|&b| b == 0)).ok_or(Malformed("a column name unended"))?;
+        names.push(String::from_utf8_lossy(&rest[..end]).into_owned());
+        // Table OID, column number, type OID, type size, type modifier, format: 18 bytes.
+        rest = (rest.get(end + 1 + 18..)).ok_or(Malformed("a row description cut short"))?;
+    }
+    Ok(names)
+}
+
+/// The rows a CommandComplete's tag counts (`SELECT 5`, `INSERT 0 1`, `UPDATE 3`); 0 for a tag
+/// without a count (`BEGIN`).
+pub fn tag_rows(body: &[u8]) -> u64 {
+    let tag = body.strip_suffix(&[0]).unwrap_or(body);
+    let last = tag.rsplit(|&b| b == b' ').next().unwrap_or(&[]);
+    std::str::from_utf8(last)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Starts a message of type `kind` in `out`; [`end`] writes its length.
+fn begin(out: &mut Vec<u8>, kind: u8) -> usize {
+    out.push(kind);
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    at
+}
+
+fn end(out: &mut [u8], at: usize) {
+    let len = (out.len() - at) as i32;
+    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+fn cstr(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(s.as_bytes());
+    out.push(0);
+}
+
+/// Bind (the unnamed portal, every parameter and result in text), Execute (all rows), Sync.
+fn encode_execute(out: &mut Vec<u8>, stmt: &str, params: &[SqlParam<'_>]) {
+    let at = begin(out, b'B');
+    out.push(0);
+    cstr(out, stmt);
+    out.extend_from_slice(&[0, 1, 0, 0]);
+    out.extend_from_slice(&(params.len() as u16).to_be_bytes());
+    for p in params {
+        match p {
+            SqlParam::Null => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            SqlParam::Int(i) => {
+                let mut digits = [0u8; 20];
+                let text = int_text(*i, &mut digits);
+                out.extend_from_slice(&(text.len() as i32).to_be_bytes());
+                out.extend_from_slice(text);
+            }
+            SqlParam::Text(s) => {
+                out.extend_from_slice(&(s.len() as i32).to_be_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+    }
+    out.extend_from_slice(&[0, 1, 0, 0]);
+    end(out, at);
+    out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(&[b'S', 0, 0, 0, 4]);
+}
+
+/// `i` in decimal, written into `buf` (no allocation).
+fn int_text(i: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = i.unsigned_abs();
+    let mut pos = buf.len();
+    loop {
+        pos -= 1;
+        buf[pos] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        pos -= 1;
+        buf[pos] = b'-';
+    }
+    &buf[pos..]
+}
+
+impl Wire {
+    /// Connects to `addr` and logs in (trust, password, MD5 or SCRAM-SHA-256).
+    pub fn open(addr: SocketAddr, login: &Login<'_>) -> Result<Wire, OpError> {
+        let io = |e: std::io::Error| OpError::io("postgres: connect", &e);
+        let mut s = Stream::connect(&addr, TIMEOUT).map_err(io)?;
+        s.set_nodelay(true).map_err(io)?;
+        keepalive(s.as_raw_fd());
+        s.set_read_timeout(Some(TIMEOUT));
+        s.set_write_timeout(Some(TIMEOUT));
+        let mut w = Wire {
+            input: BufReader::with_capacity(16 * 1024, s),
+            kind: 0,
+            body: Vec::with_capacity(1024),
+            out: Vec::with_capacity(1024),
+            at: Vec::new(),
+            prepared: 0,
+        };
+        let mut params = vec![
+            ("user", login.user),
+            ("client_encoding", "UTF8"),
+            ("application_name", "dyno"),
+        ];
+        params.extend(login.database.map(|d| ("database", d)));
+        params.extend(login.options.map(|o| ("options", o)));
+        let mut buf = BytesMut::new();
+        frontend::startup_message(params, &mut buf).map_err(io)?;
+        w.send_bytes(&buf, "login")?;
+        w.authenticate(login)?;
+        let mut failed = None;
+        w.until_ready("login", |w| {
+            if w.kind == b'E' && failed.is_none() {
+                failed = Some(server_err("login", &w.body));
+            }
+            Ok(())
+        })?;
+        failed.map_or(Ok(w), Err)
+    }
+
+    /// Answers the server's authentication requests until it says OK.
+    fn authenticate(&mut self, login: &Login<'_>) -> Result<(), OpError> {
+        let refused =
+            |why: &str| OpError::new(ErrorClass::Refused, format!("postgres: login: {why}"));
+        let password = || {
+            login
+                .password
+                .ok_or_else(|| refused("the server asks for a password and the URL gives none"))
+        };
+        let mut scram: Option<sasl::ScramSha256> = None;
+        let mut buf = BytesMut::new();
+        // At most a few exchanges (SCRAM's is three).
+        for _ in 0..8 {
+            self.read_message("login")?;
+            match self.kind {
+                b'E' => return Err(server_err("login", &self.body)),
+                b'R' => {}
+                _ => return Err(malformed("login", Malformed("an unexpected answer"))),
+            }
+            let code = self
+                .body
+                .get(..4)
+                .map(|c| i32::from_be_bytes(c.try_into().unwrap_or_default()));
+            let data = self.body.get(4..).unwrap_or(&[]).to_vec();
+            buf.clear();
+            match code {
+                Some(0) => return Ok(()),
+                Some(3) => frontend::password_message(password()?, &mut buf),
+                Some(5) => {
+                    let salt: [u8; 4] = (data.get(..4).and_then(|s| s.try_into().ok()))
+                        .ok_or_else(|| malformed("login", Malformed("an MD5 request without salt")))?;
+                    let hash = md5_hash(login.user.as_bytes(), password()?, salt);
+                    frontend::password_message(hash.as_bytes(), &mut buf)
+                }
+                Some(10) => {
+                    if !data.split(|&b| b == 0).any(|m| m == sasl::SCRAM_SHA_256.as_bytes()) {
+                        return Err(refused("the server offers no SASL method dyno speaks (SCRAM-SHA-256)"));
+                    }
+                    let s = sasl::ScramSha256::new(password()?, sasl::ChannelBinding::unsupported());
+                    let sent = frontend::sasl_initial_response(sasl::SCRAM_SHA_256, s.message(), &mut buf);
+                    scram = Some(s);
+                    sent
+                }
+                Some(11) | Some(12) => {
+                    let s = scram.as_mut().ok_or_else(|| malformed("login", Malformed("SASL out of turn")))?;
+                    if code == Some(12) {
+                        s.finish(&data).map_err(|e| refused(&format!("the server's SCRAM proof: {e}")))?;
+                        continue;
+                    }
+                    s.update(&data).map_err(|e| refused(&format!("SCRAM: {e}")))?;
+                    frontend::sasl_response(s.message(), &mut buf)
+                }
+                _ => return Err(refused("the server asks for an authentication dyno does not speak (trust, password, md5 or scram-sha-256)")),
+            }
+            .map_err(|e| OpError::io("postgres: login", &e))?;
+            self.send_bytes(&buf, "login")?;
+        }
+        Err(malformed(
+            "login",
+            Malformed("no end to the authentication"),
+        ))
+    }
+
+    /// Prepares `sql` (parameters `$1`, `$2`…, their types the server's inference) as a
+    /// statement of this connection's, and learns its result columns.
+    pub fn prepare(&mut self, sql: &str) -> Result<Prepared, OpError> {
+        let name = format!("dyno{}", self.prepared);
+        self.out.clear();
+        let at = begin(&mut self.out, b'P');
+        cstr(&mut self.out, &name);
+        cstr(&mut self.out, sql);
+        self.out.extend_from_slice(&[0, 0]);
+        end(&mut self.out, at);
+        let at = begin(&mut self.out, b'D');
+        self.out.push(b'S');
+        cstr(&mut self.out, &name);
+        end(&mut self.out, at);
+        self.out.extend_from_slice(&[b'S', 0, 0, 0, 4]);
+        self.send("prepare")?;
+        let mut columns = Vec::new();
+        let mut failed = None;
+        self.until_ready("prepare", |w| {
+            match w.kind {
+                b'E' => failed = failed.take().or(Some(server_err("prepare", &w.body))),
+                b'T' => {
+                    columns = parse_row_description(&w.body).map_err(|m| malformed("prepare", m))?
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        self.prepared += 1;
+        Ok(Prepared { name, columns })
+    }
+
+    /// Runs a prepared statement with `params` (sent as text); `row` is handed each row's
+    /// values as text (rows are not read apart when it is `None`). Returns the rows its
+    /// command tag counts: selected, inserted, updated or deleted.
+    pub fn execute(
+        &mut self,
+        stmt: &Prepared,
+        params: &[SqlParam<'_>],
+        mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+    ) -> Result<u64, OpError> {
+        self.out.clear();
+        encode_execute(&mut self.out, &stmt.name, params);
+        self.send("execute")?;
+        let (mut rows, mut failed) = (0, None);
+        let mut at = std::mem::take(&mut self.at);
+        let read = self.until_ready("execute", |w| {
+            match w.kind {
+                b'D' => {
+                    if let Some(row) = row.as_mut() {
+                        parse_data_row(&w.body, &mut at).map_err(|m| malformed("execute", m))?;
+                        row_text(&w.body, &at, &stmt.columns, row)?;
+                    }
+                }
+                b'C' => rows = tag_rows(&w.body),
+                b'E' => failed = failed.take().or(Some(server_err("execute", &w.body))),
+                _ => {}
+            }
+            Ok(())
+        });
+        self.at = at;
+        read?;
+        failed.map_or(Ok(rows), Err)
+    }
+
+    /// Runs SQL as written (the simple query protocol: several statements may be sent).
+    pub fn batch(&mut self, sql: &str) -> Result<(), OpError> {
+        self.out.clear();
+        let at = begin(&mut self.out, b'Q');
+        cstr(&mut self.out, sql);
+        end(&mut self.out, at);
+        let context = sql.split_whitespace().next().unwrap_or("query");
+        self.send(context)?;
+        let mut failed = None;
+        self.until_ready(context, |w| {
+            if w.kind == b'E' && failed.is_none() {
+                failed = Some(server_err(context, &w.body));
+            }
+            Ok(())
+        })?;
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Reads messages, each handed to `each`, until ReadyForQuery; at most [`TIMEOUT`] in all.
+    fn until_ready(
+        &mut self,
+        context: &str,
+        mut each: impl FnMut(&Wire) -> Result<(), OpError>,
+    ) -> Result<(), OpError> {
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        loop {
+            self.read_message(context)?;
+            if self.kind == b'Z' {
+                return Ok(());
+            }
+            each(self)?;
+            if std::time::Instant::now() > deadline {
+                return Err(OpError::new(
+                    ErrorClass::Timeout,
+                    format!("postgres: {context}: no end to the reply within 30 s"),
+                ));
+            }
+        }
+    }
+
+    fn send_bytes(&mut self, bytes: &[u8], context: &str) -> Result<(), OpError> {
+        let s = self.input.get_mut();
+        s.write_all(bytes)
+            .map_err(|e| OpError::io(&format!("postgres: {context}: send"), &e))
+    }
+
+    /// Sends what `self.out` holds.
+    fn send(&mut self, context: &str) -> Result<(), OpError> {
+        let s = self.input.get_mut();
+        (s.write_all(&self.out)).map_err(|e| OpError::io(&format!("postgres: {context}: send"), &e))
+    }
+
+    /// Reads one message: its type into `self.kind`, its body into `self.body`. Notices,
+    /// parameter changes and notifications, which may come at any time, are passed over.
+    fn read_message(&mut self, context: &str) -> Result<(), OpError> {
+        loop {
+            let mut header = [0u8; 5];
+            (self.input.read_exact(&mut header)).map_err(|e| read_err(context, &e))?;
+            let len = i32::from_be_bytes([header[1], header[2], header[3], header[4]]);
+            if !(4..=MAX_MESSAGE as i32).contains(&len) {
+                return Err(malformed(
+                    context,
+                    Malformed("a message of impossible length"),
+                ));
+            }
+            self.kind = header[0];
+            self.body.resize(len as usize - 4, 0);
+            (self.input.read_exact(&mut self.body)).map_err(|e| read_err(context, &e))?;
+            if !matches!(self.kind, b'N' | b'S' | b'A') {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Hands `row` one data row's values as text, named by `columns`.
+fn row_text(
+    body: &[u8],
+    at: &[Option<Range<usize>>],
+    columns: &[String],
+    row: &mut dyn FnMut(&engine::driver::SqlRow<'_>),
+) -> Result<(), OpError> {
+    let mut cols = Vec::with_capacity(at.len());
+    for (i, r) in at.iter().enumerate() {
+        let name = columns.get(i).map_or("?", String::as_str);
+        let value = match r {
+            None => None,
+            Some(r) => Some(std::str::from_utf8(&body[r.clone()]).map_err(|_| {
+                malformed(
+                    "execute",
+                    Malformed("a value that is not UTF-8 in a UTF8 session"),
+                )
+            })?),
+        };
+        cols.push((name, value));
+    }
+    row(&cols);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_statement_is_bind_execute_sync_with_text_everywhere() {
+        let mut out = Vec::new();
+        let params = [SqlParam::Int(-42), SqlParam::Null, SqlParam::Text("ab")];
+        encode_execute(&mut out, "dyno3", &params);
+        let bind: Vec<u8> = [
+            &b"\0dyno3\0"[..],
+            &[0, 1, 0, 0, 0, 3],
+            &[0, 0, 0, 3],
+            b"-42",
+            &[0xff, 0xff, 0xff, 0xff],
+            &[0, 0, 0, 2],
+            b"ab",
+            &[0, 1, 0, 0],
+        ]
+        .concat();
+        assert_eq!(out[0], b'B');
+        assert_eq!(
+            i32::from_be_bytes(out[1..5].try_into().unwrap()) as usize,
+            4 + bind.len()
+        );
+        assert_eq!(&out[5..5 + bind.len()], &bind[..]);
+        let rest = &out[5 + bind.len()..];
+        assert_eq!(rest, [b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0, b'S', 0, 0, 0, 4]);
+    }
+
+    #[test]
+    fn replies_are_read_as_the_protocol_writes_them() {
+        let mut at = Vec::new();
+        let row = [&[0, 3][..], &[0, 0, 0, 2], b"ab", &[0xff; 4], &[0, 0, 0, 0]].concat();
+        parse_data_row(&row, &mut at).unwrap();
+        assert_eq!(at, vec![Some(6..8), None, Some(16..16)]);
+        let mut desc = vec![0, 2];
+        for name in ["aid", "abalance"] {
+            desc.extend_from_slice(name.as_bytes());
+            desc.extend_from_slice(&[0; 19]);
+        }
+        assert_eq!(parse_row_description(&desc).unwrap(), ["aid", "abalance"]);
+        assert_eq!(tag_rows(b"SELECT 5\0"), 5);
+        assert_eq!(tag_rows(b"INSERT 0 1\0"), 1);
+        assert_eq!(tag_rows(b"BEGIN\0"), 0);
+        let err = b"SERROR\0VERROR\0C40001\0Mcould not serialize access\0\0";
+        let e = server_err("execute", err);
+        assert_eq!(e.class, ErrorClass::Application);
+        assert_eq!(
+            e.message,
+            "postgres: execute: ERROR 40001: could not serialize access"
+        );
+        assert_eq!(server_err("x", b"C57014\0\0").class, ErrorClass::Timeout);
+    }
+
+    proptest! {
+        #[test]
+        fn any_reply_body_parses_or_fails_cleanly(b in proptest::collection::vec(any::<u8>(), 0..96)) {
+            let mut at = Vec::new();
+            if parse_data_row(&b, &mut at).is_ok() {
+                for r in at.iter().flatten() {
+                    prop_assert!(r.end <= b.len());
+                }
+            }
+            let _ = parse_row_description(&b);
+            let _ = parse_error(&b);
+            let _ = tag_rows(&b);
+        }
+
+        #[test]
+        fn integers_are_written_as_rust_writes_them(i in any::<i64>()) {
+            let mut buf = [0u8; 20];
+            let want = i.to_string();
+            prop_assert_eq!(int_text(i, &mut buf), want.as_bytes());
+        }
+    }
+}
