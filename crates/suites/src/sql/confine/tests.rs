@@ -85,6 +85,22 @@ fn writes_and_moves_outside_are_refused_with_their_place() {
     }
 }
 
+/// A script may run on either server, so it is read as each reads it: a write hidden from
+/// one reading (MySQL's backslash escapes and `#` comments, or PostgreSQL's lack of them) is
+/// found by the other.
+#[test]
+fn a_write_hidden_from_one_servers_reading_is_found_by_the_other() {
+    // MySQL: the string ends at the last quote; PostgreSQL: at `\'`, and the UPDATE is quoted.
+    assert!(refused(r"SELECT 'it\'s'; UPDATE other.t SET x = 1; SELECT '';").contains("other.t"));
+    // PostgreSQL: `#` is an operator and the UPDATE runs; MySQL: a comment.
+    assert!(refused("SELECT 1 # 2\n; UPDATE other.t SET x = 1;").contains("other.t"));
+    // Each reading alone would let one of these through.
+    assert!(refused(r"SELECT 'a\'' -- ' UPDATE other.t SET x = 1").contains("other.t"));
+    assert!(refused("SELECT 1 # UPDATE other.t SET x = 1\n;").contains("other.t"));
+    // A backslash at a string's end, as MySQL escapes it: nothing hidden.
+    assert_eq!(check(r"INSERT INTO t VALUES ('a\\', 'b');"), Ok(()));
+}
+
 proptest! {
     /// Whatever the text, the check answers (and points inside it).
     #[test]
