@@ -16,7 +16,7 @@
 //! - `redb` (feature `redb`): redb, kept to reproduce that measurement.
 //! - [`remote`] (`dyno://`), [`own_host`] (`host:`), [`redis`] (and Sentinel), [`etcd`], `postgres` (feature `postgres`,
 //!   on by default): servers, each in a namespace of dyno's own.
-//! - [`http`] (`http://`, and `https://` with `tls`, feature `tls`, on by default) and
+//! - [`http`] (`http://`, `h2c://` (HTTP/2), and `https://` with `tls`, feature `tls`, on by default) and
 //!   [`tcp`]: request/response targets for the load engine.
 //! - [`claim`]: claiming directories and temporary namespaces (a `dyno_` place, proven by a marker); [`options`]: option parsing;
 //!   [`net`]: address resolution, request bodies, and the replicated drivers' reconnection count.
@@ -113,6 +113,10 @@ pub fn drivers() -> Vec<Driver> {
         Driver {
             info: &http::INFO,
             configure: http::configure,
+        },
+        Driver {
+            info: &http::H2C_INFO,
+            configure: http::configure_h2c,
         },
         Driver {
             info: &tcp::INFO,

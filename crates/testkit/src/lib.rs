@@ -110,21 +110,27 @@ fn quiet(bin: &Path) -> Command {
 /// A private nginx serving [`HELLO`] at `/hello.txt` and a 404 at `/missing`.
 pub struct Nginx {
     pub port: u16,
-    tls: bool,
+    scheme: &'static str,
     _server: Running,
 }
 
 impl Nginx {
     pub fn start() -> Option<Nginx> {
-        Nginx::start_with(None)
+        Nginx::start_with(None, None)
     }
 
     /// nginx serving TLS with this certificate chain and key (PEM), e.g. made by rcgen.
     pub fn start_tls(cert_pem: &str, key_pem: &str) -> Option<Nginx> {
-        Nginx::start_with(Some((cert_pem, key_pem)))
+        Nginx::start_with(Some((cert_pem, key_pem)), None)
     }
 
-    fn start_with(tls: Option<(&str, &str)>) -> Option<Nginx> {
+    /// nginx speaking HTTP/2 in the clear (`h2c://`), closing each connection with GOAWAY after
+    /// `requests` requests, and at most `streams` streams at once on each.
+    pub fn start_h2c(requests: u64, streams: u32) -> Option<Nginx> {
+        Nginx::start_with(None, Some((requests, streams)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>, h2c: Option<(u64, u32)>) -> Option<Nginx> {
         let bin = installed("nginx", &["/usr/sbin/nginx", "/usr/bin/nginx"])?;
         let (port, server) = on_a_free_port("nginx", |port| {
             let dir = tempfile::tempdir().unwrap();
@@ -142,10 +148,17 @@ impl Nginx {
                     )
                 }
             };
+            let (requests, ssl) = match h2c {
+                None => (10_000_000, ssl),
+                Some((requests, streams)) => (
+                    requests,
+                    format!(" http2;\n    http2_max_concurrent_streams {streams}"),
+                ),
+            };
             let conf = format!(
                 "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
                  events {{ worker_connections 4096; }}\n\
-                 http {{\n  access_log off;\n  keepalive_requests 10000000;\n\
+                 http {{\n  access_log off;\n  keepalive_requests {requests};\n\
                  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
                  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
                  server {{\n    listen 127.0.0.1:{port}{ssl};\n    root {d}/www;\n    location = /missing {{ return 404; }}\n  }}\n}}\n",
@@ -161,9 +174,14 @@ impl Nginx {
                 .expect("starting nginx");
             accepting(child, dir, port)
         });
+        let scheme = match (tls, h2c) {
+            (Some(_), _) => "https",
+            (None, Some(_)) => "h2c",
+            (None, None) => "http",
+        };
         Some(Nginx {
             port,
-            tls: tls.is_some(),
+            scheme,
             _server: server,
         })
     }
@@ -174,8 +192,7 @@ impl Nginx {
     }
 
     pub fn url(&self, path: &str) -> String {
-        let scheme = if self.tls { "https" } else { "http" };
-        format!("{scheme}://127.0.0.1:{}{path}", self.port)
+        format!("{}://127.0.0.1:{}{path}", self.scheme, self.port)
     }
 }
 

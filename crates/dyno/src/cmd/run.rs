@@ -28,12 +28,20 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
     if a.insecure {
         given.push(("insecure", "--insecure", "true".to_string()));
     }
+    if let Some(n) = &a.streams {
+        given.push(("streams", "--streams", n.clone()));
+    }
     for (name, flag, value) in given {
-        let tls = matches!(name, "ca" | "insecure");
+        // TLS flags go to https:// targets only, HTTP/2's to h2c:// ones; the others to all.
+        let scheme = match name {
+            "ca" | "insecure" => Some("https:"),
+            "streams" => Some("h2c:"),
+            _ => None,
+        };
         let mut named = 0;
         for t in targets
             .iter_mut()
-            .filter(|t| !tls || t.url.value.starts_with("https:"))
+            .filter(|t| scheme.is_none_or(|s| t.url.value.starts_with(s)))
         {
             named += 1;
             t.options.push((
@@ -41,10 +49,10 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
                 Sp::new(value.clone(), Origin::Flag(flag)),
             ));
         }
-        if tls && named == 0 {
+        if let Some(scheme) = scheme.filter(|_| named == 0) {
             return Err(PlanError::new(
                 Origin::Flag(flag),
-                format!("{flag} applies to https:// targets, and none was named"),
+                format!("{flag} applies to {scheme}// targets, and none was named"),
             )
             .into());
         }

@@ -28,7 +28,7 @@ mod worker;
 
 pub use coalesce::{Coalesce, Waits};
 pub use interval::{Interval, Live, MAX_RECORD_INTERVALS};
-pub use protocol::{Channel, Feed, Protocol, ResponseReader};
+pub use protocol::{Channel, Ended, Feed, Protocol, ResponseReader, Session};
 pub use timer::{process_cpu_ns, thread_cpu_ns};
 
 use interval::*;

@@ -45,6 +45,57 @@ pub trait Protocol: Send + Sync {
     fn channel(&self) -> Result<Option<Box<dyn Channel>>, OpError> {
         Ok(None)
     }
+    /// A multiplexing protocol's session for a new connection (HTTP/2: many requests in flight
+    /// on one connection, each on a stream of its own), or `None`: one request at a time, as
+    /// [`Protocol::request`] and [`Protocol::reader`] say.
+    fn session(&self) -> Option<Box<dyn Session>> {
+        None
+    }
+    /// With a session: how many requests one connection carries at once (HTTP/2's streams,
+    /// h2load's `-m`); the engine runs `connections × streams` of them.
+    fn streams(&self) -> usize {
+        1
+    }
+}
+
+/// How a request on a [`Session`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// Its response came (or its stream was reset): judged as [`Feed::Done`]'s outcome is.
+    Response(Result<(), OpError>),
+    /// The peer said it never processed it (HTTP/2: a stream above GOAWAY's last): it is sent
+    /// again, on a new connection, its latency still counted from its intended start.
+    Unprocessed,
+}
+
+/// One connection of a multiplexing protocol, as the event loop drives it: requests are opened
+/// by slot (the engine's number for a request in flight), their bytes and the protocol's own
+/// (settings, acknowledgements, flow control) written into the connection's outgoing buffer;
+/// what arrives is fed in and ends requests by slot. The engine holds the socket, the timing
+/// and the schedule; a session holds only the protocol's state and allocates nothing per
+/// request.
+pub trait Session: Send {
+    /// What to send once connected (HTTP/2's preface and SETTINGS).
+    fn start(&mut self, out: &mut Vec<u8>);
+    /// Whether one more request may be opened now (a stream free under the peer's limit, and
+    /// the peer still taking requests).
+    fn can_open(&self) -> bool;
+    /// Opens request `slot`: its bytes into `out`.
+    fn open(&mut self, slot: usize, out: &mut Vec<u8>);
+    /// Reads bytes received: `done(slot, how)` for each request that ended. Frames to answer
+    /// go into `out`. An `Err` is the connection's end: every request still open on it fails
+    /// with it.
+    fn feed(
+        &mut self,
+        data: &[u8],
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) -> Result<(), OpError>;
+    /// Gives up on request `slot` (its timeout, or the run's end): its stream is reset.
+    fn cancel(&mut self, slot: usize, out: &mut Vec<u8>);
+    /// Whether the peer takes no more requests on this connection (it said GOAWAY, or the
+    /// stream numbers ran out): once its requests end, the next go on a new connection.
+    fn closing(&self) -> bool;
 }
 
 /// A secure channel over one connection (TLS), as the event loop drives it: ciphertext moves

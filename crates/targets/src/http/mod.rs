@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub mod h2;
 mod reader;
 pub use reader::{HttpReader, MAX_HEAD};
 
@@ -33,6 +34,41 @@ pub static INFO: DriverInfo = DriverInfo {
     options: OPTIONS,
     clients: engine::driver::ClientModel::EventLoop,
 };
+
+/// `h2c://`: HTTP/2 in the clear, by prior knowledge (RFC 9113 §3.3), several requests in
+/// flight on each connection.
+pub static H2C_INFO: DriverInfo = DriverInfo {
+    scheme: "h2c",
+    query_options: false,
+    summary: "HTTP/2 in the clear (prior knowledge): many requests in flight per connection, each on a stream",
+    forms: &["h2c://127.0.0.1:8080/path?query   (--streams 10)"],
+    families: &[Family::Request],
+    options: H2C_OPTIONS,
+    clients: engine::driver::ClientModel::EventLoop,
+};
+
+const H2C_OPTIONS: &[OptionSpec] = &[
+    OPTIONS[0],
+    OPTIONS[1],
+    OPTIONS[2],
+    OPTIONS[3],
+    OPTIONS[5],
+    OptionSpec {
+        name: "streams",
+        default: "1",
+        help: "requests in flight on each connection at once, each on its stream (h2load's -m); a closed loop runs connections × streams clients",
+    },
+    OptionSpec {
+        name: "window",
+        default: "1GiB",
+        help: "each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE), at most 2GiB - 1",
+    },
+    OptionSpec {
+        name: "connection_window",
+        default: "1GiB",
+        help: "the connection's receive window, at most 2GiB - 1",
+    },
+];
 
 /// `https://`: the same load over TLS, with the certificate checked.
 #[cfg(feature = "tls")]
@@ -112,6 +148,8 @@ struct Config {
     resolved: BTreeMap<String, String>,
     #[cfg(feature = "tls")]
     tls: Option<(crate::tls::Client, crate::tls::Trust)>,
+    /// HTTP/2: streams per connection and the receive windows.
+    h2: Option<(usize, u32, u32)>,
 }
 
 /// Validates the URL and options; touches nothing.
@@ -227,12 +265,63 @@ fn configure_as(
         headers,
         body,
         body_file,
-        keepalive: o.bool("keepalive")?,
+        keepalive: info.scheme == "h2c" || o.bool("keepalive")?,
         max_response: o.size("max_response")?,
         resolved: o.resolved(),
         #[cfg(feature = "tls")]
         tls: None,
+        h2: None,
     })
+}
+
+/// `h2c://`: as [`configure`], and HTTP/2's own options; the headers HTTP/2 forbids (RFC 9113
+/// §8.2.2) refused.
+pub fn configure_h2c(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let mut c = configure_as(&H2C_INFO, rest, options)?;
+    let o = Opts::new("h2c", options, H2C_INFO.options)?;
+    let streams = o.text("streams");
+    let streams = (streams
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=10_000).contains(n)))
+    .ok_or_else(|| {
+        ConfigError::option(
+            "streams",
+            format!("{streams:?} is not a count of 1 to 10000"),
+        )
+        .hint("write e.g. --streams 10")
+    })?;
+    let window = |name: &str| -> Result<u32, ConfigError> {
+        let v = o.size(name)?;
+        (1..=h2::frame::MAX_WINDOW as u64)
+            .contains(&v)
+            .then_some(v as u32)
+            .ok_or_else(|| {
+                ConfigError::option(name, format!("{v} bytes: a window is 1 byte to 2GiB - 1"))
+            })
+    };
+    c.h2 = Some((streams, window("window")?, window("connection_window")?));
+    for (name, _) in &c.headers {
+        let lower = name.to_ascii_lowercase();
+        if [
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "transfer-encoding",
+            "upgrade",
+        ]
+        .contains(&lower.as_str())
+        {
+            return Err(ConfigError::option(
+                "headers",
+                format!("{name} is a connection header, which HTTP/2 forbids"),
+            ));
+        }
+    }
+    Ok(Box::new(c))
 }
 
 impl TargetConfig for Config {
@@ -261,6 +350,15 @@ impl TargetConfig for Config {
         let port = 80;
         let addr = crate::net::resolve(&self.authority, Some(port))?;
         let body = crate::net::bytes(&self.body, &self.body_file, "body_file")?;
+        if let Some((streams, window, connection_window)) = self.h2 {
+            return Ok(Endpoint {
+                addr,
+                protocol: Arc::new(Http2 {
+                    request: Arc::new(self.h2_request(body, window, connection_window)),
+                    streams,
+                }),
+            });
+        }
         let mut req = format!(
             "{} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: dyno/{}\r\n",
             self.method,
@@ -291,6 +389,68 @@ impl TargetConfig for Config {
                 tls: self.tls.as_ref().map(|t| t.0.clone()),
             }),
         })
+    }
+}
+
+impl Config {
+    /// HTTP/2's request: its header block (the pseudo-headers, `user-agent`, the plan's
+    /// headers in lower case, `content-length` for a body), encoded once.
+    fn h2_request(&self, body: Vec<u8>, window: u32, connection_window: u32) -> h2::Request {
+        let agent = format!("dyno/{}", env!("CARGO_PKG_VERSION"));
+        let length = body.len().to_string();
+        let names: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(k, _)| k.to_ascii_lowercase())
+            .collect();
+        let mut headers = vec![
+            (":method", self.method.as_str()),
+            (":scheme", "http"),
+            (":authority", self.authority.as_str()),
+            (":path", self.path.as_str()),
+            ("user-agent", agent.as_str()),
+        ];
+        headers.extend(
+            names
+                .iter()
+                .map(String::as_str)
+                .zip(self.headers.iter().map(|(_, v)| v.as_str())),
+        );
+        if !body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH") {
+            headers.push(("content-length", &length));
+        }
+        h2::Request {
+            block: h2::hpack::encode(&headers),
+            body,
+            max_response: self.max_response,
+            stream_window: window,
+            connection_window,
+        }
+    }
+}
+
+/// `h2c://`'s protocol: each connection an HTTP/2 session.
+struct Http2 {
+    request: Arc<h2::Request>,
+    streams: usize,
+}
+
+impl Protocol for Http2 {
+    fn request(&self) -> &[u8] {
+        &[]
+    }
+    fn connection_per_request(&self) -> bool {
+        false
+    }
+    fn reader(&self) -> Box<dyn ResponseReader> {
+        // Slots of a session read nothing themselves; the session reads for them.
+        Box::new(HttpReader::new(false, 0))
+    }
+    fn session(&self) -> Option<Box<dyn engine::load::Session>> {
+        Some(Box::new(h2::H2::new(self.request.clone())))
+    }
+    fn streams(&self) -> usize {
+        self.streams
     }
 }
 

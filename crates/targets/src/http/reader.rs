@@ -57,7 +57,7 @@ fn protocol(message: &'static str) -> OpError {
     OpError::new(ErrorClass::Protocol, message)
 }
 
-fn outcome(status: u16) -> Result<(), OpError> {
+pub(super) fn outcome(status: u16) -> Result<(), OpError> {
     match status {
         200..=299 => Ok(()),
         300..=399 => Err(OpError::new(ErrorClass::Application, "HTTP 3xx response")),

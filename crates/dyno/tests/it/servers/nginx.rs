@@ -1,5 +1,6 @@
 //! The load suite against a real nginx: keep-alive and a connection per request, non-2xx
-//! counting, and an open loop. nginx runs privately on a free loopback port.
+//! counting, an open loop, and HTTP/2 in the clear. nginx runs privately on a free loopback
+//! port.
 
 use crate::common::*;
 
@@ -328,4 +329,77 @@ fn profile_draws_nginx_and_dyno_as_flame_graphs() {
         page.contains("href=\"profiles/http/load/nginx"),
         "no link to nginx's graph"
     );
+}
+
+/// HTTP/2 in the clear: connections × streams clients, each request a stream; nginx's GOAWAY
+/// after 300 requests per connection (and its limit of 8 streams at once) costs no request:
+/// those above its last stream are sent again on a new connection. A 404 is a non-2xx
+/// response; an open loop holds its rate.
+#[test]
+fn h2c_against_nginx_with_streams_and_goaway() {
+    let _serial = serial();
+    let Some(n) = Nginx::start_h2c(300, 8) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "--requests",
+        "250",
+        "-c",
+        "2",
+        "--streams",
+        "10",
+        "-r",
+        "1",
+    ];
+    dyno(dir.path())
+        .args(args)
+        .args([&n.url("/hello.txt"), "-o", "o"])
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    let c = case(&rec, "h2c", "load");
+    let l = &c["reps"][0]["detail"]["load"];
+    assert_eq!(l["ok"], 2 * 10 * 250, "{l}");
+    assert_eq!(l["network_failed"], 0, "{}", c["error_examples"]);
+    // 5,000 requests at 300 per connection: at least 17 connections.
+    assert!(l["connects"].as_u64().unwrap() >= 17, "{l}");
+    assert!(l["bytes_in"].as_u64().unwrap() >= 5000 * HELLO.len() as u64);
+
+    dyno(dir.path())
+        .args(args)
+        .args([&n.url("/missing"), "-o", "missing"])
+        .assert()
+        .success();
+    let l = load_of(&record(&dir.path().join("missing")), "h2c");
+    assert_eq!(l["non_2xx"], 5000, "{l}");
+    assert_eq!(l["network_failed"], 0);
+
+    dyno(dir.path())
+        .args([
+            "run",
+            "--rate",
+            "2000",
+            "-d",
+            "1s",
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-r",
+            "1",
+        ])
+        .args([&n.url("/hello.txt"), "-o", "open"])
+        .assert()
+        .success();
+    let l = load_of(&record(&dir.path().join("open")), "h2c");
+    let ok = l["ok"].as_u64().unwrap();
+    assert!((1900..=2100).contains(&ok), "{l}");
+    assert_eq!(l["generator"]["valid"], true, "{l}");
+}
+
+fn load_of(rec: &serde_json::Value, target: &str) -> serde_json::Value {
+    case(rec, target, "load")["reps"][0]["detail"]["load"].clone()
 }

@@ -4,7 +4,10 @@
 use super::channel::*;
 use super::*;
 
+mod link;
 mod poll;
+
+pub(super) use link::{LINK_BASE, Link};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum State {
@@ -39,6 +42,8 @@ pub(super) struct Conn {
     pub(super) remaining: u64,
     /// Closed loop: when the next request is due, after a failure pause.
     pub(super) retry_at: Option<u64>,
+    /// A multiplexing protocol's slot: the link it rides (`ci / streams`); no socket of its own.
+    pub(super) link: Option<usize>,
 }
 
 impl Conn {
@@ -98,6 +103,12 @@ pub(super) struct Worker<'a> {
     /// The first sends' times, up to this thread's share of [`LoadSpec::keep_sends`].
     pub(super) sends: Vec<u64>,
     pub(super) keep_sends: usize,
+    /// A multiplexing protocol's connections, and how many slots each carries (1 otherwise).
+    pub(super) links: Vec<Link>,
+    pub(super) multiplexed: bool,
+    pub(super) streams: usize,
+    /// The requests a link's bytes ended (reused).
+    pub(super) ended: Vec<(usize, Ended)>,
 }
 
 pub(super) struct WorkerResult {
@@ -156,6 +167,14 @@ impl<'a> Worker<'a> {
             // Taken whole up front: a send never allocates.
             sends: Vec::with_capacity(spec.keep_sends.div_ceil(spec.threads.max(1))),
             keep_sends: spec.keep_sends.div_ceil(spec.threads.max(1)),
+            links: Vec::new(),
+            multiplexed: spec.protocol.session().is_some(),
+            streams: if spec.protocol.session().is_some() {
+                spec.protocol.streams().max(1)
+            } else {
+                1
+            },
+            ended: Vec::new(),
         })
     }
 
@@ -172,8 +191,17 @@ impl<'a> Worker<'a> {
             sent: 0,
             remaining,
             retry_at: None,
+            link: None,
         });
-        self.conns.len() - 1
+        let ci = self.conns.len() - 1;
+        if self.multiplexed {
+            let li = ci / self.streams;
+            while self.links.len() <= li {
+                self.links.push(Link::new());
+            }
+            self.conns[ci].link = Some(li);
+        }
+        ci
     }
 
     pub(super) fn set_outstanding(&mut self, now: u64, n: u64) {
@@ -199,6 +227,12 @@ impl<'a> Worker<'a> {
         c.started = now;
         c.written = 0;
         c.reader.reset();
+        if let Some(li) = c.link {
+            self.link_start(ci, li, now);
+            let n = self.outstanding + 1;
+            self.set_outstanding(now, n);
+            return;
+        }
         if c.stream.is_none() {
             match TcpStream::connect(self.spec.addr) {
                 Ok(mut s) => {
@@ -370,6 +404,10 @@ impl<'a> Worker<'a> {
     }
 
     pub(super) fn drop_stream(&mut self, ci: usize) {
+        if let Some(li) = self.conns[ci].link {
+            self.link_detach(ci, li);
+            return;
+        }
         let c = &mut self.conns[ci];
         if let Some(mut s) = c.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);
@@ -474,7 +512,7 @@ impl<'a> Worker<'a> {
         self.window.due(intended);
         if let Some(ci) = self.idle.pop() {
             self.start(ci, intended, now);
-        } else if self.conns.len() < self.max_connections {
+        } else if self.conns.len() < self.max_connections * self.streams {
             let ci = self.add_conn(u64::MAX);
             self.start(ci, intended, now);
         } else if self.backlog.len() < MAX_BACKLOG {
@@ -531,9 +569,15 @@ impl<'a> Worker<'a> {
                 self.fail(ci, e, now);
             }
         }
+        if self.multiplexed {
+            self.flush_links(now);
+        }
     }
 
     pub(super) fn handle(&mut self, ci: usize, now: u64) {
+        if ci >= LINK_BASE {
+            return self.handle_link(ci - LINK_BASE, now);
+        }
         let state = self.conns[ci].state;
         if state == State::Connecting {
             let c = &mut self.conns[ci];
@@ -590,6 +634,12 @@ impl<'a> Worker<'a> {
     /// first requests do not pay for connecting. A connection that fails here is connected (and
     /// its failure counted) when it is first used.
     pub(super) fn preconnect(&mut self, n: usize) {
+        if self.multiplexed {
+            for _ in 0..n {
+                self.preconnect_link();
+            }
+            return;
+        }
         for _ in 0..n {
             let ci = self.add_conn(u64::MAX);
             let t0 = self.clock.now_ns();

@@ -7,6 +7,10 @@ impl<'a> Worker<'a> {
     /// Drops every connection, as a client restarting would: a request in flight fails as
     /// `reset`; the next request on each connection opens a new one.
     pub(super) fn restart_clients(&mut self, now: u64) {
+        for li in 0..self.links.len() {
+            let e = OpError::new(ErrorClass::Reset, "dyno's clients restarted (a fault)");
+            self.link_fail(li, e, now);
+        }
         for ci in 0..self.conns.len() {
             if self.conns[ci].busy() {
                 let e = OpError::new(ErrorClass::Reset, "dyno's clients restarted (a fault)");
@@ -128,7 +132,7 @@ impl<'a> Worker<'a> {
         self.outstanding_since = start;
         self.closed_stop = if self.open { None } else { share.stop };
         if !self.open {
-            for _ in 0..share.connections {
+            for _ in 0..share.connections * self.streams {
                 let ci = self.add_conn(share.closed_remaining);
                 if share.closed_remaining > 0 {
                     self.start(ci, start, start);

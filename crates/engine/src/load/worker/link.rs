@@ -1,0 +1,377 @@
+//! Connections of a multiplexing protocol (HTTP/2, [`Session`]): a link is one socket that
+//! carries up to [`Worker::streams`] requests at once. Each request in flight is still a
+//! [`Conn`] — a slot, with its own intended start, service start and timeout, so everything
+//! the engine measures per request holds — but without a socket of its own: slot `ci` rides
+//! link `ci / streams`. A request that waits for its link to connect, or for a stream under
+//! the server's limit, waits from its intended start: that time is the server's.
+
+use super::*;
+
+/// Poll tokens at and above this are links (`LINK_BASE + li`); below, connections.
+pub(in crate::load) const LINK_BASE: usize = 1 << 40;
+
+pub(in crate::load) struct Link {
+    pub(super) stream: Option<TcpStream>,
+    pub(super) tls: Option<Box<dyn Channel>>,
+    pub(super) session: Option<Box<dyn Session>>,
+    /// Connected, and the session's first bytes queued.
+    pub(super) up: bool,
+    pub(super) handshake_from: Option<u64>,
+    /// What is still to be written.
+    pub(super) out: Vec<u8>,
+    /// Slots waiting for a stream (the link connecting, or the server's limit), oldest first.
+    pub(super) waiting: VecDeque<usize>,
+}
+
+impl Link {
+    pub(super) fn new() -> Link {
+        Link {
+            stream: None,
+            tls: None,
+            session: None,
+            up: false,
+            handshake_from: None,
+            out: Vec::new(),
+            waiting: VecDeque::new(),
+        }
+    }
+}
+
+impl Worker<'_> {
+    /// The slots link `li` carries.
+    fn slots_of(&self, li: usize) -> std::ops::Range<usize> {
+        li * self.streams..((li + 1) * self.streams).min(self.conns.len())
+    }
+
+    /// Starts slot `ci`'s request on its link: at once if a stream is free, else when one is.
+    pub(super) fn link_start(&mut self, ci: usize, li: usize, now: u64) {
+        if self.links[li].stream.is_none()
+            && let Err(e) = self.link_connect(li)
+        {
+            self.fail(ci, e, now);
+            return;
+        }
+        let l = &mut self.links[li];
+        self.conns[ci].state = if l.up {
+            State::Writing
+        } else {
+            State::Connecting
+        };
+        l.waiting.push_back(ci);
+        if l.up {
+            self.link_open_waiting(li, now);
+            self.link_flush(li, now);
+        }
+    }
+
+    fn link_connect(&mut self, li: usize) -> Result<(), OpError> {
+        let mut s = TcpStream::connect(self.spec.addr).map_err(|e| io_err("connect", &e))?;
+        (self.poll.registry())
+            .register(
+                &mut s,
+                Token(LINK_BASE + li),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .map_err(|e| io_err("register", &e))?;
+        let l = &mut self.links[li];
+        l.stream = Some(s);
+        l.session = self.spec.protocol.session();
+        l.up = false;
+        l.out.clear();
+        Ok(())
+    }
+
+    /// The link is connected: its channel set up, its session's first bytes queued.
+    fn link_up(&mut self, li: usize, now: u64) -> Result<(), OpError> {
+        let tls = self.spec.protocol.channel()?;
+        self.counters.connects += 1;
+        let l = &mut self.links[li];
+        l.handshake_from = tls.as_ref().map(|_| now);
+        l.tls = tls;
+        if let Some(s) = l.session.as_mut() {
+            s.start(&mut l.out);
+        }
+        l.up = true;
+        Ok(())
+    }
+
+    /// Opens the waiting slots' requests while the session has streams for them.
+    fn link_open_waiting(&mut self, li: usize, now: u64) {
+        let l = &mut self.links[li];
+        let Some(session) = l.session.as_mut().filter(|_| l.up) else {
+            return;
+        };
+        while session.can_open() {
+            let Some(ci) = l.waiting.pop_front() else {
+                break;
+            };
+            session.open(ci, &mut l.out);
+            let c = &mut self.conns[ci];
+            c.state = State::Reading;
+            c.sent = now;
+            if self.sends.len() < self.keep_sends {
+                self.sends.push(now);
+            }
+        }
+    }
+
+    /// Writes what the link has queued, as far as the socket takes it.
+    pub(super) fn link_flush(&mut self, li: usize, now: u64) {
+        let l = &mut self.links[li];
+        let Some(stream) = l.stream.as_mut().filter(|_| l.up) else {
+            return;
+        };
+        if let Some(tls) = l.tls.as_mut() {
+            let sent = tls
+                .send(&l.out)
+                .and_then(|()| flush_tls(tls.as_mut(), stream));
+            self.counters.bytes_out += l.out.len() as u64;
+            l.out.clear();
+            if let Err(e) = sent {
+                self.link_fail(li, io_err("send", &e), now);
+            }
+            return;
+        }
+        let mut written = 0;
+        while written < l.out.len() {
+            match stream.write(&l.out[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.link_fail(li, io_err("send", &e), now);
+                    return;
+                }
+            }
+        }
+        self.counters.bytes_out += written as u64;
+        l.out.drain(..written);
+    }
+
+    /// The link's socket is ready: connect, write, read, and end the requests that ended.
+    pub(super) fn handle_link(&mut self, li: usize, now: u64) {
+        let Some(s) = self.links.get(li).and_then(|l| l.stream.as_ref()) else {
+            return;
+        };
+        if !self.links[li].up {
+            match s.take_error() {
+                Ok(Some(e)) | Err(e) => return self.link_fail(li, io_err("connect", &e), now),
+                Ok(None) => {}
+            }
+            match s.peer_addr() {
+                Ok(_) => {
+                    let _ = s.set_nodelay(true);
+                    if let Err(e) = self.link_up(li, now) {
+                        return self.link_fail(li, e, now);
+                    }
+                    self.link_open_waiting(li, now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+                Err(e) => return self.link_fail(li, io_err("connect", &e), now),
+            }
+        }
+        self.link_flush(li, now);
+        self.link_read(li, now);
+        // Broken, or broken and connecting anew: nothing more to do on it now.
+        if !self.links[li].up {
+            return;
+        }
+        self.link_open_waiting(li, now);
+        self.link_flush(li, now);
+        self.link_renew(li, now);
+    }
+
+    /// Reads what arrived and feeds it to the session.
+    fn link_read(&mut self, li: usize, now: u64) {
+        loop {
+            let l = &mut self.links[li];
+            let Some(stream) = l.stream.as_mut() else {
+                return;
+            };
+            let got = match l.tls.as_mut() {
+                None => stream.read(&mut self.buf),
+                Some(tls) => match recv_tls(tls.as_mut(), stream, &mut self.buf) {
+                    Ok(got) => got,
+                    Err(e) => return self.link_fail(li, e, now),
+                },
+            };
+            if let (Some(from), Some(tls)) = (l.handshake_from, l.tls.as_ref())
+                && !tls.is_handshaking()
+            {
+                self.handshake
+                    .saturating_record(now.saturating_sub(from).max(1));
+                l.handshake_from = None;
+            }
+            let n = match got {
+                Ok(0) => {
+                    let e = OpError::new(ErrorClass::Reset, "the server closed the connection");
+                    // After GOAWAY the requests still waiting for a stream were never sent:
+                    // they go on a new connection.
+                    if l.session.as_ref().is_some_and(|s| s.closing()) {
+                        return self.link_renew_after(li, e, now);
+                    }
+                    return self.link_fail(li, e, now);
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return self.link_fail(li, io_err("receive", &e), now),
+            };
+            self.counters.bytes_in += n as u64;
+            let mut ended = std::mem::take(&mut self.ended);
+            let fed = match l.session.as_mut() {
+                Some(s) => s.feed(&self.buf[..n], &mut l.out, &mut |ci, r| ended.push((ci, r))),
+                None => Ok(()),
+            };
+            for (ci, how) in ended.drain(..) {
+                if self.conns[ci].state != State::Reading {
+                    continue;
+                }
+                match how {
+                    Ended::Response(outcome) => self.complete(ci, outcome, true, now),
+                    Ended::Unprocessed => {
+                        self.conns[ci].state = State::Writing;
+                        self.links[li].waiting.push_back(ci);
+                    }
+                }
+            }
+            self.ended = ended;
+            if let Err(e) = fed {
+                return self.link_fail(li, e, now);
+            }
+        }
+    }
+
+    /// A link the server is closing (GOAWAY) is let go once its last request ended; the
+    /// requests waiting for it go on a new one.
+    fn link_renew(&mut self, li: usize, now: u64) {
+        let closing = self.links[li].session.as_ref().is_some_and(|s| s.closing());
+        let busy = self
+            .slots_of(li)
+            .any(|ci| self.conns[ci].state == State::Reading);
+        if !closing || busy {
+            return;
+        }
+        self.link_drop(li);
+        let waiting: Vec<usize> = self.links[li].waiting.drain(..).collect();
+        for ci in waiting {
+            self.link_start(ci, li, now);
+        }
+    }
+
+    /// The server closed a link it had said GOAWAY on: what was open on it fails with `e`,
+    /// what waited for a stream starts on a new connection.
+    fn link_renew_after(&mut self, li: usize, e: OpError, now: u64) {
+        let waiting: Vec<usize> = self.links[li].waiting.drain(..).collect();
+        self.link_fail_but(li, e, now, &waiting);
+        for ci in waiting {
+            if self.conns[ci].busy() {
+                self.link_start(ci, li, now);
+            }
+        }
+    }
+
+    fn link_drop(&mut self, li: usize) {
+        let l = &mut self.links[li];
+        if let Some(mut s) = l.stream.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        l.tls = None;
+        l.session = None;
+        l.up = false;
+        l.handshake_from = None;
+        l.out.clear();
+    }
+
+    /// The link broke: it is closed, and each request on it or waiting for it fails with `e`.
+    pub(super) fn link_fail(&mut self, li: usize, e: OpError, now: u64) {
+        self.link_fail_but(li, e, now, &[]);
+    }
+
+    /// As [`Worker::link_fail`], but for the slots `spared`, left as they are.
+    fn link_fail_but(&mut self, li: usize, e: OpError, now: u64, spared: &[usize]) {
+        self.link_drop(li);
+        self.links[li].waiting.clear();
+        // Listed first: a slot failed here may start again at once, on a new connection.
+        let busy: Vec<usize> = (self.slots_of(li))
+            .filter(|&ci| self.conns[ci].busy() && !spared.contains(&ci))
+            .collect();
+        for ci in busy {
+            self.fail(ci, e.clone(), now);
+        }
+    }
+
+    /// Slot `ci` leaves its link: a stream it had open is reset, a wait for one given up.
+    pub(super) fn link_detach(&mut self, ci: usize, li: usize) {
+        let state = self.conns[ci].state;
+        let l = &mut self.links[li];
+        match state {
+            State::Reading => {
+                if let Some(s) = l.session.as_mut() {
+                    s.cancel(ci, &mut l.out);
+                }
+            }
+            State::Connecting | State::Writing => l.waiting.retain(|&w| w != ci),
+            State::Closed | State::Idle => {}
+        }
+        self.conns[ci].state = State::Closed;
+    }
+
+    /// Every link with something queued (a reset after a timeout) writes it.
+    pub(super) fn flush_links(&mut self, now: u64) {
+        for li in 0..self.links.len() {
+            if !self.links[li].out.is_empty() && self.links[li].up {
+                self.link_flush(li, now);
+            }
+        }
+    }
+
+    /// Open loop: link `li` connected up front, with all its slots idle.
+    pub(super) fn preconnect_link(&mut self) {
+        let li = self.links.len();
+        self.links.push(Link::new());
+        let first = self.conns.len();
+        for _ in 0..self.streams {
+            let ci = self.add_conn(u64::MAX);
+            self.idle.push(ci);
+        }
+        let t0 = self.clock.now_ns();
+        let mut tls = None;
+        let connected = std::net::TcpStream::connect_timeout(&self.spec.addr, self.spec.timeout)
+            .and_then(|mut s| {
+                s.set_nodelay(true)?;
+                tls = self.spec.protocol.channel().map_err(io::Error::other)?;
+                if let Some(ch) = tls.as_mut() {
+                    handshake_blocking(ch.as_mut(), &mut s, self.spec.timeout)?;
+                }
+                s.set_nonblocking(true)?;
+                let mut s = TcpStream::from_std(s);
+                let token = Token(LINK_BASE + li);
+                (self.poll.registry()).register(
+                    &mut s,
+                    token,
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
+                Ok(s)
+            });
+        let Ok(s) = connected else {
+            return;
+        };
+        if tls.is_some() {
+            let ns = self.clock.now_ns().saturating_sub(t0);
+            self.handshake.saturating_record(ns.max(1));
+        }
+        self.counters.connects += 1;
+        let l = &mut self.links[li];
+        l.stream = Some(s);
+        l.tls = tls;
+        l.session = self.spec.protocol.session();
+        if let Some(s) = l.session.as_mut() {
+            s.start(&mut l.out);
+        }
+        l.up = true;
+        debug_assert_eq!(first / self.streams, li);
+        self.link_flush(li, t0);
+    }
+}

@@ -1,0 +1,582 @@
+//! HTTP/2 (RFC 9113) for the load engine: one connection's client side as an
+//! [`engine::load::Session`]. The request's header block is encoded once per target
+//! ([`hpack::encode`]); a request is its HEADERS frame (and DATA frames for a body) with the
+//! next stream number. Replies are read frame by frame from what arrives, a frame cut by a read
+//! kept until the rest comes: responses end by stream, judged by `:status` as HTTP/1.1's are;
+//! SETTINGS, PING and WINDOW_UPDATE are answered; RST_STREAM ends its request with the error's
+//! name, GOAWAY the requests the server did not take. Written by hand rather than on the `h2`
+//! crate: the engine drives sockets itself and allocates nothing per request, which `h2`'s
+//! futures, `http::Request` and shared buffers per stream do (ARCHITECTURE.md).
+
+pub mod frame;
+pub mod hpack;
+mod huffman;
+mod table;
+
+use engine::driver::{ErrorClass, OpError};
+use engine::load::{Ended, Session};
+use frame::Head;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+/// The largest header block dyno assembles from HEADERS and CONTINUATION frames.
+pub const MAX_HEADER_BLOCK: usize = 256 * 1024;
+/// The HPACK table size dyno allows the server (the protocol's default).
+const TABLE_SIZE: usize = 4096;
+
+/// What every request of a target is, and the windows dyno offers: made once per target.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub block: Vec<u8>,
+    pub body: Vec<u8>,
+    pub max_response: u64,
+    /// The receive window of each stream, and of the connection (SETTINGS_INITIAL_WINDOW_SIZE
+    /// and a WINDOW_UPDATE on stream 0).
+    pub stream_window: u32,
+    pub connection_window: u32,
+}
+
+struct Stream {
+    slot: usize,
+    status: u16,
+    /// Bytes received on it since its last WINDOW_UPDATE.
+    unacked: u32,
+    /// Its body: sent so far, and the window the server gives it.
+    sent: usize,
+    send_window: i64,
+    received: u64,
+}
+
+/// One HTTP/2 connection's client state.
+pub struct H2 {
+    req: Arc<Request>,
+    hpack: hpack::Decoder,
+    /// The bytes of a frame cut by a read.
+    partial: Vec<u8>,
+    /// A header block being assembled: its stream, whether its HEADERS ended the stream.
+    block: Vec<u8>,
+    block_of: Option<(u32, bool)>,
+    streams: FxHashMap<u32, Stream>,
+    next_id: u32,
+    peer_max_streams: usize,
+    peer_window: i64,
+    peer_max_frame: usize,
+    send_window: i64,
+    /// Bytes received on the connection since its last WINDOW_UPDATE.
+    unacked: u32,
+    goaway: bool,
+}
+
+fn protocol(message: String) -> OpError {
+    OpError::new(ErrorClass::Protocol, format!("HTTP/2: {message}"))
+}
+
+/// A connection error: GOAWAY with `code` is written, the error returned.
+fn connection_error(out: &mut Vec<u8>, code: u32, message: &str) -> OpError {
+    frame::goaway(out, 0, code);
+    protocol(format!("{message} ({})", frame::error_name(code)))
+}
+
+impl H2 {
+    pub fn new(req: Arc<Request>) -> H2 {
+        H2 {
+            req,
+            hpack: hpack::Decoder::new(TABLE_SIZE),
+            partial: Vec::new(),
+            block: Vec::new(),
+            block_of: None,
+            streams: FxHashMap::default(),
+            next_id: 1,
+            peer_max_streams: usize::MAX,
+            peer_window: frame::DEFAULT_WINDOW,
+            peer_max_frame: frame::DEFAULT_MAX_FRAME,
+            send_window: frame::DEFAULT_WINDOW,
+            unacked: 0,
+            goaway: false,
+        }
+    }
+
+    /// Sends what the windows allow of stream `id`'s body.
+    fn send_body(&mut self, id: u32, out: &mut Vec<u8>) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let body = &self.req.body;
+        while s.sent < body.len() {
+            let room = s
+                .send_window
+                .min(self.send_window)
+                .min(self.peer_max_frame as i64);
+            if room <= 0 {
+                return;
+            }
+            let n = (body.len() - s.sent).min(room as usize);
+            let end = s.sent + n == body.len();
+            frame::data(out, id, &body[s.sent..s.sent + n], end);
+            s.sent += n;
+            s.send_window -= n as i64;
+            self.send_window -= n as i64;
+        }
+    }
+
+    /// Stream `id` ended: its request is done with `outcome`.
+    fn end(&mut self, id: u32, outcome: Result<(), OpError>, done: &mut dyn FnMut(usize, Ended)) {
+        if let Some(s) = self.streams.remove(&id) {
+            done(s.slot, Ended::Response(outcome));
+        }
+    }
+
+    /// The whole frames at the start of `input`: how many bytes they took, and the first error.
+    fn frames(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) -> (usize, Result<(), OpError>) {
+        let mut at = 0;
+        while let Some(head) = input.get(at..at + frame::HEADER_LEN) {
+            let h = Head::parse(head.try_into().unwrap_or(&[0; frame::HEADER_LEN]));
+            if h.len > frame::DEFAULT_MAX_FRAME {
+                let e = connection_error(
+                    out,
+                    frame::FRAME_SIZE_ERROR,
+                    "a frame larger than dyno's SETTINGS allow",
+                );
+                return (at, Err(e));
+            }
+            let Some(p) = input.get(at + frame::HEADER_LEN..at + frame::HEADER_LEN + h.len) else {
+                break;
+            };
+            if let Err(e) = self.frame(h, p, out, done) {
+                return (at, Err(e));
+            }
+            at += frame::HEADER_LEN + h.len;
+        }
+        (at, Ok(()))
+    }
+
+    /// One frame (its header and payload).
+    fn frame(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) -> Result<(), OpError> {
+        if let Some((id, _)) = self.block_of
+            && (h.kind != frame::CONTINUATION || h.stream != id)
+        {
+            return Err(connection_error(
+                out,
+                frame::PROTOCOL_ERROR,
+                "a header block interrupted",
+            ));
+        }
+        match h.kind {
+            frame::DATA => self.data(h, p, out, done),
+            frame::HEADERS => {
+                let mut p = frame::unpad(h.flags, p).ok_or_else(|| {
+                    connection_error(out, frame::PROTOCOL_ERROR, "padding longer than its frame")
+                })?;
+                if h.flags & frame::PRIORITY_FLAG != 0 {
+                    p = p.get(5..).ok_or_else(|| {
+                        connection_error(out, frame::FRAME_SIZE_ERROR, "a HEADERS frame too short")
+                    })?;
+                }
+                if h.stream == 0 {
+                    return Err(connection_error(
+                        out,
+                        frame::PROTOCOL_ERROR,
+                        "HEADERS on stream 0",
+                    ));
+                }
+                self.block.clear();
+                self.fragment(h, p, h.flags & frame::END_STREAM != 0, out, done)
+            }
+            frame::CONTINUATION => match self.block_of {
+                Some((_, end_stream)) => self.fragment(h, p, end_stream, out, done),
+                None => Err(connection_error(
+                    out,
+                    frame::PROTOCOL_ERROR,
+                    "CONTINUATION after no HEADERS",
+                )),
+            },
+            frame::RST_STREAM => {
+                let code = p.try_into().map(u32::from_be_bytes).map_err(|_| {
+                    connection_error(
+                        out,
+                        frame::FRAME_SIZE_ERROR,
+                        "an RST_STREAM frame not of 4 bytes",
+                    )
+                })?;
+                let class = if code == 0x7 {
+                    ErrorClass::Refused
+                } else {
+                    ErrorClass::Reset
+                };
+                let e = OpError::new(
+                    class,
+                    format!(
+                        "HTTP/2: the server reset the stream ({})",
+                        frame::error_name(code)
+                    ),
+                );
+                self.end(h.stream, Err(e), done);
+                Ok(())
+            }
+            frame::SETTINGS => self.settings(h, p, out),
+            frame::PING => {
+                if p.len() != 8 {
+                    return Err(connection_error(
+                        out,
+                        frame::FRAME_SIZE_ERROR,
+                        "a PING frame not of 8 bytes",
+                    ));
+                }
+                if h.flags & frame::ACK == 0 {
+                    frame::ping_ack(out, p);
+                }
+                Ok(())
+            }
+            frame::GOAWAY => self.goaway(p, out, done),
+            frame::WINDOW_UPDATE => self.window_update(h, p, out, done),
+            frame::PUSH_PROMISE => Err(connection_error(
+                out,
+                frame::PROTOCOL_ERROR,
+                "PUSH_PROMISE, with push disabled",
+            )),
+            // PRIORITY, and frames of types this version does not know: read past (§5.5).
+            _ => Ok(()),
+        }
+    }
+
+    fn data(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) -> Result<(), OpError> {
+        let body = frame::unpad(h.flags, p).ok_or_else(|| {
+            connection_error(out, frame::PROTOCOL_ERROR, "padding longer than its frame")
+        })?;
+        // The whole frame counts against the windows, padding included.
+        let len = p.len() as u32;
+        self.unacked += len;
+        if self.unacked >= self.req.connection_window / 2 {
+            frame::window_update(out, 0, self.unacked);
+            self.unacked = 0;
+        }
+        let end_stream = h.flags & frame::END_STREAM != 0;
+        let Some(s) = self.streams.get_mut(&h.stream) else {
+            // A stream dyno reset or finished: its bytes were counted above, and that is all.
+            return Ok(());
+        };
+        if s.status == 0 {
+            return Err(connection_error(
+                out,
+                frame::PROTOCOL_ERROR,
+                "DATA before a response's headers",
+            ));
+        }
+        s.received += body.len() as u64;
+        if s.received > self.req.max_response {
+            frame::rst_stream(out, h.stream, frame::CANCEL);
+            let e = OpError::new(
+                ErrorClass::Protocol,
+                "HTTP/2: a response larger than max_response",
+            );
+            self.end(h.stream, Err(e), done);
+            return Ok(());
+        }
+        if end_stream {
+            let outcome = crate::http::reader::outcome(s.status);
+            self.end(h.stream, outcome, done);
+            return Ok(());
+        }
+        s.unacked += len;
+        if s.unacked >= self.req.stream_window / 2 {
+            frame::window_update(out, h.stream, s.unacked);
+            s.unacked = 0;
+        }
+        Ok(())
+    }
+
+    /// A piece of a header block: decoded once its last piece came.
+    fn fragment(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        end_stream: bool,
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) -> Result<(), OpError> {
+        if self.block.len() + p.len() > MAX_HEADER_BLOCK {
+            return Err(connection_error(
+                out,
+                frame::PROTOCOL_ERROR,
+                "a header block larger than 256 KiB",
+            ));
+        }
+        self.block.extend_from_slice(p);
+        if h.flags & frame::END_HEADERS == 0 {
+            self.block_of = Some((h.stream, end_stream));
+            return Ok(());
+        }
+        self.block_of = None;
+        let mut status = None;
+        let block = std::mem::take(&mut self.block);
+        let decoded = self
+            .hpack
+            .decode(&block, &|n| n == b":status", &mut |_, v| {
+                status = std::str::from_utf8(v)
+                    .ok()
+                    .and_then(|v| v.parse::<u16>().ok());
+            });
+        self.block = block;
+        decoded.map_err(|e| connection_error(out, frame::COMPRESSION_ERROR, e.0))?;
+        let Some(s) = self.streams.get_mut(&h.stream) else {
+            return Ok(());
+        };
+        match status {
+            // An informational response: the real one follows.
+            Some(100..=199) if !end_stream => return Ok(()),
+            Some(code) if s.status == 0 => s.status = code,
+            None if s.status != 0 => {} // trailers
+            _ => {
+                frame::rst_stream(out, h.stream, frame::PROTOCOL_ERROR);
+                let e = OpError::new(
+                    ErrorClass::Protocol,
+                    "HTTP/2: a response without one :status",
+                );
+                self.end(h.stream, Err(e), done);
+                return Ok(());
+            }
+        }
+        if end_stream {
+            let outcome = crate::http::reader::outcome(s.status);
+            self.end(h.stream, outcome, done);
+        }
+        Ok(())
+    }
+
+    fn settings(&mut self, h: Head, p: &[u8], out: &mut Vec<u8>) -> Result<(), OpError> {
+        if h.stream != 0 {
+            return Err(connection_error(
+                out,
+                frame::PROTOCOL_ERROR,
+                "SETTINGS on a stream",
+            ));
+        }
+        if h.flags & frame::ACK != 0 {
+            return Ok(());
+        }
+        if !p.len().is_multiple_of(6) {
+            return Err(connection_error(
+                out,
+                frame::FRAME_SIZE_ERROR,
+                "a SETTINGS frame not of 6-byte entries",
+            ));
+        }
+        for e in p.chunks_exact(6) {
+            let id = u16::from_be_bytes([e[0], e[1]]);
+            let v = u32::from_be_bytes([e[2], e[3], e[4], e[5]]);
+            match id {
+                frame::SETTINGS_MAX_CONCURRENT_STREAMS => self.peer_max_streams = v as usize,
+                frame::SETTINGS_INITIAL_WINDOW_SIZE => {
+                    if i64::from(v) > frame::MAX_WINDOW {
+                        return Err(connection_error(
+                            out,
+                            frame::FLOW_CONTROL_ERROR,
+                            "an initial window past 2^31-1",
+                        ));
+                    }
+                    let delta = i64::from(v) - self.peer_window;
+                    self.peer_window = i64::from(v);
+                    for s in self.streams.values_mut() {
+                        s.send_window += delta;
+                    }
+                }
+                frame::SETTINGS_MAX_FRAME_SIZE => {
+                    if !(16_384..=16_777_215).contains(&v) {
+                        return Err(connection_error(
+                            out,
+                            frame::PROTOCOL_ERROR,
+                            "a max frame size out of range",
+                        ));
+                    }
+                    self.peer_max_frame = v as usize;
+                }
+                _ => {}
+            }
+        }
+        frame::settings_ack(out);
+        Ok(())
+    }
+
+    fn goaway(
+        &mut self,
+        p: &[u8],
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) -> Result<(), OpError> {
+        if p.len() < 8 {
+            return Err(connection_error(
+                out,
+                frame::FRAME_SIZE_ERROR,
+                "a GOAWAY frame too short",
+            ));
+        }
+        let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
+        let code = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
+        self.goaway = true;
+        // The streams above `last` were not processed (RFC 9113 §6.8): sent again elsewhere.
+        let _ = code;
+        let dropped: Vec<u32> = self
+            .streams
+            .keys()
+            .copied()
+            .filter(|&id| id > last)
+            .collect();
+        for id in dropped {
+            if let Some(s) = self.streams.remove(&id) {
+                done(s.slot, Ended::Unprocessed);
+            }
+        }
+        Ok(())
+    }
+
+    fn window_update(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) -> Result<(), OpError> {
+        let inc = p.try_into().map(u32::from_be_bytes).map_err(|_| {
+            connection_error(
+                out,
+                frame::FRAME_SIZE_ERROR,
+                "a WINDOW_UPDATE frame not of 4 bytes",
+            )
+        })? & 0x7fff_ffff;
+        if h.stream == 0 {
+            if inc == 0 || self.send_window + i64::from(inc) > frame::MAX_WINDOW {
+                return Err(connection_error(
+                    out,
+                    frame::FLOW_CONTROL_ERROR,
+                    "a connection window update of 0 or past 2^31-1",
+                ));
+            }
+            self.send_window += i64::from(inc);
+            let waiting: Vec<u32> = (self.streams.iter())
+                .filter(|(_, s)| s.sent < self.req.body.len())
+                .map(|(id, _)| *id)
+                .collect();
+            for id in waiting {
+                self.send_body(id, out);
+            }
+            return Ok(());
+        }
+        let Some(s) = self.streams.get_mut(&h.stream) else {
+            return Ok(());
+        };
+        if inc == 0 || s.send_window + i64::from(inc) > frame::MAX_WINDOW {
+            frame::rst_stream(out, h.stream, frame::FLOW_CONTROL_ERROR);
+            let e = OpError::new(
+                ErrorClass::Protocol,
+                "HTTP/2: a stream window update of 0 or past 2^31-1",
+            );
+            self.end(h.stream, Err(e), done);
+            return Ok(());
+        }
+        s.send_window += i64::from(inc);
+        self.send_body(h.stream, out);
+        Ok(())
+    }
+}
+
+impl Session for H2 {
+    fn start(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(frame::PREFACE);
+        frame::settings(
+            out,
+            &[
+                (frame::SETTINGS_ENABLE_PUSH, 0),
+                (frame::SETTINGS_INITIAL_WINDOW_SIZE, self.req.stream_window),
+                (frame::SETTINGS_HEADER_TABLE_SIZE, TABLE_SIZE as u32),
+            ],
+        );
+        let extra = self
+            .req
+            .connection_window
+            .saturating_sub(frame::DEFAULT_WINDOW as u32);
+        if extra > 0 {
+            frame::window_update(out, 0, extra);
+        }
+    }
+
+    fn can_open(&self) -> bool {
+        !self.closing() && self.streams.len() < self.peer_max_streams
+    }
+
+    fn open(&mut self, slot: usize, out: &mut Vec<u8>) {
+        let id = self.next_id;
+        self.next_id += 2;
+        let body = !self.req.body.is_empty();
+        frame::headers(out, id, &self.req.block, !body, self.peer_max_frame);
+        let s = Stream {
+            slot,
+            status: 0,
+            unacked: 0,
+            sent: 0,
+            send_window: self.peer_window,
+            received: 0,
+        };
+        self.streams.insert(id, s);
+        if body {
+            self.send_body(id, out);
+        }
+    }
+
+    fn feed(
+        &mut self,
+        data: &[u8],
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) -> Result<(), OpError> {
+        let mut partial = std::mem::take(&mut self.partial);
+        let buffered = !partial.is_empty();
+        if buffered {
+            partial.extend_from_slice(data);
+        }
+        let input: &[u8] = if buffered { &partial } else { data };
+        let (at, result) = self.frames(input, out, done);
+        if buffered {
+            partial.drain(..at);
+        } else {
+            partial.extend_from_slice(&data[at..]);
+        }
+        self.partial = partial;
+        result
+    }
+
+    fn cancel(&mut self, slot: usize, out: &mut Vec<u8>) {
+        let id = self
+            .streams
+            .iter()
+            .find(|(_, s)| s.slot == slot)
+            .map(|(id, _)| *id);
+        if let Some(id) = id {
+            self.streams.remove(&id);
+            frame::rst_stream(out, id, frame::CANCEL);
+        }
+    }
+
+    fn closing(&self) -> bool {
+        self.goaway || self.next_id > frame::MAX_WINDOW as u32
+    }
+}
+
+#[cfg(test)]
+mod tests;
