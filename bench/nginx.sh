@@ -1,12 +1,14 @@
 # Sourced by the benchmarks that load nginx (bench/http-vs-wrk.sh, bench/before-after.sh).
 #
-# start_nginx DIR: a private nginx (one worker, pinned to core 1) serving the 13-byte file
-# hello.txt from DIR on a free loopback port; sets nginx_pid, port and url, and returns once it
-# accepts connections. stop_nginx: stops it; call it from the script's EXIT trap.
+# start_nginx DIR [h2c]: a private nginx (one worker, pinned to core 1) serving the 13-byte file
+# hello.txt from DIR on a free loopback port — HTTP/1.1, or with h2c HTTP/2 in the clear (prior
+# knowledge; url is then h2c://…); sets nginx_pid, port and url, and returns once it accepts
+# connections. stop_nginx: stops it; call it from the script's EXIT trap.
 nginx_pid=""
 
 start_nginx() {
-  local dir=$1
+  local dir=$1 listen=""
+  [ "${2:-}" = h2c ] && listen=" http2"
   mkdir -p "$dir/www"
   printf 'Hello, dyno!\n' > "$dir/www/hello.txt"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -22,7 +24,7 @@ http {
   keepalive_requests 100000000;
   client_body_temp_path $dir/body; proxy_temp_path $dir/proxy; fastcgi_temp_path $dir/fastcgi;
   uwsgi_temp_path $dir/uwsgi; scgi_temp_path $dir/scgi;
-  server { listen 127.0.0.1:$port; root $dir/www; }
+  server { listen 127.0.0.1:$port$listen; root $dir/www; http2_max_concurrent_streams 1000; }
 }
 CONF
   taskset -c 1 /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" &
@@ -32,6 +34,8 @@ CONF
     sleep 0.1
   done
   url="http://127.0.0.1:$port/hello.txt"
+  [ -n "$listen" ] && url="h2c://127.0.0.1:$port/hello.txt"
+  return 0
 }
 
 stop_nginx() {

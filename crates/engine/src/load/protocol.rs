@@ -61,8 +61,11 @@ pub trait Protocol: Send + Sync {
 /// How a request on a [`Session`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
-    /// Its response came (or its stream was reset): judged as [`Feed::Done`]'s outcome is.
+    /// Its response came: judged as [`Feed::Done`]'s outcome is.
     Response(Result<(), OpError>),
+    /// It failed without a response (its stream reset, a response past `max_response`, a
+    /// broken one): counted as a connection's failure is, a closed loop pausing after `refused`.
+    Failed(OpError),
     /// The peer said it never processed it (HTTP/2: a stream above GOAWAY's last): it is sent
     /// again, on a new connection, its latency still counted from its intended start.
     Unprocessed,

@@ -21,6 +21,8 @@ pub(in crate::load) struct Link {
     pub(super) out: Vec<u8>,
     /// Slots waiting for a stream (the link connecting, or the server's limit), oldest first.
     pub(super) waiting: VecDeque<usize>,
+    /// When bytes last arrived on it.
+    pub(super) last_read: u64,
 }
 
 impl Link {
@@ -33,7 +35,13 @@ impl Link {
             handshake_from: None,
             out: Vec::new(),
             waiting: VecDeque::new(),
+            last_read: 0,
         }
+    }
+
+    /// Not connected yet, or nothing received since `t`.
+    pub(super) fn silent_since(&self, t: u64) -> bool {
+        !self.up || self.last_read < t
     }
 }
 
@@ -48,6 +56,8 @@ impl Worker<'_> {
         if self.links[li].stream.is_none()
             && let Err(e) = self.link_connect(li)
         {
+            // Busy, so that the failure counts it out of the outstanding requests.
+            self.conns[ci].state = State::Connecting;
             self.fail(ci, e, now);
             return;
         }
@@ -172,6 +182,9 @@ impl Worker<'_> {
             }
         }
         self.link_flush(li, now);
+        if !self.links[li].up {
+            return;
+        }
         self.link_read(li, now);
         // Broken, or broken and connecting anew: nothing more to do on it now.
         if !self.links[li].up {
@@ -183,8 +196,14 @@ impl Worker<'_> {
     }
 
     /// Reads what arrived and feeds it to the session.
-    fn link_read(&mut self, li: usize, now: u64) {
+    fn link_read(&mut self, li: usize, mut now: u64) {
+        let mut first = true;
         loop {
+            // Each read's responses end at their own time (a link may bring many in a row).
+            if !first {
+                now = self.clock.now_ns();
+            }
+            first = false;
             let l = &mut self.links[li];
             let Some(stream) = l.stream.as_mut() else {
                 return;
@@ -219,6 +238,7 @@ impl Worker<'_> {
                 Err(e) => return self.link_fail(li, io_err("receive", &e), now),
             };
             self.counters.bytes_in += n as u64;
+            l.last_read = now;
             let mut ended = std::mem::take(&mut self.ended);
             let fed = match l.session.as_mut() {
                 Some(s) => s.feed(&self.buf[..n], &mut l.out, &mut |ci, r| ended.push((ci, r))),
@@ -230,6 +250,7 @@ impl Worker<'_> {
                 }
                 match how {
                     Ended::Response(outcome) => self.complete(ci, outcome, true, now),
+                    Ended::Failed(e) => self.fail(ci, e, now),
                     Ended::Unprocessed => {
                         self.conns[ci].state = State::Writing;
                         self.links[li].waiting.push_back(ci);
@@ -239,6 +260,11 @@ impl Worker<'_> {
             self.ended = ended;
             if let Err(e) = fed {
                 return self.link_fail(li, e, now);
+            }
+            // A short read in the clear emptied the socket: what comes next wakes the poller
+            // again (edge-triggered), so no read is spent to hear "would block".
+            if n < self.buf.len() && self.links[li].tls.is_none() {
+                return;
             }
         }
     }
@@ -289,8 +315,18 @@ impl Worker<'_> {
         self.link_fail_but(li, e, now, &[]);
     }
 
+    /// What the session queued last (its GOAWAY after a connection error), sent if the socket
+    /// takes it at once; nothing waits for it.
+    fn link_last_words(&mut self, li: usize) {
+        let l = &mut self.links[li];
+        if let (Some(s), None, true) = (l.stream.as_mut(), l.tls.as_ref(), l.up) {
+            let _ = s.write(&l.out);
+        }
+    }
+
     /// As [`Worker::link_fail`], but for the slots `spared`, left as they are.
     fn link_fail_but(&mut self, li: usize, e: OpError, now: u64, spared: &[usize]) {
+        self.link_last_words(li);
         self.link_drop(li);
         self.links[li].waiting.clear();
         // Listed first: a slot failed here may start again at once, on a new connection.
@@ -321,8 +357,12 @@ impl Worker<'_> {
     /// Every link with something queued (a reset after a timeout) writes it.
     pub(super) fn flush_links(&mut self, now: u64) {
         for li in 0..self.links.len() {
-            if !self.links[li].out.is_empty() && self.links[li].up {
-                self.link_flush(li, now);
+            if self.links[li].up {
+                // Streams freed by timeouts take the waiting requests.
+                self.link_open_waiting(li, now);
+                if !self.links[li].out.is_empty() {
+                    self.link_flush(li, now);
+                }
             }
         }
     }

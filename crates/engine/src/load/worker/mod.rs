@@ -228,9 +228,10 @@ impl<'a> Worker<'a> {
         c.written = 0;
         c.reader.reset();
         if let Some(li) = c.link {
-            self.link_start(ci, li, now);
+            // Counted first: a failure inside counts it out again.
             let n = self.outstanding + 1;
             self.set_outstanding(now, n);
+            self.link_start(ci, li, now);
             return;
         }
         if c.stream.is_none() {
@@ -566,7 +567,14 @@ impl<'a> Worker<'a> {
                     ErrorClass::Timeout,
                     "no complete response within the timeout",
                 );
-                self.fail(ci, e, now);
+                // A link still connecting, or silent since this request started, is given
+                // up with every request on it; otherwise only this request's stream.
+                match c.link {
+                    Some(li) if self.links[li].silent_since(c.started) => {
+                        self.link_fail(li, e, now)
+                    }
+                    _ => self.fail(ci, e, now),
+                }
             }
         }
         if self.multiplexed {

@@ -11,7 +11,11 @@ impl<'a> Worker<'a> {
             let e = OpError::new(ErrorClass::Reset, "dyno's clients restarted (a fault)");
             self.link_fail(li, e, now);
         }
+        // A link's slots failed with their link above (and may be busy again, anew).
         for ci in 0..self.conns.len() {
+            if self.conns[ci].link.is_some() {
+                continue;
+            }
             if self.conns[ci].busy() {
                 let e = OpError::new(ErrorClass::Reset, "dyno's clients restarted (a fault)");
                 self.fail(ci, e, now);

@@ -203,7 +203,10 @@ impl Decoder {
 /// index where it has them, nothing Huffman-coded: the same block is valid on every stream,
 /// whatever the server's table holds, so it is made once per target.
 pub fn encode(headers: &[(&str, &str)]) -> Vec<u8> {
-    let mut out = Vec::new();
+    // First a table size update to 0: dyno's encoder keeps no table, and so a server that
+    // allows less than the default 4,096 bytes (SETTINGS_HEADER_TABLE_SIZE) is told so in
+    // every block, whenever its SETTINGS arrive (§4.2, §6.3).
+    let mut out = vec![0x20];
     for (name, value) in headers {
         let full = STATIC.iter().position(|(n, v)| n == name && v == value);
         if let Some(i) = full {

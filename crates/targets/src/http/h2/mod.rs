@@ -65,6 +65,8 @@ pub struct H2 {
     /// Bytes received on the connection since its last WINDOW_UPDATE.
     unacked: u32,
     goaway: bool,
+    /// Streams whose bodies may go on (reused).
+    resume: Vec<u32>,
 }
 
 fn protocol(message: String) -> OpError {
@@ -93,6 +95,7 @@ impl H2 {
             send_window: frame::DEFAULT_WINDOW,
             unacked: 0,
             goaway: false,
+            resume: Vec::new(),
         }
     }
 
@@ -119,10 +122,33 @@ impl H2 {
         }
     }
 
-    /// Stream `id` ended: its request is done with `outcome`.
-    fn end(&mut self, id: u32, outcome: Result<(), OpError>, done: &mut dyn FnMut(usize, Ended)) {
+    /// Sends what the windows now allow of every body not all sent.
+    fn resume_bodies(&mut self, out: &mut Vec<u8>) {
+        if self.req.body.is_empty() {
+            return;
+        }
+        let mut waiting = std::mem::take(&mut self.resume);
+        waiting.extend(
+            (self.streams.iter())
+                .filter(|(_, s)| s.sent < self.req.body.len())
+                .map(|(id, _)| *id),
+        );
+        for &id in &waiting {
+            self.send_body(id, out);
+        }
+        waiting.clear();
+        self.resume = waiting;
+    }
+
+    /// Stream `id` ended: its request is done as `how` says.
+    fn end(&mut self, id: u32, how: Ended, out: &mut Vec<u8>, done: &mut dyn FnMut(usize, Ended)) {
         if let Some(s) = self.streams.remove(&id) {
-            done(s.slot, Ended::Response(outcome));
+            // A response that came before the whole body went: the rest is not sent, and the
+            // stream is let go on both sides (RFC 9113 §8.1).
+            if s.sent < self.req.body.len() {
+                frame::rst_stream(out, id, frame::CANCEL);
+            }
+            done(s.slot, how);
         }
     }
 
@@ -201,29 +227,17 @@ impl H2 {
                     "CONTINUATION after no HEADERS",
                 )),
             },
-            frame::RST_STREAM => {
-                let code = p.try_into().map(u32::from_be_bytes).map_err(|_| {
-                    connection_error(
-                        out,
-                        frame::FRAME_SIZE_ERROR,
-                        "an RST_STREAM frame not of 4 bytes",
-                    )
-                })?;
-                let class = if code == 0x7 {
-                    ErrorClass::Refused
-                } else {
-                    ErrorClass::Reset
-                };
-                let e = OpError::new(
-                    class,
-                    format!(
-                        "HTTP/2: the server reset the stream ({})",
-                        frame::error_name(code)
-                    ),
-                );
-                self.end(h.stream, Err(e), done);
-                Ok(())
-            }
+            frame::RST_STREAM if h.stream == 0 => Err(connection_error(
+                out,
+                frame::PROTOCOL_ERROR,
+                "RST_STREAM on stream 0",
+            )),
+            frame::PING | frame::GOAWAY if h.stream != 0 => Err(connection_error(
+                out,
+                frame::PROTOCOL_ERROR,
+                "PING or GOAWAY on a stream",
+            )),
+            frame::RST_STREAM => self.reset(h, p, out, done),
             frame::SETTINGS => self.settings(h, p, out),
             frame::PING => {
                 if p.len() != 8 {
@@ -250,6 +264,36 @@ impl H2 {
         }
     }
 
+    /// RST_STREAM: the stream's request fails with the error's name (`refused` for
+    /// REFUSED_STREAM, the server's word that it did not process it).
+    fn reset(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) -> Result<(), OpError> {
+        let code = p.try_into().map(u32::from_be_bytes).map_err(|_| {
+            connection_error(
+                out,
+                frame::FRAME_SIZE_ERROR,
+                "an RST_STREAM frame not of 4 bytes",
+            )
+        })?;
+        let class = if code == 0x7 {
+            ErrorClass::Refused
+        } else {
+            ErrorClass::Reset
+        };
+        let name = frame::error_name(code);
+        let e = OpError::new(
+            class,
+            format!("HTTP/2: the server reset the stream ({name})"),
+        );
+        self.end(h.stream, Ended::Failed(e), out, done);
+        Ok(())
+    }
+
     fn data(
         &mut self,
         h: Head,
@@ -257,13 +301,20 @@ impl H2 {
         out: &mut Vec<u8>,
         done: &mut dyn FnMut(usize, Ended),
     ) -> Result<(), OpError> {
+        if h.stream == 0 {
+            return Err(connection_error(
+                out,
+                frame::PROTOCOL_ERROR,
+                "DATA on stream 0",
+            ));
+        }
         let body = frame::unpad(h.flags, p).ok_or_else(|| {
             connection_error(out, frame::PROTOCOL_ERROR, "padding longer than its frame")
         })?;
         // The whole frame counts against the windows, padding included.
         let len = p.len() as u32;
         self.unacked += len;
-        if self.unacked >= self.req.connection_window / 2 {
+        if self.unacked > 0 && self.unacked >= self.req.connection_window / 2 {
             frame::window_update(out, 0, self.unacked);
             self.unacked = 0;
         }
@@ -273,11 +324,13 @@ impl H2 {
             return Ok(());
         };
         if s.status == 0 {
-            return Err(connection_error(
-                out,
-                frame::PROTOCOL_ERROR,
-                "DATA before a response's headers",
-            ));
+            frame::rst_stream(out, h.stream, frame::PROTOCOL_ERROR);
+            let e = OpError::new(
+                ErrorClass::Protocol,
+                "HTTP/2: DATA before a response's headers",
+            );
+            self.end(h.stream, Ended::Failed(e), out, done);
+            return Ok(());
         }
         s.received += body.len() as u64;
         if s.received > self.req.max_response {
@@ -286,16 +339,16 @@ impl H2 {
                 ErrorClass::Protocol,
                 "HTTP/2: a response larger than max_response",
             );
-            self.end(h.stream, Err(e), done);
+            self.end(h.stream, Ended::Failed(e), out, done);
             return Ok(());
         }
         if end_stream {
             let outcome = crate::http::reader::outcome(s.status);
-            self.end(h.stream, outcome, done);
+            self.end(h.stream, Ended::Response(outcome), out, done);
             return Ok(());
         }
         s.unacked += len;
-        if s.unacked >= self.req.stream_window / 2 {
+        if s.unacked > 0 && s.unacked >= self.req.stream_window / 2 {
             frame::window_update(out, h.stream, s.unacked);
             s.unacked = 0;
         }
@@ -324,14 +377,15 @@ impl H2 {
             return Ok(());
         }
         self.block_of = None;
-        let mut status = None;
+        // `None`: no :status; `Some(None)`: one that is not three digits, or several.
+        let mut status: Option<Option<u16>> = None;
         let block = std::mem::take(&mut self.block);
         let decoded = self
             .hpack
             .decode(&block, &|n| n == b":status", &mut |_, v| {
-                status = std::str::from_utf8(v)
-                    .ok()
-                    .and_then(|v| v.parse::<u16>().ok());
+                let code = (v.len() == 3 && v.iter().all(u8::is_ascii_digit))
+                    .then(|| v.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0')));
+                status = Some(if status.is_some() { None } else { code });
             });
         self.block = block;
         decoded.map_err(|e| connection_error(out, frame::COMPRESSION_ERROR, e.0))?;
@@ -339,23 +393,24 @@ impl H2 {
             return Ok(());
         };
         match status {
-            // An informational response: the real one follows.
-            Some(100..=199) if !end_stream => return Ok(()),
-            Some(code) if s.status == 0 => s.status = code,
-            None if s.status != 0 => {} // trailers
+            // An informational response (not 101, which HTTP/2 has no use for): the real one
+            // follows.
+            Some(Some(100 | 102..=199)) if !end_stream && s.status == 0 => return Ok(()),
+            Some(Some(code @ 200..=599)) if s.status == 0 => s.status = code,
+            None if s.status != 0 && end_stream => {} // trailers
             _ => {
                 frame::rst_stream(out, h.stream, frame::PROTOCOL_ERROR);
                 let e = OpError::new(
                     ErrorClass::Protocol,
                     "HTTP/2: a response without one :status",
                 );
-                self.end(h.stream, Err(e), done);
+                self.end(h.stream, Ended::Failed(e), out, done);
                 return Ok(());
             }
         }
         if end_stream {
             let outcome = crate::http::reader::outcome(s.status);
-            self.end(h.stream, outcome, done);
+            self.end(h.stream, Ended::Response(outcome), out, done);
         }
         Ok(())
     }
@@ -396,6 +451,9 @@ impl H2 {
                     for s in self.streams.values_mut() {
                         s.send_window += delta;
                     }
+                    if delta > 0 {
+                        self.resume_bodies(out);
+                    }
                 }
                 frame::SETTINGS_MAX_FRAME_SIZE => {
                     if !(16_384..=16_777_215).contains(&v) {
@@ -430,18 +488,21 @@ impl H2 {
         let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
         let code = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
         self.goaway = true;
-        // The streams above `last` were not processed (RFC 9113 §6.8): sent again elsewhere.
-        let _ = code;
-        let dropped: Vec<u32> = self
-            .streams
-            .keys()
-            .copied()
+        // The streams above `last` were not processed (RFC 9113 §6.8): after a graceful
+        // GOAWAY they are sent again elsewhere; after an error they fail with its name.
+        let dropped: Vec<u32> = (self.streams.keys().copied())
             .filter(|&id| id > last)
             .collect();
         for id in dropped {
-            if let Some(s) = self.streams.remove(&id) {
-                done(s.slot, Ended::Unprocessed);
-            }
+            let how = if code == 0 {
+                Ended::Unprocessed
+            } else {
+                Ended::Failed(OpError::new(
+                    ErrorClass::Reset,
+                    format!("HTTP/2: the server went away ({})", frame::error_name(code)),
+                ))
+            };
+            self.end(id, how, out, done);
         }
         Ok(())
     }
@@ -469,13 +530,7 @@ impl H2 {
                 ));
             }
             self.send_window += i64::from(inc);
-            let waiting: Vec<u32> = (self.streams.iter())
-                .filter(|(_, s)| s.sent < self.req.body.len())
-                .map(|(id, _)| *id)
-                .collect();
-            for id in waiting {
-                self.send_body(id, out);
-            }
+            self.resume_bodies(out);
             return Ok(());
         }
         let Some(s) = self.streams.get_mut(&h.stream) else {
@@ -487,7 +542,7 @@ impl H2 {
                 ErrorClass::Protocol,
                 "HTTP/2: a stream window update of 0 or past 2^31-1",
             );
-            self.end(h.stream, Err(e), done);
+            self.end(h.stream, Ended::Failed(e), out, done);
             return Ok(());
         }
         s.send_window += i64::from(inc);

@@ -90,7 +90,7 @@ fn a_request_block_is_static_indexes_and_plain_literals() {
     assert_eq!(got[0], (":method".into(), "GET".into()));
     assert_eq!(got[2], (":authority".into(), "127.0.0.1:8080".into()));
     assert_eq!(got[5], ("x-a".into(), "1".into()));
-    assert_eq!(&block[..2], &[0x82, 0x86]);
+    assert_eq!(&block[..3], &[0x20, 0x82, 0x86]);
 }
 
 fn request(body: &[u8]) -> Arc<Request> {
@@ -113,7 +113,8 @@ fn frames(list: &[(u8, u8, u32, &[u8])]) -> Vec<u8> {
     out
 }
 
-/// Each request that ended, its outcome's class; `Err(None)` for one to send again.
+/// Each request that ended, its outcome's class (a response's or a failure's); `Err(None)`
+/// for one to send again.
 type Done = Vec<(usize, Result<(), Option<ErrorClass>>)>;
 
 fn feed(h: &mut H2, bytes: &[u8], out: &mut Vec<u8>) -> Result<Done, OpError> {
@@ -123,6 +124,7 @@ fn feed(h: &mut H2, bytes: &[u8], out: &mut Vec<u8>) -> Result<Done, OpError> {
             slot,
             match how {
                 Ended::Response(r) => r.map_err(|e| Some(e.class)),
+                Ended::Failed(e) => Err(Some(e.class)),
                 Ended::Unprocessed => Err(None),
             },
         ))

@@ -357,3 +357,56 @@ fn open_loop_opens_connections_up_to_the_limit_when_all_are_busy() {
         "queueing behind the stall is charged"
     );
 }
+
+/// HTTP/2's connections carry several requests each, and still nothing a server does (not
+/// there, silent, answering garbage) hangs the run or loses count of a request.
+#[test]
+fn h2c_servers_that_are_absent_silent_or_broken_cost_errors_not_a_hang() {
+    let _serial = serial();
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    let streams = [("streams", "3")];
+    let r = run(&spec(&format!("h2c://{addr}/"), &streams, closed(2, 4)));
+    assert_eq!(r.counters.requests, 2 * 3 * 4);
+    assert_eq!(
+        errors(&r, ErrorClass::Refused),
+        24,
+        "{:?}",
+        r.recorder.examples
+    );
+
+    // Accepts (the kernel does), never answers: every request times out, and the run ends.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut s = spec(
+        &format!("h2c://{}/", l.local_addr().unwrap()),
+        &streams,
+        closed(2, 1),
+    );
+    s.timeout = Duration::from_millis(200);
+    let r = run(&s);
+    assert_eq!(
+        errors(&r, ErrorClass::Timeout),
+        6,
+        "{:?}",
+        r.recorder.examples
+    );
+    assert!(r.wall_ns < 1_000_000_000, "{}", r.wall_ns);
+
+    // HTTP/1.1's answers are not HTTP/2 frames: a protocol error per request, counted.
+    let s = server(Kind::Http, Body::Json, None);
+    let r = run(&spec(
+        &format!("h2c://{}/", s.addr()),
+        &streams,
+        closed(1, 2),
+    ));
+    assert_eq!(r.counters.requests, 6);
+    assert_eq!(r.counters.ok, 0);
+    let failed: u64 = r.recorder.errors.iter().sum();
+    assert_eq!(failed, 6, "{:?}", r.recorder.examples);
+    assert!(
+        errors(&r, ErrorClass::Protocol) > 0,
+        "{:?}",
+        r.recorder.examples
+    );
+}
