@@ -270,10 +270,15 @@ pub struct RunArgs {
     /// https://: accept any certificate (a test server's self-signed one); still encrypted.
     #[arg(long, help_heading = "Load (http://, tcp://)")]
     pub insecure: bool,
-    /// h2c://: requests in flight on each connection at once, each on its own stream (h2load's
-    /// -m); a closed loop runs connections × streams clients [default: 1].
+    /// h2c://, and https:// with --http-version 2: requests in flight on each connection at
+    /// once, each on its own stream (h2load's -m); a closed loop runs connections × streams
+    /// clients [default: 1].
     #[arg(long, value_name = "N", help_heading = "Load (http://, tcp://)")]
     pub streams: Option<String>,
+    /// https://: the HTTP version, 1.1 or 2 (HTTP/2, agreed on with the server by ALPN h2)
+    /// [default: 1.1].
+    #[arg(long, value_name = "VERSION", help_heading = "Load (http://, tcp://)")]
+    pub http_version: Option<String>,
     /// How often a running load repetition is written into the record, so a crash loses at most
     /// this much [default: 1m].
     #[arg(long, value_name = "DURATION", help_heading = "Load (http://, tcp://)")]

@@ -59,7 +59,8 @@ fn provider() -> Arc<CryptoProvider> {
 
 impl Client {
     /// Builds the configuration: reads a `ca` file now, so a bad one is refused before the run.
-    pub fn new(host: &str, trust: &Trust) -> Result<Client, ConfigError> {
+    /// `alpn`: the application protocols offered, in order of preference (none: no ALPN).
+    pub fn new(host: &str, trust: &Trust, alpn: &[&[u8]]) -> Result<Client, ConfigError> {
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(host.to_string()).map_err(|_| {
             ConfigError::url(format!("{host:?} is not a name or address TLS can check"))
@@ -85,6 +86,8 @@ impl Client {
                 )))
                 .with_no_client_auth(),
         };
+        let mut config = config;
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(Client {
             config: Arc::new(config),
             name,
@@ -167,6 +170,13 @@ impl Channel for Tls {
                 rustls::Error::InvalidCertificate(_) => ErrorClass::Refused,
                 _ => ErrorClass::Protocol,
             };
+            if e == rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol) {
+                return OpError::new(
+                    class,
+                    "tls: the server agrees to none of the protocols offered by ALPN h2: \
+                     it may speak HTTP/1.1 only (version=1.1)",
+                );
+            }
             OpError::new(class, format!("tls: {e}"))
         })
     }
@@ -184,5 +194,8 @@ impl Channel for Tls {
     }
     fn recv(&mut self, out: &mut [u8]) -> io::Result<usize> {
         self.0.reader().read(out)
+    }
+    fn alpn(&self) -> Option<&[u8]> {
+        self.0.alpn_protocol()
     }
 }

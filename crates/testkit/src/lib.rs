@@ -130,38 +130,43 @@ impl Nginx {
         Nginx::start_with(None, Some((requests, streams)))
     }
 
-    fn start_with(tls: Option<(&str, &str)>, h2c: Option<(u64, u32)>) -> Option<Nginx> {
+    /// nginx speaking HTTP/2 over TLS (agreed on by ALPN) and HTTP/1.1, with this certificate.
+    pub fn start_tls_h2(cert_pem: &str, key_pem: &str) -> Option<Nginx> {
+        Nginx::start_with(Some((cert_pem, key_pem)), Some((10_000_000, 128)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>, h2: Option<(u64, u32)>) -> Option<Nginx> {
         let bin = installed("nginx", &["/usr/sbin/nginx", "/usr/bin/nginx"])?;
         let (port, server) = on_a_free_port("nginx", |port| {
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path();
             std::fs::create_dir(d.join("www")).unwrap();
             std::fs::write(d.join("www/hello.txt"), HELLO).unwrap();
-            let ssl = match tls {
-                None => String::new(),
-                Some((cert, key)) => {
-                    std::fs::write(d.join("cert.pem"), cert).unwrap();
-                    std::fs::write(d.join("key.pem"), key).unwrap();
-                    format!(
-                        " ssl;\n    ssl_certificate {d}/cert.pem;\n    ssl_certificate_key {d}/key.pem",
-                        d = d.display()
-                    )
-                }
-            };
-            let (requests, ssl) = match h2c {
-                None => (10_000_000, ssl),
-                Some((requests, streams)) => (
-                    requests,
-                    format!(" http2;\n    http2_max_concurrent_streams {streams}"),
-                ),
-            };
+            // The listen directive's flags, then the server's other directives.
+            let mut flags = String::new();
+            let mut more = String::new();
+            if let Some((cert, key)) = tls {
+                std::fs::write(d.join("cert.pem"), cert).unwrap();
+                std::fs::write(d.join("key.pem"), key).unwrap();
+                flags.push_str(" ssl");
+                more.push_str(&format!(
+                    "    ssl_certificate {d}/cert.pem;\n    ssl_certificate_key {d}/key.pem;\n",
+                    d = d.display()
+                ));
+            }
+            let mut requests = 10_000_000;
+            if let Some((per_connection, streams)) = h2 {
+                requests = per_connection;
+                flags.push_str(" http2");
+                more.push_str(&format!("    http2_max_concurrent_streams {streams};\n"));
+            }
             let conf = format!(
                 "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
                  events {{ worker_connections 4096; }}\n\
                  http {{\n  access_log off;\n  keepalive_requests {requests};\n\
                  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
                  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
-                 server {{\n    listen 127.0.0.1:{port}{ssl};\n    root {d}/www;\n    location = /missing {{ return 404; }}\n  }}\n}}\n",
+                 server {{\n    listen 127.0.0.1:{port}{flags};\n{more}    root {d}/www;\n    location = /missing {{ return 404; }}\n  }}\n}}\n",
                 d = d.display()
             );
             std::fs::write(d.join("nginx.conf"), conf).unwrap();
@@ -174,7 +179,7 @@ impl Nginx {
                 .expect("starting nginx");
             accepting(child, dir, port)
         });
-        let scheme = match (tls, h2c) {
+        let scheme = match (tls, h2) {
             (Some(_), _) => "https",
             (None, Some(_)) => "h2c",
             (None, None) => "http",

@@ -31,17 +31,20 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
     if let Some(n) = &a.streams {
         given.push(("streams", "--streams", n.clone()));
     }
+    if let Some(v) = &a.http_version {
+        given.push(("version", "--http-version", v.clone()));
+    }
     for (name, flag, value) in given {
         // TLS flags go to https:// targets only, HTTP/2's to h2c:// ones; the others to all.
-        let scheme = match name {
-            "ca" | "insecure" => Some("https:"),
-            "streams" => Some("h2c:"),
-            _ => None,
+        let schemes: &[&str] = match name {
+            "ca" | "insecure" | "version" => &["https:"],
+            "streams" => &["h2c:", "https:"],
+            _ => &[],
         };
         let mut named = 0;
         for t in targets
             .iter_mut()
-            .filter(|t| scheme.is_none_or(|s| t.url.value.starts_with(s)))
+            .filter(|t| schemes.is_empty() || schemes.iter().any(|s| t.url.value.starts_with(s)))
         {
             named += 1;
             t.options.push((
@@ -49,10 +52,15 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
                 Sp::new(value.clone(), Origin::Flag(flag)),
             ));
         }
-        if let Some(scheme) = scheme.filter(|_| named == 0) {
+        if !schemes.is_empty() && named == 0 {
+            let which = schemes
+                .iter()
+                .map(|s| format!("{s}//"))
+                .collect::<Vec<_>>()
+                .join(" and ");
             return Err(PlanError::new(
                 Origin::Flag(flag),
-                format!("{flag} applies to {scheme}// targets, and none was named"),
+                format!("{flag} applies to {which} targets, and none was named"),
             )
             .into());
         }

@@ -56,6 +56,11 @@ pub trait Protocol: Send + Sync {
     fn streams(&self) -> usize {
         1
     }
+    /// With a session over a secure channel: the application protocol its handshake must
+    /// agree on (ALPN, `h2`); a connection where it did not fails, saying so.
+    fn alpn(&self) -> Option<&'static [u8]> {
+        None
+    }
 }
 
 /// How a request on a [`Session`] ended.
@@ -122,4 +127,8 @@ pub trait Channel: Send {
     /// Takes received plaintext: `Ok(0)` when the peer closed the channel, `WouldBlock` when
     /// nothing is there yet.
     fn recv(&mut self, out: &mut [u8]) -> std::io::Result<usize>;
+    /// The application protocol the handshake agreed on (ALPN), once it is done.
+    fn alpn(&self) -> Option<&[u8]> {
+        None
+    }
 }

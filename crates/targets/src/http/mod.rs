@@ -53,22 +53,26 @@ const H2C_OPTIONS: &[OptionSpec] = &[
     OPTIONS[2],
     OPTIONS[3],
     OPTIONS[5],
-    OptionSpec {
-        name: "streams",
-        default: "1",
-        help: "requests in flight on each connection at once, each on its stream (h2load's -m); a closed loop runs connections × streams clients",
-    },
-    OptionSpec {
-        name: "window",
-        default: "1GiB",
-        help: "each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE), at most 2GiB - 1",
-    },
-    OptionSpec {
-        name: "connection_window",
-        default: "1GiB",
-        help: "the connection's receive window, at most 2GiB - 1",
-    },
+    STREAMS,
+    WINDOW,
+    CONNECTION_WINDOW,
 ];
+
+const STREAMS: OptionSpec = OptionSpec {
+    name: "streams",
+    default: "1",
+    help: "HTTP/2: requests in flight on each connection at once, each on its stream (h2load's -m); a closed loop runs connections × streams clients",
+};
+const WINDOW: OptionSpec = OptionSpec {
+    name: "window",
+    default: "1GiB",
+    help: "HTTP/2: each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE), at most 2GiB - 1",
+};
+const CONNECTION_WINDOW: OptionSpec = OptionSpec {
+    name: "connection_window",
+    default: "1GiB",
+    help: "HTTP/2: the connection's receive window, at most 2GiB - 1",
+};
 
 /// `https://`: the same load over TLS, with the certificate checked.
 #[cfg(feature = "tls")]
@@ -100,6 +104,14 @@ const HTTPS_OPTIONS: &[OptionSpec] = &[
         default: "false",
         help: "accept any certificate (a test server's self-signed one); the traffic is still encrypted",
     },
+    OptionSpec {
+        name: "version",
+        default: "1.1",
+        help: "the HTTP version: 1.1, or 2 (HTTP/2, agreed on by ALPN h2; its options streams, window, connection_window)",
+    },
+    STREAMS,
+    WINDOW,
+    CONNECTION_WINDOW,
 ];
 
 const OPTIONS: &[OptionSpec] = &[
@@ -184,7 +196,17 @@ pub fn configure_https(
         Some((h, p)) if p.parse::<u16>().is_ok() && !h.is_empty() => h.to_string(),
         _ => c.authority.clone(),
     };
-    c.tls = Some((crate::tls::Client::new(&host, &trust)?, trust));
+    let version = o.choice("version", &["1.1", "2"])?;
+    let alpn: &[&[u8]] = if version == "2" { &[b"h2"] } else { &[] };
+    if version == "2" {
+        h2_options(&mut c, &o)?;
+    } else if o.text("streams") != "1" {
+        return Err(
+            ConfigError::option("streams", "streams are HTTP/2's, and version is 1.1")
+                .hint("add version=2 (--http-version 2), or leave streams out"),
+        );
+    }
+    c.tls = Some((crate::tls::Client::new(&host, &trust, alpn)?, trust));
     Ok(Box::new(c))
 }
 
@@ -274,14 +296,9 @@ fn configure_as(
     })
 }
 
-/// `h2c://`: as [`configure`], and HTTP/2's own options; the headers HTTP/2 forbids (RFC 9113
-/// §8.2.2) refused.
-pub fn configure_h2c(
-    rest: &str,
-    options: &BTreeMap<String, String>,
-) -> Result<Box<dyn TargetConfig>, ConfigError> {
-    let mut c = configure_as(&H2C_INFO, rest, options)?;
-    let o = Opts::new("h2c", options, H2C_INFO.options)?;
+/// HTTP/2's own options read into `c`, and the headers HTTP/2 forbids (RFC 9113 §8.2.2)
+/// refused.
+fn h2_options(c: &mut Config, o: &Opts) -> Result<(), ConfigError> {
     let streams = o.text("streams");
     let streams = (streams
         .parse::<usize>()
@@ -304,6 +321,7 @@ pub fn configure_h2c(
             })
     };
     c.h2 = Some((streams, window("window")?, window("connection_window")?));
+    c.keepalive = true;
     for (name, _) in &c.headers {
         let lower = name.to_ascii_lowercase();
         if [
@@ -321,15 +339,29 @@ pub fn configure_h2c(
             ));
         }
     }
+    Ok(())
+}
+
+/// `h2c://`: as [`configure`], and HTTP/2's own options.
+pub fn configure_h2c(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let mut c = configure_as(&H2C_INFO, rest, options)?;
+    let o = Opts::new("h2c", options, H2C_INFO.options)?;
+    h2_options(&mut c, &o)?;
     Ok(Box::new(c))
 }
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
-        let reuse = if self.keepalive {
-            "keep-alive"
-        } else {
-            "connection per request"
+        let h2 = self
+            .h2
+            .map(|(streams, _, _)| format!("HTTP/2, {streams} streams per connection"));
+        let reuse = match (&h2, self.keepalive) {
+            (Some(h2), _) => h2.as_str(),
+            (None, true) => "keep-alive",
+            (None, false) => "connection per request",
         };
         #[cfg(feature = "tls")]
         if let Some((_, trust)) = &self.tls {
@@ -356,6 +388,8 @@ impl TargetConfig for Config {
                 protocol: Arc::new(Http2 {
                     request: Arc::new(self.h2_request(body, window, connection_window)),
                     streams,
+                    #[cfg(feature = "tls")]
+                    tls: self.tls.as_ref().map(|t| t.0.clone()),
                 }),
             });
         }
@@ -393,6 +427,13 @@ impl TargetConfig for Config {
 }
 
 impl Config {
+    fn is_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
     /// HTTP/2's request: its header block (the pseudo-headers, `user-agent`, the plan's
     /// headers in lower case, `content-length` for a body), encoded once.
     fn h2_request(&self, body: Vec<u8>, window: u32, connection_window: u32) -> h2::Request {
@@ -405,7 +446,7 @@ impl Config {
             .collect();
         let mut headers = vec![
             (":method", self.method.as_str()),
-            (":scheme", "http"),
+            (":scheme", if self.is_tls() { "https" } else { "http" }),
             (":authority", self.authority.as_str()),
             (":path", self.path.as_str()),
             ("user-agent", agent.as_str()),
@@ -433,6 +474,8 @@ impl Config {
 struct Http2 {
     request: Arc<h2::Request>,
     streams: usize,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::Client>,
 }
 
 impl Protocol for Http2 {
@@ -451,6 +494,14 @@ impl Protocol for Http2 {
     }
     fn streams(&self) -> usize {
         self.streams
+    }
+    #[cfg(feature = "tls")]
+    fn channel(&self) -> Result<Option<Box<dyn engine::load::Channel>>, engine::driver::OpError> {
+        self.tls.as_ref().map(|t| t.channel()).transpose()
+    }
+    #[cfg(feature = "tls")]
+    fn alpn(&self) -> Option<&'static [u8]> {
+        self.tls.as_ref().map(|_| &b"h2"[..])
     }
 }
 

@@ -403,3 +403,74 @@ fn h2c_against_nginx_with_streams_and_goaway() {
 fn load_of(rec: &serde_json::Value, target: &str) -> serde_json::Value {
     case(rec, target, "load")["reps"][0]["detail"]["load"].clone()
 }
+
+/// HTTP/2 over TLS, agreed on by ALPN: the same requests and windows as in the clear, the
+/// certificate checked; a server that does not agree to h2 (plain HTTPS) fails each connection
+/// by name, and streams without HTTP/2 are refused before anything runs.
+#[test]
+fn https_h2_against_nginx_by_alpn() {
+    let _serial = serial();
+    let (ca, cert, key) = test_pki();
+    let Some(n) = Nginx::start_tls_h2(&cert, &key) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ca.pem"), &ca).unwrap();
+    let url = n.url("/hello.txt");
+    let args = [
+        "--requests",
+        "100",
+        "-c",
+        "2",
+        "--streams",
+        "5",
+        "--ca",
+        "ca.pem",
+        "-r",
+        "1",
+    ];
+    dyno(dir.path())
+        .args(["run", &url, "--http-version", "2"])
+        .args(args)
+        .args(["-o", "h2"])
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("h2"));
+    let c = case(&rec, "https", "load");
+    let l = &c["reps"][0]["detail"]["load"];
+    assert_eq!(l["ok"], 2 * 5 * 100, "{}", c["error_examples"]);
+    assert_eq!(l["connects"], 2, "{l}");
+    assert_eq!(l["tls_handshake_ns"]["count"], 2, "{l}");
+    assert!(
+        c["durability"]
+            .as_str()
+            .unwrap()
+            .starts_with("HTTP/2, 5 streams"),
+        "{}",
+        c["durability"]
+    );
+
+    // HTTPS without HTTP/2: the handshake agrees on nothing, and each connection says so.
+    let Some(plain) = Nginx::start_tls(&cert, &key) else {
+        return;
+    };
+    dyno(dir.path())
+        .args(["run", &plain.url("/hello.txt"), "--http-version", "2"])
+        .args(args)
+        .args(["-o", "no-h2"])
+        .assert()
+        .code(3);
+    let c = case(&record(&dir.path().join("no-h2")), "https", "load").clone();
+    assert!(
+        c["error_examples"].to_string().contains("ALPN h2"),
+        "{}",
+        c["error_examples"]
+    );
+
+    let out = dyno(dir.path())
+        .args(["run", &url, "--streams", "5", "-o", "refused"])
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("streams are HTTP/2's"), "{err}");
+}

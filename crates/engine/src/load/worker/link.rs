@@ -221,6 +221,15 @@ impl Worker<'_> {
                 self.handshake
                     .saturating_record(now.saturating_sub(from).max(1));
                 l.handshake_from = None;
+                let want = self.spec.protocol.alpn();
+                if want.is_some() && tls.alpn() != want {
+                    let e = OpError::new(
+                        ErrorClass::Protocol,
+                        "tls: the server did not agree to HTTP/2 (ALPN h2); \
+                         it may speak HTTP/1.1 only (version=1.1)",
+                    );
+                    return self.link_fail(li, e, now);
+                }
             }
             let n = match got {
                 Ok(0) => {
