@@ -21,6 +21,19 @@ pub(super) fn flush_tls(tls: &mut dyn Channel, socket: &mut dyn Write) -> io::Re
 /// Takes plaintext from a channel into `buf`, reading and processing ciphertext from the socket
 /// as needed: the inner result is what a plain socket's `read` would give (`Ok(0)` at the end,
 /// `WouldBlock` when nothing more has arrived); the outer `Err` is a TLS failure.
+/// Reads what arrived on a socket, through its secure channel if it has one (see
+/// [`recv_tls`]).
+pub(super) fn recv(
+    socket: &mut TcpStream,
+    tls: Option<&mut Box<dyn Channel>>,
+    buf: &mut [u8],
+) -> Result<io::Result<usize>, OpError> {
+    match tls {
+        None => Ok(socket.read(buf)),
+        Some(tls) => recv_tls(tls.as_mut(), socket, buf),
+    }
+}
+
 pub(super) fn recv_tls(
     tls: &mut dyn Channel,
     socket: &mut TcpStream,

@@ -355,9 +355,13 @@ fn h2c_against_nginx_with_streams_and_goaway() {
     ];
     dyno(dir.path())
         .args(args)
-        .args([&n.url("/hello.txt"), "-o", "o"])
+        .args([&n.url("/hello.txt"), "-o", "o", "--hlog", "lat.hlog"])
         .assert()
         .success();
+    // The interval log holds the requests' latencies, as HTTP/1.1's does.
+    let hlog = std::fs::read_to_string(dir.path().join("lat.hlog")).unwrap();
+    assert!(hlog.contains("#[StartTime:"), "{hlog}");
+    assert!(hlog.lines().any(|l| l.contains("HISTF")), "{hlog}");
     let rec = record(&dir.path().join("o"));
     assert_schema_valid(&rec);
     let c = case(&rec, "h2c", "load");

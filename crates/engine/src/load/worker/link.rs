@@ -208,12 +208,9 @@ impl Worker<'_> {
             let Some(stream) = l.stream.as_mut() else {
                 return;
             };
-            let got = match l.tls.as_mut() {
-                None => stream.read(&mut self.buf),
-                Some(tls) => match recv_tls(tls.as_mut(), stream, &mut self.buf) {
-                    Ok(got) => got,
-                    Err(e) => return self.link_fail(li, e, now),
-                },
+            let got = match recv(stream, l.tls.as_mut(), &mut self.buf) {
+                Ok(got) => got,
+                Err(e) => return self.link_fail(li, e, now),
             };
             if let (Some(from), Some(tls)) = (l.handshake_from, l.tls.as_ref())
                 && !tls.is_handshaking()

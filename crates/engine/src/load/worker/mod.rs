@@ -321,15 +321,12 @@ impl<'a> Worker<'a> {
             let Some(stream) = c.stream.as_mut() else {
                 return;
             };
-            let got = match c.tls.as_mut() {
-                None => stream.read(&mut self.buf),
-                Some(tls) => match recv_tls(tls.as_mut(), stream, &mut self.buf) {
-                    Ok(got) => got,
-                    Err(e) => {
-                        self.fail(ci, e, now);
-                        return;
-                    }
-                },
+            let got = match recv(stream, c.tls.as_mut(), &mut self.buf) {
+                Ok(got) => got,
+                Err(e) => {
+                    self.fail(ci, e, now);
+                    return;
+                }
             };
             if let (Some(from), Some(tls)) = (c.handshake_from, c.tls.as_ref())
                 && !tls.is_handshaking()

@@ -79,6 +79,12 @@ fn connection_error(out: &mut Vec<u8>, code: u32, message: &str) -> OpError {
     protocol(format!("{message} ({})", frame::error_name(code)))
 }
 
+/// A payload of exactly four bytes, as a number; else a FRAME_SIZE_ERROR saying `what`.
+fn word(p: &[u8], out: &mut Vec<u8>, what: &str) -> Result<u32, OpError> {
+    (p.try_into().map(u32::from_be_bytes))
+        .map_err(|_| connection_error(out, frame::FRAME_SIZE_ERROR, what))
+}
+
 impl H2 {
     pub fn new(req: Arc<Request>) -> H2 {
         H2 {
@@ -273,13 +279,7 @@ impl H2 {
         out: &mut Vec<u8>,
         done: &mut dyn FnMut(usize, Ended),
     ) -> Result<(), OpError> {
-        let code = p.try_into().map(u32::from_be_bytes).map_err(|_| {
-            connection_error(
-                out,
-                frame::FRAME_SIZE_ERROR,
-                "an RST_STREAM frame not of 4 bytes",
-            )
-        })?;
+        let code = word(p, out, "an RST_STREAM frame not of 4 bytes")?;
         let class = if code == 0x7 {
             ErrorClass::Refused
         } else {
@@ -514,13 +514,7 @@ impl H2 {
         out: &mut Vec<u8>,
         done: &mut dyn FnMut(usize, Ended),
     ) -> Result<(), OpError> {
-        let inc = p.try_into().map(u32::from_be_bytes).map_err(|_| {
-            connection_error(
-                out,
-                frame::FRAME_SIZE_ERROR,
-                "a WINDOW_UPDATE frame not of 4 bytes",
-            )
-        })? & 0x7fff_ffff;
+        let inc = word(p, out, "a WINDOW_UPDATE frame not of 4 bytes")? & 0x7fff_ffff;
         if h.stream == 0 {
             if inc == 0 || self.send_window + i64::from(inc) > frame::MAX_WINDOW {
                 return Err(connection_error(
