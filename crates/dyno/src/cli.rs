@@ -181,7 +181,8 @@ pub struct LinkArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Serve the HTTP/1.1 reference server instead of the benchmark host.
+    /// Serve the HTTP reference server (HTTP/1.1, and HTTP/2 in the clear on the same port)
+    /// instead of the benchmark host.
     #[arg(long, conflicts_with = "tcp")]
     pub http: bool,
     /// Serve raw TCP: each request is a line; the response is framed by --framing.

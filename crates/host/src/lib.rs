@@ -14,9 +14,12 @@
 //!   [`evloop`]'s event loops.
 //!
 //! - [`acceptor`]: the accepting thread all of them run, and how it is stopped.
+//!
+//! - [`h2`]: HTTP/2's frames and HPACK, for the reference server and the load engine's client.
 
 pub mod acceptor;
 pub mod evloop;
+pub mod h2;
 pub mod link;
 pub mod reference;
 pub mod store;

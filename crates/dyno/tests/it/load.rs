@@ -497,6 +497,54 @@ mod servers {
         assert!((9_900..=10_100).contains(&l["requests"].as_u64().unwrap()));
     }
 
+    /// The same stall over HTTP/2, 4 connections × 25 streams: a request due inside the stall
+    /// waits for its end, whether it waits for a stream of its own or sits on one at the
+    /// server, and its latency says so from its intended start.
+    #[test]
+    fn coordinated_omission_is_corrected_over_h2c() {
+        let _serial = serial();
+        let stall = Stall {
+            pause: Duration::from_millis(500),
+            every: Duration::from_secs(5),
+        };
+        let s = server(Body::Json, Some(stall));
+        let dir = tempfile::tempdir().unwrap();
+        let a = dyno(dir.path())
+            .arg("run")
+            .arg(format!("h2c://{}/", s.addr()))
+            .args([
+                "--rate",
+                "1000",
+                "-r",
+                "1",
+                "-d",
+                "10s",
+                "-c",
+                "4",
+                "--streams",
+                "25",
+            ])
+            .args(["--timeout", "3s", "-o", "o"])
+            .assert()
+            .success();
+        let rec = record(&dir.path().join("o"));
+        let c = case(&rec, "h2c", "load");
+        let p99 = c["summary"]["latency_ns"]["p99"].as_u64().unwrap() as f64 / 1e6;
+        let service_p50 = c["summary"]["service_ns"]["p50"].as_u64().unwrap() as f64 / 1e6;
+        let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+        assert!(
+            (405.0..=495.0).contains(&p99),
+            "corrected p99 {p99} ms, expected 450 ± 10%\n{out}"
+        );
+        assert!(service_p50 < 20.0, "service p50 {service_p50} ms\n{out}");
+        let l = load_of(&rec, "h2c");
+        assert_eq!(l["network_failed"], 0, "{}", c["error_examples"]);
+        assert!(
+            (9_900..=10_100).contains(&l["requests"].as_u64().unwrap()),
+            "{l}"
+        );
+    }
+
     #[test]
     fn coalescing_is_recorded_and_only_waits_where_asked() {
         let _serial = serial();

@@ -267,11 +267,8 @@ impl Worker<'_> {
             if let Err(e) = fed {
                 return self.link_fail(li, e, now);
             }
-            // A short read in the clear emptied the socket: what comes next wakes the poller
-            // again (edge-triggered), so no read is spent to hear "would block".
-            if n < self.buf.len() && self.links[li].tls.is_none() {
-                return;
-            }
+            // Read on until "would block", even after a short read: a close that came with the
+            // last bytes raises no new readiness, and would be heard only at a timeout.
         }
     }
 

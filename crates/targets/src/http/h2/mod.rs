@@ -8,10 +8,7 @@
 //! crate: the engine drives sockets itself and allocates nothing per request, which `h2`'s
 //! futures, `http::Request` and shared buffers per stream do (ARCHITECTURE.md).
 
-pub mod frame;
-pub mod hpack;
-mod huffman;
-mod table;
+pub use host::h2::{frame, hpack};
 
 use engine::driver::{ErrorClass, OpError};
 use engine::load::{Ended, Session};

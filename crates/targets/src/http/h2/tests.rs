@@ -1,4 +1,5 @@
 use super::*;
+use host::h2::huffman;
 use proptest::prelude::*;
 
 fn hex(s: &str) -> Vec<u8> {

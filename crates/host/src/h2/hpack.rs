@@ -68,7 +68,7 @@ fn string<'b>(b: &'b [u8], at: &mut usize) -> Result<(&'b [u8], bool), Error> {
 fn text(raw: &[u8], huffman: bool, out: &mut Vec<u8>) -> Result<(), Error> {
     out.clear();
     if huffman {
-        huffman::decode(raw, out).map_err(|()| Error("a Huffman code that is not HPACK's"))
+        huffman::decode(raw, out).map_err(|_| Error("a Huffman code that is not HPACK's"))
     } else {
         out.extend_from_slice(raw);
         Ok(())

@@ -137,16 +137,20 @@ fn machine() -> &'static Machine {
     })
 }
 
+/// A string that is not in HPACK's Huffman code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Invalid;
+
 /// Decodes `raw` onto `out`; `Err` for EOS inside the string or padding that is not EOS's
 /// prefix of fewer than eight bits.
-pub fn decode(raw: &[u8], out: &mut Vec<u8>) -> Result<(), ()> {
+pub fn decode(raw: &[u8], out: &mut Vec<u8>) -> Result<(), Invalid> {
     let m = machine();
     let mut state = 0usize;
     for &b in raw {
         for nibble in [b >> 4, b & 0x0f] {
             let s = m.steps[state * 16 + usize::from(nibble)];
             if s.fail {
-                return Err(());
+                return Err(Invalid);
             }
             if s.symbol != NONE {
                 out.push(s.symbol as u8);
@@ -154,11 +158,14 @@ pub fn decode(raw: &[u8], out: &mut Vec<u8>) -> Result<(), ()> {
             state = usize::from(s.next);
         }
     }
-    if m.accept[state] { Ok(()) } else { Err(()) }
+    if m.accept[state] {
+        Ok(())
+    } else {
+        Err(Invalid)
+    }
 }
 
 /// Encodes `text` (for tests, and for a server that wants shorter headers).
-#[cfg(test)]
 pub fn encode(text: &[u8], out: &mut Vec<u8>) {
     let (mut acc, mut bits) = (0u64, 0u32);
     for &b in text {

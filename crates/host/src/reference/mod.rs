@@ -14,6 +14,8 @@
 //! makes the server keep KIB kibibytes it has written to (a deliberate leak, up to
 //! [`MAX_RETAINED`] in all), to test resource monitoring and the leak verdict.
 
+mod h2;
+
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -266,6 +268,21 @@ impl Shared {
         }
     }
 
+    /// The status a request for `path` gets: `/status/NNN` answers with that status (as httpbin
+    /// does), for testing error counting; `/retain/KIB` holds memory; anything else 200.
+    fn status_of(&self, path: &str) -> u16 {
+        if let Some(kib) = path.strip_prefix("/retain/") {
+            return match kib.parse::<usize>() {
+                Ok(kib) if kib << 10 <= MAX_RETAIN_PER_REQUEST => self.retain(kib << 10),
+                _ => 400,
+            };
+        }
+        (path.strip_prefix("/status/"))
+            .and_then(|c| c.parse::<u16>().ok())
+            .filter(|c| (200..600).contains(c))
+            .unwrap_or(200)
+    }
+
     /// Waits out a stall window, if the server is in one.
     fn stall(&self) {
         let Some(s) = self.spec.stall else { return };
@@ -410,6 +427,10 @@ fn read_head(
 fn serve_http(stream: TcpStream, shared: &Shared, rng: &mut u64) -> io::Result<()> {
     let mut out = stream.try_clone()?;
     let mut input = BufReader::with_capacity(16 << 10, stream);
+    // HTTP/2's preface begins like a request line: an h2c connection (prior knowledge).
+    if input.fill_buf()?.starts_with(b"PRI * HTTP/2.0") {
+        return h2::serve(input, out, shared, rng);
+    }
     let mut head: Vec<u8> = Vec::with_capacity(1024);
     let mut response: Vec<u8> = Vec::with_capacity(1024);
     loop {
@@ -447,19 +468,7 @@ fn serve_http(stream: TcpStream, shared: &Shared, rng: &mut u64) -> io::Result<(
             }
         }
         let is_head = req.method == Some("HEAD");
-        // `/status/NNN` answers with that status (as httpbin does), for testing error counting.
-        let mut status = req
-            .path
-            .and_then(|p| p.strip_prefix("/status/"))
-            .and_then(|c| c.parse::<u16>().ok())
-            .filter(|c| (200..600).contains(c))
-            .unwrap_or(200);
-        if let Some(kib) = req.path.and_then(|p| p.strip_prefix("/retain/")) {
-            status = match kib.parse::<usize>() {
-                Ok(kib) if kib << 10 <= MAX_RETAIN_PER_REQUEST => shared.retain(kib << 10),
-                _ => 400,
-            };
-        }
+        let status = shared.status_of(req.path.unwrap_or("/"));
         if length > MAX_REQUEST_BODY {
             out.write_all(
                 b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",

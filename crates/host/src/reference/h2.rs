@@ -1,0 +1,356 @@
+//! The reference server's HTTP/2 in the clear (h2c by prior knowledge): a connection that opens
+//! with HTTP/2's preface is served here, on its own thread as every connection is. Requests are
+//! answered in the order they complete, each with the same status, body, stall and faults as
+//! HTTP/1.1's; the stall holds the whole connection, as it holds an HTTP/1.1 one.
+
+use super::{Action, Body, Shared, reset};
+use crate::h2::{frame, hpack};
+use std::collections::HashMap;
+use std::io::{self, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+
+/// The receive window offered for each stream and the connection.
+const WINDOW: u32 = (1 << 30) - 1;
+
+/// A request whose body is still coming: its status (from its path) and whether it is HEAD.
+struct Open {
+    status: u16,
+    head: bool,
+}
+
+struct Conn<'a> {
+    input: BufReader<TcpStream>,
+    out: TcpStream,
+    shared: &'a Shared,
+    hpack: hpack::Decoder,
+    open: HashMap<u32, Open>,
+    /// The client's windows for what the server sends: the connection's, and each new
+    /// stream's initial one (a response waits for room).
+    send_window: i64,
+    stream_window: i64,
+    windows: HashMap<u32, i64>,
+    w: Vec<u8>,
+}
+
+/// Serves one h2c connection whose first bytes are HTTP/2's preface.
+pub(super) fn serve(
+    input: BufReader<TcpStream>,
+    out: TcpStream,
+    shared: &Shared,
+    rng: &mut u64,
+) -> io::Result<()> {
+    let mut c = Conn {
+        input,
+        out,
+        shared,
+        hpack: hpack::Decoder::new(4096),
+        open: HashMap::new(),
+        send_window: frame::DEFAULT_WINDOW,
+        stream_window: frame::DEFAULT_WINDOW,
+        windows: HashMap::new(),
+        w: Vec::with_capacity(1024),
+    };
+    let mut preface = [0u8; 24];
+    c.input.read_exact(&mut preface)?;
+    if preface != frame::PREFACE {
+        return Ok(());
+    }
+    frame::settings(
+        &mut c.w,
+        &[
+            (frame::SETTINGS_MAX_CONCURRENT_STREAMS, 1000),
+            (frame::SETTINGS_INITIAL_WINDOW_SIZE, WINDOW),
+        ],
+    );
+    frame::window_update(&mut c.w, 0, WINDOW - frame::DEFAULT_WINDOW as u32);
+    c.flush()?;
+    let mut block = Vec::new();
+    let mut payload = Vec::new();
+    loop {
+        if c.shared.stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let Some(h) = c.read_frame(&mut payload)? else {
+            return Ok(());
+        };
+        match h.kind {
+            frame::HEADERS | frame::CONTINUATION => {
+                if h.kind == frame::HEADERS {
+                    block.clear();
+                    let mut p = frame::unpad(h.flags, &payload).unwrap_or(&[]);
+                    if h.flags & frame::PRIORITY_FLAG != 0 {
+                        p = p.get(5..).unwrap_or(&[]);
+                    }
+                    block.extend_from_slice(p);
+                } else {
+                    block.extend_from_slice(&payload);
+                }
+                if block.len() > super::MAX_REQUEST_HEAD {
+                    return c.goaway(frame::PROTOCOL_ERROR);
+                }
+                if h.flags & frame::END_HEADERS == 0 {
+                    continue;
+                }
+                let Some(open) = c.request(&block) else {
+                    return c.goaway(frame::COMPRESSION_ERROR);
+                };
+                if h.flags & frame::END_STREAM != 0 {
+                    if !c.answer(h.stream, &open, rng)? {
+                        return Ok(());
+                    }
+                } else {
+                    c.open.insert(h.stream, open);
+                }
+            }
+            frame::DATA => {
+                if !payload.is_empty() {
+                    // Refilled at once: the body is read and dropped.
+                    frame::window_update(&mut c.w, 0, payload.len() as u32);
+                    if h.flags & frame::END_STREAM == 0 {
+                        frame::window_update(&mut c.w, h.stream, payload.len() as u32);
+                    }
+                }
+                if h.flags & frame::END_STREAM != 0
+                    && let Some(open) = c.open.remove(&h.stream)
+                    && !c.answer(h.stream, &open, rng)?
+                {
+                    return Ok(());
+                }
+                c.flush()?;
+            }
+            frame::GOAWAY => return Ok(()),
+            frame::RST_STREAM => {
+                c.open.remove(&h.stream);
+            }
+            _ => c.control(h, &payload)?,
+        }
+    }
+}
+
+impl Conn<'_> {
+    /// Reads one frame into `payload`: its header, or `None` when the client closed.
+    fn read_frame(&mut self, payload: &mut Vec<u8>) -> io::Result<Option<frame::Head>> {
+        let mut head = [0u8; frame::HEADER_LEN];
+        match self.input.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let h = frame::Head::parse(&head);
+        if h.len > frame::DEFAULT_MAX_FRAME {
+            self.goaway(frame::FRAME_SIZE_ERROR)?;
+            return Ok(None);
+        }
+        payload.resize(h.len, 0);
+        self.input.read_exact(payload)?;
+        Ok(Some(h))
+    }
+
+    /// SETTINGS, PING and WINDOW_UPDATE: answered or taken into account.
+    fn control(&mut self, h: frame::Head, p: &[u8]) -> io::Result<()> {
+        match h.kind {
+            frame::SETTINGS if h.flags & frame::ACK == 0 => {
+                for e in p.chunks_exact(6) {
+                    let v = i64::from(u32::from_be_bytes([e[2], e[3], e[4], e[5]]));
+                    if u16::from_be_bytes([e[0], e[1]]) == frame::SETTINGS_INITIAL_WINDOW_SIZE {
+                        self.stream_window = v;
+                    }
+                }
+                frame::settings_ack(&mut self.w);
+            }
+            frame::PING if h.flags & frame::ACK == 0 && p.len() == 8 => {
+                frame::ping_ack(&mut self.w, p)
+            }
+            frame::WINDOW_UPDATE if p.len() == 4 => {
+                let inc = i64::from(u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff);
+                if h.stream == 0 {
+                    self.send_window += inc;
+                } else {
+                    *self.windows.entry(h.stream).or_insert(self.stream_window) += inc;
+                }
+            }
+            _ => {}
+        }
+        self.flush()
+    }
+
+    /// A request's header block: its status by its path (as HTTP/1.1's), `None` if the block
+    /// does not decode (the connection is then lost).
+    fn request(&mut self, block: &[u8]) -> Option<Open> {
+        let mut path = Vec::new();
+        let mut head = false;
+        let wanted = |n: &[u8]| n == b":path" || n == b":method";
+        let decoded = self.hpack.decode(block, &wanted, &mut |n, v| {
+            if n == b":path" {
+                path = v.to_vec();
+            } else {
+                head = v == b"HEAD";
+            }
+        });
+        decoded.ok()?;
+        let path = String::from_utf8_lossy(&path).into_owned();
+        Some(Open {
+            status: self.shared.status_of(&path),
+            head,
+        })
+    }
+
+    /// Answers stream `id` (after the faults and the stall); `false` when the connection is to
+    /// end (a reset or garbage, as the fault says).
+    fn answer(&mut self, id: u32, open: &Open, rng: &mut u64) -> io::Result<bool> {
+        match self.shared.next_action() {
+            Action::Reset => {
+                reset(self.out.try_clone()?);
+                return Ok(false);
+            }
+            Action::Garbage => {
+                self.out
+                    .write_all(b"\x00\x01\x02 this is not HTTP/2\r\n\r\n")?;
+                return Ok(false);
+            }
+            Action::Answer => {}
+        }
+        self.shared.stall();
+        let payload = self.shared.payload(rng);
+        let content_type = match self.shared.spec.body {
+            Body::Json => "application/json",
+            Body::Sizes { .. } => "application/octet-stream",
+        };
+        let status = open.status.to_string();
+        let length = payload.len().to_string();
+        let block = hpack::encode(&[
+            (":status", &status),
+            ("content-type", content_type),
+            ("content-length", &length),
+        ]);
+        let body = !open.head && !payload.is_empty();
+        frame::headers(&mut self.w, id, &block, !body, frame::DEFAULT_MAX_FRAME);
+        let mut sent = 0;
+        while body && sent < payload.len() {
+            let window = *self.windows.entry(id).or_insert(self.stream_window);
+            let room = window
+                .min(self.send_window)
+                .min(frame::DEFAULT_MAX_FRAME as i64);
+            if room <= 0 {
+                // Wait for the client's window, answering its other frames meanwhile.
+                self.flush()?;
+                let mut p = Vec::new();
+                match self.read_frame(&mut p)? {
+                    None => return Ok(false),
+                    Some(h)
+                        if h.kind == frame::WINDOW_UPDATE
+                            || h.kind == frame::SETTINGS
+                            || h.kind == frame::PING =>
+                    {
+                        self.control(h, &p)?
+                    }
+                    Some(h) if h.kind == frame::RST_STREAM && h.stream == id => break,
+                    Some(_) => {}
+                }
+                continue;
+            }
+            let n = (payload.len() - sent).min(room as usize);
+            frame::data(
+                &mut self.w,
+                id,
+                &payload[sent..sent + n],
+                sent + n == payload.len(),
+            );
+            sent += n;
+            self.send_window -= n as i64;
+            *self.windows.entry(id).or_default() -= n as i64;
+        }
+        self.windows.remove(&id);
+        self.flush()?;
+        Ok(true)
+    }
+
+    fn goaway(&mut self, code: u32) -> io::Result<()> {
+        frame::goaway(&mut self.w, 0, code);
+        self.flush()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.w.is_empty() {
+            self.out.write_all(&self.w)?;
+            self.w.clear();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Kind, Server, Spec};
+    use super::*;
+    use proptest::prelude::*;
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    fn server() -> Server {
+        let spec = Spec {
+            kind: Kind::Http,
+            body: Body::Json,
+            stall: None,
+            fault: None,
+            seed: 1,
+        };
+        Server::start(TcpListener::bind("127.0.0.1:0").unwrap(), spec).unwrap()
+    }
+
+    /// Sends `bytes` after the preface and reads what comes back until the server ends the
+    /// connection or 2 s pass.
+    fn exchange(s: &Server, bytes: &[u8]) -> Vec<u8> {
+        let mut c = TcpStream::connect(s.addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        c.write_all(frame::PREFACE).unwrap();
+        let _ = c.write_all(bytes);
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let mut got = Vec::new();
+        let _ = c.read_to_end(&mut got);
+        got
+    }
+
+    #[test]
+    fn a_request_is_answered_with_headers_and_data() {
+        let s = server();
+        let mut req = Vec::new();
+        frame::settings(&mut req, &[]);
+        let block = hpack::encode(&[(":method", "GET"), (":path", "/status/404")]);
+        frame::headers(&mut req, 1, &block, true, frame::DEFAULT_MAX_FRAME);
+        let got = exchange(&s, &req);
+        // SETTINGS, WINDOW_UPDATE, SETTINGS ACK, then stream 1's HEADERS and DATA.
+        let mut at = 0;
+        let mut kinds = Vec::new();
+        let mut d = hpack::Decoder::new(4096);
+        while at + 9 <= got.len() {
+            let h = frame::Head::parse(got[at..at + 9].try_into().unwrap());
+            let p = &got[at + 9..at + 9 + h.len];
+            if h.kind == frame::HEADERS {
+                let mut status = Vec::new();
+                d.decode(p, &|n| n == b":status", &mut |_, v| status = v.to_vec())
+                    .unwrap();
+                assert_eq!(status, b"404");
+            }
+            kinds.push((h.kind, h.stream));
+            at += 9 + h.len;
+        }
+        assert!(
+            kinds.ends_with(&[(frame::HEADERS, 1), (frame::DATA, 1)]),
+            "{kinds:?}"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Whatever follows the preface, the server neither crashes nor stops serving.
+        #[test]
+        fn any_frames_leave_the_server_serving(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let s = server();
+            exchange(&s, &bytes);
+            let again = exchange(&s, &[]);
+            prop_assert!(again.len() >= 9);
+        }
+    }
+}
