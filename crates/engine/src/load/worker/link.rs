@@ -379,33 +379,9 @@ impl Worker<'_> {
             let ci = self.add_conn(u64::MAX);
             self.idle.push(ci);
         }
-        let t0 = self.clock.now_ns();
-        let mut tls = None;
-        let connected = std::net::TcpStream::connect_timeout(&self.spec.addr, self.spec.timeout)
-            .and_then(|mut s| {
-                s.set_nodelay(true)?;
-                tls = self.spec.protocol.channel().map_err(io::Error::other)?;
-                if let Some(ch) = tls.as_mut() {
-                    handshake_blocking(ch.as_mut(), &mut s, self.spec.timeout)?;
-                }
-                s.set_nonblocking(true)?;
-                let mut s = TcpStream::from_std(s);
-                let token = Token(LINK_BASE + li);
-                (self.poll.registry()).register(
-                    &mut s,
-                    token,
-                    Interest::READABLE | Interest::WRITABLE,
-                )?;
-                Ok(s)
-            });
-        let Ok(s) = connected else {
+        let Some((s, tls)) = self.connect_up_front(Token(LINK_BASE + li)) else {
             return;
         };
-        if tls.is_some() {
-            let ns = self.clock.now_ns().saturating_sub(t0);
-            self.handshake.saturating_record(ns.max(1));
-        }
-        self.counters.connects += 1;
         let l = &mut self.links[li];
         l.stream = Some(s);
         l.tls = tls;
@@ -415,6 +391,7 @@ impl Worker<'_> {
         }
         l.up = true;
         debug_assert_eq!(first / self.streams, li);
-        self.link_flush(li, t0);
+        let now = self.clock.now_ns();
+        self.link_flush(li, now);
     }
 }

@@ -647,39 +647,44 @@ impl<'a> Worker<'a> {
         }
         for _ in 0..n {
             let ci = self.add_conn(u64::MAX);
-            let t0 = self.clock.now_ns();
-            let mut tls = None;
-            let connected =
-                std::net::TcpStream::connect_timeout(&self.spec.addr, self.spec.timeout).and_then(
-                    |mut s| {
-                        s.set_nodelay(true)?;
-                        // A TLS connection opened up front has its handshake done up front too.
-                        tls = self.spec.protocol.channel().map_err(io::Error::other)?;
-                        if let Some(ch) = tls.as_mut() {
-                            handshake_blocking(ch.as_mut(), &mut s, self.spec.timeout)?;
-                        }
-                        s.set_nonblocking(true)?;
-                        let mut s = TcpStream::from_std(s);
-                        self.poll.registry().register(
-                            &mut s,
-                            Token(ci),
-                            Interest::READABLE | Interest::WRITABLE,
-                        )?;
-                        Ok(s)
-                    },
-                );
-            if let Ok(s) = connected {
-                if tls.is_some() {
-                    let ns = self.clock.now_ns().saturating_sub(t0);
-                    self.handshake.saturating_record(ns.max(1));
-                }
+            if let Some((s, tls)) = self.connect_up_front(Token(ci)) {
                 let c = &mut self.conns[ci];
                 c.stream = Some(s);
                 c.tls = tls;
                 c.state = State::Idle;
-                self.counters.connects += 1;
             }
             self.idle.push(ci);
         }
+    }
+
+    /// Opens a connection before the measured start, its TLS handshake done (and timed) too,
+    /// registered under `token`; `None` if it fails (it is then opened, and its failure
+    /// counted, when first used).
+    pub(super) fn connect_up_front(
+        &mut self,
+        token: Token,
+    ) -> Option<(TcpStream, Option<Box<dyn Channel>>)> {
+        let t0 = self.clock.now_ns();
+        let mut tls = None;
+        let connected = std::net::TcpStream::connect_timeout(&self.spec.addr, self.spec.timeout)
+            .and_then(|mut s| {
+                s.set_nodelay(true)?;
+                tls = self.spec.protocol.channel().map_err(io::Error::other)?;
+                if let Some(ch) = tls.as_mut() {
+                    handshake_blocking(ch.as_mut(), &mut s, self.spec.timeout)?;
+                }
+                s.set_nonblocking(true)?;
+                let mut s = TcpStream::from_std(s);
+                let both = Interest::READABLE | Interest::WRITABLE;
+                self.poll.registry().register(&mut s, token, both)?;
+                Ok(s)
+            });
+        let s = connected.ok()?;
+        if tls.is_some() {
+            let ns = self.clock.now_ns().saturating_sub(t0);
+            self.handshake.saturating_record(ns.max(1));
+        }
+        self.counters.connects += 1;
+        Some((s, tls))
     }
 }

@@ -143,6 +143,20 @@ impl H2 {
         self.resume = waiting;
     }
 
+    /// Stream `id` is broken: reset with `code`, its request failed as `protocol`.
+    fn fail_stream(
+        &mut self,
+        id: u32,
+        code: u32,
+        why: &'static str,
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) {
+        frame::rst_stream(out, id, code);
+        let e = OpError::new(ErrorClass::Protocol, why);
+        self.end(id, Ended::Failed(e), out, done);
+    }
+
     /// Stream `id` ended: its request is done as `how` says.
     fn end(&mut self, id: u32, how: Ended, out: &mut Vec<u8>, done: &mut dyn FnMut(usize, Ended)) {
         if let Some(s) = self.streams.remove(&id) {
@@ -321,22 +335,24 @@ impl H2 {
             return Ok(());
         };
         if s.status == 0 {
-            frame::rst_stream(out, h.stream, frame::PROTOCOL_ERROR);
-            let e = OpError::new(
-                ErrorClass::Protocol,
+            self.fail_stream(
+                h.stream,
+                frame::PROTOCOL_ERROR,
                 "HTTP/2: DATA before a response's headers",
+                out,
+                done,
             );
-            self.end(h.stream, Ended::Failed(e), out, done);
             return Ok(());
         }
         s.received += body.len() as u64;
         if s.received > self.req.max_response {
-            frame::rst_stream(out, h.stream, frame::CANCEL);
-            let e = OpError::new(
-                ErrorClass::Protocol,
+            self.fail_stream(
+                h.stream,
+                frame::CANCEL,
                 "HTTP/2: a response larger than max_response",
+                out,
+                done,
             );
-            self.end(h.stream, Ended::Failed(e), out, done);
             return Ok(());
         }
         if end_stream {
@@ -396,12 +412,13 @@ impl H2 {
             Some(Some(code @ 200..=599)) if s.status == 0 => s.status = code,
             None if s.status != 0 && end_stream => {} // trailers
             _ => {
-                frame::rst_stream(out, h.stream, frame::PROTOCOL_ERROR);
-                let e = OpError::new(
-                    ErrorClass::Protocol,
+                self.fail_stream(
+                    h.stream,
+                    frame::PROTOCOL_ERROR,
                     "HTTP/2: a response without one :status",
+                    out,
+                    done,
                 );
-                self.end(h.stream, Ended::Failed(e), out, done);
                 return Ok(());
             }
         }
@@ -528,12 +545,13 @@ impl H2 {
             return Ok(());
         };
         if inc == 0 || s.send_window + i64::from(inc) > frame::MAX_WINDOW {
-            frame::rst_stream(out, h.stream, frame::FLOW_CONTROL_ERROR);
-            let e = OpError::new(
-                ErrorClass::Protocol,
+            self.fail_stream(
+                h.stream,
+                frame::FLOW_CONTROL_ERROR,
                 "HTTP/2: a stream window update of 0 or past 2^31-1",
+                out,
+                done,
             );
-            self.end(h.stream, Ended::Failed(e), out, done);
             return Ok(());
         }
         s.send_window += i64::from(inc);
