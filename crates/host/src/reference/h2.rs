@@ -3,7 +3,7 @@
 //! answered in the order they complete, each with the same status, body, stall and faults as
 //! HTTP/1.1's; the stall holds the whole connection, as it holds an HTTP/1.1 one.
 
-use super::{Action, Body, Shared, reset};
+use super::{Body, Shared};
 use crate::h2::{frame, hpack};
 use std::collections::HashMap;
 use std::io::{self, BufReader, Read, Write};
@@ -199,19 +199,10 @@ impl Conn<'_> {
     /// Answers stream `id` (after the faults and the stall); `false` when the connection is to
     /// end (a reset or garbage, as the fault says).
     fn answer(&mut self, id: u32, open: &Open, rng: &mut u64) -> io::Result<bool> {
-        match self.shared.next_action() {
-            Action::Reset => {
-                reset(self.out.try_clone()?);
-                return Ok(false);
-            }
-            Action::Garbage => {
-                self.out
-                    .write_all(b"\x00\x01\x02 this is not HTTP/2\r\n\r\n")?;
-                return Ok(false);
-            }
-            Action::Answer => {}
+        let garbage = b"\x00\x01\x02 this is not HTTP/2\r\n\r\n";
+        if !self.shared.fault_or_stall(&mut self.out, garbage)? {
+            return Ok(false);
         }
-        self.shared.stall();
         let payload = self.shared.payload(rng);
         let content_type = match self.shared.spec.body {
             Body::Json => "application/json",

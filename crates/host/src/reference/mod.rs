@@ -283,6 +283,25 @@ impl Shared {
             .unwrap_or(200)
     }
 
+    /// Before an answer: this request's fault, if it gets one, done on `out` (a reset, or
+    /// `garbage` written): `false`, the connection is to end. Else the stall waited out: `true`.
+    fn fault_or_stall(&self, out: &mut TcpStream, garbage: &[u8]) -> io::Result<bool> {
+        match self.next_action() {
+            Action::Reset => {
+                reset(out.try_clone()?);
+                Ok(false)
+            }
+            Action::Garbage => {
+                out.write_all(garbage)?;
+                Ok(false)
+            }
+            Action::Answer => {
+                self.stall();
+                Ok(true)
+            }
+        }
+    }
+
     /// Waits out a stall window, if the server is in one.
     fn stall(&self) {
         let Some(s) = self.spec.stall else { return };
@@ -358,18 +377,9 @@ fn serve_tcp(
                 return Ok(()); // closed, or a request line too long
             }
         }
-        match shared.next_action() {
-            Action::Reset => {
-                reset(out);
-                return Ok(());
-            }
-            Action::Garbage => {
-                out.write_all(b"\xff\xfe\x00garbage")?;
-                return Ok(());
-            }
-            Action::Answer => {}
+        if !shared.fault_or_stall(&mut out, b"\xff\xfe\x00garbage")? {
+            return Ok(());
         }
-        shared.stall();
         let payload = shared.payload(rng);
         match framing {
             TcpFraming::Length4 => {
@@ -476,18 +486,9 @@ fn serve_http(stream: TcpStream, shared: &Shared, rng: &mut u64) -> io::Result<(
             return Ok(());
         }
         io::copy(&mut input.by_ref().take(length), &mut io::sink())?;
-        match shared.next_action() {
-            Action::Reset => {
-                reset(out);
-                return Ok(());
-            }
-            Action::Garbage => {
-                out.write_all(b"\x00\x01\x02 this is not HTTP\r\n\r\n")?;
-                return Ok(());
-            }
-            Action::Answer => {}
+        if !shared.fault_or_stall(&mut out, b"\x00\x01\x02 this is not HTTP\r\n\r\n")? {
+            return Ok(());
         }
-        shared.stall();
         let payload = shared.payload(rng);
         let content_type = match shared.spec.body {
             Body::Json => "application/json",

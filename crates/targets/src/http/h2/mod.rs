@@ -143,6 +143,18 @@ impl H2 {
         self.resume = waiting;
     }
 
+    /// Stream `id`'s response is complete: judged by its status, as HTTP/1.1's is.
+    fn respond(
+        &mut self,
+        id: u32,
+        status: u16,
+        out: &mut Vec<u8>,
+        done: &mut dyn FnMut(usize, Ended),
+    ) {
+        let outcome = crate::http::reader::outcome(status);
+        self.end(id, Ended::Response(outcome), out, done);
+    }
+
     /// Stream `id` is broken: reset with `code`, its request failed as `protocol`.
     fn fail_stream(
         &mut self,
@@ -356,8 +368,8 @@ impl H2 {
             return Ok(());
         }
         if end_stream {
-            let outcome = crate::http::reader::outcome(s.status);
-            self.end(h.stream, Ended::Response(outcome), out, done);
+            let status = s.status;
+            self.respond(h.stream, status, out, done);
             return Ok(());
         }
         s.unacked += len;
@@ -423,8 +435,8 @@ impl H2 {
             }
         }
         if end_stream {
-            let outcome = crate::http::reader::outcome(s.status);
-            self.end(h.stream, Ended::Response(outcome), out, done);
+            let status = s.status;
+            self.respond(h.stream, status, out, done);
         }
         Ok(())
     }
