@@ -265,14 +265,15 @@ pub struct RunArgs {
     /// mean, min and max [default: as --reps].
     #[arg(long, allow_negative_numbers = true, help_heading = "Sweeps")]
     pub samples: Option<i64>,
-    /// https://: trust the CA certificates of this PEM file instead of Mozilla's roots.
+    /// https://, grpcs://: trust the CA certificates of this PEM file instead of Mozilla's roots.
     #[arg(long, value_name = "FILE", help_heading = "Load (http://, tcp://)")]
     pub ca: Option<String>,
-    /// https://: accept any certificate (a test server's self-signed one); still encrypted.
+    /// https://, grpcs://: accept any certificate (a test server's self-signed one); still
+    /// encrypted.
     #[arg(long, help_heading = "Load (http://, tcp://)")]
     pub insecure: bool,
-    /// h2c://, and https:// with --http-version 2: requests in flight on each connection at
-    /// once, each on its own stream (h2load's -m); a closed loop runs connections × streams
+    /// h2c://, grpc://, and https:// with --http-version 2: requests in flight on each
+    /// connection at once, each on its own stream (h2load's -m); a closed loop runs connections × streams
     /// clients [default: 1].
     #[arg(long, value_name = "N", help_heading = "Load (http://, tcp://)")]
     pub streams: Option<String>,
@@ -387,6 +388,42 @@ pub struct RunArgs {
     /// HTTP: open a new connection for every request (`Connection: close`).
     #[arg(long, help_heading = "HTTP requests")]
     pub no_keepalive: bool,
+
+    /// gRPC: the .proto file describing the service (-H gives the call's metadata).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "gRPC calls (grpc://, grpcs://)"
+    )]
+    pub proto: Option<String>,
+    /// gRPC: a directory the .proto file's imports are looked up in (repeat for more).
+    #[arg(
+        long,
+        value_name = "DIR",
+        help_heading = "gRPC calls (grpc://, grpcs://)"
+    )]
+    pub import_path: Vec<String>,
+    /// gRPC: the request message as JSON.
+    #[arg(
+        long,
+        value_name = "JSON",
+        help_heading = "gRPC calls (grpc://, grpcs://)"
+    )]
+    pub data: Option<String>,
+    /// gRPC: read the request message's JSON from this file.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "gRPC calls (grpc://, grpcs://)"
+    )]
+    pub data_file: Option<String>,
+    /// gRPC: the call's deadline, sent as grpc-timeout (the server gives up after it).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "gRPC calls (grpc://, grpcs://)"
+    )]
+    pub deadline: Option<String>,
 }
 
 /// The suites' settings on the command line: one flag per setting of the registry's suites

@@ -17,7 +17,8 @@
 //! - [`remote`] (`dyno://`), [`own_host`] (`host:`), [`redis`] (and Sentinel), [`etcd`], `postgres` (feature `postgres`,
 //!   on by default): servers, each in a namespace of dyno's own.
 //! - [`http`] (`http://`, `h2c://` (HTTP/2), and `https://` with `tls`, feature `tls`, on by default) and
-//!   [`tcp`]: request/response targets for the load engine.
+//!   [`tcp`]: request/response targets for the load engine; `grpc` (`grpc://`, `grpcs://`;
+//!   feature `grpc`, on by default): gRPC unary calls on the same HTTP/2.
 //! - [`claim`]: claiming directories and temporary namespaces (a `dyno_` place, proven by a marker); [`options`]: option parsing;
 //!   [`net`]: address resolution, request bodies, and the replicated drivers' reconnection count.
 
@@ -25,6 +26,7 @@ pub mod claim;
 pub mod etcd;
 pub mod exec;
 pub mod fs;
+pub mod grpc;
 pub mod http;
 pub mod lmdb;
 pub mod mem;
@@ -58,81 +60,40 @@ pub struct Driver {
     pub configure: Configure,
 }
 
+impl Driver {
+    const fn new(info: &'static DriverInfo, configure: Configure) -> Driver {
+        Driver { info, configure }
+    }
+}
+
 /// Every driver built into this dyno, in the order `dyno targets` lists them.
 pub fn drivers() -> Vec<Driver> {
     #[allow(unused_mut)]
     let mut all = vec![
-        Driver {
-            info: &mem::INFO,
-            configure: mem::configure,
-        },
-        Driver {
-            info: &sqlite::INFO,
-            configure: sqlite::configure,
-        },
-        Driver {
-            info: &fs::INFO,
-            configure: fs::configure,
-        },
-        Driver {
-            info: &lmdb::INFO,
-            configure: lmdb::configure,
-        },
-        Driver {
-            info: &mock::INFO,
-            configure: mock::configure,
-        },
-        Driver {
-            info: &own_host::INFO,
-            configure: own_host::configure,
-        },
-        Driver {
-            info: &remote::INFO,
-            configure: remote::configure,
-        },
-        Driver {
-            info: &redis::INFO,
-            configure: redis::configure,
-        },
-        Driver {
-            info: &redis::SENTINEL_INFO,
-            configure: redis::configure_sentinel,
-        },
-        Driver {
-            info: &etcd::INFO,
-            configure: etcd::configure,
-        },
-        Driver {
-            info: &mysql::INFO,
-            configure: mysql::configure,
-        },
-        Driver {
-            info: &exec::INFO,
-            configure: exec::configure,
-        },
-        Driver {
-            info: &http::INFO,
-            configure: http::configure,
-        },
-        Driver {
-            info: &http::H2C_INFO,
-            configure: http::configure_h2c,
-        },
-        Driver {
-            info: &tcp::INFO,
-            configure: tcp::configure,
-        },
+        Driver::new(&mem::INFO, mem::configure),
+        Driver::new(&sqlite::INFO, sqlite::configure),
+        Driver::new(&fs::INFO, fs::configure),
+        Driver::new(&lmdb::INFO, lmdb::configure),
+        Driver::new(&mock::INFO, mock::configure),
+        Driver::new(&own_host::INFO, own_host::configure),
+        Driver::new(&remote::INFO, remote::configure),
+        Driver::new(&redis::INFO, redis::configure),
+        Driver::new(&redis::SENTINEL_INFO, redis::configure_sentinel),
+        Driver::new(&etcd::INFO, etcd::configure),
+        Driver::new(&mysql::INFO, mysql::configure),
+        Driver::new(&exec::INFO, exec::configure),
+        Driver::new(&http::INFO, http::configure),
+        Driver::new(&http::H2C_INFO, http::configure_h2c),
+        Driver::new(&tcp::INFO, tcp::configure),
     ];
     #[cfg(feature = "tls")]
-    all.push(Driver {
-        info: &http::HTTPS_INFO,
-        configure: http::configure_https,
-    });
+    all.push(Driver::new(&http::HTTPS_INFO, http::configure_https));
+    #[cfg(feature = "grpc")]
+    all.push(Driver::new(&grpc::INFO, grpc::configure));
+    #[cfg(all(feature = "grpc", feature = "tls"))]
+    all.push(Driver::new(&grpc::GRPCS_INFO, grpc::configure_grpcs));
     #[cfg(feature = "postgres")]
-    all.push(Driver {
-        info: &postgres::INFO,
-        configure: postgres::configure,
-    });
+    all.push(Driver::new(&postgres::INFO, postgres::configure));
     #[cfg(not(feature = "postgres"))]
     all.push(Driver {
         info: &POSTGRES_LEFT_OUT,
@@ -144,10 +105,7 @@ pub fn drivers() -> Vec<Driver> {
         },
     });
     #[cfg(feature = "redb")]
-    all.push(Driver {
-        info: &redb::INFO,
-        configure: redb::configure,
-    });
+    all.push(Driver::new(&redb::INFO, redb::configure));
     all
 }
 

@@ -231,6 +231,59 @@ impl Redis {
     }
 }
 
+/// A private single-member etcd (its gRPC API, and the JSON gateway on the same port), its
+/// data in a temporary directory.
+pub struct Etcd {
+    pub port: u16,
+    _server: Running,
+}
+
+impl Etcd {
+    pub fn start() -> Option<Etcd> {
+        let bin = installed("etcd", &["/usr/bin/etcd", "/usr/local/bin/etcd"])?;
+        let (port, server) = on_a_free_port("etcd", |port| {
+            let dir = tempfile::tempdir().unwrap();
+            let client = format!("http://127.0.0.1:{port}");
+            let peer = format!("http://127.0.0.1:{}", free_port());
+            let child = quiet(&bin)
+                .args(["--name", "dyno", "--data-dir"])
+                .arg(dir.path().join("data"))
+                .args(["--listen-client-urls", &client])
+                .args(["--advertise-client-urls", &client])
+                .args(["--listen-peer-urls", &peer])
+                .args(["--initial-advertise-peer-urls", &peer])
+                .args(["--initial-cluster", &format!("dyno={peer}")])
+                .args(["--listen-metrics-urls", ""])
+                .spawn()
+                .expect("starting etcd");
+            let mut r = Running {
+                child,
+                stop_signal: libc::SIGTERM,
+                _dir: dir,
+            };
+            // Ready once it has a leader: its gateway answers a status.
+            let ready = || {
+                use std::io::{Read, Write};
+                let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                    return false;
+                };
+                let _ = c.set_read_timeout(Some(Duration::from_secs(1)));
+                let ask = "POST /v3/maintenance/status HTTP/1.1\r\nHost: etcd\r\n\
+                    Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+                let mut answer = Vec::new();
+                c.write_all(ask.as_bytes()).is_ok()
+                    && c.read_to_end(&mut answer).is_ok()
+                    && answer.windows(8).any(|w| w == b"\"leader\"")
+            };
+            r.ready(Duration::from_secs(10), ready).then_some(r)
+        });
+        Some(Etcd {
+            port,
+            _server: server,
+        })
+    }
+}
+
 /// A private PostgreSQL: `initdb` in a temporary directory (user `dyno`, trust authentication on
 /// loopback only, but for the users `dyno_password`, `dyno_md5` and `dyno_scram`, who log in by
 /// password with the method their name says, once a test has made them), then `postgres` on a free port; run as the `postgres` user when the tests run

@@ -34,11 +34,29 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
     if let Some(v) = &a.http_version {
         given.push(("version", "--http-version", v.clone()));
     }
+    if let Some(p) = &a.proto {
+        given.push(("proto", "--proto", p.clone()));
+    }
+    if !a.import_path.is_empty() {
+        given.push(("import_path", "--import-path", a.import_path.join(",")));
+    }
+    if let Some(d) = &a.data {
+        given.push(("data", "--data", d.clone()));
+    }
+    if let Some(f) = &a.data_file {
+        given.push(("data_file", "--data-file", f.clone()));
+    }
+    if let Some(d) = &a.deadline {
+        given.push(("deadline", "--deadline", d.clone()));
+    }
     for (name, flag, value) in given {
-        // TLS flags go to https:// targets only, HTTP/2's to h2c:// ones; the others to all.
+        // TLS flags go to https:// and grpcs:// targets, HTTP/2's to those speaking it, gRPC's
+        // to gRPC's; the others to all.
         let schemes: &[&str] = match name {
-            "ca" | "insecure" | "version" => &["https:"],
-            "streams" => &["h2c:", "https:"],
+            "ca" | "insecure" => &["https:", "grpcs:"],
+            "version" => &["https:"],
+            "streams" => &["h2c:", "https:", "grpc:", "grpcs:"],
+            "proto" | "import_path" | "data" | "data_file" | "deadline" => &["grpc:", "grpcs:"],
             _ => &[],
         };
         let mut named = 0;

@@ -451,7 +451,7 @@ mod servers {
     /// it otherwise handles with ease: 10% of requests are due inside a stall and wait for its
     /// end (0..500 ms, uniformly), so the corrected p99 is 450 ms, checked here with every
     /// request sent and none failed. The case and what the run printed.
-    fn stalled_run(scheme: &str, extra: &[&str]) -> (Value, String) {
+    fn stalled_run(scheme: &str, path: &str, extra: &[&str]) -> (Value, String) {
         let stall = Stall {
             pause: Duration::from_millis(500),
             every: Duration::from_secs(5),
@@ -460,7 +460,7 @@ mod servers {
         let dir = tempfile::tempdir().unwrap();
         let a = dyno(dir.path())
             .arg("run")
-            .arg(format!("{scheme}://{}/", s.addr()))
+            .arg(format!("{scheme}://{}{path}", s.addr()))
             .args([
                 "--rate",
                 "1000",
@@ -497,7 +497,7 @@ mod servers {
     fn coordinated_omission_is_corrected_against_a_stalling_server() {
         let _serial = serial();
         // The uncorrected service time does not see the queueing.
-        let (c, out) = stalled_run("http", &["-c", "10"]);
+        let (c, out) = stalled_run("http", "/", &["-c", "10"]);
         let service_p99 = c["summary"]["service_ns"]["p99"].as_u64().unwrap() as f64 / 1e6;
         assert!(
             service_p99 < 50.0,
@@ -513,7 +513,31 @@ mod servers {
     #[test]
     fn coordinated_omission_is_corrected_over_h2c() {
         let _serial = serial();
-        let (c, out) = stalled_run("h2c", &["-c", "4", "--streams", "25"]);
+        let (c, out) = stalled_run("h2c", "/", &["-c", "4", "--streams", "25"]);
+        let service_p50 = c["summary"]["service_ns"]["p50"].as_u64().unwrap() as f64 / 1e6;
+        assert!(service_p50 < 20.0, "service p50 {service_p50} ms\n{out}");
+    }
+
+    /// And over gRPC unary calls (the reference server echoes them), 4 connections × 25
+    /// streams.
+    #[test]
+    fn coordinated_omission_is_corrected_over_grpc() {
+        let _serial = serial();
+        let proto = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/grpc/echo.proto"
+        );
+        let args = [
+            "-c",
+            "4",
+            "--streams",
+            "25",
+            "--proto",
+            proto,
+            "--data",
+            r#"{"key":"k"}"#,
+        ];
+        let (c, out) = stalled_run("grpc", "/dyno.example.Echo/Say", &args);
         let service_p50 = c["summary"]["service_ns"]["p50"].as_u64().unwrap() as f64 / 1e6;
         assert!(service_p50 < 20.0, "service p50 {service_p50} ms\n{out}");
     }

@@ -37,6 +37,7 @@ mod ycsb;
 
 mod servers {
     mod book;
+    mod grpc;
     mod html;
     mod levels;
     mod mysql;

@@ -2,6 +2,10 @@
 //! with HTTP/2's preface is served here, on its own thread as every connection is. Requests are
 //! answered in the order they complete, each with the same status, body, stall and faults as
 //! HTTP/1.1's; the stall holds the whole connection, as it holds an HTTP/1.1 one.
+//!
+//! A gRPC call (`content-type: application/grpc…`) to any method is answered with its own
+//! request message (an echo: any unary method whose request and response types are one) and
+//! `grpc-status` 0, or with the status its `x-dyno-grpc-status` metadata asks for.
 
 use super::{Body, Shared};
 use crate::h2::{frame, hpack};
@@ -13,10 +17,16 @@ use std::sync::atomic::Ordering;
 /// The receive window offered for each stream and the connection.
 const WINDOW: u32 = (1 << 30) - 1;
 
+/// The largest gRPC request kept to echo; a larger one gets RESOURCE_EXHAUSTED.
+const MAX_GRPC_REQUEST: usize = 4 << 20;
+
 /// A request whose body is still coming: its status (from its path) and whether it is HEAD.
 struct Open {
     status: u16,
     head: bool,
+    /// gRPC: the status to answer with, and the request's body so far (echoed).
+    grpc: Option<u32>,
+    body: Vec<u8>,
 }
 
 struct Conn<'a> {
@@ -104,20 +114,9 @@ pub(super) fn serve(
                 }
             }
             frame::DATA => {
-                if !payload.is_empty() {
-                    // Refilled at once: the body is read and dropped.
-                    frame::window_update(&mut c.w, 0, payload.len() as u32);
-                    if h.flags & frame::END_STREAM == 0 {
-                        frame::window_update(&mut c.w, h.stream, payload.len() as u32);
-                    }
-                }
-                if h.flags & frame::END_STREAM != 0
-                    && let Some(open) = c.open.remove(&h.stream)
-                    && !c.answer(h.stream, &open, rng)?
-                {
+                if !c.data(h, &payload, rng)? {
                     return Ok(());
                 }
-                c.flush()?;
             }
             frame::GOAWAY => return Ok(()),
             frame::RST_STREAM => {
@@ -129,6 +128,37 @@ pub(super) fn serve(
 }
 
 impl Conn<'_> {
+    /// A DATA frame: its bytes kept for a gRPC call's echo (else dropped), the windows
+    /// refilled, the request answered once its stream ends; `false` when the connection is
+    /// to end.
+    fn data(&mut self, h: frame::Head, payload: &[u8], rng: &mut u64) -> io::Result<bool> {
+        if let Some(open) = self.open.get_mut(&h.stream)
+            && open.grpc.is_some()
+        {
+            if open.body.len() + payload.len() > MAX_GRPC_REQUEST {
+                open.grpc = Some(8);
+            } else {
+                open.body
+                    .extend_from_slice(frame::unpad(h.flags, payload).unwrap_or(&[]));
+            }
+        }
+        if !payload.is_empty() {
+            // Refilled at once.
+            frame::window_update(&mut self.w, 0, payload.len() as u32);
+            if h.flags & frame::END_STREAM == 0 {
+                frame::window_update(&mut self.w, h.stream, payload.len() as u32);
+            }
+        }
+        if h.flags & frame::END_STREAM != 0
+            && let Some(open) = self.open.remove(&h.stream)
+            && !self.answer(h.stream, &open, rng)?
+        {
+            return Ok(false);
+        }
+        self.flush()?;
+        Ok(true)
+    }
+
     /// Reads one frame into `payload`: its header, or `None` when the client closed.
     fn read_frame(&mut self, payload: &mut Vec<u8>) -> io::Result<Option<frame::Head>> {
         let mut head = [0u8; frame::HEADER_LEN];
@@ -180,12 +210,26 @@ impl Conn<'_> {
     fn request(&mut self, block: &[u8]) -> Option<Open> {
         let mut path = Vec::new();
         let mut head = false;
-        let wanted = |n: &[u8]| n == b":path" || n == b":method";
-        let decoded = self.hpack.decode(block, &wanted, &mut |n, v| {
-            if n == b":path" {
-                path = v.to_vec();
-            } else {
-                head = v == b"HEAD";
+        let mut grpc = None;
+        let mut asked = 0;
+        let wanted = |n: &[u8]| {
+            matches!(
+                n,
+                b":path" | b":method" | b"content-type" | b"x-dyno-grpc-status"
+            )
+        };
+        let decoded = self.hpack.decode(block, &wanted, &mut |n, v| match n {
+            b":path" => path = v.to_vec(),
+            b":method" => head = v == b"HEAD",
+            b"content-type" => {
+                if v.starts_with(b"application/grpc") {
+                    grpc = Some(0);
+                }
+            }
+            _ => {
+                asked = (std::str::from_utf8(v).ok())
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(2)
             }
         });
         decoded.ok()?;
@@ -193,6 +237,8 @@ impl Conn<'_> {
         Some(Open {
             status: self.shared.status_of(&path),
             head,
+            grpc: grpc.map(|_: u32| asked),
+            body: Vec::new(),
         })
     }
 
@@ -202,6 +248,9 @@ impl Conn<'_> {
         let garbage = b"\x00\x01\x02 this is not HTTP/2\r\n\r\n";
         if !self.shared.fault_or_stall(&mut self.out, garbage)? {
             return Ok(false);
+        }
+        if let Some(code) = open.grpc {
+            return self.answer_grpc(id, code, &open.body);
         }
         let payload = self.shared.payload(rng);
         let content_type = match self.shared.spec.body {
@@ -217,8 +266,42 @@ impl Conn<'_> {
         ]);
         let body = !open.head && !payload.is_empty();
         frame::headers(&mut self.w, id, &block, !body, frame::DEFAULT_MAX_FRAME);
+        if body {
+            self.send(id, payload, true)?;
+        }
+        self.windows.remove(&id);
+        self.flush()?;
+        Ok(true)
+    }
+
+    /// A gRPC call's answer: its request echoed with status 0, or trailers only with `code`.
+    fn answer_grpc(&mut self, id: u32, code: u32, request: &[u8]) -> io::Result<bool> {
+        let status = code.to_string();
+        let mut head = vec![(":status", "200"), ("content-type", "application/grpc")];
+        if code != 0 || request.is_empty() {
+            let code = if code == 0 { "13" } else { status.as_str() };
+            head.extend([("grpc-status", code), ("grpc-message", "asked%20for")]);
+            let block = hpack::encode(&head);
+            frame::headers(&mut self.w, id, &block, true, frame::DEFAULT_MAX_FRAME);
+        } else {
+            let block = hpack::encode(&head);
+            frame::headers(&mut self.w, id, &block, false, frame::DEFAULT_MAX_FRAME);
+            if !self.send(id, request, false)? {
+                return Ok(false);
+            }
+            let block = hpack::encode(&[("grpc-status", "0")]);
+            frame::headers(&mut self.w, id, &block, true, frame::DEFAULT_MAX_FRAME);
+        }
+        self.windows.remove(&id);
+        self.flush()?;
+        Ok(true)
+    }
+
+    /// Sends `payload` as DATA on stream `id` as the client's windows allow (waiting for
+    /// them), its last frame ending the stream when `end`; `false` when the client went.
+    fn send(&mut self, id: u32, payload: &[u8], end: bool) -> io::Result<bool> {
         let mut sent = 0;
-        while body && sent < payload.len() {
+        while sent < payload.len() {
             let window = *self.windows.entry(id).or_insert(self.stream_window);
             let room = window
                 .min(self.send_window)
@@ -242,18 +325,12 @@ impl Conn<'_> {
                 continue;
             }
             let n = (payload.len() - sent).min(room as usize);
-            frame::data(
-                &mut self.w,
-                id,
-                &payload[sent..sent + n],
-                sent + n == payload.len(),
-            );
+            let last = end && sent + n == payload.len();
+            frame::data(&mut self.w, id, &payload[sent..sent + n], last);
             sent += n;
             self.send_window -= n as i64;
             *self.windows.entry(id).or_default() -= n as i64;
         }
-        self.windows.remove(&id);
-        self.flush()?;
         Ok(true)
     }
 
@@ -303,6 +380,34 @@ mod tests {
         got
     }
 
+    /// The frames of `got` (after the server's own SETTINGS): kind, stream, and the headers of
+    /// each HEADERS frame, in order.
+    fn frames_of(got: &[u8]) -> Vec<(u8, u32, Vec<(String, String)>)> {
+        let mut at = 0;
+        let mut out = Vec::new();
+        let mut d = hpack::Decoder::new(4096);
+        while at + 9 <= got.len() {
+            let h = frame::Head::parse(got[at..at + 9].try_into().unwrap());
+            let p = &got[at + 9..at + 9 + h.len];
+            let mut headers = Vec::new();
+            if h.kind == frame::HEADERS {
+                d.decode(p, &|_| true, &mut |n, v| {
+                    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                    headers.push((text(n), text(v)))
+                })
+                .unwrap();
+            }
+            out.push((h.kind, h.stream, headers));
+            at += 9 + h.len;
+        }
+        out
+    }
+
+    fn header(frame: &(u8, u32, Vec<(String, String)>), name: &str) -> String {
+        let found = frame.2.iter().find(|(n, _)| n == name);
+        found.map(|(_, v)| v.clone()).unwrap_or_default()
+    }
+
     #[test]
     fn a_request_is_answered_with_headers_and_data() {
         let s = server();
@@ -310,27 +415,48 @@ mod tests {
         frame::settings(&mut req, &[]);
         let block = hpack::encode(&[(":method", "GET"), (":path", "/status/404")]);
         frame::headers(&mut req, 1, &block, true, frame::DEFAULT_MAX_FRAME);
-        let got = exchange(&s, &req);
+        let got = frames_of(&exchange(&s, &req));
         // SETTINGS, WINDOW_UPDATE, SETTINGS ACK, then stream 1's HEADERS and DATA.
-        let mut at = 0;
-        let mut kinds = Vec::new();
-        let mut d = hpack::Decoder::new(4096);
-        while at + 9 <= got.len() {
-            let h = frame::Head::parse(got[at..at + 9].try_into().unwrap());
-            let p = &got[at + 9..at + 9 + h.len];
-            if h.kind == frame::HEADERS {
-                let mut status = Vec::new();
-                d.decode(p, &|n| n == b":status", &mut |_, v| status = v.to_vec())
-                    .unwrap();
-                assert_eq!(status, b"404");
-            }
-            kinds.push((h.kind, h.stream));
-            at += 9 + h.len;
-        }
+        let kinds: Vec<(u8, u32)> = got.iter().map(|f| (f.0, f.1)).collect();
         assert!(
             kinds.ends_with(&[(frame::HEADERS, 1), (frame::DATA, 1)]),
             "{kinds:?}"
         );
+        assert_eq!(header(&got[got.len() - 2], ":status"), "404");
+    }
+
+    #[test]
+    fn a_grpc_call_is_echoed_or_answered_with_the_status_asked_for() {
+        let s = server();
+        let mut req = Vec::new();
+        frame::settings(&mut req, &[]);
+        let call = |metadata: &[(&str, &str)]| {
+            let mut h = vec![
+                (":method", "POST"),
+                (":path", "/any.Service/Method"),
+                ("content-type", "application/grpc"),
+            ];
+            h.extend_from_slice(metadata);
+            hpack::encode(&h)
+        };
+        let message = b"\0\0\0\0\x02\x08\x01";
+        frame::headers(&mut req, 1, &call(&[]), false, frame::DEFAULT_MAX_FRAME);
+        frame::data(&mut req, 1, message, true);
+        let unavailable = call(&[("x-dyno-grpc-status", "14")]);
+        frame::headers(&mut req, 3, &unavailable, false, frame::DEFAULT_MAX_FRAME);
+        frame::data(&mut req, 3, message, true);
+        let raw = exchange(&s, &req);
+        let got = frames_of(&raw);
+        let on = |id: u32| -> Vec<_> { got.iter().filter(|f| f.1 == id).cloned().collect() };
+        let one = on(1);
+        assert_eq!(one.len(), 3, "{one:?}");
+        assert_eq!(header(&one[0], ":status"), "200");
+        assert_eq!(one[1].0, frame::DATA);
+        assert!(raw.windows(message.len()).any(|w| w == message));
+        assert_eq!(header(&one[2], "grpc-status"), "0");
+        let three = on(3);
+        assert_eq!(three.len(), 1, "{three:?}");
+        assert_eq!(header(&three[0], "grpc-status"), "14");
     }
 
     proptest! {

@@ -190,19 +190,15 @@ pub(super) struct GatewayError {
     pub(super) message: String,
 }
 
-/// An answer that is not 200, as an operation error. gRPC's code says what kind: 4
-/// (deadline exceeded) is a timeout, 14 (unavailable: no leader, stopping) a refusal.
+/// An answer that is not 200, as an operation error. gRPC's code says what kind
+/// ([`crate::grpc::class`]): 4 (deadline exceeded) a timeout, 14 (unavailable: no leader,
+/// stopping) a refusal.
 pub(super) fn gateway_error(a: &Answer) -> OpError {
     let e: GatewayError = serde_json::from_slice(a.body).unwrap_or(GatewayError {
         code: -1,
         message: String::from_utf8_lossy(&a.body[..a.body.len().min(200)]).into_owned(),
     });
-    let class = match e.code {
-        4 => ErrorClass::Timeout,
-        14 => ErrorClass::Refused,
-        8 => ErrorClass::Full,
-        _ => ErrorClass::Application,
-    };
+    let class = usize::try_from(e.code).map_or(ErrorClass::Application, crate::grpc::class);
     OpError::new(
         class,
         format!("etcd: HTTP {}: {} (code {})", a.status, e.message, e.code),

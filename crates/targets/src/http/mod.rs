@@ -58,17 +58,30 @@ const H2C_OPTIONS: &[OptionSpec] = &[
     CONNECTION_WINDOW,
 ];
 
-const STREAMS: OptionSpec = OptionSpec {
+#[cfg(feature = "tls")]
+pub(crate) const CA: OptionSpec = OptionSpec {
+    name: "ca",
+    default: "",
+    help: "trust the CA certificates of this PEM file instead of Mozilla's roots",
+};
+#[cfg(feature = "tls")]
+pub(crate) const INSECURE: OptionSpec = OptionSpec {
+    name: "insecure",
+    default: "false",
+    help: "accept any certificate (a test server's self-signed one); the traffic is still encrypted",
+};
+
+pub(crate) const STREAMS: OptionSpec = OptionSpec {
     name: "streams",
     default: "1",
     help: "HTTP/2: requests in flight on each connection at once, each on its stream (h2load's -m); a closed loop runs connections × streams clients",
 };
-const WINDOW: OptionSpec = OptionSpec {
+pub(crate) const WINDOW: OptionSpec = OptionSpec {
     name: "window",
     default: "1GiB",
     help: "HTTP/2: each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE), at most 2GiB - 1",
 };
-const CONNECTION_WINDOW: OptionSpec = OptionSpec {
+pub(crate) const CONNECTION_WINDOW: OptionSpec = OptionSpec {
     name: "connection_window",
     default: "1GiB",
     help: "HTTP/2: the connection's receive window, at most 2GiB - 1",
@@ -94,16 +107,8 @@ const HTTPS_OPTIONS: &[OptionSpec] = &[
     OPTIONS[3],
     OPTIONS[4],
     OPTIONS[5],
-    OptionSpec {
-        name: "ca",
-        default: "",
-        help: "trust the CA certificates of this PEM file instead of Mozilla's roots",
-    },
-    OptionSpec {
-        name: "insecure",
-        default: "false",
-        help: "accept any certificate (a test server's self-signed one); the traffic is still encrypted",
-    },
+    CA,
+    INSECURE,
     OptionSpec {
         name: "version",
         default: "1.1",
@@ -114,7 +119,7 @@ const HTTPS_OPTIONS: &[OptionSpec] = &[
     CONNECTION_WINDOW,
 ];
 
-const OPTIONS: &[OptionSpec] = &[
+pub(crate) const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         name: "method",
         default: "GET",
@@ -181,21 +186,8 @@ pub fn configure_https(
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
     let mut c = configure_as(&HTTPS_INFO, rest, options)?;
     let o = Opts::new("https", options, HTTPS_INFO.options)?;
-    let trust = match (o.text("ca"), o.bool("insecure")?) {
-        ("", false) => crate::tls::Trust::Roots,
-        (ca, false) => crate::tls::Trust::Ca(PathBuf::from(ca)),
-        ("", true) => crate::tls::Trust::Insecure,
-        (_, true) => {
-            return Err(
-                ConfigError::option("insecure", "both ca and insecure=true are set")
-                    .hint("keep ca to check the certificate, or insecure=true not to"),
-            );
-        }
-    };
-    let host = match c.authority.rsplit_once(':') {
-        Some((h, p)) if p.parse::<u16>().is_ok() && !h.is_empty() => h.to_string(),
-        _ => c.authority.clone(),
-    };
+    let trust = trust(&o)?;
+    let host = host_of(&c.authority);
     let version = o.choice("version", &["1.1", "2"])?;
     let alpn: &[&[u8]] = if version == "2" { &[b"h2"] } else { &[] };
     if version == "2" {
@@ -210,14 +202,35 @@ pub fn configure_https(
     Ok(Box::new(c))
 }
 
-fn configure_as(
-    info: &DriverInfo,
-    rest: &str,
-    options: &BTreeMap<String, String>,
-) -> Result<Config, ConfigError> {
-    let o = Opts::new(info.scheme, options, info.options)?;
+/// The certificate check the `ca` and `insecure` options ask for.
+#[cfg(feature = "tls")]
+pub(crate) fn trust(o: &Opts) -> Result<crate::tls::Trust, ConfigError> {
+    Ok(match (o.text("ca"), o.bool("insecure")?) {
+        ("", false) => crate::tls::Trust::Roots,
+        (ca, false) => crate::tls::Trust::Ca(PathBuf::from(ca)),
+        ("", true) => crate::tls::Trust::Insecure,
+        (_, true) => {
+            return Err(
+                ConfigError::option("insecure", "both ca and insecure=true are set")
+                    .hint("keep ca to check the certificate, or insecure=true not to"),
+            );
+        }
+    })
+}
+
+/// The host of `HOST[:PORT]`, the name a certificate is checked against.
+pub(crate) fn host_of(authority: &str) -> String {
+    match authority.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() && !h.is_empty() => h.to_string(),
+        _ => authority.to_string(),
+    }
+}
+
+/// `//AUTHORITY[/PATH][?QUERY]` split into its authority and its path (`/` when none), both
+/// checked.
+pub(crate) fn split_url(rest: &str, example: &str) -> Result<(String, String), ConfigError> {
     let after = rest.strip_prefix("//").ok_or_else(|| {
-        ConfigError::url("an HTTP URL needs //HOST").hint("write e.g. http://127.0.0.1:8080/")
+        ConfigError::url("the URL needs //HOST").hint(format!("write e.g. {example}"))
     })?;
     let (authority, path) = match after.find(['/', '?']) {
         Some(i) if after.as_bytes()[i] == b'/' => (&after[..i], after[i..].to_string()),
@@ -225,25 +238,23 @@ fn configure_as(
         None => (after, "/".to_string()),
     };
     if authority.is_empty() {
-        return Err(
-            ConfigError::url("the URL has no host").hint("write e.g. http://127.0.0.1:8080/")
-        );
+        return Err(ConfigError::url("the URL has no host").hint(format!("write e.g. {example}")));
     }
     if path.contains(['\r', '\n', ' ']) {
         return Err(ConfigError::url("the path contains spaces or line breaks")
             .hint("percent-encode them (%20, %0A)"));
     }
-    let method = o.text("method").to_string();
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(
-            ConfigError::option("method", format!("{method:?} is not an HTTP method"))
-                .hint("write e.g. GET, POST or PUT"),
-        );
-    }
+    Ok((authority.to_string(), path))
+}
+
+/// The `headers` option: one `Name: value` per line; `reserved` names (lower case) are dyno's.
+pub(crate) fn header_lines(
+    o: &Opts,
+    reserved: &[&str],
+    why: &str,
+) -> Result<Vec<(String, String)>, ConfigError> {
     let mut headers = Vec::new();
-    for line in o
-        .text("headers")
-        .lines()
+    for line in (o.text("headers").lines())
         .map(str::trim)
         .filter(|l| !l.is_empty())
     {
@@ -252,23 +263,40 @@ fn configure_as(
         })?;
         let name = name.trim();
         if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            || !(name.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         {
             return Err(ConfigError::option(
                 "headers",
                 format!("{name:?} is not a header name"),
             ));
         }
-        if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("host") {
-            return Err(
-                ConfigError::option("headers", format!("{name} is set by dyno"))
-                    .hint("dyno sends Host from the URL and Content-Length from the body"),
-            );
+        if reserved.contains(&name.to_ascii_lowercase().as_str()) {
+            return Err(ConfigError::option("headers", format!("{name} is set by dyno")).hint(why));
         }
         headers.push((name.to_string(), value.trim().to_string()));
     }
+    Ok(headers)
+}
+
+fn configure_as(
+    info: &DriverInfo,
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Config, ConfigError> {
+    let o = Opts::new(info.scheme, options, info.options)?;
+    let (authority, path) = split_url(rest, "http://127.0.0.1:8080/")?;
+    let method = o.text("method").to_string();
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(
+            ConfigError::option("method", format!("{method:?} is not an HTTP method"))
+                .hint("write e.g. GET, POST or PUT"),
+        );
+    }
+    let headers = header_lines(
+        &o,
+        &["content-length", "host"],
+        "dyno sends Host from the URL and Content-Length from the body",
+    )?;
     let (body, body_file) = match (o.text("body"), o.text("body_file")) {
         ("", "") => (None, None),
         (b, "") => (Some(b.as_bytes().to_vec()), None),
@@ -281,7 +309,7 @@ fn configure_as(
         }
     };
     Ok(Config {
-        authority: authority.to_string(),
+        authority,
         path,
         method,
         headers,
@@ -296,21 +324,26 @@ fn configure_as(
     })
 }
 
-/// HTTP/2's own options read into `c`, and the headers HTTP/2 forbids (RFC 9113 §8.2.2)
-/// refused.
-fn h2_options(c: &mut Config, o: &Opts) -> Result<(), ConfigError> {
+/// How many streams a connection carries, as the column header says it.
+pub(crate) fn streams_label(n: usize) -> String {
+    match n {
+        1 => "1 stream per connection".into(),
+        n => format!("{n} streams per connection"),
+    }
+}
+
+/// HTTP/2's own options: streams per connection, and the stream's and connection's windows.
+pub(crate) fn h2_settings(o: &Opts) -> Result<(usize, u32, u32), ConfigError> {
     let streams = o.text("streams");
-    let streams = (streams
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=10_000).contains(n)))
-    .ok_or_else(|| {
-        ConfigError::option(
-            "streams",
-            format!("{streams:?} is not a count of 1 to 10000"),
-        )
-        .hint("write e.g. --streams 10")
-    })?;
+    let streams = (streams.parse::<usize>().ok())
+        .filter(|n| (1..=10_000).contains(n))
+        .ok_or_else(|| {
+            ConfigError::option(
+                "streams",
+                format!("{streams:?} is not a count of 1 to 10000"),
+            )
+            .hint("write e.g. --streams 10")
+        })?;
     let window = |name: &str| -> Result<u32, ConfigError> {
         let v = o.size(name)?;
         (1..=h2::frame::MAX_WINDOW as u64)
@@ -320,7 +353,13 @@ fn h2_options(c: &mut Config, o: &Opts) -> Result<(), ConfigError> {
                 ConfigError::option(name, format!("{v} bytes: a window is 1 byte to 2GiB - 1"))
             })
     };
-    c.h2 = Some((streams, window("window")?, window("connection_window")?));
+    Ok((streams, window("window")?, window("connection_window")?))
+}
+
+/// HTTP/2's own options read into `c`, and the headers HTTP/2 forbids (RFC 9113 §8.2.2)
+/// refused.
+fn h2_options(c: &mut Config, o: &Opts) -> Result<(), ConfigError> {
+    c.h2 = Some(h2_settings(o)?);
     c.keepalive = true;
     for (name, _) in &c.headers {
         let lower = name.to_ascii_lowercase();
@@ -357,7 +396,7 @@ impl TargetConfig for Config {
     fn durability(&self) -> String {
         let h2 = self
             .h2
-            .map(|(streams, _, _)| format!("HTTP/2, {streams} streams per connection"));
+            .map(|(streams, _, _)| format!("HTTP/2, {}", streams_label(streams)));
         let reuse = match (&h2, self.keepalive) {
             (Some(h2), _) => h2.as_str(),
             (None, true) => "keep-alive",
@@ -466,16 +505,17 @@ impl Config {
             max_response: self.max_response,
             stream_window: window,
             connection_window,
+            grpc: false,
         }
     }
 }
 
-/// `h2c://`'s protocol: each connection an HTTP/2 session.
-struct Http2 {
-    request: Arc<h2::Request>,
-    streams: usize,
+/// HTTP/2's protocol (h2c://, https:// with version 2, grpc://): each connection a session.
+pub(crate) struct Http2 {
+    pub request: Arc<h2::Request>,
+    pub streams: usize,
     #[cfg(feature = "tls")]
-    tls: Option<crate::tls::Client>,
+    pub tls: Option<crate::tls::Client>,
 }
 
 impl Protocol for Http2 {

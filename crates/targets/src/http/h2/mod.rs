@@ -31,6 +31,9 @@ pub struct Request {
     /// and a WINDOW_UPDATE on stream 0).
     pub stream_window: u32,
     pub connection_window: u32,
+    /// gRPC: a response is judged by its `grpc-status` ([`crate::grpc::outcome`]), not only
+    /// by its `:status`.
+    pub grpc: bool,
 }
 
 struct Stream {
@@ -42,6 +45,8 @@ struct Stream {
     sent: usize,
     send_window: i64,
     received: u64,
+    /// gRPC: the `grpc-status` its headers or trailers carried (`u32::MAX`: not a number).
+    grpc: Option<u32>,
 }
 
 /// One HTTP/2 connection's client state.
@@ -64,6 +69,14 @@ pub struct H2 {
     goaway: bool,
     /// Streams whose bodies may go on (reused).
     resume: Vec<u32>,
+    /// gRPC: the `grpc-message` of the header block last decoded (reused).
+    grpc_message: Vec<u8>,
+}
+
+/// Decimal digits (at most nine) as a number.
+fn number(v: &[u8]) -> Option<u32> {
+    (!v.is_empty() && v.len() <= 9 && v.iter().all(u8::is_ascii_digit))
+        .then(|| v.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
 }
 
 fn protocol(message: String) -> OpError {
@@ -99,6 +112,7 @@ impl H2 {
             unacked: 0,
             goaway: false,
             resume: Vec::new(),
+            grpc_message: Vec::new(),
         }
     }
 
@@ -143,15 +157,17 @@ impl H2 {
         self.resume = waiting;
     }
 
-    /// Stream `id`'s response is complete: judged by its status, as HTTP/1.1's is.
-    fn respond(
-        &mut self,
-        id: u32,
-        status: u16,
-        out: &mut Vec<u8>,
-        done: &mut dyn FnMut(usize, Ended),
-    ) {
-        let outcome = crate::http::reader::outcome(status);
+    /// Stream `id`'s response is complete: judged by its status, as HTTP/1.1's is, or by
+    /// its `grpc-status`.
+    fn respond(&mut self, id: u32, out: &mut Vec<u8>, done: &mut dyn FnMut(usize, Ended)) {
+        let Some(s) = self.streams.get(&id) else {
+            return;
+        };
+        let outcome = if self.req.grpc {
+            crate::grpc::outcome(s.status, s.grpc, &self.grpc_message)
+        } else {
+            crate::http::reader::outcome(s.status)
+        };
         self.end(id, Ended::Response(outcome), out, done);
     }
 
@@ -368,8 +384,7 @@ impl H2 {
             return Ok(());
         }
         if end_stream {
-            let status = s.status;
-            self.respond(h.stream, status, out, done);
+            self.respond(h.stream, out, done);
             return Ok(());
         }
         s.unacked += len;
@@ -404,15 +419,24 @@ impl H2 {
         self.block_of = None;
         // `None`: no :status; `Some(None)`: one that is not three digits, or several.
         let mut status: Option<Option<u16>> = None;
+        let mut grpc = None;
+        let mut message = std::mem::take(&mut self.grpc_message);
+        message.clear();
         let block = std::mem::take(&mut self.block);
-        let decoded = self
-            .hpack
-            .decode(&block, &|n| n == b":status", &mut |_, v| {
-                let code = (v.len() == 3 && v.iter().all(u8::is_ascii_digit))
-                    .then(|| v.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0')));
+        let wanted_grpc = self.req.grpc;
+        let wanted = |n: &[u8]| {
+            n == b":status" || (wanted_grpc && (n == b"grpc-status" || n == b"grpc-message"))
+        };
+        let decoded = self.hpack.decode(&block, &wanted, &mut |n, v| match n {
+            b":status" => {
+                let code = number(v).filter(|_| v.len() == 3).map(|c| c as u16);
                 status = Some(if status.is_some() { None } else { code });
-            });
+            }
+            b"grpc-status" => grpc = Some(number(v).unwrap_or(u32::MAX)),
+            _ => message.extend_from_slice(v),
+        });
         self.block = block;
+        self.grpc_message = message;
         decoded.map_err(|e| connection_error(out, frame::COMPRESSION_ERROR, e.0))?;
         let Some(s) = self.streams.get_mut(&h.stream) else {
             return Ok(());
@@ -434,9 +458,11 @@ impl H2 {
                 return Ok(());
             }
         }
+        if grpc.is_some() {
+            s.grpc = grpc;
+        }
         if end_stream {
-            let status = s.status;
-            self.respond(h.stream, status, out, done);
+            self.respond(h.stream, out, done);
         }
         Ok(())
     }
@@ -608,6 +634,7 @@ impl Session for H2 {
             sent: 0,
             send_window: self.peer_window,
             received: 0,
+            grpc: None,
         };
         self.streams.insert(id, s);
         if body {

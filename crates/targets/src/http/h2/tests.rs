@@ -101,6 +101,7 @@ fn request(body: &[u8]) -> Arc<Request> {
         max_response: 1 << 20,
         stream_window: 1 << 16,
         connection_window: 1 << 20,
+        grpc: false,
     })
 }
 
@@ -169,6 +170,49 @@ fn responses_end_their_requests_by_stream_and_are_judged_by_status() {
     assert!(out.windows(ack.len()).any(|w| w == ack));
     let pong = frames(&[(frame::PING, frame::ACK, 0, b"12345678")]);
     assert!(out.ends_with(&pong));
+}
+
+#[cfg(feature = "grpc")]
+#[test]
+fn grpc_calls_are_judged_by_their_trailers() {
+    let mut req = (*request(b"\0\0\0\0\0")).clone();
+    req.grpc = true;
+    let mut h = H2::new(Arc::new(req));
+    let mut out = Vec::new();
+    h.start(&mut out);
+    for slot in 0..4 {
+        h.open(slot, &mut out);
+    }
+    let ok = hpack::encode(&[("grpc-status", "0")]);
+    let unavailable = hpack::encode(&[
+        (":status", "200"),
+        ("grpc-status", "14"),
+        ("grpc-message", "no%20leader"),
+    ]);
+    let end = frame::END_HEADERS | frame::END_STREAM;
+    let reply = frames(&[
+        // A whole call: headers, a message, trailers.
+        (frame::HEADERS, frame::END_HEADERS, 1, &[0x88]),
+        (frame::DATA, 0, 1, b"\0\0\0\0\0"),
+        (frame::HEADERS, end, 1, &ok),
+        // Trailers only: the status in the one header block.
+        (frame::HEADERS, end, 3, &unavailable),
+        // A body ended without trailers: no grpc-status.
+        (frame::HEADERS, frame::END_HEADERS, 5, &[0x88]),
+        (frame::DATA, frame::END_STREAM, 5, b""),
+        // Not 200.
+        (frame::HEADERS, end, 7, &[0x8e]),
+    ]);
+    let done = feed(&mut h, &reply, &mut out).unwrap();
+    assert_eq!(
+        done,
+        vec![
+            (0, Ok(())),
+            (1, Err(Some(ErrorClass::Refused))),
+            (2, Err(Some(ErrorClass::Protocol))),
+            (3, Err(Some(ErrorClass::Application))),
+        ]
+    );
 }
 
 #[test]

@@ -1,0 +1,115 @@
+//! gRPC load (`grpc://`) through the real binary: against `dyno serve --http`, which echoes
+//! every call (examples/grpc/echo.proto describes them), and against a real gRPC server, etcd
+//! (examples/grpc/etcd-kv.proto). Every run is bounded by a duration.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn example(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/grpc")
+        .join(name);
+    p.to_string_lossy().into_owned()
+}
+
+/// The calls a case made.
+fn calls(c: &Value) -> u64 {
+    c["reps"][0]["detail"]["load"]["requests"].as_u64().unwrap()
+}
+
+/// `dyno run URL ARGS -d 2s` in a temporary directory: the target's case and the table.
+fn run(url: &str, args: &[&str]) -> (Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dyno(dir.path())
+        .arg("run")
+        .arg(url)
+        .args(["-d", "2s", "-r", "1", "-o", "o"])
+        .args(args)
+        .assert()
+        .success();
+    let rec = record(&dir.path().join("o"));
+    let out = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    (case(&rec, "grpc", "load").clone(), out)
+}
+
+#[test]
+fn calls_to_the_reference_server_are_echoed_and_a_status_is_classed_by_name() {
+    let _serial = serial();
+    let s = RefServer::start();
+    let url = format!("grpc://127.0.0.1:{}/dyno.example.Echo/Say", s.port);
+    let proto = example("echo.proto");
+    let data = r#"{"key":"k","value":"aGVsbG8=","n":"7","tags":["a","b"]}"#;
+    let (c, out) = run(
+        &url,
+        &[
+            "--proto",
+            &proto,
+            "--data",
+            data,
+            "-c",
+            "2",
+            "--streams",
+            "8",
+        ],
+    );
+    assert!(
+        c["errors"].as_object().unwrap().is_empty(),
+        "{}",
+        c["errors"]
+    );
+    assert!(calls(&c) > 1000, "{} calls in 2 s\n{out}", calls(&c));
+    assert!(
+        out.contains("gRPC dyno.example.Echo.Say, 8 streams per connection"),
+        "{out}"
+    );
+    // The status the call asks for (metadata the reference server reads) fails every call,
+    // counted as its class with its name.
+    let (c, _) = run(&url, &["--proto", &proto, "-H", "x-dyno-grpc-status: 8"]);
+    assert_eq!(c["errors"]["full"], calls(&c), "{}", c["errors"]);
+    let example = c["error_examples"]["full"].as_str().unwrap();
+    assert_eq!(example, "gRPC RESOURCE_EXHAUSTED (8): asked for");
+}
+
+#[test]
+fn etcd_answers_range_and_put_calls_and_its_refusals_are_named() {
+    let _serial = serial();
+    let Some(etcd) = testkit::Etcd::start() else {
+        return;
+    };
+    let proto = example("etcd-kv.proto");
+    let url = |m: &str| format!("grpc://127.0.0.1:{}/etcdserverpb.KV/{m}", etcd.port);
+    let put = r#"{"key":"ZHlub19ncnBj","value":"MQ=="}"#;
+    let (c, out) = run(&url("Put"), &["--proto", &proto, "--data", put, "-c", "4"]);
+    assert!(
+        c["errors"].as_object().unwrap().is_empty(),
+        "{}",
+        c["errors"]
+    );
+    assert!(calls(&c) > 100, "{out}");
+    let range = r#"{"key":"ZHlub19ncnBj","serializable":true}"#;
+    let (c, _) = run(
+        &url("Range"),
+        &["--proto", &proto, "--data", range, "--streams", "4"],
+    );
+    assert!(
+        c["errors"].as_object().unwrap().is_empty(),
+        "{}",
+        c["errors"]
+    );
+    // No key: etcd refuses the call with INVALID_ARGUMENT.
+    let (c, _) = run(&url("Range"), &["--proto", &proto]);
+    assert_eq!(c["errors"]["application"], calls(&c), "{}", c["errors"]);
+    let example = c["error_examples"]["application"].as_str().unwrap();
+    assert!(
+        example.starts_with("gRPC INVALID_ARGUMENT (3): etcdserver: key is not provided"),
+        "{example}"
+    );
+    // A deadline shorter than any answer: DEADLINE_EXCEEDED, counted as a timeout.
+    let (c, _) = run(
+        &url("Range"),
+        &["--proto", &proto, "--data", range, "--deadline", "1us"],
+    );
+    let timeouts = c["errors"]["timeout"].as_u64().unwrap_or(0);
+    assert!(timeouts > 0, "{}", c["errors"]);
+}

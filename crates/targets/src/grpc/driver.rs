@@ -1,0 +1,309 @@
+//! The `grpc://` and `grpcs://` drivers: their options, the call's headers and message.
+
+use super::proto;
+use crate::http::{self, Http2, h2};
+use crate::options::Opts;
+use engine::driver::{
+    ConfigError, DriverError, DriverInfo, Endpoint, Family, OptionSpec, TargetConfig,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub static INFO: DriverInfo = DriverInfo {
+    scheme: "grpc",
+    query_options: false,
+    summary: "gRPC unary calls over HTTP/2 in the clear, the messages described by a .proto file and given as JSON",
+    forms: &[
+        "grpc://127.0.0.1:50051/helloworld.Greeter/SayHello   (--proto greeter.proto --data '{\"name\":\"x\"}')",
+    ],
+    families: &[Family::Request],
+    options: OPTIONS,
+    clients: engine::driver::ClientModel::EventLoop,
+};
+
+/// `grpcs://`: the same over TLS (ALPN h2).
+#[cfg(feature = "tls")]
+pub static GRPCS_INFO: DriverInfo = DriverInfo {
+    scheme: "grpcs",
+    query_options: false,
+    summary: "gRPC unary calls over TLS (HTTP/2 agreed on by ALPN)",
+    forms: &["grpcs://example.test:443/package.Service/Method   (--proto FILE, --ca FILE)"],
+    families: &[Family::Request],
+    options: GRPCS_OPTIONS,
+    clients: engine::driver::ClientModel::EventLoop,
+};
+
+const OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "proto",
+        default: "",
+        help: "the .proto file describing the service (ghz's --proto)",
+    },
+    OptionSpec {
+        name: "import_path",
+        default: "",
+        help: "directories the .proto file's imports are looked up in, comma-separated (before the file's own)",
+    },
+    OptionSpec {
+        name: "data",
+        default: "",
+        help: "the request message as JSON (protobuf's JSON mapping)",
+    },
+    OptionSpec {
+        name: "data_file",
+        default: "",
+        help: "read the request message's JSON from this file",
+    },
+    OptionSpec {
+        name: "headers",
+        default: "",
+        help: "the call's metadata, one `name: value` per line",
+    },
+    OptionSpec {
+        name: "deadline",
+        default: "",
+        help: "sent as grpc-timeout: the server gives up (DEADLINE_EXCEEDED) after this long",
+    },
+    http::OPTIONS[5],
+    http::STREAMS,
+    http::WINDOW,
+    http::CONNECTION_WINDOW,
+];
+
+#[cfg(feature = "tls")]
+const GRPCS_OPTIONS: &[OptionSpec] = &[
+    OPTIONS[0],
+    OPTIONS[1],
+    OPTIONS[2],
+    OPTIONS[3],
+    OPTIONS[4],
+    OPTIONS[5],
+    OPTIONS[6],
+    OPTIONS[7],
+    OPTIONS[8],
+    OPTIONS[9],
+    http::CA,
+    http::INSECURE,
+];
+
+/// `grpc-timeout`'s value: at most eight digits and a unit, the finest that holds `d`.
+fn timeout_header(d: Duration) -> String {
+    let units = [
+        (1u128, 'n'),
+        (1_000, 'u'),
+        (1_000_000, 'm'),
+        (1_000_000_000, 'S'),
+        (60_000_000_000, 'M'),
+        (3_600_000_000_000, 'H'),
+    ];
+    let ns = d.as_nanos();
+    for (per, unit) in units {
+        let n = ns.div_ceil(per);
+        if n < 100_000_000 {
+            return format!("{n}{unit}");
+        }
+    }
+    "99999999H".into()
+}
+
+#[derive(Debug, Clone)]
+struct Config {
+    authority: String,
+    path: String,
+    method: String,
+    metadata: Vec<(String, String)>,
+    /// The request message, framed (a compression flag, its length, its bytes).
+    body: Vec<u8>,
+    deadline: Option<Duration>,
+    max_response: u64,
+    h2: (usize, u32, u32),
+    resolved: BTreeMap<String, String>,
+    #[cfg(feature = "tls")]
+    tls: Option<(crate::tls::Client, crate::tls::Trust)>,
+}
+
+/// Validates the URL and options, reads the `.proto` file and encodes the request.
+pub fn configure(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    configure_as(&INFO, rest, options).map(|c| Box::new(c) as Box<dyn TargetConfig>)
+}
+
+/// `grpcs://`: as [`configure`], and the TLS client agreeing on h2.
+#[cfg(feature = "tls")]
+pub fn configure_grpcs(
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Box<dyn TargetConfig>, ConfigError> {
+    let mut c = configure_as(&GRPCS_INFO, rest, options)?;
+    let o = Opts::new("grpcs", options, GRPCS_INFO.options)?;
+    let trust = http::trust(&o)?;
+    let client = crate::tls::Client::new(&http::host_of(&c.authority), &trust, &[b"h2"])?;
+    c.tls = Some((client, trust));
+    Ok(Box::new(c))
+}
+
+fn configure_as(
+    info: &DriverInfo,
+    rest: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Config, ConfigError> {
+    let o = Opts::new(info.scheme, options, info.options)?;
+    let example = "grpc://127.0.0.1:50051/helloworld.Greeter/SayHello";
+    let (authority, path) = http::split_url(rest, example)?;
+    if authority
+        .rsplit_once(':')
+        .is_none_or(|(_, p)| p.parse::<u16>().is_err())
+    {
+        return Err(ConfigError::url(format!("{authority} has no port"))
+            .hint(format!("gRPC has no default port: write e.g. {example}")));
+    }
+    let method = path.trim_start_matches('/').to_string();
+    let proto = o.text("proto");
+    if proto.is_empty() {
+        return Err(
+            ConfigError::option("proto", "a gRPC target needs its .proto file")
+                .hint("give it with --proto FILE (and --import-path DIR for its imports)"),
+        );
+    }
+    let imports: Vec<PathBuf> = (o.text("import_path").split(','))
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    let pool = proto::pool(std::path::Path::new(proto), &imports)?;
+    let m = proto::method(&pool, &method)?;
+    let json = match (o.text("data"), o.text("data_file")) {
+        (data, "") => data.to_string(),
+        ("", f) => std::fs::read_to_string(f)
+            .map_err(|e| ConfigError::option("data_file", format!("cannot read {f}: {e}")))?,
+        _ => {
+            return Err(
+                ConfigError::option("data_file", "both data and data_file are set")
+                    .hint("keep one of the two"),
+            );
+        }
+    };
+    let message = proto::request(&m, &json)?;
+    let mut body = Vec::with_capacity(5 + message.len());
+    body.push(0);
+    body.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    body.extend_from_slice(&message);
+    let metadata = http::header_lines(
+        &o,
+        &[
+            "content-type",
+            "te",
+            "content-length",
+            "host",
+            "grpc-timeout",
+            "user-agent",
+        ],
+        "dyno sends them for every call (the deadline as grpc-timeout: --deadline)",
+    )?;
+    let deadline = match o.text("deadline") {
+        "" => None,
+        _ => Some(o.duration("deadline")?).filter(|d| !d.is_zero()),
+    };
+    Ok(Config {
+        authority,
+        path,
+        method: m.full_name().to_string(),
+        metadata,
+        body,
+        deadline,
+        max_response: o.size("max_response")?,
+        h2: http::h2_settings(&o)?,
+        resolved: o.resolved(),
+        #[cfg(feature = "tls")]
+        tls: None,
+    })
+}
+
+impl Config {
+    fn is_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
+    /// The call's header block, encoded once.
+    fn block(&self) -> Vec<u8> {
+        let agent = format!("dyno/{}", env!("CARGO_PKG_VERSION"));
+        let timeout = self.deadline.map(timeout_header);
+        let names: Vec<String> = (self.metadata.iter())
+            .map(|(k, _)| k.to_ascii_lowercase())
+            .collect();
+        let mut headers = vec![
+            (":method", "POST"),
+            (":scheme", if self.is_tls() { "https" } else { "http" }),
+            (":authority", self.authority.as_str()),
+            (":path", self.path.as_str()),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+            ("user-agent", agent.as_str()),
+        ];
+        if let Some(t) = &timeout {
+            headers.push(("grpc-timeout", t));
+        }
+        headers.extend(
+            (names.iter().map(String::as_str)).zip(self.metadata.iter().map(|(_, v)| v.as_str())),
+        );
+        h2::hpack::encode(&headers)
+    }
+}
+
+impl TargetConfig for Config {
+    fn durability(&self) -> String {
+        let calls = format!("gRPC {}, {}", self.method, http::streams_label(self.h2.0));
+        #[cfg(feature = "tls")]
+        if let Some((_, trust)) = &self.tls {
+            return format!("{calls}, {}", trust.label());
+        }
+        calls
+    }
+    fn options(&self) -> BTreeMap<String, String> {
+        self.resolved.clone()
+    }
+    fn families(&self) -> &'static [Family] {
+        INFO.families
+    }
+    fn endpoint(&self) -> Result<Endpoint, DriverError> {
+        let addr = crate::net::resolve(&self.authority, None)?;
+        let (streams, stream_window, connection_window) = self.h2;
+        let request = h2::Request {
+            block: self.block(),
+            body: self.body.clone(),
+            max_response: self.max_response,
+            stream_window,
+            connection_window,
+            grpc: true,
+        };
+        Ok(Endpoint {
+            addr,
+            protocol: Arc::new(Http2 {
+                request: Arc::new(request),
+                streams,
+                #[cfg(feature = "tls")]
+                tls: self.tls.as_ref().map(|t| t.0.clone()),
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_are_written_in_eight_digits() {
+        assert_eq!(timeout_header(Duration::from_millis(250)), "250000u");
+        assert_eq!(timeout_header(Duration::from_secs(20)), "20000000u");
+        assert_eq!(timeout_header(Duration::from_nanos(5)), "5n");
+        assert_eq!(timeout_header(Duration::from_secs(400_000)), "400000S");
+    }
+}
