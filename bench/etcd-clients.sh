@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # etcd's two client protocols side by side, on one etcd server: the official Go client over
 # gRPC (bench/etcd-clients, built with go), HTTP/1.1 JSON to the v3 gateway from Go's net/http,
-# and dyno's etcd:// driver (the same gateway, hand-written HTTP/1.1 keep-alive) running the kv
-# suite. Each does what the kv suite does: one client, reads (linearizable) for DURATION, then
-# writes for DURATION, 100 keys of 300 B. The client runs on core 0, etcd on core 1; ROUNDS
-# rounds (default 5), the three clients in turn in each. Per client: client CPU per operation
+# and dyno's etcd:// driver running the kv suite over each: gRPC (`dyno`, the default api) and
+# the gateway (`dyno-gateway`, api=gateway). Each does what the kv suite does: one client,
+# reads (linearizable) for DURATION, then writes for DURATION, 100 keys of 300 B. The client
+# runs on core 0, etcd on core 1; ROUNDS rounds (default 5), the four clients in turn in each. Per client: client CPU per operation
 # (user + system, the whole process), etcd's CPU per operation (/proc/PID/stat), median latency
 # of reads and of writes; then each figure as a ratio to the gRPC client's in the same round,
 # and the median ratio. Needs etcd (Debian's etcd-server, installed if missing), go, taskset.
@@ -36,14 +36,16 @@ done
 server_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f\n", ($14 + $15) * 1e9 / hz }' "/proc/$etcd_pid/stat"; }
 results="$work/results.jsonl"
 for round in $(seq 1 "$rounds"); do
-  for client in grpc gateway dyno; do
+  for client in grpc gateway dyno dyno-gateway; do
     s0=$(server_cpu)
-    if [ "$client" = dyno ]; then
-      out="$work/dyno-$round"
-      line=$(python3 - "$out" "$port" "$duration" <<'PY'
+    if [ "${client%-gateway}" = dyno ]; then
+      out="$work/$client-$round"
+      api=grpc
+      [ "$client" = dyno ] || api=gateway
+      line=$(python3 - "$out" "$port" "$duration" "$client" "$api" <<'PY'
 import json, resource, subprocess, sys
-out, port, duration = sys.argv[1:]
-subprocess.run(["taskset", "-c", "0", "./target/release/dyno", "run", f"etcd://127.0.0.1:{port}",
+out, port, duration, mode, api = sys.argv[1:]
+subprocess.run(["taskset", "-c", "0", "./target/release/dyno", "run", f"etcd://127.0.0.1:{port}?api={api}",
                 "--suite", "kv", "-c", "1", "-n", "100", "--duration", duration, "--quiet",
                 "-o", out], check=True, stdout=subprocess.DEVNULL)
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -53,7 +55,7 @@ for c in rec["cases"]:
     rep = c["reps"][0]
     lat = rep["by_op"][c["test"]]["latency_ns"]
     phase[c["test"]] = {"ops": rep["ops"], "p50_us": lat["p50"] / 1e3}
-print(json.dumps({"mode": "dyno", "cpu_ns": int((r.ru_utime + r.ru_stime) * 1e9),
+print(json.dumps({"mode": mode, "cpu_ns": int((r.ru_utime + r.ru_stime) * 1e9),
                   "get": phase["get"], "set": phase["set"]}))
 PY
 )
@@ -86,7 +88,7 @@ print("Ratio to the gRPC client in the same round (median of the rounds, with mi
 print()
 print("| client | " + " | ".join(names) + " |")
 print("|---|" + "---:|" * len(names))
-for mode in ["gateway", "dyno"]:
+for mode in ["gateway", "dyno", "dyno-gateway"]:
     cells = []
     for n in names:
         rs = [m[mode][n] / m["grpc"][n] for m in by.values()]

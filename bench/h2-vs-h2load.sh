@@ -28,6 +28,7 @@ cargo build --release -q
 dyno=$PWD/target/release/dyno
 secs=${duration%s}
 
+. bench/lib.sh
 . bench/nginx.sh
 work=$(mktemp -d)
 cleanup() {
@@ -37,17 +38,6 @@ cleanup() {
 trap cleanup EXIT
 start_nginx "$work" h2c
 plain=${url/h2c:/http:}
-
-# Runs a command pinned to core 0; prints its stdout, then "cpu_ns=N" for its user + system time.
-measure() {
-  python3 - "$@" <<'PY'
-import resource, subprocess, sys
-out = subprocess.run(["taskset", "-c", "0", *sys.argv[1:]], capture_output=True, text=True, check=True).stdout
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(out)
-print("cpu_ns=%d" % int((ru.ru_utime + ru.ru_stime) * 1e9))
-PY
-}
 
 h2load_run() { # C M -> "REQUESTS RATE"
   local out
@@ -66,14 +56,7 @@ dyno_run() { # C M ROUND -> "REQUESTS RATE CPU_PER_REQUEST_US"
   local out
   out=$(measure "$dyno" run "$url" -c "$1" --streams "$2" -d "$duration" -r 1 --threads 1 -f json \
     -o "$work/d$1x$2-$3")
-  python3 - "$out" <<'PY'
-import json, re, sys
-t = sys.argv[1]
-r = json.loads(t.splitlines()[0])["cases"][0]["reps"][0]
-ok = r["detail"]["load"]["ok"]
-cpu = int(re.search(r"cpu_ns=(\d+)", t).group(1))
-print(ok, r["detail"]["load"]["responses_per_s"], cpu / r["detail"]["load"]["requests"] / 1000)
-PY
+  dyno_load_figures "$out"
 }
 
 echo "nginx $(/usr/sbin/nginx -v 2>&1 | sed 's/.*\///'), $(h2load --version | head -1), $($dyno --version)"
@@ -91,19 +74,4 @@ for round in $(seq "$rounds"); do
     done
   done
 done
-python3 - "$work/rounds" <<'PY'
-import statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    tool, shape, rnd, rate, cpu = line.split()
-    runs[(tool, shape, rnd)] = (float(rate), float(cpu))
-print()
-print("dyno / h2load, per round (median):")
-for shape in dict.fromkeys(s for _, s, _ in runs):
-    rounds = sorted({r for t, s, r in runs if s == shape}, key=int)
-    rate = [runs[("dyno", shape, r)][0] / runs[("h2load", shape, r)][0] for r in rounds]
-    cpu = [runs[("dyno", shape, r)][1] / runs[("h2load", shape, r)][1] for r in rounds]
-    print("  %-6s rate %s (%.2fx)   CPU/request %s (%.2fx)" % (
-        shape, ", ".join("%.2f" % x for x in rate), statistics.median(rate),
-        ", ".join("%.2f" % x for x in cpu), statistics.median(cpu)))
-PY
+ratios "$work/rounds" h2load request

@@ -22,6 +22,7 @@ fi
 cargo build --release -q
 dyno=$PWD/target/release/dyno
 
+. bench/lib.sh
 . bench/nginx.sh
 work=$(mktemp -d)
 cleanup() {
@@ -30,17 +31,6 @@ cleanup() {
 }
 trap cleanup EXIT
 start_nginx "$work"
-
-# Runs a command pinned to core 0; prints its stdout, then "cpu_ns=N" for its user + system time.
-measure() {
-  python3 - "$@" <<'PY'
-import resource, subprocess, sys
-out = subprocess.run(["taskset", "-c", "0", *sys.argv[1:]], capture_output=True, text=True, check=True).stdout
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(out)
-print("cpu_ns=%d" % int((ru.ru_utime + ru.ru_stime) * 1e9))
-PY
-}
 
 best=0
 echo "nginx $(/usr/sbin/nginx -v 2>&1 | sed 's/.*\///'), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), $($dyno --version)"
@@ -67,20 +57,7 @@ for round in $(seq "$rounds"); do
   done
 done
 # The machine's speed drifts between rounds, so the comparison is made within each round.
-python3 - "$work/rounds" <<'PY'
-import statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    tool, rnd, rate, cpu = line.split()
-    runs[(tool, rnd)] = (float(rate), float(cpu))
-for tool in ("dyno", "dyno-off"):
-    rounds = sorted({r for t, r in runs if t == tool and ("wrk", r) in runs}, key=int)
-    rate = [runs[(tool, r)][0] / runs[("wrk", r)][0] for r in rounds]
-    cpu = [runs[(tool, r)][1] / runs[("wrk", r)][1] for r in rounds]
-    print("%-8s / wrk, per round: req/s %s (median %.3f); CPU/request %s (median %.3f)" % (
-        tool, " ".join("%.3f" % x for x in rate), statistics.median(rate),
-        " ".join("%.3f" % x for x in cpu), statistics.median(cpu)))
-PY
+ratios "$work/rounds" h2load request
 
 # One open-loop run at SHARE of the best rate seen; prints its row.
 open_loop() {

@@ -14,6 +14,50 @@ wait_port() {
   return 1
 }
 
+# Runs a command pinned to core 0; prints its stdout, then "cpu_ns=N" for its user + system time.
+measure() {
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys
+out = subprocess.run(["taskset", "-c", "0", *sys.argv[1:]], capture_output=True, text=True, check=True).stdout
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(out)
+print("cpu_ns=%d" % int((ru.ru_utime + ru.ru_stime) * 1e9))
+PY
+}
+
+# From what `measure dyno run … -f json` printed: "OK RATE CPU_PER_REQUEST_US" of its one load rep.
+dyno_load_figures() {
+  python3 - "$1" <<'PY'
+import json, re, sys
+t = sys.argv[1]
+r = json.loads(t.splitlines()[0])["cases"][0]["reps"][0]["detail"]["load"]
+cpu = int(re.search(r"cpu_ns=(\d+)", t).group(1))
+print(r["ok"], r["responses_per_s"], cpu / r["requests"] / 1000)
+PY
+}
+
+# FILE holds lines "TOOL SHAPE ROUND RATE CPU"; prints dyno's ratios to PEER's rate and CPU per
+# UNIT within each round of each shape, and their median.
+ratios() {
+  python3 - "$@" <<'PY'
+import statistics, sys
+path, peer, unit = sys.argv[1:4]
+runs = {}
+for line in open(path):
+    tool, shape, rnd, rate, cpu = line.split()
+    runs[(tool, shape, rnd)] = (float(rate), float(cpu))
+print()
+print("dyno / %s, per round (median):" % peer)
+for shape in dict.fromkeys(s for _, s, _ in runs):
+    rounds = sorted({r for t, s, r in runs if s == shape}, key=int)
+    rate = [runs[("dyno", shape, r)][0] / runs[(peer, shape, r)][0] for r in rounds]
+    cpu = [runs[("dyno", shape, r)][1] / runs[(peer, shape, r)][1] for r in rounds]
+    print("  %-6s rate %s (%.2fx)   CPU/%s %s (%.2fx)" % (
+        shape, ", ".join("%.2f" % x for x in rate), statistics.median(rate), unit,
+        ", ".join("%.2f" % x for x in cpu), statistics.median(cpu)))
+PY
+}
+
 # Runs a command (its output into FILE, its errors into $work/err); prints its CPU seconds (user +
 # system, GNU time's), or shows what it said and fails.
 timed() {

@@ -380,9 +380,11 @@ mod tests {
         got
     }
 
-    /// The frames of `got` (after the server's own SETTINGS): kind, stream, and the headers of
-    /// each HEADERS frame, in order.
-    fn frames_of(got: &[u8]) -> Vec<(u8, u32, Vec<(String, String)>)> {
+    /// A frame as read back: its kind, its stream, and its headers if it is HEADERS.
+    type Frame = (u8, u32, Vec<(String, String)>);
+
+    /// The frames of `got`, in order.
+    fn frames_of(got: &[u8]) -> Vec<Frame> {
         let mut at = 0;
         let mut out = Vec::new();
         let mut d = hpack::Decoder::new(4096);
@@ -403,7 +405,7 @@ mod tests {
         out
     }
 
-    fn header(frame: &(u8, u32, Vec<(String, String)>), name: &str) -> String {
+    fn header(frame: &Frame, name: &str) -> String {
         let found = frame.2.iter().find(|(n, _)| n == name);
         found.map(|(_, v)| v.clone()).unwrap_or_default()
     }

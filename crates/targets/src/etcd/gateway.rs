@@ -1,4 +1,5 @@
-//! HTTP/1.1 to etcd's JSON gateway on one connection: requests written, responses (length or chunked) read with bounds, the gateway's errors classified.
+//! HTTP/1.1 to etcd's JSON gateway on one connection: requests written, responses (length or
+//! chunked) read with bounds, the answers' JSON, the gateway's errors classified.
 
 use super::*;
 
@@ -178,6 +179,48 @@ pub(super) fn read_chunked(
         if size == 0 {
             return Ok(());
         }
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct RangeReply {
+    #[serde(default)]
+    pub(super) kvs: Vec<KeyValue>,
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct KeyValue {
+    #[serde(default)]
+    pub(super) value: String,
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct MemberList {
+    #[serde(default)]
+    pub(super) members: Vec<serde_json::Value>,
+}
+
+/// A member's status: its own ID and the leader's, as the gateway writes 64-bit numbers (text).
+#[derive(serde::Deserialize)]
+pub(super) struct Status {
+    #[serde(default)]
+    header: StatusHeader,
+    #[serde(default)]
+    leader: String,
+    #[serde(default)]
+    pub(super) version: String,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct StatusHeader {
+    #[serde(default)]
+    member_id: String,
+}
+
+impl Status {
+    /// This member leads (a leader of "0" or none: an election is under way).
+    pub(super) fn leads(&self) -> bool {
+        !self.leader.is_empty() && self.leader != "0" && self.leader == self.header.member_id
     }
 }
 

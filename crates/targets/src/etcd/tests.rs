@@ -1,3 +1,4 @@
+use super::gateway::*;
 use super::*;
 use proptest::prelude::*;
 
@@ -87,14 +88,106 @@ fn urls_name_their_endpoints() {
 
 #[test]
 fn a_prefix_range_ends_just_past_the_prefix() {
-    let r = prefix_range("dyno_1_2_3/");
-    assert!(r.contains(&B64.encode("dyno_1_2_3/")));
-    assert!(r.contains(&B64.encode("dyno_1_2_30")), "'/' + 1 is '0'");
+    assert_eq!(prefix_end("dyno_1_2_3/"), b"dyno_1_2_30", "'/' + 1 is '0'");
 }
 
 proptest! {
     #[test]
     fn any_bytes_are_a_response_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
         let _ = read(&bytes);
+    }
+}
+
+/// A server that sends `bytes` as soon as a client connects, then stops writing and waits for
+/// the client to go; `H2Conn` on it calls Status once: its result, and the message it kept.
+fn grpc_call_against(bytes: Vec<u8>) -> Result<Vec<u8>, OpError> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = l.local_addr().unwrap().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let _ = s.write_all(&bytes);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let _ = s.read_to_end(&mut Vec::new());
+    });
+    let mut reply = Vec::new();
+    let r = h2::H2Conn::open(&endpoint, Duration::from_secs(5))
+        .and_then(|mut c| c.call(h2::Method::Status, &grpc::StatusRequest {}, &mut reply));
+    server.join().unwrap();
+    r.map(|()| reply)
+}
+
+/// Frames as a server writes them: `(type, flags, stream, payload)`.
+fn h2_frames(list: &[(u8, u8, u32, &[u8])]) -> Vec<u8> {
+    use crate::http::h2::frame;
+    let mut out = Vec::new();
+    for (kind, flags, stream, payload) in list {
+        frame::head(&mut out, payload.len(), *kind, *flags, *stream);
+        out.extend_from_slice(payload);
+    }
+    out
+}
+
+#[test]
+fn a_grpc_answer_is_read_to_its_trailers_and_its_status_judged() {
+    use crate::http::h2::{frame, hpack};
+    let ok = hpack::encode(&[("grpc-status", "0")]);
+    let message = b"\x00\x00\x00\x00\x03\x12\x01x";
+    let end = frame::END_HEADERS | frame::END_STREAM;
+    let answer = h2_frames(&[
+        (frame::SETTINGS, 0, 0, &[0, 4, 0, 0, 0xff, 0xff]),
+        (frame::PING, 0, 0, b"12345678"),
+        (frame::HEADERS, frame::END_HEADERS, 1, &[0x88]),
+        (frame::DATA, 0, 1, &message[..3]),
+        (frame::DATA, 0, 1, &message[3..]),
+        (frame::HEADERS, end, 1, &ok),
+    ]);
+    assert_eq!(grpc_call_against(answer).unwrap(), b"\x12\x01x");
+    let unavailable = hpack::encode(&[
+        (":status", "200"),
+        ("grpc-status", "14"),
+        ("grpc-message", "etcdserver:%20no%20leader"),
+    ]);
+    let e = grpc_call_against(h2_frames(&[(frame::HEADERS, end, 1, &unavailable)])).unwrap_err();
+    assert_eq!(e.class, ErrorClass::Refused);
+    assert_eq!(e.message, "gRPC UNAVAILABLE (14): etcdserver: no leader");
+    // An answer with a body but no trailers, a reset, and a server that closes.
+    let no_trailers = h2_frames(&[
+        (frame::HEADERS, frame::END_HEADERS, 1, &[0x88]),
+        (frame::DATA, frame::END_STREAM, 1, message),
+    ]);
+    assert_eq!(
+        grpc_call_against(no_trailers).unwrap_err().class,
+        ErrorClass::Protocol
+    );
+    let reset = h2_frames(&[(frame::RST_STREAM, 0, 1, &[0, 0, 0, 7])]);
+    assert_eq!(
+        grpc_call_against(reset).unwrap_err().class,
+        ErrorClass::Refused
+    );
+    assert_eq!(
+        grpc_call_against(Vec::new()).unwrap_err().class,
+        ErrorClass::Reset
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// Whatever a server sends, a call ends — with its answer or an error — and nothing panics.
+    #[test]
+    fn any_bytes_from_a_grpc_server_end_the_call(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = grpc_call_against(bytes);
+    }
+
+    /// Well-formed frames of any kind, flags and stream: the same.
+    #[test]
+    fn any_frames_from_a_grpc_server_end_the_call(
+        frames in proptest::collection::vec(
+            (0u8..11, any::<u8>(), 0u32..4, proptest::collection::vec(any::<u8>(), 0..40)),
+            0..8,
+        )
+    ) {
+        let list: Vec<(u8, u8, u32, &[u8])> =
+            frames.iter().map(|(k, f, s, p)| (*k, *f, *s, p.as_slice())).collect();
+        let _ = grpc_call_against(h2_frames(&list));
     }
 }

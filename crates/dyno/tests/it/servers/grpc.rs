@@ -113,3 +113,32 @@ fn etcd_answers_range_and_put_calls_and_its_refusals_are_named() {
     let timeouts = c["errors"]["timeout"].as_u64().unwrap_or(0);
     assert!(timeouts > 0, "{}", c["errors"]);
 }
+
+/// etcd:// runs the kv suite over its gRPC API (the default) and over the JSON gateway alike.
+#[test]
+fn the_etcd_driver_runs_the_kv_suite_over_grpc_and_over_the_gateway() {
+    let _serial = serial();
+    let Some(etcd) = testkit::Etcd::start() else {
+        return;
+    };
+    for api in ["grpc", "gateway"] {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("etcd://127.0.0.1:{}?api={api}", etcd.port);
+        dyno(dir.path())
+            .args([
+                "run", &url, "--suite", "kv", "-n", "50", "-d", "1s", "-r", "1", "-o", "o",
+            ])
+            .assert()
+            .success();
+        let rec = record(&dir.path().join("o"));
+        for c in rec["cases"].as_array().unwrap() {
+            assert_eq!(c["status"], "ok", "{api}: {}", c["test"]);
+            assert!(
+                c["errors"].as_object().unwrap().is_empty(),
+                "{api}: {}",
+                c["errors"]
+            );
+        }
+        assert!(rec["cases"].as_array().unwrap().len() >= 2);
+    }
+}

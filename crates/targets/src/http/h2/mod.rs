@@ -74,7 +74,7 @@ pub struct H2 {
 }
 
 /// Decimal digits (at most nine) as a number.
-fn number(v: &[u8]) -> Option<u32> {
+pub(crate) fn number(v: &[u8]) -> Option<u32> {
     (!v.is_empty() && v.len() <= 9 && v.iter().all(u8::is_ascii_digit))
         .then(|| v.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
 }
