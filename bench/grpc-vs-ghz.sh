@@ -61,18 +61,5 @@ dyno_run() { # C M ROUND -> "OK RATE CPU_PER_CALL_US"
 }
 
 echo "grpc-go echo (bench/grpc-echo), ghz ${GHZ:-v0.120.0}, $($dyno --version)"
-printf '%-5s %-6s %-3s %12s %12s %14s\n' tool shape round ok calls/s "CPU/call"
-for round in $(seq "$rounds"); do
-  for shape in "${shapes[@]}"; do
-    c=${shape%x*}
-    m=${shape#*x}
-    order="ghz dyno"
-    [ $((round % 2)) -eq 0 ] && order="dyno ghz"
-    for tool in $order; do
-      read -r ok rate cpu <<<"$("${tool}_run" "$c" "$m" "$round")"
-      printf '%-5s %-6s %-3s %12s %12.0f %12.2fµs\n' "$tool" "$shape" "$round" "$ok" "$rate" "$cpu"
-      echo "$tool $shape $round $rate $cpu" >>"$work/rounds"
-    done
-  done
-done
+alternate ghz call "$rounds" shapes
 ratios "$work/rounds" ghz call

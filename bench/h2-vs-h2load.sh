@@ -60,18 +60,5 @@ dyno_run() { # C M ROUND -> "REQUESTS RATE CPU_PER_REQUEST_US"
 }
 
 echo "nginx $(/usr/sbin/nginx -v 2>&1 | sed 's/.*\///'), $(h2load --version | head -1), $($dyno --version)"
-printf '%-7s %-6s %-3s %12s %12s %14s\n' tool shape round ok req/s "CPU/request"
-for round in $(seq "$rounds"); do
-  for shape in "${shapes[@]}"; do
-    c=${shape%x*}
-    m=${shape#*x}
-    order="h2load dyno"
-    [ $((round % 2)) -eq 0 ] && order="dyno h2load"
-    for tool in $order; do
-      read -r ok rate cpu <<<"$("${tool}_run" "$c" "$m" "$round")"
-      printf '%-7s %-6s %-3s %12s %12.0f %12.2fµs\n' "$tool" "$shape" "$round" "$ok" "$rate" "$cpu"
-      echo "$tool $shape $round $rate $cpu" >>"$work/rounds"
-    done
-  done
-done
+alternate h2load request "$rounds" shapes
 ratios "$work/rounds" h2load request

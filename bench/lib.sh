@@ -36,6 +36,28 @@ print(r["ok"], r["responses_per_s"], cpu / r["requests"] / 1000)
 PY
 }
 
+# ROUNDS rounds of every shape CxM in SHAPES (an array's name), PEER and dyno in turn (PEER first
+# in odd rounds): each tool's run is the script's `TOOL_run C M ROUND`, printing "OK RATE CPU".
+# Prints a row per run (UNIT names what is counted) and keeps them in $work/rounds for `ratios`.
+alternate() {
+  local peer=$1 unit=$2 rounds=$3 shape c m order tool ok rate cpu
+  local -n list=$4
+  printf '%-7s %-6s %-3s %12s %12s %14s\n' tool shape round ok "$unit/s" "CPU/$unit"
+  for round in $(seq "$rounds"); do
+    for shape in "${list[@]}"; do
+      c=${shape%x*}
+      m=${shape#*x}
+      order="$peer dyno"
+      [ $((round % 2)) -eq 0 ] && order="dyno $peer"
+      for tool in $order; do
+        read -r ok rate cpu <<<"$("${tool}_run" "$c" "$m" "$round")"
+        printf '%-7s %-6s %-3s %12s %12.0f %12.2fµs\n' "$tool" "$shape" "$round" "$ok" "$rate" "$cpu"
+        echo "$tool $shape $round $rate $cpu" >>"$work/rounds"
+      done
+    done
+  done
+}
+
 # FILE holds lines "TOOL SHAPE ROUND RATE CPU"; prints dyno's ratios to PEER's rate and CPU per
 # UNIT within each round of each shape, and their median.
 ratios() {

@@ -277,8 +277,8 @@ pub struct RunArgs {
     /// clients [default: 1].
     #[arg(long, value_name = "N", help_heading = "Load (http://, tcp://)")]
     pub streams: Option<String>,
-    /// https://: the HTTP version, 1.1 or 2 (HTTP/2, agreed on with the server by ALPN h2)
-    /// [default: 1.1].
+    /// https://: the HTTP version: auto (HTTP/2 if the server picks h2 when offered both by
+    /// ALPN, else 1.1), 1.1, or 2 (only h2 offered) [default: auto].
     #[arg(long, value_name = "VERSION", help_heading = "Load (http://, tcp://)")]
     pub http_version: Option<String>,
     /// How often a running load repetition is written into the record, so a crash loses at most

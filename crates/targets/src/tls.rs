@@ -102,6 +102,57 @@ impl Client {
     }
 }
 
+/// `https://` with `version=auto`: the HTTP version the server picks when offered both by ALPN,
+/// asked once per target (one handshake before the run, on a connection of its own), and the
+/// clients that then offer only what it picked, so every connection of the run speaks it.
+#[derive(Debug, Clone)]
+pub struct Alpn {
+    both: Client,
+    pub h2: Client,
+    pub h1: Client,
+    /// Whether the server picked h2; `Err`: why the handshake failed.
+    chosen: Arc<std::sync::OnceLock<Result<bool, String>>>,
+}
+
+impl Alpn {
+    pub fn new(host: &str, trust: &Trust) -> Result<Alpn, ConfigError> {
+        Ok(Alpn {
+            both: Client::new(host, trust, &[b"h2", b"http/1.1"])?,
+            h2: Client::new(host, trust, &[b"h2"])?,
+            h1: Client::new(host, trust, &[b"http/1.1"])?,
+            chosen: Arc::default(),
+        })
+    }
+
+    /// Whether the server at `addr` picks h2, asked once (`Err`: the handshake failed, why).
+    pub fn h2(&self, addr: std::net::SocketAddr) -> Result<bool, String> {
+        (self.chosen.get_or_init(|| self.ask(addr))).clone()
+    }
+
+    /// What was found, if it was asked: as [`Alpn::h2`].
+    pub fn found(&self) -> Option<Result<bool, String>> {
+        self.chosen.get().cloned()
+    }
+
+    fn ask(&self, addr: std::net::SocketAddr) -> Result<bool, String> {
+        let timeout = std::time::Duration::from_secs(5);
+        let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|e| format!("connecting to {addr}: {e}"))?;
+        let _ = sock.set_read_timeout(Some(timeout));
+        let _ = sock.set_write_timeout(Some(timeout));
+        let mut conn = ClientConnection::new(self.both.config.clone(), self.both.name.clone())
+            .map_err(|e| format!("tls: {e}"))?;
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock)
+                .map_err(|e| format!("tls: {e}"))?;
+        }
+        let h2 = conn.alpn_protocol() == Some(b"h2");
+        conn.send_close_notify();
+        let _ = conn.complete_io(&mut sock);
+        Ok(h2)
+    }
+}
+
 /// The certificates of a PEM file, as roots.
 fn roots_from(path: &Path) -> Result<RootCertStore, ConfigError> {
     let bad = |why: String| {

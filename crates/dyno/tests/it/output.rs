@@ -296,7 +296,7 @@ mod servers {
             .code(1);
         let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
         assert!(
-            err.contains("--insecure applies to https:// targets"),
+            err.contains("--insecure applies to https:// and grpcs:// targets"),
             "{err}"
         );
 

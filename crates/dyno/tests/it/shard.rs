@@ -502,6 +502,55 @@ mod servers {
         drop(server);
     }
 
+    /// Shards of gRPC calls (HTTP/2 underneath, several streams per connection) merge as
+    /// HTTP/1.1's do: counts added, the histogram the sum of the shards', thresholds judged on
+    /// the merged run.
+    #[test]
+    fn grpc_shards_merge_exactly() {
+        let _g = serial();
+        let server = RefServer::start();
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("grpc://127.0.0.1:{}/dyno.example.Echo/Say", server.port);
+        let proto = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/grpc/echo.proto"
+        );
+        let args = [
+            &url,
+            "--proto",
+            proto,
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "--requests",
+            "200",
+        ];
+        let mut args = args.to_vec();
+        args.extend(["--threshold", "errors <= 0", "--threshold", "p99 < 10s"]);
+        run_shards(dir.path(), &args, 2);
+        let o = merge(dir.path(), &["-o", "merged"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let merged = record(&dir.path().join("merged"));
+        assert_schema_valid(&merged);
+        let shards: Vec<Value> = (0..2)
+            .map(|i| record(&dir.path().join(format!("out/shard-{i}"))))
+            .collect();
+        // One connection each, 4 streams of 200 calls.
+        for s in &shards {
+            assert_eq!(n(&load(s)["ok"]), 800, "{}", load(s));
+        }
+        assert_eq!(n(&load(&merged)["ok"]), 1600);
+        let h = |r: &Value| decode(r["cases"][0]["histogram"].as_str().unwrap());
+        let sum = added(shards.iter().map(h));
+        assert_eq!(buckets(&h(&merged)), buckets(&sum));
+        assert_eq!(
+            merged["thresholds"][1]["held"], true,
+            "{}",
+            merged["thresholds"]
+        );
+    }
+
     #[test]
     fn four_shards_split_an_open_loop_rate_and_their_arrivals_interleave() {
         // Alone (every test here is serial): the spacing measured is of real sends, which a busy

@@ -23,12 +23,14 @@ mod channel;
 pub mod coalesce;
 mod interval;
 pub mod protocol;
+mod streamed;
 mod timer;
 mod worker;
 
 pub use coalesce::{Coalesce, Waits};
 pub use interval::{Interval, Live, MAX_RECORD_INTERVALS};
 pub use protocol::{Channel, Ended, Feed, Protocol, ResponseReader, Session};
+pub use streamed::Streamed;
 pub use timer::{process_cpu_ns, thread_cpu_ns};
 
 use interval::*;
@@ -188,6 +190,8 @@ pub struct LoadResult {
     pub check: SelfCheck,
     /// TLS targets: each connection's handshake, from TCP connected to the handshake done.
     pub handshake: Histogram,
+    /// Streamed responses' messages (none unless the protocol streams).
+    pub streamed: Streamed,
     /// The send times kept ([`LoadSpec::keep_sends`]), in order, ns on the run's load clock,
     /// whose zero was `zero_unix_ns` on this machine's clock (ns since the Unix epoch).
     pub sends_ns: Vec<u64>,
@@ -253,6 +257,7 @@ struct Merged {
     recorder: Recorder,
     lag: results::Histogram,
     handshake: results::Histogram,
+    streamed: Streamed,
     counters: Counters,
     wall_ns: u64,
     busiest: f64,
@@ -264,6 +269,7 @@ fn merge(parts: &[WorkerResult]) -> Merged {
     let mut recorder = Recorder::new();
     let mut lag = results::new_histogram();
     let mut handshake = results::new_histogram();
+    let mut streamed = Streamed::default();
     let mut counters = Counters::default();
     let mut wall_ns = 0;
     let mut busiest: f64 = 0.0;
@@ -277,6 +283,7 @@ fn merge(parts: &[WorkerResult]) -> Merged {
         handshake
             .add(&p.handshake)
             .expect("histograms of one range always merge");
+        streamed.add(&p.streamed);
         counters.add(&p.counters);
         wall_ns = wall_ns.max(p.wall_ns);
         if p.wall_ns > 0 {
@@ -288,6 +295,7 @@ fn merge(parts: &[WorkerResult]) -> Merged {
         recorder,
         lag,
         handshake,
+        streamed,
         counters,
         wall_ns,
         busiest,
@@ -402,6 +410,7 @@ fn assemble(
         recorder,
         lag,
         handshake,
+        streamed,
         counters,
         wall_ns,
         busiest,
@@ -431,6 +440,7 @@ fn assemble(
             waits,
         },
         handshake,
+        streamed,
         sends_ns,
         zero_unix_ns,
         wall_ns,

@@ -74,6 +74,9 @@ pub enum Ended {
     /// The peer said it never processed it (HTTP/2: a stream above GOAWAY's last): it is sent
     /// again, on a new connection, its latency still counted from its intended start.
     Unprocessed,
+    /// Not an end: one message of a streamed response came (gRPC server streaming), timed from
+    /// the request's intended start; the request goes on.
+    Message,
 }
 
 /// One connection of a multiplexing protocol, as the event loop drives it: requests are opened

@@ -5,7 +5,8 @@
 //!
 //! A gRPC call (`content-type: application/grpc…`) to any method is answered with its own
 //! request message (an echo: any unary method whose request and response types are one) and
-//! `grpc-status` 0, or with the status its `x-dyno-grpc-status` metadata asks for.
+//! `grpc-status` 0, or with the status its `x-dyno-grpc-status` metadata asks for; with
+//! `x-dyno-grpc-messages: N` the echo is sent N times, as a server-streaming method answers.
 
 use super::{Body, Shared};
 use crate::h2::{frame, hpack};
@@ -19,14 +20,18 @@ const WINDOW: u32 = (1 << 30) - 1;
 
 /// The largest gRPC request kept to echo; a larger one gets RESOURCE_EXHAUSTED.
 const MAX_GRPC_REQUEST: usize = 4 << 20;
+/// The most copies of it a streamed answer sends.
+const MAX_GRPC_MESSAGES: u32 = 10_000;
 
 /// A request whose body is still coming: its status (from its path) and whether it is HEAD.
 struct Open {
     status: u16,
     head: bool,
-    /// gRPC: the status to answer with, and the request's body so far (echoed).
+    /// gRPC: the status to answer with, the request's body so far (echoed), and how many
+    /// times it is echoed.
     grpc: Option<u32>,
     body: Vec<u8>,
+    copies: u32,
 }
 
 struct Conn<'a> {
@@ -211,13 +216,18 @@ impl Conn<'_> {
         let mut path = Vec::new();
         let mut head = false;
         let mut grpc = None;
-        let mut asked = 0;
+        let (mut asked, mut copies) = (0, 1);
         let wanted = |n: &[u8]| {
             matches!(
                 n,
-                b":path" | b":method" | b"content-type" | b"x-dyno-grpc-status"
+                b":path"
+                    | b":method"
+                    | b"content-type"
+                    | b"x-dyno-grpc-status"
+                    | b"x-dyno-grpc-messages"
             )
         };
+        let number = |v: &[u8]| std::str::from_utf8(v).ok().and_then(|v| v.parse().ok());
         let decoded = self.hpack.decode(block, &wanted, &mut |n, v| match n {
             b":path" => path = v.to_vec(),
             b":method" => head = v == b"HEAD",
@@ -226,11 +236,10 @@ impl Conn<'_> {
                     grpc = Some(0);
                 }
             }
-            _ => {
-                asked = (std::str::from_utf8(v).ok())
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(2)
+            b"x-dyno-grpc-messages" => {
+                copies = number(v).unwrap_or(1).clamp(1, MAX_GRPC_MESSAGES);
             }
+            _ => asked = number(v).unwrap_or(2),
         });
         decoded.ok()?;
         let path = String::from_utf8_lossy(&path).into_owned();
@@ -239,6 +248,7 @@ impl Conn<'_> {
             head,
             grpc: grpc.map(|_: u32| asked),
             body: Vec::new(),
+            copies,
         })
     }
 
@@ -250,7 +260,7 @@ impl Conn<'_> {
             return Ok(false);
         }
         if let Some(code) = open.grpc {
-            return self.answer_grpc(id, code, &open.body);
+            return self.answer_grpc(id, code, &open.body, open.copies);
         }
         let payload = self.shared.payload(rng);
         let content_type = match self.shared.spec.body {
@@ -274,8 +284,9 @@ impl Conn<'_> {
         Ok(true)
     }
 
-    /// A gRPC call's answer: its request echoed with status 0, or trailers only with `code`.
-    fn answer_grpc(&mut self, id: u32, code: u32, request: &[u8]) -> io::Result<bool> {
+    /// A gRPC call's answer: its request echoed `copies` times with status 0, or trailers only
+    /// with `code`.
+    fn answer_grpc(&mut self, id: u32, code: u32, request: &[u8], copies: u32) -> io::Result<bool> {
         let status = code.to_string();
         let mut head = vec![(":status", "200"), ("content-type", "application/grpc")];
         if code != 0 || request.is_empty() {
@@ -286,8 +297,12 @@ impl Conn<'_> {
         } else {
             let block = hpack::encode(&head);
             frame::headers(&mut self.w, id, &block, false, frame::DEFAULT_MAX_FRAME);
-            if !self.send(id, request, false)? {
-                return Ok(false);
+            for _ in 0..copies {
+                if !self.send(id, request, false)? {
+                    return Ok(false);
+                }
+                // Each message on its way as it is made, as a streaming server's are.
+                self.flush()?;
             }
             let block = hpack::encode(&[("grpc-status", "0")]);
             frame::headers(&mut self.w, id, &block, true, frame::DEFAULT_MAX_FRAME);

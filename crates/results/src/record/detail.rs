@@ -65,6 +65,24 @@ pub struct StoreRep {
     pub client_cpu_ns: Option<u64>,
 }
 
+/// The messages of streamed responses: the repetition's latency (`latency_ns`) is each call's
+/// time to its last message; these time every message, and each call's first, from the same
+/// intended start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Messages {
+    /// Calls that brought at least one message, and the messages of all of them.
+    pub calls: u64,
+    pub messages: u64,
+    /// From each call's intended start to its first message.
+    pub first_ns: Option<LatencySummary>,
+    /// From each call's intended start to each of its messages.
+    pub each_ns: Option<LatencySummary>,
+    /// The two histograms (HdrHistogram V2, deflate, base64), so that shards add up exactly.
+    pub first_histogram: String,
+    pub each_histogram: String,
+}
+
 /// What one repetition of request/response load measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -106,6 +124,10 @@ pub struct LoadRep {
     /// (count = handshakes); absent in the clear.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_handshake_ns: Option<LatencySummary>,
+    /// Streamed responses (gRPC server streaming): every message timed from its call's intended
+    /// start, and the first of each call; absent when nothing streamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Messages>,
     /// How the generator itself did.
     pub generator: GeneratorCheck,
     /// The time series, one entry per interval. At most 10,000: when a longer run fills them,

@@ -66,6 +66,7 @@ fn merge_load(
     out.service_histogram = (!service.is_empty()).then(|| encode(&service));
     // The handshakes are kept as summaries only: not added.
     out.tls_handshake_ns = None;
+    out.messages = merge_messages(loads)?;
     out.generator = merge_checks(loads);
     out.shards = (loads.iter().enumerate())
         .map(|(k, l)| ShardCheck {
@@ -159,4 +160,33 @@ fn interleave(loads: &[&LoadRep]) -> Option<Arrivals> {
         gap_ns: latency_summary(&gaps),
         histogram: (!gaps.is_empty()).then(|| encode(&gaps)),
     })
+}
+
+/// The shards' streamed messages, added: histograms bucket by bucket.
+fn merge_messages(loads: &[&LoadRep]) -> Result<Option<Messages>, MergeError> {
+    let (mut first, mut each) = (new_histogram(), new_histogram());
+    let (mut calls, mut messages) = (0, 0);
+    for (k, m) in loads.iter().enumerate() {
+        let Some(m) = &m.messages else { continue };
+        calls += m.calls;
+        messages += m.messages;
+        add_encoded(
+            &mut first,
+            &m.first_histogram,
+            &format!("shard {k}'s first messages"),
+        )?;
+        add_encoded(
+            &mut each,
+            &m.each_histogram,
+            &format!("shard {k}'s messages"),
+        )?;
+    }
+    Ok((messages > 0).then(|| Messages {
+        calls,
+        messages,
+        first_ns: latency_summary(&first),
+        each_ns: latency_summary(&each),
+        first_histogram: encode(&first),
+        each_histogram: encode(&each),
+    }))
 }

@@ -88,6 +88,7 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
         },
         intervals: live.intervals.to_vec(),
         handshake: results::new_histogram(),
+        streamed: Default::default(),
         sends_ns: Vec::new(),
         zero_unix_ns: 0,
         check: load::SelfCheck {
@@ -218,6 +219,7 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
         within,
         service_ns: results::stats::latency_summary(&rec.service),
         tls_handshake_ns: results::stats::latency_summary(&r.handshake),
+        messages: messages(&r.streamed),
         generator: GeneratorCheck {
             intended_per_s: r.check.intended_per_s,
             achieved_per_s: r.check.achieved_per_s,
@@ -262,6 +264,19 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
 }
 
 /// Whether the generator kept up, and if not, how that was seen.
+/// A streamed response's messages as the record keeps them; none when nothing streamed.
+fn messages(s: &load::Streamed) -> Option<results::Messages> {
+    use results::stats::latency_summary;
+    (s.messages > 0).then(|| results::Messages {
+        calls: s.calls,
+        messages: s.messages,
+        first_ns: latency_summary(&s.first),
+        each_ns: latency_summary(&s.each),
+        first_histogram: results::histogram::encode(&s.first),
+        each_histogram: results::histogram::encode(&s.each),
+    })
+}
+
 fn verdict(r: &LoadResult, max_lag: Option<MaxLag>) -> (bool, Option<String>) {
     if let Some(max_lag) = max_lag {
         // Every arrival the schedule makes is dispatched, so a generator that cannot keep the
@@ -330,6 +345,7 @@ mod tests {
             counters: Default::default(),
             intervals: Vec::new(),
             handshake: results::new_histogram(),
+            streamed: Default::default(),
             sends_ns: Vec::new(),
             zero_unix_ns: 0,
             check: engine::load::SelfCheck {

@@ -29,6 +29,22 @@ fn lat(s: Option<&LatencySummary>, f: fn(&LatencySummary) -> u64) -> String {
 }
 
 const TLS_ROW: &str = "TLS handshake p50 / p99 (per connection)";
+/// Shown only when a column's responses streamed messages.
+const MESSAGE_ROWS: [&str; 3] = [
+    "messages per call (streamed)",
+    "first message p50 / p99",
+    "every message p50 / p99",
+];
+
+fn messages(l: &LoadRep, f: fn(&results::Messages) -> String) -> String {
+    l.messages.as_ref().map_or("-".into(), f)
+}
+
+fn p50_p99(s: &Option<LatencySummary>) -> String {
+    s.as_ref().map_or("-".into(), |s| {
+        format!("{} / {}", units::latency(s.p50), units::latency(s.p99))
+    })
+}
 
 const ROWS: &[Row] = &[
     ("requests", |_, l| count(l.requests)),
@@ -114,6 +130,15 @@ const ROWS: &[Row] = &[
             |s| s.max,
         )
     }),
+    (MESSAGE_ROWS[0], |_, l| {
+        messages(l, |m| {
+            format!("{:.2}", m.messages as f64 / m.calls.max(1) as f64)
+        })
+    }),
+    (MESSAGE_ROWS[1], |_, l| {
+        messages(l, |m| p50_p99(&m.first_ns))
+    }),
+    (MESSAGE_ROWS[2], |_, l| messages(l, |m| p50_p99(&m.each_ns))),
     ("within 100 ms", |_, l| within(l, 0)),
     ("within 500 ms", |_, l| within(l, 1)),
     ("within 1 s", |_, l| within(l, 2)),
@@ -259,9 +284,15 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             .iter()
             .any(|r| r.load().is_some_and(|l| l.tls_handshake_ns.is_some()))
     });
+    let streamed = cases.iter().any(|c| {
+        c.reps
+            .iter()
+            .any(|r| r.load().is_some_and(|l| l.messages.is_some()))
+    });
     let body: Vec<Vec<String>> = ROWS
         .iter()
         .filter(|(name, _)| tls || *name != TLS_ROW)
+        .filter(|(name, _)| streamed || !MESSAGE_ROWS.contains(name))
         .map(|(name, f)| {
             std::iter::once(name.to_string())
                 .chain(cases.iter().map(|c| match (status_word(c), best(c)) {

@@ -11,7 +11,6 @@ use crate::http::h2::{frame, hpack, number};
 use engine::driver::{ErrorClass, OpError};
 use engine::fiber::Stream;
 use std::io::{BufReader, Read, Write};
-use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The receive window dyno offers for each stream and the connection.
@@ -88,13 +87,7 @@ impl H2Conn {
     /// Connects to `endpoint` and sends HTTP/2's preface and dyno's settings (the server's
     /// come with the first answer).
     pub(super) fn open(endpoint: &str, timeout: Duration) -> Result<H2Conn, OpError> {
-        let addr: SocketAddr = crate::net::resolve(endpoint, None)
-            .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
-        let mut s = Stream::connect(&addr, timeout.min(Duration::from_secs(2)))
-            .map_err(io_err("connect"))?;
-        s.set_nodelay(true).map_err(io_err("connect"))?;
-        s.set_read_timeout(Some(timeout));
-        s.set_write_timeout(Some(timeout));
+        let mut s = super::gateway::connect(endpoint, timeout)?;
         let agent = format!("dyno/{}", env!("CARGO_PKG_VERSION"));
         let blocks = (Method::ALL.iter())
             .map(|m| {

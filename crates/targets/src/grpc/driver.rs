@@ -113,12 +113,14 @@ struct Config {
     authority: String,
     path: String,
     method: String,
+    /// A server-streaming method: each message of a response is timed.
+    streaming: bool,
     metadata: Vec<(String, String)>,
     /// The request message, framed (a compression flag, its length, its bytes).
     body: Vec<u8>,
     deadline: Option<Duration>,
     max_response: u64,
-    h2: (usize, u32, u32),
+    h2: http::H2Settings,
     resolved: BTreeMap<String, String>,
     #[cfg(feature = "tls")]
     tls: Option<(crate::tls::Client, crate::tls::Trust)>,
@@ -212,6 +214,7 @@ fn configure_as(
         authority,
         path,
         method: m.full_name().to_string(),
+        streaming: m.is_server_streaming(),
         metadata,
         body,
         deadline,
@@ -259,7 +262,16 @@ impl Config {
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
-        let calls = format!("gRPC {}, {}", self.method, http::streams_label(self.h2.0));
+        let kind = if self.streaming {
+            "server streaming"
+        } else {
+            "unary"
+        };
+        let calls = format!(
+            "gRPC {} ({kind}), {}",
+            self.method,
+            http::streams_label(self.h2.0)
+        );
         #[cfg(feature = "tls")]
         if let Some((_, trust)) = &self.tls {
             return format!("{calls}, {}", trust.label());
@@ -282,6 +294,7 @@ impl TargetConfig for Config {
             stream_window,
             connection_window,
             grpc: true,
+            streaming: self.streaming,
         };
         Ok(Endpoint {
             addr,

@@ -116,6 +116,43 @@ fn percent_decoded(v: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Where a response is in its length-prefixed messages (gRPC's framing: a flag byte, a 4-byte
+/// length, the message), for server streaming: each message is told as it completes.
+#[derive(Debug, Clone, Default)]
+pub struct Framing {
+    head: [u8; 5],
+    have: usize,
+    left: u64,
+}
+
+impl Framing {
+    /// Takes the next bytes of the response; `message` is called for each message they end.
+    pub fn take(&mut self, mut data: &[u8], mut message: impl FnMut()) {
+        while !data.is_empty() {
+            if self.have < 5 {
+                let n = (5 - self.have).min(data.len());
+                self.head[self.have..self.have + n].copy_from_slice(&data[..n]);
+                self.have += n;
+                data = &data[n..];
+                if self.have == 5 {
+                    let [_, a, b, c, d] = self.head;
+                    self.left = u64::from(u32::from_be_bytes([a, b, c, d]));
+                }
+            } else {
+                let n = data
+                    .len()
+                    .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                self.left -= n as u64;
+                data = &data[n..];
+            }
+            if self.have == 5 && self.left == 0 {
+                message();
+                self.have = 0;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +185,23 @@ mod tests {
             ErrorClass::Application
         );
         assert_eq!(percent_decoded(b"100%25 %zz%4"), b"100% %zz%4");
+    }
+
+    #[test]
+    fn messages_are_told_however_the_bytes_are_cut() {
+        let mut stream = Vec::new();
+        for body in [&b"abc"[..], b"", b"0123456789"] {
+            stream.push(0);
+            stream.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            stream.extend_from_slice(body);
+        }
+        for cut in 1..stream.len() {
+            let mut f = Framing::default();
+            let mut told = 0;
+            for piece in stream.chunks(cut) {
+                f.take(piece, || told += 1);
+            }
+            assert_eq!(told, 3, "pieces of {cut}");
+        }
     }
 }

@@ -44,7 +44,7 @@ fn located(proto: &Path, e: &protox::Error) -> ConfigError {
         .hint("fix the .proto file, or give the directories its imports are in (--import-path)")
 }
 
-/// `package.Service/Method` in `pool`, a unary method.
+/// `package.Service/Method` in `pool`: a unary or server-streaming method (one request).
 pub fn method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, ConfigError> {
     let example = "grpc://127.0.0.1:50051/helloworld.Greeter/SayHello";
     let (service, method) = name.split_once('/').ok_or_else(|| {
@@ -69,11 +69,11 @@ pub fn method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, Con
             known.join(", ")
         )));
     };
-    if m.is_client_streaming() || m.is_server_streaming() {
+    if m.is_client_streaming() {
         return Err(ConfigError::url(format!(
-            "{name} streams messages; dyno measures unary calls"
+            "{name} takes a stream of requests; dyno sends one request per call"
         ))
-        .hint("name a unary method (one request, one response)"));
+        .hint("name a unary or a server-streaming method"));
     }
     Ok(m)
 }
@@ -113,7 +113,8 @@ mod tests {
 
     const GREETER: &str = "syntax = \"proto3\";\npackage helloworld;\n\
         service Greeter { rpc SayHello (HelloRequest) returns (HelloReply); \
-        rpc Lots (HelloRequest) returns (stream HelloReply); }\n\
+        rpc Lots (HelloRequest) returns (stream HelloReply); \
+        rpc Upload (stream HelloRequest) returns (HelloReply); }\n\
         message HelloRequest { string name = 1; int32 times = 2; }\n\
         message HelloReply { string message = 1; }\n";
 
@@ -146,8 +147,13 @@ mod tests {
             "{}",
             e.message
         );
-        let e = method(&pool, "helloworld.Greeter/Lots").unwrap_err();
-        assert!(e.message.contains("streams messages"), "{}", e.message);
+        assert!(
+            method(&pool, "helloworld.Greeter/Lots")
+                .unwrap()
+                .is_server_streaming()
+        );
+        let e = method(&pool, "helloworld.Greeter/Upload").unwrap_err();
+        assert!(e.message.contains("a stream of requests"), "{}", e.message);
         let m = method(&pool, "helloworld.Greeter/SayHello").unwrap();
         let e = request(&m, r#"{"nmae":"x"}"#).unwrap_err();
         assert!(e.message.contains("nmae"), "{}", e.message);

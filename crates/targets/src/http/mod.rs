@@ -111,8 +111,8 @@ const HTTPS_OPTIONS: &[OptionSpec] = &[
     INSECURE,
     OptionSpec {
         name: "version",
-        default: "1.1",
-        help: "the HTTP version: 1.1, or 2 (HTTP/2, agreed on by ALPN h2; its options streams, window, connection_window)",
+        default: "auto",
+        help: "the HTTP version: auto (HTTP/2 if the server picks h2 when offered both by ALPN, asked once before the run; else 1.1), 1.1, or 2 (only h2 offered); HTTP/2's options: streams, window, connection_window",
     },
     STREAMS,
     WINDOW,
@@ -165,8 +165,11 @@ struct Config {
     resolved: BTreeMap<String, String>,
     #[cfg(feature = "tls")]
     tls: Option<(crate::tls::Client, crate::tls::Trust)>,
+    /// `version=auto`: the version is the server's pick by ALPN.
+    #[cfg(feature = "tls")]
+    alpn: Option<crate::tls::Alpn>,
     /// HTTP/2: streams per connection and the receive windows.
-    h2: Option<(usize, u32, u32)>,
+    h2: Option<H2Settings>,
 }
 
 /// Validates the URL and options; touches nothing.
@@ -188,17 +191,23 @@ pub fn configure_https(
     let o = Opts::new("https", options, HTTPS_INFO.options)?;
     let trust = trust(&o)?;
     let host = host_of(&c.authority);
-    let version = o.choice("version", &["1.1", "2"])?;
-    let alpn: &[&[u8]] = if version == "2" { &[b"h2"] } else { &[] };
-    if version == "2" {
+    let version = o.choice("version", &["auto", "1.1", "2"])?;
+    // auto offers HTTP/2 only where it can serve: kept-alive connections, no connection headers.
+    let auto = version == "auto" && c.keepalive && h2_options(&mut c.clone(), &o).is_ok();
+    if version == "2" || auto {
         h2_options(&mut c, &o)?;
     } else if o.text("streams") != "1" {
-        return Err(
-            ConfigError::option("streams", "streams are HTTP/2's, and version is 1.1")
-                .hint("add version=2 (--http-version 2), or leave streams out"),
-        );
+        return Err(ConfigError::option(
+            "streams",
+            "streams are HTTP/2's, and this target speaks HTTP/1.1 (version=1.1, or keepalive=false)",
+        )
+        .hint("leave version to auto or set it to 2 (--http-version 2), or leave streams out"));
     }
-    c.tls = Some((crate::tls::Client::new(&host, &trust, alpn)?, trust));
+    let alpn: &[&[u8]] = if version == "2" { &[b"h2"] } else { &[] };
+    c.tls = Some((crate::tls::Client::new(&host, &trust, alpn)?, trust.clone()));
+    if auto {
+        c.alpn = Some(crate::tls::Alpn::new(&host, &trust)?);
+    }
     Ok(Box::new(c))
 }
 
@@ -320,6 +329,8 @@ fn configure_as(
         resolved: o.resolved(),
         #[cfg(feature = "tls")]
         tls: None,
+        #[cfg(feature = "tls")]
+        alpn: None,
         h2: None,
     })
 }
@@ -332,8 +343,11 @@ pub(crate) fn streams_label(n: usize) -> String {
     }
 }
 
+/// HTTP/2's streams per connection, and the receive windows of each stream and the connection.
+pub(crate) type H2Settings = (usize, u32, u32);
+
 /// HTTP/2's own options: streams per connection, and the stream's and connection's windows.
-pub(crate) fn h2_settings(o: &Opts) -> Result<(usize, u32, u32), ConfigError> {
+pub(crate) fn h2_settings(o: &Opts) -> Result<H2Settings, ConfigError> {
     let streams = o.text("streams");
     let streams = (streams.parse::<usize>().ok())
         .filter(|n| (1..=10_000).contains(n))
@@ -394,9 +408,8 @@ pub fn configure_h2c(
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
-        let h2 = self
-            .h2
-            .map(|(streams, _, _)| format!("HTTP/2, {}", streams_label(streams)));
+        let (h2, _) = self.chosen().unwrap_or((None, None));
+        let h2 = h2.map(|(streams, _, _)| format!("HTTP/2, {}", streams_label(streams)));
         let reuse = match (&h2, self.keepalive) {
             (Some(h2), _) => h2.as_str(),
             (None, true) => "keep-alive",
@@ -404,7 +417,12 @@ impl TargetConfig for Config {
         };
         #[cfg(feature = "tls")]
         if let Some((_, trust)) = &self.tls {
-            return format!("{reuse}, {}", trust.label());
+            let by = match self.alpn.as_ref().and_then(|a| a.found()) {
+                Some(Ok(true)) => " (h2 by ALPN)",
+                Some(Ok(false)) => " (HTTP/1.1 by ALPN)",
+                _ => "",
+            };
+            return format!("{reuse}{by}, {}", trust.label());
         }
         reuse.into()
     }
@@ -421,14 +439,17 @@ impl TargetConfig for Config {
         let port = 80;
         let addr = crate::net::resolve(&self.authority, Some(port))?;
         let body = crate::net::bytes(&self.body, &self.body_file, "body_file")?;
-        if let Some((streams, window, connection_window)) = self.h2 {
+        let (h2, tls) = self.chosen()?;
+        #[cfg(not(feature = "tls"))]
+        let _ = tls;
+        if let Some((streams, window, connection_window)) = h2 {
             return Ok(Endpoint {
                 addr,
                 protocol: Arc::new(Http2 {
                     request: Arc::new(self.h2_request(body, window, connection_window)),
                     streams,
                     #[cfg(feature = "tls")]
-                    tls: self.tls.as_ref().map(|t| t.0.clone()),
+                    tls,
                 }),
             });
         }
@@ -459,13 +480,44 @@ impl TargetConfig for Config {
                 head_request: self.method == "HEAD",
                 max_response: self.max_response,
                 #[cfg(feature = "tls")]
-                tls: self.tls.as_ref().map(|t| t.0.clone()),
+                tls,
             }),
         })
     }
 }
 
+/// The TLS client a run's connections use (none in the clear).
+#[cfg(feature = "tls")]
+type TlsClient = Option<crate::tls::Client>;
+#[cfg(not(feature = "tls"))]
+type TlsClient = Option<()>;
+
 impl Config {
+    /// What the connections speak: HTTP/2's settings when they speak it, and their TLS client.
+    /// With `version=auto` the server's pick by ALPN decides (asked once); a handshake that
+    /// fails leaves HTTP/1.1, whose connections then fail the same way, each counted.
+    fn chosen(&self) -> Result<(Option<H2Settings>, TlsClient), DriverError> {
+        #[cfg(feature = "tls")]
+        if let Some(alpn) = &self.alpn {
+            let addr = crate::net::resolve(&self.authority, Some(443))?;
+            return match alpn.h2(addr) {
+                Ok(true) => Ok((self.h2, Some(alpn.h2.clone()))),
+                Ok(false) if self.h2.is_some_and(|(streams, _, _)| streams > 1) => {
+                    Err(DriverError::new(format!(
+                        "{} picked HTTP/1.1 by ALPN, and streams (--streams) are HTTP/2's: \
+                         leave streams out, or ask a server that speaks HTTP/2",
+                        self.authority
+                    )))
+                }
+                _ => Ok((None, Some(alpn.h1.clone()))),
+            };
+        }
+        #[cfg(feature = "tls")]
+        return Ok((self.h2, self.tls.as_ref().map(|t| t.0.clone())));
+        #[cfg(not(feature = "tls"))]
+        Ok((self.h2, None))
+    }
+
     fn is_tls(&self) -> bool {
         #[cfg(feature = "tls")]
         return self.tls.is_some();
@@ -506,6 +558,7 @@ impl Config {
             stream_window: window,
             connection_window,
             grpc: false,
+            streaming: false,
         }
     }
 }

@@ -60,7 +60,7 @@ fn calls_to_the_reference_server_are_echoed_and_a_status_is_classed_by_name() {
     );
     assert!(calls(&c) > 1000, "{} calls in 2 s\n{out}", calls(&c));
     assert!(
-        out.contains("gRPC dyno.example.Echo.Say, 8 streams per connection"),
+        out.contains("gRPC dyno.example.Echo.Say (unary), 8 streams per connection"),
         "{out}"
     );
     // The status the call asks for (metadata the reference server reads) fails every call,
@@ -141,4 +141,51 @@ fn the_etcd_driver_runs_the_kv_suite_over_grpc_and_over_the_gateway() {
         }
         assert!(rec["cases"].as_array().unwrap().len() >= 2);
     }
+}
+
+/// A server-streaming method: every message timed from its call's intended start, the first
+/// of each call apart, the call's latency its last message's.
+#[test]
+fn each_message_of_a_streamed_response_is_timed_from_the_calls_intended_start() {
+    let _serial = serial();
+    let s = RefServer::start();
+    let url = format!("grpc://127.0.0.1:{}/dyno.example.Echo/Repeat", s.port);
+    let proto = example("echo.proto");
+    let args = [
+        "--proto",
+        &proto,
+        "-H",
+        "x-dyno-grpc-messages: 5",
+        "--streams",
+        "4",
+    ];
+    let (c, out) = run(&url, &args);
+    assert!(
+        c["errors"].as_object().unwrap().is_empty(),
+        "{}",
+        c["errors"]
+    );
+    let l = &c["reps"][0]["detail"]["load"];
+    let m = &l["messages"];
+    assert_eq!(m["calls"], l["ok"], "{m}");
+    assert_eq!(
+        m["messages"].as_u64(),
+        l["ok"].as_u64().map(|n| 5 * n),
+        "{m}"
+    );
+    let (first, each) = (&m["first_ns"], &m["each_ns"]);
+    assert!(first["p50"].as_u64() <= each["p50"].as_u64(), "{m}");
+    assert!(
+        each["max"].as_u64() <= c["summary"]["latency_ns"]["max"].as_u64(),
+        "{m}"
+    );
+    assert!(
+        out.contains("gRPC dyno.example.Echo.Repeat (server streaming)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("messages per call (streamed)") && out.contains("5.00"),
+        "{out}"
+    );
+    assert!(out.contains("first message p50 / p99"), "{out}");
 }

@@ -473,8 +473,56 @@ fn https_h2_against_nginx_by_alpn() {
         c["error_examples"]
     );
 
+    // The default, version=auto: the server's pick by ALPN, h2 here, HTTP/1.1 where plain.
+    dyno(dir.path())
+        .args(["run", &url])
+        .args(args)
+        .args(["-o", "auto"])
+        .assert()
+        .success();
+    let c = case(&record(&dir.path().join("auto")), "https", "load").clone();
+    assert_eq!(c["reps"][0]["detail"]["load"]["ok"], 2 * 5 * 100);
+    let durability = c["durability"].as_str().unwrap();
+    assert!(
+        durability.starts_with("HTTP/2, 5 streams per connection (h2 by ALPN)"),
+        "{durability}"
+    );
+    let plain_args = ["--requests", "100", "-c", "2", "--ca", "ca.pem", "-r", "1"];
+    dyno(dir.path())
+        .args(["run", &plain.url("/hello.txt")])
+        .args(plain_args)
+        .args(["-o", "auto-plain"])
+        .assert()
+        .success();
+    let c = case(&record(&dir.path().join("auto-plain")), "https", "load").clone();
+    assert_eq!(c["reps"][0]["detail"]["load"]["ok"], 200);
+    let durability = c["durability"].as_str().unwrap();
+    assert!(
+        durability.starts_with("keep-alive (HTTP/1.1 by ALPN)"),
+        "{durability}"
+    );
+    // Streams where the server picks HTTP/1.1: the case fails saying why; with version 1.1
+    // they are refused before anything runs.
     let out = dyno(dir.path())
-        .args(["run", &url, "--streams", "5", "-o", "refused"])
+        .args(["run", &plain.url("/hello.txt"), "--streams", "5"])
+        .args(plain_args)
+        .args(["-o", "auto-streams"])
+        .assert()
+        .failure();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned()
+        + &String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(text.contains("picked HTTP/1.1 by ALPN"), "{text}");
+    let out = dyno(dir.path())
+        .args([
+            "run",
+            &url,
+            "--http-version",
+            "1.1",
+            "--streams",
+            "5",
+            "-o",
+            "refused",
+        ])
         .assert()
         .failure();
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();

@@ -261,6 +261,12 @@ impl Worker<'_> {
                         self.conns[ci].state = State::Writing;
                         self.links[li].waiting.push_back(ci);
                     }
+                    Ended::Message => {
+                        let c = &mut self.conns[ci];
+                        c.messages += 1;
+                        let latency = now.saturating_sub(c.intended);
+                        self.streamed.message(latency, c.messages == 1);
+                    }
                 }
             }
             self.ended = ended;

@@ -44,6 +44,8 @@ pub(super) struct Conn {
     pub(super) retry_at: Option<u64>,
     /// A multiplexing protocol's slot: the link it rides (`ci / streams`); no socket of its own.
     pub(super) link: Option<usize>,
+    /// Messages of the streamed response so far.
+    pub(super) messages: u32,
 }
 
 impl Conn {
@@ -79,6 +81,7 @@ pub(super) struct Worker<'a> {
     pub(super) rec: Recorder,
     pub(super) lag: Histogram,
     pub(super) handshake: Histogram,
+    pub(super) streamed: Streamed,
     pub(super) counters: Counters,
     pub(super) buf: Vec<u8>,
     pub(super) open: bool,
@@ -115,6 +118,7 @@ pub(super) struct WorkerResult {
     pub(super) rec: Recorder,
     pub(super) lag: Histogram,
     pub(super) handshake: Histogram,
+    pub(super) streamed: Streamed,
     pub(super) counters: Counters,
     pub(super) waits: Waits,
     pub(super) cpu_ns: u64,
@@ -147,6 +151,7 @@ impl<'a> Worker<'a> {
             rec: Recorder::new(),
             lag: results::new_histogram(),
             handshake: results::new_histogram(),
+            streamed: Streamed::default(),
             counters: Counters::default(),
             buf: vec![0; READ_CHUNK],
             open: share.schedule.is_open(),
@@ -192,6 +197,7 @@ impl<'a> Worker<'a> {
             remaining,
             retry_at: None,
             link: None,
+            messages: 0,
         });
         let ci = self.conns.len() - 1;
         if self.multiplexed {
@@ -226,6 +232,7 @@ impl<'a> Worker<'a> {
         c.intended = intended;
         c.started = now;
         c.written = 0;
+        c.messages = 0;
         c.reader.reset();
         if let Some(li) = c.link {
             // Counted first: a failure inside counts it out again.
@@ -519,63 +526,6 @@ impl<'a> Worker<'a> {
             self.set_outstanding(now, n);
         } else {
             self.counters.unsent += 1;
-        }
-    }
-
-    /// Ends the current interval: its growth of the counters and its histogram go to the
-    /// collector (one message a thread per interval; nothing is kept here).
-    pub(super) fn flush_interval(&mut self, now: u64) {
-        let start = self.start + self.interval_index * self.interval_ns;
-        let mut h = results::new_histogram();
-        std::mem::swap(&mut h, &mut self.interval_hist);
-        let (c0, e0) = &self.interval_base;
-        let c = &self.counters;
-        let mut errors = self.rec.errors;
-        for (e, base) in errors.iter_mut().zip(e0) {
-            *e -= base;
-        }
-        let iv = Interval {
-            start_ns: start - self.start,
-            end_ns: (start + self.interval_ns).min(now) - self.start,
-            latency: h,
-            requests: c.requests - c0.requests,
-            responses: c.responses - c0.responses,
-            ok: c.ok - c0.ok,
-            connects: c.connects - c0.connects,
-            bytes_in: c.bytes_in - c0.bytes_in,
-            bytes_out: c.bytes_out - c0.bytes_out,
-            errors,
-        };
-        self.interval_base = (self.counters.clone(), self.rec.errors);
-        let _ = self.reporter.tx.send(Msg::Interval(
-            self.reporter.index,
-            self.interval_index,
-            Box::new(iv),
-        ));
-        self.interval_index = (now - self.start) / self.interval_ns;
-    }
-
-    pub(super) fn scan_timeouts(&mut self, now: u64) {
-        let timeout = self.spec.timeout.as_nanos() as u64;
-        for ci in 0..self.conns.len() {
-            let c = &self.conns[ci];
-            if c.busy() && now.saturating_sub(c.started) > timeout {
-                let e = OpError::new(
-                    ErrorClass::Timeout,
-                    "no complete response within the timeout",
-                );
-                // A link still connecting, or silent since this request started, is given
-                // up with every request on it; otherwise only this request's stream.
-                match c.link {
-                    Some(li) if self.links[li].silent_since(c.started) => {
-                        self.link_fail(li, e, now)
-                    }
-                    _ => self.fail(ci, e, now),
-                }
-            }
-        }
-        if self.multiplexed {
-            self.flush_links(now);
         }
     }
 

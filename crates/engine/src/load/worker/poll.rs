@@ -1,9 +1,67 @@
 //! The poll loop that drives one load thread: waits for readiness, the pace or a deadline;
-//! restarts clients when told; retries connections; the thread's result when it ends.
+//! restarts clients when told; retries connections; ends intervals; gives up on requests past
+//! their timeout; the thread's result when it ends.
 
 use super::*;
 
 impl<'a> Worker<'a> {
+    /// Ends the current interval: its growth of the counters and its histogram go to the
+    /// collector (one message a thread per interval; nothing is kept here).
+    pub(super) fn flush_interval(&mut self, now: u64) {
+        let start = self.start + self.interval_index * self.interval_ns;
+        let mut h = results::new_histogram();
+        std::mem::swap(&mut h, &mut self.interval_hist);
+        let (c0, e0) = &self.interval_base;
+        let c = &self.counters;
+        let mut errors = self.rec.errors;
+        for (e, base) in errors.iter_mut().zip(e0) {
+            *e -= base;
+        }
+        let iv = Interval {
+            start_ns: start - self.start,
+            end_ns: (start + self.interval_ns).min(now) - self.start,
+            latency: h,
+            requests: c.requests - c0.requests,
+            responses: c.responses - c0.responses,
+            ok: c.ok - c0.ok,
+            connects: c.connects - c0.connects,
+            bytes_in: c.bytes_in - c0.bytes_in,
+            bytes_out: c.bytes_out - c0.bytes_out,
+            errors,
+        };
+        self.interval_base = (self.counters.clone(), self.rec.errors);
+        let _ = self.reporter.tx.send(Msg::Interval(
+            self.reporter.index,
+            self.interval_index,
+            Box::new(iv),
+        ));
+        self.interval_index = (now - self.start) / self.interval_ns;
+    }
+
+    pub(super) fn scan_timeouts(&mut self, now: u64) {
+        let timeout = self.spec.timeout.as_nanos() as u64;
+        for ci in 0..self.conns.len() {
+            let c = &self.conns[ci];
+            if c.busy() && now.saturating_sub(c.started) > timeout {
+                let e = OpError::new(
+                    ErrorClass::Timeout,
+                    "no complete response within the timeout",
+                );
+                // A link still connecting, or silent since this request started, is given
+                // up with every request on it; otherwise only this request's stream.
+                match c.link {
+                    Some(li) if self.links[li].silent_since(c.started) => {
+                        self.link_fail(li, e, now)
+                    }
+                    _ => self.fail(ci, e, now),
+                }
+            }
+        }
+        if self.multiplexed {
+            self.flush_links(now);
+        }
+    }
+
     /// Drops every connection, as a client restarting would: a request in flight fails as
     /// `reset`; the next request on each connection opens a new one.
     pub(super) fn restart_clients(&mut self, now: u64) {
@@ -113,6 +171,7 @@ impl<'a> Worker<'a> {
             rec: self.rec,
             lag: self.lag,
             handshake: self.handshake,
+            streamed: self.streamed,
             counters: self.counters,
             waits: self.window.waits(),
             cpu_ns: thread_cpu_ns() - cpu0,

@@ -102,6 +102,7 @@ fn request(body: &[u8]) -> Arc<Request> {
         stream_window: 1 << 16,
         connection_window: 1 << 20,
         grpc: false,
+        streaming: false,
     })
 }
 
@@ -128,6 +129,7 @@ fn feed(h: &mut H2, bytes: &[u8], out: &mut Vec<u8>) -> Result<Done, OpError> {
                 Ended::Response(r) => r.map_err(|e| Some(e.class)),
                 Ended::Failed(e) => Err(Some(e.class)),
                 Ended::Unprocessed => Err(None),
+                Ended::Message => return,
             },
         ))
     })?;
@@ -211,6 +213,43 @@ fn grpc_calls_are_judged_by_their_trailers() {
             (1, Err(Some(ErrorClass::Refused))),
             (2, Err(Some(ErrorClass::Protocol))),
             (3, Err(Some(ErrorClass::Application))),
+        ]
+    );
+}
+
+/// Server streaming: each message is told as its last byte comes, wherever the frames cut it;
+/// the call ends with its trailers.
+#[test]
+fn a_streamed_response_tells_each_message() {
+    let mut req = (*request(b"\0\0\0\0\0")).clone();
+    (req.grpc, req.streaming) = (true, true);
+    let mut h = H2::new(Arc::new(req));
+    let mut out = Vec::new();
+    h.start(&mut out);
+    h.open(3, &mut out);
+    let ok = hpack::encode(&[("grpc-status", "0")]);
+    let two = b"\0\0\0\0\x02ab\0\0\0\0\x01c";
+    let reply = frames(&[
+        (frame::HEADERS, frame::END_HEADERS, 1, &[0x88]),
+        (frame::DATA, 0, 1, &two[..4]),
+        (frame::DATA, 0, 1, &two[4..9]),
+        (frame::DATA, 0, 1, &two[9..]),
+        (
+            frame::HEADERS,
+            frame::END_HEADERS | frame::END_STREAM,
+            1,
+            &ok,
+        ),
+    ]);
+    let mut seen = Vec::new();
+    h.feed(&reply, &mut out, &mut |slot, how| seen.push((slot, how)))
+        .unwrap();
+    assert_eq!(
+        seen,
+        vec![
+            (3, Ended::Message),
+            (3, Ended::Message),
+            (3, Ended::Response(Ok(())))
         ]
     );
 }
