@@ -389,7 +389,8 @@ pub struct RunArgs {
     #[arg(long, help_heading = "HTTP requests")]
     pub no_keepalive: bool,
 
-    /// gRPC: the .proto file describing the service (-H gives the call's metadata).
+    /// gRPC: the .proto file describing the service; without it, the server's reflection service
+    /// is asked (-H gives the call's metadata).
     #[arg(
         long,
         value_name = "FILE",

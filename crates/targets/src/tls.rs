@@ -110,8 +110,8 @@ pub struct Alpn {
     both: Client,
     pub h2: Client,
     pub h1: Client,
-    /// Whether the server picked h2; `Err`: why the handshake failed.
-    chosen: Arc<std::sync::OnceLock<Result<bool, String>>>,
+    /// Whether the server picked h2, once a handshake said (a failed one is asked again).
+    chosen: Arc<std::sync::OnceLock<bool>>,
 }
 
 impl Alpn {
@@ -124,14 +124,20 @@ impl Alpn {
         })
     }
 
-    /// Whether the server at `addr` picks h2, asked once (`Err`: the handshake failed, why).
+    /// Whether the server at `addr` picks h2, asked until a handshake says (`Err`: why this
+    /// one failed).
     pub fn h2(&self, addr: std::net::SocketAddr) -> Result<bool, String> {
-        (self.chosen.get_or_init(|| self.ask(addr))).clone()
+        if let Some(h2) = self.chosen.get() {
+            return Ok(*h2);
+        }
+        let h2 = self.ask(addr)?;
+        let _ = self.chosen.set(h2);
+        Ok(h2)
     }
 
-    /// What was found, if it was asked: as [`Alpn::h2`].
-    pub fn found(&self) -> Option<Result<bool, String>> {
-        self.chosen.get().cloned()
+    /// What a handshake said, if one did: as [`Alpn::h2`].
+    pub fn found(&self) -> Option<bool> {
+        self.chosen.get().copied()
     }
 
     fn ask(&self, addr: std::net::SocketAddr) -> Result<bool, String> {

@@ -284,6 +284,48 @@ impl Etcd {
     }
 }
 
+/// A real gRPC server: grpcio's C core in Python (`grpc/echo_server.py`, its packages pinned in
+/// `grpc/.venv`, which `./scripts/test` makes) serving `examples/grpc/echo.proto`'s Echo with
+/// the reflection service on.
+pub struct GrpcEcho {
+    pub port: u16,
+    _server: Running,
+}
+
+impl GrpcEcho {
+    pub fn start() -> Option<GrpcEcho> {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let python = here.join("grpc/.venv/bin/python");
+        let python = installed(
+            "the gRPC test server's packages (crates/testkit/grpc/setup.sh)",
+            &[python.to_str()?],
+        )?;
+        let proto = here.join("../../examples/grpc/echo.proto");
+        let (port, server) = on_a_free_port("the gRPC test server", |port| {
+            let dir = tempfile::tempdir().unwrap();
+            let child = quiet(&python)
+                .arg(here.join("grpc/echo_server.py"))
+                .arg(&proto)
+                .arg(port.to_string())
+                .env("TMPDIR", dir.path())
+                .spawn()
+                .expect("starting the gRPC test server");
+            let mut r = Running {
+                child,
+                stop_signal: libc::SIGTERM,
+                _dir: dir,
+            };
+            // It compiles the .proto file before it listens.
+            let accepts = || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+            r.ready(Duration::from_secs(20), accepts).then_some(r)
+        });
+        Some(GrpcEcho {
+            port,
+            _server: server,
+        })
+    }
+}
+
 /// A private PostgreSQL: `initdb` in a temporary directory (user `dyno`, trust authentication on
 /// loopback only, but for the users `dyno_password`, `dyno_md5` and `dyno_scram`, who log in by
 /// password with the method their name says, once a test has made them), then `postgres` on a free port; run as the `postgres` user when the tests run

@@ -286,9 +286,12 @@ impl Repeat for TargetRun<'_, '_> {
 
     fn describe(&mut self, namespace: Namespace, versions: BTreeMap<String, String>) {
         let cases = self.first..self.first + self.tests.len();
+        // Asked again now that the target is reached: what it says may depend on the server.
+        let durability = self.target.config.durability();
         for c in &mut self.record.cases[cases] {
             c.namespace = namespace.clone();
             c.versions = versions.clone();
+            c.durability.clone_from(&durability);
         }
     }
 

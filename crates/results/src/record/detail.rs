@@ -83,6 +83,26 @@ pub struct Messages {
     pub each_histogram: String,
 }
 
+impl Messages {
+    /// The figures of `messages` from `calls`, timed by the histograms `first` and `each`.
+    pub fn of(
+        calls: u64,
+        messages: u64,
+        first: &crate::Histogram,
+        each: &crate::Histogram,
+    ) -> Messages {
+        use crate::stats::latency_summary;
+        Messages {
+            calls,
+            messages,
+            first_ns: latency_summary(first),
+            each_ns: latency_summary(each),
+            first_histogram: crate::histogram::encode(first),
+            each_histogram: crate::histogram::encode(each),
+        }
+    }
+}
+
 /// What one repetition of request/response load measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

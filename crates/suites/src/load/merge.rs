@@ -181,12 +181,5 @@ fn merge_messages(loads: &[&LoadRep]) -> Result<Option<Messages>, MergeError> {
             &format!("shard {k}'s messages"),
         )?;
     }
-    Ok((messages > 0).then(|| Messages {
-        calls,
-        messages,
-        first_ns: latency_summary(&first),
-        each_ns: latency_summary(&each),
-        first_histogram: encode(&first),
-        each_histogram: encode(&each),
-    }))
+    Ok((messages > 0).then(|| Messages::of(calls, messages, &first, &each)))
 }

@@ -219,7 +219,10 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
         within,
         service_ns: results::stats::latency_summary(&rec.service),
         tls_handshake_ns: results::stats::latency_summary(&r.handshake),
-        messages: messages(&r.streamed),
+        messages: (r.streamed.messages > 0).then(|| {
+            let s = &r.streamed;
+            results::Messages::of(s.calls, s.messages, &s.first, &s.each)
+        }),
         generator: GeneratorCheck {
             intended_per_s: r.check.intended_per_s,
             achieved_per_s: r.check.achieved_per_s,
@@ -264,19 +267,6 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
 }
 
 /// Whether the generator kept up, and if not, how that was seen.
-/// A streamed response's messages as the record keeps them; none when nothing streamed.
-fn messages(s: &load::Streamed) -> Option<results::Messages> {
-    use results::stats::latency_summary;
-    (s.messages > 0).then(|| results::Messages {
-        calls: s.calls,
-        messages: s.messages,
-        first_ns: latency_summary(&s.first),
-        each_ns: latency_summary(&s.each),
-        first_histogram: results::histogram::encode(&s.first),
-        each_histogram: results::histogram::encode(&s.each),
-    })
-}
-
 fn verdict(r: &LoadResult, max_lag: Option<MaxLag>) -> (bool, Option<String>) {
     if let Some(max_lag) = max_lag {
         // Every arrival the schedule makes is dispatched, so a generator that cannot keep the

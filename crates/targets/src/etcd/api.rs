@@ -4,8 +4,7 @@
 //! connection; what fails on it says whether the session should move.
 
 use super::gateway::{self, Conn, gateway_error, protocol};
-use super::grpc;
-use super::h2::{H2Conn, Method};
+use super::grpc::{self, Method};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use engine::driver::{ErrorClass, OpError};
@@ -34,14 +33,18 @@ pub(super) struct Member {
 }
 
 enum Wire {
-    Grpc(Box<H2Conn>),
+    Grpc(Box<crate::grpc::Conn>),
     Gateway(Conn),
 }
 
 impl Member {
     pub(super) fn open(api: Api, endpoint: &str, timeout: Duration) -> Result<Member, OpError> {
         let conn = match api {
-            Api::Grpc => Wire::Grpc(Box::new(H2Conn::open(endpoint, timeout)?)),
+            Api::Grpc => Wire::Grpc(Box::new(crate::grpc::Conn::open(
+                endpoint,
+                timeout,
+                &grpc::PATHS,
+            )?)),
             Api::Gateway => Wire::Gateway(Conn::open(endpoint, timeout)?),
         };
         Ok(Member {
@@ -68,7 +71,15 @@ impl Member {
         let Wire::Grpc(c) = &mut self.conn else {
             unreachable!("gRPC calls go on gRPC connections");
         };
-        c.call(method, request, &mut self.reply)
+        c.call(method as usize, request, &mut self.reply)
+    }
+
+    /// Whether operations may still go on it: not after the member's GOAWAY.
+    pub(super) fn usable(&self) -> bool {
+        match &self.conn {
+            Wire::Grpc(c) => c.usable(),
+            Wire::Gateway(_) => true,
+        }
     }
 
     fn is_grpc(&self) -> bool {

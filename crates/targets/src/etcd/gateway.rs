@@ -27,21 +27,9 @@ pub(super) struct Answer<'a> {
     pub(super) body: &'a [u8],
 }
 
-/// A connection to a member, its reads and writes bounded by `timeout`, on either API.
-pub(super) fn connect(endpoint: &str, timeout: Duration) -> Result<Stream, OpError> {
-    let addr: SocketAddr = crate::net::resolve(endpoint, None)
-        .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
-    let mut s =
-        Stream::connect(&addr, timeout.min(Duration::from_secs(2))).map_err(io_err("connect"))?;
-    s.set_nodelay(true).map_err(io_err("connect"))?;
-    s.set_read_timeout(Some(timeout));
-    s.set_write_timeout(Some(timeout));
-    Ok(s)
-}
-
 impl Conn {
     pub(super) fn open(endpoint: &str, timeout: Duration) -> Result<Conn, OpError> {
-        let s = connect(endpoint, timeout)?;
+        let s = crate::grpc::connect(endpoint, timeout)?;
         Ok(Conn {
             input: BufReader::with_capacity(16 << 10, s),
             host: endpoint.to_string(),

@@ -5,6 +5,27 @@
 use super::gateway::protocol;
 use engine::driver::OpError;
 
+/// The calls dyno makes: each one's number is its place in [`PATHS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Method {
+    Range,
+    Put,
+    DeleteRange,
+    Txn,
+    Status,
+    MemberList,
+}
+
+/// The calls' HTTP/2 paths, in [`Method`]'s order.
+pub(super) const PATHS: [&str; 6] = [
+    "/etcdserverpb.KV/Range",
+    "/etcdserverpb.KV/Put",
+    "/etcdserverpb.KV/DeleteRange",
+    "/etcdserverpb.KV/Txn",
+    "/etcdserverpb.Maintenance/Status",
+    "/etcdserverpb.Cluster/MemberList",
+];
+
 #[derive(Clone, PartialEq, prost::Message)]
 pub(super) struct ResponseHeader {
     #[prost(uint64, tag = "2")]

@@ -1,6 +1,6 @@
 //! `etcd://HOST:PORT[,HOST:PORT…]` — etcd v3, one member or a Raft cluster, through its gRPC
-//! API (`api=grpc`, the default: dyno's HTTP/2 on the client's fiber, etcd's messages by prost;
-//! `h2.rs`, `grpc.rs`) or its v3 JSON gateway over HTTP/1.1 keep-alive (`api=gateway`;
+//! API (`api=grpc`, the default: `crate::grpc::Conn` on the client's fiber, etcd's messages by
+//! prost in `grpc.rs`) or its v3 JSON gateway over HTTP/1.1 keep-alive (`api=gateway`;
 //! `gateway.rs`). `api.rs` is the operations in either. The gateway costs etcd about 1.8× the
 //! CPU per operation and adds its translation to every latency (the book's measurements, "etcd:
 //! the JSON gateway or gRPC"); it stays for comparison and for servers that expose only it.
@@ -26,7 +26,6 @@ use engine::driver::{
 use engine::fiber::Stream;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -34,7 +33,6 @@ use std::time::Duration;
 mod api;
 mod gateway;
 mod grpc;
-mod h2;
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "etcd",
@@ -210,9 +208,15 @@ impl Config {
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
-        self.durability
-            .get_or_init(|| self.ask_durability())
-            .clone()
+        if let Some(d) = self.durability.get() {
+            return d.clone();
+        }
+        // Kept once the cluster answered; asked again while it did not (not started yet).
+        let d = self.ask_durability();
+        if !d.starts_with("unknown (not reached)") {
+            let _ = self.durability.set(d.clone());
+        }
+        d
     }
     fn options(&self) -> BTreeMap<String, String> {
         self.resolved.clone()
@@ -348,10 +352,10 @@ impl EtcdSession {
         &self.key
     }
 
-    /// Moves to the next member that answers if the last operation broke the connection: a
-    /// reconnection, counted and timed.
+    /// Moves to the next member that answers if the last operation broke the connection, or
+    /// the member closed it (GOAWAY): a reconnection, counted and timed.
     fn ensure(&mut self) -> Result<(), OpError> {
-        if !self.broken {
+        if !self.broken && self.conn.usable() {
             return Ok(());
         }
         let (config, from) = (&self.config, self.at + 1);

@@ -110,8 +110,15 @@ fn grpc_call_against(bytes: Vec<u8>) -> Result<Vec<u8>, OpError> {
         let _ = s.read_to_end(&mut Vec::new());
     });
     let mut reply = Vec::new();
-    let r = h2::H2Conn::open(&endpoint, Duration::from_secs(5))
-        .and_then(|mut c| c.call(h2::Method::Status, &grpc::StatusRequest {}, &mut reply));
+    let r = crate::grpc::Conn::open(&endpoint, Duration::from_secs(5), &grpc::PATHS).and_then(
+        |mut c| {
+            c.call(
+                grpc::Method::Status as usize,
+                &grpc::StatusRequest {},
+                &mut reply,
+            )
+        },
+    );
     server.join().unwrap();
     r.map(|()| reply)
 }

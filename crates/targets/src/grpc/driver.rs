@@ -1,6 +1,6 @@
 //! The `grpc://` and `grpcs://` drivers: their options, the call's headers and message.
 
-use super::proto;
+use super::{proto, reflect};
 use crate::http::{self, Http2, h2};
 use crate::options::Opts;
 use engine::driver::{
@@ -8,7 +8,7 @@ use engine::driver::{
 };
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 pub static INFO: DriverInfo = DriverInfo {
@@ -39,7 +39,7 @@ const OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         name: "proto",
         default: "",
-        help: "the .proto file describing the service (ghz's --proto)",
+        help: "the .proto file describing the service (ghz's --proto); without it, the server's reflection service is asked when the run starts",
     },
     OptionSpec {
         name: "import_path",
@@ -108,16 +108,45 @@ fn timeout_header(d: Duration) -> String {
     "99999999H".into()
 }
 
+/// What every call of a target is: its method, and its request encoded. Made when the plan is
+/// resolved from a `.proto` file, or at the run's start from the server's reflection service.
+#[derive(Debug, Clone)]
+struct Call {
+    method: String,
+    /// A server-streaming method: each message of a response is timed.
+    streaming: bool,
+    /// The request message, framed (a compression flag, its length, its bytes).
+    body: Vec<u8>,
+}
+
+impl Call {
+    fn new(
+        pool: &prost_reflect::DescriptorPool,
+        name: &str,
+        json: &str,
+    ) -> Result<Call, ConfigError> {
+        let m = proto::method(pool, name)?;
+        let message = proto::request(&m, json)?;
+        let mut body = Vec::with_capacity(5 + message.len());
+        body.push(0);
+        body.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        body.extend_from_slice(&message);
+        Ok(Call {
+            method: m.full_name().to_string(),
+            streaming: m.is_server_streaming(),
+            body,
+        })
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Config {
     authority: String,
     path: String,
-    method: String,
-    /// A server-streaming method: each message of a response is timed.
-    streaming: bool,
+    /// The request as JSON, for a call made from the server's reflection.
+    json: String,
+    call: Arc<OnceLock<Result<Call, String>>>,
     metadata: Vec<(String, String)>,
-    /// The request message, framed (a compression flag, its length, its bytes).
-    body: Vec<u8>,
     deadline: Option<Duration>,
     max_response: u64,
     h2: http::H2Settings,
@@ -163,21 +192,6 @@ fn configure_as(
         return Err(ConfigError::url(format!("{authority} has no port"))
             .hint(format!("gRPC has no default port: write e.g. {example}")));
     }
-    let method = path.trim_start_matches('/').to_string();
-    let proto = o.text("proto");
-    if proto.is_empty() {
-        return Err(
-            ConfigError::option("proto", "a gRPC target needs its .proto file")
-                .hint("give it with --proto FILE (and --import-path DIR for its imports)"),
-        );
-    }
-    let imports: Vec<PathBuf> = (o.text("import_path").split(','))
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .collect();
-    let pool = proto::pool(std::path::Path::new(proto), &imports)?;
-    let m = proto::method(&pool, &method)?;
     let json = match (o.text("data"), o.text("data_file")) {
         (data, "") => data.to_string(),
         ("", f) => std::fs::read_to_string(f)
@@ -189,11 +203,27 @@ fn configure_as(
             );
         }
     };
-    let message = proto::request(&m, &json)?;
-    let mut body = Vec::with_capacity(5 + message.len());
-    body.push(0);
-    body.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    body.extend_from_slice(&message);
+    // With a .proto file the call is made now; without, from the server's reflection when
+    // the run starts (the server may be one the plan starts).
+    let call = match o.text("proto") {
+        "" if info.scheme != "grpc" => {
+            return Err(ConfigError::option(
+                "proto",
+                "a grpcs:// target needs its .proto file (dyno asks reflection in the clear only)",
+            )
+            .hint("give it with --proto FILE (and --import-path DIR for its imports)"));
+        }
+        "" => OnceLock::new(),
+        proto => {
+            let imports: Vec<PathBuf> = (o.text("import_path").split(','))
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .collect();
+            let pool = proto::pool(std::path::Path::new(proto), &imports)?;
+            OnceLock::from(Ok(Call::new(&pool, path.trim_start_matches('/'), &json)?))
+        }
+    };
     let metadata = http::header_lines(
         &o,
         &[
@@ -206,6 +236,7 @@ fn configure_as(
         ],
         "dyno sends them for every call (the deadline as grpc-timeout: --deadline)",
     )?;
+    http::h2_headers_allowed(&metadata)?;
     let deadline = match o.text("deadline") {
         "" => None,
         _ => Some(o.duration("deadline")?).filter(|d| !d.is_zero()),
@@ -213,10 +244,9 @@ fn configure_as(
     Ok(Config {
         authority,
         path,
-        method: m.full_name().to_string(),
-        streaming: m.is_server_streaming(),
+        json,
+        call: Arc::new(call),
         metadata,
-        body,
         deadline,
         max_response: o.size("max_response")?,
         h2: http::h2_settings(&o)?,
@@ -227,6 +257,20 @@ fn configure_as(
 }
 
 impl Config {
+    /// The call: made already, or now from the server's reflection service (asked once).
+    fn call(&self) -> Result<&Call, DriverError> {
+        let made = self.call.get_or_init(|| {
+            let name = self.path.trim_start_matches('/');
+            let service = name.split_once('/').map_or(name, |(s, _)| s);
+            let pool = reflect::pool(&self.authority, service, Duration::from_secs(5))?;
+            Call::new(&pool, name, &self.json).map_err(|e| match e.hint {
+                Some(h) => format!("{} ({h})", e.message),
+                None => e.message,
+            })
+        });
+        made.as_ref().map_err(|e| DriverError::new(e.clone()))
+    }
+
     fn is_tls(&self) -> bool {
         #[cfg(feature = "tls")]
         return self.tls.is_some();
@@ -236,42 +280,40 @@ impl Config {
 
     /// The call's header block, encoded once.
     fn block(&self) -> Vec<u8> {
-        let agent = format!("dyno/{}", env!("CARGO_PKG_VERSION"));
         let timeout = self.deadline.map(timeout_header);
-        let names: Vec<String> = (self.metadata.iter())
-            .map(|(k, _)| k.to_ascii_lowercase())
-            .collect();
-        let mut headers = vec![
+        let fixed = [
             (":method", "POST"),
             (":scheme", if self.is_tls() { "https" } else { "http" }),
             (":authority", self.authority.as_str()),
             (":path", self.path.as_str()),
             ("content-type", "application/grpc"),
             ("te", "trailers"),
-            ("user-agent", agent.as_str()),
         ];
-        if let Some(t) = &timeout {
-            headers.push(("grpc-timeout", t));
-        }
-        headers.extend(
-            (names.iter().map(String::as_str)).zip(self.metadata.iter().map(|(_, v)| v.as_str())),
-        );
-        h2::hpack::encode(&headers)
+        let extra: Vec<(&str, &str)> = timeout
+            .iter()
+            .map(|t| ("grpc-timeout", t.as_str()))
+            .collect();
+        http::h2_block(&fixed, &self.metadata, &extra)
     }
 }
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
-        let kind = if self.streaming {
-            "server streaming"
-        } else {
-            "unary"
+        let calls = match self.call() {
+            Ok(c) => {
+                let kind = if c.streaming {
+                    "server streaming"
+                } else {
+                    "unary"
+                };
+                format!(
+                    "gRPC {} ({kind}), {}",
+                    c.method,
+                    http::streams_label(self.h2.0)
+                )
+            }
+            Err(_) => format!("gRPC {} (not described: no reflection)", self.path),
         };
-        let calls = format!(
-            "gRPC {} ({kind}), {}",
-            self.method,
-            http::streams_label(self.h2.0)
-        );
         #[cfg(feature = "tls")]
         if let Some((_, trust)) = &self.tls {
             return format!("{calls}, {}", trust.label());
@@ -286,15 +328,16 @@ impl TargetConfig for Config {
     }
     fn endpoint(&self) -> Result<Endpoint, DriverError> {
         let addr = crate::net::resolve(&self.authority, None)?;
+        let call = self.call()?;
         let (streams, stream_window, connection_window) = self.h2;
         let request = h2::Request {
             block: self.block(),
-            body: self.body.clone(),
+            body: call.body.clone(),
             max_response: self.max_response,
             stream_window,
             connection_window,
             grpc: true,
-            streaming: self.streaming,
+            streaming: call.streaming,
         };
         Ok(Endpoint {
             addr,

@@ -2,21 +2,28 @@
 //! load engine's HTTP/2 (`crate::http::h2`), many calls in flight per connection.
 //!
 //! The method and its request message are described by a `.proto` file read when the plan is
-//! resolved (`proto`, `import_path`); the request is given as JSON (`data`, `data_file`) and
-//! encoded once: every call sends the same bytes. A call succeeds when its `grpc-status` is 0;
+//! resolved (`proto`, `import_path`), or, without one, by the server's reflection service when
+//! the run starts; the request is given as JSON (`data`, `data_file`) and encoded once: every
+//! call sends the same bytes. A call succeeds when its `grpc-status` is 0;
 //! any other status fails it, counted in the class nearest its meaning (DEADLINE_EXCEEDED a
 //! `timeout`, NOT_FOUND `not_found`, RESOURCE_EXHAUSTED `full`, UNAVAILABLE `refused`,
 //! DATA_LOSS `corrupt`, the rest `application`) with the status's name and message kept as the
 //! class's example. `deadline` is sent as `grpc-timeout`; `headers` are the call's metadata.
 //!
-//! `status` (always built: etcd's JSON gateway reports the same codes) names and classes
-//! gRPC's status codes; `proto` reads `.proto` files; `driver` is the drivers.
+//! Always built (etcd's driver uses them): gRPC's status codes, named and classed, here (etcd's
+//! JSON gateway reports the same codes); `conn` a connection for calls one after another on a
+//! blocking socket. With the `grpc` feature: `proto` reads `.proto` files, `reflect` asks a
+//! server's reflection service instead, `driver` is the drivers.
 
+mod conn;
 #[cfg(feature = "grpc")]
 mod driver;
 #[cfg(feature = "grpc")]
 mod proto;
+#[cfg(feature = "grpc")]
+mod reflect;
 
+pub use conn::{Conn, connect};
 #[cfg(all(feature = "grpc", feature = "tls"))]
 pub use driver::{GRPCS_INFO, configure_grpcs};
 #[cfg(feature = "grpc")]

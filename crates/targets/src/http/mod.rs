@@ -192,6 +192,9 @@ pub fn configure_https(
     let trust = trust(&o)?;
     let host = host_of(&c.authority);
     let version = o.choice("version", &["auto", "1.1", "2"])?;
+    if version != "1.1" {
+        h2_settings(&o)?;
+    }
     // auto offers HTTP/2 only where it can serve: kept-alive connections, no connection headers.
     let auto = version == "auto" && c.keepalive && h2_options(&mut c.clone(), &o).is_ok();
     if version == "2" || auto {
@@ -375,24 +378,45 @@ pub(crate) fn h2_settings(o: &Opts) -> Result<H2Settings, ConfigError> {
 fn h2_options(c: &mut Config, o: &Opts) -> Result<(), ConfigError> {
     c.h2 = Some(h2_settings(o)?);
     c.keepalive = true;
-    for (name, _) in &c.headers {
-        let lower = name.to_ascii_lowercase();
-        if [
-            "connection",
-            "keep-alive",
-            "proxy-connection",
-            "transfer-encoding",
-            "upgrade",
-        ]
-        .contains(&lower.as_str())
-        {
-            return Err(ConfigError::option(
-                "headers",
-                format!("{name} is a connection header, which HTTP/2 forbids"),
-            ));
-        }
+    h2_headers_allowed(&c.headers)
+}
+
+/// Refuses the connection headers HTTP/2 forbids (RFC 9113 §8.2.2) among the plan's.
+pub(crate) fn h2_headers_allowed(headers: &[(String, String)]) -> Result<(), ConfigError> {
+    let forbidden = [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+    ];
+    match (headers.iter()).find(|(name, _)| forbidden.contains(&name.to_ascii_lowercase().as_str()))
+    {
+        Some((name, _)) => Err(ConfigError::option(
+            "headers",
+            format!("{name} is a connection header, which HTTP/2 forbids"),
+        )),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// An HTTP/2 request's header block, encoded: `fixed` (the pseudo-headers first), dyno's
+/// `user-agent`, the plan's `headers` in lower case, then `extra`.
+pub(crate) fn h2_block(
+    fixed: &[(&str, &str)],
+    headers: &[(String, String)],
+    extra: &[(&str, &str)],
+) -> Vec<u8> {
+    let agent = format!("dyno/{}", env!("CARGO_PKG_VERSION"));
+    let names: Vec<String> = headers
+        .iter()
+        .map(|(k, _)| k.to_ascii_lowercase())
+        .collect();
+    let mut all = fixed.to_vec();
+    all.push(("user-agent", &agent));
+    all.extend((names.iter().map(String::as_str)).zip(headers.iter().map(|(_, v)| v.as_str())));
+    all.extend_from_slice(extra);
+    h2::hpack::encode(&all)
 }
 
 /// `h2c://`: as [`configure`], and HTTP/2's own options.
@@ -408,7 +432,14 @@ pub fn configure_h2c(
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
-        let (h2, _) = self.chosen().unwrap_or((None, None));
+        // What the connections speak, as far as known without asking the server.
+        #[cfg(feature = "tls")]
+        let h2 = match self.alpn.as_ref().map(|a| a.found()) {
+            Some(Some(true)) | None => self.h2,
+            Some(_) => None,
+        };
+        #[cfg(not(feature = "tls"))]
+        let h2 = self.h2;
         let h2 = h2.map(|(streams, _, _)| format!("HTTP/2, {}", streams_label(streams)));
         let reuse = match (&h2, self.keepalive) {
             (Some(h2), _) => h2.as_str(),
@@ -417,10 +448,11 @@ impl TargetConfig for Config {
         };
         #[cfg(feature = "tls")]
         if let Some((_, trust)) = &self.tls {
-            let by = match self.alpn.as_ref().and_then(|a| a.found()) {
-                Some(Ok(true)) => " (h2 by ALPN)",
-                Some(Ok(false)) => " (HTTP/1.1 by ALPN)",
-                _ => "",
+            let by = match self.alpn.as_ref().map(|a| a.found()) {
+                Some(Some(true)) => " (h2 by ALPN)",
+                Some(Some(false)) => " (HTTP/1.1 by ALPN)",
+                Some(None) => " (or HTTP/2, by ALPN: not asked yet)",
+                None => "",
             };
             return format!("{reuse}{by}, {}", trust.label());
         }
@@ -500,15 +532,20 @@ impl Config {
         #[cfg(feature = "tls")]
         if let Some(alpn) = &self.alpn {
             let addr = crate::net::resolve(&self.authority, Some(443))?;
+            let streams = self.h2.is_some_and(|(streams, _, _)| streams > 1);
             return match alpn.h2(addr) {
                 Ok(true) => Ok((self.h2, Some(alpn.h2.clone()))),
-                Ok(false) if self.h2.is_some_and(|(streams, _, _)| streams > 1) => {
-                    Err(DriverError::new(format!(
-                        "{} picked HTTP/1.1 by ALPN, and streams (--streams) are HTTP/2's: \
-                         leave streams out, or ask a server that speaks HTTP/2",
-                        self.authority
-                    )))
-                }
+                Ok(false) if streams => Err(DriverError::new(format!(
+                    "{} picked HTTP/1.1 by ALPN, and streams (--streams) are HTTP/2's: \
+                     leave streams out, or ask a server that speaks HTTP/2",
+                    self.authority
+                ))),
+                Err(why) if streams => Err(DriverError::new(format!(
+                    "{}: no HTTP version agreed on by ALPN ({why}), and streams are HTTP/2's",
+                    self.authority
+                ))),
+                // A failed handshake: HTTP/1.1, whose connections then fail the same way,
+                // each counted.
                 _ => Ok((None, Some(alpn.h1.clone()))),
             };
         }
@@ -528,31 +565,21 @@ impl Config {
     /// HTTP/2's request: its header block (the pseudo-headers, `user-agent`, the plan's
     /// headers in lower case, `content-length` for a body), encoded once.
     fn h2_request(&self, body: Vec<u8>, window: u32, connection_window: u32) -> h2::Request {
-        let agent = format!("dyno/{}", env!("CARGO_PKG_VERSION"));
         let length = body.len().to_string();
-        let names: Vec<String> = self
-            .headers
-            .iter()
-            .map(|(k, _)| k.to_ascii_lowercase())
-            .collect();
-        let mut headers = vec![
+        let fixed = [
             (":method", self.method.as_str()),
             (":scheme", if self.is_tls() { "https" } else { "http" }),
             (":authority", self.authority.as_str()),
             (":path", self.path.as_str()),
-            ("user-agent", agent.as_str()),
         ];
-        headers.extend(
-            names
-                .iter()
-                .map(String::as_str)
-                .zip(self.headers.iter().map(|(_, v)| v.as_str())),
-        );
-        if !body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH") {
-            headers.push(("content-length", &length));
-        }
+        let sized = !body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
+        let extra: &[(&str, &str)] = if sized {
+            &[("content-length", &length)]
+        } else {
+            &[]
+        };
         h2::Request {
-            block: h2::hpack::encode(&headers),
+            block: h2_block(&fixed, &self.headers, extra),
             body,
             max_response: self.max_response,
             stream_window: window,

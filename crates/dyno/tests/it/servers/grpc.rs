@@ -189,3 +189,51 @@ fn each_message_of_a_streamed_response_is_timed_from_the_calls_intended_start() 
     );
     assert!(out.contains("first message p50 / p99"), "{out}");
 }
+
+/// A real gRPC server (grpcio, in Python) with its reflection service on: dyno learns the
+/// method from the server when no .proto file is given, and the calls, unary and streamed, are
+/// what they are with the file.
+#[test]
+fn a_grpcio_server_is_called_with_its_own_reflection_or_a_proto_file() {
+    let _serial = serial();
+    let Some(server) = testkit::GrpcEcho::start() else {
+        return;
+    };
+    let url = |m: &str| format!("grpc://127.0.0.1:{}/dyno.example.Echo/{m}", server.port);
+    let data = r#"{"key":"k","n":3}"#;
+    let (c, out) = run(&url("Say"), &["--data", data, "-c", "2", "--streams", "4"]);
+    assert!(
+        c["errors"].as_object().unwrap().is_empty(),
+        "{}",
+        c["errors"]
+    );
+    assert!(calls(&c) > 100, "{out}");
+    assert!(out.contains("gRPC dyno.example.Echo.Say (unary)"), "{out}");
+    let (c, _) = run(&url("Repeat"), &["--data", data, "--streams", "2"]);
+    let m = &c["reps"][0]["detail"]["load"]["messages"];
+    assert_eq!(
+        m["messages"].as_u64(),
+        m["calls"].as_u64().map(|n| 3 * n),
+        "{m}"
+    );
+    let proto = example("echo.proto");
+    let (c, _) = run(&url("Say"), &["--proto", &proto, "--data", data]);
+    assert!(
+        c["errors"].as_object().unwrap().is_empty(),
+        "{}",
+        c["errors"]
+    );
+    // A method the server does not have: named, with the ones it has.
+    let dir = tempfile::tempdir().unwrap();
+    let o = dyno(dir.path())
+        .args(["run", &url("Shout"), "-d", "1s", "-r", "1"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(
+        text.contains("has no method Shout; its methods: Say, Repeat"),
+        "{text}"
+    );
+}

@@ -45,7 +45,7 @@ pub(super) struct Conn {
     /// A multiplexing protocol's slot: the link it rides (`ci / streams`); no socket of its own.
     pub(super) link: Option<usize>,
     /// Messages of the streamed response so far.
-    pub(super) messages: u32,
+    pub(super) messages: u64,
 }
 
 impl Conn {

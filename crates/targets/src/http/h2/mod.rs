@@ -77,6 +77,21 @@ pub struct H2 {
     grpc_message: Vec<u8>,
 }
 
+/// A stream the server reset with `code`: `refused` for REFUSED_STREAM (the server's word that
+/// it did not process it), else `reset`, with the error's name.
+pub(crate) fn reset_error(code: u32) -> OpError {
+    let class = if code == 0x7 {
+        ErrorClass::Refused
+    } else {
+        ErrorClass::Reset
+    };
+    let name = frame::error_name(code);
+    OpError::new(
+        class,
+        format!("HTTP/2: the server reset the stream ({name})"),
+    )
+}
+
 /// Decimal digits (at most nine) as a number.
 pub(crate) fn number(v: &[u8]) -> Option<u32> {
     (!v.is_empty() && v.len() <= 9 && v.iter().all(u8::is_ascii_digit))
@@ -323,16 +338,7 @@ impl H2 {
         done: &mut dyn FnMut(usize, Ended),
     ) -> Result<(), OpError> {
         let code = word(p, out, "an RST_STREAM frame not of 4 bytes")?;
-        let class = if code == 0x7 {
-            ErrorClass::Refused
-        } else {
-            ErrorClass::Reset
-        };
-        let name = frame::error_name(code);
-        let e = OpError::new(
-            class,
-            format!("HTTP/2: the server reset the stream ({name})"),
-        );
+        let e = reset_error(code);
         self.end(h.stream, Ended::Failed(e), out, done);
         Ok(())
     }
@@ -377,7 +383,7 @@ impl H2 {
             return Ok(());
         }
         s.received += body.len() as u64;
-        if self.req.streaming {
+        if self.req.streaming && s.status == 200 {
             let slot = s.slot;
             s.framing.take(body, || done(slot, Ended::Message));
         }
@@ -431,7 +437,8 @@ impl H2 {
         let mut message = std::mem::take(&mut self.grpc_message);
         message.clear();
         let block = std::mem::take(&mut self.block);
-        let wanted_grpc = self.req.grpc;
+        // grpc-status and grpc-message count only in the block that ends the call.
+        let wanted_grpc = self.req.grpc && end_stream;
         let wanted = |n: &[u8]| {
             n == b":status" || (wanted_grpc && (n == b"grpc-status" || n == b"grpc-message"))
         };

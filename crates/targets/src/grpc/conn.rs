@@ -1,15 +1,16 @@
-//! One HTTP/2 connection to an etcd member for its gRPC API, on the client's fiber: a call is
-//! its HEADERS frame (the header block made once per method when the connection opens) and its
-//! message in DATA frames as the server's windows allow, written at once; the answer is read
-//! frame by frame until its stream ends, the message kept and the verdict taken from the
-//! trailers' `grpc-status` (`crate::grpc::outcome`). A session's operations follow one another,
-//! so a connection carries one call at a time. Every frame the server sends is bounded, and
-//! every header block is decoded (HPACK's table follows the server's) whichever stream it is on.
+//! One HTTP/2 connection to a gRPC server for calls one after another, on a blocking socket
+//! (a client's fiber, or a thread): etcd's driver, and asking a server's reflection service. A
+//! call is its HEADERS frame (the header block made once per method when the connection opens)
+//! and its message in DATA frames as the server's windows allow, written at once; the answer is
+//! read frame by frame until its stream ends, its one message kept and the verdict taken from
+//! the trailers' `grpc-status` ([`super::outcome`]). Every frame the server sends is bounded,
+//! and every header block is decoded (HPACK's table follows the server's) whichever stream it
+//! is on. The load engine's calls go the other way, many at once (`crate::http::h2`).
 
-use super::gateway::{io_err, protocol};
 use crate::http::h2::{frame, hpack, number};
 use engine::driver::{ErrorClass, OpError};
 use engine::fiber::Stream;
+use std::borrow::Cow;
 use std::io::{BufReader, Read, Write};
 use std::time::Duration;
 
@@ -20,43 +21,10 @@ const MAX_MESSAGE: usize = 64 << 20;
 /// The largest header block dyno assembles.
 const MAX_BLOCK: usize = 64 << 10;
 
-/// The calls dyno makes, by their HTTP/2 path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Method {
-    Range,
-    Put,
-    DeleteRange,
-    Txn,
-    Status,
-    MemberList,
-}
-
-impl Method {
-    const ALL: [Method; 6] = [
-        Method::Range,
-        Method::Put,
-        Method::DeleteRange,
-        Method::Txn,
-        Method::Status,
-        Method::MemberList,
-    ];
-
-    fn path(self) -> &'static str {
-        match self {
-            Method::Range => "/etcdserverpb.KV/Range",
-            Method::Put => "/etcdserverpb.KV/Put",
-            Method::DeleteRange => "/etcdserverpb.KV/DeleteRange",
-            Method::Txn => "/etcdserverpb.KV/Txn",
-            Method::Status => "/etcdserverpb.Maintenance/Status",
-            Method::MemberList => "/etcdserverpb.Cluster/MemberList",
-        }
-    }
-}
-
-pub(super) struct H2Conn {
+pub struct Conn {
     input: BufReader<Stream>,
     hpack: hpack::Decoder,
-    /// Each method's header block, by its place in [`Method::ALL`].
+    /// Each method's header block, by its place in the paths the connection was opened with.
     blocks: Vec<Vec<u8>>,
     next_id: u32,
     out: Vec<u8>,
@@ -64,6 +32,8 @@ pub(super) struct H2Conn {
     body: Vec<u8>,
     payload: Vec<u8>,
     block: Vec<u8>,
+    /// Whether the HEADERS frame of the block being assembled ended its stream.
+    block_ends: bool,
     grpc_message: Vec<u8>,
     /// The server's windows for what dyno sends: the connection's, and a new stream's.
     send_window: i64,
@@ -83,18 +53,38 @@ struct Answer {
     ended: bool,
 }
 
-impl H2Conn {
-    /// Connects to `endpoint` and sends HTTP/2's preface and dyno's settings (the server's
-    /// come with the first answer).
-    pub(super) fn open(endpoint: &str, timeout: Duration) -> Result<H2Conn, OpError> {
-        let mut s = super::gateway::connect(endpoint, timeout)?;
+fn protocol(msg: impl Into<Cow<'static, str>>) -> OpError {
+    OpError::new(ErrorClass::Protocol, msg)
+}
+
+fn io_err(context: &'static str) -> impl Fn(std::io::Error) -> OpError {
+    move |e| OpError::io(context, &e)
+}
+
+/// A connection to `endpoint` (`HOST:PORT`), its reads and writes bounded by `timeout`.
+pub fn connect(endpoint: &str, timeout: Duration) -> Result<Stream, OpError> {
+    let addr = crate::net::resolve(endpoint, None)
+        .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
+    let mut s =
+        Stream::connect(&addr, timeout.min(Duration::from_secs(2))).map_err(io_err("connect"))?;
+    s.set_nodelay(true).map_err(io_err("connect"))?;
+    s.set_read_timeout(Some(timeout));
+    s.set_write_timeout(Some(timeout));
+    Ok(s)
+}
+
+impl Conn {
+    /// Connects to `endpoint` for calls to `paths` (`/package.Service/Method`), and sends
+    /// HTTP/2's preface and dyno's settings (the server's come with the first answer).
+    pub fn open(endpoint: &str, timeout: Duration, paths: &[&str]) -> Result<Conn, OpError> {
+        let mut s = connect(endpoint, timeout)?;
         let agent = format!("dyno/{}", env!("CARGO_PKG_VERSION"));
-        let blocks = (Method::ALL.iter())
-            .map(|m| {
+        let blocks = (paths.iter())
+            .map(|path| {
                 hpack::encode(&[
                     (":method", "POST"),
                     (":scheme", "http"),
-                    (":path", m.path()),
+                    (":path", path),
                     (":authority", endpoint),
                     ("content-type", "application/grpc"),
                     ("te", "trailers"),
@@ -114,7 +104,7 @@ impl H2Conn {
         frame::window_update(&mut out, 0, WINDOW - frame::DEFAULT_WINDOW as u32);
         s.write_all(&out).map_err(io_err("send"))?;
         out.clear();
-        Ok(H2Conn {
+        Ok(Conn {
             input: BufReader::with_capacity(16 << 10, s),
             hpack: hpack::Decoder::new(4096),
             blocks,
@@ -123,6 +113,7 @@ impl H2Conn {
             body: Vec::with_capacity(512),
             payload: Vec::with_capacity(1024),
             block: Vec::new(),
+            block_ends: false,
             grpc_message: Vec::new(),
             send_window: frame::DEFAULT_WINDOW,
             stream_window: frame::DEFAULT_WINDOW,
@@ -132,17 +123,23 @@ impl H2Conn {
         })
     }
 
-    /// Calls `method` with `request`; the answer's message (without its framing) in `reply`.
-    pub(super) fn call(
+    /// Whether calls may still go on it (the server has not said GOAWAY).
+    pub fn usable(&self) -> bool {
+        !self.gone
+    }
+
+    /// Calls the method of `paths[path]` with `request`; the answer's message (without its
+    /// framing) in `reply`.
+    pub fn call(
         &mut self,
-        method: Method,
+        path: usize,
         request: &impl prost::Message,
         reply: &mut Vec<u8>,
     ) -> Result<(), OpError> {
         if self.gone || self.next_id > frame::MAX_WINDOW as u32 {
             return Err(OpError::new(
                 ErrorClass::Reset,
-                "etcd: the member closed the connection (GOAWAY)",
+                "gRPC: the server closed the connection (GOAWAY)",
             ));
         }
         let id = self.next_id;
@@ -151,17 +148,11 @@ impl H2Conn {
         self.body.extend_from_slice(&[0; 5]);
         request
             .encode(&mut self.body)
-            .map_err(|e| protocol(format!("etcd: a request too large to encode: {e}")))?;
+            .map_err(|e| protocol(format!("gRPC: a request too large to encode: {e}")))?;
         let len = (self.body.len() - 5) as u32;
         self.body[1..5].copy_from_slice(&len.to_be_bytes());
-        let place = Method::ALL.iter().position(|m| *m == method).unwrap_or(0);
-        frame::headers(
-            &mut self.out,
-            id,
-            &self.blocks[place],
-            false,
-            self.max_frame,
-        );
+        let block = (self.blocks.get(path)).ok_or_else(|| protocol("gRPC: no such method"))?;
+        frame::headers(&mut self.out, id, block, false, self.max_frame);
         reply.clear();
         let mut answer = Answer::default();
         let mut stream_window = self.stream_window;
@@ -186,7 +177,7 @@ impl H2Conn {
             }
             self.read_frame(id, &mut answer, &mut stream_window, reply)?;
         }
-        crate::grpc::outcome(answer.status, answer.grpc, &self.grpc_message)?;
+        super::outcome(answer.status, answer.grpc, &self.grpc_message)?;
         match reply.get(..5) {
             Some([0, l @ ..])
                 if u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize == reply.len() - 5 =>
@@ -195,7 +186,7 @@ impl H2Conn {
                 Ok(())
             }
             _ => Err(protocol(
-                "etcd: an answer that is not one uncompressed message",
+                "gRPC: an answer that is not one uncompressed message",
             )),
         }
     }
@@ -223,7 +214,7 @@ impl H2Conn {
         self.input.read_exact(&mut head).map_err(closed)?;
         let h = frame::Head::parse(&head);
         if h.len > frame::DEFAULT_MAX_FRAME {
-            return Err(protocol("etcd: a frame larger than dyno's SETTINGS allow"));
+            return Err(protocol("gRPC: a frame larger than dyno's SETTINGS allow"));
         }
         let mut p = std::mem::take(&mut self.payload);
         p.resize(h.len, 0);
@@ -242,7 +233,7 @@ impl H2Conn {
         stream_window: &mut i64,
         reply: &mut Vec<u8>,
     ) -> Result<(), OpError> {
-        let bad = |what: &'static str| protocol(format!("etcd: {what}"));
+        let bad = |what: &'static str| protocol(format!("gRPC: {what}"));
         match h.kind {
             frame::DATA => {
                 self.unacked += p.len() as u32;
@@ -263,6 +254,7 @@ impl H2Conn {
                 let mut p = p;
                 if h.kind == frame::HEADERS {
                     self.block.clear();
+                    self.block_ends = h.flags & frame::END_STREAM != 0;
                     p = frame::unpad(h.flags, p).ok_or_else(|| bad("bad padding"))?;
                     if h.flags & frame::PRIORITY_FLAG != 0 {
                         p = p.get(5..).ok_or_else(|| bad("a HEADERS frame too short"))?;
@@ -273,24 +265,16 @@ impl H2Conn {
                 }
                 self.block.extend_from_slice(p);
                 if h.flags & frame::END_HEADERS != 0 {
-                    self.headers(h.stream == id, answer)?;
+                    let ours = h.stream == id;
+                    self.headers(ours, answer)?;
+                    answer.ended |= ours && self.block_ends;
                 }
-                answer.ended |= h.stream == id && h.flags & frame::END_STREAM != 0;
             }
             frame::RST_STREAM if h.stream == id => {
                 let code = p
                     .get(..4)
                     .map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
-                let class = if code == 0x7 {
-                    ErrorClass::Refused
-                } else {
-                    ErrorClass::Reset
-                };
-                let name = frame::error_name(code);
-                return Err(OpError::new(
-                    class,
-                    format!("etcd: the call was reset ({name})"),
-                ));
+                return Err(crate::http::h2::reset_error(code));
             }
             frame::SETTINGS if h.flags & frame::ACK == 0 => self.settings(p, stream_window),
             frame::PING if h.flags & frame::ACK == 0 && p.len() == 8 => {
@@ -308,10 +292,11 @@ impl H2Conn {
                 self.gone = true;
                 let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
                 if last < id {
+                    // Above its last stream: never processed (RFC 9113 §6.8), so refused.
                     let name = frame::error_name(u32::from_be_bytes([p[4], p[5], p[6], p[7]]));
                     return Err(OpError::new(
-                        ErrorClass::Reset,
-                        format!("etcd: the member went away ({name})"),
+                        ErrorClass::Refused,
+                        format!("gRPC: the server went away before the call ({name})"),
                     ));
                 }
             }
@@ -339,15 +324,17 @@ impl H2Conn {
         frame::settings_ack(&mut self.out);
     }
 
-    /// A whole header block: decoded, and if it is call `id`'s (`ours`), its statuses kept.
+    /// A whole header block: decoded, and if it is call `id`'s (`ours`), its statuses kept —
+    /// `grpc-status` and `grpc-message` only from the block that ends the call (its trailers).
     fn headers(&mut self, ours: bool, answer: &mut Answer) -> Result<(), OpError> {
         let wanted = |n: &[u8]| matches!(n, b":status" | b"grpc-status" | b"grpc-message");
         let mut message = std::mem::take(&mut self.grpc_message);
         if ours {
             message.clear();
         }
+        let trailers = self.block_ends;
         let decoded = self.hpack.decode(&self.block, &wanted, &mut |n, v| {
-            if !ours {
+            if !ours || (n != b":status" && !trailers) {
                 return;
             }
             match n {
@@ -357,14 +344,14 @@ impl H2Conn {
             }
         });
         self.grpc_message = message;
-        decoded.map_err(|e| protocol(format!("etcd: a header block HPACK refuses: {}", e.0)))
+        decoded.map_err(|e| protocol(format!("gRPC: a header block HPACK refuses: {}", e.0)))
     }
 }
 
 /// A read that failed: the connection closed, or an I/O error.
 fn closed(e: std::io::Error) -> OpError {
     if e.kind() == std::io::ErrorKind::UnexpectedEof {
-        return OpError::new(ErrorClass::Reset, "etcd: the member closed the connection");
+        return OpError::new(ErrorClass::Reset, "gRPC: the server closed the connection");
     }
     OpError::io("receive", &e)
 }
