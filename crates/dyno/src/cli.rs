@@ -209,6 +209,10 @@ pub struct ServeArgs {
     /// Misbehave on every Nth request: `reset:N` or `garbage:N`.
     #[arg(long)]
     pub fault: Option<String>,
+    /// One worker for every connection, taking this long over each request: a server whose
+    /// capacity (1 / this time) is known, e.g. 1ms for 1,000 requests/s.
+    #[arg(long, value_name = "DURATION")]
+    pub service_time: Option<String>,
     /// TCP response framing: `length:4`, `line`, `close`, or `raw` (the payload alone; use
     /// `--body sizes:N..N` and the client's `framing=fixed:N`).
     #[arg(long, default_value = "length:4")]
@@ -352,6 +356,12 @@ pub struct RunArgs {
     /// exits with status 4. Repeatable.
     #[arg(long = "threshold", value_name = "CHECK")]
     pub thresholds: Vec<String>,
+    /// A capacity search: the highest steady open-loop rate at which this objective holds
+    /// (METRIC OP VALUE, e.g. "p99 < 20ms", "errors < 0.1%"); the plan's own load runs first,
+    /// then each step (of -d, -r) is a rate chosen from what came before. Repeatable: all must
+    /// hold.
+    #[arg(long = "find-max", value_name = "OBJECTIVE")]
+    pub find_max: Vec<String>,
     /// Check the thresholds on a load case's running intervals too (from 2 s into each
     /// repetition; abort_after in the plan) and stop the run at the first broken (status 4).
     #[arg(long, help_heading = "Gates")]

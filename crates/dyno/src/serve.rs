@@ -144,6 +144,9 @@ pub fn serve(a: ServeArgs) -> Result<ExitCode> {
         stall: a.stall.as_deref().map(parse_stall).transpose()?,
         fault: a.fault.as_deref().map(parse_fault).transpose()?,
         seed: a.seed,
+        service: (a.service_time.as_deref())
+            .map(|t| engine::units::parse_duration(t).map_err(|e| anyhow!("--service-time: {e}")))
+            .transpose()?,
     };
     let listen = a.listen.unwrap_or_else(|| {
         if a.tcp {

@@ -48,6 +48,7 @@ pub mod recorder;
 pub mod resolve;
 pub mod runner;
 pub mod schedule;
+pub mod search;
 pub mod shard;
 pub mod suggest;
 pub mod suite;

@@ -119,6 +119,9 @@ pub struct Plan {
     pub levels: Vec<crate::fault::Level>,
     /// The run's pass/fail criteria, checked when it ends.
     pub thresholds: Vec<results::thresholds::Threshold>,
+    /// A capacity search's objectives (`--find-max`): the points are its steps, each a rate
+    /// the search chose; empty otherwise.
+    pub find_max: Vec<results::thresholds::Threshold>,
     /// The run relative thresholds (`p99 < baseline * 1.05`) are held to: where it was named,
     /// and its record once the command loaded it (the engine reads no results directory).
     pub baseline: Option<(Sp<String>, std::sync::Arc<results::compare::Baseline>)>,

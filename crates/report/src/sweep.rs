@@ -133,6 +133,8 @@ pub fn series(r: &RunRecord, view: &dyn View) -> Vec<Series> {
                             }
                         }
                     }
+                    // By the parameter (a capacity search runs its points in its own order).
+                    points.sort_by_key(|p| p.x);
                     lines.push((t.to_string(), points));
                 }
                 out.push(Series {

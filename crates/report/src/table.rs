@@ -16,7 +16,54 @@ pub fn render(r: &RunRecord, views: Views, style: Style, out: &mut dyn Write) ->
         crate::sweep::render(r, view, &mut doc)?;
     }
     crate::resources::render(r, &mut doc)?;
+    search(r, &mut doc)?;
     thresholds(r, &mut doc)
+}
+
+/// A capacity search: each step's rate and verdict, then the edge it found and why it ended.
+fn search(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+    let Some(s) = &r.search else {
+        return Ok(());
+    };
+    doc.heading(&format!("capacity search: {}", s.objectives.join(", ")))?;
+    if let Some(p) = s.probe_per_s {
+        let p = crate::units::count(p.round() as u64);
+        doc.line(&format!(
+            "the plan's own load first (the probe): {p}/s; the steps from half of it"
+        ))?;
+    }
+    let header = vec![vec![
+        "step".to_string(),
+        "rate (/s)".into(),
+        "".into(),
+        "why".into(),
+    ]];
+    let body: Vec<Vec<String>> = (s.steps.iter().enumerate())
+        .map(|(i, step)| {
+            let verdict = if step.held {
+                "held".to_string()
+            } else {
+                doc.strong("broke")
+            };
+            let why = step.why.clone().unwrap_or_default();
+            vec![
+                (i + 1).to_string(),
+                crate::units::count(step.rate),
+                verdict,
+                why,
+            ]
+        })
+        .collect();
+    doc.table(&header, &body)?;
+    let rate =
+        |r: Option<u64>| r.map_or("none".into(), |r| format!("{}/s", crate::units::count(r)));
+    doc.line(&format!(
+        "highest rate that held: {}; lowest that broke: {} ({})",
+        rate(s.max_held),
+        rate(s.min_broke),
+        s.why
+    ))?;
+    doc.blank()
 }
 
 /// The thresholds, each held or failed, with the cases that broke it (or how many held).

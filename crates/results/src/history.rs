@@ -161,7 +161,8 @@ impl History {
             let lat = c.summary.as_ref().map(|s| &s.latency_ns);
             let errors: u64 = c.errors.values().sum();
             tx.execute(
-                "INSERT INTO cases (run, name, rate, p50_ns, p99_ns, errors)
+                // A point run twice (a capacity search's confirmations) keeps its first run.
+                "INSERT OR IGNORE INTO cases (run, name, rate, p50_ns, p99_ns, errors)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
                     id,

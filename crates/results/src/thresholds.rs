@@ -249,6 +249,15 @@ impl Threshold {
         })
     }
 
+    /// Whether case `c` meets it (scopes and baselines aside: a capacity search's objective),
+    /// and its figure against the limit as written (`24.1ms against 20.0ms`); `None` when the
+    /// case has no figure.
+    pub fn judge(&self, c: &Case) -> Option<(bool, String)> {
+        let v = self.value(c)?;
+        let shown = format!("{} against {}", self.show(v), self.show(self.limit));
+        Some((self.op.holds(v, self.limit), shown))
+    }
+
     /// The figure of a repetition still running (a load repetition's intervals so far);
     /// `None` when it has none yet.
     fn value_running(&self, r: &Running) -> Option<f64> {

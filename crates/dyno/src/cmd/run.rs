@@ -156,6 +156,8 @@ pub(super) fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     }
     (raw.thresholds)
         .extend((a.thresholds.iter()).map(|t| Sp::new(t.clone(), Origin::Flag("--threshold"))));
+    (raw.find_max)
+        .extend((a.find_max.iter()).map(|t| Sp::new(t.clone(), Origin::Flag("--find-max"))));
     if a.abort_on_fail {
         raw.abort_on_fail = Some(Sp::new(true, Origin::Flag("--abort-on-fail")));
     }

@@ -18,6 +18,7 @@ fn server(body: Body, stall: Option<Stall>) -> Server {
             stall,
             fault: None,
             seed: 5,
+            service: None,
         },
     )
     .unwrap()

@@ -27,6 +27,7 @@ mod magma;
 mod monitor;
 mod output;
 mod run;
+mod search;
 mod shard;
 mod snapshots;
 mod soak;

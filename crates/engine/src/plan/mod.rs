@@ -276,6 +276,8 @@ pub struct RawPlan {
     pub level_every: Option<Sp<String>>,
     /// `[thresholds] checks = [...]` and `--threshold`: the run's pass/fail criteria.
     pub thresholds: Vec<Sp<String>>,
+    /// `--find-max`: a capacity search's objectives (the highest rate at which all hold).
+    pub find_max: Vec<Sp<String>>,
     /// `[thresholds] baseline` and `--compare`: the run relative thresholds are held to.
     pub baseline: Option<Sp<String>>,
     /// `[thresholds] abort_on_fail` and `--abort-on-fail`: stop the run at the first threshold a

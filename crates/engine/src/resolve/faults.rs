@@ -1,5 +1,5 @@
-//! The run's faults and levels, and its gates (thresholds, abort_on_fail), checked against
-//! the targets they act on.
+//! The run's faults and levels, and its gates (thresholds, abort_on_fail, a capacity search's
+//! objectives), checked against the targets they act on.
 
 use super::*;
 
@@ -157,5 +157,56 @@ impl RawPlan {
             })?),
         };
         Ok((thresholds, abort_after))
+    }
+
+    /// `--find-max`: the objectives, each a threshold without scope or baseline, on a run of
+    /// one target whose suite sweeps `rate`, with no sweep, level or fault of its own.
+    pub(super) fn resolve_search(
+        &self,
+        suite: &'static dyn crate::suite::Suite,
+        targets: usize,
+    ) -> Result<Vec<results::thresholds::Threshold>, PlanError> {
+        let Some(first) = self.find_max.first() else {
+            return Ok(Vec::new());
+        };
+        let refuse = |why: &str, hint: &str| Err(PlanError::new(first.at.clone(), why).hint(hint));
+        if !suite.sweepable().iter().any(|p| p.name == "rate") {
+            return refuse(
+                &format!(
+                    "the {} suite has no rate to search",
+                    results::Named::name(suite)
+                ),
+                "search with the load suite (http://, h2c://, grpc://, tcp:// targets): the one whose rate can be swept yet",
+            );
+        }
+        if !self.sweeps.is_empty() || !self.levels.is_empty() || !self.faults.is_empty() {
+            return refuse(
+                "a capacity search chooses its own rates, without sweeps, levels or faults",
+                "drop --sweep, --levels and --fault, or run them apart",
+            );
+        }
+        if targets != 1 {
+            return refuse(
+                "a capacity search runs on one target",
+                "name one target; search each in a run of its own",
+            );
+        }
+        (self.find_max.iter())
+            .map(|o| {
+                let t = results::thresholds::Threshold::parse(&o.value)
+                    .map_err(|e| PlanError::new(o.at.clone(), e.message).hint(e.hint))?;
+                if t.baseline || t.target.is_some() || t.test.is_some() || t.level.is_some() {
+                    return Err(PlanError::new(
+                        o.at.clone(),
+                        format!(
+                            "{:?}: an objective is a figure and its limit, nothing more",
+                            o.value
+                        ),
+                    )
+                    .hint("write e.g. --find-max 'p99 < 20ms' or --find-max 'errors < 0.1%'"));
+                }
+                Ok(t)
+            })
+            .collect()
     }
 }

@@ -107,9 +107,11 @@ impl RawPlan {
         let (watch_pids, watch_names) = self.watched()?;
         let (faults, levels) = self.resolve_faults(&targets)?;
         let (thresholds, abort_after) = self.resolve_gates()?;
+        let find_max = self.resolve_search(suite, targets.len())?;
         Ok(Plan {
             levels,
             thresholds,
+            find_max,
             abort_after,
             baseline: None,
             baseline_ref: self.baseline,

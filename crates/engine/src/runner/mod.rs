@@ -66,6 +66,79 @@ fn points(plan: &Plan) -> Vec<Point> {
     all
 }
 
+/// The highest rate a search may offer: the suite's limit for a rate sweep.
+fn max_rate(plan: &Plan) -> u64 {
+    (plan.suite.sweepable().iter())
+        .find(|p| p.name == "rate")
+        .map_or(1_000_000, |p| p.max)
+}
+
+/// The points a run goes through: the plan's, or a capacity search's, chosen one by one after
+/// the plan's own load (the probe); with the tests of each.
+struct Points {
+    list: Vec<Point>,
+    tests: Vec<Vec<&'static str>>,
+    search: Option<crate::search::Steps>,
+}
+
+impl Points {
+    fn new(plan: &Plan) -> Points {
+        let list = points(plan);
+        let tests = list.iter().map(|p| plan.suite.tests(plan, p)).collect();
+        let search = (!plan.find_max.is_empty()).then(|| crate::search::Steps::new(max_rate(plan)));
+        Points {
+            list,
+            tests,
+            search,
+        }
+    }
+
+    fn get(&self, at: usize) -> Option<(Point, Vec<&'static str>)> {
+        Some((self.list.get(at)?.clone(), self.tests.get(at)?.clone()))
+    }
+
+    /// After the point whose cases are `done`: a search's next point, its cases added to the
+    /// record (unfinished), the search so far into the record. How many cases were added.
+    fn after(
+        &mut self,
+        plan: &Plan,
+        stage: &Stage,
+        record: &mut RunRecord,
+        done: std::ops::Range<usize>,
+    ) -> usize {
+        let Some(steps) = &mut self.search else {
+            return 0;
+        };
+        let mut added = 0;
+        if let Some(next) = steps.after(&plan.find_max, &self.list[0], &record.cases[done]) {
+            let tests = plan.suite.tests(plan, &next);
+            let one = (std::slice::from_ref(&next), std::slice::from_ref(&tests));
+            let more = unfinished_cases(plan, stage, one.0, one.1);
+            added = more.len();
+            record.cases.extend(more);
+            self.list.push(next);
+            self.tests.push(tests);
+        }
+        record_search(record, plan, steps);
+        added
+    }
+}
+
+/// The search so far into the record: its steps and edge, and its steps' rates as the plan's
+/// rate sweep (so the sweep's tables and plots draw them).
+fn record_search(record: &mut RunRecord, plan: &Plan, steps: &crate::search::Steps) {
+    let objectives = plan.find_max.iter().map(|t| t.text.clone()).collect();
+    let s = steps.search.record(objectives);
+    let mut values: Vec<u64> = s.steps.iter().map(|s| s.rate).collect();
+    values.sort_unstable();
+    values.dedup();
+    record.plan.sweeps = vec![results::SweepRecord {
+        param: "rate".into(),
+        values,
+    }];
+    record.search = Some(s);
+}
+
 /// Why a run could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -333,6 +406,7 @@ fn new_record(plan: &Plan, dyno: DynoInfo) -> RunRecord {
         faults: Vec::new(),
         thresholds: Vec::new(),
         aborted: None,
+        search: None,
     }
 }
 
@@ -419,8 +493,7 @@ pub fn run(
         rendezvous,
     } = hooks;
     let clock = Clock::monotonic();
-    // The monitor of the stage running: every record handed on carries the resource series so
-    // far (the stages done are in the record already).
+    // The running stage's monitor: each record handed on carries its resource series so far.
     let monitor: Mutex<Option<Arc<crate::monitor::Monitor>>> = Mutex::new(None);
     let mut with_resources = resources_sink(&monitor, sink);
     let sink: &mut Sink = &mut with_resources;
@@ -428,18 +501,16 @@ pub fn run(
     let mut record = new_record(plan, dyno);
     // Bumped by a `restart-clients` fault: the suites' clients reconnect.
     let clients = Arc::new(AtomicU64::new(0));
-    let points = points(plan);
-    let tests: Vec<Vec<&'static str>> = points.iter().map(|p| plan.suite.tests(plan, p)).collect();
-    let stages = stages(plan);
-    let mut firsts = Vec::new();
+    let mut points = Points::new(plan);
+    let (stages, mut firsts) = (stages(plan), Vec::new());
     for stage in &stages {
         firsts.push(record.cases.len());
-        (record.cases).extend(unfinished_cases(plan, stage, &points, &tests));
+        (record.cases).extend(unfinished_cases(plan, stage, &points.list, &points.tests));
     }
     sink(&record).map_err(RunError::Sink)?;
 
     let mut warnings = Vec::new();
-    let cases = record.cases.len();
+    let mut cases = record.cases.len();
     for (i, stage) in stages.iter().enumerate() {
         if interrupt.load(Ordering::Relaxed) {
             break;
@@ -455,12 +526,14 @@ pub fn run(
             per_test: stage.level.is_some(),
         };
         let mut first = stage_cases.start;
-        'points: for (point, tests) in points.iter().zip(&tests) {
+        let mut at = 0;
+        'points: while let Some((point, tests)) = points.get(at) {
+            at += 1;
             for t in &stage.targets {
                 if interrupt.load(Ordering::Relaxed) {
                     break 'points;
                 }
-                progress(&Progress::starting(plan, (first, cases), &t.name, tests));
+                progress(&Progress::starting(plan, (first, cases), &t.name, &tests));
                 let mine = first..first + tests.len();
                 if let Some(why) = crate::resolve::na_reason(plan.suite, t) {
                     // A store without the suite's family, in a run with others that have it.
@@ -469,7 +542,7 @@ pub fn run(
                     let run = TargetRun {
                         plan,
                         target: t,
-                        tests,
+                        tests: &tests,
                         first,
                         record: &mut record,
                         acc: tests.iter().map(|_| CaseAcc::new()).collect(),
@@ -485,15 +558,17 @@ pub fn run(
                         failed_sink: None,
                         profiler: profiler.map(|p| (p, watched.monitor.clone())),
                     };
-                    run.go(point)?;
+                    run.go(&point)?;
                 }
                 first += tests.len();
                 sink(&record).map_err(RunError::Sink)?;
             }
+            cases += points.after(plan, stage, &mut record, first - tests.len()..first);
         }
         if let Ok(mut m) = monitor.lock() {
             *m = None;
         }
+        let stage_cases = stage_cases.start..first.max(stage_cases.end);
         end_stage(&mut record, stage_cases, nemesis, watched);
     }
 

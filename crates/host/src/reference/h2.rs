@@ -378,6 +378,7 @@ mod tests {
             stall: None,
             fault: None,
             seed: 1,
+            service: None,
         };
         Server::start(TcpListener::bind("127.0.0.1:0").unwrap(), spec).unwrap()
     }

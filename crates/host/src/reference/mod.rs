@@ -96,6 +96,9 @@ pub struct Spec {
     pub stall: Option<Stall>,
     pub fault: Option<Fault>,
     pub seed: u64,
+    /// One worker for all connections, taking this long over each request: a server whose
+    /// capacity is known by construction (1 / the service time).
+    pub service: Option<Duration>,
 }
 
 /// Counters a running server keeps.
@@ -118,6 +121,8 @@ struct Shared {
     /// What `/retain` requests hold, until the server stops.
     retained: std::sync::Mutex<Vec<Vec<u8>>>,
     retained_bytes: AtomicUsize,
+    /// The one worker of `Spec::service`.
+    worker: std::sync::Mutex<()>,
 }
 
 /// A running server.
@@ -169,6 +174,7 @@ impl Server {
             live: AtomicUsize::new(0),
             retained: std::sync::Mutex::new(Vec::new()),
             retained_bytes: AtomicUsize::new(0),
+            worker: std::sync::Mutex::new(()),
             stop: Arc::new(AtomicBool::new(false)),
             stats: Stats::default(),
         });
@@ -297,8 +303,24 @@ impl Shared {
             }
             Action::Answer => {
                 self.stall();
+                self.work();
                 Ok(true)
             }
+        }
+    }
+
+    /// `Spec::service`: the one worker takes the request for its service time (the others
+    /// wait their turn).
+    fn work(&self) {
+        let Some(d) = self.spec.service else { return };
+        let _turn = self.worker.lock().unwrap_or_else(|e| e.into_inner());
+        let until = Instant::now() + d;
+        // Sleep most of it, spin the rest: the time is the server's capacity, so it is kept.
+        if d > Duration::from_micros(200) {
+            std::thread::sleep(d - Duration::from_micros(100));
+        }
+        while Instant::now() < until {
+            std::hint::spin_loop();
         }
     }
 
@@ -531,6 +553,7 @@ mod tests {
             stall: None,
             fault: None,
             seed: 1,
+            service: None,
         }
     }
 

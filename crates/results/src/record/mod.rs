@@ -52,6 +52,43 @@ pub struct RunRecord {
     /// there; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aborted: Option<crate::thresholds::Aborted>,
+    /// A capacity search (`--find-max`): its steps, each a case of the rate sweep, and the edge
+    /// it found; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchRecord>,
+}
+
+/// A capacity search: the highest open-loop rate at which every objective held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRecord {
+    /// The objectives, as written (`p99 < 20ms`).
+    pub objectives: Vec<String>,
+    /// The rate the plan's own load reached (the probe, run first: the search starts at half of
+    /// it); `null` before it ran.
+    pub probe_per_s: Option<f64>,
+    /// Every step in the order run (the probe is not a step).
+    pub steps: Vec<SearchStep>,
+    /// The highest rate (per second) that held every time it ran; `null` if none did.
+    pub max_held: Option<u64>,
+    /// The lowest rate above it that broke; `null` if none did.
+    pub min_broke: Option<u64>,
+    /// Why the search ended.
+    pub why: String,
+}
+
+/// One step of a capacity search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchStep {
+    /// The rate offered, per second.
+    pub rate: u64,
+    /// Every objective held, and the generator offered the rate.
+    pub held: bool,
+    /// The generator's self-check.
+    pub valid: bool,
+    /// What broke, and by how much; `null` when it held.
+    pub why: Option<String>,
 }
 
 /// How a watched process was found.

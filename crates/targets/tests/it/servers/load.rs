@@ -24,6 +24,7 @@ fn server(kind: Kind, body: Body, fault: Option<Fault>) -> Server {
             stall: None,
             fault,
             seed: 3,
+            service: None,
         },
     )
     .unwrap()
@@ -341,6 +342,7 @@ fn open_loop_opens_connections_up_to_the_limit_when_all_are_busy() {
             stall: Some(stall),
             fault: None,
             seed: 1,
+            service: None,
         },
     )
     .unwrap();
