@@ -63,8 +63,10 @@ pub(super) struct Chart {
     pub(super) lines: Vec<Line>,
     pub(super) band: bool,
     pub(super) kind: Kind,
-    /// Spans of x shaded behind the lines (fault windows), with their label for the legend.
+    /// Spans of x shaded behind the lines (fault windows, a capacity search's edge), and their
+    /// label for the legend.
     pub(super) shade: Vec<(f64, f64)>,
+    pub(super) shade_label: &'static str,
 }
 
 /// The y axis: linear from 0, or log10 with decade ticks when the values drawn span more than a
@@ -335,7 +337,7 @@ where
             .map_err(err)?;
         if i == 0 {
             drawn
-                .label("fault")
+                .label(c.shade_label)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], grey.filled()));
         }
     }

@@ -100,6 +100,7 @@ fn over_time(title: String, x_desc: &str, y_desc: &str, lines: Vec<Line>) -> Cha
         band: false,
         kind: Kind::Lines,
         shade: Vec::new(),
+        shade_label: "fault",
     }
 }
 
@@ -176,7 +177,8 @@ fn sweep_chart(r: &RunRecord, s: &Series) -> (Chart, String) {
         lines,
         band: true,
         kind: Kind::Lines,
-        shade: Vec::new(),
+        shade: search_edge(r, s, x_log),
+        shade_label: "the search's edge",
     };
     let mut dat = format!(
         "# dyno {} {}: {} against {}\n# {}",
@@ -207,6 +209,16 @@ fn sweep_chart(r: &RunRecord, s: &Series) -> (Chart, String) {
         dat.push('\n');
     }
     (chart, dat)
+}
+
+/// A capacity search's edge on a chart against the rate: from the highest rate that held to
+/// the lowest that broke (none outside a search).
+fn search_edge(r: &RunRecord, s: &Series, x_log: bool) -> Vec<(f64, f64)> {
+    let at = |v: u64| if x_log { (v as f64).log10() } else { v as f64 };
+    match r.search.as_ref().map(|e| (e.max_held, e.min_broke)) {
+        Some((Some(h), Some(b))) if s.param == "rate" => vec![(at(h), at(b))],
+        _ => Vec::new(),
+    }
 }
 
 /// Percentiles the spectrum is drawn at: 0% up to 99.9999%.
@@ -294,6 +306,7 @@ fn spectra(
             band: false,
             kind: Kind::Lines,
             shade: Vec::new(),
+            shade_label: "fault",
         },
         dat,
     ))
@@ -493,6 +506,7 @@ fn rate_bars(r: &RunRecord, view: &dyn View) -> Option<(Chart, String)> {
             band: false,
             kind: Kind::Bars(tests.iter().map(|t| t.to_string()).collect()),
             shade: Vec::new(),
+            shade_label: "fault",
         },
         dat,
     ))
