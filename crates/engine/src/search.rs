@@ -142,16 +142,7 @@ impl Search {
             }
             (1, false) => self.finish("the edge held and broke again when run twice"),
             _ => {
-                let always = |r: u64| self.steps.iter().filter(|s| s.rate == r).all(|s| s.held);
-                self.held = (self.steps.iter())
-                    .filter(|s| s.held && always(s.rate))
-                    .map(|s| s.rate)
-                    .max();
-                let above = |r: u64| self.held.is_none_or(|h| r > h);
-                self.broke = (self.steps.iter())
-                    .filter(|s| !s.held && above(s.rate))
-                    .map(|s| s.rate)
-                    .min();
+                (self.held, self.broke) = self.edge();
                 self.phase = Phase::Bisect;
                 // The rate that held once and broke on its rerun is the edge's neighbour: the
                 // next try is just below it, not halfway down to the last rate that held.
@@ -169,18 +160,24 @@ impl Search {
         self.why = why.to_string();
     }
 
-    /// What the record keeps: every step, the edge, and why the search ended.
-    pub fn record(&self, objectives: Vec<String>) -> SearchRecord {
-        // The highest rate that held every time it ran, and the lowest that ever broke.
-        let held_always = |r: u64| self.steps.iter().filter(|s| s.rate == r).all(|s| s.held);
-        let max_held = (self.steps.iter())
-            .filter(|s| s.held && held_always(s.rate))
+    /// The edge from every step so far: the highest rate that held every time it ran, and the
+    /// lowest above it that ever broke.
+    fn edge(&self) -> (Option<u64>, Option<u64>) {
+        let always = |r: u64| self.steps.iter().filter(|s| s.rate == r).all(|s| s.held);
+        let held = (self.steps.iter())
+            .filter(|s| s.held && always(s.rate))
             .map(|s| s.rate)
             .max();
-        let min_broke = (self.steps.iter())
-            .filter(|s| !s.held && max_held.is_none_or(|h| s.rate > h))
+        let broke = (self.steps.iter())
+            .filter(|s| !s.held && held.is_none_or(|h| s.rate > h))
             .map(|s| s.rate)
             .min();
+        (held, broke)
+    }
+
+    /// What the record keeps: every step, the edge, and why the search ended.
+    pub fn record(&self, objectives: Vec<String>) -> SearchRecord {
+        let (max_held, min_broke) = self.edge();
         SearchRecord {
             objectives,
             probe_per_s: self.probe,

@@ -7,7 +7,6 @@ use super::conn::Conn;
 use prost::Message as _;
 use prost_reflect::DescriptorPool;
 use prost_reflect::prost_types::FileDescriptorProto;
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// The method's path in each version, the newer first.
@@ -71,14 +70,6 @@ pub fn pool(endpoint: &str, service: &str, timeout: Duration) -> Result<Descript
         )
     })?;
     let mut files: Vec<FileDescriptorProto> = Vec::new();
-    let mut have = BTreeSet::new();
-    let mut take = |found: Vec<FileDescriptorProto>, files: &mut Vec<FileDescriptorProto>| {
-        for f in found {
-            if have.insert(f.name().to_string()) {
-                files.push(f);
-            }
-        }
-    };
     take(first, &mut files);
     while files.len() < MAX_FILES {
         let missing = (files.iter())
@@ -103,6 +94,15 @@ pub fn pool(endpoint: &str, service: &str, timeout: Duration) -> Result<Descript
     pool.add_file_descriptor_protos(files)
         .map_err(|e| format!("{endpoint}'s descriptors do not hold together: {e}"))?;
     Ok(pool)
+}
+
+/// The files `found` that `files` does not hold yet, added to it.
+fn take(found: Vec<FileDescriptorProto>, files: &mut Vec<FileDescriptorProto>) {
+    for f in found {
+        if !files.iter().any(|g| g.name() == f.name()) {
+            files.push(f);
+        }
+    }
 }
 
 /// One question on the reflection stream: the files of its answer.
