@@ -398,6 +398,10 @@ pub struct RunArgs {
     /// HTTP: open a new connection for every request (`Connection: close`).
     #[arg(long, help_heading = "HTTP requests")]
     pub no_keepalive: bool,
+    /// HTTP: send the requests of this file instead (vegeta's format: `METHOD URL`, headers,
+    /// `@BODY_FILE`, a blank line between), each weighted 1 and measured under its name.
+    #[arg(long, value_name = "FILE", help_heading = "HTTP requests")]
+    pub requests_file: Option<String>,
 
     /// gRPC: the .proto file describing the service; without it, the server's reflection service
     /// is asked (-H gives the call's metadata).

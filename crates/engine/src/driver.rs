@@ -192,6 +192,21 @@ pub trait TargetConfig: Send + Sync {
             "its data lives in this process, so shards on other processes cannot share it: shard a store suite on a server (redis://, postgres://, etcd://, dyno://)",
         ))
     }
+    /// Sends a mix of named requests instead of the one the URL and options say
+    /// (`[[targets.NAME.requests]]`): each request's keys as the plan wrote them. An error says
+    /// which request (its index) and, as its option, which key.
+    fn with_requests(
+        &mut self,
+        requests: &[BTreeMap<String, String>],
+    ) -> Result<(), (usize, ConfigError)> {
+        let _ = requests;
+        Err((
+            0,
+            ConfigError::url(
+                "this target takes no mix of requests; [[targets.NAME.requests]] is for http://, https:// and h2c:// targets",
+            ),
+        ))
+    }
     /// Where to send requests and how (`request` targets). Resolves the address.
     fn endpoint(&self) -> Result<Endpoint, DriverError> {
         Err(DriverError::new(

@@ -381,30 +381,11 @@ fn merge_rep(
     let ops: std::collections::BTreeSet<&String> =
         reps.iter().flat_map(|r| r.by_op.keys()).collect();
     for op in ops {
-        let mut h = new_histogram();
-        let (mut count, mut errors, mut any) = (0, 0, false);
-        for (k, r) in reps.iter().enumerate() {
-            if let Some(f) = r.by_op.get(op) {
-                count += f.count;
-                errors += f.errors;
-                if let Some(text) = &f.histogram {
-                    add_encoded(&mut h, text, &format!("shard {k}'s {op}"))?;
-                    any = true;
-                }
-            }
+        let one = merge_op(reps, op)?;
+        if let Some(text) = &one.histogram {
+            add_encoded(&mut every, text, op)?;
         }
-        every
-            .add(&h)
-            .map_err(|e| MergeError(format!("{op}: {e:?}")))?;
-        out.by_op.insert(
-            op.clone(),
-            OpFigures {
-                count,
-                errors,
-                latency_ns: latency_summary(&h),
-                histogram: any.then(|| encode(&h)),
-            },
-        );
+        out.by_op.insert(op.clone(), one);
     }
     out.latency_ns = latency_summary(&every);
     let (detail, log) = match &reps[0].detail {
@@ -465,4 +446,43 @@ pub fn add_series(
         })
         .collect();
     (intervals, exact.map(|_| log))
+}
+
+/// One kind of operation's figures over the shards: counts added, histograms merged exactly
+/// (a mix's request's service time and failures by class too).
+fn merge_op(reps: &[&Rep], op: &str) -> Result<OpFigures, MergeError> {
+    let (mut h, mut service) = (new_histogram(), new_histogram());
+    let mut out = OpFigures::of(0, 0, &h);
+    let (mut any, mut any_service) = (false, false);
+    for (k, f) in reps
+        .iter()
+        .enumerate()
+        .filter_map(|(k, r)| Some((k, r.by_op.get(op)?)))
+    {
+        out.count += f.count;
+        out.errors += f.errors;
+        out.weight = out.weight.or(f.weight);
+        for (class, n) in &f.error_classes {
+            *out.error_classes.entry(class.clone()).or_default() += n;
+        }
+        if let Some(text) = &f.histogram {
+            add_encoded(&mut h, text, &format!("shard {k}'s {op}"))?;
+            any = true;
+        }
+        if let Some(text) = &f.service_histogram {
+            add_encoded(
+                &mut service,
+                text,
+                &format!("shard {k}'s {op} service time"),
+            )?;
+            any_service = true;
+        }
+    }
+    out.latency_ns = latency_summary(&h);
+    out.histogram = any.then(|| encode(&h));
+    if any_service {
+        out.service_ns = latency_summary(&service);
+        out.service_histogram = Some(encode(&service));
+    }
+    Ok(out)
 }

@@ -208,6 +208,10 @@ impl crate::record::OpFigures {
             errors,
             latency_ns: latency_summary(h),
             histogram: (!h.is_empty()).then(|| crate::histogram::encode(h)),
+            weight: None,
+            service_ns: None,
+            service_histogram: None,
+            error_classes: Default::default(),
         }
     }
 }

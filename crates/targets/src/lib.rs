@@ -210,7 +210,7 @@ pub(crate) mod fuzz {
                     Ok(Feed::Done { used, .. }) => {
                         assert!(used <= rest.len(), "used {used} of {}", rest.len());
                         rest = &rest[used..];
-                        r.reset();
+                        r.reset(0);
                         if rest.is_empty() {
                             break;
                         }

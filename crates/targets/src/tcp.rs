@@ -229,7 +229,7 @@ struct Tcp {
 }
 
 impl Protocol for Tcp {
-    fn request(&self) -> &[u8] {
+    fn request(&self, _: usize) -> &[u8] {
         &self.payload
     }
     fn connection_per_request(&self) -> bool {
@@ -364,7 +364,7 @@ impl ResponseReader for TcpReader {
         }
     }
 
-    fn reset(&mut self) {
+    fn reset(&mut self, _: usize) {
         self.prefix_got = 0;
         self.left = None;
         self.matched = 0;

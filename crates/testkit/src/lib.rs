@@ -111,35 +111,63 @@ fn quiet(bin: &Path) -> Command {
 pub struct Nginx {
     pub port: u16,
     scheme: &'static str,
+    /// [`Nginx::start_logged`]: its access log.
+    log: Option<std::path::PathBuf>,
     _server: Running,
 }
 
 impl Nginx {
     pub fn start() -> Option<Nginx> {
-        Nginx::start_with(None, None)
+        Nginx::start_with(None, None, false)
+    }
+
+    /// nginx answering 200 (`ok`) to every request but `/missing`, and writing each request's
+    /// method and URI to its access log ([`Nginx::requests`]): what a load really sent.
+    pub fn start_logged() -> Option<Nginx> {
+        Nginx::start_with(None, None, true)
+    }
+
+    /// [`Nginx::start_logged`]: every request logged so far, as `METHOD URI`.
+    pub fn requests(&self) -> Vec<String> {
+        let log = self.log.as_ref().expect("nginx was started with its log");
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        text.lines().map(str::to_string).collect()
     }
 
     /// nginx serving TLS with this certificate chain and key (PEM), e.g. made by rcgen.
     pub fn start_tls(cert_pem: &str, key_pem: &str) -> Option<Nginx> {
-        Nginx::start_with(Some((cert_pem, key_pem)), None)
+        Nginx::start_with(Some((cert_pem, key_pem)), None, false)
     }
 
     /// nginx speaking HTTP/2 in the clear (`h2c://`), closing each connection with GOAWAY after
     /// `requests` requests, and at most `streams` streams at once on each.
     pub fn start_h2c(requests: u64, streams: u32) -> Option<Nginx> {
-        Nginx::start_with(None, Some((requests, streams)))
+        Nginx::start_with(None, Some((requests, streams)), false)
     }
 
     /// nginx speaking HTTP/2 over TLS (agreed on by ALPN) and HTTP/1.1, with this certificate.
     pub fn start_tls_h2(cert_pem: &str, key_pem: &str) -> Option<Nginx> {
-        Nginx::start_with(Some((cert_pem, key_pem)), Some((10_000_000, 128)))
+        Nginx::start_with(Some((cert_pem, key_pem)), Some((10_000_000, 128)), false)
     }
 
-    fn start_with(tls: Option<(&str, &str)>, h2: Option<(u64, u32)>) -> Option<Nginx> {
+    fn start_with(
+        tls: Option<(&str, &str)>,
+        h2: Option<(u64, u32)>,
+        logged: bool,
+    ) -> Option<Nginx> {
         let bin = installed("nginx", &["/usr/sbin/nginx", "/usr/bin/nginx"])?;
+        let mut log = None;
         let (port, server) = on_a_free_port("nginx", |port| {
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path();
+            let mut http = "  access_log off;\n".to_string();
+            if logged {
+                log = Some(d.join("access.log"));
+                http = format!(
+                    "  log_format requests '$request_method $request_uri';\n  access_log {}/access.log requests;\n",
+                    d.display()
+                );
+            }
             std::fs::create_dir(d.join("www")).unwrap();
             std::fs::write(d.join("www/hello.txt"), HELLO).unwrap();
             // The listen directive's flags, then the server's other directives.
@@ -160,10 +188,13 @@ impl Nginx {
                 flags.push_str(" http2");
                 more.push_str(&format!("    http2_max_concurrent_streams {streams};\n"));
             }
+            if logged {
+                more.push_str("    location / { return 200 \"ok\\n\"; }\n");
+            }
             let conf = format!(
                 "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
                  events {{ worker_connections 4096; }}\n\
-                 http {{\n  access_log off;\n  keepalive_requests {requests};\n\
+                 http {{\n{http}  keepalive_requests {requests};\n\
                  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
                  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
                  server {{\n    listen 127.0.0.1:{port}{flags};\n{more}    root {d}/www;\n    location = /missing {{ return 404; }}\n  }}\n}}\n",
@@ -187,6 +218,7 @@ impl Nginx {
         Some(Nginx {
             port,
             scheme,
+            log,
             _server: server,
         })
     }

@@ -19,6 +19,9 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
     if let Some(f) = &a.body_file {
         given.push(("body_file", "--body-file", f.clone()));
     }
+    if let Some(f) = &a.requests_file {
+        given.push(("requests_file", "--requests-file", f.clone()));
+    }
     if a.no_keepalive {
         given.push(("keepalive", "--no-keepalive", "false".to_string()));
     }
@@ -55,6 +58,7 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
         let schemes: &[&str] = match name {
             "ca" | "insecure" => &["https:", "grpcs:"],
             "version" => &["https:"],
+            "requests_file" => &["http:", "https:", "h2c:"],
             "streams" => &["h2c:", "https:", "grpc:", "grpcs:"],
             "proto" | "import_path" | "data" | "data_file" | "deadline" => &["grpc:", "grpcs:"],
             _ => &[],
@@ -111,6 +115,7 @@ pub(super) fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
                     url: Sp::new(url.clone(), Origin::Arg(i + 1)),
                     options: Vec::new(),
                     process: None,
+                    requests: Vec::new(),
                 })
                 .collect(),
             ..RawPlan::default()

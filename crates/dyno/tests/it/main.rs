@@ -24,6 +24,7 @@ mod link;
 mod live;
 mod load;
 mod magma;
+mod mix;
 mod monitor;
 mod output;
 mod run;

@@ -22,6 +22,7 @@
 mod channel;
 pub mod coalesce;
 mod interval;
+mod mix;
 pub mod protocol;
 mod streamed;
 mod timer;
@@ -29,6 +30,7 @@ mod worker;
 
 pub use coalesce::{Coalesce, Waits};
 pub use interval::{Interval, Live, MAX_RECORD_INTERVALS};
+pub use mix::Mix;
 pub use protocol::{Channel, Ended, Feed, Protocol, ResponseReader, Session};
 pub use streamed::Streamed;
 pub use timer::{process_cpu_ns, thread_cpu_ns};
@@ -183,6 +185,10 @@ pub struct LoadResult {
     /// Latency (from the intended start) and service time (from the actual send) of every
     /// response, and failures by class.
     pub recorder: Recorder,
+    /// The target's mix, and the same figures per request of it, in its order (empty without
+    /// one).
+    pub mix: Option<Mix>,
+    pub by_request: Vec<Recorder>,
     pub counters: Counters,
     /// The time series, bounded ([`MAX_RECORD_INTERVALS`]); each interval was also handed to the
     /// run's observer as it ended.
@@ -255,6 +261,7 @@ fn share(spec: &LoadSpec, threads: usize, i: usize) -> Share {
 /// What every thread measured, added up.
 struct Merged {
     recorder: Recorder,
+    by_request: Vec<Recorder>,
     lag: results::Histogram,
     handshake: results::Histogram,
     streamed: Streamed,
@@ -267,6 +274,7 @@ struct Merged {
 
 fn merge(parts: &[WorkerResult]) -> Merged {
     let mut recorder = Recorder::new();
+    let mut by_request: Vec<Recorder> = Vec::new();
     let mut lag = results::new_histogram();
     let mut handshake = results::new_histogram();
     let mut streamed = Streamed::default();
@@ -278,6 +286,10 @@ fn merge(parts: &[WorkerResult]) -> Merged {
     for p in parts {
         waits.add(&p.waits);
         recorder.merge(&p.rec);
+        by_request.resize_with(p.by_request.len(), Recorder::new);
+        for (all, one) in by_request.iter_mut().zip(&p.by_request) {
+            all.merge(one);
+        }
         lag.add(&p.lag)
             .expect("histograms of one range always merge");
         handshake
@@ -293,6 +305,7 @@ fn merge(parts: &[WorkerResult]) -> Merged {
     }
     Merged {
         recorder,
+        by_request,
         lag,
         handshake,
         streamed,
@@ -408,6 +421,7 @@ fn assemble(
 ) -> LoadResult {
     let Merged {
         recorder,
+        by_request,
         lag,
         handshake,
         streamed,
@@ -428,6 +442,8 @@ fn assemble(
     LoadResult {
         started,
         recorder,
+        mix: spec.protocol.mix().cloned(),
+        by_request,
         counters,
         intervals,
         check: SelfCheck {

@@ -6,6 +6,7 @@
 //! no memory, and a reader is reused for every response of its connection, so the event loop
 //! allocates nothing per request.
 
+use super::Mix;
 use crate::error::OpError;
 
 /// Where a response stands after some bytes.
@@ -28,15 +29,22 @@ pub trait ResponseReader: Send {
     /// Feeds bytes received (`eof`: the peer closed its side; `data` is then empty). An `Err`
     /// is a broken response (`protocol`, `reset`, …) and ends the connection.
     fn feed(&mut self, data: &[u8], eof: bool) -> Result<Feed, OpError>;
-    /// Forgets the previous response, for the next one on this connection.
-    fn reset(&mut self);
+    /// Forgets the previous response, for the next one on this connection: the response to
+    /// request `which` of the target's [`Mix`] (0 without one).
+    fn reset(&mut self, which: usize);
 }
 
 /// A request/response target, as the event loop sees it.
 pub trait Protocol: Send + Sync {
-    /// The bytes of a request (all requests of a target are alike). May be empty: then nothing is
-    /// sent and the response is whatever the server sends on connect.
-    fn request(&self) -> &[u8];
+    /// The bytes of request `which` of the target's [`Mix`] (0 without one; each request is
+    /// built once and sent as it is). May be empty: then nothing is sent and the response is
+    /// whatever the server sends on connect.
+    fn request(&self, which: usize) -> &[u8];
+    /// The target's named requests and their weights, one picked at each request's start;
+    /// `None`: one request, always the same.
+    fn mix(&self) -> Option<&Mix> {
+        None
+    }
     /// Open a new connection for every request (and close it after the response).
     fn connection_per_request(&self) -> bool;
     /// A reader for a new connection.
@@ -91,8 +99,9 @@ pub trait Session: Send {
     /// Whether one more request may be opened now (a stream free under the peer's limit, and
     /// the peer still taking requests).
     fn can_open(&self) -> bool;
-    /// Opens request `slot`: its bytes into `out`.
-    fn open(&mut self, slot: usize, out: &mut Vec<u8>);
+    /// Opens request `slot`, which is the target's request `which` (of its [`Mix`]; 0 without
+    /// one): its bytes into `out`.
+    fn open(&mut self, slot: usize, which: usize, out: &mut Vec<u8>);
     /// Reads bytes received: `done(slot, how)` for each request that ended. Frames to answer
     /// go into `out`. An `Err` is the connection's end: every request still open on it fails
     /// with it.

@@ -105,6 +105,36 @@ pub const TARGET: Section = Section {
             "process",
             "the target's process: started by dyno, or watched (`[targets.NAME.process]`)",
         ),
+        k(
+            "requests",
+            "a mix of named, weighted requests sent instead of the URL's one (`[[targets.NAME.requests]]`)",
+        ),
+    ],
+};
+
+pub const REQUEST: Section = Section {
+    title: "[[targets.NAME.requests]]",
+    about: "One request of a target's mix (http://, https://, h2c://), picked by weight at each request's start and measured under its name; a key left out is the target's.",
+    keys: &[
+        k(
+            "name",
+            "its name in the table and the record [default: `METHOD PATH`]",
+        ),
+        k(
+            "weight",
+            "its share: its weight over the sum of the weights, 0 to 1000000 [default: 1]",
+        ),
+        k("method", "its method [default: the target's]"),
+        k("path", "its path and query [default: the URL's]"),
+        k(
+            "headers",
+            "its headers, `Name: value` each (a string of lines, or an array), sent after the target's",
+        ),
+        k("body", "its body [default: the target's]"),
+        k(
+            "body_file",
+            "read its body from this file [default: the target's body]",
+        ),
     ],
 };
 
@@ -232,11 +262,12 @@ pub const FAULT: Section = Section {
 };
 
 /// Every section, in the order the reference shows them.
-pub const SECTIONS: [&Section; 9] = [
+pub const SECTIONS: [&Section; 10] = [
     &TOP,
     &RUN,
     &OUTPUT,
     &TARGET,
+    &REQUEST,
     &PROCESS,
     &MEMBER,
     &THRESHOLDS,
@@ -262,6 +293,9 @@ mod tests {
             "[targets.NAME.process]" => format!("{t}[targets.a.process]\n{key} = \"x\"\n"),
             "[[targets.NAME.process.members]]" => {
                 format!("{t}[[targets.a.process.members]]\n{key} = \"x\"\n")
+            }
+            "[[targets.NAME.requests]]" => {
+                format!("{t}[[targets.a.requests]]\n{key} = \"x\"\n")
             }
             "stages = [{ … }]" => format!("[load]\nstages = [{{ {key} = \"x\" }}]\n{t}"),
             _ => return None,

@@ -135,6 +135,17 @@ pub struct RawTarget {
     pub options: Vec<(Sp<String>, Sp<String>)>,
     /// `[targets.NAME.process]`: the target's server, to start or to find, and watch.
     pub process: Option<RawProcess>,
+    /// `[[targets.NAME.requests]]`: a mix of named requests sent instead of the one the URL
+    /// says.
+    pub requests: Vec<RawRequest>,
+}
+
+/// One `[[targets.NAME.requests]]` table: its keys and values as written (an array of
+/// header lines joined by line breaks).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawRequest {
+    pub at: Origin,
+    pub keys: Vec<(Sp<String>, Sp<String>)>,
 }
 
 /// `[targets.NAME.process]` as written: `cmd` and `ready` (dyno starts it), or `pid`, or `name`.

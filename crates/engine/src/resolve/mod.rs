@@ -238,6 +238,7 @@ impl RawPlan {
                     url: Sp::new(u.to_string(), Origin::Default),
                     options: Vec::new(),
                     process: None,
+                    requests: Vec::new(),
                 })
                 .collect()
         } else {

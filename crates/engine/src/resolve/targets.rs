@@ -24,6 +24,7 @@ pub fn expand_topologies(
             url: Sp::new("host:".to_string(), list.at.clone()),
             options: Vec::new(),
             process: None,
+            requests: Vec::new(),
         }]
     } else {
         targets.to_vec()
@@ -181,7 +182,7 @@ pub fn resolve_target(
         (after_colon, Vec::new())
     };
     let (options, origins) = options_of(url, query, &raw.options)?;
-    let config = drivers.configure(scheme, rest, &options).map_err(|e| {
+    let mut config = drivers.configure(scheme, rest, &options).map_err(|e| {
         let at = e
             .option
             .as_ref()
@@ -207,6 +208,9 @@ pub fn resolve_target(
             hint: e.hint,
         }
     })?;
+    if !raw.requests.is_empty() {
+        with_requests(config.as_mut(), scheme, &raw.requests)?;
+    }
     let base = config.default_name().filter(|n| valid_name(n));
     let name = target_name(
         raw.name,
@@ -224,5 +228,36 @@ pub fn resolve_target(
         url: url.value.clone(),
         config,
         process,
+    })
+}
+
+/// The plan's `[[targets.NAME.requests]]` handed to the target's driver; an error placed at
+/// the request's key it names (else at the request).
+fn with_requests(
+    config: &mut dyn TargetConfig,
+    scheme: &str,
+    requests: &[RawRequest],
+) -> Result<(), PlanError> {
+    let written: Vec<BTreeMap<String, String>> = (requests.iter())
+        .map(|r| {
+            (r.keys.iter())
+                .map(|(k, v)| (k.value.clone(), v.value.clone()))
+                .collect()
+        })
+        .collect();
+    config.with_requests(&written).map_err(|(i, e)| {
+        let r = &requests[i.min(requests.len() - 1)];
+        let at = (e.option.as_ref())
+            .and_then(|o| r.keys.iter().find(|(k, _)| &k.value == o))
+            .map_or_else(|| r.at.clone(), |(_, v)| v.at.clone());
+        let which = match requests.len() {
+            1 => String::new(),
+            _ => format!(" {}", i + 1),
+        };
+        PlanError {
+            at,
+            message: format!("{scheme}: request{which} of the mix: {}", e.message),
+            hint: e.hint,
+        }
     })
 }

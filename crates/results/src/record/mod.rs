@@ -477,6 +477,18 @@ pub struct OpFigures {
     pub latency_ns: Option<LatencySummary>,
     /// The latency histogram: HdrHistogram V2, deflate, base64.
     pub histogram: Option<String>,
+    /// A mix's request (load): its weight in the mix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+    /// A mix's request (load): its service time from the actual send (uncorrected), beside
+    /// `latency_ns` from the intended start; and its histogram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_ns: Option<LatencySummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_histogram: Option<String>,
+    /// A mix's request (load): its failures by class.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_classes: BTreeMap<String, u64>,
 }
 
 /// A suite's own figures of one repetition.

@@ -77,6 +77,8 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
     let intended_per_s = p.model.intended_per_s();
     let r = LoadResult {
         recorder,
+        mix: None,
+        by_request: Vec::new(),
         counters: load::Counters {
             requests: t.requests,
             responses: t.responses,
@@ -261,9 +263,31 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
         ops_per_s: load.responses_per_s,
         errors: rec.error_count(),
         latency_ns: results::stats::latency_summary(lat),
-        by_op: [("request".to_string(), rec.figures())].into(),
+        by_op: by_request(r),
         detail: Detail::Load(Box::new(load)),
     }
+}
+
+/// The figures by request: a mix's each under its name (latency, service time, failures by
+/// class, weight); a single request as `request`.
+fn by_request(r: &LoadResult) -> std::collections::BTreeMap<String, results::OpFigures> {
+    let Some(mix) = &r.mix else {
+        return [("request".to_string(), r.recorder.figures())].into();
+    };
+    let each = (mix.names().iter().zip(mix.weights())).zip(&r.by_request);
+    each.map(|((name, weight), rec)| {
+        let mut f = rec.figures();
+        f.weight = Some(*weight);
+        f.service_ns = results::stats::latency_summary(&rec.service);
+        f.service_histogram =
+            (!rec.service.is_empty()).then(|| results::histogram::encode(&rec.service));
+        f.error_classes = (ErrorClass::ALL.iter())
+            .filter(|c| rec.errors[**c as usize] > 0)
+            .map(|c| (c.as_str().to_string(), rec.errors[*c as usize]))
+            .collect();
+        (name.clone(), f)
+    })
+    .collect()
 }
 
 /// Whether the generator kept up, and if not, how that was seen.
@@ -332,6 +356,8 @@ mod tests {
         LoadResult {
             started: std::time::Instant::now(),
             recorder,
+            mix: None,
+            by_request: Vec::new(),
             counters: Default::default(),
             intervals: Vec::new(),
             handshake: results::new_histogram(),

@@ -342,7 +342,8 @@ impl TargetConfig for Config {
         Ok(Endpoint {
             addr,
             protocol: Arc::new(Http2 {
-                request: Arc::new(request),
+                requests: Arc::from([request]),
+                mix: None,
                 streams,
                 #[cfg(feature = "tls")]
                 tls: self.tls.as_ref().map(|t| t.0.clone()),

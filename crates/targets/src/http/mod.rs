@@ -18,12 +18,20 @@ use engine::driver::{
 };
 use engine::load::{Protocol, ResponseReader};
 use std::collections::BTreeMap;
+#[cfg(feature = "tls")]
 use std::path::PathBuf;
 use std::sync::Arc;
 
 pub mod h2;
+mod mix;
 mod reader;
+mod request;
 pub use reader::{HttpReader, MAX_HEAD};
+#[cfg(feature = "grpc")]
+pub(crate) use request::{h2_block, header_lines};
+
+use mix::Named;
+use request::Req;
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "http",
@@ -53,6 +61,7 @@ const H2C_OPTIONS: &[OptionSpec] = &[
     OPTIONS[2],
     OPTIONS[3],
     OPTIONS[5],
+    OPTIONS[6],
     STREAMS,
     WINDOW,
     CONNECTION_WINDOW,
@@ -107,6 +116,7 @@ const HTTPS_OPTIONS: &[OptionSpec] = &[
     OPTIONS[3],
     OPTIONS[4],
     OPTIONS[5],
+    OPTIONS[6],
     CA,
     INSECURE,
     OptionSpec {
@@ -150,16 +160,20 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
         default: "64MiB",
         help: "largest response accepted",
     },
+    OptionSpec {
+        name: "requests_file",
+        default: "",
+        help: "send the requests of this file (vegeta's format: `METHOD URL`, headers, `@BODY_FILE`, a blank line between), each weighted 1 and measured under its name",
+    },
 ];
 
 #[derive(Debug, Clone)]
 struct Config {
     authority: String,
-    path: String,
-    method: String,
-    headers: Vec<(String, String)>,
-    body: Option<Vec<u8>>,
-    body_file: Option<PathBuf>,
+    /// The request the URL and the options say; alone unless there is a mix.
+    req: Req,
+    /// The mix's requests (`requests_file`, or the plan's), sent instead when there are any.
+    mix: Vec<Named>,
     keepalive: bool,
     max_response: u64,
     resolved: BTreeMap<String, String>,
@@ -259,37 +273,6 @@ pub(crate) fn split_url(rest: &str, example: &str) -> Result<(String, String), C
     Ok((authority.to_string(), path))
 }
 
-/// The `headers` option: one `Name: value` per line; `reserved` names (lower case) are dyno's.
-pub(crate) fn header_lines(
-    o: &Opts,
-    reserved: &[&str],
-    why: &str,
-) -> Result<Vec<(String, String)>, ConfigError> {
-    let mut headers = Vec::new();
-    for line in (o.text("headers").lines())
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-    {
-        let (name, value) = line.split_once(':').ok_or_else(|| {
-            ConfigError::option("headers", format!("{line:?} is not `Name: value`"))
-        })?;
-        let name = name.trim();
-        if name.is_empty()
-            || !(name.bytes()).all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(ConfigError::option(
-                "headers",
-                format!("{name:?} is not a header name"),
-            ));
-        }
-        if reserved.contains(&name.to_ascii_lowercase().as_str()) {
-            return Err(ConfigError::option("headers", format!("{name} is set by dyno")).hint(why));
-        }
-        headers.push((name.to_string(), value.trim().to_string()));
-    }
-    Ok(headers)
-}
-
 fn configure_as(
     info: &DriverInfo,
     rest: &str,
@@ -297,39 +280,21 @@ fn configure_as(
 ) -> Result<Config, ConfigError> {
     let o = Opts::new(info.scheme, options, info.options)?;
     let (authority, path) = split_url(rest, "http://127.0.0.1:8080/")?;
-    let method = o.text("method").to_string();
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(
-            ConfigError::option("method", format!("{method:?} is not an HTTP method"))
-                .hint("write e.g. GET, POST or PUT"),
-        );
-    }
-    let headers = header_lines(
-        &o,
-        &["content-length", "host"],
-        "dyno sends Host from the URL and Content-Length from the body",
-    )?;
-    let (body, body_file) = match (o.text("body"), o.text("body_file")) {
-        ("", "") => (None, None),
-        (b, "") => (Some(b.as_bytes().to_vec()), None),
-        ("", f) => (None, Some(PathBuf::from(f))),
-        _ => {
-            return Err(
-                ConfigError::option("body_file", "both body and body_file are set")
-                    .hint("keep one of the two"),
-            );
-        }
+    let req = Req::from_opts(&o, path)?;
+    let mix = match o.text("requests_file") {
+        "" => Vec::new(),
+        f => mix::from_file(std::path::Path::new(f), info.scheme, &authority)?,
     };
+    // Listed only when given: a run without one compares with runs from before the option.
+    let mut resolved = o.resolved();
+    resolved.retain(|k, v| k != "requests_file" || !v.is_empty());
     Ok(Config {
         authority,
-        path,
-        method,
-        headers,
-        body,
-        body_file,
+        req,
+        mix,
         keepalive: info.scheme == "h2c" || o.bool("keepalive")?,
         max_response: o.size("max_response")?,
-        resolved: o.resolved(),
+        resolved,
         #[cfg(feature = "tls")]
         tls: None,
         #[cfg(feature = "tls")]
@@ -378,7 +343,8 @@ pub(crate) fn h2_settings(o: &Opts) -> Result<H2Settings, ConfigError> {
 fn h2_options(c: &mut Config, o: &Opts) -> Result<(), ConfigError> {
     c.h2 = Some(h2_settings(o)?);
     c.keepalive = true;
-    h2_headers_allowed(&c.headers)
+    h2_headers_allowed(&c.req.headers)?;
+    (c.mix.iter()).try_for_each(|n| h2_headers_allowed(&n.req.headers))
 }
 
 /// Refuses the connection headers HTTP/2 forbids (RFC 9113 §8.2.2) among the plan's.
@@ -398,25 +364,6 @@ pub(crate) fn h2_headers_allowed(headers: &[(String, String)]) -> Result<(), Con
         )),
         None => Ok(()),
     }
-}
-
-/// An HTTP/2 request's header block, encoded: `fixed` (the pseudo-headers first), dyno's
-/// `user-agent`, the plan's `headers` in lower case, then `extra`.
-pub(crate) fn h2_block(
-    fixed: &[(&str, &str)],
-    headers: &[(String, String)],
-    extra: &[(&str, &str)],
-) -> Vec<u8> {
-    let agent = format!("dyno/{}", env!("CARGO_PKG_VERSION"));
-    let names: Vec<String> = headers
-        .iter()
-        .map(|(k, _)| k.to_ascii_lowercase())
-        .collect();
-    let mut all = fixed.to_vec();
-    all.push(("user-agent", &agent));
-    all.extend((names.iter().map(String::as_str)).zip(headers.iter().map(|(_, v)| v.as_str())));
-    all.extend_from_slice(extra);
-    h2::hpack::encode(&all)
 }
 
 /// `h2c://`: as [`configure`], and HTTP/2's own options.
@@ -458,11 +405,40 @@ impl TargetConfig for Config {
         }
         reuse.into()
     }
-    fn options(&self) -> BTreeMap<String, String> {
-        self.resolved.clone()
-    }
     fn families(&self) -> &'static [Family] {
         INFO.families
+    }
+    fn with_requests(
+        &mut self,
+        requests: &[BTreeMap<String, String>],
+    ) -> Result<(), (usize, ConfigError)> {
+        if !self.mix.is_empty() {
+            let e = ConfigError::option(
+                "requests_file",
+                "a requests file and the plan's requests are both given",
+            )
+            .hint("keep one of the two");
+            return Err((0, e));
+        }
+        let mix = mix::from_plan(&self.resolved, &self.req.path, requests)?;
+        if self.h2.is_some() {
+            for (i, n) in mix.iter().enumerate() {
+                h2_headers_allowed(&n.req.headers).map_err(|e| (i, e))?;
+            }
+        }
+        self.mix = mix;
+        Ok(())
+    }
+    fn options(&self) -> BTreeMap<String, String> {
+        let mut all = self.resolved.clone();
+        if !self.mix.is_empty() {
+            // The mix as run: its requests' names and weights (a changed mix is another setting).
+            let each: Vec<String> = (self.mix.iter())
+                .map(|n| format!("{} ×{}", n.name, n.weight))
+                .collect();
+            all.insert("requests".into(), each.join("; "));
+        }
+        all
     }
     fn endpoint(&self) -> Result<Endpoint, DriverError> {
         #[cfg(feature = "tls")]
@@ -470,46 +446,49 @@ impl TargetConfig for Config {
         #[cfg(not(feature = "tls"))]
         let port = 80;
         let addr = crate::net::resolve(&self.authority, Some(port))?;
-        let body = crate::net::bytes(&self.body, &self.body_file, "body_file")?;
         let (h2, tls) = self.chosen()?;
         #[cfg(not(feature = "tls"))]
         let _ = tls;
+        let reqs: Vec<&Req> = match self.mix.is_empty() {
+            true => vec![&self.req],
+            false => self.mix.iter().map(|n| &n.req).collect(),
+        };
+        let bodies = (reqs.iter().map(|r| r.body())).collect::<Result<Vec<_>, _>>()?;
+        let mix = (!self.mix.is_empty()).then(|| {
+            let named = self.mix.iter().map(|n| (n.name.clone(), n.weight));
+            engine::load::Mix::new(named.collect()).expect("a mix is checked when read")
+        });
         if let Some((streams, window, connection_window)) = h2 {
+            let requests = (reqs.iter().zip(bodies)).map(|(r, body)| h2::Request {
+                block: r.h2_block(&self.authority, self.is_tls(), &body),
+                body,
+                max_response: self.max_response,
+                stream_window: window,
+                connection_window,
+                grpc: false,
+                streaming: false,
+            });
             return Ok(Endpoint {
                 addr,
                 protocol: Arc::new(Http2 {
-                    request: Arc::new(self.h2_request(body, window, connection_window)),
+                    requests: requests.collect(),
+                    mix,
                     streams,
                     #[cfg(feature = "tls")]
                     tls,
                 }),
             });
         }
-        let mut req = format!(
-            "{} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: dyno/{}\r\n",
-            self.method,
-            self.path,
-            self.authority,
-            env!("CARGO_PKG_VERSION")
-        );
-        for (k, v) in &self.headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        if !body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH") {
-            req.push_str(&format!("Content-Length: {}\r\n", body.len()));
-        }
-        if !self.keepalive {
-            req.push_str("Connection: close\r\n");
-        }
-        req.push_str("\r\n");
-        let mut bytes = req.into_bytes();
-        bytes.extend_from_slice(&body);
+        let requests = (reqs.iter().zip(&bodies))
+            .map(|(r, body)| r.h1(&self.authority, self.keepalive, body))
+            .collect();
         Ok(Endpoint {
             addr,
             protocol: Arc::new(Http {
-                request: bytes,
+                requests,
+                heads: reqs.iter().map(|r| r.method == "HEAD").collect(),
+                mix,
                 keepalive: self.keepalive,
-                head_request: self.method == "HEAD",
                 max_response: self.max_response,
                 #[cfg(feature = "tls")]
                 tls,
@@ -561,46 +540,24 @@ impl Config {
         #[cfg(not(feature = "tls"))]
         false
     }
-
-    /// HTTP/2's request: its header block (the pseudo-headers, `user-agent`, the plan's
-    /// headers in lower case, `content-length` for a body), encoded once.
-    fn h2_request(&self, body: Vec<u8>, window: u32, connection_window: u32) -> h2::Request {
-        let length = body.len().to_string();
-        let fixed = [
-            (":method", self.method.as_str()),
-            (":scheme", if self.is_tls() { "https" } else { "http" }),
-            (":authority", self.authority.as_str()),
-            (":path", self.path.as_str()),
-        ];
-        let sized = !body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
-        let extra: &[(&str, &str)] = if sized {
-            &[("content-length", &length)]
-        } else {
-            &[]
-        };
-        h2::Request {
-            block: h2_block(&fixed, &self.headers, extra),
-            body,
-            max_response: self.max_response,
-            stream_window: window,
-            connection_window,
-            grpc: false,
-            streaming: false,
-        }
-    }
 }
 
 /// HTTP/2's protocol (h2c://, https:// with version 2, grpc://): each connection a session.
 pub(crate) struct Http2 {
-    pub request: Arc<h2::Request>,
+    /// The target's requests: one, or its mix's.
+    pub requests: Arc<[h2::Request]>,
+    pub mix: Option<engine::load::Mix>,
     pub streams: usize,
     #[cfg(feature = "tls")]
     pub tls: Option<crate::tls::Client>,
 }
 
 impl Protocol for Http2 {
-    fn request(&self) -> &[u8] {
+    fn request(&self, _: usize) -> &[u8] {
         &[]
+    }
+    fn mix(&self) -> Option<&engine::load::Mix> {
+        self.mix.as_ref()
     }
     fn connection_per_request(&self) -> bool {
         false
@@ -610,7 +567,7 @@ impl Protocol for Http2 {
         Box::new(HttpReader::new(false, 0))
     }
     fn session(&self) -> Option<Box<dyn engine::load::Session>> {
-        Some(Box::new(h2::H2::new(self.request.clone())))
+        Some(Box::new(h2::H2::new(self.requests.clone())))
     }
     fn streams(&self) -> usize {
         self.streams
@@ -626,23 +583,32 @@ impl Protocol for Http2 {
 }
 
 struct Http {
-    request: Vec<u8>,
+    /// The target's requests' bytes: one, or its mix's.
+    requests: Vec<Vec<u8>>,
+    /// Which of them are HEAD (their responses have no body).
+    heads: Arc<[bool]>,
+    mix: Option<engine::load::Mix>,
     keepalive: bool,
-    head_request: bool,
     max_response: u64,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::Client>,
 }
 
 impl Protocol for Http {
-    fn request(&self) -> &[u8] {
-        &self.request
+    fn request(&self, which: usize) -> &[u8] {
+        &self.requests[which]
+    }
+    fn mix(&self) -> Option<&engine::load::Mix> {
+        self.mix.as_ref()
     }
     fn connection_per_request(&self) -> bool {
         !self.keepalive
     }
     fn reader(&self) -> Box<dyn ResponseReader> {
-        Box::new(HttpReader::new(self.head_request, self.max_response))
+        match self.mix {
+            None => Box::new(HttpReader::new(self.heads[0], self.max_response)),
+            Some(_) => Box::new(HttpReader::for_mix(self.heads.clone(), self.max_response)),
+        }
     }
     #[cfg(feature = "tls")]
     fn channel(&self) -> Result<Option<Box<dyn engine::load::Channel>>, engine::driver::OpError> {
@@ -663,7 +629,7 @@ mod tests {
         ]);
         let c = configure("//127.0.0.1:8080/v1/x?q=1", &opts).unwrap();
         let ep = c.endpoint().unwrap();
-        let req = String::from_utf8(ep.protocol.request().to_vec()).unwrap();
+        let req = String::from_utf8(ep.protocol.request(0).to_vec()).unwrap();
         assert!(
             req.starts_with("POST /v1/x?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"),
             "{req}"

@@ -47,6 +47,8 @@ pub struct HttpReader {
     head: Vec<u8>,
     state: State,
     head_request: bool,
+    /// A mix's requests: which of them are HEAD (their responses have no body).
+    heads: Option<std::sync::Arc<[bool]>>,
     max_response: u64,
     seen: u64,
     status: u16,
@@ -72,10 +74,19 @@ impl HttpReader {
             head: Vec::with_capacity(1024),
             state: State::Head,
             head_request,
+            heads: None,
             max_response,
             seen: 0,
             status: 0,
             keep_alive: true,
+        }
+    }
+
+    /// A reader for a mix's requests, `heads[i]` saying whether request `i` is HEAD.
+    pub fn for_mix(heads: std::sync::Arc<[bool]>, max_response: u64) -> HttpReader {
+        HttpReader {
+            heads: Some(heads),
+            ..HttpReader::new(false, max_response)
         }
     }
 
@@ -375,7 +386,10 @@ impl ResponseReader for HttpReader {
         }
     }
 
-    fn reset(&mut self) {
+    fn reset(&mut self, which: usize) {
+        if let Some(heads) = &self.heads {
+            self.head_request = heads.get(which).copied().unwrap_or(false);
+        }
         self.head.clear();
         self.state = State::Head;
         self.seen = 0;
@@ -530,7 +544,7 @@ mod tests {
     fn reader_is_reusable_across_responses() {
         let mut r = HttpReader::new(false, 1 << 20);
         for _ in 0..3 {
-            r.reset();
+            r.reset(0);
             let f = r
                 .feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false)
                 .unwrap();

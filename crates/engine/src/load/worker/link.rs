@@ -115,7 +115,7 @@ impl Worker<'_> {
             let Some(ci) = l.waiting.pop_front() else {
                 break;
             };
-            session.open(ci, &mut l.out);
+            session.open(ci, self.conns[ci].which, &mut l.out);
             let c = &mut self.conns[ci];
             c.state = State::Reading;
             c.sent = now;

@@ -46,6 +46,8 @@ pub(super) struct Conn {
     pub(super) link: Option<usize>,
     /// Messages of the streamed response so far.
     pub(super) messages: u64,
+    /// Which of the target's requests is in flight (its [`Mix`]'s index; 0 without one).
+    pub(super) which: usize,
 }
 
 impl Conn {
@@ -79,6 +81,10 @@ pub(super) struct Worker<'a> {
     pub(super) idle: Vec<usize>,
     pub(super) backlog: VecDeque<u64>,
     pub(super) rec: Recorder,
+    /// A mix's requests, each recorded apart too (empty without a mix).
+    pub(super) by_request: Vec<Recorder>,
+    /// The stream a mix's picks are drawn from.
+    pub(super) draw: u64,
     pub(super) lag: Histogram,
     pub(super) handshake: Histogram,
     pub(super) streamed: Streamed,
@@ -116,6 +122,7 @@ pub(super) struct Worker<'a> {
 
 pub(super) struct WorkerResult {
     pub(super) rec: Recorder,
+    pub(super) by_request: Vec<Recorder>,
     pub(super) lag: Histogram,
     pub(super) handshake: Histogram,
     pub(super) streamed: Streamed,
@@ -149,6 +156,11 @@ impl<'a> Worker<'a> {
             idle: Vec::with_capacity(share.max_connections),
             backlog: VecDeque::new(),
             rec: Recorder::new(),
+            by_request: (spec.protocol.mix()).map_or(Vec::new(), |m| {
+                (0..m.len()).map(|_| Recorder::new()).collect()
+            }),
+            // Each thread draws its own stream, apart from the arrivals' (seed + thread).
+            draw: (spec.seed ^ 0x6D69_7865_7321_0000).wrapping_add(share.index as u64),
             lag: results::new_histogram(),
             handshake: results::new_histogram(),
             streamed: Streamed::default(),
@@ -198,6 +210,7 @@ impl<'a> Worker<'a> {
             retry_at: None,
             link: None,
             messages: 0,
+            which: 0,
         });
         let ci = self.conns.len() - 1;
         if self.multiplexed {
@@ -233,7 +246,11 @@ impl<'a> Worker<'a> {
         c.started = now;
         c.written = 0;
         c.messages = 0;
-        c.reader.reset();
+        c.which = match self.spec.protocol.mix() {
+            Some(m) => m.pick(results::rng::splitmix64(&mut self.draw)),
+            None => 0,
+        };
+        c.reader.reset(c.which);
         if let Some(li) = c.link {
             // Counted first: a failure inside counts it out again.
             let n = self.outstanding + 1;
@@ -271,8 +288,8 @@ impl<'a> Worker<'a> {
 
     /// Writes what is left of the request; moves to reading once it is all out.
     pub(super) fn write(&mut self, ci: usize, now: u64) {
-        let req = self.spec.protocol.request();
         let c = &mut self.conns[ci];
+        let req = self.spec.protocol.request(c.which);
         let Some(stream) = c.stream.as_mut() else {
             return;
         };
@@ -439,6 +456,10 @@ impl<'a> Worker<'a> {
         }
         results::histogram::record(&mut self.rec.service, service);
         self.window.observe(service);
+        if let Some(r) = self.by_request.get_mut(c.which) {
+            results::histogram::record(&mut r.service, service);
+            r.record(latency, outcome.clone().map(|_| 0));
+        }
         self.rec.record(latency, outcome.map(|_| 0));
         self.interval_hist.saturating_record(latency.max(1));
         let reuse = keep_alive && !self.spec.protocol.connection_per_request();
@@ -460,6 +481,9 @@ impl<'a> Worker<'a> {
     pub(super) fn fail(&mut self, ci: usize, e: OpError, now: u64) {
         let was_busy = self.conns[ci].busy();
         let refused = e.class == ErrorClass::Refused;
+        if was_busy && let Some(r) = self.by_request.get_mut(self.conns[ci].which) {
+            r.fail(e.clone());
+        }
         self.rec.fail(e);
         self.drop_stream(ci);
         if was_busy {

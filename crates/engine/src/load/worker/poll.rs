@@ -169,6 +169,7 @@ impl<'a> Worker<'a> {
         };
         WorkerResult {
             rec: self.rec,
+            by_request: self.by_request,
             lag: self.lag,
             handshake: self.handshake,
             streamed: self.streamed,

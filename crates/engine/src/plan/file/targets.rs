@@ -71,9 +71,14 @@ pub(super) fn target_from_toml(
     let mut url = None;
     let mut options = Vec::new();
     let mut process = None;
+    let mut requests = Vec::new();
     for (k, v) in table.iter() {
         if k.get_ref() == "process" {
             process = Some(process_from_toml(src, v)?);
+            continue;
+        }
+        if k.get_ref() == "requests" {
+            requests = requests_from_toml(src, k, v)?;
             continue;
         }
         let text = match v.get_ref() {
@@ -117,7 +122,46 @@ pub(super) fn target_from_toml(
         url,
         options,
         process,
+        requests,
     })
+}
+
+/// `[[targets.NAME.requests]]`: each a table of the keys [`keys::REQUEST`] lists, strings or
+/// numbers (`headers` also an array of lines).
+fn requests_from_toml(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    v: &Spanned<DeValue>,
+) -> Result<Vec<RawRequest>, PlanError> {
+    let mut out = Vec::new();
+    for (t, at) in tables(src, k, v, "[[targets.NAME.requests]]")? {
+        let mut keys = Vec::new();
+        for (key, value) in t.iter() {
+            let name = key.get_ref();
+            if !keys::REQUEST.names().contains(&name.as_ref()) {
+                let what = "a request of a mix";
+                return Err(unknown_key(src, key, name, what, &keys::REQUEST.names()));
+            }
+            let text = match value.get_ref() {
+                DeValue::String(s) => s.to_string(),
+                DeValue::Integer(i) => i.to_string(),
+                DeValue::Array(lines) if name == "headers" => {
+                    let mut all = Vec::new();
+                    for line in lines.iter() {
+                        all.push(expect_str(src, key, line)?);
+                    }
+                    all.join("\n")
+                }
+                other => return Err(wrong_type(src, key, value, other, "a string")),
+            };
+            keys.push((
+                Sp::new(name.to_string(), src.at(key.span())),
+                Sp::new(text, src.at(value.span())),
+            ));
+        }
+        out.push(RawRequest { at, keys });
+    }
+    Ok(out)
 }
 
 pub(super) fn process_from_toml(

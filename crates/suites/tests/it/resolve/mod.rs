@@ -302,12 +302,14 @@ fn url_query_options_reach_the_driver() {
         url: Sp::new("sqlite:/x.db?synchronous=full".into(), Origin::Arg(1)),
         options: vec![],
         process: None,
+        requests: Vec::new(),
     });
     raw.targets.push(RawTarget {
         name: None,
         url: Sp::new("sqlite:/y.db".into(), Origin::Arg(2)),
         options: vec![],
         process: None,
+        requests: Vec::new(),
     });
     let p = raw
         .resolve(&suites::suites(&suites::BUILT_IN), &Fake)
@@ -641,6 +643,7 @@ mod fuzz {
                     url: Sp::new(url, Origin::Arg(1)),
                     options: Vec::new(),
                     process: None,
+                    requests: Vec::new(),
                 }],
                 ..RawPlan::default()
             };

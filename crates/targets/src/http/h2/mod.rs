@@ -21,7 +21,8 @@ pub const MAX_HEADER_BLOCK: usize = 256 * 1024;
 /// The HPACK table size dyno allows the server (the protocol's default).
 const TABLE_SIZE: usize = 4096;
 
-/// What every request of a target is, and the windows dyno offers: made once per target.
+/// One request of a target (of its mix, each with its own header block and body), and the
+/// windows dyno offers (the first request's count for the connection): made once per target.
 #[derive(Debug, Clone)]
 pub struct Request {
     pub block: Vec<u8>,
@@ -40,6 +41,8 @@ pub struct Request {
 
 struct Stream {
     slot: usize,
+    /// Which of the target's requests it carries.
+    which: usize,
     status: u16,
     /// Bytes received on it since its last WINDOW_UPDATE.
     unacked: u32,
@@ -55,7 +58,10 @@ struct Stream {
 
 /// One HTTP/2 connection's client state.
 pub struct H2 {
-    req: Arc<Request>,
+    /// The target's requests (one, or its mix's).
+    reqs: Arc<[Request]>,
+    /// Whether any of them has a body.
+    bodies: bool,
     hpack: hpack::Decoder,
     /// The bytes of a frame cut by a read.
     partial: Vec<u8>,
@@ -115,9 +121,11 @@ fn word(p: &[u8], out: &mut Vec<u8>, what: &str) -> Result<u32, OpError> {
 }
 
 impl H2 {
-    pub fn new(req: Arc<Request>) -> H2 {
+    pub fn new(reqs: Arc<[Request]>) -> H2 {
+        assert!(!reqs.is_empty(), "a target has a request");
         H2 {
-            req,
+            bodies: reqs.iter().any(|r| !r.body.is_empty()),
+            reqs,
             hpack: hpack::Decoder::new(TABLE_SIZE),
             partial: Vec::new(),
             block: Vec::new(),
@@ -140,7 +148,7 @@ impl H2 {
         let Some(s) = self.streams.get_mut(&id) else {
             return;
         };
-        let body = &self.req.body;
+        let body = &self.reqs[s.which].body;
         while s.sent < body.len() {
             let room = s
                 .send_window
@@ -160,13 +168,13 @@ impl H2 {
 
     /// Sends what the windows now allow of every body not all sent.
     fn resume_bodies(&mut self, out: &mut Vec<u8>) {
-        if self.req.body.is_empty() {
+        if !self.bodies {
             return;
         }
         let mut waiting = std::mem::take(&mut self.resume);
         waiting.extend(
             (self.streams.iter())
-                .filter(|(_, s)| s.sent < self.req.body.len())
+                .filter(|(_, s)| s.sent < self.reqs[s.which].body.len())
                 .map(|(id, _)| *id),
         );
         for &id in &waiting {
@@ -182,7 +190,7 @@ impl H2 {
         let Some(s) = self.streams.get(&id) else {
             return;
         };
-        let outcome = if self.req.grpc {
+        let outcome = if self.reqs[0].grpc {
             crate::grpc::outcome(s.status, s.grpc, &self.grpc_message)
         } else {
             crate::http::reader::outcome(s.status)
@@ -209,7 +217,7 @@ impl H2 {
         if let Some(s) = self.streams.remove(&id) {
             // A response that came before the whole body went: the rest is not sent, and the
             // stream is let go on both sides (RFC 9113 §8.1).
-            if s.sent < self.req.body.len() {
+            if s.sent < self.reqs[s.which].body.len() {
                 frame::rst_stream(out, id, frame::CANCEL);
             }
             done(s.slot, how);
@@ -363,7 +371,7 @@ impl H2 {
         // The whole frame counts against the windows, padding included.
         let len = p.len() as u32;
         self.unacked += len;
-        if self.unacked > 0 && self.unacked >= self.req.connection_window / 2 {
+        if self.unacked > 0 && self.unacked >= self.reqs[0].connection_window / 2 {
             frame::window_update(out, 0, self.unacked);
             self.unacked = 0;
         }
@@ -383,11 +391,11 @@ impl H2 {
             return Ok(());
         }
         s.received += body.len() as u64;
-        if self.req.streaming && s.status == 200 {
+        if self.reqs[0].streaming && s.status == 200 {
             let slot = s.slot;
             s.framing.take(body, || done(slot, Ended::Message));
         }
-        if s.received > self.req.max_response {
+        if s.received > self.reqs[0].max_response {
             self.fail_stream(
                 h.stream,
                 frame::CANCEL,
@@ -402,7 +410,7 @@ impl H2 {
             return Ok(());
         }
         s.unacked += len;
-        if s.unacked > 0 && s.unacked >= self.req.stream_window / 2 {
+        if s.unacked > 0 && s.unacked >= self.reqs[0].stream_window / 2 {
             frame::window_update(out, h.stream, s.unacked);
             s.unacked = 0;
         }
@@ -438,7 +446,7 @@ impl H2 {
         message.clear();
         let block = std::mem::take(&mut self.block);
         // grpc-status and grpc-message count only in the block that ends the call.
-        let wanted_grpc = self.req.grpc && end_stream;
+        let wanted_grpc = self.reqs[0].grpc && end_stream;
         let wanted = |n: &[u8]| {
             n == b":status" || (wanted_grpc && (n == b"grpc-status" || n == b"grpc-message"))
         };
@@ -490,12 +498,14 @@ impl Session for H2 {
             out,
             &[
                 (frame::SETTINGS_ENABLE_PUSH, 0),
-                (frame::SETTINGS_INITIAL_WINDOW_SIZE, self.req.stream_window),
+                (
+                    frame::SETTINGS_INITIAL_WINDOW_SIZE,
+                    self.reqs[0].stream_window,
+                ),
                 (frame::SETTINGS_HEADER_TABLE_SIZE, TABLE_SIZE as u32),
             ],
         );
-        let extra = self
-            .req
+        let extra = self.reqs[0]
             .connection_window
             .saturating_sub(frame::DEFAULT_WINDOW as u32);
         if extra > 0 {
@@ -507,13 +517,15 @@ impl Session for H2 {
         !self.closing() && self.streams.len() < self.peer_max_streams
     }
 
-    fn open(&mut self, slot: usize, out: &mut Vec<u8>) {
+    fn open(&mut self, slot: usize, which: usize, out: &mut Vec<u8>) {
         let id = self.next_id;
         self.next_id += 2;
-        let body = !self.req.body.is_empty();
-        frame::headers(out, id, &self.req.block, !body, self.peer_max_frame);
+        let req = &self.reqs[which];
+        let body = !req.body.is_empty();
+        frame::headers(out, id, &req.block, !body, self.peer_max_frame);
         let s = Stream {
             slot,
+            which,
             status: 0,
             unacked: 0,
             sent: 0,

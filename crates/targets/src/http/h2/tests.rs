@@ -94,8 +94,8 @@ fn a_request_block_is_static_indexes_and_plain_literals() {
     assert_eq!(&block[..3], &[0x20, 0x82, 0x86]);
 }
 
-fn request(body: &[u8]) -> Arc<Request> {
-    Arc::new(Request {
+fn request(body: &[u8]) -> Arc<[Request]> {
+    Arc::from([Request {
         block: hpack::encode(&[(":method", "GET"), (":path", "/")]),
         body: body.to_vec(),
         max_response: 1 << 20,
@@ -103,7 +103,7 @@ fn request(body: &[u8]) -> Arc<Request> {
         connection_window: 1 << 20,
         grpc: false,
         streaming: false,
-    })
+    }])
 }
 
 /// Frames a server sends: `(type, flags, stream, payload)`.
@@ -143,8 +143,8 @@ fn responses_end_their_requests_by_stream_and_are_judged_by_status() {
     h.start(&mut out);
     assert!(out.starts_with(frame::PREFACE));
     out.clear();
-    h.open(7, &mut out);
-    h.open(8, &mut out);
+    h.open(7, 0, &mut out);
+    h.open(8, 0, &mut out);
     // HEADERS on streams 1 and 3, each ending its stream.
     assert_eq!(Head::parse(out[..9].try_into().unwrap()).stream, 1);
     assert_eq!(out[4], frame::END_STREAM | frame::END_HEADERS);
@@ -177,13 +177,13 @@ fn responses_end_their_requests_by_stream_and_are_judged_by_status() {
 #[cfg(feature = "grpc")]
 #[test]
 fn grpc_calls_are_judged_by_their_trailers() {
-    let mut req = (*request(b"\0\0\0\0\0")).clone();
+    let mut req = request(b"\0\0\0\0\0")[0].clone();
     req.grpc = true;
-    let mut h = H2::new(Arc::new(req));
+    let mut h = H2::new(Arc::from([req]));
     let mut out = Vec::new();
     h.start(&mut out);
     for slot in 0..4 {
-        h.open(slot, &mut out);
+        h.open(slot, 0, &mut out);
     }
     let ok = hpack::encode(&[("grpc-status", "0")]);
     let unavailable = hpack::encode(&[
@@ -221,12 +221,12 @@ fn grpc_calls_are_judged_by_their_trailers() {
 /// the call ends with its trailers.
 #[test]
 fn a_streamed_response_tells_each_message() {
-    let mut req = (*request(b"\0\0\0\0\0")).clone();
+    let mut req = request(b"\0\0\0\0\0")[0].clone();
     (req.grpc, req.streaming) = (true, true);
-    let mut h = H2::new(Arc::new(req));
+    let mut h = H2::new(Arc::from([req]));
     let mut out = Vec::new();
     h.start(&mut out);
-    h.open(3, &mut out);
+    h.open(3, 0, &mut out);
     let ok = hpack::encode(&[("grpc-status", "0")]);
     let two = b"\0\0\0\0\x02ab\0\0\0\0\x01c";
     let reply = frames(&[
@@ -260,7 +260,7 @@ fn resets_goaway_and_timeouts_end_only_their_requests() {
     let mut out = Vec::new();
     h.start(&mut out);
     for slot in 0..3 {
-        h.open(slot, &mut out);
+        h.open(slot, 0, &mut out);
     }
     let reply = frames(&[
         (frame::RST_STREAM, 0, 1, &[0, 0, 0, 7]),
@@ -293,7 +293,7 @@ fn a_body_waits_for_the_servers_window() {
     let mut out = Vec::new();
     h.start(&mut out);
     out.clear();
-    h.open(0, &mut out);
+    h.open(0, 0, &mut out);
     // HEADERS, then DATA up to the initial window of 65,535 bytes, in frames of 16,384.
     let sent_data = |out: &[u8]| {
         let (mut at, mut n) = (0, 0);
@@ -348,7 +348,7 @@ fn broken_frames_end_the_connection_with_a_named_error() {
     for (bytes, words) in cases {
         let mut h = H2::new(request(b""));
         let mut out = Vec::new();
-        h.open(0, &mut out);
+        h.open(0, 0, &mut out);
         let e = feed(&mut h, bytes, &mut out).unwrap_err();
         assert_eq!(e.class, ErrorClass::Protocol);
         assert!(e.message.contains(words), "{words}: {}", e.message);
@@ -360,7 +360,7 @@ fn broken_frames_end_the_connection_with_a_named_error() {
     assert!(feed(&mut h, &big, &mut Vec::new()).is_err());
     let mut h = H2::new(request(b""));
     let mut out = Vec::new();
-    h.open(0, &mut out);
+    h.open(0, 0, &mut out);
     let mut huge = frames(&[(frame::HEADERS, 0, 1, &[0x88])]);
     for _ in 0..(MAX_HEADER_BLOCK / 16_000 + 1) {
         huge.extend(frames(&[(frame::CONTINUATION, 0, 1, &[0u8; 16_000])]));
@@ -381,7 +381,7 @@ proptest! {
             let mut h = H2::new(request(b""));
             let mut out = Vec::new();
             for slot in 0..4 {
-                h.open(slot, &mut out);
+                h.open(slot, 0, &mut out);
             }
             let mut all = Vec::new();
             for p in pieces {
