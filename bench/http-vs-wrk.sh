@@ -3,7 +3,9 @@
 # DURATION (default 10 s) each, ROUNDS rounds (default 3), generator pinned to core 0 and nginx to
 # core 1. Prints each tool's requests/s and CPU per request (user + system of the generator,
 # divided by its requests), for dyno both as it runs by default and with --coalesce off, and
-# dyno's ratios to wrk within each round with their median. Then dyno's open loop at 90% of the
+# dyno's ratios to wrk within each round with their median. Each round also runs dyno with a mix
+# of three requests (a requests file), and with the same three as templates (a `{{uniform}}` id
+# in each query): their CPU per request over the single request's, per round and median. Then dyno's open loop at 90% of the
 # best closed-loop rate seen, with its corrected p99, and one run each at 80%, 70%, 60% and 50% of
 # it; last, the 90% run once more in 10 ms intervals beside nginx's time on CPU, to show where its
 # tail comes from. Needs nginx and wrk (installed from the distribution's packages if missing),
@@ -31,6 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 start_nginx "$work"
+for q in a b c; do printf 'GET %s?r=%s\n\n' "$url" $q; done > "$work/mix.txt"
+for q in a b c; do printf 'GET %s?r=%s&id={{uniform 1 1000000}}\n\n' "$url" $q; done > "$work/templates.txt"
 
 best=0
 echo "nginx $(/usr/sbin/nginx -v 2>&1 | sed 's/.*\///'), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), $($dyno --version)"
@@ -42,22 +46,35 @@ for round in $(seq "$rounds"); do
   rate=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   cpu=$(echo "$out" | sed -n 's/^cpu_ns=//p')
   printf '%-8s %-3s %12s %12.0f %12.2fµs\n' wrk "$round" "$reqs" "$rate" "$(echo "$cpu / $reqs / 1000" | bc -l)"
-  echo "wrk $round $rate $(echo "$cpu / $reqs / 1000" | bc -l)" >> "$work/rounds"
+  echo "wrk static $round $rate $(echo "$cpu / $reqs / 1000" | bc -l)" >> "$work/rounds"
   best=$(python3 -c "print(max($best, $rate))")
-  # dyno: one load thread, 50 connections; as it runs by default, then without coalescing.
-  for coalesce in auto off; do
-    out=$(measure "$dyno" run "$url" -c 50 -d "$duration" -r 1 --threads 1 --coalesce $coalesce -f json -o "$work/r$round$coalesce")
+  # dyno: one load thread, 50 connections; as it runs by default, without coalescing, with a
+  # mix of three requests, and with the three as templates.
+  for variant in auto off mix templates; do
+    coalesce=auto; [ $variant = off ] && coalesce=off
+    more=(); [ $variant = mix ] && more=(--requests-file "$work/mix.txt")
+    [ $variant = templates ] && more=(--requests-file "$work/templates.txt")
+    out=$(measure "$dyno" run "$url" -c 50 -d "$duration" -r 1 --threads 1 --coalesce $coalesce "${more[@]}" -f json -o "$work/r$round$variant")
     reqs=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["requests"])')
     rate=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["responses_per_s"])')
     cpu=$(echo "$out" | sed -n 's/^cpu_ns=//p')
-    label=dyno; [ $coalesce = off ] && label=dyno-off
+    label=dyno; [ $variant != auto ] && label=dyno-$variant
     printf '%-8s %-3s %12s %12.0f %12.2fµs\n' $label "$round" "$reqs" "$rate" "$(echo "$cpu / $reqs / 1000" | bc -l)"
-    echo "$label $round $rate $(echo "$cpu / $reqs / 1000" | bc -l)" >> "$work/rounds"
+    echo "$label static $round $rate $(echo "$cpu / $reqs / 1000" | bc -l)" >> "$work/rounds"
     best=$(python3 -c "print(max($best, $rate))")
   done
 done
 # The machine's speed drifts between rounds, so the comparison is made within each round.
-ratios "$work/rounds" h2load request
+ratios "$work/rounds" wrk request
+python3 - "$work/rounds" <<'PY'
+import statistics, sys
+runs = {(t, r): float(cpu) for t, _, r, _, cpu in (l.split() for l in open(sys.argv[1]))}
+rounds = sorted({r for _, r in runs}, key=int)
+print("CPU per request over the single request's, per round (median):")
+for variant in ("dyno-mix", "dyno-templates"):
+    x = [runs[(variant, r)] / runs[("dyno", r)] for r in rounds]
+    print("  %-15s %s (%.2fx)" % (variant, ", ".join("%.2f" % v for v in x), statistics.median(x)))
+PY
 
 # One open-loop run at SHARE of the best rate seen; prints its row.
 open_loop() {

@@ -402,6 +402,17 @@ pub struct RunArgs {
     /// `@BODY_FILE`, a blank line between), each weighted 1 and measured under its name.
     #[arg(long, value_name = "FILE", help_heading = "HTTP requests")]
     pub requests_file: Option<String>,
+    /// HTTP: fill in the `{{…}}` fields of the path, headers and body at each request
+    /// (`{{seq}}`, `{{client}}`, `{{uniform A B}}`, `{{zipf N THETA}}`, `{{uuid}}`,
+    /// `{{data.COLUMN}}`), or send them as written [default: true].
+    #[arg(long, value_name = "BOOL", help_heading = "HTTP requests")]
+    pub templates: Option<String>,
+    /// HTTP: the rows of `{{data.COLUMN}}`: a CSV file with a header line, or JSON lines.
+    #[arg(long, value_name = "FILE", help_heading = "HTTP requests")]
+    pub data_rows: Option<String>,
+    /// HTTP: which data row a request takes: in-order, random or per-client [default: in-order].
+    #[arg(long, value_name = "ORDER", help_heading = "HTTP requests")]
+    pub data_order: Option<String>,
 
     /// gRPC: the .proto file describing the service; without it, the server's reflection service
     /// is asked (-H gives the call's metadata).

@@ -52,5 +52,7 @@ pub mod search;
 pub mod shard;
 pub mod suggest;
 pub mod suite;
+pub mod template;
 pub mod units;
 pub mod worker;
+pub mod zipf;

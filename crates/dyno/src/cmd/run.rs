@@ -22,6 +22,15 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
     if let Some(f) = &a.requests_file {
         given.push(("requests_file", "--requests-file", f.clone()));
     }
+    if let Some(t) = &a.templates {
+        given.push(("templates", "--templates", t.clone()));
+    }
+    if let Some(f) = &a.data_rows {
+        given.push(("data_rows", "--data-rows", f.clone()));
+    }
+    if let Some(o) = &a.data_order {
+        given.push(("data_order", "--data-order", o.clone()));
+    }
     if a.no_keepalive {
         given.push(("keepalive", "--no-keepalive", "false".to_string()));
     }
@@ -58,7 +67,9 @@ pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()
         let schemes: &[&str] = match name {
             "ca" | "insecure" => &["https:", "grpcs:"],
             "version" => &["https:"],
-            "requests_file" => &["http:", "https:", "h2c:"],
+            "requests_file" | "templates" | "data_rows" | "data_order" => {
+                &["http:", "https:", "h2c:"]
+            }
             "streams" => &["h2c:", "https:", "grpc:", "grpcs:"],
             "proto" | "import_path" | "data" | "data_file" | "deadline" => &["grpc:", "grpcs:"],
             _ => &[],

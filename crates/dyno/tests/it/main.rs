@@ -34,6 +34,7 @@ mod snapshots;
 mod soak;
 mod suites;
 mod sweep;
+mod templates;
 mod thresholds;
 mod ycsb;
 

@@ -31,7 +31,7 @@ mod worker;
 pub use coalesce::{Coalesce, Waits};
 pub use interval::{Interval, Live, MAX_RECORD_INTERVALS};
 pub use mix::Mix;
-pub use protocol::{Channel, Ended, Feed, Protocol, ResponseReader, Session};
+pub use protocol::{Channel, Ended, Feed, Protocol, Render, ResponseReader, Session};
 pub use streamed::Streamed;
 pub use timer::{process_cpu_ns, thread_cpu_ns};
 
@@ -213,9 +213,32 @@ fn split(n: usize, parts: usize, i: usize) -> usize {
     n / parts + usize::from(i < n % parts)
 }
 
+/// The shares of `n` before share `i`: where share `i` begins.
+fn before(n: usize, parts: usize, i: usize) -> usize {
+    (0..i).map(|j| split(n, parts, j)).sum()
+}
+
 /// Thread `i`'s share of the load: its connections, its schedule (an open loop's arrivals are
 /// split evenly, each thread with its own seed), its stop.
 fn share(spec: &LoadSpec, threads: usize, i: usize) -> Share {
+    let streams = spec
+        .protocol
+        .session()
+        .map_or(1, |_| spec.protocol.streams().max(1));
+    let share = bare_share(spec, threads, i);
+    let clients = match &spec.model {
+        LoadModel::Closed { .. } => spec.connections,
+        LoadModel::Open {
+            max_connections, ..
+        } => *max_connections as usize,
+    };
+    Share {
+        client_base: (before(clients, threads, i) * streams) as u64,
+        ..share
+    }
+}
+
+fn bare_share(spec: &LoadSpec, threads: usize, i: usize) -> Share {
     match &spec.model {
         LoadModel::Closed { stop } => Share {
             index: i,
@@ -228,6 +251,7 @@ fn share(spec: &LoadSpec, threads: usize, i: usize) -> Share {
                 Stop::Duration { .. } => u64::MAX,
             },
             origin_ns: None,
+            client_base: 0,
         },
         LoadModel::Open {
             profile,
@@ -253,6 +277,7 @@ fn share(spec: &LoadSpec, threads: usize, i: usize) -> Share {
                 stop: None,
                 closed_remaining: u64::MAX,
                 origin_ns: None,
+                client_base: 0,
             }
         }
     }

@@ -45,6 +45,16 @@ pub trait Protocol: Send + Sync {
     fn mix(&self) -> Option<&Mix> {
         None
     }
+    /// Whether requests are made anew at each start ([`Protocol::render`]: templates) rather
+    /// than sent as [`Protocol::request`] gives them.
+    fn templated(&self) -> bool {
+        false
+    }
+    /// Writes request `which` into `out` (empty), its fields drawn as `r` says.
+    fn render(&self, which: usize, r: &mut Render, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.request(which));
+        let _ = r;
+    }
     /// Open a new connection for every request (and close it after the response).
     fn connection_per_request(&self) -> bool;
     /// A reader for a new connection.
@@ -69,6 +79,14 @@ pub trait Protocol: Send + Sync {
     fn alpn(&self) -> Option<&'static [u8]> {
         None
     }
+}
+
+/// What rendering a request may draw on: the client sending it, the load thread's seeded
+/// stream, and a buffer to reuse.
+pub struct Render<'a> {
+    pub client: u64,
+    pub rng: &'a mut u64,
+    pub scratch: &'a mut Vec<u8>,
 }
 
 /// How a request on a [`Session`] ended.

@@ -203,7 +203,7 @@ impl Client<'_> {
             // YCSB reads the chooser's value with intValue().
             let k = match chooser {
                 Chooser::Zipfian(z) => i64::from(z.next(d) as i32),
-                Chooser::Exact(z) => z.next(d),
+                Chooser::Exact(z) => z.at(d.next_f64()) as i64,
                 Chooser::Latest(l) => i64::from(l.next(last, d) as i32),
                 Chooser::Uniform(u) => i64::from(u.next(d) as i32),
             };

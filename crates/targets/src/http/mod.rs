@@ -13,9 +13,7 @@
 //! `max_response`.
 
 use crate::options::Opts;
-use engine::driver::{
-    ConfigError, DriverError, DriverInfo, Endpoint, Family, OptionSpec, TargetConfig,
-};
+use engine::driver::{ConfigError, DriverError, DriverInfo, Endpoint, Family, TargetConfig};
 use engine::load::{Protocol, ResponseReader};
 use std::collections::BTreeMap;
 #[cfg(feature = "tls")]
@@ -24,8 +22,11 @@ use std::sync::Arc;
 
 pub mod h2;
 mod mix;
+mod options;
+pub(crate) use options::*;
 mod reader;
 mod request;
+mod template;
 pub use reader::{HttpReader, MAX_HEAD};
 #[cfg(feature = "grpc")]
 pub(crate) use request::{h2_block, header_lines};
@@ -55,47 +56,6 @@ pub static H2C_INFO: DriverInfo = DriverInfo {
     clients: engine::driver::ClientModel::EventLoop,
 };
 
-const H2C_OPTIONS: &[OptionSpec] = &[
-    OPTIONS[0],
-    OPTIONS[1],
-    OPTIONS[2],
-    OPTIONS[3],
-    OPTIONS[5],
-    OPTIONS[6],
-    STREAMS,
-    WINDOW,
-    CONNECTION_WINDOW,
-];
-
-#[cfg(feature = "tls")]
-pub(crate) const CA: OptionSpec = OptionSpec {
-    name: "ca",
-    default: "",
-    help: "trust the CA certificates of this PEM file instead of Mozilla's roots",
-};
-#[cfg(feature = "tls")]
-pub(crate) const INSECURE: OptionSpec = OptionSpec {
-    name: "insecure",
-    default: "false",
-    help: "accept any certificate (a test server's self-signed one); the traffic is still encrypted",
-};
-
-pub(crate) const STREAMS: OptionSpec = OptionSpec {
-    name: "streams",
-    default: "1",
-    help: "HTTP/2: requests in flight on each connection at once, each on its stream (h2load's -m); a closed loop runs connections × streams clients",
-};
-pub(crate) const WINDOW: OptionSpec = OptionSpec {
-    name: "window",
-    default: "1GiB",
-    help: "HTTP/2: each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE), at most 2GiB - 1",
-};
-pub(crate) const CONNECTION_WINDOW: OptionSpec = OptionSpec {
-    name: "connection_window",
-    default: "1GiB",
-    help: "HTTP/2: the connection's receive window, at most 2GiB - 1",
-};
-
 /// `https://`: the same load over TLS, with the certificate checked.
 #[cfg(feature = "tls")]
 pub static HTTPS_INFO: DriverInfo = DriverInfo {
@@ -108,65 +68,6 @@ pub static HTTPS_INFO: DriverInfo = DriverInfo {
     clients: engine::driver::ClientModel::EventLoop,
 };
 
-#[cfg(feature = "tls")]
-const HTTPS_OPTIONS: &[OptionSpec] = &[
-    OPTIONS[0],
-    OPTIONS[1],
-    OPTIONS[2],
-    OPTIONS[3],
-    OPTIONS[4],
-    OPTIONS[5],
-    OPTIONS[6],
-    CA,
-    INSECURE,
-    OptionSpec {
-        name: "version",
-        default: "auto",
-        help: "the HTTP version: auto (HTTP/2 if the server picks h2 when offered both by ALPN, asked once before the run; else 1.1), 1.1, or 2 (only h2 offered); HTTP/2's options: streams, window, connection_window",
-    },
-    STREAMS,
-    WINDOW,
-    CONNECTION_WINDOW,
-];
-
-pub(crate) const OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "method",
-        default: "GET",
-        help: "request method",
-    },
-    OptionSpec {
-        name: "headers",
-        default: "",
-        help: "extra headers, one `Name: value` per line",
-    },
-    OptionSpec {
-        name: "body",
-        default: "",
-        help: "request body",
-    },
-    OptionSpec {
-        name: "body_file",
-        default: "",
-        help: "read the request body from this file",
-    },
-    OptionSpec {
-        name: "keepalive",
-        default: "true",
-        help: "reuse connections (false: one per request)",
-    },
-    OptionSpec {
-        name: "max_response",
-        default: "64MiB",
-        help: "largest response accepted",
-    },
-    OptionSpec {
-        name: "requests_file",
-        default: "",
-        help: "send the requests of this file (vegeta's format: `METHOD URL`, headers, `@BODY_FILE`, a blank line between), each weighted 1 and measured under its name",
-    },
-];
-
 #[derive(Debug, Clone)]
 struct Config {
     authority: String,
@@ -174,6 +75,8 @@ struct Config {
     req: Req,
     /// The mix's requests (`requests_file`, or the plan's), sent instead when there are any.
     mix: Vec<Named>,
+    /// Whether and from what the requests' `{{…}}` fields are filled in.
+    templates: template::Settings,
     keepalive: bool,
     max_response: u64,
     resolved: BTreeMap<String, String>,
@@ -191,7 +94,9 @@ pub fn configure(
     rest: &str,
     options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
-    configure_as(&INFO, rest, options).map(|c| Box::new(c) as Box<dyn TargetConfig>)
+    let mut c = configure_as(&INFO, rest, options)?;
+    c.check_templates()?;
+    Ok(Box::new(c))
 }
 
 /// `https://`: as [`configure`], and the TLS client (a `ca` file is read here, so a bad one is
@@ -225,6 +130,7 @@ pub fn configure_https(
     if auto {
         c.alpn = Some(crate::tls::Alpn::new(&host, &trust)?);
     }
+    c.check_templates()?;
     Ok(Box::new(c))
 }
 
@@ -266,7 +172,7 @@ pub(crate) fn split_url(rest: &str, example: &str) -> Result<(String, String), C
     if authority.is_empty() {
         return Err(ConfigError::url("the URL has no host").hint(format!("write e.g. {example}")));
     }
-    if path.contains(['\r', '\n', ' ']) {
+    if request::outside_fields(&path).contains(['\r', '\n', ' ']) {
         return Err(ConfigError::url("the path contains spaces or line breaks")
             .hint("percent-encode them (%20, %0A)"));
     }
@@ -289,6 +195,7 @@ fn configure_as(
     let mut resolved = o.resolved();
     resolved.retain(|k, v| k != "requests_file" || !v.is_empty());
     Ok(Config {
+        templates: template::Settings::from_opts(&o)?,
         authority,
         req,
         mix,
@@ -374,6 +281,7 @@ pub fn configure_h2c(
     let mut c = configure_as(&H2C_INFO, rest, options)?;
     let o = Opts::new("h2c", options, H2C_INFO.options)?;
     h2_options(&mut c, &o)?;
+    c.check_templates()?;
     Ok(Box::new(c))
 }
 
@@ -427,7 +335,7 @@ impl TargetConfig for Config {
             }
         }
         self.mix = mix;
-        Ok(())
+        self.check_templates().map_err(|e| (0, e))
     }
     fn options(&self) -> BTreeMap<String, String> {
         let mut all = self.resolved.clone();
@@ -449,11 +357,17 @@ impl TargetConfig for Config {
         let (h2, tls) = self.chosen()?;
         #[cfg(not(feature = "tls"))]
         let _ = tls;
-        let reqs: Vec<&Req> = match self.mix.is_empty() {
-            true => vec![&self.req],
-            false => self.mix.iter().map(|n| &n.req).collect(),
-        };
+        let reqs = self.reqs();
         let bodies = (reqs.iter().map(|r| r.body())).collect::<Result<Vec<_>, _>>()?;
+        let with: Vec<(&Req, &[u8])> = reqs
+            .iter()
+            .copied()
+            .zip(bodies.iter().map(Vec::as_slice))
+            .collect();
+        let rendered = template::for_run(&self.templates, &with, &self.authority, self.keepalive)?;
+        if rendered.is_some() && h2.is_some() {
+            return Err(DriverError::new(TEMPLATES_ON_H2));
+        }
         let mix = (!self.mix.is_empty()).then(|| {
             let named = self.mix.iter().map(|n| (n.name.clone(), n.weight));
             engine::load::Mix::new(named.collect()).expect("a mix is checked when read")
@@ -486,6 +400,7 @@ impl TargetConfig for Config {
             addr,
             protocol: Arc::new(Http {
                 requests,
+                rendered,
                 heads: reqs.iter().map(|r| r.method == "HEAD").collect(),
                 mix,
                 keepalive: self.keepalive,
@@ -532,6 +447,37 @@ impl Config {
         return Ok((self.h2, self.tls.as_ref().map(|t| t.0.clone())));
         #[cfg(not(feature = "tls"))]
         Ok((self.h2, None))
+    }
+
+    /// The requests it sends: its one, or its mix's.
+    fn reqs(&self) -> Vec<&Req> {
+        match self.mix.is_empty() {
+            true => vec![&self.req],
+            false => self.mix.iter().map(|n| &n.req).collect(),
+        }
+    }
+
+    /// Refuses templates that cannot be rendered (a field unknown, a data column missing, a
+    /// data file unreadable), before anything runs; their fields are HTTP/1.1's for now, so a
+    /// target that would speak HTTP/2 only by ALPN's choice speaks HTTP/1.1 instead. A body
+    /// file's fields are read, and checked, when the run starts.
+    fn check_templates(&mut self) -> Result<(), ConfigError> {
+        let reqs = self.reqs();
+        let inline: Vec<(&Req, &[u8])> = (reqs.iter())
+            .map(|r| (*r, r.body.as_deref().unwrap_or_default()))
+            .collect();
+        let templated =
+            template::compile(&self.templates, &inline, &self.authority, self.keepalive)?.is_some();
+        if !templated || self.h2.is_none() {
+            return Ok(());
+        }
+        #[cfg(feature = "tls")]
+        if self.alpn.take().is_some() {
+            self.h2 = None;
+            return Ok(());
+        }
+        Err(ConfigError::option("templates", TEMPLATES_ON_H2)
+            .hint("speak HTTP/1.1 (http://, or --http-version 1.1), or set templates=false"))
     }
 
     fn is_tls(&self) -> bool {
@@ -582,9 +528,15 @@ impl Protocol for Http2 {
     }
 }
 
+/// Why templates are refused on HTTP/2.
+const TEMPLATES_ON_H2: &str =
+    "template fields ({{…}}) are filled in on HTTP/1.1 only, and this target speaks HTTP/2";
+
 struct Http {
     /// The target's requests' bytes: one, or its mix's.
     requests: Vec<Vec<u8>>,
+    /// Templates: the requests rendered at each start instead.
+    rendered: Option<template::Rendered>,
     /// Which of them are HEAD (their responses have no body).
     heads: Arc<[bool]>,
     mix: Option<engine::load::Mix>,
@@ -600,6 +552,15 @@ impl Protocol for Http {
     }
     fn mix(&self) -> Option<&engine::load::Mix> {
         self.mix.as_ref()
+    }
+    fn templated(&self) -> bool {
+        self.rendered.is_some()
+    }
+    fn render(&self, which: usize, r: &mut engine::load::Render, out: &mut Vec<u8>) {
+        match &self.rendered {
+            Some(t) => t.render(which, r, out),
+            None => out.extend_from_slice(&self.requests[which]),
+        }
     }
     fn connection_per_request(&self) -> bool {
         !self.keepalive

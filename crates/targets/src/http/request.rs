@@ -122,13 +122,31 @@ pub(crate) fn path(p: &str, option: &str) -> Result<String, ConfigError> {
             "write it from the root, e.g. /items/1?full=yes",
         );
     }
-    if p.contains(['\r', '\n', ' ']) {
+    if outside_fields(p).contains(['\r', '\n', ' ']) {
         return err(
             "contains spaces or line breaks",
             "percent-encode them (%20, %0A)",
         );
     }
     Ok(p.to_string())
+}
+
+/// `text` without its template fields (`{{uniform 1 9}}` holds spaces a path may not).
+pub(crate) fn outside_fields(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        match rest[open..].find("}}") {
+            Some(close) => rest = &rest[open + close + 2..],
+            None => {
+                rest = &rest[open..];
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The `headers` option: one `Name: value` per line; `reserved` names (lower case) are dyno's.

@@ -3,6 +3,7 @@
 //! `servers` modules: `./scripts/test --fast` skips them.
 
 mod conformance;
+mod render;
 
 mod servers {
     mod load;

@@ -48,6 +48,8 @@ pub(super) struct Conn {
     pub(super) messages: u64,
     /// Which of the target's requests is in flight (its [`Mix`]'s index; 0 without one).
     pub(super) which: usize,
+    /// A templated request's bytes, rendered at its start (reused).
+    pub(super) out: Vec<u8>,
 }
 
 impl Conn {
@@ -70,6 +72,9 @@ pub(super) struct Share {
     /// The common instant (on the load's clock) every thread's schedule counts from: a
     /// shard's agreed start; `None`: each thread's own start past the barrier.
     pub(super) origin_ns: Option<u64>,
+    /// The number of this thread's first client (connection, or a stream's slot) among all
+    /// threads'.
+    pub(super) client_base: u64,
 }
 
 pub(super) struct Worker<'a> {
@@ -83,8 +88,13 @@ pub(super) struct Worker<'a> {
     pub(super) rec: Recorder,
     /// A mix's requests, each recorded apart too (empty without a mix).
     pub(super) by_request: Vec<Recorder>,
-    /// The stream a mix's picks are drawn from.
+    /// The stream a mix's picks and templates' fields are drawn from.
     pub(super) draw: u64,
+    /// Requests are rendered at their start (templates); a buffer to render with, and the
+    /// number of this thread's first client among all threads'.
+    pub(super) templated: bool,
+    pub(super) scratch: Vec<u8>,
+    pub(super) client_base: u64,
     pub(super) lag: Histogram,
     pub(super) handshake: Histogram,
     pub(super) streamed: Streamed,
@@ -161,6 +171,9 @@ impl<'a> Worker<'a> {
             }),
             // Each thread draws its own stream, apart from the arrivals' (seed + thread).
             draw: (spec.seed ^ 0x6D69_7865_7321_0000).wrapping_add(share.index as u64),
+            templated: spec.protocol.templated(),
+            scratch: Vec::new(),
+            client_base: share.client_base,
             lag: results::new_histogram(),
             handshake: results::new_histogram(),
             streamed: Streamed::default(),
@@ -211,6 +224,7 @@ impl<'a> Worker<'a> {
             link: None,
             messages: 0,
             which: 0,
+            out: Vec::new(),
         });
         let ci = self.conns.len() - 1;
         if self.multiplexed {
@@ -251,6 +265,15 @@ impl<'a> Worker<'a> {
             None => 0,
         };
         c.reader.reset(c.which);
+        if self.templated {
+            c.out.clear();
+            let mut r = Render {
+                client: self.client_base + ci as u64,
+                rng: &mut self.draw,
+                scratch: &mut self.scratch,
+            };
+            self.spec.protocol.render(c.which, &mut r, &mut c.out);
+        }
         if let Some(li) = c.link {
             // Counted first: a failure inside counts it out again.
             let n = self.outstanding + 1;
@@ -289,7 +312,10 @@ impl<'a> Worker<'a> {
     /// Writes what is left of the request; moves to reading once it is all out.
     pub(super) fn write(&mut self, ci: usize, now: u64) {
         let c = &mut self.conns[ci];
-        let req = self.spec.protocol.request(c.which);
+        let req: &[u8] = match self.templated {
+            true => &c.out,
+            false => self.spec.protocol.request(c.which),
+        };
         let Some(stream) = c.stream.as_mut() else {
             return;
         };
