@@ -38,14 +38,14 @@ for q in a b c; do printf 'GET %s?r=%s&id={{uniform 1 1000000}}\n\n' "$url" $q; 
 
 best=0
 echo "nginx $(/usr/sbin/nginx -v 2>&1 | sed 's/.*\///'), wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}'), $($dyno --version)"
-printf '%-8s %-3s %12s %12s %14s\n' tool round requests req/s "CPU/request"
+printf '%-14s %-3s %12s %12s %14s\n' tool round requests req/s "CPU/request"
 for round in $(seq "$rounds"); do
   # wrk: one thread, 50 connections.
   out=$(measure wrk -t1 -c50 -d"$duration" "$url")
   reqs=$(echo "$out" | awk '/requests in/ {print $1}')
   rate=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   cpu=$(echo "$out" | sed -n 's/^cpu_ns=//p')
-  printf '%-8s %-3s %12s %12.0f %12.2fµs\n' wrk "$round" "$reqs" "$rate" "$(echo "$cpu / $reqs / 1000" | bc -l)"
+  printf '%-14s %-3s %12s %12.0f %12.2fµs\n' wrk "$round" "$reqs" "$rate" "$(echo "$cpu / $reqs / 1000" | bc -l)"
   echo "wrk static $round $rate $(echo "$cpu / $reqs / 1000" | bc -l)" >> "$work/rounds"
   best=$(python3 -c "print(max($best, $rate))")
   # dyno: one load thread, 50 connections; as it runs by default, without coalescing, with a
@@ -59,7 +59,7 @@ for round in $(seq "$rounds"); do
     rate=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["responses_per_s"])')
     cpu=$(echo "$out" | sed -n 's/^cpu_ns=//p')
     label=dyno; [ $variant != auto ] && label=dyno-$variant
-    printf '%-8s %-3s %12s %12.0f %12.2fµs\n' $label "$round" "$reqs" "$rate" "$(echo "$cpu / $reqs / 1000" | bc -l)"
+    printf '%-14s %-3s %12s %12.0f %12.2fµs\n' $label "$round" "$reqs" "$rate" "$(echo "$cpu / $reqs / 1000" | bc -l)"
     echo "$label static $round $rate $(echo "$cpu / $reqs / 1000" | bc -l)" >> "$work/rounds"
     best=$(python3 -c "print(max($best, $rate))")
   done

@@ -191,9 +191,13 @@ fn configure_as(
         "" => Vec::new(),
         f => mix::from_file(std::path::Path::new(f), info.scheme, &authority)?,
     };
-    // Listed only when given: a run without one compares with runs from before the option.
+    // Listed only when not their default: a run without them compares with runs from before
+    // these options were.
     let mut resolved = o.resolved();
-    resolved.retain(|k, v| k != "requests_file" || !v.is_empty());
+    let quiet = ["requests_file", "templates", "data_rows", "data_order"];
+    resolved.retain(|k, v| {
+        !quiet.contains(&k.as_str()) || (info.options.iter()).any(|s| s.name == k && s.default != v)
+    });
     Ok(Config {
         templates: template::Settings::from_opts(&o)?,
         authority,
