@@ -407,6 +407,25 @@ pub struct RunArgs {
     /// `{{data.COLUMN}}`), or send them as written [default: true].
     #[arg(long, value_name = "BOOL", help_heading = "HTTP requests")]
     pub templates: Option<String>,
+    /// HTTP: a condition each response must meet, counted passed or failed (repeat for more):
+    /// `status in 200,201`, `header NAME exists`, `body contains TEXT`, `json /POINTER == VALUE`,
+    /// `size < 4KiB`…
+    #[arg(long, value_name = "CHECK", help_heading = "HTTP requests")]
+    pub expect: Vec<String>,
+    /// HTTP: a response failing a check (--expect) fails its request, not only the check.
+    #[arg(long, help_heading = "HTTP requests")]
+    pub expect_fail: bool,
+    /// HTTP: a value each response gives the client's next requests (`{{capture.NAME}}`),
+    /// `NAME = json /POINTER`, `NAME = header NAME` or `NAME = regex PATTERN` (repeat for more).
+    #[arg(long, value_name = "CAPTURE", help_heading = "HTTP requests")]
+    pub capture: Vec<String>,
+    /// HTTP: the steps each client takes in turn, by the names of its mix's requests
+    /// (`login,item,item`), each iteration timed end to end.
+    #[arg(long, value_name = "STEPS", help_heading = "HTTP requests")]
+    pub scenario: Option<String>,
+    /// HTTP: a scenario's think time after each step: a duration or a range (`10ms..50ms`).
+    #[arg(long, value_name = "DURATION", help_heading = "HTTP requests")]
+    pub think: Option<String>,
     /// HTTP: the rows of `{{data.COLUMN}}`: a CSV file with a header line, or JSON lines.
     #[arg(long, value_name = "FILE", help_heading = "HTTP requests")]
     pub data_rows: Option<String>,

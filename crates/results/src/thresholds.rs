@@ -34,6 +34,8 @@ pub enum Metric {
     /// Failed over all operations (0..1).
     ErrorRatio,
     ErrorCount,
+    /// Checks on responses passed, over all checks made (0..1).
+    Checks,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +118,7 @@ fn baseline_factor<'a>(
     )
 }
 
-const METRICS: &str = "p50, p90, p99, p99.9, p99.99, max, mean, rate, errors";
+const METRICS: &str = "p50, p90, p99, p99.9, p99.99, max, mean, rate, errors, checks (the share of checks on responses passed)";
 const EXAMPLE: &str =
     "e.g. \"p99 < 10ms\", \"rate > 50000 target=redis\", \"errors < 0.1% test=set\"";
 
@@ -234,6 +236,16 @@ impl Threshold {
                     _ => (ops > 0).then(|| errors as f64 / ops as f64),
                 }
             }
+            Metric::Checks => {
+                let checks = c
+                    .reps
+                    .iter()
+                    .filter_map(|r| r.load())
+                    .flat_map(|l| &l.checks);
+                let (passed, all) =
+                    checks.fold((0, 0), |(p, n), k| (p + k.passed, n + k.passed + k.failed));
+                (all > 0).then(|| passed as f64 / all as f64)
+            }
         }
     }
 
@@ -268,6 +280,8 @@ impl Threshold {
             Metric::ErrorRatio => {
                 (r.ops + r.errors > 0).then(|| r.errors as f64 / (r.ops + r.errors) as f64)
             }
+            // Judged at the end: a running repetition's checks are not counted yet.
+            Metric::Checks => None,
         }
     }
 
@@ -303,7 +317,7 @@ impl Threshold {
         match self.metric {
             Metric::Quantile(_) | Metric::Mean => crate::units::latency(v.round() as u64),
             Metric::Rate => format!("{v:.1}/s"),
-            Metric::ErrorRatio => format!("{:.3}%", v * 100.0),
+            Metric::ErrorRatio | Metric::Checks => format!("{:.3}%", v * 100.0),
             Metric::ErrorCount => format!("{v:.0}"),
         }
     }
@@ -539,6 +553,13 @@ fn metric_limit(metric: &str, value: &str, text: &str) -> Result<(Metric, f64), 
                 })? as f64,
             )),
         },
+        ("checks", None) => (value.strip_suffix('%'))
+            .and_then(|p| p.parse::<f64>().ok())
+            .filter(|v| (0.0..=100.0).contains(v))
+            .map(|p| (Metric::Checks, p / 100.0))
+            .ok_or_else(|| {
+                format!("{value:?} in threshold {text:?} is not a percentage (checks > 99.9%)")
+            }),
         (other, None) => Err(format!("unknown metric {other:?} in threshold {text:?}")),
     }
 }

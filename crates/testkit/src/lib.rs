@@ -107,6 +107,16 @@ fn quiet(bin: &Path) -> Command {
     c
 }
 
+/// The token the logged nginx's `/login` hands out, and its `/account/` asks for.
+pub const SHOP_TOKEN: &str = "s3cret-7";
+
+const SHOP: &str = "    location / { return 200 \"ok\\n\"; }\n\
+    location = /login { default_type application/json; return 200 '{\"token\": \"s3cret-7\"}'; }\n\
+    location /account/ {\n\
+      if ($http_authorization != \"Bearer s3cret-7\") { return 401 \"no token\\n\"; }\n\
+      default_type application/json; return 200 '{\"ok\": true}';\n\
+    }\n";
+
 /// A private nginx serving [`HELLO`] at `/hello.txt` and a 404 at `/missing`.
 pub struct Nginx {
     pub port: u16,
@@ -122,7 +132,9 @@ impl Nginx {
     }
 
     /// nginx answering 200 (`ok`) to every request but `/missing`, and writing each request's
-    /// method and URI to its access log ([`Nginx::requests`]): what a load really sent.
+    /// method and URI to its access log ([`Nginx::requests`]): what a load really sent. It is
+    /// also a tiny shop: `/login` answers `{"token": "s3cret-7"}` ([`SHOP_TOKEN`]), and
+    /// `/account/…` answers `{"ok": true}` with `Authorization: Bearer s3cret-7`, else 401.
     pub fn start_logged() -> Option<Nginx> {
         Nginx::start_with(None, None, true)
     }
@@ -189,7 +201,7 @@ impl Nginx {
                 more.push_str(&format!("    http2_max_concurrent_streams {streams};\n"));
             }
             if logged {
-                more.push_str("    location / { return 200 \"ok\\n\"; }\n");
+                more.push_str(SHOP);
             }
             let conf = format!(
                 "daemon off;\nuser root;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\

@@ -3,73 +3,64 @@
 
 use super::*;
 
+/// The request flags given, as the driver options they set: (option, flag, value).
+fn given_request_flags(a: &RunArgs) -> Vec<(&'static str, &'static str, String)> {
+    let text: [(&'static str, &'static str, &Option<String>); 18] = [
+        ("method", "--method", &a.method),
+        ("body", "--body", &a.body),
+        ("body_file", "--body-file", &a.body_file),
+        ("requests_file", "--requests-file", &a.requests_file),
+        ("scenario", "--scenario", &a.scenario),
+        ("think", "--think", &a.think),
+        ("templates", "--templates", &a.templates),
+        ("data_rows", "--data-rows", &a.data_rows),
+        ("data_order", "--data-order", &a.data_order),
+        ("ca", "--ca", &a.ca),
+        ("streams", "--streams", &a.streams),
+        ("version", "--http-version", &a.http_version),
+        ("proto", "--proto", &a.proto),
+        ("data", "--data", &a.data),
+        ("data_file", "--data-file", &a.data_file),
+        ("deadline", "--deadline", &a.deadline),
+        (
+            "keepalive",
+            "--no-keepalive",
+            &a.no_keepalive.then(|| "false".into()),
+        ),
+        ("insecure", "--insecure", &a.insecure.then(|| "true".into())),
+    ];
+    let lists: [(&'static str, &'static str, &Vec<String>, &str); 4] = [
+        ("headers", "--header", &a.headers, "\n"),
+        ("checks", "--expect", &a.expect, "\n"),
+        ("capture", "--capture", &a.capture, "\n"),
+        ("import_path", "--import-path", &a.import_path, ","),
+    ];
+    let mut given: Vec<(&'static str, &'static str, String)> = (text.into_iter())
+        .filter_map(|(name, flag, v)| Some((name, flag, v.clone()?)))
+        .collect();
+    given.extend(
+        (lists.into_iter())
+            .filter(|(_, _, v, _)| !v.is_empty())
+            .map(|(name, flag, v, sep)| (name, flag, v.join(sep))),
+    );
+    if a.expect_fail {
+        given.push(("checks_fail", "--expect-fail", "true".to_string()));
+    }
+    given
+}
+
 /// Request flags become options of the targets named on the command line: the HTTP ones of
 /// every target, the TLS ones of every https:// target (and of none is refused).
 pub(super) fn request_flags(a: &RunArgs, targets: &mut [RawTarget]) -> Result<()> {
-    let mut given: Vec<(&'static str, &'static str, String)> = Vec::new();
-    if let Some(m) = &a.method {
-        given.push(("method", "--method", m.clone()));
-    }
-    if !a.headers.is_empty() {
-        given.push(("headers", "--header", a.headers.join("\n")));
-    }
-    if let Some(b) = &a.body {
-        given.push(("body", "--body", b.clone()));
-    }
-    if let Some(f) = &a.body_file {
-        given.push(("body_file", "--body-file", f.clone()));
-    }
-    if let Some(f) = &a.requests_file {
-        given.push(("requests_file", "--requests-file", f.clone()));
-    }
-    if let Some(t) = &a.templates {
-        given.push(("templates", "--templates", t.clone()));
-    }
-    if let Some(f) = &a.data_rows {
-        given.push(("data_rows", "--data-rows", f.clone()));
-    }
-    if let Some(o) = &a.data_order {
-        given.push(("data_order", "--data-order", o.clone()));
-    }
-    if a.no_keepalive {
-        given.push(("keepalive", "--no-keepalive", "false".to_string()));
-    }
-    if let Some(ca) = &a.ca {
-        given.push(("ca", "--ca", ca.clone()));
-    }
-    if a.insecure {
-        given.push(("insecure", "--insecure", "true".to_string()));
-    }
-    if let Some(n) = &a.streams {
-        given.push(("streams", "--streams", n.clone()));
-    }
-    if let Some(v) = &a.http_version {
-        given.push(("version", "--http-version", v.clone()));
-    }
-    if let Some(p) = &a.proto {
-        given.push(("proto", "--proto", p.clone()));
-    }
-    if !a.import_path.is_empty() {
-        given.push(("import_path", "--import-path", a.import_path.join(",")));
-    }
-    if let Some(d) = &a.data {
-        given.push(("data", "--data", d.clone()));
-    }
-    if let Some(f) = &a.data_file {
-        given.push(("data_file", "--data-file", f.clone()));
-    }
-    if let Some(d) = &a.deadline {
-        given.push(("deadline", "--deadline", d.clone()));
-    }
+    let given = given_request_flags(a);
     for (name, flag, value) in given {
         // TLS flags go to https:// and grpcs:// targets, HTTP/2's to those speaking it, gRPC's
         // to gRPC's; the others to all.
         let schemes: &[&str] = match name {
             "ca" | "insecure" => &["https:", "grpcs:"],
             "version" => &["https:"],
-            "requests_file" | "templates" | "data_rows" | "data_order" => {
-                &["http:", "https:", "h2c:"]
-            }
+            "requests_file" | "templates" | "data_rows" | "data_order" | "checks"
+            | "checks_fail" | "capture" | "scenario" | "think" => &["http:", "https:", "h2c:"],
             "streams" => &["h2c:", "https:", "grpc:", "grpcs:"],
             "proto" | "import_path" | "data" | "data_file" | "deadline" => &["grpc:", "grpcs:"],
             _ => &[],

@@ -13,6 +13,7 @@ mod common;
 mod aa;
 mod adapters;
 mod book;
+mod checks;
 mod compare;
 mod faults;
 mod fixtures;

@@ -63,6 +63,26 @@ impl Mix {
     }
 }
 
+/// A scenario: the requests (by their index in the mix) each client sends in turn — an
+/// iteration — and how long it thinks between steps. Each step is timed as a request; the
+/// iteration from its first step's intended start to its last step's response. A step that
+/// fails ends its iteration there: the client starts the next one from the first step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scenario {
+    pub steps: Vec<usize>,
+    /// Think time between steps, drawn uniformly from this range (ns; both ends included).
+    pub think_ns: (u64, u64),
+}
+
+impl Scenario {
+    /// The think time before the next step, from a uniform 64-bit draw `r`.
+    #[inline]
+    pub fn think(&self, r: u64) -> u64 {
+        let (lo, hi) = self.think_ns;
+        lo + ((u128::from(r) * u128::from(hi - lo + 1)) >> 64) as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

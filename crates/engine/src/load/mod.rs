@@ -30,7 +30,7 @@ mod worker;
 
 pub use coalesce::{Coalesce, Waits};
 pub use interval::{Interval, Live, MAX_RECORD_INTERVALS};
-pub use mix::Mix;
+pub use mix::{Mix, Scenario};
 pub use protocol::{Channel, Ended, Feed, Protocol, Render, ResponseReader, Session};
 pub use streamed::Streamed;
 pub use timer::{process_cpu_ns, thread_cpu_ns};
@@ -189,6 +189,14 @@ pub struct LoadResult {
     /// one).
     pub mix: Option<Mix>,
     pub by_request: Vec<Recorder>,
+    /// Per request, each check's name with how many responses passed and failed it (empty
+    /// when no request has checks).
+    pub checks: Vec<Vec<(String, [u64; 2])>>,
+    /// A scenario's iterations, each timed from its first step's intended start to its last
+    /// step's response; failed ones (a step without a response) counted by class.
+    pub iterations: Option<Recorder>,
+    /// The scenario's steps, by request name.
+    pub scenario_steps: Vec<String>,
     pub counters: Counters,
     /// The time series, bounded ([`MAX_RECORD_INTERVALS`]); each interval was also handed to the
     /// run's observer as it ended.
@@ -287,6 +295,8 @@ fn bare_share(spec: &LoadSpec, threads: usize, i: usize) -> Share {
 struct Merged {
     recorder: Recorder,
     by_request: Vec<Recorder>,
+    checks: Vec<Vec<[u64; 2]>>,
+    iterations: Option<Recorder>,
     lag: results::Histogram,
     handshake: results::Histogram,
     streamed: Streamed,
@@ -300,6 +310,8 @@ struct Merged {
 fn merge(parts: &[WorkerResult]) -> Merged {
     let mut recorder = Recorder::new();
     let mut by_request: Vec<Recorder> = Vec::new();
+    let mut checks: Vec<Vec<[u64; 2]>> = Vec::new();
+    let mut iterations: Option<Recorder> = None;
     let mut lag = results::new_histogram();
     let mut handshake = results::new_histogram();
     let mut streamed = Streamed::default();
@@ -314,6 +326,17 @@ fn merge(parts: &[WorkerResult]) -> Merged {
         by_request.resize_with(p.by_request.len(), Recorder::new);
         for (all, one) in by_request.iter_mut().zip(&p.by_request) {
             all.merge(one);
+        }
+        if let Some(one) = &p.iterations {
+            iterations.get_or_insert_with(Recorder::new).merge(one);
+        }
+        if checks.is_empty() {
+            checks.clone_from(&p.checks);
+        } else {
+            for (all, one) in (checks.iter_mut().flatten()).zip(p.checks.iter().flatten()) {
+                all[0] += one[0];
+                all[1] += one[1];
+            }
         }
         lag.add(&p.lag)
             .expect("histograms of one range always merge");
@@ -331,6 +354,8 @@ fn merge(parts: &[WorkerResult]) -> Merged {
     Merged {
         recorder,
         by_request,
+        checks,
+        iterations,
         lag,
         handshake,
         streamed,
@@ -447,6 +472,8 @@ fn assemble(
     let Merged {
         recorder,
         by_request,
+        checks,
+        iterations,
         lag,
         handshake,
         streamed,
@@ -469,6 +496,17 @@ fn assemble(
         recorder,
         mix: spec.protocol.mix().cloned(),
         by_request,
+        checks: (checks.iter().enumerate())
+            .map(|(w, counts)| {
+                let names = spec.protocol.checks(w).iter().cloned();
+                names.zip(counts.iter().copied()).collect()
+            })
+            .collect(),
+        iterations,
+        scenario_steps: match (spec.protocol.scenario(), spec.protocol.mix()) {
+            (Some(s), Some(m)) => s.steps.iter().map(|&i| m.names()[i].clone()).collect(),
+            _ => Vec::new(),
+        },
         counters,
         intervals,
         check: SelfCheck {

@@ -6,7 +6,7 @@
 //! no memory, and a reader is reused for every response of its connection, so the event loop
 //! allocates nothing per request.
 
-use super::Mix;
+use super::{Mix, Scenario};
 use crate::error::OpError;
 
 /// Where a response stands after some bytes.
@@ -32,6 +32,16 @@ pub trait ResponseReader: Send {
     /// Forgets the previous response, for the next one on this connection: the response to
     /// request `which` of the target's [`Mix`] (0 without one).
     fn reset(&mut self, which: usize);
+    /// Once a response ended: which of its request's checks ([`Protocol::checks`]) it failed,
+    /// bit `k` for check `k`.
+    fn checks_failed(&self) -> u64 {
+        0
+    }
+    /// Once a response ended: the values its request captured ([`Protocol::captures`]) moved
+    /// into their slots of `into`, the client's; a slot it did not capture is left as it was.
+    fn take_captures(&mut self, into: &mut [Vec<u8>]) {
+        let _ = into;
+    }
 }
 
 /// A request/response target, as the event loop sees it.
@@ -43,6 +53,22 @@ pub trait Protocol: Send + Sync {
     /// The target's named requests and their weights, one picked at each request's start;
     /// `None`: one request, always the same.
     fn mix(&self) -> Option<&Mix> {
+        None
+    }
+    /// The names of request `which`'s checks on its responses (none by default); the reader
+    /// says which of them each response failed ([`ResponseReader::checks_failed`]).
+    fn checks(&self, which: usize) -> &[String] {
+        let _ = which;
+        &[]
+    }
+    /// How many values a client keeps from its responses for its next requests (captures:
+    /// the slots a template's `{{capture.NAME}}` reads).
+    fn captures(&self) -> usize {
+        0
+    }
+    /// A scenario: the steps each client takes in turn, instead of a request drawn by weight
+    /// each time.
+    fn scenario(&self) -> Option<&Scenario> {
         None
     }
     /// Whether requests are made anew at each start ([`Protocol::render`]: templates) rather
@@ -87,6 +113,8 @@ pub struct Render<'a> {
     pub client: u64,
     pub rng: &'a mut u64,
     pub scratch: &'a mut Vec<u8>,
+    /// What the client captured from earlier responses, by slot.
+    pub captures: &'a [Vec<u8>],
 }
 
 /// How a request on a [`Session`] ended.

@@ -135,6 +135,18 @@ pub const REQUEST: Section = Section {
             "body_file",
             "read its body from this file [default: the target's body]",
         ),
+        k(
+            "checks",
+            "conditions its responses must meet, each counted (a string of lines, or an array), made after the target's",
+        ),
+        k(
+            "checks_fail",
+            "a response failing a check fails the request: true or false [default: the target's]",
+        ),
+        k(
+            "capture",
+            "values its responses give the client's next requests, `NAME = json /POINTER`, `NAME = header NAME` or `NAME = regex PATTERN` (a string of lines, or an array)",
+        ),
     ],
 };
 

@@ -208,9 +208,7 @@ pub fn resolve_target(
             hint: e.hint,
         }
     })?;
-    if !raw.requests.is_empty() {
-        with_requests(config.as_mut(), scheme, &raw.requests)?;
-    }
+    with_requests(config.as_mut(), (scheme, &url.at, &origins), &raw.requests)?;
     let base = config.default_name().filter(|n| valid_name(n));
     let name = target_name(
         raw.name,
@@ -235,7 +233,7 @@ pub fn resolve_target(
 /// the request's key it names (else at the request).
 fn with_requests(
     config: &mut dyn TargetConfig,
-    scheme: &str,
+    (scheme, url_at, origins): (&str, &Origin, &BTreeMap<String, Origin>),
     requests: &[RawRequest],
 ) -> Result<(), PlanError> {
     let written: Vec<BTreeMap<String, String>> = (requests.iter())
@@ -246,7 +244,19 @@ fn with_requests(
         })
         .collect();
     config.with_requests(&written).map_err(|(i, e)| {
-        let r = &requests[i.min(requests.len() - 1)];
+        let Some(r) = requests.get(i.min(requests.len().saturating_sub(1))) else {
+            // No mix in the plan: the error is the target's options' (a scenario's steps).
+            let option = e.option.clone().unwrap_or_default();
+            let message = format!("{scheme}: option {option}: {}", e.message);
+            let at = (e.option.as_ref())
+                .and_then(|o| origins.get(o))
+                .unwrap_or(url_at);
+            let err = PlanError::new(at.clone(), message);
+            return match e.hint {
+                Some(h) => err.hint(h),
+                None => err,
+            };
+        };
         let at = (e.option.as_ref())
             .and_then(|o| r.keys.iter().find(|(k, _)| &k.value == o))
             .map_or_else(|| r.at.clone(), |(_, v)| v.at.clone());

@@ -9,6 +9,7 @@
 //! | `{{zipf N THETA}}` | an integer from 1 to N, rank k drawn with P ∝ 1/k^THETA, exactly ([`ExactZipf`]) |
 //! | `{{uuid}}` | a random UUID (version 4) |
 //! | `{{data.COLUMN}}` | COLUMN of a row of the target's data file ([`Rows`]) |
+//! | `{{capture.NAME}}` | what the client captured as NAME from an earlier response (empty before) |
 //!
 //! `seq`, `client` and the data row are the request's: every field of one request (its path,
 //! headers and body) sees the same; `uniform`, `zipf` and `uuid` draw anew at each field. A
@@ -47,6 +48,7 @@ enum Field {
     Zipf(Arc<ExactZipf>),
     Uuid,
     Data(usize),
+    Capture(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +99,7 @@ pub struct Draw<'a> {
     shared: &'a Shared,
     client: u64,
     rng: &'a mut u64,
+    captures: &'a [Vec<u8>],
     seq: Option<u64>,
     row: Option<usize>,
 }
@@ -108,9 +111,15 @@ impl<'a> Draw<'a> {
             shared,
             client,
             rng,
+            captures: &[],
             seq: None,
             row: None,
         }
+    }
+
+    /// What the client captured, by slot, for `{{capture.NAME}}`.
+    pub fn with_captures(self, captures: &'a [Vec<u8>]) -> Draw<'a> {
+        Draw { captures, ..self }
     }
 
     fn next(&mut self) -> u64 {
@@ -146,6 +155,17 @@ impl Template {
         escape: Escape,
         rows: Option<&Rows>,
     ) -> Result<Template, TemplateError> {
+        Template::parse_with(text, escape, rows, &[])
+    }
+
+    /// As [`Template::parse`], with the names of the values clients capture (their slots, in
+    /// order), for `{{capture.NAME}}`.
+    pub fn parse_with(
+        text: &str,
+        escape: Escape,
+        rows: Option<&Rows>,
+        captures: &[String],
+    ) -> Result<Template, TemplateError> {
         let mut parts = Vec::new();
         let mut at = 0;
         while let Some(open) = text[at..].find("{{").map(|i| at + i) {
@@ -158,13 +178,13 @@ impl Template {
                     message: "a field `{{` with no `}}`".into(),
                     hint: Some("close it, e.g. {{seq}}".into()),
                 })?;
-            let field = field(text[open + 2..close].trim(), rows).map_err(|(message, hint)| {
-                TemplateError {
+            let field = field(text[open + 2..close].trim(), rows, captures).map_err(
+                |(message, hint)| TemplateError {
                     offset: open,
                     message,
                     hint,
-                }
-            })?;
+                },
+            )?;
             parts.push(Part::Field(field));
             at = close + 2;
         }
@@ -222,6 +242,10 @@ impl Template {
                 out.extend_from_slice(n.format(z.at(u) + 1).as_bytes());
             }
             Field::Uuid => uuid(d.next(), d.next(), out),
+            Field::Capture(slot) => {
+                let v = d.captures.get(*slot).map_or(&[][..], Vec::as_slice);
+                escaped(v, self.escape, out);
+            }
             Field::Data(col) => {
                 let row = d.row();
                 let rows = d.shared.rows.as_ref().expect("a data field has rows");
@@ -275,7 +299,7 @@ fn uuid(a: u64, b: u64, out: &mut Vec<u8>) {
 type Refusal = (String, Option<String>);
 
 /// The field `{{inner}}` names.
-fn field(inner: &str, rows: Option<&Rows>) -> Result<Field, Refusal> {
+fn field(inner: &str, rows: Option<&Rows>, captures: &[String]) -> Result<Field, Refusal> {
     let words: Vec<&str> = inner.split_whitespace().collect();
     let args = |n: usize, form: &str| -> Result<(), Refusal> {
         match words.len() == n + 1 {
@@ -326,6 +350,10 @@ fn field(inner: &str, rows: Option<&Rows>) -> Result<Field, Refusal> {
             }
             Ok(Field::Zipf(Arc::new(ExactZipf::new(n as usize, theta))))
         }
+        w if w.starts_with("capture.") => {
+            args(0, "capture.NAME")?;
+            capture(&w["capture.".len()..], inner, captures)
+        }
         w if w.starts_with("data.") => {
             args(0, "data.COLUMN")?;
             let column = &w["data.".len()..];
@@ -342,7 +370,7 @@ fn field(inner: &str, rows: Option<&Rows>) -> Result<Field, Refusal> {
         }
         other => Err((
             format!(
-                "unknown template field {{{{{inner}}}}}; {}fields: seq, client, uniform A B, zipf N THETA, uuid, data.COLUMN",
+                "unknown template field {{{{{inner}}}}}; {}fields: seq, client, uniform A B, zipf N THETA, uuid, data.COLUMN, capture.NAME",
                 crate::suggest::did_you_mean(
                     other,
                     ["seq", "client", "uniform", "zipf", "uuid"].into_iter()
@@ -351,6 +379,22 @@ fn field(inner: &str, rows: Option<&Rows>) -> Result<Field, Refusal> {
             None,
         )),
     }
+}
+
+/// `{{capture.NAME}}`: the slot of NAME among the names captured.
+fn capture(name: &str, inner: &str, captures: &[String]) -> Result<Field, Refusal> {
+    if let Some(slot) = captures.iter().position(|c| c == name) {
+        return Ok(Field::Capture(slot));
+    }
+    let known = match captures.is_empty() {
+        true => "no request captures anything".to_string(),
+        false => format!("captured: {}", captures.join(", ")),
+    };
+    let like = crate::suggest::did_you_mean(name, captures.iter().map(String::as_str));
+    Err((
+        format!("{{{{{inner}}}}}: no request captures {name:?}; {like}{known}"),
+        Some("capture it in an earlier step: capture = [\"NAME = json /POINTER\"]".into()),
+    ))
 }
 
 #[cfg(test)]

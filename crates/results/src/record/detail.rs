@@ -148,6 +148,14 @@ pub struct LoadRep {
     /// start, and the first of each call; absent when nothing streamed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Messages>,
+    /// Checks on responses: per request and check, how many responses passed and failed it;
+    /// absent without checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckCount>,
+    /// A scenario's iterations, each timed from its first step's intended start to its last
+    /// step's response; absent without a scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<Iterations>,
     /// How the generator itself did.
     pub generator: GeneratorCheck,
     /// The time series, one entry per interval. At most 10,000: when a longer run fills them,
@@ -182,6 +190,49 @@ pub struct LoadRep {
     /// clock (at most [`MAX_SENDS_KEPT`]); what `dyno merge` interleaves. Absent otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sends_ns: Vec<u64>,
+}
+
+/// A scenario's iterations in one repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Iterations {
+    /// Its steps, by request name.
+    pub steps: Vec<String>,
+    /// Iterations whose every step got a response.
+    pub completed: u64,
+    /// Iterations ended by a step without one (refused, reset, timeout…).
+    pub failed: u64,
+    /// End to end, of the completed ones.
+    pub latency_ns: Option<LatencySummary>,
+    /// Their histogram: HdrHistogram V2, deflate, base64.
+    pub histogram: Option<String>,
+}
+
+/// One check on one request's responses, and how they fared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckCount {
+    /// The request's name (`request` without a mix).
+    pub request: String,
+    /// The check as written (`status in 200,201`).
+    pub check: String,
+    pub passed: u64,
+    pub failed: u64,
+}
+
+impl CheckCount {
+    /// Adds `more` into `all`, check by check (matched by request and check).
+    pub fn add(all: &mut Vec<CheckCount>, more: &[CheckCount]) {
+        for m in more {
+            match (all.iter_mut()).find(|c| c.request == m.request && c.check == m.check) {
+                Some(c) => {
+                    c.passed += m.passed;
+                    c.failed += m.failed;
+                }
+                None => all.push(m.clone()),
+            }
+        }
+    }
 }
 
 /// The most send times a shard keeps for the merged inter-arrival check: 20,000 sends (160 KB

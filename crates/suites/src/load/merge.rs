@@ -67,6 +67,11 @@ fn merge_load(
     // The handshakes are kept as summaries only: not added.
     out.tls_handshake_ns = None;
     out.messages = merge_messages(loads)?;
+    out.checks = Vec::new();
+    for l in loads {
+        results::CheckCount::add(&mut out.checks, &l.checks);
+    }
+    out.scenario = merge_iterations(loads)?;
     out.generator = merge_checks(loads);
     out.shards = (loads.iter().enumerate())
         .map(|(k, l)| ShardCheck {
@@ -160,6 +165,33 @@ fn interleave(loads: &[&LoadRep]) -> Option<Arrivals> {
         gap_ns: latency_summary(&gaps),
         histogram: (!gaps.is_empty()).then(|| encode(&gaps)),
     })
+}
+
+/// The shards' scenario iterations, added: counts, and histograms bucket by bucket.
+fn merge_iterations(loads: &[&LoadRep]) -> Result<Option<results::Iterations>, MergeError> {
+    let Some(first) = loads.iter().find_map(|l| l.scenario.as_ref()) else {
+        return Ok(None);
+    };
+    let mut h = results::new_histogram();
+    let (mut completed, mut failed) = (0, 0);
+    for (k, it) in loads
+        .iter()
+        .enumerate()
+        .filter_map(|(k, l)| Some((k, l.scenario.as_ref()?)))
+    {
+        completed += it.completed;
+        failed += it.failed;
+        if let Some(text) = &it.histogram {
+            results::merge::add_encoded(&mut h, text, &format!("shard {k}'s iterations"))?;
+        }
+    }
+    Ok(Some(results::Iterations {
+        steps: first.steps.clone(),
+        completed,
+        failed,
+        latency_ns: results::stats::latency_summary(&h),
+        histogram: (!h.is_empty()).then(|| results::histogram::encode(&h)),
+    }))
 }
 
 /// The shards' streamed messages, added: histograms bucket by bucket.

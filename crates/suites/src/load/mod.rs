@@ -6,6 +6,7 @@ mod flat;
 mod merge;
 pub mod plan;
 pub mod rep;
+mod requests;
 pub mod settings;
 pub mod table;
 

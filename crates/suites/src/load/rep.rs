@@ -79,6 +79,9 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
         recorder,
         mix: None,
         by_request: Vec::new(),
+        checks: Vec::new(),
+        iterations: None,
+        scenario_steps: Vec::new(),
         counters: load::Counters {
             requests: t.requests,
             responses: t.responses,
@@ -196,10 +199,6 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
         .map(|iv| per_s(iv.connects as f64, iv.end_ns - iv.start_ns))
         .fold(0.0, f64::max);
     let intervals = r.intervals.clone();
-    let open = matches!(p.model, LoadModel::Open { .. });
-    let lag = results::stats::latency_summary(&r.check.lag);
-    let (valid, reason) = verdict(r, open.then_some(p.max_lag));
-    let cpu = r.check.cpu_user_ns + r.check.cpu_sys_ns;
     let load = LoadRep {
         requests: c.requests,
         responses: c.responses,
@@ -221,30 +220,19 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
         within,
         service_ns: results::stats::latency_summary(&rec.service),
         tls_handshake_ns: results::stats::latency_summary(&r.handshake),
+        checks: checks(r),
+        scenario: r.iterations.as_ref().map(|it| results::Iterations {
+            steps: r.scenario_steps.clone(),
+            completed: it.ops - it.error_count(),
+            failed: it.error_count(),
+            latency_ns: results::stats::latency_summary(&it.latency),
+            histogram: (!it.latency.is_empty()).then(|| results::histogram::encode(&it.latency)),
+        }),
         messages: (r.streamed.messages > 0).then(|| {
             let s = &r.streamed;
             results::Messages::of(s.calls, s.messages, &s.first, &s.each)
         }),
-        generator: GeneratorCheck {
-            intended_per_s: r.check.intended_per_s,
-            achieved_per_s: r.check.achieved_per_s,
-            lag_ns: if open { lag } else { None },
-            cpu_user_ns: r.check.cpu_user_ns,
-            cpu_sys_ns: r.check.cpu_sys_ns,
-            cpu_ns_per_request: if c.requests > 0 {
-                cpu as f64 / c.requests as f64
-            } else {
-                0.0
-            },
-            busiest_thread: r.check.busiest_thread,
-            wakeups: r.check.waits.wakeups,
-            coalesced: r.check.waits.coalesced,
-            window_mean_ns: r.check.waits.window_mean_ns(),
-            sleep_cost_ns: r.check.waits.sleep_cost_ns,
-            pace_ns: r.check.waits.pace_ns,
-            valid,
-            reason,
-        },
+        generator: generator(r, p),
         intervals,
         started_ns: None,
         partial: false,
@@ -268,6 +256,35 @@ pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {
     }
 }
 
+/// How the generator did in `r`: its rate, lag, CPU, wake-ups, and its verdict on itself.
+fn generator(r: &LoadResult, p: &LoadParams) -> GeneratorCheck {
+    let c = &r.counters;
+    let open = matches!(p.model, LoadModel::Open { .. });
+    let lag = results::stats::latency_summary(&r.check.lag);
+    let (valid, reason) = verdict(r, open.then_some(p.max_lag));
+    let cpu = r.check.cpu_user_ns + r.check.cpu_sys_ns;
+    GeneratorCheck {
+        intended_per_s: r.check.intended_per_s,
+        achieved_per_s: r.check.achieved_per_s,
+        lag_ns: if open { lag } else { None },
+        cpu_user_ns: r.check.cpu_user_ns,
+        cpu_sys_ns: r.check.cpu_sys_ns,
+        cpu_ns_per_request: if c.requests > 0 {
+            cpu as f64 / c.requests as f64
+        } else {
+            0.0
+        },
+        busiest_thread: r.check.busiest_thread,
+        wakeups: r.check.waits.wakeups,
+        coalesced: r.check.waits.coalesced,
+        window_mean_ns: r.check.waits.window_mean_ns(),
+        sleep_cost_ns: r.check.waits.sleep_cost_ns,
+        pace_ns: r.check.waits.pace_ns,
+        valid,
+        reason,
+    }
+}
+
 /// The figures by request: a mix's each under its name (latency, service time, failures by
 /// class, weight); a single request as `request`.
 fn by_request(r: &LoadResult) -> std::collections::BTreeMap<String, results::OpFigures> {
@@ -288,6 +305,26 @@ fn by_request(r: &LoadResult) -> std::collections::BTreeMap<String, results::OpF
         (name.clone(), f)
     })
     .collect()
+}
+
+/// The checks on responses, by request (its mix's name, or `request`) and check.
+fn checks(r: &LoadResult) -> Vec<results::CheckCount> {
+    let name = |w: usize| match &r.mix {
+        Some(m) => m.names()[w].clone(),
+        None => "request".to_string(),
+    };
+    (r.checks.iter().enumerate())
+        .flat_map(|(w, checks)| {
+            checks
+                .iter()
+                .map(move |(check, [passed, failed])| results::CheckCount {
+                    request: name(w),
+                    check: check.clone(),
+                    passed: *passed,
+                    failed: *failed,
+                })
+        })
+        .collect()
 }
 
 /// Whether the generator kept up, and if not, how that was seen.
@@ -358,6 +395,9 @@ mod tests {
             recorder,
             mix: None,
             by_request: Vec::new(),
+            checks: Vec::new(),
+            iterations: None,
+            scenario_steps: Vec::new(),
             counters: Default::default(),
             intervals: Vec::new(),
             handshake: results::new_histogram(),

@@ -344,6 +344,7 @@ impl TargetConfig for Config {
             protocol: Arc::new(Http2 {
                 requests: Arc::from([request]),
                 mix: None,
+                scenario: None,
                 streams,
                 #[cfg(feature = "tls")]
                 tls: self.tls.as_ref().map(|t| t.0.clone()),

@@ -51,7 +51,15 @@ pub(crate) fn from_plan(
         let key = |k: &str| given.get(k).map_or("", String::as_str);
         let mut merged: BTreeMap<String, String> = BTreeMap::new();
         let own_body = given.contains_key("body") || given.contains_key("body_file");
-        for key in ["method", "headers", "body", "body_file"] {
+        for key in [
+            "method",
+            "headers",
+            "body",
+            "body_file",
+            "checks",
+            "checks_fail",
+            "capture",
+        ] {
             let inherited = base
                 .get(key)
                 .filter(|_| !own_body || !key.starts_with("body"));
@@ -59,14 +67,16 @@ pub(crate) fn from_plan(
                 merged.insert(key.to_string(), v.clone());
             }
         }
-        if let (Some(theirs), Some(mine)) = (base.get("headers"), given.get("headers")) {
-            merged.insert("headers".into(), format!("{theirs}\n{mine}"));
+        for key in ["headers", "checks"] {
+            if let (Some(theirs), Some(mine)) = (base.get(key), given.get(key)) {
+                merged.insert(key.into(), format!("{theirs}\n{mine}"));
+            }
         }
         let path = match key("path") {
             "" => url_path.to_string(),
             p => request::path(p, "path").map_err(one)?,
         };
-        let spec = &super::OPTIONS[..4];
+        let spec = super::REQUEST_OPTIONS;
         let req =
             Req::from_opts(&Opts::new("http", &merged, spec).map_err(one)?, path).map_err(one)?;
         let weight = match key("weight") {
@@ -228,6 +238,9 @@ fn request_line(
             headers: Vec::new(),
             body: None,
             body_file: None,
+            checks: Vec::new(),
+            checks_fail: false,
+            captures: Vec::new(),
         },
     })
 }

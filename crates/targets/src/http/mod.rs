@@ -14,16 +14,20 @@
 
 use crate::options::Opts;
 use engine::driver::{ConfigError, DriverError, DriverInfo, Endpoint, Family, TargetConfig};
-use engine::load::{Protocol, ResponseReader};
+
 use std::collections::BTreeMap;
 #[cfg(feature = "tls")]
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod check;
 pub mod h2;
 mod mix;
 mod options;
 pub(crate) use options::*;
+mod protocol;
+use protocol::Http;
+pub(crate) use protocol::Http2;
 mod reader;
 mod request;
 mod template;
@@ -77,6 +81,9 @@ struct Config {
     mix: Vec<Named>,
     /// Whether and from what the requests' `{{…}}` fields are filled in.
     templates: template::Settings,
+    /// A scenario's steps as written (the mix's request names), and its think time (ns).
+    scenario: String,
+    think: (u64, u64),
     keepalive: bool,
     max_response: u64,
     resolved: BTreeMap<String, String>,
@@ -95,7 +102,7 @@ pub fn configure(
     options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
     let mut c = configure_as(&INFO, rest, options)?;
-    c.check_templates()?;
+    c.check_requests(false)?;
     Ok(Box::new(c))
 }
 
@@ -130,7 +137,7 @@ pub fn configure_https(
     if auto {
         c.alpn = Some(crate::tls::Alpn::new(&host, &trust)?);
     }
-    c.check_templates()?;
+    c.check_requests(false)?;
     Ok(Box::new(c))
 }
 
@@ -187,19 +194,37 @@ fn configure_as(
     let o = Opts::new(info.scheme, options, info.options)?;
     let (authority, path) = split_url(rest, "http://127.0.0.1:8080/")?;
     let req = Req::from_opts(&o, path)?;
-    let mix = match o.text("requests_file") {
+    let mut mix = match o.text("requests_file") {
         "" => Vec::new(),
         f => mix::from_file(std::path::Path::new(f), info.scheme, &authority)?,
     };
+    // The target's headers and checks hold for each request of the file, first.
+    for n in &mut mix {
+        n.req.headers.splice(0..0, req.headers.iter().cloned());
+        n.req.checks.splice(0..0, req.checks.iter().cloned());
+        n.req.checks_fail = req.checks_fail;
+    }
     // Listed only when not their default: a run without them compares with runs from before
     // these options were.
     let mut resolved = o.resolved();
-    let quiet = ["requests_file", "templates", "data_rows", "data_order"];
+    let quiet = [
+        "requests_file",
+        "templates",
+        "data_rows",
+        "data_order",
+        "checks",
+        "checks_fail",
+        "capture",
+        "scenario",
+        "think",
+    ];
     resolved.retain(|k, v| {
         !quiet.contains(&k.as_str()) || (info.options.iter()).any(|s| s.name == k && s.default != v)
     });
     Ok(Config {
         templates: template::Settings::from_opts(&o)?,
+        scenario: o.text("scenario").to_string(),
+        think: think(o.text("think"))?,
         authority,
         req,
         mix,
@@ -212,6 +237,26 @@ fn configure_as(
         alpn: None,
         h2: None,
     })
+}
+
+/// A think time: a duration, or a range `A..B` drawn uniformly (ns).
+fn think(t: &str) -> Result<(u64, u64), ConfigError> {
+    let ns = |d: &str| {
+        engine::units::parse_duration(d.trim())
+            .map(|d| d.as_nanos() as u64)
+            .map_err(|e| ConfigError::option("think", e.to_string()))
+    };
+    let (lo, hi) = match t.split_once("..") {
+        Some((a, b)) => (ns(a)?, ns(b)?),
+        None => (ns(t)?, ns(t)?),
+    };
+    if lo > hi {
+        return Err(ConfigError::option(
+            "think",
+            format!("{t:?}: the range ends below its start"),
+        ));
+    }
+    Ok((lo, hi))
 }
 
 /// How many streams a connection carries, as the column header says it.
@@ -285,7 +330,7 @@ pub fn configure_h2c(
     let mut c = configure_as(&H2C_INFO, rest, options)?;
     let o = Opts::new("h2c", options, H2C_INFO.options)?;
     h2_options(&mut c, &o)?;
-    c.check_templates()?;
+    c.check_requests(false)?;
     Ok(Box::new(c))
 }
 
@@ -324,6 +369,9 @@ impl TargetConfig for Config {
         &mut self,
         requests: &[BTreeMap<String, String>],
     ) -> Result<(), (usize, ConfigError)> {
+        if requests.is_empty() {
+            return self.check_requests(true).map_err(|e| (0, e));
+        }
         if !self.mix.is_empty() {
             let e = ConfigError::option(
                 "requests_file",
@@ -339,7 +387,7 @@ impl TargetConfig for Config {
             }
         }
         self.mix = mix;
-        self.check_templates().map_err(|e| (0, e))
+        self.check_requests(true).map_err(|e| (0, e))
     }
     fn options(&self) -> BTreeMap<String, String> {
         let mut all = self.resolved.clone();
@@ -368,10 +416,20 @@ impl TargetConfig for Config {
             .copied()
             .zip(bodies.iter().map(Vec::as_slice))
             .collect();
-        let rendered = template::for_run(&self.templates, &with, &self.authority, self.keepalive)?;
+        let compiled = check::compile(&reqs).map_err(|e| DriverError::new(e.message))?;
+        let (checks, captured) = compiled.map_or((None, Vec::new()), |(c, n)| (Some(c), n));
+        let rendered = template::for_run(
+            &self.templates,
+            &with,
+            &captured,
+            &self.authority,
+            self.keepalive,
+        )?;
         if rendered.is_some() && h2.is_some() {
             return Err(DriverError::new(TEMPLATES_ON_H2));
         }
+        let scenario =
+            (self.scenario()).map_err(|e| DriverError::new(format!("scenario: {}", e.message)))?;
         let mix = (!self.mix.is_empty()).then(|| {
             let named = self.mix.iter().map(|n| (n.name.clone(), n.weight));
             engine::load::Mix::new(named.collect()).expect("a mix is checked when read")
@@ -391,6 +449,7 @@ impl TargetConfig for Config {
                 protocol: Arc::new(Http2 {
                     requests: requests.collect(),
                     mix,
+                    scenario,
                     streams,
                     #[cfg(feature = "tls")]
                     tls,
@@ -405,8 +464,14 @@ impl TargetConfig for Config {
             protocol: Arc::new(Http {
                 requests,
                 rendered,
+                check_names: (checks.iter().flat_map(|c| c.iter()))
+                    .map(check::Checks::names)
+                    .collect(),
+                checks,
+                captures: captured.len(),
                 heads: reqs.iter().map(|r| r.method == "HEAD").collect(),
                 mix,
+                scenario,
                 keepalive: self.keepalive,
                 max_response: self.max_response,
                 #[cfg(feature = "tls")]
@@ -453,6 +518,39 @@ impl Config {
         Ok((self.h2, None))
     }
 
+    /// The scenario the options `scenario` and `think` say, by the mix's request names.
+    fn scenario(&self) -> Result<Option<engine::load::Scenario>, ConfigError> {
+        let steps: Vec<&str> = (self.scenario.split(',').map(str::trim))
+            .filter(|s| !s.is_empty())
+            .collect();
+        if steps.is_empty() {
+            return Ok(None);
+        }
+        if self.mix.is_empty() {
+            return Err(ConfigError::option("scenario", "a scenario's steps are the requests of a mix, and this target has none")
+                .hint("name the requests in [[targets.NAME.requests]] or a requests file (--requests-file)"));
+        }
+        let names: Vec<&str> = self.mix.iter().map(|n| n.name.as_str()).collect();
+        let steps = (steps.iter())
+            .map(|s| {
+                names.iter().position(|n| n == s).ok_or_else(|| {
+                    let like = engine::suggest::did_you_mean(s, names.iter().copied());
+                    ConfigError::option(
+                        "scenario",
+                        format!(
+                            "no request is named {s:?}; {like}the mix's: {}",
+                            names.join(", ")
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(engine::load::Scenario {
+            steps,
+            think_ns: self.think,
+        }))
+    }
+
     /// The requests it sends: its one, or its mix's.
     fn reqs(&self) -> Vec<&Req> {
         match self.mix.is_empty() {
@@ -462,17 +560,29 @@ impl Config {
     }
 
     /// Refuses templates that cannot be rendered (a field unknown, a data column missing, a
-    /// data file unreadable), before anything runs; their fields are HTTP/1.1's for now, so a
-    /// target that would speak HTTP/2 only by ALPN's choice speaks HTTP/1.1 instead. A body
-    /// file's fields are read, and checked, when the run starts.
-    fn check_templates(&mut self) -> Result<(), ConfigError> {
+    /// data file unreadable) and checks that cannot be made, before anything runs. Both are
+    /// HTTP/1.1's for now, so a target that would speak HTTP/2 only by ALPN's choice speaks
+    /// HTTP/1.1 instead. A body file's fields are read, and checked, when the run starts.
+    fn check_requests(&mut self, mix_final: bool) -> Result<(), ConfigError> {
         let reqs = self.reqs();
         let inline: Vec<(&Req, &[u8])> = (reqs.iter())
             .map(|r| (*r, r.body.as_deref().unwrap_or_default()))
             .collect();
-        let templated =
-            template::compile(&self.templates, &inline, &self.authority, self.keepalive)?.is_some();
-        if !templated || self.h2.is_none() {
+        let checked = check::compile(&reqs)?;
+        let captured = checked.as_ref().map_or(&[][..], |(_, n)| n.as_slice());
+        let compiled = template::compile(
+            &self.templates,
+            &inline,
+            captured,
+            &self.authority,
+            self.keepalive,
+        )?;
+        let (templated, checked) = (compiled.is_some(), checked.is_some());
+        // The plan's mix comes after the URL's options: a scenario is checked once it is known.
+        if mix_final || !self.mix.is_empty() {
+            self.scenario()?;
+        }
+        if !(templated || checked) || self.h2.is_none() {
             return Ok(());
         }
         #[cfg(feature = "tls")]
@@ -480,8 +590,12 @@ impl Config {
             self.h2 = None;
             return Ok(());
         }
-        Err(ConfigError::option("templates", TEMPLATES_ON_H2)
-            .hint("speak HTTP/1.1 (http://, or --http-version 1.1), or set templates=false"))
+        Err(match templated {
+            true => ConfigError::option("templates", TEMPLATES_ON_H2)
+                .hint("speak HTTP/1.1 (http://, or --http-version 1.1), or set templates=false"),
+            false => ConfigError::option("checks", CHECKS_ON_H2)
+                .hint("speak HTTP/1.1 (http://, or --http-version 1.1)"),
+        })
     }
 
     fn is_tls(&self) -> bool {
@@ -492,94 +606,11 @@ impl Config {
     }
 }
 
-/// HTTP/2's protocol (h2c://, https:// with version 2, grpc://): each connection a session.
-pub(crate) struct Http2 {
-    /// The target's requests: one, or its mix's.
-    pub requests: Arc<[h2::Request]>,
-    pub mix: Option<engine::load::Mix>,
-    pub streams: usize,
-    #[cfg(feature = "tls")]
-    pub tls: Option<crate::tls::Client>,
-}
-
-impl Protocol for Http2 {
-    fn request(&self, _: usize) -> &[u8] {
-        &[]
-    }
-    fn mix(&self) -> Option<&engine::load::Mix> {
-        self.mix.as_ref()
-    }
-    fn connection_per_request(&self) -> bool {
-        false
-    }
-    fn reader(&self) -> Box<dyn ResponseReader> {
-        // Slots of a session read nothing themselves; the session reads for them.
-        Box::new(HttpReader::new(false, 0))
-    }
-    fn session(&self) -> Option<Box<dyn engine::load::Session>> {
-        Some(Box::new(h2::H2::new(self.requests.clone())))
-    }
-    fn streams(&self) -> usize {
-        self.streams
-    }
-    #[cfg(feature = "tls")]
-    fn channel(&self) -> Result<Option<Box<dyn engine::load::Channel>>, engine::driver::OpError> {
-        self.tls.as_ref().map(|t| t.channel()).transpose()
-    }
-    #[cfg(feature = "tls")]
-    fn alpn(&self) -> Option<&'static [u8]> {
-        self.tls.as_ref().map(|_| &b"h2"[..])
-    }
-}
-
-/// Why templates are refused on HTTP/2.
+/// Why templates and checks are refused on HTTP/2.
+const CHECKS_ON_H2: &str =
+    "checks are made on HTTP/1.1 responses only, and this target speaks HTTP/2";
 const TEMPLATES_ON_H2: &str =
     "template fields ({{…}}) are filled in on HTTP/1.1 only, and this target speaks HTTP/2";
-
-struct Http {
-    /// The target's requests' bytes: one, or its mix's.
-    requests: Vec<Vec<u8>>,
-    /// Templates: the requests rendered at each start instead.
-    rendered: Option<template::Rendered>,
-    /// Which of them are HEAD (their responses have no body).
-    heads: Arc<[bool]>,
-    mix: Option<engine::load::Mix>,
-    keepalive: bool,
-    max_response: u64,
-    #[cfg(feature = "tls")]
-    tls: Option<crate::tls::Client>,
-}
-
-impl Protocol for Http {
-    fn request(&self, which: usize) -> &[u8] {
-        &self.requests[which]
-    }
-    fn mix(&self) -> Option<&engine::load::Mix> {
-        self.mix.as_ref()
-    }
-    fn templated(&self) -> bool {
-        self.rendered.is_some()
-    }
-    fn render(&self, which: usize, r: &mut engine::load::Render, out: &mut Vec<u8>) {
-        match &self.rendered {
-            Some(t) => t.render(which, r, out),
-            None => out.extend_from_slice(&self.requests[which]),
-        }
-    }
-    fn connection_per_request(&self) -> bool {
-        !self.keepalive
-    }
-    fn reader(&self) -> Box<dyn ResponseReader> {
-        match self.mix {
-            None => Box::new(HttpReader::new(self.heads[0], self.max_response)),
-            Some(_) => Box::new(HttpReader::for_mix(self.heads.clone(), self.max_response)),
-        }
-    }
-    #[cfg(feature = "tls")]
-    fn channel(&self) -> Result<Option<Box<dyn engine::load::Channel>>, engine::driver::OpError> {
-        self.tls.as_ref().map(|t| t.channel()).transpose()
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -13,6 +13,11 @@ pub(super) const H2C_OPTIONS: &[OptionSpec] = &[
     OPTIONS[7],
     OPTIONS[8],
     OPTIONS[9],
+    OPTIONS[10],
+    OPTIONS[11],
+    OPTIONS[12],
+    OPTIONS[13],
+    OPTIONS[14],
     STREAMS,
     WINDOW,
     CONNECTION_WINDOW,
@@ -59,6 +64,11 @@ pub(super) const HTTPS_OPTIONS: &[OptionSpec] = &[
     OPTIONS[7],
     OPTIONS[8],
     OPTIONS[9],
+    OPTIONS[10],
+    OPTIONS[11],
+    OPTIONS[12],
+    OPTIONS[13],
+    OPTIONS[14],
     CA,
     INSECURE,
     OptionSpec {
@@ -122,4 +132,40 @@ pub(crate) const OPTIONS: &[OptionSpec] = &[
         default: "in-order",
         help: "which row a request takes: in-order (the next, round again), random, or per-client",
     },
+    OptionSpec {
+        name: "checks",
+        default: "",
+        help: "conditions each response must meet, one per line (`status in 200,201`, `header NAME exists`, `body contains TEXT`, `json /POINTER == VALUE`, `size < 4KiB`…), each counted passed or failed",
+    },
+    OptionSpec {
+        name: "checks_fail",
+        default: "false",
+        help: "a response that fails a check fails its request (application), not only the check",
+    },
+    OptionSpec {
+        name: "capture",
+        default: "",
+        help: "values taken from each response for the client's next requests ({{capture.NAME}}), one per line: `NAME = json /POINTER`, `NAME = header NAME` or `NAME = regex PATTERN`",
+    },
+    OptionSpec {
+        name: "scenario",
+        default: "",
+        help: "the steps each client takes in turn, by the names of the mix's requests (`login, item, item`), instead of a request drawn by weight; each iteration timed end to end",
+    },
+    OptionSpec {
+        name: "think",
+        default: "0s",
+        help: "a scenario's think time after each step: a duration, or a range drawn uniformly (`10ms..50ms`)",
+    },
+];
+
+/// The options a request of a plan's mix may set itself.
+pub(super) const REQUEST_OPTIONS: &[OptionSpec] = &[
+    OPTIONS[0],
+    OPTIONS[1],
+    OPTIONS[2],
+    OPTIONS[3],
+    OPTIONS[10],
+    OPTIONS[11],
+    OPTIONS[12],
 ];

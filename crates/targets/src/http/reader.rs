@@ -1,6 +1,7 @@
 //! Reading HTTP/1.x responses as a stream: the head up to [`MAX_HEAD`], then the body counted by
 //! `Content-Length`, by chunks, or until the server closes — never held in memory.
 
+use super::check::{Captured, Checks, MAX_CHECKED_BODY};
 use engine::driver::{ErrorClass, OpError};
 use engine::load::{Feed, ResponseReader};
 
@@ -49,6 +50,16 @@ pub struct HttpReader {
     head_request: bool,
     /// A mix's requests: which of them are HEAD (their responses have no body).
     heads: Option<std::sync::Arc<[bool]>>,
+    /// Each request's checks on its responses, and what the current one's (`which`) failed.
+    checks: Option<std::sync::Arc<[Checks]>>,
+    which: usize,
+    failed: u64,
+    /// The body, kept up to [`MAX_CHECKED_BODY`] while a check reads it; its whole length.
+    body: Vec<u8>,
+    keep: bool,
+    body_len: u64,
+    /// What the current response captured.
+    captured: Captured,
     max_response: u64,
     seen: u64,
     status: u16,
@@ -75,6 +86,13 @@ impl HttpReader {
             state: State::Head,
             head_request,
             heads: None,
+            checks: None,
+            which: 0,
+            failed: 0,
+            body: Vec::new(),
+            keep: false,
+            body_len: 0,
+            captured: Captured::default(),
             max_response,
             seen: 0,
             status: 0,
@@ -90,11 +108,50 @@ impl HttpReader {
         }
     }
 
-    fn done(&self, used: usize) -> Feed {
+    /// The same, checking each request's responses with `checks` (by request).
+    pub(crate) fn with_checks(self, checks: std::sync::Arc<[Checks]>) -> HttpReader {
+        HttpReader {
+            checks: Some(checks),
+            ..self
+        }
+    }
+
+    /// The current request's checks, if it has any.
+    fn checks(&self) -> Option<&Checks> {
+        current(&self.checks, self.which)
+    }
+
+    /// A body's bytes as they pass: counted, and kept while a check reads them.
+    #[inline]
+    fn body_bytes(&mut self, bytes: &[u8]) {
+        self.body_len += bytes.len() as u64;
+        if self.keep && self.body.len() < MAX_CHECKED_BODY {
+            let room = MAX_CHECKED_BODY - self.body.len();
+            self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+    }
+
+    /// The response ended after `used` bytes: its verdict (its status's, or a failed check's
+    /// where checks fail requests).
+    fn done(&mut self, used: usize, keep_alive: bool) -> Feed {
+        let mut verdict = outcome(self.status);
+        let captured = &mut self.captured;
+        let checked = current(&self.checks, self.which).map(|c| {
+            let failed = self.failed | c.on_body(&self.body, self.body_len, captured);
+            let why =
+                (c.fail && failed != 0).then(|| format!("check `{}` failed", c.first(failed)));
+            (failed, why)
+        });
+        if let Some((failed, why)) = checked {
+            self.failed = failed;
+            if let (Some(why), true) = (why, verdict.is_ok()) {
+                verdict = Err(OpError::new(ErrorClass::Application, why));
+            }
+        }
         Feed::Done {
             used,
-            outcome: outcome(self.status),
-            keep_alive: self.keep_alive,
+            outcome: verdict,
+            keep_alive,
         }
     }
 
@@ -143,6 +200,11 @@ impl HttpReader {
         }
         self.status = status;
         self.keep_alive = keep_alive;
+        if status >= 200 {
+            let captured = &mut self.captured;
+            let c = current(&self.checks, self.which);
+            self.failed |= c.map_or(0, |c| c.on_head(status, r.headers, captured));
+        }
         if self.head_request || status == 204 || status == 304 || (100..200).contains(&status) {
             return Ok(State::Body { left: 0 });
         }
@@ -170,6 +232,7 @@ impl HttpReader {
         while i < data.len() {
             if let Chunk::Data { left } = c {
                 let take = (left as usize).min(data.len() - i);
+                self.body_bytes(&data[i..i + take]);
                 i += take;
                 let left = left - take as u64;
                 c = if left == 0 {
@@ -309,7 +372,27 @@ impl HttpReader {
     }
 }
 
+/// Request `which`'s checks among `checks`, if it has any.
+fn current(checks: &Option<std::sync::Arc<[Checks]>>, which: usize) -> Option<&Checks> {
+    (checks.as_ref()?.get(which)).filter(|c| !c.is_empty())
+}
+
 impl ResponseReader for HttpReader {
+    fn checks_failed(&self) -> u64 {
+        self.failed
+    }
+    fn take_captures(&mut self, into: &mut [Vec<u8>]) {
+        let mut got = self.captured.got;
+        while got != 0 {
+            let slot = got.trailing_zeros() as usize;
+            got &= got - 1;
+            if let (Some(to), Some(from)) = (into.get_mut(slot), self.captured.values.get_mut(slot))
+            {
+                std::mem::swap(to, from);
+            }
+        }
+        self.captured.got = 0;
+    }
     fn feed(&mut self, data: &[u8], eof: bool) -> Result<Feed, OpError> {
         let mut i = 0;
         loop {
@@ -328,17 +411,18 @@ impl ResponseReader for HttpReader {
                     self.state = next;
                     if next == (State::Body { left: 0 }) {
                         self.state = State::Head;
-                        return Ok(self.done(i));
+                        return Ok(self.done(i, self.keep_alive));
                     }
                 }
                 State::Body { left } => {
                     let take = (left as usize).min(data.len() - i);
+                    self.body_bytes(&data[i..i + take]);
                     i += take;
                     self.seen += take as u64;
                     let left = left - take as u64;
                     if left == 0 {
                         self.state = State::Head;
-                        return Ok(self.done(i));
+                        return Ok(self.done(i, self.keep_alive));
                     }
                     self.state = State::Body { left };
                     if eof {
@@ -357,7 +441,7 @@ impl ResponseReader for HttpReader {
                         return Err(protocol("response larger than max_response"));
                     }
                     if ended {
-                        return Ok(self.done(i));
+                        return Ok(self.done(i, self.keep_alive));
                     }
                     if eof {
                         return Err(OpError::new(
@@ -369,16 +453,13 @@ impl ResponseReader for HttpReader {
                 }
                 State::UntilClose => {
                     self.seen += (data.len() - i) as u64;
+                    self.body_bytes(&data[i..]);
                     if self.seen > self.max_response {
                         return Err(protocol("response larger than max_response"));
                     }
                     if eof {
                         self.state = State::Head;
-                        return Ok(Feed::Done {
-                            used: data.len(),
-                            outcome: outcome(self.status),
-                            keep_alive: false,
-                        });
+                        return Ok(self.done(data.len(), false));
                     }
                     return Ok(Feed::More);
                 }
@@ -390,6 +471,12 @@ impl ResponseReader for HttpReader {
         if let Some(heads) = &self.heads {
             self.head_request = heads.get(which).copied().unwrap_or(false);
         }
+        self.which = which;
+        self.failed = 0;
+        self.captured.got = 0;
+        self.body.clear();
+        self.body_len = 0;
+        self.keep = self.checks().is_some_and(Checks::reads_body);
         self.head.clear();
         self.state = State::Head;
         self.seen = 0;

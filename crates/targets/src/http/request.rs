@@ -14,6 +14,11 @@ pub(crate) struct Req {
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
     pub body_file: Option<PathBuf>,
+    /// Checks on its responses, one per line as written, and whether a failed one fails it.
+    pub checks: Vec<String>,
+    pub checks_fail: bool,
+    /// Values its responses give the client's next requests (`NAME = json /POINTER`…).
+    pub captures: Vec<String>,
 }
 
 /// The headers dyno sets itself on HTTP/1.1, and why.
@@ -38,12 +43,22 @@ impl Req {
                 );
             }
         };
+        let lines = |name: &str| -> Vec<String> {
+            (o.text(name).lines().map(str::trim))
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let (checks, captures) = (lines("checks"), lines("capture"));
         Ok(Req {
             method,
             path,
             headers,
             body,
             body_file,
+            checks,
+            checks_fail: o.bool("checks_fail")?,
+            captures,
         })
     }
 

@@ -73,7 +73,7 @@ pub(crate) struct Rendered {
 impl Rendered {
     pub(crate) fn render(&self, which: usize, r: &mut Render, out: &mut Vec<u8>) {
         let t = &self.requests[which];
-        let mut d = Draw::new(&self.shared, r.client, r.rng);
+        let mut d = Draw::new(&self.shared, r.client, r.rng).with_captures(r.captures);
         r.scratch.clear();
         t.body.render(&mut d, r.scratch);
         out.extend_from_slice(&t.method);
@@ -102,10 +102,10 @@ impl Rendered {
 fn parse(
     text: &str,
     escape: Escape,
-    rows: Option<&Rows>,
+    (rows, captures): (Option<&Rows>, &[String]),
     option: &str,
 ) -> Result<Template, ConfigError> {
-    Template::parse(text, escape, rows).map_err(|e: TemplateError| {
+    Template::parse_with(text, escape, rows, captures).map_err(|e: TemplateError| {
         let line = text[..e.offset].matches('\n').count() + 1;
         let col = text[..e.offset].rsplit('\n').next().map_or(0, str::len) + 1;
         let at = match line {
@@ -125,6 +125,7 @@ fn parse(
 pub(crate) fn compile(
     settings: &Settings,
     reqs: &[(&Req, &[u8])],
+    captures: &[String],
     authority: &str,
     keepalive: bool,
 ) -> Result<Option<Rendered>, ConfigError> {
@@ -132,7 +133,7 @@ pub(crate) fn compile(
         return Ok(None);
     }
     let shared = settings.shared()?;
-    let rows = shared.rows();
+    let rows = (shared.rows(), captures);
     let mut requests = Vec::with_capacity(reqs.len());
     for (req, body) in reqs {
         let body_option = if req.body_file.is_some() {
@@ -182,10 +183,11 @@ pub(crate) fn compile(
 pub(crate) fn for_run(
     settings: &Settings,
     reqs: &[(&Req, &[u8])],
+    captures: &[String],
     authority: &str,
     keepalive: bool,
 ) -> Result<Option<Rendered>, DriverError> {
-    compile(settings, reqs, authority, keepalive).map_err(|e| {
+    compile(settings, reqs, captures, authority, keepalive).map_err(|e| {
         let option = e.option.unwrap_or_default();
         DriverError::new(format!("{option}: {}", e.message))
     })

@@ -64,6 +64,7 @@ fn rendering_a_templated_request_allocates_nothing_once_warm() {
             client,
             rng: &mut rng,
             scratch: &mut scratch,
+            captures: &[],
         };
         protocol.render(0, &mut r, out);
     };

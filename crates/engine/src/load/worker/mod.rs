@@ -4,8 +4,11 @@
 use super::channel::*;
 use super::*;
 
+mod end;
 mod link;
 mod poll;
+
+use end::check_counters;
 
 pub(super) use link::{LINK_BASE, Link};
 
@@ -50,6 +53,12 @@ pub(super) struct Conn {
     pub(super) which: usize,
     /// A templated request's bytes, rendered at its start (reused).
     pub(super) out: Vec<u8>,
+    /// A scenario: the step it is at (0: an iteration's first), and when its iteration was
+    /// due.
+    pub(super) step: usize,
+    pub(super) iteration_from: u64,
+    /// What this client captured from its responses, by slot.
+    pub(super) captured: Vec<Vec<u8>>,
 }
 
 impl Conn {
@@ -88,6 +97,12 @@ pub(super) struct Worker<'a> {
     pub(super) rec: Recorder,
     /// A mix's requests, each recorded apart too (empty without a mix).
     pub(super) by_request: Vec<Recorder>,
+    /// Per request, per check on its responses: how many passed and failed it (empty when no
+    /// request has checks).
+    pub(super) checks: Vec<Vec<[u64; 2]>>,
+    /// A scenario's steps, and its iterations timed end to end (failed ones counted).
+    pub(super) scenario: Option<crate::load::Scenario>,
+    pub(super) iterations: Recorder,
     /// The stream a mix's picks and templates' fields are drawn from.
     pub(super) draw: u64,
     /// Requests are rendered at their start (templates); a buffer to render with, and the
@@ -133,6 +148,8 @@ pub(super) struct Worker<'a> {
 pub(super) struct WorkerResult {
     pub(super) rec: Recorder,
     pub(super) by_request: Vec<Recorder>,
+    pub(super) checks: Vec<Vec<[u64; 2]>>,
+    pub(super) iterations: Option<Recorder>,
     pub(super) lag: Histogram,
     pub(super) handshake: Histogram,
     pub(super) streamed: Streamed,
@@ -169,6 +186,9 @@ impl<'a> Worker<'a> {
             by_request: (spec.protocol.mix()).map_or(Vec::new(), |m| {
                 (0..m.len()).map(|_| Recorder::new()).collect()
             }),
+            checks: check_counters(spec.protocol.as_ref()),
+            scenario: spec.protocol.scenario().cloned(),
+            iterations: Recorder::new(),
             // Each thread draws its own stream, apart from the arrivals' (seed + thread).
             draw: (spec.seed ^ 0x6D69_7865_7321_0000).wrapping_add(share.index as u64),
             templated: spec.protocol.templated(),
@@ -225,6 +245,9 @@ impl<'a> Worker<'a> {
             messages: 0,
             which: 0,
             out: Vec::new(),
+            step: 0,
+            iteration_from: 0,
+            captured: vec![Vec::new(); self.spec.protocol.captures()],
         });
         let ci = self.conns.len() - 1;
         if self.multiplexed {
@@ -260,9 +283,15 @@ impl<'a> Worker<'a> {
         c.started = now;
         c.written = 0;
         c.messages = 0;
-        c.which = match self.spec.protocol.mix() {
-            Some(m) => m.pick(results::rng::splitmix64(&mut self.draw)),
-            None => 0,
+        c.which = match (&self.scenario, self.spec.protocol.mix()) {
+            (Some(s), _) => {
+                if c.step == 0 {
+                    c.iteration_from = intended;
+                }
+                s.steps[c.step]
+            }
+            (None, Some(m)) => m.pick(results::rng::splitmix64(&mut self.draw)),
+            (None, None) => 0,
         };
         c.reader.reset(c.which);
         if self.templated {
@@ -271,6 +300,7 @@ impl<'a> Worker<'a> {
                 client: self.client_base + ci as u64,
                 rng: &mut self.draw,
                 scratch: &mut self.scratch,
+                captures: &c.captured,
             };
             self.spec.protocol.render(c.which, &mut r, &mut c.out);
         }
@@ -463,120 +493,6 @@ impl<'a> Worker<'a> {
         c.tls = None;
         c.handshake_from = None;
         c.state = State::Closed;
-    }
-
-    /// A response ended.
-    pub(super) fn complete(
-        &mut self,
-        ci: usize,
-        outcome: Result<(), OpError>,
-        keep_alive: bool,
-        now: u64,
-    ) {
-        let c = &mut self.conns[ci];
-        let latency = now.saturating_sub(c.intended);
-        let service = now.saturating_sub(c.sent);
-        self.counters.responses += 1;
-        if outcome.is_ok() {
-            self.counters.ok += 1;
-        }
-        results::histogram::record(&mut self.rec.service, service);
-        self.window.observe(service);
-        if let Some(r) = self.by_request.get_mut(c.which) {
-            results::histogram::record(&mut r.service, service);
-            r.record(latency, outcome.clone().map(|_| 0));
-        }
-        self.rec.record(latency, outcome.map(|_| 0));
-        self.interval_hist.saturating_record(latency.max(1));
-        let reuse = keep_alive && !self.spec.protocol.connection_per_request();
-        if reuse {
-            self.conns[ci].state = State::Idle;
-        } else {
-            self.drop_stream(ci);
-        }
-        let n = self.outstanding.saturating_sub(1);
-        self.set_outstanding(now, n);
-        self.next_for(ci, now);
-    }
-
-    /// A request failed: count it (no latency: there was no response), close the connection.
-    ///
-    /// A failure inside `start` itself (the connect call failed at once) never starts another
-    /// request from here, so failures cannot recurse: a closed-loop connection pauses, an
-    /// open-loop one goes back to the idle list for the next due request.
-    pub(super) fn fail(&mut self, ci: usize, e: OpError, now: u64) {
-        let was_busy = self.conns[ci].busy();
-        let refused = e.class == ErrorClass::Refused;
-        if was_busy && let Some(r) = self.by_request.get_mut(self.conns[ci].which) {
-            r.fail(e.clone());
-        }
-        self.rec.fail(e);
-        self.drop_stream(ci);
-        if was_busy {
-            let n = self.outstanding.saturating_sub(1);
-            self.set_outstanding(now, n);
-        }
-        if self.open {
-            if was_busy {
-                self.next_for(ci, now);
-            } else {
-                self.idle.push(ci);
-            }
-        } else if refused || !was_busy {
-            if self.conns[ci].retry_at.is_none() {
-                self.pausing += 1;
-            }
-            self.conns[ci].retry_at = Some(now + RETRY_PAUSE_NS);
-        } else {
-            self.next_for(ci, now);
-        }
-    }
-
-    /// What a connection does after a request ended.
-    pub(super) fn next_for(&mut self, ci: usize, now: u64) {
-        if self.open {
-            if let Some(intended) = self.backlog.pop_front() {
-                // It was counted as outstanding when queued; `start` counts it again.
-                let n = self.outstanding.saturating_sub(1);
-                self.set_outstanding(now, n);
-                self.start(ci, intended, now);
-            } else {
-                self.idle.push(ci);
-            }
-            return;
-        }
-        if self.may_start(ci, now) {
-            self.start(ci, now, now);
-        }
-    }
-
-    /// Closed loop: whether connection `ci` may start another request now.
-    pub(super) fn may_start(&self, ci: usize, now: u64) -> bool {
-        self.issuing && self.conns[ci].remaining > 0 && !self.closed_over(now)
-    }
-
-    /// Closed loop with a duration: true once it has passed.
-    pub(super) fn closed_over(&self, now: u64) -> bool {
-        matches!(self.closed_stop, Some(Stop::Duration { ns }) if now - self.start >= ns)
-    }
-
-    /// An open-loop request is due at `intended`.
-    pub(super) fn dispatch(&mut self, intended: u64, now: u64) {
-        self.lag
-            .saturating_record(now.saturating_sub(intended).max(1));
-        self.window.due(intended);
-        if let Some(ci) = self.idle.pop() {
-            self.start(ci, intended, now);
-        } else if self.conns.len() < self.max_connections * self.streams {
-            let ci = self.add_conn(u64::MAX);
-            self.start(ci, intended, now);
-        } else if self.backlog.len() < MAX_BACKLOG {
-            self.backlog.push_back(intended);
-            let n = self.outstanding + 1;
-            self.set_outstanding(now, n);
-        } else {
-            self.counters.unsent += 1;
-        }
     }
 
     pub(super) fn handle(&mut self, ci: usize, now: u64) {

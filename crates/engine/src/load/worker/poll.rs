@@ -170,6 +170,8 @@ impl<'a> Worker<'a> {
         WorkerResult {
             rec: self.rec,
             by_request: self.by_request,
+            checks: self.checks,
+            iterations: self.scenario.is_some().then_some(self.iterations),
             lag: self.lag,
             handshake: self.handshake,
             streamed: self.streamed,

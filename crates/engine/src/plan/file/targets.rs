@@ -86,11 +86,19 @@ pub(super) fn target_from_toml(
             DeValue::Integer(i) => i.to_string(),
             DeValue::Float(f) => f.as_str().to_string(),
             DeValue::Boolean(b) => b.to_string(),
+            // Lines (headers, checks): an array of strings, one a line.
+            DeValue::Array(lines) => {
+                let mut all = Vec::new();
+                for line in lines.iter() {
+                    all.push(expect_str(src, k, line)?);
+                }
+                all.join("\n")
+            }
             other => {
                 return Err(PlanError::new(
                     src.at(v.span()),
                     format!(
-                        "target option `{}` must be a string, number or boolean, not {}",
+                        "target option `{}` must be a string, number, boolean or array of lines, not {}",
                         k.get_ref(),
                         type_name(other)
                     ),
@@ -145,7 +153,10 @@ fn requests_from_toml(
             let text = match value.get_ref() {
                 DeValue::String(s) => s.to_string(),
                 DeValue::Integer(i) => i.to_string(),
-                DeValue::Array(lines) if name == "headers" => {
+                DeValue::Boolean(b) => b.to_string(),
+                DeValue::Array(lines)
+                    if matches!(name.as_ref(), "headers" | "checks" | "capture") =>
+                {
                     let mut all = Vec::new();
                     for line in lines.iter() {
                         all.push(expect_str(src, key, line)?);
