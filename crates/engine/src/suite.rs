@@ -40,6 +40,12 @@ impl Param {
         min: 1,
         max: crate::plan::MAX_CLIENTS as u64,
     };
+    /// An open loop's rate in all, per second: what a capacity search raises (`--find-max`).
+    pub const RATE: Param = Param {
+        name: "rate",
+        min: 1,
+        max: 10_000_000,
+    };
 }
 
 /// The bounds of `-c` in a suite: its default, its most, and why.

@@ -176,7 +176,7 @@ impl RawPlan {
                     "the {} suite has no rate to search",
                     results::Named::name(suite)
                 ),
-                "search with the load suite (http://, h2c://, grpc://, tcp:// targets): the one whose rate can be swept yet",
+                "search with a suite that runs an open loop at a rate: load (http://, h2c://, grpc://, tcp://), ycsb or sql",
             );
         }
         if !self.sweeps.is_empty() || !self.levels.is_empty() || !self.faults.is_empty() {

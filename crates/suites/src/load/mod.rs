@@ -150,9 +150,8 @@ impl Suite for Load {
                 max: u64::from(MAX_CLIENTS),
             },
             Param {
-                name: "rate",
-                min: 1,
                 max: MAX_RATE_PER_S as u64,
+                ..Param::RATE
             },
         ]
     }

@@ -296,7 +296,7 @@ impl Suite for Sql {
     }
 
     fn sweepable(&self) -> Vec<Param> {
-        vec![Param::CLIENTS]
+        vec![Param::CLIENTS, Param::RATE]
     }
 
     fn default_reps(&self, _: bool) -> u32 {

@@ -95,11 +95,13 @@ struct ClientRun {
 /// Every client's part of one repetition.
 fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> TestOutcome {
     let clients = point.clients.max(1) as usize;
+    // A rate sweep's point (a capacity search's step) sets the open loop's rate.
+    let rate = point.swept("rate").map(|r| r as f64).or(s.rate);
     let start = Instant::now();
     let threads = super::super::generator_threads(store, ctx.threads, clients);
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, ClientRun> {
-            Box::new(move || client_run(store, ctx, s, (id, clients)))
+            Box::new(move || client_run(store, ctx, s, (id, clients, rate)))
         })
         .collect();
     let runs: Vec<ClientRun> = engine::fiber::join_all(threads, jobs)
@@ -137,7 +139,7 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         broken = broken.or(r.broken.clone());
     }
     let mut by_op = by_op(s, &scripts, &commands);
-    if s.rate.is_some() {
+    if rate.is_some() {
         by_op.insert(super::table::LAG.into(), lag.figures());
     }
     let errors = all.error_count();
@@ -221,7 +223,7 @@ fn client_run(
     store: &dyn Store,
     ctx: &RepCtx,
     s: &SqlSettings,
-    (id, clients): (usize, usize),
+    (id, clients, rate): (usize, usize, Option<f64>),
 ) -> ClientRun {
     let mut out = ClientRun {
         transactions: Recorder::new(),
@@ -270,7 +272,7 @@ fn client_run(
     let deadline = start + Duration::from_nanos(s.duration_ns);
     // An open loop: this client's share of the rate, in Poisson arrivals (pgbench's -R).
     let mut throttle = Prng::new(s.seed.wrapping_mul(31).wrapping_add(id as u64 + 7));
-    let mean_gap_ns = s.rate.map(|r| 1e9 * clients as f64 / r);
+    let mean_gap_ns = rate.map(|r| 1e9 * clients as f64 / r);
     let limit = s.latency_limit_ns.map(Duration::from_nanos);
     let mut due = start;
     let mut done = 0u64;

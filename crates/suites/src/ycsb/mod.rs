@@ -308,7 +308,7 @@ impl Suite for Ycsb {
     }
 
     fn sweepable(&self) -> Vec<Param> {
-        vec![Param::CLIENTS]
+        vec![Param::CLIENTS, Param::RATE]
     }
 
     fn default_reps(&self, _: bool) -> u32 {
@@ -460,7 +460,12 @@ impl Suite for Ycsb {
                     point,
                     (w, i),
                     (records, s.operations, plan.seed, shard),
-                    (s.zipf, s.rate, virtual_time),
+                    // A rate sweep's point (a capacity search's step) sets the rate.
+                    (
+                        s.zipf,
+                        point.swept("rate").map(|r| r as f64).or(s.rate),
+                        virtual_time,
+                    ),
                 ));
             }
             After::Next
