@@ -303,4 +303,40 @@ headers = ["Authorization: Bearer {{{{capture.token}}}}"]
             (0, 200)
         );
     }
+
+    /// In an open loop each arrival starts an iteration, whose second step follows on the
+    /// same connection: about rate × duration iterations, each with its two steps, every
+    /// account request carrying the token its login captured.
+    #[test]
+    fn a_scenario_in_an_open_loop_starts_an_iteration_per_arrival() {
+        let _serial = serial();
+        let n = Nginx::start_logged().expect("nginx (./scripts/test installs it)");
+        let dir = tempfile::tempdir().unwrap();
+        let plan = scenario_plan(dir.path(), &n, "token = json /token");
+        dyno(dir.path())
+            .arg("run")
+            .arg(&plan)
+            .args([
+                "--suite", "load", "--rate", "200", "-d", "2s", "-c", "4", "-r", "1", "-o", "open",
+            ])
+            .assert()
+            .success();
+        let rec = record(&dir.path().join("open"));
+        assert_schema_valid(&rec);
+        let it = &rec["cases"][0]["reps"][0]["detail"]["load"]["scenario"];
+        let completed = it["completed"].as_u64().unwrap();
+        assert!((360..=400).contains(&completed), "{it}");
+        assert_eq!(it["failed"], 0, "{it}");
+        let by_op = &rec["cases"][0]["reps"][0]["by_op"];
+        let (login, account) = (
+            by_op["login"]["count"].as_u64().unwrap(),
+            by_op["account"]["count"].as_u64().unwrap(),
+        );
+        assert!(
+            login >= completed && login - account <= 4,
+            "{login} logins, {account} account requests"
+        );
+        let c = checks(&rec);
+        assert_eq!(c[&("account".into(), "status == 200".into())].1, 0, "{c:?}");
+    }
 }

@@ -574,4 +574,25 @@ mod tests {
         );
         assert_eq!(none.got, 0);
     }
+
+    proptest::proptest! {
+        /// Any line is a check or a named refusal; any response (status, header, body) is
+        /// judged without panicking, its verdict bits only those of its checks.
+        #[test]
+        fn any_check_and_any_response_are_judged_or_refused(
+            line in "(status|header|body|json|size|capture)? ?[ -~]{0,30}",
+            cap in "[a-z]{1,5} = (json|header|regex) [ -~]{0,12}",
+            status in 0u16..700,
+            value in proptest::collection::vec(proptest::num::u8::ANY, 0..40),
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+        ) {
+            let mut names = Vec::new();
+            let Ok(c) = Checks::parse(&[line], &[cap], false, &mut names) else { return Ok(()) };
+            let mut got = Captured::default();
+            let h = [header("x-a", &value)];
+            let bits = c.on_head(status, &h, &mut got) | c.on_body(&body, body.len() as u64, &mut got);
+            proptest::prop_assert!(bits >> c.names().len() == 0);
+            proptest::prop_assert!(got.got >> names.len() == 0);
+        }
+    }
 }
