@@ -206,7 +206,7 @@ pub trait TargetConfig: Send + Sync {
         Err((
             0,
             ConfigError::url(
-                "this target takes no mix of requests; [[targets.NAME.requests]] is for http://, https:// and h2c:// targets",
+                "this target takes no mix of requests; [[targets.NAME.requests]] is for http://, https://, h2c:// and grpc:// targets",
             ),
         ))
     }

@@ -114,7 +114,7 @@ pub const TARGET: Section = Section {
 
 pub const REQUEST: Section = Section {
     title: "[[targets.NAME.requests]]",
-    about: "One request of a target's mix (http://, https://, h2c://), picked by weight at each request's start and measured under its name; a key left out is the target's.",
+    about: "One request of a target's mix (http://, https://, h2c://; grpc:// takes name, weight, path as its method, body as its JSON, headers as its metadata), picked by weight at each request's start and measured under its name; a key left out is the target's.",
     keys: &[
         k(
             "name",

@@ -108,6 +108,18 @@ fn timeout_header(d: Duration) -> String {
     "99999999H".into()
 }
 
+/// The metadata dyno sends itself on every call, and why.
+const RESERVED: &[&str] = &[
+    "content-type",
+    "te",
+    "content-length",
+    "host",
+    "grpc-timeout",
+    "user-agent",
+];
+const RESERVED_WHY: &str =
+    "dyno sends them for every call (the deadline as grpc-timeout: --deadline)";
+
 /// What every call of a target is: its method, and its request encoded. Made when the plan is
 /// resolved from a `.proto` file, or at the run's start from the server's reflection service.
 #[derive(Debug, Clone)]
@@ -139,6 +151,18 @@ impl Call {
     }
 }
 
+/// One method of a mix (`[[targets.NAME.requests]]`: its `path` the method, its `body` the
+/// request's JSON, its `headers` metadata after the target's).
+#[derive(Debug, Clone)]
+struct Method {
+    name: String,
+    weight: u32,
+    path: String,
+    json: String,
+    metadata: Vec<(String, String)>,
+    call: Arc<OnceLock<Result<Call, String>>>,
+}
+
 #[derive(Debug, Clone)]
 struct Config {
     authority: String,
@@ -146,6 +170,10 @@ struct Config {
     /// The request as JSON, for a call made from the server's reflection.
     json: String,
     call: Arc<OnceLock<Result<Call, String>>>,
+    /// The `.proto` file's descriptors (none: the server's reflection, at the run's start).
+    pool: Option<prost_reflect::DescriptorPool>,
+    /// A mix of methods, called instead when there are any.
+    mix: Vec<Method>,
     metadata: Vec<(String, String)>,
     deadline: Option<Duration>,
     max_response: u64,
@@ -205,6 +233,7 @@ fn configure_as(
     };
     // With a .proto file the call is made now; without, from the server's reflection when
     // the run starts (the server may be one the plan starts).
+    let mut pool = None;
     let call = match o.text("proto") {
         "" if info.scheme != "grpc" => {
             return Err(ConfigError::option(
@@ -220,22 +249,13 @@ fn configure_as(
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from)
                 .collect();
-            let pool = proto::pool(std::path::Path::new(proto), &imports)?;
-            OnceLock::from(Ok(Call::new(&pool, path.trim_start_matches('/'), &json)?))
+            let p = proto::pool(std::path::Path::new(proto), &imports)?;
+            let call = OnceLock::from(Ok(Call::new(&p, path.trim_start_matches('/'), &json)?));
+            pool = Some(p);
+            call
         }
     };
-    let metadata = http::header_lines(
-        &o,
-        &[
-            "content-type",
-            "te",
-            "content-length",
-            "host",
-            "grpc-timeout",
-            "user-agent",
-        ],
-        "dyno sends them for every call (the deadline as grpc-timeout: --deadline)",
-    )?;
+    let metadata = http::header_lines(&o, RESERVED, RESERVED_WHY)?;
     http::h2_headers_allowed(&metadata)?;
     let deadline = match o.text("deadline") {
         "" => None,
@@ -246,6 +266,8 @@ fn configure_as(
         path,
         json,
         call: Arc::new(call),
+        pool,
+        mix: Vec::new(),
         metadata,
         deadline,
         max_response: o.size("max_response")?,
@@ -259,16 +281,96 @@ fn configure_as(
 impl Config {
     /// The call: made already, or now from the server's reflection service (asked once).
     fn call(&self) -> Result<&Call, DriverError> {
-        let made = self.call.get_or_init(|| {
-            let name = self.path.trim_start_matches('/');
+        self.made(&self.call, &self.path, &self.json)
+    }
+
+    /// The call to `path` with `json` in `cell`: made already, or now from the server's
+    /// reflection service (asked once).
+    fn made<'a>(
+        &self,
+        cell: &'a OnceLock<Result<Call, String>>,
+        path: &str,
+        json: &str,
+    ) -> Result<&'a Call, DriverError> {
+        let made = cell.get_or_init(|| {
+            let name = path.trim_start_matches('/');
             let service = name.split_once('/').map_or(name, |(s, _)| s);
             let pool = reflect::pool(&self.authority, service, Duration::from_secs(5))?;
-            Call::new(&pool, name, &self.json).map_err(|e| match e.hint {
+            Call::new(&pool, name, json).map_err(|e| match e.hint {
                 Some(h) => format!("{} ({h})", e.message),
                 None => e.message,
             })
         });
         made.as_ref().map_err(|e| DriverError::new(e.clone()))
+    }
+
+    /// A mix's method from the plan's keys (`path`, `body`, `headers`, `name`, `weight`).
+    fn method(
+        &self,
+        given: &BTreeMap<String, String>,
+        earlier: &[Method],
+    ) -> Result<Method, ConfigError> {
+        if let Some(k) = given
+            .keys()
+            .find(|k| !["name", "weight", "path", "body", "headers"].contains(&k.as_str()))
+        {
+            return Err(ConfigError::option(
+                k,
+                "a gRPC call of a mix takes name, weight, path (its method), body (its request as JSON) and headers (its metadata)",
+            ));
+        }
+        let text = |k: &str| given.get(k).map_or("", String::as_str);
+        let path = match text("path") {
+            "" => self.path.clone(),
+            p => format!("/{}", p.trim_start_matches('/')),
+        };
+        let json = match text("body") {
+            "" => self.json.clone(),
+            b => b.to_string(),
+        };
+        let mut metadata = self.metadata.clone();
+        for line in text("headers")
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+        {
+            let h = http::header_line(line, RESERVED, RESERVED_WHY).map_err(|r| r.at("headers"))?;
+            metadata.push(h);
+        }
+        http::h2_headers_allowed(&metadata)?;
+        let weight = match text("weight") {
+            "" => 1,
+            w => (w.parse::<u32>().ok())
+                .filter(|w| *w <= 1_000_000)
+                .ok_or_else(|| {
+                    ConfigError::option(
+                        "weight",
+                        format!("{w:?} is not a whole number of 0 to 1000000"),
+                    )
+                })?,
+        };
+        let name = match text("name") {
+            "" => path.trim_start_matches('/').to_string(),
+            n => n.to_string(),
+        };
+        if earlier.iter().any(|m| m.name == name) {
+            return Err(
+                ConfigError::option("name", format!("{name:?} names two calls"))
+                    .hint("give each its own name"),
+            );
+        }
+        let call = match &self.pool {
+            Some(pool) => OnceLock::from(Ok(Call::new(pool, path.trim_start_matches('/'), &json)?)),
+            None => OnceLock::new(),
+        };
+        Ok(Method {
+            name,
+            weight,
+            path,
+            json,
+            metadata,
+            call: Arc::new(call),
+        })
     }
 
     fn is_tls(&self) -> bool {
@@ -280,12 +382,17 @@ impl Config {
 
     /// The call's header block, encoded once.
     fn block(&self) -> Vec<u8> {
+        self.block_of(&self.path, &self.metadata)
+    }
+
+    /// The header block of a call to `path` with `metadata`.
+    fn block_of(&self, path: &str, metadata: &[(String, String)]) -> Vec<u8> {
         let timeout = self.deadline.map(timeout_header);
         let fixed = [
             (":method", "POST"),
             (":scheme", if self.is_tls() { "https" } else { "http" }),
             (":authority", self.authority.as_str()),
-            (":path", self.path.as_str()),
+            (":path", path),
             ("content-type", "application/grpc"),
             ("te", "trailers"),
         ];
@@ -293,13 +400,18 @@ impl Config {
             .iter()
             .map(|t| ("grpc-timeout", t.as_str()))
             .collect();
-        http::h2_block(&fixed, &self.metadata, &extra)
+        http::h2_block(&fixed, metadata, &extra)
     }
 }
 
 impl TargetConfig for Config {
     fn durability(&self) -> String {
         let calls = match self.call() {
+            _ if !self.mix.is_empty() => format!(
+                "gRPC, a mix of {} calls, {}",
+                self.mix.len(),
+                http::streams_label(self.h2.0)
+            ),
             Ok(c) => {
                 let kind = if c.streaming {
                     "server streaming"
@@ -326,12 +438,34 @@ impl TargetConfig for Config {
     fn families(&self) -> &'static [Family] {
         INFO.families
     }
+    fn with_requests(
+        &mut self,
+        requests: &[BTreeMap<String, String>],
+    ) -> Result<(), (usize, ConfigError)> {
+        let mut mix = Vec::with_capacity(requests.len());
+        for (i, given) in requests.iter().enumerate() {
+            mix.push(self.method(given, &mix).map_err(|e| (i, e))?);
+        }
+        if !mix.is_empty() && mix.iter().all(|m| m.weight == 0) {
+            let e = ConfigError::option("weight", "every call's weight is 0")
+                .hint("give at least one call a weight above 0");
+            return Err((0, e));
+        }
+        if !mix.is_empty() {
+            let each: Vec<String> = mix
+                .iter()
+                .map(|m| format!("{} ×{}", m.name, m.weight))
+                .collect();
+            self.resolved.insert("requests".into(), each.join("; "));
+        }
+        self.mix = mix;
+        Ok(())
+    }
     fn endpoint(&self) -> Result<Endpoint, DriverError> {
         let addr = crate::net::resolve(&self.authority, None)?;
-        let call = self.call()?;
         let (streams, stream_window, connection_window) = self.h2;
-        let request = h2::Request {
-            block: self.block(),
+        let request = |block: Vec<u8>, call: &Call| h2::Request {
+            block,
             body: call.body.clone(),
             max_response: self.max_response,
             stream_window,
@@ -339,11 +473,26 @@ impl TargetConfig for Config {
             grpc: true,
             streaming: call.streaming,
         };
+        let requests: Vec<h2::Request> = match self.mix.is_empty() {
+            true => vec![request(self.block(), self.call()?)],
+            false => (self.mix.iter())
+                .map(|m| {
+                    Ok(request(
+                        self.block_of(&m.path, &m.metadata),
+                        self.made(&m.call, &m.path, &m.json)?,
+                    ))
+                })
+                .collect::<Result<_, DriverError>>()?,
+        };
+        let mix = (!self.mix.is_empty()).then(|| {
+            let named = self.mix.iter().map(|m| (m.name.clone(), m.weight));
+            engine::load::Mix::new(named.collect()).expect("a mix is checked when read")
+        });
         Ok(Endpoint {
             addr,
             protocol: Arc::new(Http2 {
-                requests: Arc::from([request]),
-                mix: None,
+                requests: requests.into(),
+                mix,
                 scenario: None,
                 streams,
                 #[cfg(feature = "tls")]

@@ -33,7 +33,7 @@ mod request;
 mod template;
 pub use reader::{HttpReader, MAX_HEAD};
 #[cfg(feature = "grpc")]
-pub(crate) use request::{h2_block, header_lines};
+pub(crate) use request::{h2_block, header_line, header_lines};
 
 use mix::Named;
 use request::Req;

@@ -237,3 +237,69 @@ fn a_grpcio_server_is_called_with_its_own_reflection_or_a_proto_file() {
         "{text}"
     );
 }
+
+/// A mix of two methods of a real gRPC server, each described by its reflection: a row per
+/// method, the calls in their weights' shares, and only the streaming one's messages counted.
+#[test]
+fn a_mix_of_methods_has_a_row_per_method() {
+    let _serial = serial();
+    let Some(server) = testkit::GrpcEcho::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!(
+        r#"[targets.echo]
+url = "grpc://127.0.0.1:{}/dyno.example.Echo/Say"
+data = '{{"key": "k", "n": 2}}'
+
+[[targets.echo.requests]]
+name = "say"
+weight = 3
+
+[[targets.echo.requests]]
+name = "repeat"
+path = "dyno.example.Echo/Repeat"
+body = '{{"key": "r", "n": 3}}'
+"#,
+        server.port
+    );
+    std::fs::write(dir.path().join("echo.toml"), plan).unwrap();
+    let out = dyno(dir.path())
+        .args([
+            "run",
+            "echo.toml",
+            "--suite",
+            "load",
+            "-d",
+            "2s",
+            "-r",
+            "1",
+            "--streams",
+            "4",
+            "-o",
+            "o",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(text.contains("echo: per request of the mix"), "{text}");
+    assert!(text.contains("gRPC, a mix of 2 calls"), "{text}");
+    let rec = record(&dir.path().join("o"));
+    assert_schema_valid(&rec);
+    let rep = &rec["cases"][0]["reps"][0];
+    let (say, repeat) = (
+        rep["by_op"]["say"]["count"].as_u64().unwrap(),
+        rep["by_op"]["repeat"]["count"].as_u64().unwrap(),
+    );
+    assert!(repeat > 20, "{say} says, {repeat} repeats");
+    let share = say as f64 / (say + repeat) as f64;
+    assert!((share - 0.75).abs() < 0.06, "say's share {share}");
+    assert_eq!(rep["by_op"]["say"]["errors"], 0);
+    assert_eq!(rep["by_op"]["repeat"]["errors"], 0);
+    let m = &rep["detail"]["load"]["messages"];
+    assert_eq!(
+        m["calls"].as_u64(),
+        Some(repeat),
+        "only Repeat streams: {m}"
+    );
+}

@@ -391,7 +391,7 @@ impl H2 {
             return Ok(());
         }
         s.received += body.len() as u64;
-        if self.reqs[0].streaming && s.status == 200 {
+        if self.reqs[s.which].streaming && s.status == 200 {
             let slot = s.slot;
             s.framing.take(body, || done(slot, Ended::Message));
         }
