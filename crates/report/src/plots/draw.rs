@@ -67,6 +67,8 @@ pub(super) struct Chart {
     /// label for the legend.
     pub(super) shade: Vec<(f64, f64)>,
     pub(super) shade_label: &'static str,
+    /// A level drawn across the chart, with its label (a capacity search's objective).
+    pub(super) limit: Option<(f64, String)>,
 }
 
 /// The y axis: linear from 0, or log10 with decade ticks when the values drawn span more than a
@@ -288,11 +290,16 @@ where
     });
     // The mean, and the band's low and high where a band is drawn.
     let drawn = if c.band { 3 } else { 1 };
-    let y = YAxis::of(c.lines.iter().flat_map(|l| {
-        l.points
+    let y = YAxis::of(
+        c.lines
             .iter()
-            .flat_map(move |p| [p.1, p.2, p.3].into_iter().take(drawn))
-    }));
+            .flat_map(|l| {
+                l.points
+                    .iter()
+                    .flat_map(move |p| [p.1, p.2, p.3].into_iter().take(drawn))
+            })
+            .chain(c.limit.iter().map(|(v, _)| *v)),
+    );
     if !x0.is_finite() {
         (x0, x1) = (0.0, 1.0);
     }
@@ -340,6 +347,19 @@ where
                 .label(c.shade_label)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], grey.filled()));
         }
+    }
+    if let Some((v, label)) = &c.limit {
+        let red = RGBColor(190, 30, 45);
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(x0, y.at(*v)), (x1, y.at(*v))],
+                8,
+                5,
+                red.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], red.stroke_width(2)));
     }
     if let Kind::Bars(cats) = &c.kind {
         draw_bars(&mut chart, c, cats, &y)?;

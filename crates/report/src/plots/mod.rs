@@ -101,6 +101,7 @@ fn over_time(title: String, x_desc: &str, y_desc: &str, lines: Vec<Line>) -> Cha
         kind: Kind::Lines,
         shade: Vec::new(),
         shade_label: "fault",
+        limit: None,
     }
 }
 
@@ -179,6 +180,7 @@ fn sweep_chart(r: &RunRecord, s: &Series) -> (Chart, String) {
         kind: Kind::Lines,
         shade: search_edge(r, s, x_log),
         shade_label: "the search's edge",
+        limit: objective(r, s, scale),
     };
     let mut dat = format!(
         "# dyno {} {}: {} against {}\n# {}",
@@ -219,6 +221,31 @@ fn search_edge(r: &RunRecord, s: &Series, x_log: bool) -> Vec<(f64, f64)> {
         Some((Some(h), Some(b))) if s.param == "rate" => vec![(at(h), at(b))],
         _ => Vec::new(),
     }
+}
+
+/// A capacity search's latency objective on the chart of that percentile, as the chart draws
+/// it (`scale`: seconds to its unit): `p99 < 20ms` across the p99 chart.
+fn objective(r: &RunRecord, s: &Series, scale: f64) -> Option<(f64, String)> {
+    use results::thresholds::{Metric, Threshold};
+    let search = r.search.as_ref()?;
+    (search.objectives.iter()).find_map(|text| {
+        let t = Threshold::parse(text).ok()?;
+        let Metric::Quantile(q) = t.metric else {
+            return None;
+        };
+        let name = [
+            (0.5, "p50"),
+            (0.9, "p90"),
+            (0.99, "p99"),
+            (0.999, "p99.9"),
+            (1.0, "max"),
+        ]
+        .iter()
+        .find(|(p, _)| (p - q).abs() < 1e-9)?
+        .1;
+        (s.figure == Figure::Time && s.name.ends_with(&format!("-{name}")))
+            .then(|| (t.limit / 1e9 * scale, format!("objective: {text}")))
+    })
 }
 
 /// Percentiles the spectrum is drawn at: 0% up to 99.9999%.
@@ -307,6 +334,7 @@ fn spectra(
             kind: Kind::Lines,
             shade: Vec::new(),
             shade_label: "fault",
+            limit: None,
         },
         dat,
     ))
@@ -507,6 +535,7 @@ fn rate_bars(r: &RunRecord, view: &dyn View) -> Option<(Chart, String)> {
             kind: Kind::Bars(tests.iter().map(|t| t.to_string()).collect()),
             shade: Vec::new(),
             shade_label: "fault",
+            limit: None,
         },
         dat,
     ))
