@@ -171,6 +171,48 @@ type Plane<'a, DB> = ChartContext<
     Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
 >;
 
+/// What is drawn behind and across the lines: shaded spans of x (faults, a search's edge) and
+/// a level (a search's objective), each in the legend.
+fn draw_marks<DB: DrawingBackend>(
+    chart: &mut Plane<'_, DB>,
+    c: &Chart,
+    y: &YAxis,
+    (x0, x1): (f64, f64),
+) -> Result<(), PlotError>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| PlotError::Draw(e.to_string());
+    for (i, &(a, b)) in c.shade.iter().enumerate() {
+        let grey = RGBColor(120, 120, 120).mix(0.18);
+        let drawn = chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(a.max(x0), y.lo), (b.min(x1), y.hi)],
+                grey.filled(),
+            )))
+            .map_err(err)?;
+        if i == 0 {
+            drawn
+                .label(c.shade_label)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], grey.filled()));
+        }
+    }
+    if let Some((v, label)) = &c.limit {
+        let red = RGBColor(190, 30, 45);
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(x0, y.at(*v)), (x1, y.at(*v))],
+                8,
+                5,
+                red.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], red.stroke_width(2)));
+    }
+    Ok(())
+}
+
 /// A group of bars per category, a bar per line, each category's name under its group.
 fn draw_bars<DB: DrawingBackend>(
     chart: &mut Plane<'_, DB>,
@@ -334,33 +376,7 @@ where
         mesh.disable_x_mesh().x_labels(0);
     }
     mesh.draw().map_err(err)?;
-    for (i, &(a, b)) in c.shade.iter().enumerate() {
-        let grey = RGBColor(120, 120, 120).mix(0.18);
-        let drawn = chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(a.max(x0), y.lo), (b.min(x1), y.hi)],
-                grey.filled(),
-            )))
-            .map_err(err)?;
-        if i == 0 {
-            drawn
-                .label(c.shade_label)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], grey.filled()));
-        }
-    }
-    if let Some((v, label)) = &c.limit {
-        let red = RGBColor(190, 30, 45);
-        chart
-            .draw_series(DashedLineSeries::new(
-                [(x0, y.at(*v)), (x1, y.at(*v))],
-                8,
-                5,
-                red.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], red.stroke_width(2)));
-    }
+    draw_marks(&mut chart, c, &y, (x0, x1))?;
     if let Kind::Bars(cats) = &c.kind {
         draw_bars(&mut chart, c, cats, &y)?;
     }
