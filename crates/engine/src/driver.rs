@@ -194,8 +194,8 @@ pub trait TargetConfig: Send + Sync {
     }
     /// Sends a mix of named requests instead of the one the URL and options say
     /// (`[[targets.NAME.requests]]`): each request's keys as the plan wrote them; called once
-    /// the plan is read, with none when it names none. An error says which request (its index)
-    /// and, as its option, which key.
+    /// the plan is read, with none when it names none. An error says which request (its index;
+    /// `usize::MAX` for the target's own options) and, as its option, which key.
     fn with_requests(
         &mut self,
         requests: &[BTreeMap<String, String>],

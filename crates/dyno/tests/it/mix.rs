@@ -46,6 +46,22 @@ fn a_bad_mix_is_refused_where_it_was_written() {
     );
     let err = run(&["name = \"x\"", "name = \"x\""]);
     assert!(err.contains("\"x\" names two requests"), "{err}");
+    // A check or a template of one request is placed at that request's key.
+    let err = run(&[
+        "path = \"/a\"",
+        "path = \"/b\"\nchecks = [\"stauts == 200\"]",
+    ]);
+    assert!(
+        err.contains("plan.toml:10:10: http: request 2 of the mix: check `stauts == 200`"),
+        "{err}"
+    );
+    let err = run(&["path = \"/a\"", "path = \"/b/{{sequ}}\""]);
+    assert!(
+        err.contains(
+            "plan.toml:9:8: http: request 2 of the mix: at column 4: unknown template field"
+        ),
+        "{err}"
+    );
     let err = run(&["headers = [\"Content-Length: 3\"]"]);
     assert!(err.contains("Content-Length is set by dyno"), "{err}");
     // A mix on a target that sends no HTTP requests.

@@ -221,9 +221,10 @@ fn split(n: usize, parts: usize, i: usize) -> usize {
     n / parts + usize::from(i < n % parts)
 }
 
-/// The shares of `n` before share `i`: where share `i` begins.
+/// The shares of `n` before share `i` (each at least 1, as an open loop's threads get):
+/// where share `i` begins.
 fn before(n: usize, parts: usize, i: usize) -> usize {
-    (0..i).map(|j| split(n, parts, j)).sum()
+    (0..i).map(|j| split(n, parts, j).max(1)).sum()
 }
 
 /// Thread `i`'s share of the load: its connections, its schedule (an open loop's arrivals are

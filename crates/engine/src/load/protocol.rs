@@ -111,6 +111,9 @@ pub trait Protocol: Send + Sync {
 /// stream, and a buffer to reuse.
 pub struct Render<'a> {
     pub client: u64,
+    /// This generator's shard and their count: what the shards share (`{{seq}}`, rows taken
+    /// in order) is numbered over all of them, interleaved.
+    pub shard: (u64, u64),
     pub rng: &'a mut u64,
     pub scratch: &'a mut Vec<u8>,
     /// What the client captured from earlier responses, by slot.

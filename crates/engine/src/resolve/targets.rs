@@ -244,8 +244,8 @@ fn with_requests(
         })
         .collect();
     config.with_requests(&written).map_err(|(i, e)| {
-        let Some(r) = requests.get(i.min(requests.len().saturating_sub(1))) else {
-            // No mix in the plan: the error is the target's options' (a scenario's steps).
+        let Some(r) = requests.get(i) else {
+            // Not a request's (`usize::MAX`, or no mix in the plan): the target's options'.
             let option = e.option.clone().unwrap_or_default();
             let message = format!("{scheme}: option {option}: {}", e.message);
             let at = (e.option.as_ref())

@@ -33,8 +33,8 @@ pub const MAX_ZIPF: u64 = 10_000_000;
 pub enum Escape {
     /// As it is (a body).
     None,
-    /// A URL's path and query: bytes that cannot stand there (space, control, non-ASCII, `#`)
-    /// percent-encoded.
+    /// A URL's path and query: bytes that cannot stand there (space, control, non-ASCII, and
+    /// `#%"<>\^`{|}`) percent-encoded.
     Path,
     /// A header's value: line breaks and other control bytes written as spaces.
     Header,
@@ -100,6 +100,8 @@ pub struct Draw<'a> {
     client: u64,
     rng: &'a mut u64,
     captures: &'a [Vec<u8>],
+    /// This generator's shard and their count: `seq` and in-order rows interleave over them.
+    shard: (u64, u64),
     seq: Option<u64>,
     row: Option<usize>,
 }
@@ -112,8 +114,17 @@ impl<'a> Draw<'a> {
             client,
             rng,
             captures: &[],
+            shard: (0, 1),
             seq: None,
             row: None,
+        }
+    }
+
+    /// As the generator `shard` of `shards` (both numbered over every shard, interleaved).
+    pub fn in_shard(self, (shard, shards): (u64, u64)) -> Draw<'a> {
+        Draw {
+            shard: (shard, shards.max(1)),
+            ..self
         }
     }
 
@@ -127,9 +138,10 @@ impl<'a> Draw<'a> {
     }
 
     fn seq(&mut self) -> u64 {
-        *(self
-            .seq
-            .get_or_insert_with(|| self.shared.seq.fetch_add(1, Ordering::Relaxed)))
+        let (shard, shards) = self.shard;
+        *(self.seq.get_or_insert_with(|| {
+            self.shared.seq.fetch_add(1, Ordering::Relaxed) * shards + shard
+        }))
     }
 
     fn row(&mut self) -> usize {
@@ -139,7 +151,10 @@ impl<'a> Draw<'a> {
         let rows = self.shared.rows.as_ref().expect("a data field has rows");
         let n = rows.len() as u64;
         let r = match rows.order() {
-            Order::InOrder => self.shared.next_row.fetch_add(1, Ordering::Relaxed) % n,
+            Order::InOrder => {
+                let (shard, shards) = self.shard;
+                (self.shared.next_row.fetch_add(1, Ordering::Relaxed) * shards + shard) % n
+            }
             Order::Random => ((u128::from(self.next()) * u128::from(n)) >> 64) as u64,
             Order::PerClient => self.client % n,
         } as usize;
@@ -266,7 +281,7 @@ fn escaped(v: &[u8], escape: Escape, out: &mut Vec<u8>) {
         ),
         Escape::Path => {
             for &b in v {
-                if b <= 0x20 || b >= 0x7f || b == b'#' {
+                if b <= 0x20 || b >= 0x7f || b"#%\"<>\\^`{|}".contains(&b) {
                     out.extend_from_slice(&[
                         b'%',
                         HEX[usize::from(b >> 4)],

@@ -449,7 +449,7 @@ impl TargetConfig for Config {
         if !mix.is_empty() && mix.iter().all(|m| m.weight == 0) {
             let e = ConfigError::option("weight", "every call's weight is 0")
                 .hint("give at least one call a weight above 0");
-            return Err((0, e));
+            return Err((usize::MAX, e));
         }
         if !mix.is_empty() {
             let each: Vec<String> = mix

@@ -27,6 +27,8 @@ pub const MAX_CHECKED_BODY: usize = 1 << 20;
 enum Test {
     Exists,
     Eq(String),
+    /// A JSON value's `== VALUE`: VALUE read once (as JSON, or else a string).
+    JsonEq(serde_json::Value),
     Contains(String),
 }
 
@@ -114,6 +116,10 @@ impl Checks {
     ) -> Result<Checks, String> {
         let mut list = Vec::new();
         for line in lines.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {
+            // A check written twice (the target's and a request's) is made once.
+            if list.iter().any(|(n, _)| n == line) {
+                continue;
+            }
             list.push((
                 line.to_string(),
                 kind(line).map_err(|e| format!("check `{line}`: {e}"))?,
@@ -169,6 +175,7 @@ impl Checks {
                         (None, _) => false,
                         (Some(_), Test::Exists) => true,
                         (Some(h), Test::Eq(v)) => h.value.trim_ascii() == v.as_bytes(),
+                        (Some(_), Test::JsonEq(_)) => false,
                         (Some(h), Test::Contains(t)) => contains(h.value, t.as_bytes()),
                     }
                 }
@@ -275,11 +282,8 @@ fn compare(a: u64, op: &str, b: u64) -> bool {
 fn json_holds(v: &serde_json::Value, test: &Test) -> bool {
     match test {
         Test::Exists => true,
-        Test::Eq(want) => {
-            let want: serde_json::Value = serde_json::from_str(want)
-                .unwrap_or_else(|_| serde_json::Value::String(want.clone()));
-            *v == want
-        }
+        Test::Eq(want) => v.as_str() == Some(want.as_str()),
+        Test::JsonEq(want) => v == want,
         Test::Contains(t) => v.as_str().map_or_else(
             || v.to_string().contains(t.as_str()),
             |s| s.contains(t.as_str()),
@@ -305,17 +309,20 @@ pub(crate) fn pointer(p: &str) -> Result<String, String> {
     Ok(p.to_string())
 }
 
+/// What follows the first `n` words of `line`, its inner spaces as written.
+fn after_words(line: &str, n: usize) -> &str {
+    let mut rest = line;
+    for _ in 0..n {
+        rest = rest.trim_start();
+        rest = &rest[rest.find(char::is_whitespace).unwrap_or(rest.len())..];
+    }
+    rest.trim()
+}
+
 /// `== VALUE`, `contains TEXT` or `exists` after a subject.
 fn test(rest: &[&str], line: &str) -> Result<Test, String> {
-    let value = || {
-        // The value is the rest of the line as written (its spaces kept).
-        let after = line
-            .splitn(4, char::is_whitespace)
-            .nth(3)
-            .unwrap_or("")
-            .trim();
-        after.to_string()
-    };
+    // The value is the rest of the line as written (its inner spaces kept).
+    let value = || after_words(line, 3).to_string();
     match rest {
         ["exists"] => Ok(Test::Exists),
         ["==", _, ..] => Ok(Test::Eq(value())),
@@ -344,18 +351,16 @@ fn kind(line: &str) -> Result<Kind, String> {
             name: name.to_string(),
             test: test(rest, line)?,
         }),
-        ["body", "contains", _, ..] => {
-            let text = line
-                .splitn(3, char::is_whitespace)
-                .nth(2)
-                .unwrap_or("")
-                .trim();
-            Ok(Kind::Body(text.to_string()))
-        }
+        ["body", "contains", _, ..] => Ok(Kind::Body(after_words(line, 2).to_string())),
         ["body", ..] => Err("write `body contains TEXT`".into()),
         ["json", p, rest @ ..] => Ok(Kind::Json {
             pointer: pointer(p)?,
-            test: test(rest, line)?,
+            test: match test(rest, line)? {
+                Test::Eq(want) => Test::JsonEq(
+                    serde_json::from_str(&want).unwrap_or(serde_json::Value::String(want)),
+                ),
+                other => other,
+            },
         }),
         ["size", op @ ("<" | "<=" | ">" | ">=" | "=="), n] => {
             let bytes = engine::units::parse_size(n).map_err(|e| e.to_string())?;
@@ -439,17 +444,17 @@ pub(crate) type Compiled = (std::sync::Arc<[Checks]>, Vec<String>);
 /// any.
 pub(crate) fn compile(
     reqs: &[&super::request::Req],
-) -> Result<Option<Compiled>, engine::driver::ConfigError> {
+) -> Result<Option<Compiled>, (usize, engine::driver::ConfigError)> {
     let mut names = Vec::new();
     let mut all = Vec::with_capacity(reqs.len());
-    for r in reqs {
+    for (i, r) in reqs.iter().enumerate() {
         let option = if r.captures.is_empty() {
             "checks"
         } else {
             "capture"
         };
         let c = Checks::parse(&r.checks, &r.captures, r.checks_fail, &mut names)
-            .map_err(|e| engine::driver::ConfigError::option(option, e))?;
+            .map_err(|e| (i, engine::driver::ConfigError::option(option, e)))?;
         all.push(c);
     }
     Ok((!all.iter().all(Checks::is_empty)).then(|| (all.into(), names)))
@@ -521,6 +526,19 @@ mod tests {
         assert!(bad("header X").contains("write `exists`"));
         assert!(bad("size ~ 3").contains("write `size < 4KiB`"));
         assert!(bad("size < lots").starts_with("check `size < lots`: "));
+        // Aligned columns: the value is what follows the words, its inner spaces kept.
+        let c = checks(&[
+            "header  X-A   ==   a  b",
+            "json   /n    ==    7",
+            "body    contains   x  y",
+        ]);
+        let h = [header("x-a", b"a  b")];
+        assert_eq!(c.on_head(200, &h, &mut Captured::default()), 0);
+        let body = br#"{"n": 7, "t": "x  y"}"#;
+        assert_eq!(
+            c.on_body(body, body.len() as u64, &mut Captured::default()),
+            0
+        );
         let capture = |l: &str| Checks::parse(&[], &[l.to_string()], false, &mut Vec::new());
         assert!(
             capture("token = json token")

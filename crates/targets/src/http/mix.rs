@@ -89,7 +89,8 @@ pub(crate) fn from_plan(
         };
         out.push(Named { name, weight, req });
     }
-    check(&out).map_err(|e| (0, e))?;
+    // The mix as a whole: the target's, not one request's.
+    check(&out).map_err(|e| (usize::MAX, e))?;
     Ok(out)
 }
 
@@ -172,8 +173,14 @@ pub(crate) fn from_file(
             out.extend(current.take());
             continue;
         }
-        let Some(named) = current.as_mut() else {
+        // A request line starts a request, after a blank line or right after the last one
+        // (as vegeta reads them).
+        if current.is_none() || looks_like_request(line) {
+            out.extend(current.take());
             current = Some(request_line(line, scheme, authority, &out).map_err(|w| at(n, w))?);
+            continue;
+        }
+        let Some(named) = current.as_mut() else {
             continue;
         };
         if let Some(body) = line.strip_prefix('@') {
@@ -199,6 +206,18 @@ pub(crate) fn from_file(
     }
     check(&out)?;
     Ok(out)
+}
+
+/// Whether `line` is `METHOD URL` or `METHOD /path` (a header's name has no space before its
+/// colon, so no header line is).
+fn looks_like_request(line: &str) -> bool {
+    let Some((method, target)) = line.split_once(char::is_whitespace) else {
+        return false;
+    };
+    let target = target.trim_start();
+    !method.is_empty()
+        && method.bytes().all(|b| b.is_ascii_uppercase())
+        && (target.starts_with('/') || target.contains("://"))
 }
 
 /// `METHOD URL` (or `METHOD /path`): a new request of weight 1.
@@ -335,6 +354,14 @@ mod tests {
         let mix = from_file(&f, "http", "127.0.0.1:8080").unwrap();
         let names: Vec<&str> = mix.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["GET /items/1", "POST /orders", "GET /items/1 #2"]);
+        // vegeta's own examples: one request a line, no blank line between.
+        std::fs::write(&f, "GET http://127.0.0.1:8080/a\nX-A: 1\nGET /b\nHEAD /c\n").unwrap();
+        let mix = from_file(&f, "http", "127.0.0.1:8080").unwrap();
+        let names: Vec<&str> = mix.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["GET /a", "GET /b", "HEAD /c"]);
+        assert_eq!(mix[0].req.headers.len(), 1);
+        std::fs::write(&f, "GET http://127.0.0.1:8080/items/1\nX-Account: 7\n\n\nPOST /orders\nContent-Type: application/json\n@order.json\n\nGET http://127.0.0.1:8080/items/1\n").unwrap();
+        let mix = from_file(&f, "http", "127.0.0.1:8080").unwrap();
         assert_eq!(mix[0].req.headers[0].1, "7");
         assert_eq!(mix[1].req.body_file, Some(PathBuf::from("order.json")));
         assert!(mix.iter().all(|n| n.weight == 1));

@@ -102,7 +102,7 @@ pub fn configure(
     options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
     let mut c = configure_as(&INFO, rest, options)?;
-    c.check_requests(false)?;
+    c.check_requests(false).map_err(|r| c.in_file(r))?;
     Ok(Box::new(c))
 }
 
@@ -137,7 +137,7 @@ pub fn configure_https(
     if auto {
         c.alpn = Some(crate::tls::Alpn::new(&host, &trust)?);
     }
-    c.check_requests(false)?;
+    c.check_requests(false).map_err(|r| c.in_file(r))?;
     Ok(Box::new(c))
 }
 
@@ -198,10 +198,11 @@ fn configure_as(
         "" => Vec::new(),
         f => mix::from_file(std::path::Path::new(f), info.scheme, &authority)?,
     };
-    // The target's headers and checks hold for each request of the file, first.
+    // The target's headers, checks and captures hold for each request of the file, first.
     for n in &mut mix {
         n.req.headers.splice(0..0, req.headers.iter().cloned());
         n.req.checks.splice(0..0, req.checks.iter().cloned());
+        n.req.captures.splice(0..0, req.captures.iter().cloned());
         n.req.checks_fail = req.checks_fail;
     }
     // Listed only when not their default: a run without them compares with runs from before
@@ -257,6 +258,12 @@ fn think(t: &str) -> Result<(u64, u64), ConfigError> {
         ));
     }
     Ok((lo, hi))
+}
+
+/// A refusal as the plan's mix places it: its request's index, or `usize::MAX` for the
+/// target's own options.
+fn placed((i, e): template::Refusal) -> (usize, ConfigError) {
+    (i.unwrap_or(usize::MAX), e)
 }
 
 /// How many streams a connection carries, as the column header says it.
@@ -330,7 +337,7 @@ pub fn configure_h2c(
     let mut c = configure_as(&H2C_INFO, rest, options)?;
     let o = Opts::new("h2c", options, H2C_INFO.options)?;
     h2_options(&mut c, &o)?;
-    c.check_requests(false)?;
+    c.check_requests(false).map_err(|r| c.in_file(r))?;
     Ok(Box::new(c))
 }
 
@@ -370,7 +377,7 @@ impl TargetConfig for Config {
         requests: &[BTreeMap<String, String>],
     ) -> Result<(), (usize, ConfigError)> {
         if requests.is_empty() {
-            return self.check_requests(true).map_err(|e| (0, e));
+            return self.check_requests(true).map_err(placed);
         }
         if !self.mix.is_empty() {
             let e = ConfigError::option(
@@ -387,7 +394,7 @@ impl TargetConfig for Config {
             }
         }
         self.mix = mix;
-        self.check_requests(true).map_err(|e| (0, e))
+        self.check_requests(true).map_err(placed)
     }
     fn options(&self) -> BTreeMap<String, String> {
         let mut all = self.resolved.clone();
@@ -416,7 +423,7 @@ impl TargetConfig for Config {
             .copied()
             .zip(bodies.iter().map(Vec::as_slice))
             .collect();
-        let compiled = check::compile(&reqs).map_err(|e| DriverError::new(e.message))?;
+        let compiled = check::compile(&reqs).map_err(|(_, e)| DriverError::new(e.message))?;
         let (checks, captured) = compiled.map_or((None, Vec::new()), |(c, n)| (Some(c), n));
         let rendered = template::for_run(
             &self.templates,
@@ -563,12 +570,14 @@ impl Config {
     /// data file unreadable) and checks that cannot be made, before anything runs. Both are
     /// HTTP/1.1's for now, so a target that would speak HTTP/2 only by ALPN's choice speaks
     /// HTTP/1.1 instead. A body file's fields are read, and checked, when the run starts.
-    fn check_requests(&mut self, mix_final: bool) -> Result<(), ConfigError> {
+    /// A refusal's place: a request of the mix (its index), or the target's options.
+    fn check_requests(&mut self, mix_final: bool) -> Result<(), template::Refusal> {
+        let mixed = !self.mix.is_empty();
         let reqs = self.reqs();
         let inline: Vec<(&Req, &[u8])> = (reqs.iter())
             .map(|r| (*r, r.body.as_deref().unwrap_or_default()))
             .collect();
-        let checked = check::compile(&reqs)?;
+        let checked = check::compile(&reqs).map_err(|(i, e)| (mixed.then_some(i), e))?;
         let captured = checked.as_ref().map_or(&[][..], |(_, n)| n.as_slice());
         let compiled = template::compile(
             &self.templates,
@@ -576,11 +585,12 @@ impl Config {
             captured,
             &self.authority,
             self.keepalive,
-        )?;
+        )
+        .map_err(|(i, e)| (i.filter(|_| mixed), e))?;
         let (templated, checked) = (compiled.is_some(), checked.is_some());
         // The plan's mix comes after the URL's options: a scenario is checked once it is known.
-        if mix_final || !self.mix.is_empty() {
-            self.scenario()?;
+        if mix_final || mixed {
+            self.scenario().map_err(|e| (None, e))?;
         }
         if !(templated || checked) || self.h2.is_none() {
             return Ok(());
@@ -590,12 +600,28 @@ impl Config {
             self.h2 = None;
             return Ok(());
         }
-        Err(match templated {
-            true => ConfigError::option("templates", TEMPLATES_ON_H2)
-                .hint("speak HTTP/1.1 (http://, or --http-version 1.1), or set templates=false"),
-            false => ConfigError::option("checks", CHECKS_ON_H2)
-                .hint("speak HTTP/1.1 (http://, or --http-version 1.1)"),
-        })
+        Err((
+            None,
+            match templated {
+                true => ConfigError::option("templates", TEMPLATES_ON_H2).hint(
+                    "speak HTTP/1.1 (http://, or --http-version 1.1), or set templates=false",
+                ),
+                false => ConfigError::option("checks", CHECKS_ON_H2)
+                    .hint("speak HTTP/1.1 (http://, or --http-version 1.1)"),
+            },
+        ))
+    }
+
+    /// A refusal found before the plan's mix: in a request of the requests file (named in the
+    /// message), or in the target's options.
+    fn in_file(&self, (i, e): template::Refusal) -> ConfigError {
+        match i.and_then(|i| self.mix.get(i)) {
+            Some(n) => ConfigError {
+                message: format!("request {:?} of the requests file: {}", n.name, e.message),
+                ..e
+            },
+            None => e,
+        }
     }
 
     fn is_tls(&self) -> bool {

@@ -73,7 +73,9 @@ pub(crate) struct Rendered {
 impl Rendered {
     pub(crate) fn render(&self, which: usize, r: &mut Render, out: &mut Vec<u8>) {
         let t = &self.requests[which];
-        let mut d = Draw::new(&self.shared, r.client, r.rng).with_captures(r.captures);
+        let mut d = Draw::new(&self.shared, r.client, r.rng)
+            .with_captures(r.captures)
+            .in_shard(r.shard);
         r.scratch.clear();
         t.body.render(&mut d, r.scratch);
         out.extend_from_slice(&t.method);
@@ -120,6 +122,9 @@ fn parse(
     })
 }
 
+/// Where a refusal lies: in one request of a mix (its index), or in the target's options.
+pub(crate) type Refusal = (Option<usize>, ConfigError);
+
 /// The templates of `reqs` (their bodies given apart: a body file read), or `None` when
 /// templates are off or none has a field.
 pub(crate) fn compile(
@@ -128,45 +133,17 @@ pub(crate) fn compile(
     captures: &[String],
     authority: &str,
     keepalive: bool,
-) -> Result<Option<Rendered>, ConfigError> {
+) -> Result<Option<Rendered>, Refusal> {
     if !settings.on {
         return Ok(None);
     }
-    let shared = settings.shared()?;
-    let rows = (shared.rows(), captures);
-    let mut requests = Vec::with_capacity(reqs.len());
-    for (req, body) in reqs {
-        let body_option = if req.body_file.is_some() {
-            "body_file"
-        } else {
-            "body"
-        };
-        let body = match std::str::from_utf8(body) {
-            Ok(text) => parse(text, Escape::None, rows, body_option)?,
-            // Not text, so no field in it: sent as it is.
-            Err(_) => Template::literal(body),
-        };
-        let mut headers = Vec::with_capacity(req.headers.len());
-        for (name, value) in &req.headers {
-            headers.push((
-                format!("{name}: ").into_bytes(),
-                parse(value, Escape::Header, rows, "headers")?,
-            ));
-        }
-        requests.push(H1 {
-            method: req.method.clone().into_bytes(),
-            path: parse(&req.path, Escape::Path, rows, "path")?,
-            fixed: format!(
-                " HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: dyno/{}\r\n",
-                env!("CARGO_PKG_VERSION")
-            )
-            .into_bytes(),
-            headers,
-            sized: matches!(req.method.as_str(), "POST" | "PUT" | "PATCH"),
-            close: !keepalive,
-            body,
-        });
-    }
+    let shared = settings.shared().map_err(|e| (None, e))?;
+    let known = (shared.rows(), captures);
+    let requests = (reqs.iter().enumerate())
+        .map(|(i, (req, body))| {
+            h1(req, body, known, (authority, keepalive)).map_err(|e| (Some(i), e))
+        })
+        .collect::<Result<Vec<H1>, Refusal>>()?;
     let fixed = requests.iter().all(|r| {
         r.path.is_fixed() && r.body.is_fixed() && r.headers.iter().all(|(_, v)| v.is_fixed())
     });
@@ -179,6 +156,45 @@ pub(crate) fn compile(
     }))
 }
 
+/// One request's templates: its path, each header's value, its body.
+fn h1(
+    req: &Req,
+    body: &[u8],
+    known: (Option<&Rows>, &[String]),
+    (authority, keepalive): (&str, bool),
+) -> Result<H1, ConfigError> {
+    let body_option = if req.body_file.is_some() {
+        "body_file"
+    } else {
+        "body"
+    };
+    let body = match std::str::from_utf8(body) {
+        Ok(text) => parse(text, Escape::None, known, body_option)?,
+        // Not text, so no field in it: sent as it is.
+        Err(_) => Template::literal(body),
+    };
+    let mut headers = Vec::with_capacity(req.headers.len());
+    for (name, value) in &req.headers {
+        headers.push((
+            format!("{name}: ").into_bytes(),
+            parse(value, Escape::Header, known, "headers")?,
+        ));
+    }
+    Ok(H1 {
+        method: req.method.clone().into_bytes(),
+        path: parse(&req.path, Escape::Path, known, "path")?,
+        fixed: format!(
+            " HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: dyno/{}\r\n",
+            env!("CARGO_PKG_VERSION")
+        )
+        .into_bytes(),
+        headers,
+        sized: matches!(req.method.as_str(), "POST" | "PUT" | "PATCH"),
+        close: !keepalive,
+        body,
+    })
+}
+
 /// As [`compile`], for the run: a body file's bytes read now.
 pub(crate) fn for_run(
     settings: &Settings,
@@ -187,8 +203,9 @@ pub(crate) fn for_run(
     authority: &str,
     keepalive: bool,
 ) -> Result<Option<Rendered>, DriverError> {
-    compile(settings, reqs, captures, authority, keepalive).map_err(|e| {
+    compile(settings, reqs, captures, authority, keepalive).map_err(|(i, e)| {
         let option = e.option.unwrap_or_default();
-        DriverError::new(format!("{option}: {}", e.message))
+        let at = i.map_or(String::new(), |i| format!("request {}: ", i + 1));
+        DriverError::new(format!("{at}{option}: {}", e.message))
     })
 }

@@ -62,6 +62,7 @@ fn rendering_a_templated_request_allocates_nothing_once_warm() {
         out.clear();
         let mut r = Render {
             client,
+            shard: (0, 1),
             rng: &mut rng,
             scratch: &mut scratch,
             captures: &[],

@@ -99,13 +99,8 @@ impl Worker<'_> {
     pub(super) fn fail(&mut self, ci: usize, e: OpError, now: u64) {
         let was_busy = self.conns[ci].busy();
         let refused = e.class == ErrorClass::Refused;
-        if was_busy && let Some(r) = self.by_request.get_mut(self.conns[ci].which) {
-            r.fail(e.clone());
-        }
-        if was_busy && self.scenario.is_some() {
-            // The iteration ends at its failed step; the next starts from the first.
-            self.iterations.fail(e.clone());
-            self.conns[ci].step = 0;
+        if was_busy {
+            self.count_failed(ci, &e);
         }
         self.rec.fail(e);
         self.drop_stream(ci);
@@ -123,6 +118,28 @@ impl Worker<'_> {
             self.pause(ci, now + RETRY_PAUSE_NS);
         } else {
             self.next_for(ci, now);
+        }
+    }
+
+    /// A request whose connection could not even be opened: counted by request and by
+    /// iteration as any failed request, out of the outstanding ones, then its connection's
+    /// failure (which, not busy, starts nothing from here: no recursion).
+    pub(super) fn fail_at_start(&mut self, ci: usize, e: OpError, now: u64) {
+        self.count_failed(ci, &e);
+        let n = self.outstanding.saturating_sub(1);
+        self.set_outstanding(now, n);
+        self.fail(ci, e, now);
+    }
+
+    /// A failed request in its request's figures, and its scenario's iteration ended there
+    /// (the next starts from the first step).
+    fn count_failed(&mut self, ci: usize, e: &OpError) {
+        if let Some(r) = self.by_request.get_mut(self.conns[ci].which) {
+            r.fail(e.clone());
+        }
+        if self.scenario.is_some() {
+            self.iterations.fail(e.clone());
+            self.conns[ci].step = 0;
         }
     }
 

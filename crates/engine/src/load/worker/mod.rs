@@ -189,8 +189,9 @@ impl<'a> Worker<'a> {
             checks: check_counters(spec.protocol.as_ref()),
             scenario: spec.protocol.scenario().cloned(),
             iterations: Recorder::new(),
-            // Each thread draws its own stream, apart from the arrivals' (seed + thread).
-            draw: (spec.seed ^ 0x6D69_7865_7321_0000).wrapping_add(share.index as u64),
+            // Each thread of each shard draws its own stream, apart from the arrivals'.
+            draw: (spec.seed ^ 0x6D69_7865_7321_0000)
+                .wrapping_add(u64::from(spec.shard.0) * spec.threads as u64 + share.index as u64),
             templated: spec.protocol.templated(),
             scratch: Vec::new(),
             client_base: share.client_base,
@@ -296,47 +297,50 @@ impl<'a> Worker<'a> {
         c.reader.reset(c.which);
         if self.templated {
             c.out.clear();
+            // Clients, and what they share, are numbered over every shard: interleaved.
+            let (shard, shards) = (
+                u64::from(self.spec.shard.0),
+                u64::from(self.spec.shard.1.max(1)),
+            );
             let mut r = Render {
-                client: self.client_base + ci as u64,
+                client: (self.client_base + ci as u64) * shards + shard,
+                shard: (shard, shards),
                 rng: &mut self.draw,
                 scratch: &mut self.scratch,
                 captures: &c.captured,
             };
             self.spec.protocol.render(c.which, &mut r, &mut c.out);
         }
-        if let Some(li) = c.link {
-            // Counted first: a failure inside counts it out again.
-            let n = self.outstanding + 1;
-            self.set_outstanding(now, n);
+        let (link, connected) = (c.link, c.stream.is_some());
+        // Counted first: a failure inside counts it out again.
+        let n = self.outstanding + 1;
+        self.set_outstanding(now, n);
+        if let Some(li) = link {
             self.link_start(ci, li, now);
             return;
         }
-        if c.stream.is_none() {
-            match TcpStream::connect(self.spec.addr) {
-                Ok(mut s) => {
-                    if let Err(e) = self.poll.registry().register(
-                        &mut s,
-                        Token(ci),
-                        Interest::READABLE | Interest::WRITABLE,
-                    ) {
-                        self.fail(ci, io_err("register", &e), now);
-                        return;
-                    }
-                    let c = &mut self.conns[ci];
-                    c.stream = Some(s);
-                    c.state = State::Connecting;
-                }
-                Err(e) => {
-                    self.fail(ci, io_err("connect", &e), now);
-                    return;
-                }
-            }
-        } else {
-            c.state = State::Writing;
+        if connected {
+            self.conns[ci].state = State::Writing;
             self.write(ci, now);
+            return;
         }
-        let n = self.outstanding + 1;
-        self.set_outstanding(now, n);
+        let opened = TcpStream::connect(self.spec.addr)
+            .map_err(|e| io_err("connect", &e))
+            .and_then(|mut s| {
+                let both = Interest::READABLE | Interest::WRITABLE;
+                match self.poll.registry().register(&mut s, Token(ci), both) {
+                    Ok(()) => Ok(s),
+                    Err(e) => Err(io_err("register", &e)),
+                }
+            });
+        match opened {
+            Ok(s) => {
+                let c = &mut self.conns[ci];
+                c.stream = Some(s);
+                c.state = State::Connecting;
+            }
+            Err(e) => self.fail_at_start(ci, e, now),
+        }
     }
 
     /// Writes what is left of the request; moves to reading once it is all out.

@@ -156,6 +156,10 @@ impl<'a> Worker<'a> {
                 if self.conns[ci].busy() {
                     let e = OpError::new(ErrorClass::Timeout, "no response before the run ended");
                     self.fail(ci, e, end);
+                } else if self.conns[ci].step > 0 {
+                    // A scenario's client between two steps: its iteration never ended.
+                    let e = OpError::new(ErrorClass::Timeout, "the run ended between its steps");
+                    self.iterations.fail(e);
                 }
             }
         }
