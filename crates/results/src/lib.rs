@@ -21,6 +21,7 @@
 //! - [`units`]: how a time reads for people, one rule everywhere.
 
 pub mod compare;
+pub mod consistency;
 pub mod faults;
 pub mod histogram;
 pub mod history;

@@ -10,17 +10,7 @@ use serde_json::Value;
 #[test]
 fn a_bad_check_is_refused_where_it_was_written() {
     let dir = tempfile::tempdir().unwrap();
-    let refused = |args: &[&str]| {
-        let o = dyno(dir.path())
-            .arg("run")
-            .args(args)
-            .args(["-o", "o"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr).to_string();
-        assert_eq!(o.status.code(), Some(1), "{err}");
-        err
-    };
+    let refused = |args: &[&str]| refused_run(dir.path(), args);
     let url = "http://127.0.0.1:9/";
     let err = refused(&[url, "--expect", "json token exists"]);
     assert!(err.contains("--expect: http: option checks: check `json token exists`: \"token\" is not a JSON pointer"), "{err}");

@@ -294,3 +294,18 @@ pub fn dyno_schemas(url: &str) -> i64 {
     .unwrap()
     .get(0)
 }
+
+/// `dyno run ARGS -o o` in `dir`, refused before anything ran (exit status 1, no results
+/// directory): what it said.
+pub fn refused_run(dir: &Path, args: &[&str]) -> String {
+    let o = dyno(dir)
+        .arg("run")
+        .args(args)
+        .args(["-o", "o"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!dir.join("o").exists(), "nothing ran: {err}");
+    err
+}

@@ -16,15 +16,6 @@ fn plan(dir: &std::path::Path, url: &str, requests: &[&str]) -> std::path::PathB
     path
 }
 
-/// `dyno run ARGS` in `dir`, refused: its message.
-fn refused(dir: &std::path::Path, args: &[&str]) -> String {
-    let o = dyno(dir).arg("run").args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(!dir.join("o").exists(), "nothing ran: {err}");
-    err
-}
-
 #[test]
 fn a_bad_mix_is_refused_where_it_was_written() {
     let dir = tempfile::tempdir().unwrap();
@@ -32,7 +23,7 @@ fn a_bad_mix_is_refused_where_it_was_written() {
     let url = "http://127.0.0.1:9/";
     let run = |requests: &[&str]| {
         let p = plan(d, url, requests);
-        refused(d, &[p.to_str().unwrap(), "--suite", "load", "-o", "o"])
+        refused_run(d, &[p.to_str().unwrap(), "--suite", "load"])
     };
     let err = run(&["path = \"/a\"", "path = \"/b\"\nwieght = 2"]);
     assert!(err.contains("plan.toml:10:1"), "{err}");
@@ -70,7 +61,7 @@ fn a_bad_mix_is_refused_where_it_was_written() {
         "[targets.m]\nurl = \"mem:\"\n[[targets.m.requests]]\npath = \"/\"\n",
     )
     .unwrap();
-    let err = refused(d, &["kv.toml", "-o", "o"]);
+    let err = refused_run(d, &["kv.toml"]);
     assert!(err.contains("takes no mix of requests"), "{err}");
 
     // A requests file: its line named.
@@ -80,12 +71,12 @@ fn a_bad_mix_is_refused_where_it_was_written() {
         "GET http://127.0.0.1:9/a\n\nGET http://127.0.0.1:10/b\n",
     )
     .unwrap();
-    let err = refused(d, &[url, "--requests-file", "targets.txt", "-o", "o"]);
+    let err = refused_run(d, &[url, "--requests-file", "targets.txt"]);
     assert!(
         err.contains("targets.txt:3: http://127.0.0.1:10/b is not on the target's"),
         "{err}"
     );
-    let err = refused(d, &["mem:", "--requests-file", "targets.txt", "-o", "o"]);
+    let err = refused_run(d, &["mem:", "--requests-file", "targets.txt"]);
     assert!(
         err.contains("--requests-file applies to http:// and https:// and h2c:// targets"),
         "{err}"

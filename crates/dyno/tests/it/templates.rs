@@ -9,18 +9,7 @@ fn a_bad_template_is_refused_where_it_was_written() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("users.csv"), "email,name\na@x.test,Ann\n").unwrap();
-    let refused = |args: &[&str]| {
-        let o = dyno(d)
-            .arg("run")
-            .args(args)
-            .args(["-o", "o"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr).to_string();
-        assert_eq!(o.status.code(), Some(1), "{err}");
-        assert!(!d.join("o").exists(), "nothing ran: {err}");
-        err
-    };
+    let refused = |args: &[&str]| refused_run(d, args);
     let err = refused(&["http://127.0.0.1:9/k/{{zipff 10 1}}"]);
     assert!(
         err.contains(

@@ -1,0 +1,83 @@
+//! Whether the answers a system gave were right: the operations a run made, and checkers that
+//! read them. [`Op`] is one operation as a client saw it — its call, what it returned, and
+//! whether it happened (ok), definitely did not (failed), or may have (unknown: a timeout, a
+//! broken connection) — on the run's clock. [`linearizable`] checks registers (read, write,
+//! compare-and-set per key) for linearizability.
+
+pub mod linearizable;
+
+/// What an operation asked of a key, and what it returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Call {
+    /// A read, and the value it saw (`None`: the key was absent).
+    Read { saw: Option<u64> },
+    /// A write of `value`.
+    Write { value: u64 },
+    /// A compare-and-set from `from` (`None`: absent) to `to`, and whether it swapped.
+    Cas {
+        from: Option<u64>,
+        to: u64,
+        swapped: bool,
+    },
+}
+
+/// Whether an operation happened, as its client can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// It happened, and returned what its call says.
+    Ok,
+    /// It definitely did not happen (refused before reaching the store, a definite error).
+    Failed,
+    /// It may or may not have happened, at any time after its invocation (a timeout, a broken
+    /// connection): what it returned is not known.
+    Unknown,
+}
+
+/// One operation of a history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Op {
+    pub client: u32,
+    pub key: u64,
+    pub call: Call,
+    pub outcome: Outcome,
+    /// When it was invoked and when its answer came, ns on the run's clock (`complete_ns` is
+    /// not read for an unknown outcome).
+    pub invoke_ns: u64,
+    pub complete_ns: u64,
+}
+
+impl Op {
+    /// As a line of a proof: `client 3 write 7 at 1.204–1.380 ms: ok`.
+    pub fn describe(&self) -> String {
+        let v = |v: Option<u64>| v.map_or("nothing".to_string(), |v| v.to_string());
+        let call = match self.call {
+            Call::Read { saw } => match self.outcome {
+                Outcome::Ok => format!("read {}", v(saw)),
+                _ => "read".to_string(),
+            },
+            Call::Write { value } => format!("write {value}"),
+            Call::Cas { from, to, swapped } => {
+                let result = match (self.outcome, swapped) {
+                    (Outcome::Ok, true) => " (swapped)",
+                    (Outcome::Ok, false) => " (did not swap)",
+                    _ => "",
+                };
+                format!("cas {} → {to}{result}", v(from))
+            }
+        };
+        let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
+        let when = match self.outcome {
+            Outcome::Unknown => format!("from {} ms on", ms(self.invoke_ns)),
+            _ => format!("at {}–{} ms", ms(self.invoke_ns), ms(self.complete_ns)),
+        };
+        let outcome = match self.outcome {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Unknown => "unknown",
+        };
+        format!(
+            "client {} {call} on key {} {when}: {outcome}",
+            self.client, self.key
+        )
+    }
+}
