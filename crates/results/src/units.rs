@@ -13,9 +13,10 @@ pub fn latency(ns: u64) -> String {
     } else {
         (v / 1e9, "s")
     };
-    if value < 10.0 {
+    // The bounds as the value rounds: 9.996 is written 10.0, not 10.00 (four digits).
+    if value < 9.995 {
         format!("{value:.2}{unit}")
-    } else if value < 100.0 {
+    } else if value < 99.95 {
         format!("{value:.1}{unit}")
     } else {
         format!("{value:.0}{unit}")
@@ -32,6 +33,9 @@ mod tests {
         assert_eq!(latency(2_457_600), "2.46ms");
         assert_eq!(latency(999_999), "1.00ms");
         assert_eq!(latency(999_499), "999µs");
+        assert_eq!(latency(9_998), "10.0µs");
+        assert_eq!(latency(99_960), "100µs");
+        assert_eq!(latency(9_994), "9.99µs");
         assert_eq!(latency(2_500_000_000), "2.50s");
     }
 }

@@ -340,25 +340,12 @@ impl Config {
         http::h2_headers_allowed(&metadata)?;
         let weight = match text("weight") {
             "" => 1,
-            w => (w.parse::<u32>().ok())
-                .filter(|w| *w <= 1_000_000)
-                .ok_or_else(|| {
-                    ConfigError::option(
-                        "weight",
-                        format!("{w:?} is not a whole number of 0 to 1000000"),
-                    )
-                })?,
+            w => http::weight(w)?,
         };
         let name = match text("name") {
             "" => path.trim_start_matches('/').to_string(),
-            n => n.to_string(),
+            n => http::own_name(n, earlier.iter().map(|m| m.name.as_str()))?,
         };
-        if earlier.iter().any(|m| m.name == name) {
-            return Err(
-                ConfigError::option("name", format!("{name:?} names two calls"))
-                    .hint("give each its own name"),
-            );
-        }
         let call = match &self.pool {
             Some(pool) => OnceLock::from(Ok(Call::new(pool, path.trim_start_matches('/'), &json)?)),
             None => OnceLock::new(),
@@ -446,11 +433,8 @@ impl TargetConfig for Config {
         for (i, given) in requests.iter().enumerate() {
             mix.push(self.method(given, &mix).map_err(|e| (i, e))?);
         }
-        if !mix.is_empty() && mix.iter().all(|m| m.weight == 0) {
-            let e = ConfigError::option("weight", "every call's weight is 0")
-                .hint("give at least one call a weight above 0");
-            return Err((usize::MAX, e));
-        }
+        let weights: Vec<u32> = mix.iter().map(|m| m.weight).collect();
+        http::weighed(&weights).map_err(|e| (usize::MAX, e))?;
         if !mix.is_empty() {
             let each: Vec<String> = mix
                 .iter()

@@ -85,7 +85,7 @@ pub(crate) fn from_plan(
         };
         let name = match key("name") {
             "" => unique(&out, format!("{} {}", req.method, req.path)),
-            n => own_name(n, &out).map_err(one)?,
+            n => own_name(n, out.iter().map(|x| x.name.as_str())).map_err(one)?,
         };
         out.push(Named { name, weight, req });
     }
@@ -94,7 +94,8 @@ pub(crate) fn from_plan(
     Ok(out)
 }
 
-fn weight(w: &str) -> Result<u32, ConfigError> {
+/// A request's `weight`: 0 to 1,000,000 (a mix's other drivers read theirs here too).
+pub(crate) fn weight(w: &str) -> Result<u32, ConfigError> {
     (w.trim().parse::<u32>().ok())
         .filter(|w| *w <= MAX_WEIGHT)
         .ok_or_else(|| {
@@ -106,7 +107,11 @@ fn weight(w: &str) -> Result<u32, ConfigError> {
         })
 }
 
-fn own_name(n: &str, earlier: &[Named]) -> Result<String, ConfigError> {
+/// A request's own `name`, not one of the `earlier` ones.
+pub(crate) fn own_name<'a>(
+    n: &str,
+    mut earlier: impl Iterator<Item = &'a str>,
+) -> Result<String, ConfigError> {
     if n.trim() != n || n.len() > 100 || n.chars().any(char::is_control) {
         return Err(ConfigError::option(
             "name",
@@ -115,7 +120,7 @@ fn own_name(n: &str, earlier: &[Named]) -> Result<String, ConfigError> {
             ),
         ));
     }
-    if earlier.iter().any(|x| x.name == n) {
+    if earlier.any(|x| x == n) {
         return Err(
             ConfigError::option("name", format!("{n:?} names two requests"))
                 .hint("give each request its own name"),
@@ -137,13 +142,21 @@ fn unique(earlier: &[Named], name: String) -> String {
 
 /// A mix as a whole: not too many requests, and some weight to draw from.
 fn check(mix: &[Named]) -> Result<(), ConfigError> {
-    if mix.len() > MAX_REQUESTS {
+    weighed(&mix.iter().map(|n| n.weight).collect::<Vec<_>>())
+}
+
+/// A mix's weights as a whole: not too many requests, and some weight to draw from.
+pub(crate) fn weighed(weights: &[u32]) -> Result<(), ConfigError> {
+    if weights.len() > MAX_REQUESTS {
         return Err(ConfigError::option(
             "requests",
-            format!("{} requests: a mix holds at most {MAX_REQUESTS}", mix.len()),
+            format!(
+                "{} requests: a mix holds at most {MAX_REQUESTS}",
+                weights.len()
+            ),
         ));
     }
-    if !mix.is_empty() && mix.iter().all(|n| n.weight == 0) {
+    if !weights.is_empty() && weights.iter().all(|w| *w == 0) {
         return Err(ConfigError::option("weight", "every request's weight is 0")
             .hint("give at least one request a weight above 0"));
     }

@@ -23,6 +23,8 @@ use std::sync::Arc;
 mod check;
 pub mod h2;
 mod mix;
+#[cfg(feature = "grpc")]
+pub(crate) use mix::{own_name, weighed, weight};
 mod options;
 pub(crate) use options::*;
 mod protocol;
