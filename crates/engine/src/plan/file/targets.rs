@@ -87,13 +87,7 @@ pub(super) fn target_from_toml(
             DeValue::Float(f) => f.as_str().to_string(),
             DeValue::Boolean(b) => b.to_string(),
             // Lines (headers, checks): an array of strings, one a line.
-            DeValue::Array(lines) => {
-                let mut all = Vec::new();
-                for line in lines.iter() {
-                    all.push(expect_str(src, k, line)?);
-                }
-                all.join("\n")
-            }
+            DeValue::Array(lines) => joined(src, k, lines)?,
             other => {
                 return Err(PlanError::new(
                     src.at(v.span()),
@@ -134,6 +128,19 @@ pub(super) fn target_from_toml(
     })
 }
 
+/// An array of lines (headers, checks) as one text, a line each.
+fn joined(
+    src: &Source,
+    k: &Spanned<std::borrow::Cow<str>>,
+    lines: &toml::de::DeArray<'_>,
+) -> Result<String, PlanError> {
+    let mut all = Vec::new();
+    for line in lines.iter() {
+        all.push(expect_str(src, k, line)?);
+    }
+    Ok(all.join("\n"))
+}
+
 /// `[[targets.NAME.requests]]`: each a table of the keys [`keys::REQUEST`] lists, strings or
 /// numbers (`headers` also an array of lines).
 fn requests_from_toml(
@@ -157,11 +164,7 @@ fn requests_from_toml(
                 DeValue::Array(lines)
                     if matches!(name.as_ref(), "headers" | "checks" | "capture") =>
                 {
-                    let mut all = Vec::new();
-                    for line in lines.iter() {
-                        all.push(expect_str(src, key, line)?);
-                    }
-                    all.join("\n")
+                    joined(src, key, lines)?
                 }
                 other => return Err(wrong_type(src, key, value, other, "a string")),
             };

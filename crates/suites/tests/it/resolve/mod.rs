@@ -438,9 +438,14 @@ fn target_problems_point_at_the_target_or_the_option() {
         "plan.toml:1:10: target name \"a b\" is not allowed\n  hint: use up to 64 letters, \
          digits, '_', '-' or '.'"
     );
+    // An array is lines (headers, checks): of strings only.
     assert_eq!(
         err("[targets.a]\nurl = \"mem:\"\nsize = [1]\n"),
-        "plan.toml:3:8: target option `size` must be a string, number or boolean, not an array"
+        "plan.toml:3:9: `size` must be a string, not an integer\n  hint: write e.g. size = \"…\" (in quotes)"
+    );
+    assert_eq!(
+        err("[targets.a]\nurl = \"mem:\"\nsize = { a = 1 }\n"),
+        "plan.toml:3:8: target option `size` must be a string, number, boolean or array of lines, not a table"
     );
 }
 
