@@ -2,9 +2,13 @@
 //! read them. [`Op`] is one operation as a client saw it — its call, what it returned, and
 //! whether it happened (ok), definitely did not (failed), or may have (unknown: a timeout, a
 //! broken connection) — on the run's clock. [`linearizable`] checks registers (read, write,
-//! compare-and-set per key) for linearizability.
+//! compare-and-set per key) for linearizability; [`history`] is a history's file, [`edn`] reads
+//! Jepsen's, [`verdict`] what the record keeps of a check.
 
+pub mod edn;
+pub mod history;
 pub mod linearizable;
+pub mod verdict;
 
 /// What an operation asked of a key, and what it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -43,6 +43,67 @@ pub struct LostWrites {
     pub examples: Vec<String>,
 }
 
+/// Whether a target's answers were right (`--check`): a checker's verdict over the history of
+/// every operation the suite made on the target at this point (all its tests and repetitions,
+/// the warm-up included), the same on each of those tests' cases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsistencyRecord {
+    /// What was checked: `linearizable` (each key a register).
+    pub model: String,
+    /// `valid`, `invalid` (an anomaly was found: see `anomalies`) or `unknown` (see `unknown`).
+    pub verdict: Verdict,
+    /// The tests whose operations the history holds, in order.
+    pub tests: Vec<String>,
+    /// Operations checked (failed ones and reads of unknown outcome left out), and keys.
+    pub ops: u64,
+    pub keys: u64,
+    /// The history's file in the results directory (`dyno check DIR` reads it again); `null`
+    /// when the run wrote no directory.
+    pub history: Option<String>,
+    /// Anomalies found, by kind (`not linearizable`: keys whose operations cannot be ordered).
+    pub anomalies: BTreeMap<String, u64>,
+    /// The first few anomalies with their proof (at most 5).
+    pub proofs: Vec<Proof>,
+    /// Why the verdict is unknown (a key's check ran out of time, the history was cut at its
+    /// cap), when it is.
+    pub unknown: Vec<String>,
+    /// How long the check took.
+    pub check_ns: u64,
+}
+
+/// A consistency verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Valid,
+    Invalid,
+    Unknown,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Valid => "valid",
+            Verdict::Invalid => "invalid",
+            Verdict::Unknown => "unknown",
+        }
+    }
+}
+
+/// One anomaly and its proof: the smallest set of operations found that cannot be ordered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Proof {
+    pub kind: String,
+    /// The key (for a register).
+    pub key: Option<u64>,
+    /// What the operations show, in a sentence, when dyno can say (a stale read).
+    pub why: Option<String>,
+    /// The operations, one line each: `client 3 write 7 on key 12 at 1.204–1.380 ms: ok`.
+    pub ops: Vec<String>,
+}
+
 impl Rep {
     /// The load figures, for a load repetition.
     pub fn load(&self) -> Option<&LoadRep> {

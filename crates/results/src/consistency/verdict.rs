@@ -1,0 +1,156 @@
+//! A checker's findings as the record keeps them ([`ConsistencyRecord`]): the verdict, the
+//! anomalies by kind, the first few proofs, each with a sentence saying what it shows where
+//! dyno can tell (a stale read, a write lost).
+
+use super::{Call, Op, Outcome, linearizable};
+use crate::record::{ConsistencyRecord, Proof, Verdict};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The most proofs a record lists.
+pub const PROOFS: usize = 5;
+
+/// What a history's linearizability check found. `tests` are the tests whose operations it
+/// holds, `file` its file in the results directory, `cut` why it is incomplete (its cap).
+pub fn linearizable(
+    ops: &[Op],
+    budget: Duration,
+    tests: Vec<String>,
+    file: Option<String>,
+    cut: Option<String>,
+) -> ConsistencyRecord {
+    let t0 = Instant::now();
+    let report = linearizable::check(ops, budget);
+    let mut anomalies = BTreeMap::new();
+    if !report.violations.is_empty() {
+        anomalies.insert("not linearizable".to_string(), report.violations.len() as u64);
+    }
+    let proofs = (report.violations.iter().take(PROOFS))
+        .map(|(key, ops)| Proof {
+            kind: "not linearizable".into(),
+            key: Some(*key),
+            why: why(ops),
+            ops: ops.iter().map(Op::describe).collect(),
+        })
+        .collect();
+    let mut unknown: Vec<String> = (report.unknown.iter())
+        .map(|(key, why)| format!("key {key}: {why}"))
+        .collect();
+    unknown.extend(cut);
+    let verdict = match (report.violations.is_empty(), unknown.is_empty()) {
+        (false, _) => Verdict::Invalid,
+        (true, true) => Verdict::Valid,
+        (true, false) => Verdict::Unknown,
+    };
+    ConsistencyRecord {
+        model: "linearizable".into(),
+        verdict,
+        tests,
+        ops: report.ops as u64,
+        keys: report.keys as u64,
+        history: file,
+        anomalies,
+        proofs,
+        unknown,
+        check_ns: t0.elapsed().as_nanos() as u64,
+    }
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
+}
+
+/// What a proof shows, when it is one of two plain cases: a read saw a value that a later
+/// acknowledged write had replaced before the read began (a stale read), or found nothing
+/// though a write was acknowledged before it began (a lost write).
+pub fn why(ops: &[Op]) -> Option<String> {
+    let done = |o: &&Op| o.outcome == Outcome::Ok;
+    let writes = || {
+        ops.iter().filter(done).filter_map(|o| match o.call {
+            Call::Write { value } => Some((value, o)),
+            Call::Cas {
+                to, swapped: true, ..
+            } => Some((to, o)),
+            _ => None,
+        })
+    };
+    for r in ops.iter().filter(done) {
+        let Call::Read { saw } = r.call else { continue };
+        let before = |w: &Op| w.complete_ns < r.invoke_ns;
+        match saw {
+            None => {
+                if let Some((v, w)) = writes().find(|(_, w)| before(w)) {
+                    return Some(format!(
+                        "client {} found nothing on key {} at {}, though write {v} had been acknowledged at {}: a write lost",
+                        r.client,
+                        r.key,
+                        ms(r.invoke_ns),
+                        ms(w.complete_ns)
+                    ));
+                }
+            }
+            Some(v) => {
+                let Some((_, seen)) = writes().find(|(x, _)| *x == v) else {
+                    continue;
+                };
+                let newer = writes().find(|(x, w)| {
+                    *x != v && seen.complete_ns < w.invoke_ns && before(w)
+                });
+                if let Some((x, w)) = newer {
+                    return Some(format!(
+                        "client {} read {v} on key {} at {}, though write {x} had replaced it at {}: a stale read",
+                        r.client,
+                        r.key,
+                        ms(r.invoke_ns),
+                        ms(w.complete_ns)
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(client: u32, call: Call, (a, b): (u64, u64)) -> Op {
+        Op {
+            client,
+            key: 4,
+            call,
+            outcome: Outcome::Ok,
+            invoke_ns: a,
+            complete_ns: b,
+        }
+    }
+
+    #[test]
+    fn a_stale_read_and_a_lost_write_are_named_and_a_valid_history_is_valid() {
+        let w = |v, at| op(1, Call::Write { value: v }, at);
+        let r = |saw, at| op(2, Call::Read { saw }, at);
+        let stale = [
+            w(1, (0, 1_000_000)),
+            w(2, (2_000_000, 3_000_000)),
+            r(Some(1), (4_000_000, 5_000_000)),
+        ];
+        let rec = linearizable(&stale, Duration::from_secs(5), vec!["a".into()], None, None);
+        assert_eq!(rec.verdict, Verdict::Invalid);
+        assert_eq!(rec.anomalies["not linearizable"], 1);
+        let why = rec.proofs[0].why.as_deref().unwrap();
+        assert_eq!(
+            why,
+            "client 2 read 1 on key 4 at 4.000 ms, though write 2 had replaced it at 3.000 ms: a stale read"
+        );
+        assert_eq!(rec.proofs[0].ops.len(), 3);
+        let lost = [w(7, (0, 10)), r(None, (20, 30))];
+        let rec = linearizable(&lost, Duration::from_secs(5), vec![], None, None);
+        assert!(rec.proofs[0].why.as_deref().unwrap().ends_with("a write lost"));
+        let fine = [w(7, (0, 10)), r(Some(7), (20, 30))];
+        let rec = linearizable(&fine, Duration::from_secs(5), vec![], None, None);
+        assert_eq!((rec.verdict, rec.ops, rec.keys), (Verdict::Valid, 2, 1));
+        let cut = linearizable(&fine, Duration::from_secs(5), vec![], None, Some("cut".into()));
+        assert_eq!(cut.verdict, Verdict::Unknown, "part of a history proves nothing");
+    }
+}
