@@ -362,6 +362,12 @@ pub struct RunArgs {
     /// hold.
     #[arg(long = "find-max", value_name = "OBJECTIVE")]
     pub find_max: Vec<String>,
+    /// Keep the history of every operation and check it when each target's run ends:
+    /// `linearizable` (each key a register; the kv and ycsb suites). The verdict, with the
+    /// smallest set of operations that cannot be ordered as its proof, is on each case; the
+    /// history is written to the results directory (`dyno check DIR` reads it again).
+    #[arg(long, value_name = "MODEL", help_heading = "Gates")]
+    pub check: Option<String>,
     /// Check the thresholds on a load case's running intervals too (from 2 s into each
     /// repetition; abort_after in the plan) and stop the run at the first broken (status 4).
     #[arg(long, help_heading = "Gates")]

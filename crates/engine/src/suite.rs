@@ -135,6 +135,8 @@ pub struct Plan {
     /// `abort_on_fail`: check the thresholds on a load case's running intervals from this far
     /// into each repetition, and stop the run at the first broken.
     pub abort_after: Option<std::time::Duration>,
+    /// `--check`: each target's history kept and checked when its run ends; `None` otherwise.
+    pub check: Option<Check>,
     /// Processes watched for the whole run, whatever the target (`--pid`, `--process-name`).
     pub watch_pids: Vec<u32>,
     pub watch_names: Vec<String>,
@@ -213,12 +215,25 @@ impl Plan {
             custom: Default::default(),
             thresholds: self.thresholds.iter().map(|t| t.text.clone()).collect(),
             abort_after_ns: self.abort_after.map(|d| d.as_nanos() as u64),
+            check: self.check.as_ref().map(|c| results::CheckPlanRecord {
+                model: c.model.to_string(),
+                budget_ns: c.budget.as_nanos() as u64,
+            }),
             shard: self.shard.clone(),
             merged: Vec::new(),
         };
         self.settings.record(&mut r);
         r
     }
+}
+
+/// What `--check` asks: the model a target's history is checked against, the most time spent
+/// on one key, and where the histories are written (the results directory, once claimed).
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub model: &'static str,
+    pub budget: std::time::Duration,
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// One point of the plan: the sweep's value here (if any) and the shared settings at it.
@@ -418,6 +433,13 @@ pub trait Repeat {
     );
     /// A problem that did not stop the run.
     fn warn(&mut self, warning: String);
+    /// Where the target's history is written (`--check`, in the results directory): a file of
+    /// its own per target, point and level.
+    fn history_file(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+    /// The verdict of `--check` over the target's history: set on each of its cases.
+    fn consistency(&mut self, verdict: results::ConsistencyRecord);
     /// A shard's meeting with the others (`--shard I/N --rendezvous …`), for a suite that
     /// shares a namespace or meets between its phases; `None` alone.
     fn rendezvous(&self) -> Option<&crate::shard::Rendezvous> {
@@ -485,6 +507,11 @@ pub trait Suite: results::Named + Sync {
     /// Whether an unmeasured warm-up repetition runs first unless told.
     fn default_warmup(&self) -> bool {
         true
+    }
+    /// The consistency models `--check` may ask of it (it keeps a history of its operations
+    /// and hands each target's verdict to [`Repeat::consistency`]); none by default.
+    fn checks(&self) -> &'static [&'static str] {
+        &[]
     }
     /// Whether `--shard` may split this suite's run over several generators (each suite that can
     /// says how its [`Suite::run`] takes its part, and its views how the parts merge).

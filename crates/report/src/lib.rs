@@ -25,6 +25,7 @@
 //! - [`units`]: thousands separators and human latency units.
 
 pub mod compare;
+pub mod consistency;
 pub mod csv;
 pub mod grid;
 pub mod html;

@@ -16,6 +16,7 @@ pub fn render(r: &RunRecord, views: Views, style: Style, out: &mut dyn Write) ->
         crate::sweep::render(r, view, &mut doc)?;
     }
     crate::resources::render(r, &mut doc)?;
+    crate::consistency::render(r, &mut doc)?;
     search(r, &mut doc)?;
     thresholds(r, &mut doc)
 }

@@ -8,6 +8,7 @@
 //! store suites share — opening the store, describing its cases, the server's own figures between
 //! tests, closing it — is `on_store`.
 
+pub mod history;
 pub mod kv;
 pub mod load;
 pub mod magma;

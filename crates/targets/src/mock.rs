@@ -89,6 +89,16 @@ pub static INFO: DriverInfo = DriverInfo {
             help: "every Nth get of a session returns a damaged copy (0: never)",
         },
         OptionSpec {
+            name: "stale_every",
+            default: "0",
+            help: "every Nth get of a session returns the key's value before its last write, when it had one: a stale read (0: never)",
+        },
+        OptionSpec {
+            name: "lose_every",
+            default: "0",
+            help: "every Nth put of a session is acknowledged and not stored: a lost write (0: never)",
+        },
+        OptionSpec {
             name: "cold",
             default: "ok",
             help: "ok, or na: the cold state is unreachable",
@@ -115,6 +125,8 @@ struct MockParams {
     fail_every: u64,
     fail_class: ErrorClass,
     corrupt_every: u64,
+    stale_every: u64,
+    lose_every: u64,
     panic_every: u64,
     cold_na: bool,
     real_clock: bool,
@@ -151,6 +163,8 @@ pub fn configure(
         fail_every: o.count("fail_every")?,
         fail_class: o.error_class("fail_class")?,
         corrupt_every: o.count("corrupt_every")?,
+        stale_every: o.count("stale_every")?,
+        lose_every: o.count("lose_every")?,
         panic_every: o.count("panic_every")?,
         cold_na: o.choice("cold", &["ok", "na"])? == "na",
         real_clock: o.choice("clock", &["virtual", "real"])? == "real",
@@ -189,6 +203,7 @@ impl TargetConfig for MockConfig {
         Ok(Box::new(MockStore {
             params: Arc::new(self.0.clone()),
             map: Arc::new(Shards::default()),
+            before: (self.0.stale_every > 0).then(|| Arc::new(Shards::default())),
             sessions: AtomicU64::new(0),
         }))
     }
@@ -197,6 +212,8 @@ impl TargetConfig for MockConfig {
 struct MockStore {
     params: Arc<MockParams>,
     map: Arc<Shards>,
+    /// `stale_every`: each key's value before its last write.
+    before: Option<Arc<Shards>>,
     /// Sessions opened: each draws its jitter from stream `seed + n`.
     sessions: AtomicU64,
 }
@@ -221,9 +238,11 @@ impl Store for MockStore {
         Ok(Box::new(MockSession {
             params: self.params.clone(),
             map: self.map.clone(),
+            before: self.before.clone(),
             clock: clock.clone(),
             ops: 0,
             reads: 0,
+            puts: 0,
             // SplitMix64 streams, one per session, from the seed.
             draws: (self.params.seed)
                 .wrapping_add(self.sessions.fetch_add(1, Ordering::Relaxed))
@@ -249,9 +268,11 @@ impl Store for MockStore {
 struct MockSession {
     params: Arc<MockParams>,
     map: Arc<Shards>,
+    before: Option<Arc<Shards>>,
     clock: Clock,
     ops: u64,
     reads: u64,
+    puts: u64,
     /// The jitter's generator state (SplitMix64).
     draws: u64,
 }
@@ -296,12 +317,27 @@ impl Session for MockSession {
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
         self.spend(self.params.put_ns)?;
+        self.puts += 1;
+        if self.params.lose_every > 0 && self.puts.is_multiple_of(self.params.lose_every) {
+            return Ok(());
+        }
+        if let Some(before) = &self.before {
+            let mut old = Vec::new();
+            if self.map.get(key, &mut old).is_ok() {
+                before.put(key, &old)?;
+            }
+        }
         self.map.put(key, value)
     }
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
         self.reads += 1;
         self.spend(self.params.get_ns)?;
-        self.map.get(key, out)?;
+        let every = self.params.stale_every;
+        let stale = every > 0 && self.reads.is_multiple_of(every);
+        match &self.before {
+            Some(before) if stale && before.get(key, out).is_ok() => {}
+            _ => self.map.get(key, out)?,
+        }
         let every = self.params.corrupt_every;
         if every > 0 && self.reads.is_multiple_of(every) {
             // Damage the copy, never the stored object: flip the first byte of its version.

@@ -29,6 +29,11 @@ pub(super) fn shard_of(
     if let Err(e) = plan.suite.shard_rule(plan, shard, meet) {
         bail!("--shard {text}: {e}");
     }
+    if plan.check.is_some() {
+        bail!(
+            "--shard {text}: a history is checked whole, and each shard sees only its own clients' operations: run --check on one generator"
+        );
+    }
     // A server the plan starts would be started once per shard, each on its own machine.
     if let Some(t) = (plan.targets.iter()).find(|t| {
         matches!(

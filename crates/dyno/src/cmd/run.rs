@@ -168,6 +168,9 @@ pub(super) fn raw_from_args(a: &RunArgs) -> Result<RawPlan> {
     if a.abort_on_fail {
         raw.abort_on_fail = Some(Sp::new(true, Origin::Flag("--abort-on-fail")));
     }
+    if let Some(m) = &a.check {
+        raw.check = Some(Sp::new(m.clone(), Origin::Flag("--check")));
+    }
     if let Some(run) = &a.compare {
         raw.baseline = Some(Sp::new(
             run.display().to_string(),
@@ -349,6 +352,9 @@ pub(super) fn prepare(args: &RunArgs) -> Result<Prepared> {
     let fb = feedback(args, &plan)?;
     let placement = claim(plan.out.as_deref())?;
     let out_dir = placement.dir().to_path_buf();
+    if let Some(c) = &mut plan.check {
+        c.dir = Some(out_dir.clone());
+    }
     // A long load run streams its intervals to an .hlog in the results directory unless told
     // where: its time series is then complete on disk however long it runs.
     // A shard's too: `dyno merge` adds the shards' logs interval by interval.

@@ -48,6 +48,10 @@ pub const TOP: Section = Section {
             "faults done to the targets' processes during the run (`[[faults]]`)",
         ),
         k("thresholds", "pass/fail criteria checked when the run ends"),
+        k(
+            "check",
+            "whether the target's answers were right: the history kept and checked (`--check`)",
+        ),
     ],
 };
 
@@ -230,6 +234,21 @@ pub const THRESHOLDS: Section = Section {
     ],
 };
 
+pub const CHECK: Section = Section {
+    title: "[check]",
+    about: "Keep the history of every operation the suite makes and check it when each target's run ends.",
+    keys: &[
+        k(
+            "model",
+            "what the answers must be: `linearizable` (each key a register; kv and ycsb) (`--check`)",
+        ),
+        k(
+            "budget",
+            "the most time the check spends on one key before it says unknown [default: 10s]",
+        ),
+    ],
+};
+
 pub const STAGE: Section = Section {
     title: "stages = [{ … }]",
     about: "One stage of a load's rate schedule, in `[load]`.",
@@ -274,7 +293,7 @@ pub const FAULT: Section = Section {
 };
 
 /// Every section, in the order the reference shows them.
-pub const SECTIONS: [&Section; 10] = [
+pub const SECTIONS: [&Section; 11] = [
     &TOP,
     &RUN,
     &OUTPUT,
@@ -283,6 +302,7 @@ pub const SECTIONS: [&Section; 10] = [
     &PROCESS,
     &MEMBER,
     &THRESHOLDS,
+    &CHECK,
     &STAGE,
     &FAULT,
 ];
@@ -298,7 +318,7 @@ mod tests {
         let t = "[targets.a]\nurl = \"mem:\"\n";
         Some(match section.title {
             "the top level" => format!("[{key}]\n{t}"),
-            "[suite]" | "[output]" | "[thresholds]" => {
+            "[suite]" | "[output]" | "[thresholds]" | "[check]" => {
                 format!("{}\n{key} = \"x\"\n{t}", section.title)
             }
             "[targets.NAME]" => format!("[targets.a]\n{key} = \"x\"\n"),

@@ -295,6 +295,9 @@ pub struct RawPlan {
     /// load case breaks while it runs; `abort_after`: from how far into each repetition.
     pub abort_on_fail: Option<Sp<bool>>,
     pub abort_after: Option<Sp<String>>,
+    /// `[check] model` and `--check`: the history kept and checked; `budget`: the time per key.
+    pub check: Option<Sp<String>>,
+    pub check_budget: Option<Sp<String>>,
     pub out: Option<Sp<String>>,
     pub format: Option<Sp<String>>,
 }

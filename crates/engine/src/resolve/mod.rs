@@ -9,6 +9,8 @@ use crate::suite::{Common, Plan, Suite};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+mod check;
+pub use check::DEFAULT_BUDGET;
 mod faults;
 
 mod targets;
@@ -108,7 +110,9 @@ impl RawPlan {
         let (faults, levels) = self.resolve_faults(&targets)?;
         let (thresholds, abort_after) = self.resolve_gates()?;
         let find_max = self.resolve_search(suite, targets.len())?;
+        let check = self.resolve_check(suite)?;
         Ok(Plan {
+            check,
             levels,
             thresholds,
             find_max,

@@ -373,6 +373,7 @@ fn unfinished_cases(
                     histogram: None,
                     server: None,
                     profiles: Vec::new(),
+                    consistency: None,
                     sweep: point.sweep.clone(),
                     faults: Vec::new(),
                     level: stage.level.map(String::from),

@@ -295,6 +295,26 @@ impl Repeat for TargetRun<'_, '_> {
         }
     }
 
+    fn history_file(&self) -> Option<std::path::PathBuf> {
+        let dir = self.plan.check.as_ref()?.dir.as_ref()?;
+        let case = &self.record.cases[self.first];
+        let mut name = format!("history.{}", case.target);
+        if let Some(s) = &case.sweep {
+            name += &format!(".{}={}", s.param, s.value);
+        }
+        if let Some(l) = &case.level {
+            name += &format!(".{l}");
+        }
+        Some(dir.join(name + ".jsonl"))
+    }
+
+    fn consistency(&mut self, verdict: results::ConsistencyRecord) {
+        let cases = self.first..self.first + self.tests.len();
+        for c in &mut self.record.cases[cases] {
+            c.consistency = Some(verdict.clone());
+        }
+    }
+
     fn repeat(
         &mut self,
         live: Option<&Mutex<crate::load::Live>>,

@@ -234,11 +234,12 @@ fn explains(ops: &[Op]) -> bool {
 }
 
 /// A small subset of `ops` (not linearizable) that still is not: chunks, then single
-/// operations, left out while the rest stays a violation and explains its reads (until
-/// `deadline`).
+/// operations, left out while the rest stays a violation and explains its reads; single ones
+/// again until none can go (a write a read named may go once the read has), or `deadline`.
 fn smallest(mut ops: Vec<Op>, deadline: Instant) -> Vec<Op> {
-    let mut chunk = ops.len() / 2;
-    while chunk >= 1 && Instant::now() < deadline {
+    let mut chunk = (ops.len() / 2).max(1);
+    loop {
+        let before = ops.len();
         let mut at = 0;
         while at < ops.len() && Instant::now() < deadline {
             let mut trial = ops.clone();
@@ -249,7 +250,11 @@ fn smallest(mut ops: Vec<Op>, deadline: Instant) -> Vec<Op> {
                 at += chunk;
             }
         }
-        chunk /= 2;
+        if chunk > 1 {
+            chunk /= 2;
+        } else if ops.len() == before || Instant::now() >= deadline {
+            break;
+        }
     }
     ops.sort_by_key(|op| (op.invoke_ns, op.client));
     ops

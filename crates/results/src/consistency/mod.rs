@@ -10,6 +10,12 @@ pub mod history;
 pub mod linearizable;
 pub mod verdict;
 
+/// The models a history can be checked against (`--check`), and what each asks.
+pub const MODELS: [(&str, &str); 1] = [(
+    "linearizable",
+    "each key a register: every operation took effect at one instant between its call and its answer",
+)];
+
 /// What an operation asked of a key, and what it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Call {
@@ -36,6 +42,9 @@ pub enum Outcome {
     /// connection): what it returned is not known.
     Unknown,
 }
+
+/// The client of the writes a suite made before its clients began (each key's first value).
+pub const LOADER: u32 = u32::MAX;
 
 /// One operation of a history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,9 +88,10 @@ impl Op {
             Outcome::Failed => "failed",
             Outcome::Unknown => "unknown",
         };
-        format!(
-            "client {} {call} on key {} {when}: {outcome}",
-            self.client, self.key
-        )
+        let who = match self.client {
+            LOADER => "the load".to_string(),
+            c => format!("client {c}"),
+        };
+        format!("{who} {call} on key {} {when}: {outcome}", self.key)
     }
 }

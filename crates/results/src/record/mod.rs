@@ -309,6 +309,10 @@ pub struct Case {
     /// first measured repetition (`--profile DIR`); absent otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<ProfileRecord>,
+    /// `--check`: whether the target's answers were right, over the history of every test of
+    /// the target at this point; absent when no history was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<ConsistencyRecord>,
 }
 
 /// A CPU profile of one process during one test (`--profile DIR`).

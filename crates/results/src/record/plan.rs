@@ -67,6 +67,10 @@ pub struct PlanRecord {
     /// intervals from this far into each repetition, and the run stops at the first broken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_after_ns: Option<u64>,
+    /// `--check`: the model each target's history was checked against, and the most time the
+    /// check spent on one key; absent when no history was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckPlanRecord>,
     /// A shard's record (`--shard I/N`): which part of the plan this generator ran, and how it
     /// met the others; absent otherwise. Every other field of the plan is the whole plan's, the
     /// same on every shard.
@@ -75,6 +79,14 @@ pub struct PlanRecord {
     /// A record made by `dyno merge`: the shards it added up, in rank order; absent otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged: Vec<ShardRecord>,
+}
+
+/// What `--check` asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckPlanRecord {
+    pub model: String,
+    pub budget_ns: u64,
 }
 
 /// One shard of a run split over several generators.

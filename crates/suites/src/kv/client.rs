@@ -3,6 +3,8 @@
 //! check; the entries loaded first, and that check.
 
 use super::*;
+use crate::history::Local;
+use results::consistency::Call;
 
 pub(super) fn value(size: usize, seq: u64, writer: u32, out: &mut Vec<u8>) {
     out.clear();
@@ -21,10 +23,11 @@ pub(super) fn read_value(v: &[u8], size: usize) -> Option<(u64, u32)> {
     Some((seq, writer))
 }
 
-/// Whether a failed write's outcome is unknown: it was sent (the connection was not refused),
-/// and no answer came.
-pub(super) fn indefinite(class: ErrorClass) -> bool {
-    class.is_connection() && class != ErrorClass::Refused
+pub(super) use crate::history::indefinite;
+
+/// A value as a history names it: its sequence number and writer in one number.
+pub(super) fn ident((seq, writer): (u64, u32)) -> u64 {
+    (seq << 32) | u64::from(writer)
 }
 
 /// One interval of one client: the one it is in, reused for the next once handed over.
@@ -171,6 +174,8 @@ pub(super) struct ClientRun {
     pub(super) acked: Vec<(u64, u64)>,
     pub(super) corrupt: Option<String>,
     pub(super) elapsed_ns: u64,
+    /// `--check`: its operations.
+    pub(super) history: Option<Local>,
 }
 
 impl ClientRun {
@@ -224,12 +229,20 @@ pub(super) struct Client<'a> {
     /// `set`: the sequence number of each own key's last write sent, carried over repetitions.
     pub(super) sent: &'a mut Vec<u64>,
     pub(super) series: &'a Mutex<Series>,
+    /// `--check`: whether its operations are kept.
+    pub(super) keep: bool,
 }
 
 impl Client<'_> {
     /// Gets this client's `i`-th key, and checks the value is one dyno wrote.
+    /// The key of this client's `i`-th get.
+    fn key(&self, i: u64) -> u64 {
+        (u64::from(self.id) + i * u64::from(self.clients)) % self.objects
+    }
+
     fn get_one(&self, s: &mut dyn Session, i: u64, buf: &mut Vec<u8>) -> Result<u64, OpError> {
-        let key = (u64::from(self.id) + i * u64::from(self.clients)) % self.objects;
+        let key = self.key(i);
+        buf.clear();
         get(s, key, buf)?;
         read_value(buf, self.size)
             .map(|_| self.size as u64)
@@ -242,7 +255,10 @@ impl Client<'_> {
 
     pub(super) fn run(self, start_ns: u64, duration_ns: u64) -> ClientRun {
         let clock = self.ctx.clock;
-        let mut out = ClientRun::default();
+        let mut out = ClientRun {
+            history: self.keep.then(|| Local::new(clock, self.id)),
+            ..ClientRun::default()
+        };
         let mine: Vec<u64> = (u64::from(self.id)..self.objects)
             .step_by(self.clients as usize)
             .collect();
@@ -292,6 +308,7 @@ impl Client<'_> {
                 }
             }
             let s = session.as_mut().expect("connected above");
+            let h0 = out.history.as_ref().map_or(0, Local::now);
             let (r, own) = if self.test == "get" {
                 (self.get_one(&mut **s, i, &mut buf), None)
             } else if mine.is_empty() {
@@ -305,6 +322,19 @@ impl Client<'_> {
                     Some(j),
                 )
             };
+            if let Some(h) = &mut out.history {
+                let failed = r.as_ref().err().map(|e| e.class);
+                match own {
+                    Some(j) => {
+                        let value = ident((self.sent[j], self.id));
+                        h.push(mine[j], Call::Write { value }, failed, h0);
+                    }
+                    None => {
+                        let saw = read_value(&buf, self.size).map(ident);
+                        h.push(self.key(i), Call::Read { saw }, failed, h0);
+                    }
+                }
+            }
             let t1 = clock.now_ns();
             let slot = slot.at(t1, start_ns, id, self.series);
             if let (Ok(_), Some(j)) = (&r, own) {
@@ -357,7 +387,12 @@ pub(super) fn load(
 
 /// Reads back each key's last acknowledged write through new sessions, for at most
 /// [`CHECK_FOR`].
-pub(super) fn check(store: &dyn Store, acked: &[u64], size: usize) -> LostWrites {
+pub(super) fn check(
+    store: &dyn Store,
+    acked: &[u64],
+    size: usize,
+    mut history: Option<&mut Local>,
+) -> LostWrites {
     let acked: Vec<(u64, u64)> = (acked.iter().enumerate())
         .filter(|(_, seq)| **seq > 0)
         .map(|(k, seq)| (k as u64, *seq))
@@ -398,7 +433,19 @@ pub(super) fn check(store: &dyn Store, acked: &[u64], size: usize) -> LostWrites
             },
         };
         let (key, seq) = acked[at];
-        let found = match get(&mut **s, key, &mut buf) {
+        let h0 = history.as_ref().map_or(0, |h| h.now());
+        let got = get(&mut **s, key, &mut buf);
+        if let Some(h) = history.as_mut() {
+            let (saw, failed) = match &got {
+                Ok(()) => match read_value(&buf, size) {
+                    Some(v) => (Some(ident(v)), None),
+                    None => (None, Some(ErrorClass::Corrupt)),
+                },
+                Err(e) => (None, Some(e.class)),
+            };
+            h.push(key, Call::Read { saw }, failed, h0);
+        }
+        let found = match got {
             Ok(()) => read_value(&buf, size).map(|(n, _)| n),
             Err(e) if e.class == ErrorClass::NotFound => None,
             Err(e) => {

@@ -38,6 +38,7 @@ mod table;
 
 use client::*;
 
+use crate::history::{Keeper, Local};
 use engine::clock::Clock;
 use engine::driver::{ErrorClass, Family, OpError, Session, Store, TxMode};
 use engine::plan::setting::shared;
@@ -112,7 +113,7 @@ fn measure(
     point: &Point,
     duration_ns: u64,
     (first, sent): (u32, &mut [Vec<u64>]),
-    acked: &Mutex<Vec<u64>>,
+    (acked, keeper): (&Mutex<Vec<u64>>, Option<&Keeper>),
 ) -> TestOutcome {
     let clients = point.clients.max(1);
     let mine = sent.len() as u32;
@@ -132,11 +133,12 @@ fn measure(
                 size: point.size,
                 sent,
                 series: &series,
+                keep: keeper.is_some(),
             };
             Box::new(move || c.run(start_ns, duration_ns))
         })
         .collect();
-    let runs: Vec<ClientRun> = engine::fiber::join_all(threads, jobs)
+    let mut runs: Vec<ClientRun> = engine::fiber::join_all(threads, jobs)
         .into_iter()
         .filter_map(Result::ok)
         .collect();
@@ -160,7 +162,10 @@ fn measure(
             a[k as usize] = a[k as usize].max(seq);
         }
     }
-    for r in &runs {
+    for r in &mut runs {
+        if let (Some(k), Some(h)) = (keeper, r.history.take()) {
+            k.add(test, h);
+        }
         all.merge(&r.rec);
         kv.ok += r.ok;
         kv.definite += r.definite;
@@ -225,6 +230,10 @@ impl Suite for Kv {
 
     fn settings(&self) -> &'static [&'static Setting] {
         SETTINGS
+    }
+
+    fn checks(&self) -> &'static [&'static str] {
+        &["linearizable"]
     }
 
     fn shardable(&self) -> bool {
@@ -350,6 +359,8 @@ impl Suite for Kv {
         let mut sent: Vec<Vec<u64>> = vec![Vec::new(); shard.part(all) as usize];
         let acked = Mutex::new(Vec::new());
         let mut server_before = store_ref.server_stats().and_then(Result::ok);
+        let history = Keeper::new(plan, run);
+        let keeper = history.as_ref();
         run.repeat(None, None, &mut |ctx| {
             if let Err(why) = &loaded {
                 for t in TESTS {
@@ -376,14 +387,19 @@ impl Suite for Kv {
                     point,
                     duration_ns,
                     (first, &mut sent),
-                    &acked,
+                    (&acked, keeper),
                 );
                 if test == "set" && ctx.rep == last && ctx.measured {
                     // The final heal, then every acknowledged write read back.
                     ctx.heal();
                     let acked = acked.lock().map(|a| a.clone()).unwrap_or_default();
+                    // The read-back's reads are a client's of their own in the history.
+                    let mut reads = keeper.map(|_| Local::new(ctx.clock, all as u32));
                     if let Some(Detail::Kv(k)) = o.rep.as_mut().map(|r| &mut r.detail) {
-                        k.lost_writes = Some(check(store_ref, &acked, point.size));
+                        k.lost_writes = Some(check(store_ref, &acked, point.size, reads.as_mut()));
+                    }
+                    if let (Some(k), Some(h)) = (keeper, reads) {
+                        k.add("lost-writes check", h);
                     }
                 }
                 if let Some(before) = &server_before {
@@ -399,6 +415,11 @@ impl Suite for Kv {
             }
             After::Next
         });
+        if let Some(k) = history {
+            // Every entry's first value is the loader's.
+            let first = ident((0, LOADER));
+            k.finish(|key| (key < point.objects).then_some(first), run);
+        }
         super::close_shared(store, target, run);
         Ok(())
     }

@@ -142,6 +142,53 @@ pub(super) struct Client<'a> {
     /// `zipf = "exact:θ"`: the true Zipf the zipfian workloads draw from (shared).
     pub(super) exact: Option<std::sync::Arc<keys::ExactZipf>>,
     pub(super) corrupt: Option<String>,
+    /// `--check`: its operations, each key a register of the records' versions.
+    pub(super) history: Option<crate::history::Local>,
+}
+
+/// The version a record's bytes hold.
+pub(super) fn version_of(v: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(v.get(8..16)?.try_into().ok()?))
+}
+
+/// Adds operation `op` on record `keynum` (invoked at `h0`) to `history`: what a read saw (in
+/// `buf`) or a scan (in `rows`), what a write wrote (in `val`); a read-modify-write is a read
+/// and a write, each anywhere within the whole.
+pub(super) fn note(
+    history: &mut crate::history::Local,
+    (op, keynum, h0): (Op, i64, u64),
+    outcome: &Result<u64, OpError>,
+    (buf, val, rows): (&[u8], &[u8], &[(u64, Vec<u8>)]),
+) {
+    use results::consistency::Call;
+    let failed = outcome.as_ref().err().map(|e| e.class);
+    let key = keynum as u64;
+    let read = Call::Read {
+        saw: version_of(buf),
+    };
+    let write = Call::Write {
+        value: version_of(val).unwrap_or(0),
+    };
+    match op {
+        Op::Read => history.push(key, read, failed, h0),
+        Op::Update | Op::Insert => history.push(key, write, failed, h0),
+        Op::ReadModifyWrite => {
+            // A failed read leaves the update unsent.
+            let read_failed = failed.filter(|_| version_of(buf).is_none());
+            history.push(key, read, read_failed, h0);
+            if read_failed.is_none() {
+                history.push(key, write, failed, h0);
+            }
+        }
+        Op::Scan if failed.is_none() => {
+            for (_, v) in rows {
+                let n = v.get(..8).map_or(0, |b| i64::from_le_bytes(b.try_into().expect("8")));
+                let saw = version_of(v);
+                history.push(n as u64, Call::Read { saw }, None, h0);
+            }
+        }
+        Op::Scan => {}
+    }
 }
 
 pub(super) fn slot(op: Op) -> usize {
@@ -241,10 +288,14 @@ impl Client<'_> {
             }
             let op = self.workload.choose(&mut self.draws);
             let t0 = clock.now_ns();
+            let h0 = self.history.as_ref().map_or(0, |h| h.now());
+            let mut at = None;
+            buf.clear();
             let outcome = match op {
                 Op::Insert => {
                     let n = self.shared.issue().unwrap_or(self.records);
                     let k = self.keynum(n);
+                    at = Some(k);
                     record(k, 0, &mut val);
                     let r = write(s, k, &val);
                     if r.is_ok() {
@@ -255,6 +306,7 @@ impl Client<'_> {
                 Op::Scan => match self.next_keynum(&mut chooser) {
                     Err(e) => Err(e),
                     Ok(k) => {
+                        at = Some(k);
                         *self.drawn.entry(k).or_default() += 1;
                         let len = SCAN_LENGTH.next(&mut self.draws);
                         self.scan_lengths.push(len as u32);
@@ -264,6 +316,7 @@ impl Client<'_> {
                 _ => match self.next_keynum(&mut chooser) {
                     Err(e) => Err(e),
                     Ok(k) => {
+                        at = Some(k);
                         *self.drawn.entry(k).or_default() += 1;
                         match op {
                             Op::Read => read(s, k, &mut buf, &mut scratch),
@@ -297,6 +350,9 @@ impl Client<'_> {
                 && self.corrupt.is_none()
             {
                 self.corrupt = Some(e.message.to_string());
+            }
+            if let (Some(h), Some(k)) = (&mut self.history, at) {
+                note(h, (op, k, h0), &outcome, (&buf, &val, &rows));
             }
             let end = clock.now_ns();
             let r = &mut self.rec[slot(op)];

@@ -266,6 +266,10 @@ impl report::View for Ycsb {
 mod table;
 
 impl Suite for Ycsb {
+    fn checks(&self) -> &'static [&'static str] {
+        &["linearizable"]
+    }
+
     fn help(&self) -> &'static str {
         "YCSB's core workloads a–f (--suite ycsb, or ycsb-a,ycsb-c,… for some): load -n records, then each workload's operations, YCSB's key generators, every read checked"
     }
@@ -434,8 +438,11 @@ impl Suite for Ycsb {
         } else {
             store_ref.scans()
         };
+        let history = crate::history::Keeper::new(plan, run);
+        let keeper = history.as_ref();
         run.repeat(None, None, &mut |ctx| {
-            ctx.report(load(store_ref, ctx, point, (records, shard), virtual_time));
+            let loaded = load(store_ref, ctx, point, (records, shard), (virtual_time, keeper));
+            ctx.report(loaded);
             for (i, w) in s.workloads.iter().enumerate() {
                 if interrupt.load(Ordering::Relaxed) {
                     break;
@@ -466,10 +473,15 @@ impl Suite for Ycsb {
                         point.swept("rate").map(|r| r as f64).or(s.rate),
                         virtual_time,
                     ),
+                    keeper,
                 ));
             }
             After::Next
         });
+        if let Some(k) = history {
+            // Every key's first value is the load's, in the history.
+            k.finish(|_| None, run);
+        }
         super::close_shared(store, target, run);
         Ok(())
     }

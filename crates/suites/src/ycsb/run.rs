@@ -1,6 +1,7 @@
 //! The load phase and each workload's run: clients on fibers, their part of a shard's, their figures gathered.
 
 use super::*;
+use crate::history::{Keeper, Local};
 
 /// The load phase: this shard's clients insert its slice of the records (all of them alone),
 /// client `c` of `k` the slice's records `c, c+k, …`.
@@ -9,7 +10,7 @@ pub(super) fn load(
     ctx: &RepCtx,
     point: &Point,
     (records, shard): (i64, Shard),
-    virtual_time: bool,
+    (virtual_time, keeper): (bool, Option<&Keeper>),
 ) -> TestOutcome {
     let (_, clients) = clients_of(point, shard);
     let first = shard.first(records as u64) as i64;
@@ -19,6 +20,7 @@ pub(super) fn load(
     let jobs = (0..clients)
         .map(|c| -> engine::fiber::Job<'_, (Recs, u64)> {
             let clock = client_clock(ctx, virtual_time);
+            let mut history = keeper.map(|_| Local::new(ctx.clock, c));
             Box::new(move || {
                 let mut rec: Recs = Default::default();
                 let t0 = clock.now_ns();
@@ -34,9 +36,16 @@ pub(super) fn load(
                 while k < end && !ctx.interrupt.load(Ordering::Relaxed) {
                     record(k, 0, &mut val);
                     let o0 = clock.now_ns();
+                    let h0 = history.as_ref().map_or(0, Local::now);
                     let r = write(&mut *session, k, &val);
+                    if let Some(h) = &mut history {
+                        note(h, (Op::Insert, k, h0), &r, (&[], &val, &[]));
+                    }
                     rec[slot(Op::Insert)].record(clock.now_ns() - o0, r);
                     k += i64::from(clients);
+                }
+                if let (Some(keeper), Some(h)) = (keeper, history) {
+                    keeper.add("load", h);
                 }
                 (rec, clock.now_ns() - t0)
             })
@@ -97,6 +106,7 @@ pub(super) fn run_workload(
     (w, index): (&Workload, usize),
     (records, operations, seed, shard): (i64, u64, u64, Shard),
     (zipf, rate, virtual_time): (ZipfMode, Option<f64>, bool),
+    keeper: Option<&Keeper>,
 ) -> TestOutcome {
     // Every shard's clients count: each draws its share of the operations and of the rate by
     // its global number, so the shards' parts add up to the workload.
@@ -113,21 +123,25 @@ pub(super) fn run_workload(
                 let share = operations / u64::from(all)
                     + u64::from(u64::from(c) < operations % u64::from(all));
                 // Each client's own stream: the plan's seed, the repetition, the workload, the
-                // client.
-                let stream =
+                // client, mixed — SplitMix64 states a step apart are one stream shifted, and
+                // clients drawing the same keys and versions a draw apart would write the same
+                // values (a history could not tell their writes apart).
+                let mut stream =
                     seed ^ (u64::from(ctx.rep) << 48) ^ ((index as u64) << 32) ^ u64::from(c);
+                let stream = results::rng::splitmix64(&mut stream);
                 let client = Client {
                     workload: w,
                     shared,
                     records,
                     shard,
                     operations: share,
-                    draws: SplitMix(stream.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                    draws: SplitMix(stream),
                     rec: Default::default(),
                     drawn: BTreeMap::new(),
                     scan_lengths: Vec::new(),
                     exact: exact.clone(),
                     corrupt: None,
+                    history: keeper.map(|_| Local::new(ctx.clock, c)),
                 };
                 let clock = client_clock(ctx, virtual_time);
                 // The target rate, each client its share.
@@ -161,6 +175,9 @@ pub(super) fn run_workload(
         client_ns.push(ns);
         match (c, err) {
             (Some(c), _) => {
+                if let (Some(keeper), Some(h)) = (keeper, c.history) {
+                    keeper.add(w.name, h);
+                }
                 for (k, n) in c.drawn {
                     *drawn.entry(k).or_default() += n;
                 }

@@ -84,6 +84,7 @@ impl RawPlan {
                     let table = expect_table(&src, "thresholds", value)?;
                     thresholds_section(&src, table, &mut plan)?
                 }
+                "check" => check_section(&src, expect_table(&src, "check", value)?, &mut plan)?,
                 "targets" => {
                     let table = expect_table(&src, "targets", value)?;
                     for (name, body) in table.iter() {
@@ -128,6 +129,27 @@ fn output_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Resu
                     other,
                     "[output]",
                     &keys::OUTPUT.names(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `[check]` section: the model a history is checked against, and the time per key.
+fn check_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Result<(), PlanError> {
+    for (k, v) in table.iter() {
+        let at = src.at(v.span());
+        match k.get_ref().as_ref() {
+            "model" => plan.check = Some(Sp::new(expect_str(src, k, v)?, at)),
+            "budget" => plan.check_budget = Some(Sp::new(expect_str(src, k, v)?, at)),
+            other => {
+                return Err(unknown_key(
+                    src,
+                    k,
+                    other,
+                    "[check]",
+                    &keys::CHECK.names(),
                 ));
             }
         }

@@ -214,3 +214,25 @@ proptest::proptest! {
         }
     }
 }
+
+
+#[test]
+fn a_proof_loses_a_write_once_the_read_that_named_it_is_gone() {
+    // Listed client by client, as a history is handed over: write 3 can go only after read 3.
+    let h = [
+        write(2, 1, (0, 10)),
+        write(2, 3, (50, 60)),
+        write(2, 4, (70, 80)),
+        write(3, 2, (20, 30)),
+        read(3, Some(1), (35, 45)),
+        read(3, Some(3), (65, 68)),
+        read(3, Some(4), (90, 95)),
+    ];
+    let r = check(&h, BUDGET);
+    assert_eq!(r.violations.len(), 1);
+    assert_eq!(
+        r.violations[0].1,
+        [h[0], h[3], h[4]].to_vec(),
+        "written 1, then 2, then 1 read"
+    );
+}

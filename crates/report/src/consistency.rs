@@ -1,0 +1,89 @@
+//! `--check`'s verdicts: a row per target (at each point and level) with what its history held
+//! and what the check found, then each anomaly's proof — the operations that cannot be ordered.
+
+use crate::grid::Doc;
+use results::{ConsistencyRecord, RunRecord, Verdict};
+use std::io;
+
+/// The proofs shown per target in the table's notes (the record keeps up to 5).
+const SHOWN: usize = 2;
+
+/// Each target's verdict once, with the case's place (target, sweep point, level).
+fn verdicts(r: &RunRecord) -> Vec<(String, &ConsistencyRecord)> {
+    let mut out: Vec<(String, &ConsistencyRecord)> = Vec::new();
+    for c in &r.cases {
+        let Some(v) = &c.consistency else { continue };
+        let mut place = c.target.clone();
+        if let Some(s) = &c.sweep {
+            place += &format!(" {}={}", s.param, s.value);
+        }
+        if let Some(l) = &c.level {
+            place += &format!(" at {l}");
+        }
+        if !out.iter().any(|(p, _)| *p == place) {
+            out.push((place, v));
+        }
+    }
+    out
+}
+
+pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
+    let all = verdicts(r);
+    let Some((_, first)) = all.first() else {
+        return Ok(());
+    };
+    doc.heading(&format!("consistency: {}", first.model))?;
+    let header = vec![vec![
+        "target".to_string(),
+        "verdict".into(),
+        "operations".into(),
+        "keys".into(),
+        "found".into(),
+        "checked in".into(),
+    ]];
+    let body: Vec<Vec<String>> = (all.iter())
+        .map(|(place, v)| {
+            let verdict = match v.verdict {
+                Verdict::Valid => "valid".to_string(),
+                Verdict::Invalid => doc.strong("INVALID"),
+                Verdict::Unknown => "unknown".to_string(),
+            };
+            let found: Vec<String> = (v.anomalies.iter())
+                .map(|(kind, n)| format!("{kind}: {n} keys"))
+                .collect();
+            vec![
+                place.clone(),
+                verdict,
+                crate::units::count(v.ops),
+                crate::units::count(v.keys),
+                if found.is_empty() { "nothing".into() } else { found.join(", ") },
+                crate::units::latency(v.check_ns),
+            ]
+        })
+        .collect();
+    doc.table(&header, &body)?;
+    let mut notes = Vec::new();
+    for (place, v) in &all {
+        notes.push(format!(
+            "{place}: the history of {} ({}){}",
+            v.tests.join(", "),
+            v.history.as_deref().unwrap_or("kept in memory only"),
+            if v.unknown.is_empty() {
+                String::new()
+            } else {
+                format!("; unknown: {}", v.unknown.join("; "))
+            }
+        ));
+        for p in v.proofs.iter().take(SHOWN) {
+            let key = p.key.map_or(String::new(), |k| format!(" on key {k}"));
+            let why = p.why.as_deref().map_or(String::new(), |w| format!(" — {w}"));
+            notes.push(format!(
+                "{place}: {}{key}{why}; the operations that cannot be ordered: {}",
+                p.kind,
+                p.ops.join("; ")
+            ));
+        }
+    }
+    doc.list(&notes)?;
+    doc.blank()
+}
