@@ -121,6 +121,19 @@ pub enum Command {
         #[command(subcommand)]
         action: BaselineAction,
     },
+    /// Check histories again, running nothing: those a run kept (`run --check`, in its
+    /// results directory), or one history file — dyno's (JSON lines) or Jepsen's (`.edn`).
+    /// Exit status: 0 valid, 1 bad input, 3 an anomaly found, 4 undecided within the budget.
+    Check {
+        /// A results directory (or a directory of them), or a history file.
+        path: PathBuf,
+        /// What the answers must be: linearizable (each key a register).
+        #[arg(long, default_value = "linearizable")]
+        model: String,
+        /// The most time spent on one key before it is reported unknown.
+        #[arg(long, default_value = "10s")]
+        budget: String,
+    },
     /// List the drivers: URL forms, operation families and options.
     Targets,
     /// The adapter conformance kit: checks an adapter program (exec:PROGRAM[?OPTIONS]) against

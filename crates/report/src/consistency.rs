@@ -28,7 +28,11 @@ fn verdicts(r: &RunRecord) -> Vec<(String, &ConsistencyRecord)> {
 }
 
 pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
-    let all = verdicts(r);
+    table(&verdicts(r), doc)
+}
+
+/// The verdicts' table and notes: a row per place (a target at a point, or a history file).
+pub fn table(all: &[(String, &ConsistencyRecord)], doc: &mut Doc) -> io::Result<()> {
     let Some((_, first)) = all.first() else {
         return Ok(());
     };
@@ -49,7 +53,7 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
                 Verdict::Unknown => "unknown".to_string(),
             };
             let found: Vec<String> = (v.anomalies.iter())
-                .map(|(kind, n)| format!("{kind}: {n} keys"))
+                .map(|(kind, n)| format!("{kind}: {n} key{}", if *n == 1 { "" } else { "s" }))
                 .collect();
             vec![
                 place.clone(),
@@ -63,10 +67,13 @@ pub fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         .collect();
     doc.table(&header, &body)?;
     let mut notes = Vec::new();
-    for (place, v) in &all {
+    for (place, v) in all {
+        let of = match v.tests.is_empty() {
+            true => String::new(),
+            false => format!(" of {}", v.tests.join(", ")),
+        };
         notes.push(format!(
-            "{place}: the history of {} ({}){}",
-            v.tests.join(", "),
+            "{place}: the history{of} ({}){}",
             v.history.as_deref().unwrap_or("kept in memory only"),
             if v.unknown.is_empty() {
                 String::new()

@@ -9,6 +9,7 @@
 //! | `p50`, `p90`, `p99`, `p99.9`, `p99.99`, `max`, `mean` | the latency of its measured repetitions together (the merged histogram) | a duration: `10ms`, `250us` |
 //! | `rate` | the median over repetitions of operations per second | a number: `50000` |
 //! | `errors` | failed operations over all operations, or their count | `0.1%`, or a count: `0` |
+//! | `consistency` | `--check`'s verdict on its target's history | `== valid` (the one form) |
 //!
 //! Any value may instead be relative to a baseline run: `p99 < baseline * 1.05`, `rate >
 //! baseline * 0.95` (`baseline` alone is `baseline * 1`). The baseline is the run `dyno run
@@ -36,6 +37,8 @@ pub enum Metric {
     ErrorCount,
     /// Checks on responses passed, over all checks made (0..1).
     Checks,
+    /// `--check`'s verdict: 0 valid, 1 invalid, 2 unknown (`consistency == valid` is `<= 0`).
+    Consistency,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +121,7 @@ fn baseline_factor<'a>(
     )
 }
 
-const METRICS: &str = "p50, p90, p99, p99.9, p99.99, max, mean, rate, errors, checks (the share of checks on responses passed)";
+const METRICS: &str = "p50, p90, p99, p99.9, p99.99, max, mean, rate, errors, checks (the share of checks on responses passed), consistency (written `consistency == valid`)";
 const EXAMPLE: &str =
     "e.g. \"p99 < 10ms\", \"rate > 50000 target=redis\", \"errors < 0.1% test=set\"";
 
@@ -136,6 +139,9 @@ impl Threshold {
         else {
             return Err(bad(format!("threshold {text:?} is not METRIC OP VALUE")));
         };
+        if metric == "consistency" {
+            return consistency(text, (op, value), words);
+        }
         let relative = baseline_factor(value, &mut words)
             .transpose()
             .map_err(|factor| {
@@ -171,20 +177,28 @@ impl Threshold {
             test: None,
             level: None,
         };
+        t.scoped(words).map_err(bad)?;
+        Ok(t)
+    }
+
+    /// Reads the scopes after the value (`target=`, `test=`, `level=`).
+    fn scoped<'a>(&mut self, words: impl Iterator<Item = &'a str>) -> Result<(), String> {
+        let t = self;
         for w in words {
             let slot = match w.split_once('=') {
                 Some(("target", v)) => (&mut t.target, v),
                 Some(("test", v)) => (&mut t.test, v),
                 Some(("level", v)) => (&mut t.level, v),
                 _ => {
-                    return Err(bad(format!(
-                        "{w:?} in threshold {text:?} is not a scope (target=, test=, level=)"
-                    )));
+                    return Err(format!(
+                        "{w:?} in threshold {:?} is not a scope (target=, test=, level=)",
+                        t.text
+                    ));
                 }
             };
             *slot.0 = Some(slot.1.to_string());
         }
-        Ok(t)
+        Ok(())
     }
 
     /// Whether it checks case `c` (its scopes allow it).
@@ -236,6 +250,11 @@ impl Threshold {
                     _ => (ops > 0).then(|| errors as f64 / ops as f64),
                 }
             }
+            Metric::Consistency => Some(match c.consistency.as_ref()?.verdict {
+                crate::Verdict::Valid => 0.0,
+                crate::Verdict::Invalid => 1.0,
+                crate::Verdict::Unknown => 2.0,
+            }),
             Metric::Checks => {
                 let checks = c
                     .reps
@@ -280,8 +299,9 @@ impl Threshold {
             Metric::ErrorRatio => {
                 (r.ops + r.errors > 0).then(|| r.errors as f64 / (r.ops + r.errors) as f64)
             }
-            // Judged at the end: a running repetition's checks are not counted yet.
-            Metric::Checks => None,
+            // Judged at the end: a running repetition's checks are not counted yet, nor its
+            // history checked.
+            Metric::Checks | Metric::Consistency => None,
         }
     }
 
@@ -319,8 +339,41 @@ impl Threshold {
             Metric::Rate => format!("{v:.1}/s"),
             Metric::ErrorRatio | Metric::Checks => format!("{:.3}%", v * 100.0),
             Metric::ErrorCount => format!("{v:.0}"),
+            Metric::Consistency => match v as u8 {
+                0 => "valid",
+                1 => "invalid",
+                _ => "unknown",
+            }
+            .to_string(),
         }
     }
+}
+
+/// `consistency == valid [SCOPE…]`: the case's target's history was checked and found valid.
+fn consistency<'a>(
+    text: &str,
+    (op, value): (&str, &str),
+    words: impl Iterator<Item = &'a str>,
+) -> Result<Threshold, ParseError> {
+    let bad = |message: String| ParseError {
+        message,
+        hint: "write \"consistency == valid\" (with --check): the history of the case's target was checked and nothing was found, nor left undecided".into(),
+    };
+    if (op, value) != ("==", "valid") {
+        return Err(bad(format!("threshold {text:?} is not consistency == valid")));
+    }
+    let mut t = Threshold {
+        text: text.split_whitespace().collect::<Vec<_>>().join(" "),
+        metric: Metric::Consistency,
+        op: Op::Le,
+        limit: 0.0,
+        baseline: false,
+        target: None,
+        test: None,
+        level: None,
+    };
+    t.scoped(words).map_err(bad)?;
+    Ok(t)
 }
 
 /// Parses `ns` from a duration such as `10ms`.

@@ -2,6 +2,7 @@
 //! file per subcommand; here the dispatch, the one resolution `run` and `validate` share, the exit
 //! statuses, and the helpers several commands use (a run named on the command line, its record).
 
+mod check;
 mod compare;
 mod drivers;
 mod history;
@@ -10,7 +11,7 @@ mod render;
 mod run;
 mod validate;
 
-use self::{compare::*, drivers::*, history::*, merge::*, render::*, run::*, validate::*};
+use self::{check::*, compare::*, drivers::*, history::*, merge::*, render::*, run::*, validate::*};
 use crate::cli::{Cli, Command, RunArgs};
 use anyhow::{Context, Result, bail};
 use engine::plan::{Origin, PlanError, RawPlan, RawTarget, Sp};
@@ -84,6 +85,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             eprintln!("dyno: @baseline:{name} is {}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Check {
+            path,
+            model,
+            budget,
+        } => check_cmd(&path, &model, &budget),
         Command::Targets => targets_cmd(),
         Command::AdapterCheck { url } => crate::adapter_check::check(&url),
         Command::Serve(args) => crate::serve::serve(args),

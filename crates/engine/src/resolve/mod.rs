@@ -111,6 +111,17 @@ impl RawPlan {
         let (thresholds, abort_after) = self.resolve_gates()?;
         let find_max = self.resolve_search(suite, targets.len())?;
         let check = self.resolve_check(suite)?;
+        if let (None, Some((t, _))) = (
+            &check,
+            (self.thresholds.iter().zip(&thresholds))
+                .find(|(_, p)| p.metric == results::thresholds::Metric::Consistency),
+        ) {
+            return Err(PlanError::new(
+                t.at.clone(),
+                format!("threshold {:?} reads a history's check, and the run keeps none", t.value),
+            )
+            .hint("add --check linearizable (or [check] model = \"linearizable\")"));
+        }
         Ok(Plan {
             check,
             levels,

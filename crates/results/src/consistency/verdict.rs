@@ -26,11 +26,11 @@ pub fn linearizable(
         anomalies.insert("not linearizable".to_string(), report.violations.len() as u64);
     }
     let proofs = (report.violations.iter().take(PROOFS))
-        .map(|(key, ops)| Proof {
+        .map(|(key, proof)| Proof {
             kind: "not linearizable".into(),
             key: Some(*key),
-            why: why(ops),
-            ops: ops.iter().map(Op::describe).collect(),
+            why: why(proof, ops),
+            ops: proof.iter().map(Op::describe).collect(),
         })
         .collect();
     let mut unknown: Vec<String> = (report.unknown.iter())
@@ -61,9 +61,11 @@ fn ms(ns: u64) -> String {
 }
 
 /// What a proof shows, when it is one of two plain cases: a read saw a value that a later
-/// acknowledged write had replaced before the read began (a stale read), or found nothing
-/// though a write was acknowledged before it began (a lost write).
-pub fn why(ops: &[Op]) -> Option<String> {
+/// acknowledged write had replaced before the read began — a stale read when a read of the
+/// history saw the newer value afterwards, else a write lost — or found nothing though a write
+/// was acknowledged before it began (a write lost). `history` is the whole history the proof
+/// was taken from.
+pub fn why(ops: &[Op], history: &[Op]) -> Option<String> {
     let done = |o: &&Op| o.outcome == Outcome::Ok;
     let writes = || {
         ops.iter().filter(done).filter_map(|o| match o.call {
@@ -97,8 +99,18 @@ pub fn why(ops: &[Op]) -> Option<String> {
                     *x != v && seen.complete_ns < w.invoke_ns && before(w)
                 });
                 if let Some((x, w)) = newer {
+                    let seen_later = history.iter().any(|o| {
+                        o.key == r.key
+                            && o.outcome == Outcome::Ok
+                            && o.call == Call::Read { saw: Some(x) }
+                            && o.invoke_ns > r.complete_ns
+                    });
+                    let what = match seen_later {
+                        true => "a stale read".to_string(),
+                        false => format!("write {x} lost (no later read saw it)"),
+                    };
                     return Some(format!(
-                        "client {} read {v} on key {} at {}, though write {x} had replaced it at {}: a stale read",
+                        "client {} read {v} on key {} at {}, though write {x} had replaced it at {}: {what}",
                         r.client,
                         r.key,
                         ms(r.invoke_ns),
@@ -134,6 +146,7 @@ mod tests {
             w(1, (0, 1_000_000)),
             w(2, (2_000_000, 3_000_000)),
             r(Some(1), (4_000_000, 5_000_000)),
+            r(Some(2), (6_000_000, 7_000_000)),
         ];
         let rec = linearizable(&stale, Duration::from_secs(5), vec!["a".into()], None, None);
         assert_eq!(rec.verdict, Verdict::Invalid);
@@ -144,6 +157,11 @@ mod tests {
             "client 2 read 1 on key 4 at 4.000 ms, though write 2 had replaced it at 3.000 ms: a stale read"
         );
         assert_eq!(rec.proofs[0].ops.len(), 3);
+        // Never seen afterwards: lost, as far as the history tells.
+        let rec = linearizable(&stale[..3], Duration::from_secs(5), vec![], None, None);
+        assert!(
+            (rec.proofs[0].why.as_deref().unwrap()).ends_with("write 2 lost (no later read saw it)")
+        );
         let lost = [w(7, (0, 10)), r(None, (20, 30))];
         let rec = linearizable(&lost, Duration::from_secs(5), vec![], None, None);
         assert!(rec.proofs[0].why.as_deref().unwrap().ends_with("a write lost"));

@@ -1,0 +1,81 @@
+//! `dyno check`: histories checked again without running anything — those a run wrote
+//! (`--check`, in its results directory), or one file of dyno's or of Jepsen's (EDN).
+
+use super::*;
+use results::consistency::{Op, edn, history, verdict};
+use results::{ConsistencyRecord, Verdict};
+
+/// The exit status of a check that found an anomaly, and of one that could not decide.
+pub const EXIT_INVALID: u8 = 3;
+pub const EXIT_UNKNOWN: u8 = 4;
+
+/// Reads a history file: Jepsen's EDN (`.edn`), else dyno's JSON lines.
+fn read_history(path: &Path) -> Result<Vec<Op>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read history {}", path.display()))?;
+    let ops = if path.extension().is_some_and(|e| e == "edn") {
+        edn::read(&text)
+    } else {
+        history::read(text.as_bytes())
+    };
+    ops.map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e}\n  hint: a history is dyno's (one JSON object per line, as --check writes it) or Jepsen's (a .edn file of operation maps)",
+            path.display()
+        )
+    })
+}
+
+/// The histories a results directory's record names, each with the model it was checked for
+/// and the place its verdict stands for; or the one file given.
+fn histories(path: &Path) -> Result<Vec<(String, PathBuf, Vec<String>)>> {
+    if !path.is_dir() {
+        let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into());
+        return Ok(vec![(name, path.to_path_buf(), Vec::new())]);
+    }
+    let mut found = Vec::new();
+    for dir in results::store::record_dirs(path)? {
+        let r = results::store::read_record(&dir.join(results::store::RECORD_FILE))?;
+        for c in &r.cases {
+            let Some(v) = &c.consistency else { continue };
+            let Some(file) = &v.history else { continue };
+            if !found.iter().any(|(_, p, _)| *p == dir.join(file)) {
+                found.push((c.target.clone(), dir.join(file), v.tests.clone()));
+            }
+        }
+    }
+    if found.is_empty() {
+        bail!(
+            "{}: no history to check: the run kept none (run it with --check linearizable), or give a history file",
+            path.display()
+        );
+    }
+    Ok(found)
+}
+
+pub(super) fn check_cmd(path: &Path, model: &str, budget: &str) -> Result<ExitCode> {
+    if !results::consistency::MODELS.iter().any(|m| m.0 == model) {
+        bail!("--model {model:?}: dyno checks linearizable (each key a register)");
+    }
+    let budget = engine::units::parse_duration(budget)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| anyhow::anyhow!("--budget {budget:?}: write a duration such as 10s"))?;
+    let mut checked: Vec<(String, ConsistencyRecord)> = Vec::new();
+    for (place, file, tests) in histories(path)? {
+        let ops = read_history(&file)?;
+        let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        checked.push((place, verdict::linearizable(&ops, budget, tests, name, None)));
+    }
+    let rows: Vec<(String, &ConsistencyRecord)> =
+        checked.iter().map(|(p, v)| (p.clone(), v)).collect();
+    let mut text = Vec::new();
+    report::consistency::table(&rows, &mut report::grid::Doc::new(report::grid::Style::Text, &mut text))?;
+    print_out(&text)?;
+    let worst = checked.iter().map(|(_, v)| v.verdict).max();
+    Ok(match worst {
+        Some(Verdict::Invalid) => ExitCode::from(EXIT_INVALID),
+        Some(Verdict::Unknown) => ExitCode::from(EXIT_UNKNOWN),
+        _ => ExitCode::SUCCESS,
+    })
+}
