@@ -15,6 +15,7 @@ mod adapters;
 mod book;
 mod checks;
 mod compare;
+mod consistency;
 mod faults;
 mod fixtures;
 mod history;
