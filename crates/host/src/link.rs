@@ -76,6 +76,9 @@ pub enum GateState {
     /// real partition) until the gate opens again, and a connection made meanwhile is not
     /// passed on to the server until then.
     Cut,
+    /// Cut for the connections the linked processes (a cluster's members) make to each other;
+    /// open to everyone else's (dyno's clients): a partition among the members only.
+    CutPeers,
     /// These impairments instead of the link's own.
     Slow(LinkSpec),
 }
@@ -153,9 +156,13 @@ impl Way {
     /// The impairments now; `None` while cut.
     fn now(&self) -> Option<LinkSpec> {
         let mut spec = self.base;
+        // Made by one of the linked processes: its gate joined the link's own.
+        let between_members = self.gates.len() > 1;
         for g in &self.gates {
             match g.get() {
                 GateState::Cut => return None,
+                GateState::CutPeers if between_members => return None,
+                GateState::CutPeers => {}
                 GateState::Slow(s) => {
                     spec = LinkSpec {
                         seed: spec.seed,
@@ -631,5 +638,33 @@ mod tests {
             seed: 1,
         };
         assert!(zero.passthrough());
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_among_members_cuts_their_connections_and_passes_clients() {
+        let (member, other) = (Arc::new(Gate::default()), Arc::new(Gate::default()));
+        let way = |gates: Vec<Arc<Gate>>| Way {
+            base: LinkSpec::lan(),
+            gates,
+            stop: Arc::default(),
+            unknown: None,
+        };
+        let client = way(vec![member.clone()]);
+        let peer = way(vec![member.clone(), other.clone()]);
+        member.set(GateState::CutPeers);
+        assert!(client.now().is_some(), "a client still reaches the member");
+        assert!(peer.now().is_none(), "the other members do not");
+        // The member's own connections to the others pass their links, behind its gate.
+        let outgoing = way(vec![other.clone(), member.clone()]);
+        assert!(outgoing.now().is_none());
+        member.set(GateState::Cut);
+        assert!(client.now().is_none(), "a whole partition cuts clients too");
+        member.set(GateState::Open);
+        assert!(peer.now().is_some());
     }
 }

@@ -60,7 +60,11 @@ pub fn table(all: &[(String, &ConsistencyRecord)], doc: &mut Doc) -> io::Result<
                 verdict,
                 crate::units::count(v.ops),
                 crate::units::count(v.keys),
-                if found.is_empty() { "nothing".into() } else { found.join(", ") },
+                if found.is_empty() {
+                    "nothing".into()
+                } else {
+                    found.join(", ")
+                },
                 crate::units::latency(v.check_ns),
             ]
         })
@@ -83,7 +87,10 @@ pub fn table(all: &[(String, &ConsistencyRecord)], doc: &mut Doc) -> io::Result<
         ));
         for p in v.proofs.iter().take(SHOWN) {
             let key = p.key.map_or(String::new(), |k| format!(" on key {k}"));
-            let why = p.why.as_deref().map_or(String::new(), |w| format!(" — {w}"));
+            let why = p
+                .why
+                .as_deref()
+                .map_or(String::new(), |w| format!(" — {w}"));
             notes.push(format!(
                 "{place}: {}{key}{why}; the operations that cannot be ordered: {}",
                 p.kind,

@@ -355,12 +355,16 @@ fn consistency<'a>(
     (op, value): (&str, &str),
     words: impl Iterator<Item = &'a str>,
 ) -> Result<Threshold, ParseError> {
-    let bad = |message: String| ParseError {
+    let bad = |message: String| {
+        ParseError {
         message,
         hint: "write \"consistency == valid\" (with --check): the history of the case's target was checked and nothing was found, nor left undecided".into(),
+    }
     };
     if (op, value) != ("==", "valid") {
-        return Err(bad(format!("threshold {text:?} is not consistency == valid")));
+        return Err(bad(format!(
+            "threshold {text:?} is not consistency == valid"
+        )));
     }
     let mut t = Threshold {
         text: text.split_whitespace().collect::<Vec<_>>().join(" "),

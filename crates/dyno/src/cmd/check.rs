@@ -30,7 +30,9 @@ fn read_history(path: &Path) -> Result<Vec<Op>> {
 /// and the place its verdict stands for; or the one file given.
 fn histories(path: &Path) -> Result<Vec<(String, PathBuf, Vec<String>)>> {
     if !path.is_dir() {
-        let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into());
+        let name = path
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into());
         return Ok(vec![(name, path.to_path_buf(), Vec::new())]);
     }
     let mut found = Vec::new();
@@ -65,12 +67,18 @@ pub(super) fn check_cmd(path: &Path, model: &str, budget: &str) -> Result<ExitCo
     for (place, file, tests) in histories(path)? {
         let ops = read_history(&file)?;
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
-        checked.push((place, verdict::linearizable(&ops, budget, tests, name, None)));
+        checked.push((
+            place,
+            verdict::linearizable(&ops, budget, tests, name, None),
+        ));
     }
     let rows: Vec<(String, &ConsistencyRecord)> =
         checked.iter().map(|(p, v)| (p.clone(), v)).collect();
     let mut text = Vec::new();
-    report::consistency::table(&rows, &mut report::grid::Doc::new(report::grid::Style::Text, &mut text))?;
+    report::consistency::table(
+        &rows,
+        &mut report::grid::Doc::new(report::grid::Style::Text, &mut text),
+    )?;
     print_out(&text)?;
     let worst = checked.iter().map(|(_, v)| v.verdict).max();
     Ok(match worst {

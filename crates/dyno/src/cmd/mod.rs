@@ -11,7 +11,9 @@ mod render;
 mod run;
 mod validate;
 
-use self::{check::*, compare::*, drivers::*, history::*, merge::*, render::*, run::*, validate::*};
+use self::{
+    check::*, compare::*, drivers::*, history::*, merge::*, render::*, run::*, validate::*,
+};
 use crate::cli::{Cli, Command, RunArgs};
 use anyhow::{Context, Result, bail};
 use engine::plan::{Origin, PlanError, RawPlan, RawTarget, Sp};

@@ -46,6 +46,10 @@ pub(super) fn validate(path: &Path, shard: Option<&str>, meet: bool) -> Result<E
     for f in &plan.faults {
         writeln!(out, "  fault: {f}")?;
     }
+    if let Some(c) = &plan.check {
+        let budget = c.budget.as_secs_f64();
+        writeln!(out, "  check: {}, at most {budget} s per key", c.model)?;
+    }
     for l in &plan.levels {
         let targets: Vec<&str> = (l.targets.iter())
             .map(|&i| plan.targets[i].name.as_str())

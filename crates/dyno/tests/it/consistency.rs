@@ -12,7 +12,13 @@ use std::path::Path;
 fn checked(dir: &Path, name: &str, args: &[&str]) -> (Value, i32) {
     let out = dir.join(name);
     let o = dyno(dir)
-        .args(["run", "--check", "linearizable", "-o", out.to_str().unwrap()])
+        .args([
+            "run",
+            "--check",
+            "linearizable",
+            "-o",
+            out.to_str().unwrap(),
+        ])
         .args(args)
         .output()
         .unwrap();
@@ -40,7 +46,9 @@ fn verdict(rec: &Value) -> &Value {
 /// The history's operations, as written (`history.mock.jsonl`).
 fn history(dir: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(dir.join("history.mock.jsonl")).unwrap();
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// One client, so the history is sequential: a read must see the last write acknowledged
@@ -71,11 +79,23 @@ fn injected_stale_reads_and_lost_writes_are_flagged_on_every_key_they_made_wrong
     let dir = tempfile::tempdir().unwrap();
     for (name, option) in [("stale", "stale_every=7"), ("lost", "lose_every=5")] {
         let url = format!("mock:?{option}");
-        let args = ["--suite", "ycsb-a", "-n", "30", "-c", "1", "--operations", "3000"];
+        let args = [
+            "--suite",
+            "ycsb-a",
+            "-n",
+            "30",
+            "-c",
+            "1",
+            "--operations",
+            "3000",
+        ];
         let (rec, _) = checked(dir.path(), name, &[&args[..], &[url.as_str()]].concat());
         let ops = history(&dir.path().join(name));
         let wrong = oracle(&ops);
-        assert!(wrong.len() >= 10, "{option}: the injections made {wrong:?} wrong");
+        assert!(
+            wrong.len() >= 10,
+            "{option}: the injections made {wrong:?} wrong"
+        );
         let v = verdict(&rec);
         assert_eq!(v["verdict"], "invalid", "{option}: {v}");
         assert_eq!(
@@ -87,7 +107,10 @@ fn injected_stale_reads_and_lost_writes_are_flagged_on_every_key_they_made_wrong
             assert!(wrong.contains(&p["key"].as_u64().unwrap()), "{p}");
             // The proof is the smallest set: two writes and the read that missed the second.
             assert_eq!(p["ops"].as_array().unwrap().len(), 3, "{p}");
-            assert!(p["why"].as_str().unwrap().contains("had replaced it"), "{p}");
+            assert!(
+                p["why"].as_str().unwrap().contains("had replaced it"),
+                "{p}"
+            );
         }
         assert_eq!(v["ops"].as_u64(), Some(ops.len() as u64), "{v}");
         // Checked again from the results directory: the same verdict, exit status 3.
@@ -98,16 +121,32 @@ fn injected_stale_reads_and_lost_writes_are_flagged_on_every_key_they_made_wrong
         assert_eq!(o.status.code(), Some(3));
         let stdout = String::from_utf8_lossy(&o.stdout);
         let count = format!("not linearizable: {} keys", wrong.len());
-        assert!(stdout.contains("INVALID") && stdout.contains(&count), "{stdout}");
+        assert!(
+            stdout.contains("INVALID") && stdout.contains(&count),
+            "{stdout}"
+        );
     }
 }
 
 #[test]
 fn clean_histories_are_valid_with_many_clients_and_the_threshold_holds_or_breaks() {
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--suite", "ycsb-a", "-n", "20", "-c", "8", "--operations", "4000"];
+    let args = [
+        "--suite",
+        "ycsb-a",
+        "-n",
+        "20",
+        "-c",
+        "8",
+        "--operations",
+        "4000",
+    ];
     let gate = ["--threshold", "consistency == valid"];
-    let (rec, code) = checked(dir.path(), "clean", &[&args[..], &gate, &["mock:", "mem:"]].concat());
+    let (rec, code) = checked(
+        dir.path(),
+        "clean",
+        &[&args[..], &gate, &["mock:", "mem:"]].concat(),
+    );
     assert_eq!(code, 0);
     for c in rec["cases"].as_array().unwrap() {
         let v = &c["consistency"];
@@ -117,8 +156,11 @@ fn clean_histories_are_valid_with_many_clients_and_the_threshold_holds_or_breaks
     }
     assert_eq!(rec["plan"]["check"]["model"], "linearizable");
     // Eight clients at once, every 3rd read stale: caught, and the gate breaks (status 4).
-    let (rec, code) =
-        checked(dir.path(), "dirty", &[&args[..], &gate, &["mock:?stale_every=3"]].concat());
+    let (rec, code) = checked(
+        dir.path(),
+        "dirty",
+        &[&args[..], &gate, &["mock:?stale_every=3"]].concat(),
+    );
     assert_eq!(verdict(&rec)["verdict"], "invalid");
     assert_eq!(code, 4);
     assert_eq!(rec["thresholds"][0]["held"], false);
@@ -127,14 +169,26 @@ fn clean_histories_are_valid_with_many_clients_and_the_threshold_holds_or_breaks
 #[test]
 fn the_kv_suite_checks_its_gets_sets_and_the_read_back_of_every_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--suite", "kv", "-d", "300ms", "-n", "40", "-c", "2", "--size", "64"];
-    let (rec, _) = checked(dir.path(), "clean", &[&args[..], &["mock:?latency=100us"]].concat());
+    let args = [
+        "--suite", "kv", "-d", "300ms", "-n", "40", "-c", "2", "--size", "64",
+    ];
+    let (rec, _) = checked(
+        dir.path(),
+        "clean",
+        &[&args[..], &["mock:?latency=100us"]].concat(),
+    );
     let v = verdict(&rec);
     assert_eq!(v["verdict"], "valid", "{v}");
-    assert_eq!(v["tests"], serde_json::json!(["get", "set", "lost-writes check"]));
+    assert_eq!(
+        v["tests"],
+        serde_json::json!(["get", "set", "lost-writes check"])
+    );
     // Every 4th write acknowledged and dropped: the read-back finds the older value.
-    let (rec, _) =
-        checked(dir.path(), "lossy", &[&args[..], &["mock:?latency=100us&lose_every=4"]].concat());
+    let (rec, _) = checked(
+        dir.path(),
+        "lossy",
+        &[&args[..], &["mock:?latency=100us&lose_every=4"]].concat(),
+    );
     let v = verdict(&rec);
     assert_eq!(v["verdict"], "invalid", "{v}");
     let lost = &rec["cases"][1]["reps"][0]["detail"]["kv"]["lost_writes"];
@@ -146,18 +200,53 @@ fn the_kv_suite_checks_its_gets_sets_and_the_read_back_of_every_acknowledged_wri
 #[test]
 fn check_refuses_what_it_cannot_check_with_the_fix() {
     let dir = tempfile::tempdir().unwrap();
-    let e = refused_run(dir.path(), &["--suite", "shootout", "mem:", "--check", "linearizable"]);
-    assert!(e.contains("keeps no history") && e.contains("kv or ycsb"), "{e}");
-    let e = refused_run(dir.path(), &["--suite", "ycsb", "mem:", "--check", "linearisable"]);
+    let e = refused_run(
+        dir.path(),
+        &["--suite", "shootout", "mem:", "--check", "linearizable"],
+    );
+    assert!(
+        e.contains("keeps no history") && e.contains("kv or ycsb"),
+        "{e}"
+    );
+    let e = refused_run(
+        dir.path(),
+        &["--suite", "ycsb", "mem:", "--check", "linearisable"],
+    );
     assert!(e.contains("did you mean \"linearizable\""), "{e}");
-    let e = refused_run(dir.path(), &["--suite", "ycsb", "mem:", "--threshold", "consistency == valid"]);
+    let e = refused_run(
+        dir.path(),
+        &[
+            "--suite",
+            "ycsb",
+            "mem:",
+            "--threshold",
+            "consistency == valid",
+        ],
+    );
     assert!(e.contains("--check linearizable"), "{e}");
-    let e = refused_run(dir.path(), &["--suite", "ycsb", "mem:", "--check", "linearizable", "--threshold", "consistency > valid"]);
+    let e = refused_run(
+        dir.path(),
+        &[
+            "--suite",
+            "ycsb",
+            "mem:",
+            "--check",
+            "linearizable",
+            "--threshold",
+            "consistency > valid",
+        ],
+    );
     assert!(e.contains("consistency == valid"), "{e}");
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"client\":1}\n").unwrap();
-    let o = dyno(dir.path()).args(["check", bad.to_str().unwrap()]).output().unwrap();
+    let o = dyno(dir.path())
+        .args(["check", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("bad.jsonl: line 1") && e.contains("hint:"), "{e}");
+    assert!(
+        e.contains("bad.jsonl: line 1") && e.contains("hint:"),
+        "{e}"
+    );
 }

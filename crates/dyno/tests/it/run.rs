@@ -341,6 +341,8 @@ fn the_example_plans_in_the_repository_are_valid() {
         "faults.toml",
         "redis-sentinel.toml",
         "etcd.toml",
+        "partition.toml",
+        "consistency.toml",
         "ahash.toml",
         "zodb-zeo.toml",
     ] {

@@ -8,7 +8,7 @@
 //! | `kill` | SIGKILL, then starts it again `after` later (default 1s) and waits until it is ready |
 //! | `restart` | SIGTERM (SIGKILL after 10 s), starts it again at once, waits until it is ready |
 //! | `pause` | SIGSTOP, then SIGCONT `for` later (default 1s) |
-//! | `partition` | cuts the member off behind its link (`link = true`) for `for` (default 1s): nothing crosses to or from it, bytes wait as TCP's would |
+//! | `partition` | cuts the member off behind its link (`link = true`) for `for` (default 1s): nothing crosses to or from it, bytes wait as TCP's would; with `clients=pass`, only from the other members (Jepsen's partitions: dyno's clients still reach it) |
 //! | `slow` | the member's link (both ways, its own connections too) adds `delay` ± `jitter` and caps at `rate` for `for` |
 //! | `restart-clients` | dyno's own clients drop their sessions and open new ones |
 //!
@@ -51,8 +51,9 @@ pub enum Action {
     Restart,
     /// SIGSTOP for this long, then SIGCONT.
     Pause { for_ns: u64 },
-    /// The member's link cut, both ways, for this long.
-    Partition { for_ns: u64 },
+    /// The member's link cut, both ways, for this long; `clients_pass`: only from the other
+    /// members, dyno's clients still reach it.
+    Partition { for_ns: u64, clients_pass: bool },
     /// The member's link impaired, both ways, for this long.
     Slow {
         for_ns: u64,
@@ -151,8 +152,15 @@ impl fmt::Display for Fault {
         }
         match self.action {
             Action::Kill { after_ns } => write!(f, " after={}", d(after_ns))?,
-            Action::Pause { for_ns } | Action::Partition { for_ns } => {
-                write!(f, " for={}", d(for_ns))?
+            Action::Pause { for_ns } => write!(f, " for={}", d(for_ns))?,
+            Action::Partition {
+                for_ns,
+                clients_pass,
+            } => {
+                write!(f, " for={}", d(for_ns))?;
+                if clients_pass {
+                    write!(f, " clients=pass")?;
+                }
             }
             Action::Slow { for_ns, spec } => {
                 write!(f, " for={}", d(for_ns))?;
@@ -273,6 +281,17 @@ impl RawFault {
             },
             Some("partition") => Action::Partition {
                 for_ns: dur("for")?.unwrap_or(1_000_000_000),
+                clients_pass: match get("clients").map(|c| (c.value.as_str(), c)) {
+                    None | Some(("cut", _)) => false,
+                    Some(("pass", _)) => true,
+                    Some((other, c)) => {
+                        return Err(PlanError::new(
+                            c.at.clone(),
+                            format!("clients={other}: a partition cuts dyno's clients off too (cut) or lets them through (pass)"),
+                        )
+                        .hint("write clients=cut or clients=pass"));
+                    }
+                },
             },
             Some("slow") => {
                 let rate = match get("rate") {
@@ -314,10 +333,11 @@ impl RawFault {
         let takes: &[&str] = match action {
             Action::Kill { .. } => &["after"],
             Action::Restart | Action::RestartClients => &[],
-            Action::Pause { .. } | Action::Partition { .. } => &["for"],
+            Action::Pause { .. } => &["for"],
+            Action::Partition { .. } => &["for", "clients"],
             Action::Slow { .. } => &["for", "delay", "jitter", "rate"],
         };
-        let misplaced = (["after", "for", "delay", "jitter", "rate"].iter())
+        let misplaced = (["after", "for", "delay", "jitter", "rate", "clients"].iter())
             .filter(|k| !takes.contains(k))
             .find_map(|k| get(k).map(|v| (k, v)));
         if let Some((k, v)) = misplaced {
@@ -325,7 +345,7 @@ impl RawFault {
                 v.at.clone(),
                 format!("{k} is not a setting of a {} fault", action.name()),
             )
-            .hint("kill takes after= (when to start it again); pause and partition take for=; slow takes for=, delay=, jitter=, rate="));
+            .hint("kill takes after= (when to start it again); pause takes for=; partition takes for= and clients=; slow takes for=, delay=, jitter=, rate="));
         }
         Ok(action)
     }

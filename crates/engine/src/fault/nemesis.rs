@@ -249,7 +249,13 @@ impl Work {
             note: None,
         };
         let (state, for_ns) = match f.action {
-            Action::Partition { for_ns } => (GateState::Cut, for_ns),
+            Action::Partition {
+                for_ns,
+                clients_pass,
+            } => match clients_pass {
+                true => (GateState::CutPeers, for_ns),
+                false => (GateState::Cut, for_ns),
+            },
             Action::Slow { for_ns, spec } => (GateState::Slow(spec), for_ns),
             _ => return,
         };

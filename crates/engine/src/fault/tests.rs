@@ -24,6 +24,22 @@ fn faults_resolve_and_read_back_as_written() {
     assert!(e("explode every=1s", &["a"]).contains("unknown fault action"));
     assert!(e("kill every=1s colour=red", &["a"]).contains("unknown fault key"));
     assert!(RawFault::from_flag("kill every").is_err());
+    // A partition cuts the clients off too unless told to let them through.
+    let f = raw("partition every=2s for=1s clients=pass")
+        .resolve(&["a"])
+        .unwrap();
+    assert_eq!(
+        f.to_string(),
+        "partition target=a every=2s for=1s clients=pass"
+    );
+    let f = raw("partition every=2s clients=cut")
+        .resolve(&["a"])
+        .unwrap();
+    assert_eq!(f.to_string(), "partition target=a every=2s for=1s");
+    assert!(
+        e("partition every=2s clients=some", &["a"]).contains("write clients=cut or clients=pass")
+    );
+    assert!(e("pause every=2s clients=pass", &["a"]).contains("clients is not a setting"));
     // A cluster's members in turn, or the one named.
     let f = raw("kill target=r every=5s")
         .resolve(&["r/p", "r/q", "web"])

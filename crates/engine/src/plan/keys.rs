@@ -283,6 +283,10 @@ pub const FAULT: Section = Section {
         ),
         k("for", "pause, partition, slow: how long [default: 1s]"),
         k(
+            "clients",
+            "partition: `cut` dyno's clients off the member too, or let them `pass` [default: cut]",
+        ),
+        k(
             "healthy",
             "at least this long between one fault's end and the next",
         ),

@@ -2,8 +2,8 @@
 //! must know how to keep, and the time the check may spend on one key.
 
 use crate::plan::{PlanError, RawPlan};
-use crate::suite::{Check, Suite};
 use crate::suggest::did_you_mean;
+use crate::suite::{Check, Suite};
 use results::consistency::MODELS;
 use std::time::Duration;
 
@@ -14,8 +14,11 @@ impl RawPlan {
     pub(super) fn resolve_check(&self, suite: &dyn Suite) -> Result<Option<Check>, PlanError> {
         let Some(model) = &self.check else {
             return match &self.check_budget {
-                Some(b) => Err(PlanError::new(b.at.clone(), "budget is a setting of a check")
-                    .hint("add model = \"linearizable\" under [check] (or --check), or drop budget")),
+                Some(b) => Err(
+                    PlanError::new(b.at.clone(), "budget is a setting of a check").hint(
+                        "add model = \"linearizable\" under [check] (or --check), or drop budget",
+                    ),
+                ),
                 None => Ok(None),
             };
         };

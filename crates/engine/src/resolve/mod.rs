@@ -118,7 +118,10 @@ impl RawPlan {
         ) {
             return Err(PlanError::new(
                 t.at.clone(),
-                format!("threshold {:?} reads a history's check, and the run keeps none", t.value),
+                format!(
+                    "threshold {:?} reads a history's check, and the run keeps none",
+                    t.value
+                ),
             )
             .hint("add --check linearizable (or [check] model = \"linearizable\")"));
         }

@@ -326,8 +326,15 @@ pub fn read(text: &str) -> Result<Vec<Op>, String> {
                     _ => Outcome::Unknown,
                 };
                 // A read's value is what it saw; a write's or cas's, what it was asked.
-                let (key, value) = keyed(&inv.f, if inv.f == "read" { &e.value } else { &inv.value })
-                    .map_err(at)?;
+                let (key, value) = keyed(
+                    &inv.f,
+                    if inv.f == "read" {
+                        &e.value
+                    } else {
+                        &inv.value
+                    },
+                )
+                .map_err(at)?;
                 ops.push(Op {
                     client: p as u32,
                     key,
@@ -337,7 +344,11 @@ pub fn read(text: &str) -> Result<Vec<Op>, String> {
                     complete_ns: e.time.max(inv.time),
                 });
             }
-            other => return Err(at(format!(":type :{other}: write :invoke, :ok, :fail or :info"))),
+            other => {
+                return Err(at(format!(
+                    ":type :{other}: write :invoke, :ok, :fail or :info"
+                )));
+            }
         }
     }
     // Invoked and never answered: unknown.

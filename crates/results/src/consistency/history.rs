@@ -105,7 +105,9 @@ fn op_of(l: Line) -> Result<Op, String> {
                 l.invoke_ns
             ));
         }
-        (_, None) => return Err("\"complete_ns\" is missing: an ok or fail operation has one".into()),
+        (_, None) => {
+            return Err("\"complete_ns\" is missing: an ok or fail operation has one".into());
+        }
     };
     Ok(Op {
         client: l.client,
@@ -174,7 +176,11 @@ mod tests {
                 call,
                 outcome,
                 invoke_ns: a,
-                complete_ns: if outcome == Outcome::Unknown { a } else { a + d },
+                complete_ns: if outcome == Outcome::Unknown {
+                    a
+                } else {
+                    a + d
+                },
             },
         )
     }
@@ -200,7 +206,10 @@ mod tests {
     #[test]
     fn a_wrong_line_is_named_with_the_fix() {
         let e = read(&b"\n{\"client\":1,\"key\":2,\"f\":\"incr\",\"value\":1,\"type\":\"ok\",\"invoke_ns\":1,\"complete_ns\":2}\n"[..]).unwrap_err();
-        assert!(e.contains("line 2") && e.contains("read, write and cas"), "{e}");
+        assert!(
+            e.contains("line 2") && e.contains("read, write and cas"),
+            "{e}"
+        );
         let e = read(&b"{\"client\":1,\"key\":2,\"f\":\"read\",\"value\":-1,\"type\":\"ok\",\"invoke_ns\":1,\"complete_ns\":2}"[..]).unwrap_err();
         assert!(e.contains("whole number"), "{e}");
         let e = read(&b"{\"client\":1,\"key\":2,\"f\":\"read\",\"value\":1,\"type\":\"ok\",\"invoke_ns\":5,\"complete_ns\":2}"[..]).unwrap_err();

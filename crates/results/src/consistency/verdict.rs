@@ -23,7 +23,10 @@ pub fn linearizable(
     let report = linearizable::check(ops, budget);
     let mut anomalies = BTreeMap::new();
     if !report.violations.is_empty() {
-        anomalies.insert("not linearizable".to_string(), report.violations.len() as u64);
+        anomalies.insert(
+            "not linearizable".to_string(),
+            report.violations.len() as u64,
+        );
     }
     let proofs = (report.violations.iter().take(PROOFS))
         .map(|(key, proof)| Proof {
@@ -95,19 +98,13 @@ pub fn why(ops: &[Op], history: &[Op]) -> Option<String> {
                 let Some((_, seen)) = writes().find(|(x, _)| *x == v) else {
                     continue;
                 };
-                let newer = writes().find(|(x, w)| {
-                    *x != v && seen.complete_ns < w.invoke_ns && before(w)
-                });
+                let newer =
+                    writes().find(|(x, w)| *x != v && seen.complete_ns < w.invoke_ns && before(w));
                 if let Some((x, w)) = newer {
-                    let seen_later = history.iter().any(|o| {
-                        o.key == r.key
-                            && o.outcome == Outcome::Ok
-                            && o.call == Call::Read { saw: Some(x) }
-                            && o.invoke_ns > r.complete_ns
-                    });
-                    let what = match seen_later {
-                        true => "a stale read".to_string(),
-                        false => format!("write {x} lost (no later read saw it)"),
+                    let what = match moved_on(history, r, (v, x), w) {
+                        Some(true) => "a stale read".to_string(),
+                        Some(false) => format!("write {x} lost (later reads saw older values)"),
+                        None => format!("a stale read or write {x} lost (no later read tells)"),
                     };
                     return Some(format!(
                         "client {} read {v} on key {} at {}, though write {x} had replaced it at {}: {what}",
@@ -121,6 +118,40 @@ pub fn why(ops: &[Op], history: &[Op]) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether write `x` (made by `w`) reached the key's state though read `r` saw `v` from
+/// before it: a later read saw `x`, or a value `r` also missed — written after `w` and before
+/// `r` — (`Some(true)`, `r` was stale); else a later read saw `v` again (`Some(false)`, `x`
+/// was lost); else the history cannot tell (`None`: no later read, or only of values written
+/// after `r`, which would have replaced `x` either way).
+fn moved_on(history: &[Op], r: &Op, (v, x): (u64, u64), w: &Op) -> Option<bool> {
+    let missed = |y: u64| {
+        y == x
+            || history.iter().any(|o| {
+                o.key == r.key
+                    && o.invoke_ns > w.complete_ns
+                    && o.complete_ns < r.invoke_ns
+                    && matches!(o.call, Call::Write { value } if value == y)
+            })
+    };
+    let later = || {
+        history.iter().filter_map(|o| match o.call {
+            Call::Read { saw: Some(y) }
+                if o.key == r.key && o.outcome == Outcome::Ok && o.invoke_ns > r.complete_ns =>
+            {
+                Some(y)
+            }
+            _ => None,
+        })
+    };
+    if later().any(missed) {
+        Some(true)
+    } else if later().any(|y| y == v) {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -157,18 +188,53 @@ mod tests {
             "client 2 read 1 on key 4 at 4.000 ms, though write 2 had replaced it at 3.000 ms: a stale read"
         );
         assert_eq!(rec.proofs[0].ops.len(), 3);
-        // Never seen afterwards: lost, as far as the history tells.
+        // No read afterwards: the history cannot tell which.
         let rec = linearizable(&stale[..3], Duration::from_secs(5), vec![], None, None);
+        let why = rec.proofs[0].why.as_deref().unwrap();
         assert!(
-            (rec.proofs[0].why.as_deref().unwrap()).ends_with("write 2 lost (no later read saw it)")
+            why.ends_with("a stale read or write 2 lost (no later read tells)"),
+            "{why}"
+        );
+        // Later reads saw the old value again: the write is gone.
+        let mut gone = stale.to_vec();
+        gone[3] = r(Some(1), (6_000_000, 7_000_000));
+        let why = super::why(&gone[..3], &gone).unwrap();
+        assert!(
+            why.ends_with("write 2 lost (later reads saw older values)"),
+            "{why}"
+        );
+        // Later reads saw only a value written after the read: either way, it would show.
+        let mut on = stale.to_vec();
+        on[3] = w(3, (6_000_000, 7_000_000));
+        on.push(r(Some(3), (8_000_000, 9_000_000)));
+        let why = super::why(&on[..3], &on).unwrap();
+        assert!(
+            why.ends_with("a stale read or write 2 lost (no later read tells)"),
+            "{why}"
         );
         let lost = [w(7, (0, 10)), r(None, (20, 30))];
         let rec = linearizable(&lost, Duration::from_secs(5), vec![], None, None);
-        assert!(rec.proofs[0].why.as_deref().unwrap().ends_with("a write lost"));
+        assert!(
+            rec.proofs[0]
+                .why
+                .as_deref()
+                .unwrap()
+                .ends_with("a write lost")
+        );
         let fine = [w(7, (0, 10)), r(Some(7), (20, 30))];
         let rec = linearizable(&fine, Duration::from_secs(5), vec![], None, None);
         assert_eq!((rec.verdict, rec.ops, rec.keys), (Verdict::Valid, 2, 1));
-        let cut = linearizable(&fine, Duration::from_secs(5), vec![], None, Some("cut".into()));
-        assert_eq!(cut.verdict, Verdict::Unknown, "part of a history proves nothing");
+        let cut = linearizable(
+            &fine,
+            Duration::from_secs(5),
+            vec![],
+            None,
+            Some("cut".into()),
+        );
+        assert_eq!(
+            cut.verdict,
+            Verdict::Unknown,
+            "part of a history proves nothing"
+        );
     }
 }

@@ -182,7 +182,9 @@ pub(super) fn note(
         }
         Op::Scan if failed.is_none() => {
             for (_, v) in rows {
-                let n = v.get(..8).map_or(0, |b| i64::from_le_bytes(b.try_into().expect("8")));
+                let n = v
+                    .get(..8)
+                    .map_or(0, |b| i64::from_le_bytes(b.try_into().expect("8")));
                 let saw = version_of(v);
                 history.push(n as u64, Call::Read { saw }, None, h0);
             }

@@ -441,7 +441,13 @@ impl Suite for Ycsb {
         let history = crate::history::Keeper::new(plan, run);
         let keeper = history.as_ref();
         run.repeat(None, None, &mut |ctx| {
-            let loaded = load(store_ref, ctx, point, (records, shard), (virtual_time, keeper));
+            let loaded = load(
+                store_ref,
+                ctx,
+                point,
+                (records, shard),
+                (virtual_time, keeper),
+            );
             ctx.report(loaded);
             for (i, w) in s.workloads.iter().enumerate() {
                 if interrupt.load(Ordering::Relaxed) {

@@ -2,9 +2,12 @@
 //! its members (`examples/partition.toml`'s 3-member etcd, started by the test through dyno):
 //! the leader of the moment is cut off both ways and loses its leadership for want of a quorum
 //! (it hears no one, not only no one hears it), the service recovers, nothing acknowledged is
-//! lost; a slowed leader makes every operation at least two of its delays long.
+//! lost; a slowed leader makes every operation at least two of its delays long. With a follower
+//! cut off from the other members only (`examples/consistency.toml`), serializable reads are
+//! caught stale by the linearizability check, and linearizable reads are not.
 
 use crate::common::*;
+use std::path::Path;
 
 fn etcd_installed() -> bool {
     testkit::installed("etcd", &["/usr/bin/etcd"]).is_some()
@@ -158,4 +161,79 @@ fn cases_of<'a>(rec: &'a serde_json::Value, test: &str) -> &'a serde_json::Value
         .iter()
         .find(|c| c["test"] == test)
         .unwrap()
+}
+
+/// Runs `examples/consistency.toml` with `reads` in the target's address; the record.
+fn consistency_run(dir: &std::path::Path, reads: &str) -> serde_json::Value {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/consistency.toml");
+    let text = std::fs::read_to_string(example).unwrap();
+    assert!(text.contains("reads=serializable"));
+    let plan = dir.join(format!("{reads}.toml"));
+    std::fs::write(
+        &plan,
+        text.replace("reads=serializable", &format!("reads={reads}")),
+    )
+    .unwrap();
+    let out = dir.join(reads);
+    let o = dyno(dir)
+        .args(["run", plan.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    // The follower was cut off from the others again and again while the clients worked on.
+    let events = rec["faults"].as_array().unwrap();
+    assert!(events.len() >= 5, "{events:?}");
+    for e in events {
+        assert_eq!(
+            (&e["action"], &e["note"]),
+            (&"partition".into(), &serde_json::Value::Null)
+        );
+    }
+    rec
+}
+
+#[test]
+fn serializable_reads_from_a_cut_off_follower_are_caught_stale_and_linearizable_ones_are_not() {
+    if !etcd_installed() {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = consistency_run(dir.path(), "serializable");
+    let v = &rec["cases"][1]["consistency"];
+    assert_eq!(rec["cases"][1]["test"], "b");
+    assert_eq!(v["verdict"], "invalid", "{v}");
+    assert!(
+        v["anomalies"]["not linearizable"].as_u64().unwrap() >= 1,
+        "{v}"
+    );
+    // A proof is a read that returned a value an acknowledged write had replaced before the
+    // read began, the newer value seen by a later read: stale.
+    let proofs = v["proofs"].as_array().unwrap();
+    let stale = proofs.iter().find(|p| {
+        p["why"]
+            .as_str()
+            .is_some_and(|w| w.ends_with(": a stale read"))
+    });
+    let stale = stale.unwrap_or_else(|| panic!("no stale read among {proofs:?}"));
+    let ops = stale["ops"].as_array().unwrap();
+    assert!((2..=5).contains(&ops.len()), "{stale}");
+    assert!(
+        ops.iter().any(|o| o.as_str().unwrap().contains(" read ")),
+        "{stale}"
+    );
+
+    let rec = consistency_run(dir.path(), "linearizable");
+    for c in rec["cases"].as_array().unwrap() {
+        let v = &c["consistency"];
+        assert_eq!(v["verdict"], "valid", "{v}");
+        assert!(v["ops"].as_u64().unwrap() >= 8010, "{v}");
+    }
 }

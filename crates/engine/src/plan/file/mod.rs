@@ -144,13 +144,7 @@ fn check_section(src: &Source, table: &DeTable<'_>, plan: &mut RawPlan) -> Resul
             "model" => plan.check = Some(Sp::new(expect_str(src, k, v)?, at)),
             "budget" => plan.check_budget = Some(Sp::new(expect_str(src, k, v)?, at)),
             other => {
-                return Err(unknown_key(
-                    src,
-                    k,
-                    other,
-                    "[check]",
-                    &keys::CHECK.names(),
-                ));
+                return Err(unknown_key(src, k, other, "[check]", &keys::CHECK.names()));
             }
         }
     }

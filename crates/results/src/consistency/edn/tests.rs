@@ -48,11 +48,20 @@ fn independent_keys_tagged_maps_and_one_vector_are_read() {
 #[test]
 fn bad_input_is_named_by_its_place() {
     let e = read("{:type :invoke, :f :read\n :process 0").unwrap_err();
-    assert!(e.starts_with("line 2") && e.contains("`}` is missing"), "{e}");
+    assert!(
+        e.starts_with("line 2") && e.contains("`}` is missing"),
+        "{e}"
+    );
     let e = read("{:type :ok, :f :read, :value 1, :process 4}").unwrap_err();
-    assert!(e.contains("operation 1") && e.contains("never invoked"), "{e}");
+    assert!(
+        e.contains("operation 1") && e.contains("never invoked"),
+        "{e}"
+    );
     let e = read("{:type :invoke, :f :append, :value 1, :process 4}\n{:type :ok, :f :append, :value 1, :process 4}").unwrap_err();
-    assert!(e.contains("operation 2") && e.contains(":read, :write and :cas"), "{e}");
+    assert!(
+        e.contains("operation 2") && e.contains(":read, :write and :cas"),
+        "{e}"
+    );
     let e = read(&"[".repeat(100)).unwrap_err();
     assert!(e.contains("nested deeper"), "{e}");
 }
@@ -66,14 +75,32 @@ fn edn_of(ops: &[Op]) -> String {
             Call::Write { value } => ("write", value.to_string()),
             Call::Cas { from, to, .. } => ("cas", format!("[{} {to}]", v(from))),
         };
-        let ask = if f == "read" { "nil".to_string() } else { value.clone() };
-        events.push((o.invoke_ns, 0, format!("{{:type :invoke, :f :{f}, :value [{} {ask}], :process {p}, :time {}}}", o.key, o.invoke_ns)));
+        let ask = if f == "read" {
+            "nil".to_string()
+        } else {
+            value.clone()
+        };
+        events.push((
+            o.invoke_ns,
+            0,
+            format!(
+                "{{:type :invoke, :f :{f}, :value [{} {ask}], :process {p}, :time {}}}",
+                o.key, o.invoke_ns
+            ),
+        ));
         let kind = match o.outcome {
             Outcome::Ok => "ok",
             Outcome::Failed => "fail",
             Outcome::Unknown => continue,
         };
-        events.push((o.complete_ns, 1, format!("{{:type :{kind}, :f :{f}, :value [{} {value}], :process {p}, :time {}}}", o.key, o.complete_ns)));
+        events.push((
+            o.complete_ns,
+            1,
+            format!(
+                "{{:type :{kind}, :f :{f}, :value [{} {value}], :process {p}, :time {}}}",
+                o.key, o.complete_ns
+            ),
+        ));
     }
     events.sort();
     events.into_iter().map(|e| e.2 + "\n").collect()

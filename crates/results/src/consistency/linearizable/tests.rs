@@ -215,7 +215,6 @@ proptest::proptest! {
     }
 }
 
-
 #[test]
 fn a_proof_loses_a_write_once_the_read_that_named_it_is_gone() {
     // Listed client by client, as a history is handed over: write 3 can go only after read 3.
