@@ -5,14 +5,32 @@ use crate::plan::{PlanError, RawPlan};
 use crate::suggest::did_you_mean;
 use crate::suite::{Check, Suite};
 use results::consistency::MODELS;
+use results::thresholds::{Metric, Threshold};
 use std::time::Duration;
 
 /// The most time a check spends on one key unless told.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(10);
 
 impl RawPlan {
-    pub(super) fn resolve_check(&self, suite: &dyn Suite) -> Result<Option<Check>, PlanError> {
+    /// The check, if asked for; `thresholds` (resolved from the plan's) may gate on it only then.
+    pub(super) fn resolve_check(
+        &self,
+        suite: &dyn Suite,
+        thresholds: &[Threshold],
+    ) -> Result<Option<Check>, PlanError> {
         let Some(model) = &self.check else {
+            let gate = (self.thresholds.iter().zip(thresholds))
+                .find(|(_, p)| p.metric == Metric::Consistency);
+            if let Some((t, _)) = gate {
+                return Err(PlanError::new(
+                    t.at.clone(),
+                    format!(
+                        "threshold {:?} reads a history's check, and the run keeps none",
+                        t.value
+                    ),
+                )
+                .hint("add --check linearizable (or [check] model = \"linearizable\")"));
+            }
             return match &self.check_budget {
                 Some(b) => Err(
                     PlanError::new(b.at.clone(), "budget is a setting of a check").hint(

@@ -110,21 +110,7 @@ impl RawPlan {
         let (faults, levels) = self.resolve_faults(&targets)?;
         let (thresholds, abort_after) = self.resolve_gates()?;
         let find_max = self.resolve_search(suite, targets.len())?;
-        let check = self.resolve_check(suite)?;
-        if let (None, Some((t, _))) = (
-            &check,
-            (self.thresholds.iter().zip(&thresholds))
-                .find(|(_, p)| p.metric == results::thresholds::Metric::Consistency),
-        ) {
-            return Err(PlanError::new(
-                t.at.clone(),
-                format!(
-                    "threshold {:?} reads a history's check, and the run keeps none",
-                    t.value
-                ),
-            )
-            .hint("add --check linearizable (or [check] model = \"linearizable\")"));
-        }
+        let check = self.resolve_check(suite, &thresholds)?;
         Ok(Plan {
             check,
             levels,

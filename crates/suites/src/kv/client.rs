@@ -253,6 +253,21 @@ impl Client<'_> {
             })
     }
 
+    /// Operation `i` for the history: the write of the client's own key (`own`: the key and
+    /// its place among the client's), or the read of what `buf` holds.
+    fn call_of(&self, own: Option<(u64, usize)>, i: u64, buf: &[u8]) -> (u64, Call) {
+        match own {
+            Some((key, j)) => {
+                let value = ident((self.sent[j], self.id));
+                (key, Call::Write { value })
+            }
+            None => {
+                let saw = read_value(buf, self.size).map(ident);
+                (self.key(i), Call::Read { saw })
+            }
+        }
+    }
+
     pub(super) fn run(self, start_ns: u64, duration_ns: u64) -> ClientRun {
         let clock = self.ctx.clock;
         let mut out = ClientRun {
@@ -323,17 +338,8 @@ impl Client<'_> {
                 )
             };
             if let Some(h) = &mut out.history {
-                let failed = r.as_ref().err().map(|e| e.class);
-                match own {
-                    Some(j) => {
-                        let value = ident((self.sent[j], self.id));
-                        h.push(mine[j], Call::Write { value }, failed, h0);
-                    }
-                    None => {
-                        let saw = read_value(&buf, self.size).map(ident);
-                        h.push(self.key(i), Call::Read { saw }, failed, h0);
-                    }
-                }
+                let (key, call) = self.call_of(own.map(|j| (mine[j], j)), i, &buf);
+                h.push(key, call, r.as_ref().err().map(|e| e.class), h0);
             }
             let t1 = clock.now_ns();
             let slot = slot.at(t1, start_ns, id, self.series);

@@ -178,22 +178,7 @@ fn measure(
         Ok(s) => s.finish(wall_ns),
         Err(_) => Vec::new(),
     };
-    let (status, reason) = match (&corrupt, kv.ok) {
-        (Some(c), _) => (Status::Failed, Some(format!("a read came back wrong: {c}"))),
-        (None, 0) if kv.issued > 0 => (
-            Status::Failed,
-            Some(format!(
-                "no operation succeeded ({} failed)",
-                kv.definite + kv.indefinite
-            )),
-        ),
-        (None, 0) => (Status::Failed, Some("no operation ran".into())),
-        _ if ctx.interrupt.load(Ordering::Relaxed) => (
-            Status::Interrupted,
-            Some("interrupted during the test".into()),
-        ),
-        _ => (Status::Ok, None),
-    };
+    let (status, reason) = status_of(&corrupt, &kv, ctx);
     let mut by_op = std::collections::BTreeMap::new();
     by_op.insert(test.to_string(), all.figures());
     let rep = Rep {
@@ -208,6 +193,26 @@ fn measure(
         detail: Detail::Kv(Box::new(kv)),
     };
     TestOutcome::ran(test, (status, reason), rep, all)
+}
+
+/// How a test went: a read that came back wrong or nothing succeeding fails it.
+fn status_of(corrupt: &Option<String>, kv: &KvRep, ctx: &RepCtx) -> (Status, Option<String>) {
+    match (corrupt, kv.ok) {
+        (Some(c), _) => (Status::Failed, Some(format!("a read came back wrong: {c}"))),
+        (None, 0) if kv.issued > 0 => (
+            Status::Failed,
+            Some(format!(
+                "no operation succeeded ({} failed)",
+                kv.definite + kv.indefinite
+            )),
+        ),
+        (None, 0) => (Status::Failed, Some("no operation ran".into())),
+        _ if ctx.interrupt.load(Ordering::Relaxed) => (
+            Status::Interrupted,
+            Some("interrupted during the test".into()),
+        ),
+        _ => (Status::Ok, None),
+    }
 }
 
 /// What the suite reads.

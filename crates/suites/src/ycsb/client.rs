@@ -146,6 +146,9 @@ pub(super) struct Client<'a> {
     pub(super) history: Option<crate::history::Local>,
 }
 
+/// A scan's rows: each key with its record's bytes.
+pub(super) type ScanRows = [(u64, Vec<u8>)];
+
 /// The version a record's bytes hold.
 pub(super) fn version_of(v: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(v.get(8..16)?.try_into().ok()?))
@@ -158,7 +161,7 @@ pub(super) fn note(
     history: &mut crate::history::Local,
     (op, keynum, h0): (Op, i64, u64),
     outcome: &Result<u64, OpError>,
-    (buf, val, rows): (&[u8], &[u8], &[(u64, Vec<u8>)]),
+    (buf, val, rows): (&[u8], &[u8], &ScanRows),
 ) {
     use results::consistency::Call;
     let failed = outcome.as_ref().err().map(|e| e.class);

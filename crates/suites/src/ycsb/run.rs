@@ -99,6 +99,15 @@ fn exact_zipf(
     }
 }
 
+/// Client `c`'s own stream: the plan's seed, the repetition, the workload (`index`), the
+/// client, mixed — SplitMix64 states a step apart are one stream shifted, and clients drawing
+/// the same keys and versions a draw apart would write the same values (a history could not
+/// tell their writes apart).
+fn client_stream(seed: u64, rep: u32, index: usize, c: u32) -> u64 {
+    let mut stream = seed ^ (u64::from(rep) << 48) ^ ((index as u64) << 32) ^ u64::from(c);
+    results::rng::splitmix64(&mut stream)
+}
+
 pub(super) fn run_workload(
     store: &dyn Store,
     ctx: &RepCtx,
@@ -122,20 +131,13 @@ pub(super) fn run_workload(
             |c| -> engine::fiber::Job<'_, (Option<Client>, u64, Option<OpError>)> {
                 let share = operations / u64::from(all)
                     + u64::from(u64::from(c) < operations % u64::from(all));
-                // Each client's own stream: the plan's seed, the repetition, the workload, the
-                // client, mixed — SplitMix64 states a step apart are one stream shifted, and
-                // clients drawing the same keys and versions a draw apart would write the same
-                // values (a history could not tell their writes apart).
-                let mut stream =
-                    seed ^ (u64::from(ctx.rep) << 48) ^ ((index as u64) << 32) ^ u64::from(c);
-                let stream = results::rng::splitmix64(&mut stream);
                 let client = Client {
                     workload: w,
                     shared,
                     records,
                     shard,
                     operations: share,
-                    draws: SplitMix(stream),
+                    draws: SplitMix(client_stream(seed, ctx.rep, index, c)),
                     rec: Default::default(),
                     drawn: BTreeMap::new(),
                     scan_lengths: Vec::new(),
