@@ -127,10 +127,12 @@ pub enum Command {
     Check {
         /// A results directory (or a directory of them), or a history file.
         path: PathBuf,
-        /// What the answers must be: linearizable (each key a register).
+        /// What the answers must be: linearizable (each key a register), or of a list-append
+        /// history's transactions serializable, snapshot-isolation or read-committed.
         #[arg(long, default_value = "linearizable")]
         model: String,
-        /// The most time spent on one key before it is reported unknown.
+        /// The most time spent on one key (or on a transactional history's cycle search)
+        /// before it is reported unknown.
         #[arg(long, default_value = "10s")]
         budget: String,
     },

@@ -2,6 +2,7 @@
 //! and what the check found, then each anomaly's proof — the operations that cannot be ordered.
 
 use crate::grid::Doc;
+use results::consistency::transactional;
 use results::{ConsistencyRecord, RunRecord, Verdict};
 use std::io;
 
@@ -52,8 +53,14 @@ pub fn table(all: &[(String, &ConsistencyRecord)], doc: &mut Doc) -> io::Result<
                 Verdict::Invalid => doc.strong("INVALID"),
                 Verdict::Unknown => "unknown".to_string(),
             };
+            // A register's anomaly is counted in keys; a transactional one, in cycles or reads.
             let found: Vec<String> = (v.anomalies.iter())
-                .map(|(kind, n)| format!("{kind}: {n} key{}", if *n == 1 { "" } else { "s" }))
+                .map(|(kind, n)| match kind.as_str() {
+                    "not linearizable" => {
+                        format!("{kind}: {n} key{}", if *n == 1 { "" } else { "s" })
+                    }
+                    _ => format!("{kind}: {n}"),
+                })
                 .collect();
             vec![
                 place.clone(),
@@ -91,8 +98,12 @@ pub fn table(all: &[(String, &ConsistencyRecord)], doc: &mut Doc) -> io::Result<
                 .why
                 .as_deref()
                 .map_or(String::new(), |w| format!(" — {w}"));
+            let what = match transactional(&v.model) {
+                true => "the transactions",
+                false => "the operations that cannot be ordered",
+            };
             notes.push(format!(
-                "{place}: {}{key}{why}; the operations that cannot be ordered: {}",
+                "{place}: {}{key}{why}; {what}: {}",
                 p.kind,
                 p.ops.join("; ")
             ));

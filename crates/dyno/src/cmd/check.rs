@@ -2,6 +2,7 @@
 //! (`--check`, in its results directory), or one file of dyno's or of Jepsen's (EDN).
 
 use super::*;
+use results::consistency::append::Txn;
 use results::consistency::{Op, edn, history, verdict};
 use results::{ConsistencyRecord, Verdict};
 
@@ -21,6 +22,24 @@ fn read_history(path: &Path) -> Result<Vec<Op>> {
     ops.map_err(|e| {
         anyhow::anyhow!(
             "{}: {e}\n  hint: a history is dyno's (one JSON object per line, as --check writes it) or Jepsen's (a .edn file of operation maps)",
+            path.display()
+        )
+    })
+}
+
+/// Reads a list-append history: Jepsen's EDN.
+fn read_txns(path: &Path) -> Result<Vec<Txn>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read history {}", path.display()))?;
+    if path.extension().is_none_or(|e| e != "edn") {
+        bail!(
+            "{}: a transactional model reads a list-append history, in Jepsen's EDN (a .edn file of :txn operations)",
+            path.display()
+        );
+    }
+    edn::read_txns(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: {e}\n  hint: a list-append history's operations are {{:type :ok, :f :txn, :value [[:append 3 7] [:r 3 [1 7]]], :process 0}}",
             path.display()
         )
     })
@@ -57,7 +76,8 @@ fn histories(path: &Path) -> Result<Vec<(String, PathBuf, Vec<String>)>> {
 
 pub(super) fn check_cmd(path: &Path, model: &str, budget: &str) -> Result<ExitCode> {
     if !results::consistency::MODELS.iter().any(|m| m.0 == model) {
-        bail!("--model {model:?}: dyno checks linearizable (each key a register)");
+        let names: Vec<&str> = results::consistency::MODELS.iter().map(|m| m.0).collect();
+        bail!("--model {model:?}: dyno checks {}", names.join(", "));
     }
     let budget = engine::units::parse_duration(budget)
         .ok()
@@ -65,12 +85,12 @@ pub(super) fn check_cmd(path: &Path, model: &str, budget: &str) -> Result<ExitCo
         .ok_or_else(|| anyhow::anyhow!("--budget {budget:?}: write a duration such as 10s"))?;
     let mut checked: Vec<(String, ConsistencyRecord)> = Vec::new();
     for (place, file, tests) in histories(path)? {
-        let ops = read_history(&file)?;
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
-        checked.push((
-            place,
-            verdict::linearizable(&ops, budget, tests, name, None),
-        ));
+        let v = match results::consistency::transactional(model) {
+            true => verdict::transactional(&read_txns(&file)?, (model, budget), tests, name, None),
+            false => verdict::linearizable(&read_history(&file)?, budget, tests, name, None),
+        };
+        checked.push((place, v));
     }
     let rows: Vec<(String, &ConsistencyRecord)> =
         checked.iter().map(|(p, v)| (p.clone(), v)).collect();

@@ -58,7 +58,10 @@ impl RawPlan {
                 model.at.clone(),
                 format!("the {suite_name} suite keeps no history to check for {name}"),
             )
-            .hint("check with the kv or ycsb suite (each key a register), or drop --check"));
+            .hint(match results::consistency::transactional(name) {
+                true => "no suite keeps a list-append history yet: dyno check --model MODEL FILE.edn checks one of Jepsen's",
+                false => "check with the kv or ycsb suite (each key a register), or drop --check",
+            }));
         }
         let budget = match &self.check_budget {
             None => DEFAULT_BUDGET,

@@ -6,8 +6,10 @@
 //! is unknown. `:f` is `:read`, `:write` or `:cas` (`:value [from to]`), each of one register —
 //! or of many, as jepsen.independent writes them: `:value [key value]`. Operations of the
 //! `:nemesis` process are faults, not a register's. `:time` (ns) orders them; without it, the
-//! events' order does.
+//! events' order does. A list-append history's operations are `:txn`s of `[:append KEY VALUE]`
+//! and `[:r KEY LIST]` ([`read_txns`]).
 
+use super::append::{Mop, Txn};
 use super::{Call, Op, Outcome};
 use std::collections::BTreeMap;
 
@@ -300,14 +302,15 @@ fn call(f: &str, value: &Edn, outcome: Outcome) -> Result<Call, String> {
     })
 }
 
-/// A register history from Jepsen's EDN.
-pub fn read(text: &str) -> Result<Vec<Op>, String> {
+/// Each operation of a history: its invocation, its completion (`None`: never answered) and
+/// its place among the events; the `:nemesis` process's left out.
+fn paired(text: &str) -> Result<Vec<(Event, Option<Event>, usize)>, String> {
     let mut values = parse(text)?;
     if let [Edn::Seq(all)] = values.as_mut_slice() {
         values = std::mem::take(all);
     }
     let mut open: BTreeMap<i64, (Event, usize)> = BTreeMap::new();
-    let mut ops = Vec::new();
+    let mut out = Vec::new();
     for (i, v) in values.iter().enumerate() {
         let at = |e: String| format!("operation {}: {e}", i + 1);
         let e = event(v, i).map_err(at)?;
@@ -320,29 +323,7 @@ pub fn read(text: &str) -> Result<Vec<Op>, String> {
                 let Some((inv, _)) = open.remove(&p) else {
                     return Err(at(format!("process {p} completes what it never invoked")));
                 };
-                let outcome = match e.kind.as_str() {
-                    "ok" => Outcome::Ok,
-                    "fail" => Outcome::Failed,
-                    _ => Outcome::Unknown,
-                };
-                // A read's value is what it saw; a write's or cas's, what it was asked.
-                let (key, value) = keyed(
-                    &inv.f,
-                    if inv.f == "read" {
-                        &e.value
-                    } else {
-                        &inv.value
-                    },
-                )
-                .map_err(at)?;
-                ops.push(Op {
-                    client: p as u32,
-                    key,
-                    call: call(&inv.f, &value, outcome).map_err(at)?,
-                    outcome,
-                    invoke_ns: inv.time,
-                    complete_ns: e.time.max(inv.time),
-                });
+                out.push((inv, Some(e), i));
             }
             other => {
                 return Err(at(format!(
@@ -351,24 +332,115 @@ pub fn read(text: &str) -> Result<Vec<Op>, String> {
             }
         }
     }
-    // Invoked and never answered: unknown.
-    for (p, (inv, i)) in open {
+    out.extend(open.into_values().map(|(inv, i)| (inv, None, i)));
+    Ok(out)
+}
+
+fn outcome(done: Option<&Event>) -> Outcome {
+    match done.map(|e| e.kind.as_str()) {
+        Some("ok") => Outcome::Ok,
+        Some("fail") => Outcome::Failed,
+        _ => Outcome::Unknown,
+    }
+}
+
+/// A register history from Jepsen's EDN.
+pub fn read(text: &str) -> Result<Vec<Op>, String> {
+    let mut ops = Vec::new();
+    for (inv, done, i) in paired(text)? {
         let at = |e: String| format!("operation {}: {e}", i + 1);
-        let (key, value) = keyed(&inv.f, &inv.value).map_err(at)?;
-        let call = match inv.f.as_str() {
-            "read" => Call::Read { saw: None },
-            _ => call(&inv.f, &value, Outcome::Unknown).map_err(at)?,
+        let outcome = outcome(done.as_ref());
+        // A read's value is what it saw; a write's or cas's, what it was asked.
+        let value = match (&done, inv.f.as_str()) {
+            (Some(e), "read") => &e.value,
+            _ => &inv.value,
+        };
+        let (key, value) = keyed(&inv.f, value).map_err(at)?;
+        let call = match (&done, inv.f.as_str()) {
+            // Invoked and never answered: unknown, and what it read not known.
+            (None, "read") => Call::Read { saw: None },
+            _ => call(&inv.f, &value, outcome).map_err(at)?,
         };
         ops.push(Op {
-            client: p as u32,
+            client: inv.process.unwrap_or(0) as u32,
             key,
             call,
-            outcome: Outcome::Unknown,
+            outcome,
             invoke_ns: inv.time,
-            complete_ns: inv.time,
+            complete_ns: done.map_or(inv.time, |e| e.time.max(inv.time)),
         });
     }
     Ok(ops)
+}
+
+/// A list-append history from Jepsen's EDN: `:f :txn`, `:value [[:append 3 7] [:r 3 [1 7]]]`;
+/// what an unanswered or unknown transaction read is not known.
+pub fn read_txns(text: &str) -> Result<Vec<Txn>, String> {
+    let mut txns = Vec::new();
+    for (inv, done, i) in paired(text)? {
+        let at = |e: String| format!("operation {}: {e}", i + 1);
+        if inv.f != "txn" {
+            return Err(at(format!(
+                ":f :{}: a list-append history's operations are :txn",
+                inv.f
+            )));
+        }
+        let outcome = outcome(done.as_ref());
+        let value = match (&done, outcome) {
+            (Some(e), Outcome::Ok) => &e.value,
+            _ => &inv.value,
+        };
+        txns.push(Txn {
+            client: inv.process.unwrap_or(0) as u32,
+            mops: mops(value, outcome == Outcome::Ok).map_err(at)?,
+            outcome,
+            invoke_ns: inv.time,
+            complete_ns: done.map_or(inv.time, |e| e.time.max(inv.time)),
+        });
+    }
+    Ok(txns)
+}
+
+/// A transaction's micro-operations; `known`: its reads' lists are what they returned.
+fn mops(value: &Edn, known: bool) -> Result<Vec<Mop>, String> {
+    let Edn::Seq(items) = value else {
+        return Err(
+            "a :txn's :value is a vector of micro-operations such as [:append 3 7] and [:r 3 [1 7]]"
+                .into(),
+        );
+    };
+    let whole = |v: &Edn, what: &str| number(v)?.ok_or_else(|| format!("{what} of nil"));
+    (items.iter())
+        .map(|m| match m {
+            Edn::Seq(p) if p.len() == 3 => match &p[0] {
+                Edn::Keyword(f) if f == "append" => Ok(Mop::Append {
+                    key: whole(&p[1], "a key")?,
+                    value: whole(&p[2], "an append")?,
+                }),
+                Edn::Keyword(f) if f == "r" => Ok(Mop::Read {
+                    key: whole(&p[1], "a key")?,
+                    list: match (&p[2], known) {
+                        (_, false) => None,
+                        (Edn::Nil, true) => Some(Vec::new()),
+                        (Edn::Seq(l), true) => Some(
+                            l.iter()
+                                .map(|v| whole(v, "a list's value"))
+                                .collect::<Result<_, _>>()?,
+                        ),
+                        (other, true) => {
+                            return Err(format!("a read's list {other:?} is not a vector"));
+                        }
+                    },
+                }),
+                other => Err(format!(
+                    "{other:?}: a micro-operation is [:append KEY VALUE] or [:r KEY LIST]"
+                )),
+            },
+            other => Err(format!(
+                "{other:?}: a micro-operation is [:append KEY VALUE] or [:r KEY LIST]"
+            )),
+        })
+        .collect()
 }
 
 #[cfg(test)]

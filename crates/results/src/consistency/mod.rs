@@ -5,16 +5,37 @@
 //! compare-and-set per key) for linearizability; [`history`] is a history's file, [`edn`] reads
 //! Jepsen's, [`verdict`] what the record keeps of a check.
 
+pub mod append;
 pub mod edn;
 pub mod history;
 pub mod linearizable;
 pub mod verdict;
 
-/// The models a history can be checked against (`--check`), and what each asks.
-pub const MODELS: [(&str, &str); 1] = [(
-    "linearizable",
-    "each key a register: every operation took effect at one instant between its call and its answer",
-)];
+/// The models a history can be checked against (`--check`), and what each asks: of registers
+/// (`linearizable`), or of transactions of appends and reads ([`append`]).
+pub const MODELS: [(&str, &str); 4] = [
+    (
+        "linearizable",
+        "each key a register: every operation took effect at one instant between its call and its answer",
+    ),
+    (
+        "serializable",
+        "transactions of list appends and reads: some serial order explains every read (no G0, G1a, G1b, G1c, G-single, G2-item)",
+    ),
+    (
+        "snapshot-isolation",
+        "transactions of list appends and reads: as serializable, write skew (G2-item) allowed",
+    ),
+    (
+        "read-committed",
+        "transactions of list appends and reads: no G0, G1a, G1b, G1c; anti-dependency cycles allowed",
+    ),
+];
+
+/// Whether `model` is one of transactions (a list-append history), not of registers.
+pub fn transactional(model: &str) -> bool {
+    model != "linearizable"
+}
 
 /// What an operation asked of a key, and what it returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -391,6 +391,28 @@ pub(super) fn load(
     Ok(())
 }
 
+/// Reads `key` for the lost-writes check, into `buf`, and adds the read to `history`.
+fn read_back(
+    s: &mut dyn Session,
+    (key, size): (u64, usize),
+    buf: &mut Vec<u8>,
+    history: Option<&mut Local>,
+) -> Result<(), OpError> {
+    let h0 = history.as_ref().map_or(0, |h| h.now());
+    let got = get(s, key, buf);
+    if let Some(h) = history {
+        let (saw, failed) = match &got {
+            Ok(()) => match read_value(buf, size) {
+                Some(v) => (Some(ident(v)), None),
+                None => (None, Some(ErrorClass::Corrupt)),
+            },
+            Err(e) => (None, Some(e.class)),
+        };
+        h.push(key, Call::Read { saw }, failed, h0);
+    }
+    got
+}
+
 /// Reads back each key's last acknowledged write through new sessions, for at most
 /// [`CHECK_FOR`].
 pub(super) fn check(
@@ -439,18 +461,7 @@ pub(super) fn check(
             },
         };
         let (key, seq) = acked[at];
-        let h0 = history.as_ref().map_or(0, |h| h.now());
-        let got = get(&mut **s, key, &mut buf);
-        if let Some(h) = history.as_mut() {
-            let (saw, failed) = match &got {
-                Ok(()) => match read_value(&buf, size) {
-                    Some(v) => (Some(ident(v)), None),
-                    None => (None, Some(ErrorClass::Corrupt)),
-                },
-                Err(e) => (None, Some(e.class)),
-            };
-            h.push(key, Call::Read { saw }, failed, h0);
-        }
+        let got = read_back(&mut **s, (key, size), &mut buf, history.as_deref_mut());
         let found = match got {
             Ok(()) => read_value(&buf, size).map(|(n, _)| n),
             Err(e) if e.class == ErrorClass::NotFound => None,
@@ -462,6 +473,11 @@ pub(super) fn check(
                 continue;
             }
         };
+        if history.is_some() && found.is_none_or(|n| n < seq) {
+            // Once more for the history: the older value again is a write lost, not a read
+            // that lagged behind it.
+            let _ = read_back(&mut **s, (key, size), &mut buf, history.as_deref_mut());
+        }
         match found {
             Some(n) if n >= seq => {}
             Some(n) => {

@@ -5,7 +5,8 @@
 //! record holds four kills (9 s and 18 s into each test), each after 4.5 s of calm and at least
 //! 8 s before the next or its test's end; every operation is
 //! accounted for, every kill has a recovery time no shorter than the system's failover and
-//! bounded, and the lost-writes check ran after the final heal.
+//! bounded, the lost-writes check ran after the final heal, and the history checked for
+//! linearizability agrees with it.
 
 use crate::common::*;
 use std::path::Path;
@@ -28,6 +29,7 @@ fn kill_master(target: &str, failover_ns: u64) -> serde_json::Value {
     let out = dir.path().join("out");
     let o = dyno(dir.path())
         .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args(["--check", "linearizable"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout).to_string();
@@ -119,6 +121,24 @@ fn kill_master(target: &str, failover_ns: u64) -> serde_json::Value {
     let lost = &set["reps"][0]["detail"]["kv"]["lost_writes"];
     assert_eq!(lost["checked"].as_u64(), Some(50), "{lost}");
     assert_eq!(lost["unread"].as_u64(), Some(0), "{lost}");
+    // The history of both tests and the read-back, checked: a write the read-back found lost
+    // is a violation the checker names; none lost, and every answer could be ordered.
+    let v = &cases[0]["consistency"];
+    assert_eq!(v, &set["consistency"]);
+    assert_eq!(
+        v["tests"],
+        serde_json::json!(["get", "set", "lost-writes check"])
+    );
+    let n = |k: &str| lost[k].as_u64().unwrap();
+    if n("missing") + n("stale") > 0 {
+        assert_eq!(v["verdict"], "invalid", "{lost}\n{v}");
+        let named = (v["proofs"].as_array().unwrap().iter())
+            .filter_map(|p| p["why"].as_str())
+            .any(|w| w.contains("lost"));
+        assert!(named, "{v}");
+    } else {
+        assert_eq!(v["verdict"], "valid", "{v}");
+    }
     // The seed's table, at this level.
     assert!(
         stdout.contains("Getting") && stdout.contains("Setting"),

@@ -133,3 +133,81 @@ fn the_primary_is_found_through_sentinel_and_followed_after_a_failover() {
     let versions = &add["versions"]["redis"];
     assert!(versions.as_str().unwrap().starts_with('7'), "{versions}");
 }
+
+#[test]
+fn a_primary_back_empty_before_sentinel_noticed_lost_acknowledged_writes_and_the_check_says_so() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // Killed 2 s in and started again 200 ms later — sooner than Sentinel's
+    // down-after-milliseconds (1 s) — the primary, without persistence, comes back empty and
+    // still primary; its replicas resynchronise from it and empty too (Redis's documentation
+    // warns of exactly this). Every write it had acknowledged is gone.
+    let fault =
+        "\n[[faults]]\naction = \"kill\"\nmember = \"primary\"\nat = [\"2s\"]\nafter = \"200ms\"\n";
+    let Some(p) = plan(dir.path(), fault) else {
+        return;
+    };
+    let out = dir.path().join("out");
+    let args = [
+        "--suite",
+        "ycsb-a",
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--operations",
+        "8000",
+    ];
+    let o = dyno(dir.path())
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "--rate",
+            "2000",
+            "--check",
+            "linearizable",
+        ])
+        .args(args)
+        .args(["-o", out.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rec = record(&out);
+    assert_schema_valid(&rec);
+    let events = rec["faults"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (&events[0]["target"], &events[0]["note"]),
+        (&"r/p".into(), &serde_json::Value::Null)
+    );
+    let v = &rec["cases"][1]["consistency"];
+    assert_eq!(v["verdict"], "invalid", "{v}");
+    // A read after the restart found nothing where a write had been acknowledged before it
+    // began: the proof names both.
+    let proofs = v["proofs"].as_array().unwrap();
+    let lost = proofs.iter().find(|p| {
+        p["why"]
+            .as_str()
+            .is_some_and(|w| w.ends_with("a write lost"))
+    });
+    let lost = lost.unwrap_or_else(|| panic!("no lost write among {proofs:?}"));
+    let ops: Vec<&str> = lost["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    assert!(
+        ops.iter().any(|o| o.contains(" write ")) && ops.iter().any(|o| o.contains(" read ")),
+        "{lost}"
+    );
+    let why = lost["why"].as_str().unwrap();
+    assert!(
+        why.contains("found nothing") && why.contains("had been acknowledged"),
+        "{why}"
+    );
+}

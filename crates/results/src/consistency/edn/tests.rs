@@ -142,3 +142,55 @@ proptest! {
         let _ = read(&parts.concat());
     }
 }
+
+/// Write skew, as Elle's list-append histories are written.
+const SKEW: &str = r#"
+{:type :invoke, :f :txn, :value [[:r 1 nil] [:append 2 1]], :process 0, :time 1}
+{:type :invoke, :f :txn, :value [[:r 2 nil] [:append 1 1]], :process 1, :time 2}
+{:type :ok, :f :txn, :value [[:r 1 []] [:append 2 1]], :process 0, :time 3}
+{:type :ok, :f :txn, :value [[:r 2 []] [:append 1 1]], :process 1, :time 4}
+{:type :invoke, :f :txn, :value [[:r 1 nil] [:r 2 nil]], :process 2, :time 5}
+{:type :ok, :f :txn, :value [[:r 1 [1]] [:r 2 [1]]], :process 2, :time 6}
+{:type :invoke, :f :txn, :value [[:append 3 9] [:r 3 nil]], :process 3, :time 7}
+"#;
+
+#[test]
+fn list_append_transactions_are_read_and_their_anomaly_found() {
+    use crate::consistency::append::{Mop, check};
+    let txns = read_txns(SKEW).unwrap();
+    assert_eq!(txns.len(), 4);
+    assert_eq!(
+        txns[0].mops,
+        [
+            Mop::Read {
+                key: 1,
+                list: Some(vec![])
+            },
+            Mop::Append { key: 2, value: 1 }
+        ]
+    );
+    assert_eq!((txns[0].invoke_ns, txns[0].complete_ns), (1, 3));
+    // Never answered: unknown, what it read not known.
+    assert_eq!(txns[3].outcome, Outcome::Unknown);
+    assert_eq!(txns[3].mops[1], Mop::Read { key: 3, list: None });
+    let report = check(&txns, std::time::Duration::from_secs(5));
+    let kinds: Vec<&str> = report.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, ["G2-item"]);
+    let e = read_txns("{:type :invoke, :f :read, :value nil, :process 0}").unwrap_err();
+    assert!(e.contains("operation 1") && e.contains("are :txn"), "{e}");
+    let e = read_txns("{:type :invoke, :f :txn, :value [[:incr 1 1]], :process 0}").unwrap_err();
+    assert!(e.contains("[:append KEY VALUE] or [:r KEY LIST]"), "{e}");
+    let e = read_txns("{:type :invoke, :f :txn, :value [[:r 1 nil]], :process 0}\n{:type :ok, :f :txn, :value [[:r 1 7]], :process 0}").unwrap_err();
+    assert!(
+        e.contains("operation 2") && e.contains("not a vector"),
+        "{e}"
+    );
+}
+
+proptest::proptest! {
+    /// Nothing makes the list-append reader panic or loop: any text is read or refused.
+    #[test]
+    fn any_text_is_read_as_transactions_or_refused(text in "[ -~\n]{0,200}") {
+        let _ = read_txns(&text);
+    }
+}
