@@ -128,9 +128,10 @@ pub enum Command {
         /// A results directory (or a directory of them), or a history file.
         path: PathBuf,
         /// What the answers must be: linearizable (each key a register), or of a list-append
-        /// history's transactions serializable, snapshot-isolation or read-committed.
-        #[arg(long, default_value = "linearizable")]
-        model: String,
+        /// history's transactions serializable, snapshot-isolation or read-committed [default:
+        /// what the run checked; linearizable for a file].
+        #[arg(long)]
+        model: Option<String>,
         /// The most time spent on one key (or on a transactional history's cycle search)
         /// before it is reported unknown.
         #[arg(long, default_value = "10s")]

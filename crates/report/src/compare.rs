@@ -117,6 +117,24 @@ pub fn render(
                     .map_or("-".to_string(), |v| format!("±{:.1}%", v * 100.0)),
             ]);
         }
+        if let Some(v) = &case.consistency {
+            let word = |v: Option<results::Verdict>| v.map_or("unchecked", results::Verdict::name);
+            body.push(vec![
+                String::new(),
+                "consistency".into(),
+                word(v.base).into(),
+                word(v.new).into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                if v.worse() {
+                    doc.strong("regressed")
+                } else {
+                    "(not worse)".into()
+                },
+                String::new(),
+            ]);
+        }
         for k in &case.counts {
             body.push(vec![
                 String::new(),

@@ -159,6 +159,7 @@ fn record_section(
     );
     out.push_str(&tables);
     plots_section(r, views, n, out);
+    out.push_str(&crate::timeline::section(r, n));
     profiles_section(r, n, out);
     let _ = writeln!(out, "<h2 id=\"environment-{n}\">Environment</h2>");
     key_values(&serde_json::to_value(&r.environment)?, out);

@@ -36,6 +36,7 @@ pub mod resources;
 pub mod summary;
 pub mod sweep;
 pub mod table;
+pub mod timeline;
 pub mod units;
 pub mod view;
 

@@ -6,6 +6,7 @@
 
 use engine::driver::ErrorClass;
 use engine::suite::{Plan, Repeat};
+use results::consistency::append::Txn;
 use results::consistency::history::MAX_OPS;
 use results::consistency::{Call, LOADER, Op, Outcome};
 use std::io::Write;
@@ -35,6 +36,11 @@ pub struct Local {
 }
 
 impl Local {
+    /// Its operations, for [`Keeper::add`].
+    pub fn ops(self) -> Vec<Op> {
+        self.ops
+    }
+
     pub fn new(clock: &engine::clock::Clock, client: u32) -> Local {
         Local {
             clock: clock.clone(),
@@ -67,23 +73,51 @@ impl Local {
     }
 }
 
-struct Kept {
-    ops: Vec<Op>,
+/// What a history holds: a register's operations, or transactions; each written a line apiece.
+pub trait Item: Sized {
+    fn write(out: &mut impl Write, items: &[Self]) -> std::io::Result<()>;
+}
+
+impl Item for Op {
+    fn write(out: &mut impl Write, items: &[Self]) -> std::io::Result<()> {
+        results::consistency::history::write(out, items)
+    }
+}
+
+impl Item for Txn {
+    fn write(out: &mut impl Write, items: &[Self]) -> std::io::Result<()> {
+        results::consistency::history::write_txns(out, items)
+    }
+}
+
+struct Kept<T> {
+    items: Vec<T>,
     tests: Vec<String>,
     file: Option<std::io::BufWriter<std::fs::File>>,
     cut: Option<String>,
 }
 
+/// A finished history: its items, the tests they are of, its file's name (when it was written
+/// whole) and why it is incomplete (its cap), if it is.
+pub struct Finished<T> {
+    pub items: Vec<T>,
+    pub tests: Vec<String>,
+    pub file: Option<String>,
+    pub cut: Option<String>,
+    pub model: &'static str,
+    pub budget: std::time::Duration,
+}
+
 /// One target's history at one point (`None` from [`Keeper::new`] without `--check`).
-pub struct Keeper {
+pub struct Keeper<T = Op> {
     model: &'static str,
     budget: std::time::Duration,
     path: Option<std::path::PathBuf>,
-    kept: Mutex<Kept>,
+    kept: Mutex<Kept<T>>,
 }
 
-impl Keeper {
-    pub fn new(plan: &Plan, run: &mut dyn Repeat) -> Option<Keeper> {
+impl<T: Item> Keeper<T> {
+    pub fn new(plan: &Plan, run: &mut dyn Repeat) -> Option<Keeper<T>> {
         let check = plan.check.as_ref()?;
         let path = run.history_file();
         let file = match path.as_ref().map(std::fs::File::create) {
@@ -99,7 +133,7 @@ impl Keeper {
             budget: check.budget,
             path,
             kept: Mutex::new(Kept {
-                ops: Vec::new(),
+                items: Vec::new(),
                 tests: Vec::new(),
                 file,
                 cut: None,
@@ -107,37 +141,66 @@ impl Keeper {
         })
     }
 
-    /// A client's operations of test `test`.
-    pub fn add(&self, test: &str, local: Local) {
+    /// A client's operations (or transactions) of test `test`.
+    pub fn add(&self, test: &str, mut items: Vec<T>) {
         let Ok(mut k) = self.kept.lock() else { return };
         if !k.tests.iter().any(|t| t == test) {
             k.tests.push(test.to_string());
         }
-        let room = MAX_OPS.saturating_sub(k.ops.len());
-        let mut ops = local.ops;
-        if ops.len() > room {
-            ops.truncate(room);
+        let room = MAX_OPS.saturating_sub(k.items.len());
+        if items.len() > room {
+            items.truncate(room);
             k.cut = Some(format!(
                 "the history was cut at {MAX_OPS} operations: a check of part of it proves nothing of the rest"
             ));
         }
         if let Some(f) = &mut k.file
-            && results::consistency::history::write(f, &ops).is_err()
+            && T::write(f, &items).is_err()
         {
             k.file = None;
         }
-        k.ops.extend(ops);
+        k.items.extend(items);
     }
 
+    /// The history, `last` added (written after the rest), its file flushed.
+    pub fn take(self, last: Vec<T>, run: &mut dyn Repeat) -> Option<Finished<T>> {
+        let mut k = self.kept.into_inner().ok()?;
+        let mut written = k
+            .file
+            .take()
+            .map(|mut f| T::write(&mut f, &last).and_then(|()| f.flush()));
+        if let Some(Err(e)) = &written {
+            run.warn(format!("the history's file is incomplete: {e}"));
+            written = None;
+        }
+        let file = (written.is_some())
+            .then(|| self.path.as_ref()?.file_name()?.to_str().map(String::from))
+            .flatten();
+        k.items.extend(last);
+        Some(Finished {
+            items: k.items,
+            tests: k.tests,
+            file,
+            cut: k.cut,
+            model: self.model,
+            budget: self.budget,
+        })
+    }
+}
+
+impl Keeper<Op> {
     /// Checks the history, each key read in it holding `initial(key)` before the clients
     /// began (the loader's write), and hands the verdict to the runner.
     pub fn finish(self, initial: impl Fn(u64) -> Option<u64>, run: &mut dyn Repeat) {
-        let Ok(mut k) = self.kept.into_inner() else {
-            return;
+        let keys: Vec<u64> = match self.kept.lock() {
+            Ok(k) => {
+                let mut keys: Vec<u64> = k.items.iter().map(|o| o.key).collect();
+                keys.sort_unstable();
+                keys.dedup();
+                keys
+            }
+            Err(_) => return,
         };
-        let mut keys: Vec<u64> = k.ops.iter().map(|o| o.key).collect();
-        keys.sort_unstable();
-        keys.dedup();
         let loads: Vec<Op> = (keys.into_iter())
             .filter_map(|key| {
                 initial(key).map(|value| Op {
@@ -150,20 +213,12 @@ impl Keeper {
                 })
             })
             .collect();
-        let mut written = k.file.take().map(|mut f| {
-            results::consistency::history::write(&mut f, &loads).and_then(|()| f.flush())
-        });
-        if let Some(Err(e)) = &written {
-            run.warn(format!("the history's file is incomplete: {e}"));
-            written = None;
-        }
-        let file = (written.is_some())
-            .then(|| self.path.as_ref()?.file_name()?.to_str().map(String::from))
-            .flatten();
-        k.ops.extend(loads);
-        debug_assert_eq!(self.model, "linearizable");
+        let Some(h) = self.take(loads, run) else {
+            return;
+        };
+        debug_assert_eq!(h.model, "linearizable");
         let verdict =
-            results::consistency::verdict::linearizable(&k.ops, self.budget, k.tests, file, k.cut);
+            results::consistency::verdict::linearizable(&h.items, h.budget, h.tests, h.file, h.cut);
         run.consistency(verdict);
     }
 }

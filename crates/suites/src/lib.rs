@@ -8,6 +8,7 @@
 //! store suites share — opening the store, describing its cases, the server's own figures between
 //! tests, closing it — is `on_store`.
 
+pub mod append;
 pub mod history;
 pub mod kv;
 pub mod load;
@@ -30,7 +31,7 @@ impl<T: Suite + report::View> Entry for T {}
 
 /// Every suite of this build, in the order a run with no suite named tries them: the first
 /// whose operation family every target speaks runs.
-pub static BUILT_IN: [&dyn Entry; 7] = [
+pub static BUILT_IN: [&dyn Entry; 8] = [
     &shootout::Shootout,
     &magma::Magma,
     &load::Load,
@@ -38,6 +39,7 @@ pub static BUILT_IN: [&dyn Entry; 7] = [
     &kv::Kv,
     &ycsb::Ycsb,
     &sql::Sql,
+    &append::Append,
 ];
 
 /// The suites of `entries`, as the plan and the runner see them.

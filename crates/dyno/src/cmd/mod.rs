@@ -91,7 +91,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             path,
             model,
             budget,
-        } => check_cmd(&path, &model, &budget),
+        } => check_cmd(&path, model.as_deref(), &budget),
         Command::Targets => targets_cmd(),
         Command::AdapterCheck { url } => crate::adapter_check::check(&url),
         Command::Serve(args) => crate::serve::serve(args),

@@ -504,7 +504,8 @@ fn finish(args: &RunArgs, p: &Prepared, record: &results::RunRecord) -> Result<E
     }
 }
 
-/// The gate's verdict: settings that differ are refused, a regressed figure exits 5.
+/// The gate's verdict: settings that differ are refused, a regressed figure (or a consistency
+/// verdict turned worse) exits 5.
 fn gate_code(args: &RunArgs, p: &Prepared, c: &results::compare::Comparison) -> Result<ExitCode> {
     if !c.differences.is_empty() && !args.allow_different {
         bail!(
@@ -519,6 +520,16 @@ fn gate_code(args: &RunArgs, p: &Prepared, c: &results::compare::Comparison) -> 
                 .filter(|f| f.verdict == results::compare::Verdict::Regressed)
                 .map(move |f| format!("{} of {}", f.figure, k.case))
         })
+        .chain((c.cases.iter()).filter_map(|k| {
+            let v = k.consistency.filter(|v| v.worse())?;
+            let word = |v: Option<results::Verdict>| v.map_or("unchecked", results::Verdict::name);
+            Some(format!(
+                "consistency of {}: {} → {}",
+                k.case,
+                word(v.base),
+                word(v.new)
+            ))
+        }))
         .collect();
     if !regressed.is_empty() {
         eprintln!(

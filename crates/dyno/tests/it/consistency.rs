@@ -250,3 +250,75 @@ fn check_refuses_what_it_cannot_check_with_the_fix() {
         "{e}"
     );
 }
+
+#[test]
+fn a_verdict_turned_invalid_is_a_regression_of_the_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--suite",
+        "ycsb-a",
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--operations",
+        "2000",
+    ];
+    let (_, code) = checked(dir.path(), "before", &[&args[..], &["mock:"]].concat());
+    assert_eq!(code, 0);
+    let before = dir.path().join("before");
+    let out = dir.path().join("after");
+    let o = dyno(dir.path())
+        .args([
+            "run",
+            "--check",
+            "linearizable",
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .args(args)
+        .args([
+            "mock:?stale_every=3",
+            "--compare",
+            before.to_str().unwrap(),
+            "--allow-different",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("consistency of ") && stderr.contains("valid → invalid"),
+        "{stderr}"
+    );
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    let v = &c["cases"][1]["consistency"];
+    assert_eq!(
+        (&v["base"], &v["new"]),
+        (&"valid".into(), &"invalid".into()),
+        "{c}"
+    );
+    // The same verdict on both sides is no regression.
+    let again = dir.path().join("again");
+    let o = dyno(dir.path())
+        .args([
+            "run",
+            "--check",
+            "linearizable",
+            "-o",
+            again.to_str().unwrap(),
+            "--quiet",
+        ])
+        .args(args)
+        .args(["mock:", "--compare", before.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -41,6 +41,7 @@ mod thresholds;
 mod ycsb;
 
 mod servers {
+    mod append;
     mod book;
     mod grpc;
     mod html;

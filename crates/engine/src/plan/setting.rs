@@ -185,8 +185,8 @@ pub mod shared {
         aliases: &[],
         kind: Kind::Int,
         value_name: "",
-        help: "Objects per client per test (zodbshootout's -n); the record count for kv and ycsb \
-               [default: 1000; 100 with --quick].",
+        help: "Objects per client per test (zodbshootout's -n); the record count for kv and ycsb, \
+               the keys for append (10 there) [default: 1000; 100 with --quick].",
         heading: None,
     };
     pub static CLIENTS: Setting = Setting {

@@ -59,7 +59,7 @@ impl RawPlan {
                 format!("the {suite_name} suite keeps no history to check for {name}"),
             )
             .hint(match results::consistency::transactional(name) {
-                true => "no suite keeps a list-append history yet: dyno check --model MODEL FILE.edn checks one of Jepsen's",
+                true => "check transactions with the append suite (on postgres:// or mysql://), or drop --check",
                 false => "check with the kv or ycsb suite (each key a register), or drop --check",
             }));
         }

@@ -191,6 +191,28 @@ pub struct CaseComparison {
     /// successful, network failed, bad requests); empty for other cases. Shown, not judged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counts: Vec<Count>,
+    /// The consistency verdict on each side, when either run checked its history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<VerdictChange>,
+}
+
+/// A consistency verdict on each side (`None`: that run kept no history).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerdictChange {
+    pub base: Option<crate::Verdict>,
+    pub new: Option<crate::Verdict>,
+}
+
+impl VerdictChange {
+    /// Worse on the new side: valid before and not now, or invalid now and not before.
+    pub fn worse(&self) -> bool {
+        let rank = |v: Option<crate::Verdict>| match v {
+            None | Some(crate::Verdict::Valid) => 0,
+            Some(crate::Verdict::Unknown) => 1,
+            Some(crate::Verdict::Invalid) => 2,
+        };
+        self.new.is_some() && rank(self.new) > rank(self.base)
+    }
 }
 
 /// A total on both sides.
@@ -335,11 +357,17 @@ pub fn compare(
                 .collect(),
             _ => Vec::new(),
         };
+        let verdict = |c: &crate::Case| c.consistency.as_ref().map(|v| v.verdict);
+        let consistency = (verdict(b).is_some() || verdict(n).is_some()).then(|| VerdictChange {
+            base: verdict(b),
+            new: verdict(n),
+        });
         cases.push(CaseComparison {
             case: key,
             reps: [b.reps.len(), n.reps.len()],
             figures,
             counts,
+            consistency,
         });
     }
     // One family: the chance of any false claim in the whole comparison stays at α.

@@ -32,6 +32,19 @@ pub enum Mop {
     Read { key: u64, list: Option<Vec<u64>> },
 }
 
+/// A list as a proof shows it: whole when short, else its length and its last values (what
+/// the dependencies are read from).
+fn shown(list: &[u64]) -> String {
+    const SHOWN: usize = 4;
+    let tail: Vec<String> = (list.iter().rev().take(SHOWN).rev())
+        .map(u64::to_string)
+        .collect();
+    match list.len() > SHOWN {
+        true => format!("[… {} more, {}]", list.len() - SHOWN, tail.join(" ")),
+        false => format!("[{}]", tail.join(" ")),
+    }
+}
+
 /// One transaction of a history.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Txn {
@@ -45,6 +58,23 @@ pub struct Txn {
 }
 
 impl Txn {
+    /// On the run's clock, for a proof's timeline: its steps, `a 2:7 r 1:[3 4]`.
+    pub fn span(&self) -> crate::Span {
+        let steps: Vec<String> = (self.mops.iter())
+            .map(|m| match m {
+                Mop::Append { key, value } => format!("a {key}:{value}"),
+                Mop::Read { key, list: None } => format!("r {key}:?"),
+                Mop::Read { key, list: Some(l) } => format!("r {key}:{}", shown(l)),
+            })
+            .collect();
+        crate::Span {
+            client: self.client,
+            start_ns: self.invoke_ns,
+            end_ns: (self.outcome != Outcome::Unknown).then_some(self.complete_ns),
+            label: steps.join(" "),
+        }
+    }
+
     /// As a line of a proof: `client 3 [append 7 to key 2, read key 1: [3 4]] at 1.204–1.380
     /// ms: ok`.
     pub fn describe(&self) -> String {
@@ -52,10 +82,7 @@ impl Txn {
             .map(|m| match m {
                 Mop::Append { key, value } => format!("append {value} to key {key}"),
                 Mop::Read { key, list: None } => format!("read key {key}"),
-                Mop::Read { key, list: Some(l) } => {
-                    let l: Vec<String> = l.iter().map(u64::to_string).collect();
-                    format!("read key {key}: [{}]", l.join(" "))
-                }
+                Mop::Read { key, list: Some(l) } => format!("read key {key}: {}", shown(l)),
             })
             .collect();
         let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);

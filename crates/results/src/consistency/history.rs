@@ -7,10 +7,14 @@
 //! {"client":5,"key":12,"f":"cas","value":[7,9],"swapped":true,"type":"info","invoke_ns":1500000}
 //! ```
 //!
+//! A list-append history's lines are transactions: `{"client":3,"txn":[["append",2,7],["r",1,
+//! [3,4]]],"type":"ok","invoke_ns":…,"complete_ns":…}` ([`write_txns`], [`read_txns`]).
+//!
 //! `type` is Jepsen's word for the outcome: `ok`, `fail` (it definitely did not happen) or
 //! `info` (unknown). A read's `value` is what it saw (`null`: the key was absent); a write's what
 //! it wrote; a compare-and-set's `[from, to]`.
 
+use super::append::{Mop, Txn};
 use super::{Call, Op, Outcome};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -41,11 +45,7 @@ fn line_of(op: &Op) -> Line {
         Call::Write { value } => ("write", serde_json::json!(value), None),
         Call::Cas { from, to, swapped } => ("cas", serde_json::json!([from, to]), Some(swapped)),
     };
-    let kind = match op.outcome {
-        Outcome::Ok => "ok",
-        Outcome::Failed => "fail",
-        Outcome::Unknown => "info",
-    };
+    let kind = kind_of(op.outcome);
     Line {
         client: op.client,
         key: op.key,
@@ -58,13 +58,37 @@ fn line_of(op: &Op) -> Line {
     }
 }
 
+fn kind_of(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Ok => "ok",
+        Outcome::Failed => "fail",
+        Outcome::Unknown => "info",
+    }
+}
+
+fn outcome_of(kind: &str) -> Result<Outcome, String> {
+    match kind {
+        "ok" => Ok(Outcome::Ok),
+        "fail" => Ok(Outcome::Failed),
+        "info" => Ok(Outcome::Unknown),
+        other => Err(format!("\"type\" is {other:?}: write ok, fail or info")),
+    }
+}
+
+/// When an operation completed: an unknown one never did (its invocation stands in).
+fn completed(outcome: Outcome, invoke_ns: u64, complete_ns: Option<u64>) -> Result<u64, String> {
+    match (outcome, complete_ns) {
+        (Outcome::Unknown, _) => Ok(invoke_ns),
+        (_, Some(c)) if c >= invoke_ns => Ok(c),
+        (_, Some(c)) => Err(format!(
+            "it completed at {c} ns, before its invocation at {invoke_ns} ns"
+        )),
+        (_, None) => Err("\"complete_ns\" is missing: an ok or fail operation has one".into()),
+    }
+}
+
 fn op_of(l: Line) -> Result<Op, String> {
-    let outcome = match l.kind.as_str() {
-        "ok" => Outcome::Ok,
-        "fail" => Outcome::Failed,
-        "info" => Outcome::Unknown,
-        other => return Err(format!("\"type\" is {other:?}: write ok, fail or info")),
-    };
+    let outcome = outcome_of(&l.kind)?;
     let number = |v: &serde_json::Value| -> Result<Option<u64>, String> {
         match v {
             serde_json::Value::Null => Ok(None),
@@ -96,19 +120,7 @@ fn op_of(l: Line) -> Result<Op, String> {
             ));
         }
     };
-    let complete_ns = match (outcome, l.complete_ns) {
-        (Outcome::Unknown, _) => l.invoke_ns,
-        (_, Some(c)) if c >= l.invoke_ns => c,
-        (_, Some(c)) => {
-            return Err(format!(
-                "it completed at {c} ns, before its invocation at {} ns",
-                l.invoke_ns
-            ));
-        }
-        (_, None) => {
-            return Err("\"complete_ns\" is missing: an ok or fail operation has one".into());
-        }
-    };
+    let complete_ns = completed(outcome, l.invoke_ns, l.complete_ns)?;
     Ok(Op {
         client: l.client,
         key: l.key,
@@ -146,6 +158,96 @@ pub fn read(input: impl BufRead) -> Result<Vec<Op>, String> {
         ops.push(op_of(parsed).map_err(|e| format!("line {}: {e}", n + 1))?);
     }
     Ok(ops)
+}
+
+/// A transaction's line: `{"client":3,"txn":[["append",2,7],["r",1,[3,4]]],"type":"ok",
+/// "invoke_ns":…,"complete_ns":…}` — Elle's micro-operations, a read's list `null` when it is
+/// not known.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TxnLine {
+    client: u32,
+    txn: Vec<(String, u64, serde_json::Value)>,
+    #[serde(rename = "type")]
+    kind: String,
+    invoke_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    complete_ns: Option<u64>,
+}
+
+fn txn_line(t: &Txn) -> TxnLine {
+    let txn = (t.mops.iter())
+        .map(|m| match m {
+            Mop::Append { key, value } => ("append".to_string(), *key, serde_json::json!(value)),
+            Mop::Read { key, list } => ("r".to_string(), *key, serde_json::json!(list)),
+        })
+        .collect();
+    TxnLine {
+        client: t.client,
+        txn,
+        kind: kind_of(t.outcome).into(),
+        invoke_ns: t.invoke_ns,
+        complete_ns: (t.outcome != Outcome::Unknown).then_some(t.complete_ns),
+    }
+}
+
+fn txn_of(l: TxnLine) -> Result<Txn, String> {
+    let outcome = outcome_of(&l.kind)?;
+    let mops = (l.txn.into_iter())
+        .map(|(f, key, v)| match f.as_str() {
+            "append" => (v.as_u64())
+                .map(|value| Mop::Append { key, value })
+                .ok_or_else(|| format!("an append of {v}: write a whole number from 0")),
+            "r" => Ok(Mop::Read {
+                key,
+                list: match v {
+                    serde_json::Value::Null => None,
+                    v => Some(serde_json::from_value(v).map_err(|e| {
+                        format!("a read's list: {e}: write whole numbers from 0, or null")
+                    })?),
+                },
+            }),
+            other => Err(format!(
+                "{other:?}: a micro-operation is [\"append\", KEY, VALUE] or [\"r\", KEY, LIST]"
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Txn {
+        client: l.client,
+        mops,
+        outcome,
+        invoke_ns: l.invoke_ns,
+        complete_ns: completed(outcome, l.invoke_ns, l.complete_ns)?,
+    })
+}
+
+/// Appends `txns` to `out`, a line each.
+pub fn write_txns(out: &mut impl Write, txns: &[Txn]) -> std::io::Result<()> {
+    for t in txns {
+        serde_json::to_writer(&mut *out, &txn_line(t))?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// Reads a history written by [`write_txns`]; an error names the line and what is wrong.
+pub fn read_txns(input: impl BufRead) -> Result<Vec<Txn>, String> {
+    let mut txns = Vec::new();
+    for (n, line) in input.lines().enumerate() {
+        let at = |e: String| format!("line {}: {e}", n + 1);
+        let line = line.map_err(|e| at(e.to_string()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if txns.len() >= MAX_OPS {
+            return Err(format!(
+                "more than {MAX_OPS} transactions: dyno checks at most that many at once"
+            ));
+        }
+        let parsed: TxnLine = serde_json::from_str(&line).map_err(|e| at(e.to_string()))?;
+        txns.push(txn_of(parsed).map_err(at)?);
+    }
+    Ok(txns)
 }
 
 #[cfg(test)]
@@ -196,8 +298,35 @@ mod tests {
         }
 
         #[test]
+        fn transactions_read_back_as_written(raw in proptest::collection::vec((0u32..4, proptest::collection::vec((any::<bool>(), 0u64..4, 0u64..9, proptest::option::of(proptest::collection::vec(0u64..9, 0..4))), 0..4), 0u8..3, 0u64..1000, 0u64..1000), 0..20)) {
+            let txns: Vec<Txn> = (raw.into_iter())
+                .map(|(client, mops, o, a, d)| {
+                    let outcome = [Outcome::Ok, Outcome::Failed, Outcome::Unknown][o as usize];
+                    Txn {
+                        client,
+                        mops: (mops.into_iter())
+                            .map(|(append, key, value, list)| match append {
+                                true => Mop::Append { key, value },
+                                false => Mop::Read { key, list },
+                            })
+                            .collect(),
+                        outcome,
+                        invoke_ns: a,
+                        complete_ns: if outcome == Outcome::Unknown { a } else { a + d },
+                    }
+                })
+                .collect();
+            let mut out = Vec::new();
+            write_txns(&mut out, &txns).unwrap();
+            prop_assert_eq!(read_txns(&out[..]).unwrap(), txns);
+        }
+
+        #[test]
         fn any_line_is_read_or_refused_with_its_number(text in "[ -~\n]{0,200}") {
             if let Err(e) = read(text.as_bytes()) {
+                prop_assert!(e.starts_with("line "), "{}", e);
+            }
+            if let Err(e) = read_txns(text.as_bytes()) {
                 prop_assert!(e.starts_with("line "), "{}", e);
             }
         }

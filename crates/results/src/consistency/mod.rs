@@ -81,6 +81,23 @@ pub struct Op {
 }
 
 impl Op {
+    /// On the run's clock, for a proof's timeline: `write 7`, `read 5`, `read nothing`.
+    pub fn span(&self) -> crate::Span {
+        let v = |v: Option<u64>| v.map_or("nothing".to_string(), |v| v.to_string());
+        let label = match (self.call, self.outcome) {
+            (Call::Read { saw }, Outcome::Ok) => format!("read {}", v(saw)),
+            (Call::Read { .. }, _) => "read ?".to_string(),
+            (Call::Write { value }, _) => format!("write {value}"),
+            (Call::Cas { from, to, .. }, _) => format!("cas {} → {to}", v(from)),
+        };
+        crate::Span {
+            client: self.client,
+            start_ns: self.invoke_ns,
+            end_ns: (self.outcome != Outcome::Unknown).then_some(self.complete_ns),
+            label,
+        }
+    }
+
     /// As a line of a proof: `client 3 write 7 at 1.204–1.380 ms: ok`.
     pub fn describe(&self) -> String {
         let v = |v: Option<u64>| v.map_or("nothing".to_string(), |v| v.to_string());

@@ -35,28 +35,50 @@ pub fn linearizable(
             key: Some(*key),
             why: why(proof, ops),
             ops: proof.iter().map(Op::describe).collect(),
+            spans: proof.iter().map(Op::span).collect(),
         })
         .collect();
     let mut unknown: Vec<String> = (report.unknown.iter())
         .map(|(key, why)| format!("key {key}: {why}"))
         .collect();
     unknown.extend(cut);
-    let verdict = match (report.violations.is_empty(), unknown.is_empty()) {
-        (false, _) => Verdict::Invalid,
-        (true, true) => Verdict::Valid,
-        (true, false) => Verdict::Unknown,
-    };
+    let mut rec = record("linearizable", (report.ops, report.keys), (tests, file));
+    (rec.anomalies, rec.proofs, rec.unknown) = (anomalies, proofs, unknown);
+    rec.judged(t0)
+}
+
+/// A record of `model`'s check of `ops` operations over `keys` keys, kept in `file` and holding
+/// `tests`: nothing found yet.
+fn record(
+    model: &str,
+    (ops, keys): (usize, usize),
+    (tests, file): (Vec<String>, Option<String>),
+) -> ConsistencyRecord {
     ConsistencyRecord {
-        model: "linearizable".into(),
-        verdict,
+        model: model.into(),
+        verdict: Verdict::Valid,
         tests,
-        ops: report.ops as u64,
-        keys: report.keys as u64,
+        ops: ops as u64,
+        keys: keys as u64,
         history: file,
-        anomalies,
-        proofs,
-        unknown,
-        check_ns: t0.elapsed().as_nanos() as u64,
+        anomalies: BTreeMap::new(),
+        proofs: Vec::new(),
+        unknown: Vec::new(),
+        check_ns: 0,
+    }
+}
+
+impl ConsistencyRecord {
+    /// The verdict of what was found (an anomaly, else anything undecided), and the time the
+    /// check took since `t0`.
+    fn judged(mut self, t0: Instant) -> ConsistencyRecord {
+        self.verdict = match (self.anomalies.is_empty(), self.unknown.is_empty()) {
+            (false, _) => Verdict::Invalid,
+            (true, true) => Verdict::Valid,
+            (true, false) => Verdict::Unknown,
+        };
+        self.check_ns = t0.elapsed().as_nanos() as u64;
+        self
     }
 }
 
@@ -85,27 +107,14 @@ pub fn transactional(
             key: f.key,
             why: Some(f.why.clone()),
             ops: f.txns.iter().map(|&t| txns[t].describe()).collect(),
+            spans: f.txns.iter().map(|&t| txns[t].span()).collect(),
         })
         .collect();
     let mut unknown = report.unknown;
     unknown.extend(cut);
-    let verdict = match (forbidden.is_empty(), unknown.is_empty()) {
-        (false, _) => Verdict::Invalid,
-        (true, true) => Verdict::Valid,
-        (true, false) => Verdict::Unknown,
-    };
-    ConsistencyRecord {
-        model: model.into(),
-        verdict,
-        tests,
-        ops: report.txns as u64,
-        keys: report.keys as u64,
-        history: file,
-        anomalies,
-        proofs,
-        unknown,
-        check_ns: t0.elapsed().as_nanos() as u64,
-    }
+    let mut rec = record(model, (report.txns, report.keys), (tests, file));
+    (rec.anomalies, rec.proofs, rec.unknown) = (anomalies, proofs, unknown);
+    rec.judged(t0)
 }
 
 fn ms(ns: u64) -> String {

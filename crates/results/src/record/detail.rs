@@ -102,6 +102,20 @@ pub struct Proof {
     pub why: Option<String>,
     /// The operations, one line each: `client 3 write 7 on key 12 at 1.204–1.380 ms: ok`.
     pub ops: Vec<String>,
+    /// The same operations on the run's clock, for the proof's timeline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<Span>,
+}
+
+/// One operation of a proof on the run's clock: its client, from its call to its answer
+/// (`None`: never answered), and what it did (`write 7`, `read 5`, a transaction's steps).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Span {
+    pub client: u32,
+    pub start_ns: u64,
+    pub end_ns: Option<u64>,
+    pub label: String,
 }
 
 impl Rep {

@@ -164,7 +164,7 @@ fn measure(
     }
     for r in &mut runs {
         if let (Some(k), Some(h)) = (keeper, r.history.take()) {
-            k.add(test, h);
+            k.add(test, h.ops());
         }
         all.merge(&r.rec);
         kv.ok += r.ok;
@@ -404,7 +404,7 @@ impl Suite for Kv {
                         k.lost_writes = Some(check(store_ref, &acked, point.size, reads.as_mut()));
                     }
                     if let (Some(k), Some(h)) = (keeper, reads) {
-                        k.add("lost-writes check", h);
+                        k.add("lost-writes check", h.ops());
                     }
                 }
                 if let Some(before) = &server_before {

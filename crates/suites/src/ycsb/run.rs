@@ -45,7 +45,7 @@ pub(super) fn load(
                     k += i64::from(clients);
                 }
                 if let (Some(keeper), Some(h)) = (keeper, history) {
-                    keeper.add("load", h);
+                    keeper.add("load", h.ops());
                 }
                 (rec, clock.now_ns() - t0)
             })
@@ -178,7 +178,7 @@ pub(super) fn run_workload(
         match (c, err) {
             (Some(c), _) => {
                 if let (Some(keeper), Some(h)) = (keeper, c.history) {
-                    keeper.add(w.name, h);
+                    keeper.add(w.name, h.ops());
                 }
                 for (k, n) in c.drawn {
                     *drawn.entry(k).or_default() += n;

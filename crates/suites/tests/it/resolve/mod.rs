@@ -337,13 +337,13 @@ fn unknown_keys_are_named_with_a_suggestion() {
          name, reps, warmup, seed, sweep, samples, levels, level_every, objects, size, concurrency, \
          threads, topology, thousands, test_time, duration, requests, rate, ramp, stages, arrival, \
          max_connections, timeout, interval, hlog, burst, coalesce, max_lag, depth, width, \
-         operations, zipf, builtin, script, scale, transactions, latency_limit, max_tries, tables, table_size, range_size, point_selects, simple_ranges, sum_ranges, order_ranges, distinct_ranges, index_updates, non_index_updates, delete_inserts, range_selects, skip_trx, rand_type"
+         operations, zipf, builtin, script, scale, transactions, latency_limit, max_tries, tables, table_size, range_size, point_selects, simple_ranges, sum_ranges, order_ranges, distinct_ranges, index_updates, non_index_updates, delete_inserts, range_selects, skip_trx, rand_type, isolation"
     );
     assert_eq!(
         err("[sute]\n"),
         "plan.toml:1:2: unknown key `sute` in the plan's top level; did you mean \"suite\"? \
-         known keys: suite, output, targets, faults, thresholds, shootout, magma, load, namespace, \
-         kv, ycsb, sql"
+         known keys: suite, output, targets, faults, thresholds, check, shootout, magma, load, \
+         namespace, kv, ycsb, sql, append"
     );
     assert_eq!(
         err("[output]\nfmt = \"csv\"\n"),
@@ -403,7 +403,7 @@ fn out_of_range_values_give_the_bound_and_the_default() {
 fn unknown_suite_and_scheme_get_suggestions() {
     assert_eq!(
         err("[suite]\nname = \"shootot\"\n"),
-        "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout, magma, load, namespace, kv, ycsb, sql"
+        "plan.toml:2:8: unknown suite \"shootot\"; did you mean \"shootout\"? suites: shootout, magma, load, namespace, kv, ycsb, sql, append"
     );
     let e = err("[targets.a]\nurl = \"sqlit:/tmp/a.db\"\n");
     assert!(

@@ -1,0 +1,239 @@
+//! One client of the append suite: transactions of appends to lists and reads of them on its
+//! own SQL session, each timed, and kept for the history with what it read and how it ended.
+
+use super::Isolation;
+use engine::driver::{Dialect, ErrorClass, OpError, SqlParam, SqlSession, Store};
+use engine::recorder::Recorder;
+use results::consistency::Outcome;
+use results::consistency::append::{Mop, Txn};
+use results::rng::splitmix64;
+
+/// The table, in the store's own schema or database.
+pub const TABLE: &str = "append_lists";
+
+/// Micro-operations per transaction: one to this many, as Elle's defaults.
+const MAX_MOPS: u64 = 4;
+
+/// Makes the table (anew: a run's lists start empty).
+pub fn make(store: &dyn Store) -> Result<(), String> {
+    let mut s = store.connect_sql().map_err(|e| e.to_string())?;
+    let key = match s.dialect() {
+        Dialect::Postgres => "bigint",
+        Dialect::MySql => "bigint",
+    };
+    (s.batch(&format!("drop table if exists {TABLE}")))
+        .and_then(|()| {
+            s.batch(&format!(
+                "create table {TABLE} (k {key} primary key, v text not null)"
+            ))
+        })
+        .map_err(|e| format!("making {TABLE}: {e}"))
+}
+
+/// The prepared statements of a session.
+struct Stmts {
+    read: usize,
+    append: usize,
+}
+
+fn prepare(s: &mut dyn SqlSession) -> Result<Stmts, OpError> {
+    let append = match s.dialect() {
+        Dialect::Postgres => {
+            format!(") on conflict (k) do update set v = {TABLE}.v || ',' || excluded.v")
+        }
+        Dialect::MySql => ") on duplicate key update v = concat(v, ',', values(v))".to_string(),
+    };
+    Ok(Stmts {
+        read: s.prepare(&[format!("select v from {TABLE} where k = "), String::new()])?,
+        append: s.prepare(&[
+            format!("insert into {TABLE} (k, v) values ("),
+            ", ".into(),
+            append,
+        ])?,
+    })
+}
+
+/// What began each transaction at `level`.
+fn begin(dialect: Dialect, level: Isolation) -> Vec<String> {
+    let words = level.sql();
+    match dialect {
+        Dialect::Postgres => vec![format!("begin isolation level {words}")],
+        Dialect::MySql => vec![
+            format!("set transaction isolation level {words}"),
+            "start transaction".into(),
+        ],
+    }
+}
+
+/// A list as the table holds it: values joined by commas.
+fn list_of(text: Option<&str>) -> Result<Vec<u64>, OpError> {
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    (text.split(','))
+        .map(|v| v.parse::<u64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            let shown: String = text.chars().take(60).collect();
+            OpError::new(
+                ErrorClass::Corrupt,
+                format!("a list dyno did not write: {shown:?}"),
+            )
+        })
+}
+
+/// Runs `mops` as one transaction, filling in what each read returned. The error, and whether
+/// it came from the commit (whose outcome a broken connection leaves unknown).
+fn transaction(
+    s: &mut dyn SqlSession,
+    (st, begin): (&Stmts, &[String]),
+    mops: &mut [Mop],
+) -> Result<(), (OpError, bool)> {
+    let before = |e| (e, false);
+    for b in begin {
+        s.batch(b).map_err(before)?;
+    }
+    for m in mops.iter_mut() {
+        match m {
+            Mop::Append { key, value } => {
+                let v = value.to_string();
+                let params = [SqlParam::Int(*key as i64), SqlParam::Text(&v)];
+                s.execute(st.append, &params, None).map_err(before)?;
+            }
+            Mop::Read { key, list } => {
+                let mut text: Option<Option<String>> = None;
+                let mut row = |r: &engine::driver::SqlRow<'_>| {
+                    text = Some(r.first().and_then(|c| c.1).map(String::from));
+                };
+                (s.execute(st.read, &[SqlParam::Int(*key as i64)], Some(&mut row)))
+                    .map_err(before)?;
+                *list = Some(list_of(text.flatten().as_deref()).map_err(before)?);
+            }
+        }
+    }
+    s.batch("commit").map_err(|e| (e, true))
+}
+
+/// What a client did in a repetition.
+pub struct ClientRun {
+    pub rec: Recorder,
+    pub txns: Vec<Txn>,
+    pub committed: u64,
+    pub aborted: u64,
+    pub unknown: u64,
+}
+
+/// Client `id` of `clients` runs `count` transactions on `keys` keys at `level`; `clock` is the run's.
+pub fn run(
+    store: &dyn Store,
+    (id, clients, seed, rep): (u32, u32, u64, u32),
+    (keys, count, level): (u64, u64, Isolation),
+    clock: &engine::clock::Clock,
+) -> ClientRun {
+    let mut out = ClientRun {
+        rec: Recorder::new(),
+        txns: Vec::new(),
+        committed: 0,
+        aborted: 0,
+        unknown: 0,
+    };
+    let mut state = seed ^ (u64::from(rep) << 40) ^ (u64::from(id) << 20);
+    let mut draw = move || splitmix64(&mut state);
+    // Values unique across clients and repetitions, and small: the client's n-th append is
+    // n × clients + id + 1, after every earlier repetition's.
+    let clients = u64::from(clients);
+    let mut n = u64::from(rep) * count * MAX_MOPS;
+    let mut next = move || {
+        n += 1;
+        n * clients + u64::from(id) + 1
+    };
+    let mut session: Option<(Box<dyn SqlSession>, Stmts, Vec<String>)> = None;
+    for _ in 0..count {
+        let t0 = clock.now_ns();
+        let (s, st, b) = match &mut session {
+            Some(s) => s,
+            None => match store.connect_sql().and_then(|mut s| {
+                let st = prepare(s.as_mut())?;
+                let b = begin(s.dialect(), level);
+                Ok((s, st, b))
+            }) {
+                Ok(s) => session.insert(s),
+                Err(e) => {
+                    out.rec.record(clock.now_ns() - t0, Err(e));
+                    engine::fiber::sleep(std::time::Duration::from_millis(10));
+                    continue;
+                }
+            },
+        };
+        let mut mops: Vec<Mop> = (0..1 + draw() % MAX_MOPS)
+            .map(|_| {
+                let key = draw() % keys;
+                match draw() % 2 {
+                    0 => Mop::Append { key, value: next() },
+                    _ => Mop::Read { key, list: None },
+                }
+            })
+            .collect();
+        let r = transaction(s.as_mut(), (st, b), &mut mops);
+        let t1 = clock.now_ns();
+        let outcome = match &r {
+            Ok(()) => Outcome::Ok,
+            // A commit sent and not answered may have happened; anything before it did not.
+            Err((e, true)) if crate::history::indefinite(e.class) => Outcome::Unknown,
+            Err(_) => Outcome::Failed,
+        };
+        if let Err((e, _)) = &r {
+            if e.class.is_connection() {
+                session = None;
+            } else {
+                let _ = s.batch("rollback");
+            }
+        }
+        if outcome != Outcome::Ok {
+            for m in &mut mops {
+                if let Mop::Read { list, .. } = m {
+                    *list = None;
+                }
+            }
+        }
+        match outcome {
+            Outcome::Ok => out.committed += 1,
+            Outcome::Failed => out.aborted += 1,
+            Outcome::Unknown => out.unknown += 1,
+        }
+        out.rec.record(t1 - t0, r.map(|()| 0).map_err(|(e, _)| e));
+        out.txns.push(Txn {
+            client: id,
+            mops,
+            outcome,
+            invoke_ns: t0,
+            complete_ns: t1,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_reads_back_and_garbage_is_refused() {
+        assert_eq!(list_of(None).unwrap(), Vec::<u64>::new());
+        assert_eq!(list_of(Some("")).unwrap(), Vec::<u64>::new());
+        assert_eq!(list_of(Some("3,17,4")).unwrap(), [3, 17, 4]);
+        let e = list_of(Some("3,x")).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Corrupt);
+        assert_eq!(
+            begin(Dialect::MySql, Isolation::RepeatableRead),
+            [
+                "set transaction isolation level repeatable read",
+                "start transaction"
+            ]
+        );
+        assert_eq!(
+            begin(Dialect::Postgres, Isolation::Serializable),
+            ["begin isolation level serializable"]
+        );
+    }
+}
