@@ -19,7 +19,7 @@
 
 use super::Outcome;
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod cycles;
 
@@ -142,8 +142,9 @@ pub struct Report {
     pub keys: usize,
     /// Every anomaly found: one per key for those of a key, one per kind per cycle's component.
     pub findings: Vec<Finding>,
-    /// What the check could not decide, and why.
-    pub unknown: Vec<String>,
+    /// What the check could not decide, and why, each with the kind of anomaly it concerns
+    /// (a model that allows that kind does not need it decided).
+    pub unknown: Vec<(&'static str, String)>,
 }
 
 /// Who appended each value: the transaction, and whether it was the transaction's last append
@@ -332,7 +333,7 @@ impl Graph {
 
 /// Checks `history`; the one search that can grow large stops at `budget`.
 pub fn check(history: &[Txn], budget: Duration) -> Report {
-    let deadline = Instant::now() + budget;
+    let deadline = super::deadline(budget);
     let writers = Writers::new(history);
     let mut findings = Vec::new();
     let orders = orders(history, &mut findings);

@@ -49,12 +49,13 @@ pub fn check(history: &[Op], budget: Duration) -> Report {
         unknown: Vec::new(),
     };
     for (key, ops) in by_key {
-        let deadline = Instant::now() + budget;
+        let deadline = super::deadline(budget);
         match linearizable(&ops, deadline) {
             Some(true) => {}
-            Some(false) => report
-                .violations
-                .push((key, smallest(ops, deadline + budget))),
+            Some(false) => report.violations.push((
+                key,
+                smallest(ops, deadline.checked_add(budget).unwrap_or(deadline)),
+            )),
             None => report.unknown.push((
                 key,
                 format!(

@@ -32,6 +32,12 @@ pub const MODELS: [(&str, &str); 4] = [
     ),
 ];
 
+/// When a check given `budget` from now must stop: far off for a budget too large to add.
+pub fn deadline(budget: std::time::Duration) -> std::time::Instant {
+    let now = std::time::Instant::now();
+    (now.checked_add(budget)).unwrap_or_else(|| now + std::time::Duration::from_secs(86_400 * 365))
+}
+
 /// Whether `model` is one of transactions (a list-append history), not of registers.
 pub fn transactional(model: &str) -> bool {
     model != "linearizable"

@@ -110,7 +110,11 @@ pub fn transactional(
             spans: f.txns.iter().map(|&t| txns[t].span()).collect(),
         })
         .collect();
-    let mut unknown = report.unknown;
+    // What was left undecided about a kind the model allows does not matter to it.
+    let mut unknown: Vec<String> = (report.unknown.into_iter())
+        .filter(|(kind, _)| append::forbids(model, kind))
+        .map(|(_, why)| why)
+        .collect();
     unknown.extend(cut);
     let mut rec = record(model, (report.txns, report.keys), (tests, file));
     (rec.anomalies, rec.proofs, rec.unknown) = (anomalies, proofs, unknown);
@@ -191,9 +195,10 @@ fn moved_on(history: &[Op], r: &Op, (v, x): (u64, u64), w: &Op) -> Option<bool> 
         y == x
             || history.iter().any(|o| {
                 o.key == r.key
+                    && o.outcome == Outcome::Ok
                     && o.invoke_ns > w.complete_ns
                     && o.complete_ns < r.invoke_ns
-                    && matches!(o.call, Call::Write { value } if value == y)
+                    && matches!(o.call, Call::Write { value: z } | Call::Cas { to: z, swapped: true, .. } if z == y)
             })
     };
     let later = || {

@@ -183,10 +183,9 @@ pub fn run(
             Err(_) => Outcome::Failed,
         };
         if let Err((e, _)) = &r {
-            if e.class.is_connection() {
+            // A session whose rollback failed may hold the transaction open: a new one.
+            if e.class.is_connection() || s.batch("rollback").is_err() {
                 session = None;
-            } else {
-                let _ = s.batch("rollback");
             }
         }
         if outcome != Outcome::Ok {

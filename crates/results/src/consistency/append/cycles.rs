@@ -151,7 +151,7 @@ fn edges_with(
 pub(super) fn find(
     g: &Graph,
     deadline: Instant,
-    unknown: &mut Vec<String>,
+    unknown: &mut Vec<(&'static str, String)>,
 ) -> Vec<(&'static str, Vec<u32>)> {
     let mut found = Vec::new();
     let (all, big) = components(g, WW | WR | RW);
@@ -190,10 +190,10 @@ pub(super) fn find(
                 break;
             }
             if Instant::now() >= deadline {
-                unknown.push(format!(
+                unknown.push(("G-single", format!(
                     "the search for a cycle through one anti-dependency ran out of time in a component of {} transactions",
                     members.len()
-                ));
+                )));
                 break;
             }
             single = path(g, (b, a), WW | WR, inside).map(|w| (b, w));
