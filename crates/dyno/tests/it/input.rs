@@ -171,7 +171,7 @@ fn bad_flags_name_the_flag() {
         (
             &["run", "--suite", "magmaa"],
             1,
-            "Error: --suite: unknown suite \"magmaa\"; did you mean \"magma\"? suites: shootout, magma, load, namespace, kv, ycsb, sql\n",
+            "Error: --suite: unknown suite \"magmaa\"; did you mean \"magma\"? suites: shootout, magma, load, namespace, kv, ycsb, sql, append\n",
         ),
         (
             &["run", "postgress://x"],
