@@ -17,14 +17,10 @@ const MAX_MOPS: u64 = 4;
 /// Makes the table (anew: a run's lists start empty).
 pub fn make(store: &dyn Store) -> Result<(), String> {
     let mut s = store.connect_sql().map_err(|e| e.to_string())?;
-    let key = match s.dialect() {
-        Dialect::Postgres => "bigint",
-        Dialect::MySql => "bigint",
-    };
     (s.batch(&format!("drop table if exists {TABLE}")))
         .and_then(|()| {
             s.batch(&format!(
-                "create table {TABLE} (k {key} primary key, v text not null)"
+                "create table {TABLE} (k bigint primary key, v text not null)"
             ))
         })
         .map_err(|e| format!("making {TABLE}: {e}"))
