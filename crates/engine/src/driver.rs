@@ -26,6 +26,10 @@ pub enum Family {
     Request,
     /// SQL statements with parameters, in a schema or database of dyno's own ([`SqlSession`]).
     Sql,
+    /// Transactions of appends to lists and reads of them (Elle's list-append): SQL databases
+    /// run them as SQL the suite writes, other stores as one request of their own
+    /// ([`ListSession`]).
+    Lists,
 }
 
 impl Family {
@@ -36,6 +40,7 @@ impl Family {
             Family::Namespace => "namespace",
             Family::Request => "request",
             Family::Sql => "sql",
+            Family::Lists => "lists",
         }
     }
 }
@@ -276,6 +281,14 @@ pub trait Store: Send + Sync {
             "this target does not run SQL statements",
         ))
     }
+    /// Opens a session for list-append transactions (family `lists`) on a store that runs them
+    /// itself; a SQL database runs them through [`Store::connect_sql`] instead.
+    fn connect_lists(&self) -> Result<Box<dyn ListSession>, OpError> {
+        Err(OpError::new(
+            ErrorClass::Application,
+            "this target does not run list transactions of its own",
+        ))
+    }
     /// Drops every cache below dyno's client cache. Called with no session open, and only when
     /// [`Store::cold_unreachable`] says nothing; by default, what that says.
     fn drop_caches(&self) -> Result<CacheDrop, OpError> {
@@ -374,6 +387,24 @@ pub trait SqlSession: Send {
     ) -> Result<u64, OpError>;
     /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).
     fn batch(&mut self, sql: &str) -> Result<(), OpError>;
+}
+
+/// A client's connection for list-append transactions (family `lists`): a store's own (etcd: a
+/// `Txn` guarded on what the transaction read), or SQL the append suite writes. Used from one
+/// thread; every call may fail, none may panic.
+pub trait ListSession: Send {
+    /// Runs `mops` as one transaction, filling in what each read returned. An error says
+    /// whether the transaction's writes had been sent when it came (a broken connection then
+    /// leaves the outcome unknown) or not (nothing happened).
+    fn transaction(
+        &mut self,
+        mops: &mut [results::consistency::append::Mop],
+    ) -> Result<(), (OpError, bool)>;
+    /// Whether the next transaction may run on it; a session that moves to another server by
+    /// itself always may.
+    fn usable(&self) -> bool {
+        true
+    }
 }
 
 /// One client's connection. Used from one thread; every call may fail, none may panic.

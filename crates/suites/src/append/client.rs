@@ -1,8 +1,10 @@
 //! One client of the append suite: transactions of appends to lists and reads of them on its
-//! own SQL session, each timed, and kept for the history with what it read and how it ended.
+//! own session, each timed, and kept for the history with what it read and how it ended. On a
+//! SQL database the session is SQL this module writes ([`SqlLists`]); on another store, the
+//! store's own ([`Store::connect_lists`]: etcd's guarded `Txn`).
 
 use super::Isolation;
-use engine::driver::{Dialect, ErrorClass, OpError, SqlParam, SqlSession, Store};
+use engine::driver::{Dialect, ErrorClass, ListSession, OpError, SqlParam, SqlSession, Store};
 use engine::recorder::Recorder;
 use results::consistency::Outcome;
 use results::consistency::append::{Mop, Txn};
@@ -110,6 +112,43 @@ fn transaction(
     s.batch("commit").map_err(|e| (e, true))
 }
 
+/// A SQL session running list-append transactions at an isolation level.
+struct SqlLists {
+    session: Box<dyn SqlSession>,
+    stmts: Stmts,
+    begin: Vec<String>,
+    /// A failure broke the connection, or left a transaction open: a new session is needed.
+    broken: bool,
+}
+
+impl SqlLists {
+    fn open(store: &dyn Store, level: Isolation) -> Result<SqlLists, OpError> {
+        let mut session = store.connect_sql()?;
+        let stmts = prepare(session.as_mut())?;
+        let begin = begin(session.dialect(), level);
+        Ok(SqlLists {
+            session,
+            stmts,
+            begin,
+            broken: false,
+        })
+    }
+}
+
+impl ListSession for SqlLists {
+    fn transaction(&mut self, mops: &mut [Mop]) -> Result<(), (OpError, bool)> {
+        let r = transaction(self.session.as_mut(), (&self.stmts, &self.begin), mops);
+        if let Err((e, _)) = &r {
+            // A session whose rollback failed may hold the transaction open: a new one.
+            self.broken = e.class.is_connection() || self.session.batch("rollback").is_err();
+        }
+        r
+    }
+    fn usable(&self) -> bool {
+        !self.broken
+    }
+}
+
 /// What a client did in a repetition.
 pub struct ClientRun {
     pub rec: Recorder,
@@ -119,9 +158,24 @@ pub struct ClientRun {
     pub unknown: u64,
 }
 
+/// How a client reaches the store: as SQL (`sql`), or through the store's own list session.
+pub struct Reach<'a> {
+    pub store: &'a dyn Store,
+    pub sql: bool,
+}
+
+impl Reach<'_> {
+    fn open(&self, level: Isolation) -> Result<Box<dyn ListSession>, OpError> {
+        if self.sql {
+            return Ok(Box::new(SqlLists::open(self.store, level)?));
+        }
+        self.store.connect_lists()
+    }
+}
+
 /// Client `id` of `clients` runs `count` transactions on `keys` keys at `level`; `clock` is the run's.
 pub fn run(
-    store: &dyn Store,
+    reach: &Reach<'_>,
     (id, clients, seed, rep): (u32, u32, u64, u32),
     (keys, count, level): (u64, u64, Isolation),
     clock: &engine::clock::Clock,
@@ -143,16 +197,12 @@ pub fn run(
         n += 1;
         n * clients + u64::from(id) + 1
     };
-    let mut session: Option<(Box<dyn SqlSession>, Stmts, Vec<String>)> = None;
+    let mut session: Option<Box<dyn ListSession>> = None;
     for _ in 0..count {
         let t0 = clock.now_ns();
-        let (s, st, b) = match &mut session {
+        let s = match &mut session {
             Some(s) => s,
-            None => match store.connect_sql().and_then(|mut s| {
-                let st = prepare(s.as_mut())?;
-                let b = begin(s.dialect(), level);
-                Ok((s, st, b))
-            }) {
+            None => match reach.open(level) {
                 Ok(s) => session.insert(s),
                 Err(e) => {
                     out.rec.record(clock.now_ns() - t0, Err(e));
@@ -170,7 +220,7 @@ pub fn run(
                 }
             })
             .collect();
-        let r = transaction(s.as_mut(), (st, b), &mut mops);
+        let r = s.transaction(&mut mops);
         let t1 = clock.now_ns();
         let outcome = match &r {
             Ok(()) => Outcome::Ok,
@@ -178,11 +228,8 @@ pub fn run(
             Err((e, true)) if crate::history::indefinite(e.class) => Outcome::Unknown,
             Err(_) => Outcome::Failed,
         };
-        if let Err((e, _)) = &r {
-            // A session whose rollback failed may hold the transaction open: a new one.
-            if e.class.is_connection() || s.batch("rollback").is_err() {
-                session = None;
-            }
+        if !s.usable() {
+            session = None;
         }
         if outcome != Outcome::Ok {
             for m in &mut mops {

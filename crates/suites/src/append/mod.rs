@@ -1,8 +1,10 @@
 //! The `append` suite: Elle's list-append workload on SQL databases (`postgres://`,
-//! `mysql://`), for checking their isolation. `-c` clients each run `-t` transactions of one to
-//! four micro-operations — append a value unique to its key to the key's list, or read the
-//! list — over `-n` keys (10 unless given: few keys, many conflicts), at the isolation level
-//! asked for (`isolation`), in a table of the store's own schema or database made anew. Each
+//! `mysql://`) and etcd (`etcd://`, its guarded `Txn`: `targets/src/etcd/lists.rs`), for
+//! checking their isolation. `-c` clients each run `-t` transactions of one to four
+//! micro-operations — append a value unique to its key to the key's list, or read the list —
+//! over `-n` keys (10 unless given: few keys, many conflicts), at the isolation level asked for
+//! (`isolation`; etcd's are serializable only), in a table of the store's own schema or
+//! database made anew (etcd: keys under the run's own prefix). Each
 //! transaction is timed, and with `--check serializable` (or `snapshot-isolation`,
 //! `read-committed`) kept in the history with what its reads returned and how it ended —
 //! committed, aborted (a serialization failure, a deadlock: it did not happen) or unknown (a
@@ -10,6 +12,7 @@
 //! run ends.
 
 mod client;
+mod table;
 
 use crate::history::Keeper;
 use engine::driver::Family;
@@ -39,7 +42,7 @@ pub static ISOLATION: Setting = Setting {
     aliases: &[],
     kind: Kind::Text,
     value_name: "LEVEL",
-    help: "append: the transactions' isolation level: read-committed, repeatable-read or serializable [default: serializable].",
+    help: "append: the transactions' isolation level on SQL databases: read-committed, repeatable-read or serializable [default: serializable; etcd's are serializable only].",
     heading: Some("list-append suite (Elle)"),
 };
 
@@ -100,11 +103,11 @@ static SETTINGS: &[&Setting] = &[
 
 impl Suite for Append {
     fn help(&self) -> &'static str {
-        "Elle's list-append transactions on SQL databases at an isolation level, their history checked for G0, G1, G-single and G2-item (--check serializable)"
+        "Elle's list-append transactions on SQL databases (at an isolation level) and etcd, their history checked for G0, G1, G-single and G2-item (--check serializable)"
     }
 
     fn family(&self) -> Family {
-        Family::Sql
+        Family::Lists
     }
 
     fn settings(&self) -> &'static [&'static Setting] {
@@ -116,7 +119,7 @@ impl Suite for Append {
     }
 
     fn targets_hint(&self) -> &'static str {
-        "the append suite runs on SQL databases: postgres:// and mysql://"
+        "the append suite runs on SQL databases (postgres://, mysql://) and etcd://"
     }
 
     fn clients(&self) -> Clients {
@@ -194,15 +197,25 @@ impl Suite for Append {
         let s = settings::<AppendSettings>(plan);
         let store = target.config.open().map_err(TargetError::Open)?;
         run.describe(store.namespace(), store.versions());
-        let made = client::make(&*store);
+        let sql = target.config.families().contains(&Family::Sql);
+        let made = match sql {
+            true => client::make(&*store),
+            false if s.isolation != Isolation::Serializable => Err(
+                "this target's transactions are serializable only: leave --isolation out".into(),
+            ),
+            false => Ok(()),
+        };
         let keeper: Option<Keeper<Txn>> = Keeper::new(plan, run);
-        let store_ref: &dyn engine::driver::Store = &*store;
+        let reach = client::Reach {
+            store: &*store,
+            sql,
+        };
         run.repeat(None, None, &mut |ctx| {
             if let Err(why) = &made {
                 ctx.report(TestOutcome::not_run(TEST, Status::Failed, why.clone()));
                 return After::Fail(why.clone());
             }
-            let (o, txns) = measure(store_ref, ctx, s, point);
+            let (o, txns) = measure(&reach, ctx, s, point);
             if let Some(k) = &keeper {
                 k.add(TEST, txns);
             }
@@ -230,19 +243,19 @@ impl Suite for Append {
 /// Every client's transactions of one repetition: the outcome, and the transactions for the
 /// history.
 fn measure(
-    store: &dyn engine::driver::Store,
+    reach: &client::Reach<'_>,
     ctx: &RepCtx,
     s: &AppendSettings,
     point: &Point,
 ) -> (TestOutcome, Vec<Txn>) {
     let clients = point.clients.max(1);
     let start = ctx.clock.now_ns();
-    let threads = crate::generator_threads(store, ctx.threads, clients as usize);
+    let threads = crate::generator_threads(reach.store, ctx.threads, clients as usize);
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, client::ClientRun> {
             let who = (id, clients, s.seed, ctx.rep);
             Box::new(move || {
-                client::run(store, who, (s.keys, s.transactions, s.isolation), ctx.clock)
+                client::run(reach, who, (s.keys, s.transactions, s.isolation), ctx.clock)
             })
         })
         .collect();
@@ -293,7 +306,11 @@ fn measure(
     (TestOutcome::ran(TEST, status, rep, all), txns)
 }
 
-impl report::View for Append {}
+impl report::View for Append {
+    fn table(&self, r: &results::RunRecord, doc: &mut report::grid::Doc) -> std::io::Result<()> {
+        table::render(r, doc)
+    }
+}
 
 impl results::Named for Append {
     fn name(&self) -> &'static str {

@@ -22,7 +22,7 @@ pub mod random;
 mod run;
 pub mod script;
 pub mod sysbench;
-mod table;
+pub(crate) mod table;
 
 use engine::driver::Family;
 use engine::plan::setting::shared;
@@ -72,7 +72,7 @@ pub static TRANSACTIONS: Setting = Setting {
     aliases: &[],
     kind: Kind::Int,
     value_name: "",
-    help: "SQL: transactions per client instead of a duration (pgbench's -t).",
+    help: "sql, append: transactions per client (sql: instead of a duration, as pgbench's -t).",
     heading: HEADING,
 };
 

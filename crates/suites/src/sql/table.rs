@@ -10,8 +10,8 @@ use std::io;
 /// The `by_op` row of an open loop's schedule lag.
 pub(super) const LAG: &str = "schedule lag";
 
-/// The figure of a case's first measured repetition's custom detail.
-fn figure(c: &Case, key: &str) -> u64 {
+/// A figure of a case's custom detail, summed over its repetitions.
+pub(crate) fn figure(c: &Case, key: &str) -> u64 {
     (c.reps.iter())
         .filter_map(|r| match &r.detail {
             results::Detail::Custom { figures, .. } => figures.get(key)?.as_u64(),
@@ -20,7 +20,7 @@ fn figure(c: &Case, key: &str) -> u64 {
         .sum()
 }
 
-fn three(p50: u64, p99: u64, p999: u64) -> String {
+pub(crate) fn three(p50: u64, p99: u64, p999: u64) -> String {
     format!(
         "{} / {} / {}",
         units::latency(p50),

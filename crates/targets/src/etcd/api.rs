@@ -61,7 +61,7 @@ impl Member {
         };
         let a = c.call("POST", path, &self.body, &mut self.reply)?;
         if a.status != 200 {
-            return Err(gateway_error(&a));
+            return Err(maybe_applied(gateway_error(&a)));
         }
         Ok(())
     }
@@ -72,6 +72,7 @@ impl Member {
             unreachable!("gRPC calls go on gRPC connections");
         };
         c.call(method as usize, request, &mut self.reply)
+            .map_err(maybe_applied)
     }
 
     /// Whether operations may still go on it: not after the member's GOAWAY.
@@ -208,13 +209,18 @@ impl Member {
         if self.is_grpc() {
             let success = (puts.iter())
                 .map(|(key, value)| grpc::RequestOp {
+                    request_range: None,
                     request_put: Some(grpc::PutRequest {
                         key: key.clone(),
                         value: value.clone(),
                     }),
                 })
                 .collect();
-            return self.call(Method::Txn, &grpc::TxnRequest { success });
+            let txn = grpc::TxnRequest {
+                compare: Vec::new(),
+                success,
+            };
+            return self.call(Method::Txn, &txn);
         }
         self.body.clear();
         self.body.extend_from_slice(br#"{"success":["#);
@@ -232,6 +238,163 @@ impl Member {
         self.body.extend_from_slice(b"]}");
         self.post("/v3/kv/txn")
     }
+}
+
+/// One key as a transaction read it: its value (none when it does not exist) and the revision
+/// that last changed it (0 when it does not exist, as etcd compares a missing key's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Seen {
+    pub value: Option<Vec<u8>>,
+    pub revision: i64,
+}
+
+impl Member {
+    /// Reads `keys` at one revision of the store: one `Txn` of ranges.
+    pub(super) fn snapshot(
+        &mut self,
+        keys: &[Vec<u8>],
+        serializable: bool,
+    ) -> Result<Vec<Seen>, OpError> {
+        let odd = || protocol("etcd: a transaction of reads answered with something else");
+        if self.is_grpc() {
+            let success = (keys.iter())
+                .map(|key| grpc::RequestOp {
+                    request_range: Some(grpc::RangeRequest {
+                        key: key.clone(),
+                        range_end: Vec::new(),
+                        serializable,
+                    }),
+                    request_put: None,
+                })
+                .collect();
+            let txn = grpc::TxnRequest {
+                compare: Vec::new(),
+                success,
+            };
+            self.call(Method::Txn, &txn)?;
+            let r: grpc::TxnResponse = grpc::decode(&self.reply)?;
+            if r.responses.len() != keys.len() {
+                return Err(odd());
+            }
+            return (r.responses.into_iter())
+                .map(|op| {
+                    let kv = op.response_range.ok_or_else(odd)?.kvs.into_iter().next();
+                    Ok(kv.map_or(Seen::NONE, |kv| Seen {
+                        value: Some(kv.value),
+                        revision: kv.mod_revision,
+                    }))
+                })
+                .collect();
+        }
+        self.body.clear();
+        self.body.extend_from_slice(br#"{"success":["#);
+        for (i, key) in keys.iter().enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            let k = B64.encode(key);
+            write!(
+                self.body,
+                r#"{comma}{{"request_range":{{"key":"{k}","serializable":{serializable}}}}}"#
+            )
+            .expect("writing to a Vec");
+        }
+        self.body.extend_from_slice(b"]}");
+        self.post("/v3/kv/txn")?;
+        let r: gateway::TxnReply = serde_json::from_slice(&self.reply)
+            .map_err(|e| protocol(format!("etcd: a txn reply that is not JSON: {e}")))?;
+        if r.responses.len() != keys.len() {
+            return Err(odd());
+        }
+        (r.responses.iter())
+            .map(|op| {
+                let Some(kv) = op.response_range.as_ref().ok_or_else(odd)?.kvs.first() else {
+                    return Ok(Seen::NONE);
+                };
+                let revision = (kv.mod_revision.parse())
+                    .map_err(|_| protocol("etcd: a revision that is not a number"))?;
+                let value = (B64.decode(&kv.value))
+                    .map_err(|_| protocol("etcd: a value that is not base64"))?;
+                Ok(Seen {
+                    value: Some(value),
+                    revision,
+                })
+            })
+            .collect()
+    }
+
+    /// Puts `puts` in one `Txn` if no key of `guard` changed since the revision beside it:
+    /// whether it did (false: a guard failed, nothing was written).
+    pub(super) fn guarded(
+        &mut self,
+        guard: &[(Vec<u8>, i64)],
+        puts: &[(Vec<u8>, Vec<u8>)],
+    ) -> Result<bool, OpError> {
+        if self.is_grpc() {
+            let compare = (guard.iter())
+                .map(|(key, revision)| grpc::Compare {
+                    result: grpc::EQUAL,
+                    target: grpc::MOD,
+                    key: key.clone(),
+                    mod_revision: Some(*revision),
+                })
+                .collect();
+            let success = (puts.iter())
+                .map(|(key, value)| grpc::RequestOp {
+                    request_range: None,
+                    request_put: Some(grpc::PutRequest {
+                        key: key.clone(),
+                        value: value.clone(),
+                    }),
+                })
+                .collect();
+            self.call(Method::Txn, &grpc::TxnRequest { compare, success })?;
+            let r: grpc::TxnResponse = grpc::decode(&self.reply)?;
+            return Ok(r.succeeded);
+        }
+        self.body.clear();
+        self.body.extend_from_slice(br#"{"compare":["#);
+        for (i, (key, revision)) in guard.iter().enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            let k = B64.encode(key);
+            write!(
+                self.body,
+                r#"{comma}{{"result":"EQUAL","target":"MOD","key":"{k}","mod_revision":"{revision}"}}"#
+            )
+            .expect("writing to a Vec");
+        }
+        self.body.extend_from_slice(br#"],"success":["#);
+        for (i, (key, value)) in puts.iter().enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            let (k, v) = (B64.encode(key), B64.encode(value));
+            write!(
+                self.body,
+                r#"{comma}{{"request_put":{{"key":"{k}","value":"{v}"}}}}"#
+            )
+            .expect("writing to a Vec");
+        }
+        self.body.extend_from_slice(b"]}");
+        self.post("/v3/kv/txn")?;
+        let r: gateway::TxnReply = serde_json::from_slice(&self.reply)
+            .map_err(|e| protocol(format!("etcd: a txn reply that is not JSON: {e}")))?;
+        Ok(r.succeeded)
+    }
+}
+
+impl Seen {
+    const NONE: Seen = Seen {
+        value: None,
+        revision: 0,
+    };
+}
+
+/// etcd answers UNAVAILABLE both for a request it refused (no leader) and for one it proposed
+/// and stopped waiting for ("request timed out", "leader changed"), which may still be applied:
+/// the latter are timeouts, whose outcome a history keeps as unknown.
+fn maybe_applied(e: OpError) -> OpError {
+    let m = &e.message;
+    if e.class == ErrorClass::Refused && (m.contains("timed out") || m.contains("leader changed")) {
+        return OpError::new(ErrorClass::Timeout, e.message);
+    }
+    e
 }
 
 /// A refusal saying no member answered or led.

@@ -186,6 +186,25 @@ pub(super) struct RangeReply {
 pub(super) struct KeyValue {
     #[serde(default)]
     pub(super) value: String,
+    /// A 64-bit number, as text.
+    #[serde(default)]
+    pub(super) mod_revision: String,
+}
+
+/// A transaction's answer: whether its guard held, and its operations' answers.
+#[derive(serde::Deserialize)]
+pub(super) struct TxnReply {
+    #[serde(default)]
+    pub(super) succeeded: bool,
+    #[serde(default)]
+    pub(super) responses: Vec<TxnOp>,
+}
+
+/// One of a transaction's answers; dyno reads ranges.
+#[derive(serde::Deserialize)]
+pub(super) struct TxnOp {
+    #[serde(default)]
+    pub(super) response_range: Option<RangeReply>,
 }
 
 #[derive(serde::Deserialize)]

@@ -51,6 +51,9 @@ pub(super) struct RangeResponse {
 /// mvccpb.KeyValue.
 #[derive(Clone, PartialEq, prost::Message)]
 pub(super) struct KeyValue {
+    /// The revision that last changed the key.
+    #[prost(int64, tag = "3")]
+    pub mod_revision: i64,
     #[prost(bytes = "vec", tag = "5")]
     pub value: Vec<u8>,
 }
@@ -71,17 +74,55 @@ pub(super) struct DeleteRangeRequest {
     pub range_end: Vec<u8>,
 }
 
-/// One of a transaction's operations: on the wire a oneof, of which dyno sends puts.
+/// One of a transaction's operations: on the wire a oneof, of which dyno sets one field.
 #[derive(Clone, PartialEq, prost::Message)]
 pub(super) struct RequestOp {
+    #[prost(message, optional, tag = "1")]
+    pub request_range: Option<RangeRequest>,
     #[prost(message, optional, tag = "2")]
     pub request_put: Option<PutRequest>,
 }
 
+/// `Compare`'s `result` EQUAL and `target` MOD: the key's last modification revision equals
+/// `mod_revision` (0 for a key that does not exist).
+pub(super) const EQUAL: i32 = 0;
+pub(super) const MOD: i32 = 2;
+
+/// One comparison of a Txn's guard. `mod_revision` is a member of etcd's `target_union` oneof,
+/// which on the wire is an optional field: set, it is sent even when 0.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct Compare {
+    #[prost(int32, tag = "1")]
+    pub result: i32,
+    #[prost(int32, tag = "2")]
+    pub target: i32,
+    #[prost(bytes = "vec", tag = "3")]
+    pub key: Vec<u8>,
+    #[prost(int64, optional, tag = "6")]
+    pub mod_revision: Option<i64>,
+}
+
 #[derive(Clone, PartialEq, prost::Message)]
 pub(super) struct TxnRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub compare: Vec<Compare>,
     #[prost(message, repeated, tag = "2")]
     pub success: Vec<RequestOp>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct TxnResponse {
+    #[prost(bool, tag = "2")]
+    pub succeeded: bool,
+    #[prost(message, repeated, tag = "3")]
+    pub responses: Vec<ResponseOp>,
+}
+
+/// One answer of a transaction's operations: a oneof, of which dyno reads ranges.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct ResponseOp {
+    #[prost(message, optional, tag = "1")]
+    pub response_range: Option<RangeResponse>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

@@ -33,6 +33,7 @@ use std::time::Duration;
 mod api;
 mod gateway;
 mod grpc;
+mod lists;
 
 pub static INFO: DriverInfo = DriverInfo {
     scheme: "etcd",
@@ -42,7 +43,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "etcd://127.0.0.1:2379",
         "etcd://127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379?reads=serializable",
     ],
-    families: &[Family::Kv, Family::Graph],
+    families: &[Family::Kv, Family::Graph, Family::Lists],
     options: &[
         OptionSpec {
             name: "api",
@@ -207,6 +208,9 @@ impl Config {
 }
 
 impl TargetConfig for Config {
+    fn families(&self) -> &'static [Family] {
+        INFO.families
+    }
     fn durability(&self) -> String {
         if let Some(d) = self.durability.get() {
             return d.clone();
@@ -273,6 +277,26 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
     end
 }
 
+impl EtcdStore {
+    /// A client's session, on the member the sessions' spread gives it.
+    fn session(&self) -> Result<EtcdSession, OpError> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let (conn, at) = self.config.reach_for_session(start)?;
+        Ok(EtcdSession {
+            conn,
+            at,
+            broken: false,
+            config: self.config.clone(),
+            prefix: self.prefix.clone(),
+            key: Vec::with_capacity(64),
+            pending: Vec::new(),
+            in_tx: false,
+            reads: 0,
+            reconnects: self.reconnects.clone(),
+        })
+    }
+}
+
 impl Store for EtcdStore {
     fn many_per_thread(&self) -> bool {
         true
@@ -292,19 +316,11 @@ impl Store for EtcdStore {
         BTreeMap::from([("etcd".to_string(), self.version.clone())])
     }
     fn connect(&self, _: &Clock) -> Result<Box<dyn Session>, OpError> {
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let (conn, at) = self.config.reach_for_session(start)?;
-        Ok(Box::new(EtcdSession {
-            conn,
-            at,
-            broken: false,
-            config: self.config.clone(),
-            prefix: self.prefix.clone(),
-            key: Vec::with_capacity(64),
-            pending: Vec::new(),
-            in_tx: false,
-            reads: 0,
-            reconnects: self.reconnects.clone(),
+        Ok(Box::new(self.session()?))
+    }
+    fn connect_lists(&self) -> Result<Box<dyn engine::driver::ListSession>, OpError> {
+        Ok(Box::new(lists::EtcdLists {
+            session: self.session()?,
         }))
     }
     fn server_stats(&self) -> Option<Result<Vec<engine::driver::ServerOp>, OpError>> {

@@ -43,7 +43,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "mysql://dyno:secret@127.0.0.1:3306",
         "mysql://dyno:secret@127.0.0.1/test",
     ],
-    families: &[Family::Kv, Family::Graph, Family::Sql],
+    families: &[Family::Kv, Family::Graph, Family::Sql, Family::Lists],
     options: &[],
     clients: engine::driver::ClientModel::ManyPerThread,
 };

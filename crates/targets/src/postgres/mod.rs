@@ -52,7 +52,7 @@ pub static INFO: DriverInfo = DriverInfo {
         "postgres://dyno@127.0.0.1:5432/postgres",
         "postgres://user:secret@127.0.0.1/db?synchronous_commit=off",
     ],
-    families: &[Family::Kv, Family::Graph, Family::Sql],
+    families: &[Family::Kv, Family::Graph, Family::Sql, Family::Lists],
     options: &[OptionSpec {
         name: "synchronous_commit",
         default: "",

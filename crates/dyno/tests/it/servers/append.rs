@@ -76,7 +76,12 @@ fn postgres_isolation_levels_show_the_anomalies_they_allow_and_no_other() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let (rec, _) = run(dir.path(), &pg.url(), ("serializable", "150"));
+    let (rec, stdout) = run(dir.path(), &pg.url(), ("serializable", "150"));
+    assert!(
+        stdout.contains("dyno append · 3 keys · 8 clients × 150 transactions · serializable")
+            && stdout.contains("transactions  committed  aborted  unknown  committed/s"),
+        "{stdout}"
+    );
     let v = &rec["cases"][0]["consistency"];
     assert_eq!(v["verdict"], "valid", "{v}");
     // Many are aborted (serialization failures): those committed are checked.
