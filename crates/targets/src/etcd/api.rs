@@ -203,41 +203,6 @@ impl Member {
         .expect("writing to a Vec");
         self.post("/v3/kv/deleterange")
     }
-
-    /// The puts of one transaction, in one `Txn`.
-    pub(super) fn txn(&mut self, puts: &[(Vec<u8>, Vec<u8>)]) -> Result<(), OpError> {
-        if self.is_grpc() {
-            let success = (puts.iter())
-                .map(|(key, value)| grpc::RequestOp {
-                    request_range: None,
-                    request_put: Some(grpc::PutRequest {
-                        key: key.clone(),
-                        value: value.clone(),
-                    }),
-                })
-                .collect();
-            let txn = grpc::TxnRequest {
-                compare: Vec::new(),
-                success,
-            };
-            return self.call(Method::Txn, &txn);
-        }
-        self.body.clear();
-        self.body.extend_from_slice(br#"{"success":["#);
-        for (i, (k, v)) in puts.iter().enumerate() {
-            if i > 0 {
-                self.body.push(b',');
-            }
-            let (k, v) = (B64.encode(k), B64.encode(v));
-            write!(
-                self.body,
-                r#"{{"requestPut":{{"key":"{k}","value":"{v}"}}}}"#
-            )
-            .expect("writing to a Vec");
-        }
-        self.body.extend_from_slice(b"]}");
-        self.post("/v3/kv/txn")
-    }
 }
 
 /// One key as a transaction read it: its value (none when it does not exist) and the revision
@@ -321,8 +286,8 @@ impl Member {
             .collect()
     }
 
-    /// Puts `puts` in one `Txn` if no key of `guard` changed since the revision beside it:
-    /// whether it did (false: a guard failed, nothing was written).
+    /// Puts `puts` in one `Txn` if no key of `guard` (which may be empty) changed since the
+    /// revision beside it: whether it did (false: a guard failed, nothing was written).
     pub(super) fn guarded(
         &mut self,
         guard: &[(Vec<u8>, i64)],

@@ -441,7 +441,7 @@ impl Session for EtcdSession {
                 bytes += pending[to].0.len() + pending[to].1.len() + 40;
                 to += 1;
             }
-            result = self.on_member(|m, _| m.txn(&pending[from..to]));
+            result = self.on_member(|m, _| m.guarded(&[], &pending[from..to]).map(drop));
             from = to;
         }
         self.pending = pending;
