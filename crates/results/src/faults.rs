@@ -170,6 +170,7 @@ mod tests {
                     p50_ns: 500_000,
                     p99_ns: if responses == 0 { 0 } else { 1_000_000 },
                     max_ns: 2_000_000,
+                    ..IntervalRecord::default()
                 }
             })
             .collect()

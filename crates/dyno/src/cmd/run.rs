@@ -465,6 +465,7 @@ fn execute(args: &RunArgs, p: &Prepared, record_path: &Path) -> Result<engine::r
         progress: &mut |x| display.update(x),
         profiler: (profiles.as_ref()).map(|x| x as &dyn engine::runner::Profiler),
         rendezvous: p.rendezvous.as_ref(),
+        watch: None,
     };
     Ok(engine::runner::run(&p.plan, dyno, hooks, &mut sink)?)
 }

@@ -70,6 +70,8 @@ pub(super) struct Work {
     pub(super) faults: Vec<Fault>,
     pub(super) members: Vec<Member>,
     pub(super) follow: Follow,
+    /// Told of each event as it begins and as it ends (the live view).
+    pub(super) watch: Option<Arc<dyn crate::runner::Watch>>,
     /// Bumped to have dyno's clients reconnect.
     pub(super) clients: Arc<std::sync::atomic::AtomicU64>,
     /// The clusters' role queries, by target.
@@ -87,6 +89,19 @@ pub(super) struct Work {
 }
 
 impl Work {
+    /// An event under way, for whoever watches.
+    pub(super) fn tell(&self, event: &FaultEvent) {
+        if let Some(w) = &self.watch {
+            w.fault(event);
+        }
+    }
+
+    /// An event over (or one that did not happen): kept, and told.
+    pub(super) fn record(&mut self, event: FaultEvent) {
+        self.tell(&event);
+        self.events.push(event);
+    }
+
     /// Sleeps until `t_ns` on the run's clock; false when told to stop first.
     pub(super) fn sleep_until(&self, t_ns: u64) -> bool {
         self.wait(t_ns, || false)
@@ -118,7 +133,7 @@ impl Work {
         if f.action == Action::RestartClients {
             let now = self.clock.now_ns();
             self.clients.fetch_add(1, Ordering::Relaxed);
-            self.events.push(FaultEvent {
+            self.record(FaultEvent {
                 action: "restart-clients".into(),
                 target: f.target.clone(),
                 start_ns: now,
@@ -164,9 +179,10 @@ impl Work {
         };
         if let Err(e) = signalled {
             event.note = Some(e.to_string());
-            self.events.push(event);
+            self.record(event);
             return;
         }
+        self.tell(&event);
         match f.action {
             Action::Pause { for_ns } => {
                 // Continued when the pause is over, or at once when the run is stopping.
@@ -183,7 +199,7 @@ impl Work {
             Action::Restart => self.start_again(&mut p, &mut event),
             Action::RestartClients | Action::Partition { .. } | Action::Slow { .. } => {}
         }
-        self.events.push(event);
+        self.record(event);
     }
 
     /// The member fault `f` acts on at its `turn`: each in turn, the primary, or a replica drawn;
@@ -209,7 +225,7 @@ impl Work {
             match drawn {
                 Ok(key) => Some(key),
                 Err(why) => {
-                    self.events.push(FaultEvent {
+                    self.record(FaultEvent {
                         action: f.action.name().into(),
                         target: format!(
                             "{}/{}",
@@ -263,12 +279,13 @@ impl Work {
             None => event.note = Some(format!("{key} has no link in front of it")),
             Some(gate) => {
                 gate.set(state);
+                self.tell(&event);
                 self.sleep_until(start_ns + for_ns);
                 gate.set(GateState::Open);
                 event.end_ns = Some(self.clock.now_ns());
             }
         }
-        self.events.push(event);
+        self.record(event);
     }
 
     pub(super) fn start_again(&self, p: &mut Started, event: &mut FaultEvent) {
@@ -334,7 +351,8 @@ impl Work {
 impl Nemesis {
     /// Starts doing `faults` to `members` on `clock` (the run's), their times counted from
     /// `origin_ns` on it (the start of the run, or of a level), until `until_ns` after it;
-    /// `follow` is told of each process started again.
+    /// `follow` is told of each process started again, `watch` of each event as it begins and
+    /// ends.
     pub fn start(
         faults: Vec<Fault>,
         (members, clients, roles, gates): (
@@ -343,7 +361,7 @@ impl Nemesis {
             std::collections::BTreeMap<String, Role>,
             Gates,
         ),
-        follow: Follow,
+        (follow, watch): (Follow, Option<Arc<dyn crate::runner::Watch>>),
         clock: Clock,
         (seed, origin_ns, until_ns): (u64, u64, u64),
     ) -> Nemesis {
@@ -354,6 +372,7 @@ impl Nemesis {
             faults,
             members,
             follow,
+            watch,
             clients,
             roles,
             gates,

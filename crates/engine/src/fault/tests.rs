@@ -78,6 +78,17 @@ fn a_role_query_names_the_member_whose_port_stands_alone_in_its_output() {
     );
 }
 
+/// A watch that keeps what it is told.
+#[derive(Default)]
+struct Told(std::sync::Mutex<Vec<FaultEvent>>);
+
+impl crate::runner::Watch for Told {
+    fn clock(&self, _: &Clock) {}
+    fn fault(&self, event: &FaultEvent) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
 #[test]
 fn a_schedule_started_over_counts_again_from_that_moment() {
     // restart-clients at 60 ms and 120 ms of each schedule (none past 150 ms), as a level
@@ -85,6 +96,7 @@ fn a_schedule_started_over_counts_again_from_that_moment() {
     let f = raw("restart-clients every=60ms").resolve(&[]).unwrap();
     let clock = Clock::monotonic();
     let clients = Arc::new(AtomicU64::new(0));
+    let told = Arc::new(Told::default());
     let n = Nemesis::start(
         vec![f],
         (
@@ -93,7 +105,7 @@ fn a_schedule_started_over_counts_again_from_that_moment() {
             Default::default(),
             Default::default(),
         ),
-        Box::new(|_, _| {}),
+        (Box::new(|_, _| {}), Some(told.clone())),
         clock.clone(),
         (1, 0, 150_000_000),
     );
@@ -116,6 +128,8 @@ fn a_schedule_started_over_counts_again_from_that_moment() {
     let events = n.stop();
     assert_eq!(events.len(), 4, "{events:?}");
     assert_eq!(clients.load(Ordering::Relaxed), 4);
+    // Each event was told as it happened (a restart-clients begins and ends at once).
+    assert_eq!(*told.0.lock().unwrap(), events);
     let second: Vec<u64> = events[2..].iter().map(|e| e.start_ns - again).collect();
     assert!(
         (60_000_000..100_000_000).contains(&second[0])

@@ -12,6 +12,8 @@ pub struct Interval {
     pub end_ns: u64,
     /// Latencies of the responses completed in the interval.
     pub latency: Histogram,
+    /// Their service times (from the actual send).
+    pub service: Histogram,
     pub requests: u64,
     pub responses: u64,
     pub ok: u64,
@@ -39,6 +41,11 @@ impl Interval {
             p50_ns: self.latency.value_at_quantile(0.5),
             p99_ns: self.latency.value_at_quantile(0.99),
             max_ns: self.latency.max(),
+            p999_ns: self.latency.value_at_quantile(0.999),
+            service_p50_ns: self.service.value_at_quantile(0.5),
+            service_p99_ns: self.service.value_at_quantile(0.99),
+            service_p999_ns: self.service.value_at_quantile(0.999),
+            service_max_ns: self.service.max(),
         }
     }
 
@@ -48,6 +55,7 @@ impl Interval {
             start_ns: 0,
             end_ns: 0,
             latency: results::new_histogram(),
+            service: results::new_histogram(),
             requests: 0,
             responses: 0,
             ok: 0,
@@ -62,6 +70,9 @@ impl Interval {
     pub fn add(&mut self, o: &Interval) {
         self.latency
             .add(&o.latency)
+            .expect("histograms of one range always merge");
+        self.service
+            .add(&o.service)
             .expect("histograms of one range always merge");
         self.start_ns = self.start_ns.min(o.start_ns);
         self.end_ns = self.end_ns.max(o.end_ns);
@@ -96,6 +107,8 @@ pub struct Live {
     pub last: Option<results::IntervalRecord>,
     /// Every interval so far, at most [`MAX_RECORD_INTERVALS`].
     pub intervals: results::series::Capped<results::IntervalRecord>,
+    /// When the load began (the intervals count from here); none before it did.
+    pub started: Option<std::time::Instant>,
 }
 
 impl Live {
@@ -109,6 +122,7 @@ impl Live {
                 MAX_RECORD_INTERVALS,
                 results::IntervalRecord::merged,
             ),
+            started: None,
         }
     }
 

@@ -419,6 +419,9 @@ pub fn run(
         }
         barrier.wait();
         started = std::time::Instant::now();
+        if let Ok(mut l) = live.lock() {
+            l.started = Some(started);
+        }
         let results = handles
             .into_iter()
             .map(|h| {

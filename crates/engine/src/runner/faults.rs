@@ -3,13 +3,13 @@
 use super::*;
 
 /// The thread doing a stage's faults, when it has any; it tells the monitor of each process
-/// started again.
+/// started again, and `watch` of each event.
 pub(super) fn nemesis(
     plan: &Plan,
     stage: &Stage,
     watched: &Watched,
-    clock: &Clock,
-    clients: &Arc<AtomicU64>,
+    (clock, clients): (&Clock, &Arc<AtomicU64>),
+    watch: Option<Arc<dyn Watch>>,
 ) -> Option<crate::fault::Nemesis> {
     if stage.faults.is_empty() {
         return None;
@@ -49,7 +49,7 @@ pub(super) fn nemesis(
     Some(crate::fault::Nemesis::start(
         faults,
         members,
-        follow,
+        (follow, watch),
         clock.clone(),
         bounds,
     ))

@@ -275,6 +275,14 @@ pub trait Profiler: Sync {
     fn end(&self) -> Vec<results::ProfileRecord>;
 }
 
+/// Told, from any thread, of what happens during a run as it happens (the live view).
+pub trait Watch: Send + Sync {
+    /// The run's clock, once at its start: the times told later count on it.
+    fn clock(&self, clock: &Clock);
+    /// A fault began (its `end_ns` none) or is over.
+    fn fault(&self, event: &results::faults::FaultEvent);
+}
+
 /// What a run needs from its caller besides the plan.
 pub struct Hooks<'a> {
     /// Set (by Ctrl-C) to stop after the current operation.
@@ -290,6 +298,8 @@ pub struct Hooks<'a> {
     /// A shard's meeting with the others (`--shard I/N --rendezvous …`): every repetition
     /// starts at the instant all agreed on.
     pub rendezvous: Option<&'a crate::shard::Rendezvous>,
+    /// Told of the run's events as they happen, when set.
+    pub watch: Option<Arc<dyn Watch>>,
 }
 
 /// Gives every case of `cases` its final status and reason.
@@ -492,8 +502,12 @@ pub fn run(
         progress,
         profiler,
         rendezvous,
+        watch: live,
     } = hooks;
     let clock = Clock::monotonic();
+    if let Some(w) = &live {
+        w.clock(&clock);
+    }
     // The running stage's monitor: each record handed on carries its resource series so far.
     let monitor: Mutex<Option<Arc<crate::monitor::Monitor>>> = Mutex::new(None);
     let mut with_resources = resources_sink(&monitor, sink);
@@ -521,7 +535,7 @@ pub fn run(
         if let Ok(mut m) = monitor.lock() {
             m.clone_from(&watched.monitor);
         }
-        let nemesis = nemesis(plan, stage, &watched, &clock, &clients);
+        let nemesis = nemesis(plan, stage, &watched, (&clock, &clients), live.clone());
         let faults = Faults {
             nemesis: nemesis.as_ref(),
             per_test: stage.level.is_some(),

@@ -388,7 +388,7 @@ pub struct GeneratorCheck {
 }
 
 /// One interval of the time series.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IntervalRecord {
     /// From the start of the repetition.
@@ -403,6 +403,24 @@ pub struct IntervalRecord {
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
+    /// p99.9 of the latency (0 in a record from before it was kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub p999_ns: u64,
+    /// The service time (from the actual send) of the interval's responses: p50, p99, p99.9
+    /// and max (0 where it is not measured apart: a closed loop's latency is its service time,
+    /// and a record from before it was kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub service_p50_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub service_p99_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub service_p999_ns: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub service_max_ns: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl IntervalRecord {
@@ -425,6 +443,11 @@ impl IntervalRecord {
             p50_ns: a.p50_ns.max(b.p50_ns),
             p99_ns: a.p99_ns.max(b.p99_ns),
             max_ns: a.max_ns.max(b.max_ns),
+            p999_ns: a.p999_ns.max(b.p999_ns),
+            service_p50_ns: a.service_p50_ns.max(b.service_p50_ns),
+            service_p99_ns: a.service_p99_ns.max(b.service_p99_ns),
+            service_p999_ns: a.service_p999_ns.max(b.service_p999_ns),
+            service_max_ns: a.service_max_ns.max(b.service_max_ns),
         }
     }
 }

@@ -159,6 +159,8 @@ pub(super) fn record_of(s: &Slot) -> IntervalRecord {
         p50_ns: q(0.5),
         p99_ns: q(0.99),
         max_ns: q(1.0),
+        p999_ns: q(0.999),
+        ..IntervalRecord::default()
     }
 }
 

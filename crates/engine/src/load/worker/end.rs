@@ -50,6 +50,7 @@ impl Worker<'_> {
         let think = self.next_step(ci, now);
         self.rec.record(latency, outcome.map(|_| 0));
         self.interval_hist.saturating_record(latency.max(1));
+        self.interval_service.saturating_record(service.max(1));
         let reuse = keep_alive && !self.spec.protocol.connection_per_request();
         if reuse {
             self.conns[ci].state = State::Idle;

@@ -121,6 +121,7 @@ pub(super) struct Worker<'a> {
     pub(super) interval_ns: u64,
     pub(super) interval_index: u64,
     pub(super) interval_hist: Histogram,
+    pub(super) interval_service: Histogram,
     /// The counters and errors at the end of the last interval (an interval holds the growth).
     pub(super) interval_base: (Counters, [u64; ErrorClass::COUNT]),
     pub(super) reporter: Reporter,
@@ -205,6 +206,7 @@ impl<'a> Worker<'a> {
             interval_ns: spec.interval.as_nanos().max(1_000_000) as u64,
             interval_index: 0,
             interval_hist: results::new_histogram(),
+            interval_service: results::new_histogram(),
             interval_base: (Counters::default(), [0; ErrorClass::COUNT]),
             reporter,
             outstanding: 0,

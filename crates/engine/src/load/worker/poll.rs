@@ -9,8 +9,8 @@ impl<'a> Worker<'a> {
     /// collector (one message a thread per interval; nothing is kept here).
     pub(super) fn flush_interval(&mut self, now: u64) {
         let start = self.start + self.interval_index * self.interval_ns;
-        let mut h = results::new_histogram();
-        std::mem::swap(&mut h, &mut self.interval_hist);
+        let h = std::mem::replace(&mut self.interval_hist, results::new_histogram());
+        let service = std::mem::replace(&mut self.interval_service, results::new_histogram());
         let (c0, e0) = &self.interval_base;
         let c = &self.counters;
         let mut errors = self.rec.errors;
@@ -21,6 +21,7 @@ impl<'a> Worker<'a> {
             start_ns: start - self.start,
             end_ns: (start + self.interval_ns).min(now) - self.start,
             latency: h,
+            service,
             requests: c.requests - c0.requests,
             responses: c.responses - c0.responses,
             ok: c.ok - c0.ok,
