@@ -400,6 +400,9 @@ pub trait ListSession: Send {
         &mut self,
         mops: &mut [results::consistency::append::Mop],
     ) -> Result<(), (OpError, bool)>;
+    /// After a transaction that failed, outside its timing: what the session needs (a SQL
+    /// session's rollback).
+    fn recover(&mut self) {}
     /// Whether the next transaction may run on it; a session that moves to another server by
     /// itself always may.
     fn usable(&self) -> bool {

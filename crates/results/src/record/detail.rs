@@ -407,8 +407,8 @@ pub struct IntervalRecord {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub p999_ns: u64,
     /// The service time (from the actual send) of the interval's responses: p50, p99, p99.9
-    /// and max (0 where it is not measured apart: a closed loop's latency is its service time,
-    /// and a record from before it was kept).
+    /// and max (0 where it is not measured apart, in the kv suite, and in a record from before
+    /// it was kept).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub service_p50_ns: u64,
     #[serde(default, skip_serializing_if = "is_zero")]

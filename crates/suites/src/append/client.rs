@@ -139,10 +139,13 @@ impl ListSession for SqlLists {
     fn transaction(&mut self, mops: &mut [Mop]) -> Result<(), (OpError, bool)> {
         let r = transaction(self.session.as_mut(), (&self.stmts, &self.begin), mops);
         if let Err((e, _)) = &r {
-            // A session whose rollback failed may hold the transaction open: a new one.
-            self.broken = e.class.is_connection() || self.session.batch("rollback").is_err();
+            self.broken = e.class.is_connection();
         }
         r
+    }
+    fn recover(&mut self) {
+        // A session whose rollback failed may hold the transaction open: a new one.
+        self.broken = self.broken || self.session.batch("rollback").is_err();
     }
     fn usable(&self) -> bool {
         !self.broken
@@ -158,10 +161,48 @@ pub struct ClientRun {
     pub unknown: u64,
 }
 
-/// How a client reaches the store: as SQL (`sql`), or through the store's own list session.
+/// How a client reaches the store: as SQL (`sql`), or through the store's own list session;
+/// and the keys the clients share.
 pub struct Reach<'a> {
     pub store: &'a dyn Store,
     pub sql: bool,
+    pub keys: &'a Keys,
+}
+
+/// Elle's key rotation: `-n` keys in use at once, each retired for a fresh one once it has been
+/// given `per_key` appends, so no list grows past that (a store that keeps every version, as
+/// etcd does, keeps each list's whole history).
+pub struct Keys {
+    /// Appends given to each slot so far, by every client of the target.
+    appends: Vec<std::sync::atomic::AtomicU64>,
+    per_key: u64,
+}
+
+impl Keys {
+    pub fn new(slots: u64, per_key: u64) -> Keys {
+        Keys {
+            appends: (0..slots).map(|_| Default::default()).collect(),
+            per_key: per_key.max(1),
+        }
+    }
+
+    fn key(&self, slot: usize, appends: u64) -> u64 {
+        slot as u64 + self.appends.len() as u64 * (appends / self.per_key)
+    }
+
+    /// The key of slot `draw`'s next append.
+    fn to_append(&self, draw: u64) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let slot = (draw % self.appends.len() as u64) as usize;
+        self.key(slot, self.appends[slot].fetch_add(1, Relaxed))
+    }
+
+    /// The key slot `draw` holds now.
+    fn to_read(&self, draw: u64) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let slot = (draw % self.appends.len() as u64) as usize;
+        self.key(slot, self.appends[slot].load(Relaxed))
+    }
 }
 
 impl Reach<'_> {
@@ -173,11 +214,11 @@ impl Reach<'_> {
     }
 }
 
-/// Client `id` of `clients` runs `count` transactions on `keys` keys at `level`; `clock` is the run's.
+/// Client `id` of `clients` runs `count` transactions at `level`; `clock` is the run's.
 pub fn run(
     reach: &Reach<'_>,
     (id, clients, seed, rep): (u32, u32, u64, u32),
-    (keys, count, level): (u64, u64, Isolation),
+    (count, level): (u64, Isolation),
     clock: &engine::clock::Clock,
 ) -> ClientRun {
     let mut out = ClientRun {
@@ -213,15 +254,28 @@ pub fn run(
         };
         let mut mops: Vec<Mop> = (0..1 + draw() % MAX_MOPS)
             .map(|_| {
-                let key = draw() % keys;
+                let slot = draw();
                 match draw() % 2 {
-                    0 => Mop::Append { key, value: next() },
-                    _ => Mop::Read { key, list: None },
+                    0 => Mop::Append {
+                        key: reach.keys.to_append(slot),
+                        value: next(),
+                    },
+                    _ => Mop::Read {
+                        key: reach.keys.to_read(slot),
+                        list: None,
+                    },
                 }
             })
             .collect();
         let r = s.transaction(&mut mops);
         let t1 = clock.now_ns();
+        if let Err((e, _)) = &r {
+            s.recover();
+            if e.class.is_connection() {
+                // Nothing answers: a moment before the next try, not a loop of instant failures.
+                engine::fiber::sleep(std::time::Duration::from_millis(10));
+            }
+        }
         let outcome = match &r {
             Ok(()) => Outcome::Ok,
             // A commit sent and not answered may have happened; anything before it did not.
@@ -258,6 +312,15 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_moves_to_a_fresh_key_after_its_writes() {
+        let k = Keys::new(3, 2);
+        // Slot 1: keys 1, 1, then 4, 4, then 7; reads follow the slot's key of the moment.
+        let appended: Vec<u64> = (0..5).map(|_| k.to_append(4)).collect();
+        assert_eq!(appended, [1, 1, 4, 4, 7]);
+        assert_eq!((k.to_read(1), k.to_read(0), k.to_read(2)), (7, 0, 2));
+    }
 
     #[test]
     fn a_list_reads_back_and_garbage_is_refused() {

@@ -2,7 +2,8 @@
 //! `mysql://`) and etcd (`etcd://`, its guarded `Txn`: `targets/src/etcd/lists.rs`), for
 //! checking their isolation. `-c` clients each run `-t` transactions of one to four
 //! micro-operations — append a value unique to its key to the key's list, or read the list —
-//! over `-n` keys (10 unless given: few keys, many conflicts), at the isolation level asked for
+//! over `-n` keys at once (10 unless given: few keys, many conflicts; each retired for a fresh
+//! one after `writes_per_key` appends, as Elle does), at the isolation level asked for
 //! (`isolation`; etcd's are serializable only), in a table of the store's own schema or
 //! database made anew (etcd: keys under the run's own prefix). Each
 //! transaction is timed, and with `--check serializable` (or `snapshot-isolation`,
@@ -35,6 +36,19 @@ const TEST: &str = "append";
 
 /// Keys unless `-n` says.
 const DEFAULT_KEYS: u64 = 10;
+
+/// Appends a key is given before it is retired for a fresh one, unless told.
+const DEFAULT_WRITES_PER_KEY: u64 = 256;
+
+pub static WRITES_PER_KEY: Setting = Setting {
+    key: "writes_per_key",
+    short: None,
+    aliases: &[],
+    kind: Kind::Int,
+    value_name: "N",
+    help: "append: appends a key is given before it is retired for a fresh one, so no list grows longer (Elle's max-writes-per-key) [default: 256].",
+    heading: Some("list-append suite (Elle)"),
+};
 
 pub static ISOLATION: Setting = Setting {
     key: "isolation",
@@ -74,6 +88,7 @@ impl Isolation {
 #[derive(Debug)]
 struct AppendSettings {
     keys: u64,
+    writes_per_key: u64,
     transactions: u64,
     isolation: Isolation,
     seed: u64,
@@ -86,6 +101,7 @@ impl Settings for AppendSettings {
             "append".into(),
             serde_json::json!({
                 "keys": self.keys,
+                "writes_per_key": self.writes_per_key,
                 "transactions_per_client": self.transactions,
                 "isolation": level.map(|l| l.0),
             }),
@@ -99,6 +115,7 @@ static SETTINGS: &[&Setting] = &[
     &shared::THREADS,
     &crate::sql::TRANSACTIONS,
     &ISOLATION,
+    &WRITES_PER_KEY,
 ];
 
 impl Suite for Append {
@@ -161,6 +178,13 @@ impl Suite for Append {
             None if c.quick => 50,
             None => 200,
         };
+        let writes_per_key = match raw.settings.int(&WRITES_PER_KEY) {
+            Some(w) if !(1..=1_000_000).contains(&w.value) => {
+                return Err(PlanError::new(w.at, "writes per key are 1 to 1000000"));
+            }
+            Some(w) => w.value as u64,
+            None => DEFAULT_WRITES_PER_KEY,
+        };
         let isolation = match raw.settings.text(&ISOLATION) {
             None => Isolation::Serializable,
             Some(l) => match Isolation::ALL.iter().find(|x| x.0 == l.value.trim()) {
@@ -176,6 +200,7 @@ impl Suite for Append {
         };
         Ok(Box::new(AppendSettings {
             keys,
+            writes_per_key,
             transactions,
             isolation,
             seed: c.seed,
@@ -206,9 +231,11 @@ impl Suite for Append {
             false => Ok(()),
         };
         let keeper: Option<Keeper<Txn>> = Keeper::new(plan, run);
+        let keys = client::Keys::new(s.keys, s.writes_per_key);
         let reach = client::Reach {
             store: &*store,
             sql,
+            keys: &keys,
         };
         run.repeat(None, None, &mut |ctx| {
             if let Err(why) = &made {
@@ -254,9 +281,7 @@ fn measure(
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, client::ClientRun> {
             let who = (id, clients, s.seed, ctx.rep);
-            Box::new(move || {
-                client::run(reach, who, (s.keys, s.transactions, s.isolation), ctx.clock)
-            })
+            Box::new(move || client::run(reach, who, (s.transactions, s.isolation), ctx.clock))
         })
         .collect();
     let runs: Vec<client::ClientRun> = engine::fiber::join_all(threads, jobs)

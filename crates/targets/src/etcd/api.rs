@@ -352,11 +352,11 @@ impl Seen {
 }
 
 /// etcd answers UNAVAILABLE both for a request it refused (no leader) and for one it proposed
-/// and stopped waiting for ("request timed out", "leader changed"), which may still be applied:
-/// the latter are timeouts, whose outcome a history keeps as unknown.
-fn maybe_applied(e: OpError) -> OpError {
-    let m = &e.message;
-    if e.class == ErrorClass::Refused && (m.contains("timed out") || m.contains("leader changed")) {
+/// and stopped waiting for ("request timed out", "leader changed", "server stopped"), which may
+/// still be applied: the latter are timeouts, whose outcome a history keeps as unknown.
+pub(super) fn maybe_applied(e: OpError) -> OpError {
+    const PROPOSED: [&str; 3] = ["timed out", "leader changed", "server stopped"];
+    if e.class == ErrorClass::Refused && PROPOSED.iter().any(|p| e.message.contains(p)) {
         return OpError::new(ErrorClass::Timeout, e.message);
     }
     e

@@ -3,8 +3,9 @@
 //! what its reads return and its lists become, and — when it appends — writes them in one `Txn`
 //! guarded on each of those keys' last revision being the one it read. A guard that fails means
 //! another transaction changed a key in between: this one did not happen (an abort, as a SQL
-//! database's serialization failure). So every committed transaction acts at one revision: what
-//! etcd promises is strict serializability, and the checker can hold it to serializable.
+//! database's serialization failure). So every committed transaction acts at one revision, and
+//! the checker holds the history to serializable. (With `reads=serializable` a transaction of
+//! reads only may see a follower's stale copy: serializable still, not strictly.)
 //!
 //! A list is the values, in order, as decimal text joined by commas — as the SQL databases'
 //! table holds it.

@@ -10,6 +10,48 @@ fn read(bytes: &[u8]) -> Result<(u16, Vec<u8>), OpError> {
 }
 
 #[test]
+fn a_guard_on_a_missing_key_is_sent_with_its_zero_revision() {
+    use prost::Message as _;
+    let txn = grpc::TxnRequest {
+        compare: vec![grpc::Compare {
+            result: grpc::EQUAL,
+            target: grpc::MOD,
+            key: b"k".to_vec(),
+            mod_revision: Some(0),
+        }],
+        success: Vec::new(),
+    };
+    // compare (field 1, 7 bytes): target MOD (field 2 = 2), key "k" (field 3), mod_revision 0
+    // (field 6, sent although 0: a member of etcd's oneof); EQUAL is 0, proto3's default.
+    assert_eq!(
+        txn.encode_to_vec(),
+        [0x0a, 7, 0x10, 2, 0x1a, 1, b'k', 0x30, 0]
+    );
+    // A TxnResponse whose guard failed says nothing of `succeeded`: false.
+    let r: grpc::TxnResponse = grpc::decode(&[0x0a, 0]).unwrap();
+    assert!(!r.succeeded && r.responses.is_empty());
+}
+
+#[test]
+fn proposals_etcd_stopped_waiting_for_are_timeouts_and_its_refusals_stay_refusals() {
+    let unavailable = |m: &'static str| OpError::new(ErrorClass::Refused, m);
+    for m in [
+        "gRPC UNAVAILABLE (14): etcdserver: request timed out",
+        "gRPC UNAVAILABLE (14): etcdserver: leader changed",
+        "gRPC UNAVAILABLE (14): etcdserver: server stopped",
+    ] {
+        assert_eq!(
+            api::maybe_applied(unavailable(m)).class,
+            ErrorClass::Timeout
+        );
+    }
+    let refused = unavailable("gRPC UNAVAILABLE (14): etcdserver: no leader");
+    assert_eq!(api::maybe_applied(refused).class, ErrorClass::Refused);
+    let other = OpError::new(ErrorClass::Application, "request timed out");
+    assert_eq!(api::maybe_applied(other).class, ErrorClass::Application);
+}
+
+#[test]
 fn responses_as_the_gateway_sends_them() {
     let (s, b) =
         read(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
