@@ -345,6 +345,12 @@ pub struct RunArgs {
     /// http://ADDR/metrics while the run goes, e.g. 127.0.0.1:9091.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+    /// Serve a live view of the run: a page showing each case's rate, latency and service
+    /// time over time, errors and faults as they happen, that becomes the HTML report when the
+    /// run ends. On 127.0.0.1 and a free port (printed at the start), or --ui=ADDR; an address
+    /// other than loopback answers only requests with the token printed with it.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub ui: Option<String>,
     /// Watch this process (and its descendants) for the whole run: CPU, RSS, threads, open
     /// files, bytes read and written, once a second. Repeatable.
     #[arg(

@@ -6,11 +6,8 @@ use engine::driver::ErrorClass;
 use engine::runner::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// How the run shows its progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,81 +269,26 @@ fn escape(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// A bound on a scrape's request head, and on how long a client may take to send it.
-const MAX_REQUEST: usize = 8 << 10;
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// Serves the latest metrics text at `/metrics` (any other path: 404) until dropped.
 pub struct MetricsServer {
     pub addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: crate::ui::http::Server,
 }
 
 impl MetricsServer {
     pub fn start(addr: &str, text: Arc<Mutex<String>>) -> std::io::Result<MetricsServer> {
-        let listener = TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("dyno-metrics".into())
-            .spawn(move || {
-                while !s.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((conn, _)) => {
-                            let _ = answer(conn, &text);
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
-                    }
-                }
-            })?;
+        let handler: crate::ui::http::Handler = Arc::new(move |r, conn, _| {
+            let (status, body) = match r.path.as_str() {
+                "/metrics" => ("200 OK", text.lock().map(|t| t.clone()).unwrap_or_default()),
+                _ => ("404 Not Found", "dyno serves /metrics\n".to_string()),
+            };
+            let kind = "text/plain; version=0.0.4; charset=utf-8";
+            crate::ui::http::respond(conn, status, kind, body.as_bytes())
+        });
+        let server = crate::ui::http::Server::start(addr, "dyno-metrics", handler)?;
         Ok(MetricsServer {
-            addr,
-            stop,
-            thread: Some(thread),
+            addr: server.addr,
+            _server: server,
         })
     }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Answers one scrape (one request per connection).
-fn answer(mut conn: TcpStream, text: &Mutex<String>) -> std::io::Result<()> {
-    conn.set_nonblocking(false)?;
-    conn.set_read_timeout(Some(CLIENT_TIMEOUT))?;
-    conn.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = conn.read(&mut buf)?;
-        if n == 0 || head.len() + n > MAX_REQUEST {
-            return Ok(());
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
-    let line = String::from_utf8_lossy(&head);
-    let path = line.split_whitespace().nth(1).unwrap_or("");
-    let (status, body) = if path == "/metrics" || path.starts_with("/metrics?") {
-        ("200 OK", text.lock().map(|t| t.clone()).unwrap_or_default())
-    } else {
-        ("404 Not Found", "dyno serves /metrics\n".to_string())
-    };
-    write!(
-        conn,
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
 }

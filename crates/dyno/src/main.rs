@@ -21,6 +21,7 @@ mod live;
 mod profile;
 mod serve;
 mod suites;
+mod ui;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -14,7 +14,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-const STYLE: &str = "\
+pub const STYLE: &str = "\
 :root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--head:#f6f8fa;--accent:#1f77b4}\
 *{box-sizing:border-box}\
 body{margin:0 auto;max-width:1100px;padding:12px;font:15px/1.45 system-ui,-apple-system,\

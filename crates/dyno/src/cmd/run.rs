@@ -190,6 +190,8 @@ pub(super) struct Feedback {
         crate::live::MetricsServer,
         std::sync::Arc<std::sync::Mutex<String>>,
     )>,
+    /// The live view (`--ui`).
+    ui: Option<crate::ui::Ui>,
 }
 
 pub(super) fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
@@ -236,7 +238,18 @@ pub(super) fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
             Some((server, text))
         }
     };
+    let ui = match &args.ui {
+        None => None,
+        Some(addr) => Some(crate::ui::Ui::start(addr).map_err(|e| {
+            PlanError::new(
+                Origin::Flag("--ui"),
+                format!("cannot serve the live view on {addr:?}: {e}"),
+            )
+            .hint("leave the address out for a free port on 127.0.0.1, or give a free one, e.g. --ui=127.0.0.1:8080")
+        })?),
+    };
     Ok(Feedback {
+        ui,
         mode,
         long_load,
         checkpoint,
@@ -411,6 +424,9 @@ pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
             server.addr
         ));
     }
+    if let Some(ui) = &p.fb.ui {
+        info(format!("dyno: live view at {}", ui.url));
+    }
     if let results::store::Placement::Beside { asked, dir } = &p.placement {
         info(format!(
             "dyno: {} holds earlier runs, left as they are; this run goes to {}",
@@ -435,7 +451,13 @@ pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
         eprintln!("dyno: warning: {w}");
     }
     info(format!("dyno: record written to {}", record_path.display()));
-    finish(&args, &p, &outcome.record)
+    let code = finish(&args, &p, &outcome.record);
+    if let Some(ui) = &p.fb.ui {
+        ui.feed().record(&outcome.record, true);
+        let report = std::fs::read_to_string(p.out_dir.join("report.html")).ok();
+        ui.finish(report.as_deref());
+    }
+    code
 }
 
 /// Runs the prepared plan, its record written to `record_path` after every repetition.
@@ -444,7 +466,11 @@ fn execute(args: &RunArgs, p: &Prepared, record_path: &Path) -> Result<engine::r
         version: env!("CARGO_PKG_VERSION").to_string(),
         commit: env!("DYNO_COMMIT").to_string(),
     };
+    let ui = p.fb.ui.as_ref();
     let mut sink = |r: &results::RunRecord| {
+        if let Some(ui) = ui {
+            ui.feed().record(r, false);
+        }
         results::store::write_atomic(record_path, r).map_err(engine::runner::SinkError::from)
     };
     let metrics = p.fb.metrics.as_ref().map(|m| m.1.clone());
@@ -462,10 +488,15 @@ fn execute(args: &RunArgs, p: &Prepared, record_path: &Path) -> Result<engine::r
         interrupt: &INTERRUPT,
         logs: &p.out_dir,
         checkpoint: p.fb.checkpoint,
-        progress: &mut |x| display.update(x),
+        progress: &mut |x| {
+            display.update(x);
+            if let Some(ui) = ui {
+                ui.feed().progress(x);
+            }
+        },
         profiler: (profiles.as_ref()).map(|x| x as &dyn engine::runner::Profiler),
         rendezvous: p.rendezvous.as_ref(),
-        watch: None,
+        watch: ui.map(crate::ui::Ui::watch),
     };
     Ok(engine::runner::run(&p.plan, dyno, hooks, &mut sink)?)
 }

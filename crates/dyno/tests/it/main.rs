@@ -54,5 +54,6 @@ mod servers {
     mod sentinel;
     mod slurm;
     mod sql;
+    mod ui;
     mod zodb;
 }

@@ -486,6 +486,23 @@ fn end_stage(
     }
 }
 
+/// The record of a run about to begin, every case in it unfinished; and each stage's first
+/// case.
+fn planned_record(
+    plan: &Plan,
+    dyno: DynoInfo,
+    stages: &[Stage],
+    points: &Points,
+) -> (RunRecord, Vec<usize>) {
+    let mut record = new_record(plan, dyno);
+    let mut firsts = Vec::new();
+    for stage in stages {
+        firsts.push(record.cases.len());
+        (record.cases).extend(unfinished_cases(plan, stage, &points.list, &points.tests));
+    }
+    (record, firsts)
+}
+
 /// Runs `plan`, handing the record to `sink` after every repetition, at every checkpoint of a
 /// long repetition, and at the end.
 pub fn run(
@@ -505,23 +522,16 @@ pub fn run(
         watch: live,
     } = hooks;
     let clock = Clock::monotonic();
-    if let Some(w) = &live {
-        w.clock(&clock);
-    }
+    live.iter().for_each(|w| w.clock(&clock));
     // The running stage's monitor: each record handed on carries its resource series so far.
     let monitor: Mutex<Option<Arc<crate::monitor::Monitor>>> = Mutex::new(None);
     let mut with_resources = resources_sink(&monitor, sink);
     let sink: &mut Sink = &mut with_resources;
 
-    let mut record = new_record(plan, dyno);
     // Bumped by a `restart-clients` fault: the suites' clients reconnect.
     let clients = Arc::new(AtomicU64::new(0));
-    let mut points = Points::new(plan);
-    let (stages, mut firsts) = (stages(plan), Vec::new());
-    for stage in &stages {
-        firsts.push(record.cases.len());
-        (record.cases).extend(unfinished_cases(plan, stage, &points.list, &points.tests));
-    }
+    let (stages, mut points) = (stages(plan), Points::new(plan));
+    let (mut record, firsts) = planned_record(plan, dyno, &stages, &points);
     sink(&record).map_err(RunError::Sink)?;
 
     let mut warnings = Vec::new();

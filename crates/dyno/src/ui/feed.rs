@@ -1,0 +1,226 @@
+//! What the live view is told, as a numbered list of events (JSON, one per server-sent event):
+//! `run` (the resolved plan), `case` (a case's repetition begins, when on the run's clock),
+//! `interval` (one interval of the running load: rate, latency and service-time percentiles,
+//! errors by class so far, dyno's own CPU), `fault` (a fault begins, or is over), `result` (a
+//! finished case's summary) and `done` (the final report). A page that connects late is given
+//! them all from the start, then each new one as it comes.
+//!
+//! Bounded: the intervals kept are the last [`MAX_INTERVALS`] (a longer run's page starts from
+//! those), the other events at most [`MAX_EVENTS`].
+
+use engine::clock::Clock;
+use engine::driver::ErrorClass;
+use engine::runner::Progress;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub const MAX_INTERVALS: usize = 20_000;
+pub const MAX_EVENTS: usize = 50_000;
+
+/// The events, and what the next ones are measured against.
+#[derive(Default)]
+pub struct Feed {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    events: VecDeque<(u64, String)>,
+    intervals: VecDeque<(u64, String)>,
+    next: u64,
+    clock: Option<Clock>,
+    /// The running repetition: its case's place, target, test, repetition, and when its load
+    /// began on the run's clock.
+    at: Option<(usize, String, String, u32, u64)>,
+    /// The end of the last interval told, within the running repetition.
+    told_end_ns: u64,
+    /// dyno's CPU time (user + system, ns) when the last interval was told, and when.
+    cpu: Option<(u64, Instant)>,
+    /// Cases whose results were told, and the cases the last progress report said finished.
+    results: usize,
+    finished: usize,
+    run_told: bool,
+    done: bool,
+}
+
+impl State {
+    fn push(&mut self, interval: bool, event: Value) {
+        self.next += 1;
+        let (list, cap) = match interval {
+            true => (&mut self.intervals, MAX_INTERVALS),
+            false => (&mut self.events, MAX_EVENTS),
+        };
+        if list.len() == cap {
+            list.pop_front();
+        }
+        list.push_back((self.next, event.to_string()));
+    }
+}
+
+impl Feed {
+    /// Events after number `seq`, in order, waiting up to `wait` for one; and whether the run
+    /// is over (its `done` told).
+    pub fn since(&self, seq: u64, wait: Duration) -> (Vec<(u64, String)>, bool) {
+        let Ok(mut s) = self.state.lock() else {
+            return (Vec::new(), true);
+        };
+        if s.next <= seq && !s.done {
+            s = match self.changed.wait_timeout(s, wait) {
+                Ok((s, _)) => s,
+                Err(_) => return (Vec::new(), true),
+            };
+        }
+        let newer = |l: &VecDeque<(u64, String)>| -> Vec<(u64, String)> {
+            let from = l.partition_point(|(n, _)| *n <= seq);
+            l.range(from..).cloned().collect()
+        };
+        let mut out = newer(&s.events);
+        out.extend(newer(&s.intervals));
+        out.sort_unstable_by_key(|(n, _)| *n);
+        (out, s.done)
+    }
+
+    fn tell(&self, interval: bool, event: Value) {
+        if let Ok(mut s) = self.state.lock() {
+            s.push(interval, event);
+        }
+        self.changed.notify_all();
+    }
+
+    pub fn clock(&self, clock: &Clock) {
+        if let Ok(mut s) = self.state.lock() {
+            s.clock = Some(clock.clone());
+        }
+    }
+
+    pub fn fault(&self, e: &results::faults::FaultEvent) {
+        self.tell(false, json!({"kind": "fault", "event": e}));
+    }
+
+    /// A progress report: a repetition that began, and the intervals that ended since the last.
+    pub fn progress(&self, p: &Progress) {
+        let Ok(mut s) = self.state.lock() else { return };
+        s.finished = p.done;
+        let (Some(live), Some(clock)) = (p.live, s.clock.clone()) else {
+            return;
+        };
+        let Some(started) = live.started else { return };
+        let started_ns = clock.ns_at(started);
+        let key = (
+            p.done,
+            p.target.to_string(),
+            p.test.to_string(),
+            p.rep,
+            started_ns,
+        );
+        if s.at.as_ref() != Some(&key) {
+            s.push(
+                false,
+                json!({"kind": "case", "n": p.done, "cases": p.cases, "target": p.target,
+                    "test": p.test, "rep": p.rep, "reps": p.reps, "started_ns": started_ns,
+                    "planned_ns": live.planned_ns}),
+            );
+            (s.at, s.told_end_ns, s.cpu) = (Some(key), 0, None);
+        }
+        let news: Vec<results::IntervalRecord> = (live.intervals.to_vec().into_iter())
+            .filter(|iv| iv.end_ns > s.told_end_ns)
+            .collect();
+        if news.is_empty() {
+            return;
+        }
+        let classes: serde_json::Map<String, Value> = (ErrorClass::ALL.iter())
+            .zip(live.total.errors)
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, n)| (c.as_str().to_string(), n.into()))
+            .collect();
+        let (user, sys) = engine::load::process_cpu_ns();
+        let now = Instant::now();
+        let cpu = (s.cpu).map(|(was, at)| {
+            (user + sys).saturating_sub(was) as f64
+                / now.duration_since(at).as_nanos().max(1) as f64
+        });
+        s.cpu = Some((user + sys, now));
+        for iv in &news {
+            s.told_end_ns = iv.end_ns;
+            s.push(
+                true,
+                json!({"kind": "interval", "started_ns": started_ns, "iv": iv,
+                    "rate": iv.responses_per_s(), "errors": classes, "cpu": cpu,
+                    "requests": live.total.requests, "responses": live.total.responses}),
+            );
+        }
+        drop(s);
+        self.changed.notify_all();
+    }
+
+    /// The record as the run writes it: the plan once, then each finished case's summary.
+    pub fn record(&self, r: &results::RunRecord, all: bool) {
+        let Ok(mut s) = self.state.lock() else { return };
+        if !s.run_told {
+            s.run_told = true;
+            s.push(
+                false,
+                json!({"kind": "run", "plan": r.plan, "dyno": r.dyno}),
+            );
+        }
+        let upto = if all {
+            r.cases.len()
+        } else {
+            s.finished.min(r.cases.len())
+        };
+        for i in s.results..upto {
+            let c = &r.cases[i];
+            s.push(
+                false,
+                json!({"kind": "result", "n": i, "target": c.target, "test": c.test,
+                    "status": c.status.as_str(), "reason": c.reason, "summary": c.summary}),
+            );
+        }
+        s.results = s.results.max(upto);
+        drop(s);
+        self.changed.notify_all();
+    }
+
+    /// The run is over: `report` is the final report's page.
+    pub fn done(&self, report: Option<&str>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.push(false, json!({"kind": "done", "report": report}));
+            s.done = true;
+        }
+        self.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_page_is_told_everything_in_order_and_the_intervals_stay_bounded() {
+        let f = Feed::default();
+        f.tell(false, json!({"kind": "run"}));
+        for i in 0..MAX_INTERVALS + 5 {
+            f.tell(true, json!({"kind": "interval", "i": i}));
+        }
+        f.tell(false, json!({"kind": "fault"}));
+        let (all, done) = f.since(0, Duration::ZERO);
+        assert!(!done);
+        assert_eq!(all.len(), 1 + MAX_INTERVALS + 1);
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0), "in order");
+        assert!(
+            all[0].1.contains("run") && all[1].1.contains("\"i\":5"),
+            "the oldest intervals went"
+        );
+        let last = all.last().unwrap().0;
+        assert_eq!(f.since(last, Duration::from_millis(1)).0, Vec::new());
+        f.done(Some("<p>report</p>"));
+        let (tail, done) = f.since(last, Duration::ZERO);
+        assert!(
+            done && tail.len() == 1 && tail[0].1.contains("<p>report</p>"),
+            "{tail:?}"
+        );
+    }
+}

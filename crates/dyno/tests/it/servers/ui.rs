@@ -1,0 +1,246 @@
+//! The live view (`dyno run --ui`) in a real headless Chromium, during an open-loop load of
+//! `dyno serve --http` that dyno starts and pauses once: the page's figures change with each
+//! interval, the pause is a band as soon as it happens, and at the end the page is the run's
+//! HTML report. The page fetches nothing but dyno's own address, and the server answers no
+//! other address unless told to, and then only with its token.
+
+use crate::common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use testkit::browser::Browser;
+
+/// The plan: 5 s at 400 requests a second, 500 ms intervals, the server paused at 2 s for
+/// 600 ms.
+fn plan(dir: &std::path::Path) -> std::path::PathBuf {
+    let dyno_bin = env!("CARGO_BIN_EXE_dyno");
+    let text = format!(
+        r#"
+[suite]
+name = "load"
+reps = 1
+
+[load]
+duration = "5s"
+rate = 400
+interval = "500ms"
+
+[targets.web]
+url = "http://127.0.0.1:{{port.web}}/"
+
+[[targets.web.process.members]]
+name = "web"
+cmd = "{dyno_bin} serve --http --listen 127.0.0.1:{{port}}"
+
+[[faults]]
+action = "pause"
+at = ["2s"]
+for = "600ms"
+"#
+    );
+    let path = dir.join("live.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// What the page shows now.
+fn look(b: &Browser) -> serde_json::Value {
+    b.eval(
+        "const t = (id) => (document.getElementById(id) || {}).textContent;
+         const c = document.querySelector('section.case');
+         return { updates: +(document.body.dataset.updates || 0), rate: t('now-rate'),
+                  p99: t('now-p99'), bands: document.querySelectorAll('rect.fault').length,
+                  intervals: c ? +(c.dataset.intervals || 0) : 0, title: document.title,
+                  tables: document.querySelectorAll('table').length };",
+    )
+}
+
+/// The line of `child`'s standard error that gives the view's address.
+fn address(child: &mut std::process::Child) -> String {
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("dyno said where its live view is")
+            .unwrap();
+        if let Some(url) = line.strip_prefix("dyno: live view at ") {
+            break url.to_string();
+        }
+    };
+    // The rest is read on, so dyno never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    url
+}
+
+#[test]
+fn the_live_view_follows_the_run_shows_the_fault_at_once_and_ends_as_the_report() {
+    let Some(browser) = Browser::start(1200, 1000) else {
+        return;
+    };
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
+        .current_dir(dir.path())
+        .args(["run", plan(dir.path()).to_str().unwrap(), "--ui", "-o"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = address(&mut child);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    browser.open(&url);
+    let (mut seen, mut band_at, mut shot) = (Vec::new(), None, None);
+    let until = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < until {
+        let now = look(&browser);
+        if !now["title"].as_str().unwrap().ends_with("live") {
+            break; // the report
+        }
+        let figures = (
+            now["rate"].clone(),
+            now["p99"].clone(),
+            now["updates"].clone(),
+        );
+        if now["updates"].as_u64() > Some(0) && seen.last() != Some(&figures) {
+            seen.push(figures);
+        }
+        if band_at.is_none() && now["bands"].as_u64() > Some(0) {
+            band_at = now["intervals"].as_u64();
+        }
+        if shot.is_none() && band_at.is_some() && now["updates"].as_u64() >= Some(7) {
+            shot = Some(browser.screenshot());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(child.wait().unwrap().success());
+    let changes = seen.iter().filter(|(_, _, u)| u.as_u64() > Some(0)).count();
+    assert!(
+        changes >= 3,
+        "the figures changed {changes} times: {seen:?}"
+    );
+
+    // The band came with the interval the pause began in, or the next at the latest.
+    let rec = record(&out);
+    let fault = &rec["faults"][0];
+    let started = rec["cases"][0]["reps"][0]["detail"]["load"]["started_ns"]
+        .as_u64()
+        .unwrap();
+    let into = fault["start_ns"].as_u64().unwrap() - started;
+    let interval = into / 500_000_000;
+    let band_at = band_at.expect("a fault band was drawn");
+    assert!(
+        band_at <= interval + 1,
+        "the pause began {into} ns into the load (interval {interval}); the band came with {band_at} intervals shown"
+    );
+
+    // The page is now the report: the same tables as the file.
+    let end = look(&browser);
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(
+        end["tables"].as_u64().unwrap() as usize,
+        report.matches("<table").count(),
+        "{end}"
+    );
+    let requests = browser.requests();
+    let base = url.trim_end_matches('/');
+    assert!(
+        requests.iter().all(|r| r.starts_with(base)),
+        "only dyno's address: {requests:?}"
+    );
+    if let Ok(dir) = std::env::var("DYNO_SCREENSHOTS") {
+        std::fs::write(
+            format!("{dir}/ui-live.png"),
+            shot.expect("a screenshot mid-run"),
+        )
+        .unwrap();
+        std::fs::write(format!("{dir}/ui-final.png"), browser.screenshot()).unwrap();
+    }
+}
+
+/// One GET of `path` on `addr` with `host`: the status line.
+fn get(addr: &str, host: &str, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer.lines().next().unwrap_or("").to_string()
+}
+
+/// This machine's address on its network, when it has one besides loopback.
+fn own_address() -> Option<std::net::IpAddr> {
+    // A UDP socket "connected" to a documentation address sends nothing; it only picks the
+    // interface a packet would leave by.
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("198.51.100.1:9").ok()?;
+    Some(s.local_addr().ok()?.ip()).filter(|ip| !ip.is_loopback() && !ip.is_unspecified())
+}
+
+#[test]
+fn the_view_answers_only_its_own_address_unless_told_and_then_only_with_its_token() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let server = RefServer::start();
+    let target = format!("http://127.0.0.1:{}/", server.port);
+    let run = |ui: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
+            .current_dir(dir.path())
+            .args([
+                "run", &target, "-d", "3s", "--rate", "50", "-r", "1", ui, "-o",
+            ])
+            .arg(dir.path().join(ui.replace(['=', ':', '.'], "-")))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let url = address(&mut child);
+        (child, url)
+    };
+    let (mut child, url) = run("--ui");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let port = addr.rsplit(':').next().unwrap().to_string();
+    assert_eq!(get(&addr, &addr, "/"), "HTTP/1.1 200 OK");
+    assert_eq!(
+        get(&addr, &format!("localhost:{port}"), "/"),
+        "HTTP/1.1 200 OK"
+    );
+    // A name rebound to 127.0.0.1 by someone else's page is not this server's name.
+    assert_eq!(
+        get(&addr, &format!("attacker.example:{port}"), "/"),
+        "HTTP/1.1 403 Forbidden"
+    );
+    assert_eq!(get(&addr, &addr, "/nothing"), "HTTP/1.1 404 Not Found");
+    // From the machine's other address: nothing listens there.
+    let own = own_address();
+    if let Some(ip) = own {
+        assert!(
+            TcpStream::connect((ip, port.parse::<u16>().unwrap())).is_err(),
+            "{ip}"
+        );
+    }
+    assert!(child.wait().unwrap().success());
+
+    // Told to listen there: every request needs the token printed with the address.
+    let Some(ip) = own else { return };
+    let (mut child, url) = run(&format!("--ui={ip}:0"));
+    let (base, token) = url.split_once("/?token=").expect("a token in the address");
+    let addr = base.trim_start_matches("http://");
+    assert_eq!(token.len(), 32, "{url}");
+    assert_eq!(get(addr, addr, "/"), "HTTP/1.1 403 Forbidden");
+    assert_eq!(get(addr, addr, "/?token=0000"), "HTTP/1.1 403 Forbidden");
+    assert_eq!(
+        get(addr, addr, &format!("/?token={token}")),
+        "HTTP/1.1 200 OK"
+    );
+    assert!(child.wait().unwrap().success());
+}
