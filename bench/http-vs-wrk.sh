@@ -5,7 +5,9 @@
 # divided by its requests), for dyno both as it runs by default and with --coalesce off, and
 # dyno's ratios to wrk within each round with their median. Each round also runs dyno with a mix
 # of three requests (a requests file), and with the same three as templates (a `{{uniform}}` id
-# in each query): their CPU per request over the single request's, per round and median. Then dyno's open loop at 90% of the
+# in each query): their CPU per request over the single request's, per round and median; and
+# once more pushing its figures (`--push`) to a destination that takes connections and never
+# answers (a black hole): its CPU per request and rate over the plain run's. Then dyno's open loop at 90% of the
 # best closed-loop rate seen, with its corrected p99, and one run each at 80%, 70%, 60% and 50% of
 # it; last, the 90% run once more in 10 ms intervals beside nginx's time on CPU, to show where its
 # tail comes from. Needs nginx and wrk (installed from the distribution's packages if missing),
@@ -27,12 +29,22 @@ dyno=$PWD/target/release/dyno
 . bench/lib.sh
 . bench/nginx.sh
 work=$(mktemp -d)
+hole=""
 cleanup() {
   stop_nginx
+  [ -n "$hole" ] && kill "$hole" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
 start_nginx "$work"
+# The black hole: listens, never accepts a connection nor reads one (the kernel's backlog takes
+# them), and ends with the script (or after an hour).
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1024)
+print(s.getsockname()[1], flush=True); time.sleep(3600)' > "$work/hole" &
+hole=$!
+until [ -s "$work/hole" ]; do sleep 0.1; done
+hole_url="influx://127.0.0.1:$(cat "$work/hole")/dyno"
 for q in a b c; do printf 'GET %s?r=%s\n\n' "$url" $q; done > "$work/mix.txt"
 for q in a b c; do printf 'GET %s?r=%s&id={{uniform 1 1000000}}\n\n' "$url" $q; done > "$work/templates.txt"
 
@@ -50,10 +62,11 @@ for round in $(seq "$rounds"); do
   best=$(python3 -c "print(max($best, $rate))")
   # dyno: one load thread, 50 connections; as it runs by default, without coalescing, with a
   # mix of three requests, and with the three as templates.
-  for variant in auto off mix templates; do
+  for variant in auto off mix templates push; do
     coalesce=auto; [ $variant = off ] && coalesce=off
     more=(); [ $variant = mix ] && more=(--requests-file "$work/mix.txt")
     [ $variant = templates ] && more=(--requests-file "$work/templates.txt")
+    [ $variant = push ] && more=(--push "$hole_url")
     out=$(measure "$dyno" run "$url" -c 50 -d "$duration" -r 1 --threads 1 --coalesce $coalesce "${more[@]}" -f json -o "$work/r$round$variant")
     reqs=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["requests"])')
     rate=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["responses_per_s"])')
@@ -62,6 +75,10 @@ for round in $(seq "$rounds"); do
     printf '%-14s %-3s %12s %12.0f %12.2fµs\n' $label "$round" "$reqs" "$rate" "$(echo "$cpu / $reqs / 1000" | bc -l)"
     echo "$label static $round $rate $(echo "$cpu / $reqs / 1000" | bc -l)" >> "$work/rounds"
     best=$(python3 -c "print(max($best, $rate))")
+    if [ $variant = push ]; then
+      python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["push"][0]
+print("               (pushed to the black hole: %d points sent, %d undelivered)" % (p["sent"], p["undelivered"]))' "$work/r${round}push/run.json"
+    fi
   done
 done
 # The machine's speed drifts between rounds, so the comparison is made within each round.
@@ -71,9 +88,12 @@ import statistics, sys
 runs = {(t, r): float(cpu) for t, _, r, _, cpu in (l.split() for l in open(sys.argv[1]))}
 rounds = sorted({r for _, r in runs}, key=int)
 print("CPU per request over the single request's, per round (median):")
-for variant in ("dyno-mix", "dyno-templates"):
+for variant in ("dyno-mix", "dyno-templates", "dyno-push"):
     x = [runs[(variant, r)] / runs[("dyno", r)] for r in rounds]
     print("  %-15s %s (%.2fx)" % (variant, ", ".join("%.2f" % v for v in x), statistics.median(x)))
+rates = {(t, r): float(rate) for t, _, r, rate, _ in (l.split() for l in open(sys.argv[1]))}
+x = [rates[("dyno-push", r)] / rates[("dyno", r)] for r in rounds]
+print("  %-15s %s (%.2fx)  <- its rate over the plain run's" % ("dyno-push", ", ".join("%.2f" % v for v in x), statistics.median(x)))
 PY
 
 # One open-loop run at SHARE of the best rate seen; prints its row.

@@ -51,6 +51,10 @@ pub enum Command {
         /// DIR/report.html, or to FILE with --html=FILE.
         #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
         html: Option<Option<PathBuf>>,
+        /// Also send the runs' time series to Prometheus remote write or InfluxDB, as
+        /// `run --push` does during a run. Repeatable.
+        #[arg(long = "push", value_name = "URL")]
+        push: Vec<String>,
     },
     /// One exact record from the records of a run's shards (`run --shard I/N`): histograms
     /// added bucket by bucket, counts summed, the time series added interval by interval, each
@@ -351,6 +355,12 @@ pub struct RunArgs {
     /// other than loopback answers only requests with the token printed with it.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub ui: Option<String>,
+    /// Send each interval's figures, as the run goes, to Prometheus remote write
+    /// (prom+remote://HOST:PORT/api/v1/write) or InfluxDB 1.x (influx://HOST:PORT/DATABASE),
+    /// labelled with the run, target, test and repetition. Repeatable. What a destination does
+    /// not take is counted in the record; the run goes on.
+    #[arg(long = "push", value_name = "URL")]
+    pub push: Vec<String>,
     /// Watch this process (and its descendants) for the whole run: CPU, RSS, threads, open
     /// files, bytes read and written, once a second. Repeatable.
     #[arg(

@@ -41,10 +41,10 @@ impl Mode {
 pub struct Display {
     mode: Mode,
     bar: Option<ProgressBar>,
-    /// The end of the last interval a status line was printed for, and the case and
+    /// The end of the last interval a status line was printed for, and the target and
     /// repetition it belongs to.
     printed_ns: u64,
-    at: (usize, u32),
+    at: (String, u32),
     metrics: Option<Arc<Mutex<String>>>,
 }
 
@@ -67,7 +67,7 @@ impl Display {
             mode,
             bar,
             printed_ns: 0,
-            at: (0, 0),
+            at: (String::new(), 0),
             metrics,
         }
     }
@@ -79,9 +79,14 @@ impl Display {
         {
             *text = metrics(p);
         }
-        if (p.done, p.rep) != self.at {
-            // A new case or repetition starts its intervals from zero.
-            self.at = (p.done, p.rep);
+        // A new repetition starts its intervals from zero (another case's too: its clock goes
+        // back). Where the plan stands moves as tests report within one repetition.
+        let back = p
+            .live
+            .and_then(|l| l.last)
+            .is_some_and(|l| l.end_ns < self.printed_ns);
+        if (p.target, p.rep) != (self.at.0.as_str(), self.at.1) || back {
+            self.at = (p.target.to_string(), p.rep);
             self.printed_ns = 0;
         }
         match self.mode {
@@ -215,26 +220,14 @@ pub fn metrics(p: &Progress) -> String {
     }
     latency(&mut out, &labels, &t.latency);
     let Some(last) = l.last else { return out };
-    for (name, help, v) in [
-        (
-            "dyno_interval_responses_per_second",
-            "Responses per second in the last interval.",
-            last.responses_per_s(),
-        ),
-        (
-            "dyno_interval_latency_p99_seconds",
-            "p99 latency in the last interval.",
-            last.p99_ns as f64 / 1e9,
-        ),
-        (
-            "dyno_elapsed_seconds",
-            "Time into the running repetition.",
-            l.elapsed_ns as f64 / 1e9,
-        ),
-    ] {
+    // The last interval's figures, named as `--push` sends them.
+    for (name, help, value) in crate::push::SERIES {
         family(&mut out, name, "gauge", help);
-        let _ = writeln!(out, "{name}{{{labels}}} {v:e}");
+        let _ = writeln!(out, "{name}{{{labels}}} {:e}", value(&last));
     }
+    let name = "dyno_elapsed_seconds";
+    family(&mut out, name, "gauge", "Time into the running repetition.");
+    let _ = writeln!(out, "{name}{{{labels}}} {:e}", l.elapsed_ns as f64 / 1e9);
     out
 }
 

@@ -9,6 +9,7 @@
 
 pub mod browser;
 pub mod mariadb;
+pub mod tsdb;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

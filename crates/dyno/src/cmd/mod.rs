@@ -6,13 +6,14 @@ mod check;
 mod compare;
 mod drivers;
 mod history;
+mod keep;
 mod merge;
 mod render;
 mod run;
 mod validate;
 
 use self::{
-    check::*, compare::*, drivers::*, history::*, merge::*, render::*, run::*, validate::*,
+    check::*, compare::*, drivers::*, history::*, keep::*, merge::*, render::*, run::*, validate::*,
 };
 use crate::cli::{Cli, Command, RunArgs};
 use anyhow::{Context, Result, bail};
@@ -52,7 +53,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             format,
             plots,
             html,
-        } => report_cmd(&dir, &format, plots.as_deref(), html),
+            push,
+        } => report_cmd(&dir, &format, (plots.as_deref(), html), &push),
         Command::Merge { dirs, out, format } => merge_cmd(&dirs, out.as_deref(), &format),
         Command::Compare {
             base,

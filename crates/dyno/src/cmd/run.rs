@@ -238,6 +238,9 @@ pub(super) fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
             Some((server, text))
         }
     };
+    for url in &args.push {
+        crate::push::Dest::parse(url).map_err(|e| PlanError::new(Origin::Flag("--push"), e))?;
+    }
     let ui = match &args.ui {
         None => None,
         Some(addr) => Some(crate::ui::Ui::start(addr).map_err(|e| {
@@ -332,6 +335,8 @@ pub(super) struct Prepared {
     placement: results::store::Placement,
     out_dir: PathBuf,
     rendezvous: Option<engine::shard::Rendezvous>,
+    /// Where the live figures go (`--push`).
+    push: Option<std::sync::Arc<crate::push::Push>>,
 }
 
 /// Everything the run needs, made from the command line in one place: the resolved plan, its
@@ -389,7 +394,21 @@ pub(super) fn prepare(args: &RunArgs) -> Result<Prepared> {
         }
         None => None,
     };
+    let push = match args.push.is_empty() {
+        true => None,
+        false => {
+            let mut base = vec![("suite", plan.suite.name().to_string())];
+            if let Some(s) = &plan.shard {
+                base.push(("shard", format!("{}/{}", s.index, s.count)));
+            }
+            let push = crate::push::Push::start(&args.push, base, plan.warmup);
+            Some(std::sync::Arc::new(
+                push.map_err(|e| anyhow::anyhow!("--push: {e}"))?,
+            ))
+        }
+    };
     Ok(Prepared {
+        push,
         plan,
         format,
         noise,
@@ -446,7 +465,23 @@ pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
             .join(", "),
         record_path.display()
     ));
-    let outcome = execute(&args, &p, &record_path)?;
+    let mut outcome = match execute(&args, &p, &record_path) {
+        Ok(o) => o,
+        Err(e) => {
+            // An open page hears that the run is over.
+            if let Some(ui) = &p.fb.ui {
+                ui.finish(None);
+            }
+            return Err(e);
+        }
+    };
+    if let Some(push) = &p.push {
+        // What each destination took goes in the record, written again.
+        outcome.record.push = push.finish(std::time::Duration::from_secs(5));
+        if let Err(e) = results::store::write_atomic(&record_path, &outcome.record) {
+            eprintln!("dyno: warning: the push counts are not in the record: {e}");
+        }
+    }
     for w in &outcome.warnings {
         eprintln!("dyno: warning: {w}");
     }
@@ -471,6 +506,9 @@ fn execute(args: &RunArgs, p: &Prepared, record_path: &Path) -> Result<engine::r
         if let Some(ui) = ui {
             ui.feed().record(r, false);
         }
+        if let Some(push) = &p.push {
+            push.named(r);
+        }
         results::store::write_atomic(record_path, r).map_err(engine::runner::SinkError::from)
     };
     let metrics = p.fb.metrics.as_ref().map(|m| m.1.clone());
@@ -493,12 +531,26 @@ fn execute(args: &RunArgs, p: &Prepared, record_path: &Path) -> Result<engine::r
             if let Some(ui) = ui {
                 ui.feed().progress(x);
             }
+            if let Some(push) = &p.push {
+                push.progress(x);
+            }
         },
         profiler: (profiles.as_ref()).map(|x| x as &dyn engine::runner::Profiler),
         rendezvous: p.rendezvous.as_ref(),
-        watch: ui.map(crate::ui::Ui::watch),
+        watch: watch(ui, p.push.as_ref()),
     };
     Ok(engine::runner::run(&p.plan, dyno, hooks, &mut sink)?)
+}
+
+/// What is told of the run's clock and faults: the live view, the pushes.
+fn watch(
+    ui: Option<&crate::ui::Ui>,
+    push: Option<&std::sync::Arc<crate::push::Push>>,
+) -> Option<std::sync::Arc<dyn engine::runner::Watch>> {
+    let mut all: Vec<std::sync::Arc<dyn engine::runner::Watch>> = Vec::new();
+    all.extend(ui.map(crate::ui::Ui::watch));
+    all.extend(push.map(|p| p.clone() as std::sync::Arc<dyn engine::runner::Watch>));
+    (!all.is_empty()).then(|| std::sync::Arc::new(crate::follow::Fan(all)) as _)
 }
 
 /// What follows a run: the report printed, the run kept (history, plots, HTML), the gate
@@ -572,96 +624,4 @@ fn gate_code(args: &RunArgs, p: &Prepared, c: &results::compare::Comparison) -> 
         return Ok(ExitCode::from(EXIT_REGRESSED));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What a finished run leaves beside its record: its place in its results root's history, its
-/// plots and its HTML report. A shard's part of a run is not registered (its figures are a part
-/// of the plan's, and would read as a run of it in the trends): `dyno merge` registers the
-/// whole.
-pub(super) fn keep_run(out_dir: &Path, record: &results::RunRecord, quiet: bool) {
-    if record.plan.shard.is_none() {
-        register(out_dir, record);
-    }
-    write_plots(record, &out_dir.join("plots"), quiet);
-    let html = out_dir.join("report.html");
-    let trend = trend_rows(out_dir, record);
-    match write_html(std::slice::from_ref(record), &trend, &html) {
-        Ok(()) if quiet => {}
-        Ok(()) => eprintln!("dyno: HTML report written to {}", html.display()),
-        Err(e) => eprintln!("dyno: warning: {e:#}"),
-    }
-}
-
-/// The history of `record`'s cases (at most 12 of them, the last 50 runs each) up to the run in
-/// `dir`, from its results root's history: the HTML report's trend. Empty without a history.
-pub(super) fn trend_rows(
-    dir: &Path,
-    record: &results::RunRecord,
-) -> Vec<results::history::CaseRow> {
-    let Some(root) = dir.parent() else {
-        return Vec::new();
-    };
-    if !root.join(results::history::FILE).is_file() {
-        return Vec::new();
-    }
-    let names: Vec<String> = (record.cases.iter().take(12))
-        .map(|c| c.id().to_string())
-        .collect();
-    results::history::History::open(root)
-        .and_then(|h| h.trend(&names, dir, 50))
-        .unwrap_or_else(|e| {
-            eprintln!("dyno: warning: the history's trend is left out: {e}");
-            Vec::new()
-        })
-}
-
-/// Draws a record's plots (SVG, PNG, `.dat`) into `dir`; a failure is a warning, not a lost run.
-pub(super) fn write_plots(record: &results::RunRecord, dir: &Path, quiet: bool) {
-    #[cfg(feature = "plots")]
-    match report::plots::write_all(record, crate::suites::views(), dir) {
-        Ok(files) if files.is_empty() || quiet => {}
-        Ok(files) => eprintln!(
-            "dyno: {} plot files (SVG, PNG, .dat) written to {}",
-            files.len(),
-            dir.display()
-        ),
-        Err(e) => eprintln!("dyno: warning: the plots could not be drawn: {e}"),
-    }
-    #[cfg(not(feature = "plots"))]
-    {
-        let _ = (record, dir, quiet);
-    }
-}
-
-/// Writes the HTML page of `records` to `path` (atomically: a reader never sees half a page).
-pub(super) fn write_html(
-    records: &[results::RunRecord],
-    trend: &[results::history::CaseRow],
-    path: &Path,
-) -> Result<()> {
-    let mut page = Vec::new();
-    report::html::render_with_trend(records, crate::suites::views(), trend, &mut page)
-        .context("rendering the HTML report")?;
-    let tmp = path.with_extension("html.tmp");
-    std::fs::write(&tmp, &page)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .with_context(|| format!("writing {}", path.display()))
-}
-
-/// Registers a finished run in its results root's history; a failure is a warning, the run's
-/// record is written already.
-pub(super) fn register(out_dir: &Path, record: &results::RunRecord) {
-    let Some(root) = out_dir.parent() else { return };
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let registered = results::history::History::open(root)
-        .and_then(|mut h| h.register(out_dir, record, commit.as_deref()));
-    if let Err(e) = registered {
-        eprintln!("dyno: warning: the run was not registered in the history: {e}");
-    }
 }

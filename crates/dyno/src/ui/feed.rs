@@ -11,6 +11,7 @@
 use engine::clock::Clock;
 use engine::driver::ErrorClass;
 use engine::runner::Progress;
+use results::IntervalRecord;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
@@ -31,12 +32,7 @@ struct State {
     events: VecDeque<(u64, String)>,
     intervals: VecDeque<(u64, String)>,
     next: u64,
-    clock: Option<Clock>,
-    /// The running repetition: its case's place, target, test, repetition, and when its load
-    /// began on the run's clock.
-    at: Option<(usize, String, String, u32, u64)>,
-    /// The end of the last interval told, within the running repetition.
-    told_end_ns: u64,
+    follow: crate::follow::Follow,
     /// dyno's CPU time (user + system, ns) when the last interval was told, and when.
     cpu: Option<(u64, Instant)>,
     /// Cases whose results were told, and the cases the last progress report said finished.
@@ -44,19 +40,85 @@ struct State {
     finished: usize,
     run_told: bool,
     done: bool,
+    /// The numbers of the events never let go: the run's, and the running repetition's.
+    pinned: [u64; 2],
 }
 
 impl State {
     fn push(&mut self, interval: bool, event: Value) {
         self.next += 1;
+        let pinned = self.pinned;
         let (list, cap) = match interval {
             true => (&mut self.intervals, MAX_INTERVALS),
             false => (&mut self.events, MAX_EVENTS),
         };
         if list.len() == cap {
-            list.pop_front();
+            let oldest = list.iter().position(|(n, _)| !pinned.contains(n));
+            list.remove(oldest.unwrap_or(0));
         }
         list.push_back((self.next, event.to_string()));
+    }
+
+    /// Pushes an event that stays however many follow: slot 0 the run's, 1 the repetition's.
+    fn pin(&mut self, slot: usize, event: Value) {
+        self.push(false, event);
+        self.pinned[slot] = self.next;
+    }
+
+    /// The events of a progress report: the repetition when it began, the intervals that
+    /// ended; whether there were any.
+    fn progress(&mut self, p: &Progress) -> bool {
+        self.finished = p.finished;
+        let Some(step) = self.follow.step(p) else {
+            return false;
+        };
+        let case = (step.began).map(|r| {
+            json!({"kind": "case", "n": r.case, "cases": r.cases, "target": r.target,
+                "test": r.test, "rep": r.rep, "reps": r.reps, "started_ns": r.started_ns,
+                "planned_ns": r.planned_ns})
+        });
+        let live = step.live;
+        let classes: serde_json::Map<String, Value> = (ErrorClass::ALL.iter())
+            .zip(live.total.errors)
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, n)| (c.as_str().to_string(), n.into()))
+            .collect();
+        // The requests started so far go with the last of the intervals (those they count to).
+        let n = step.intervals.len();
+        let intervals: Vec<(IntervalRecord, Option<u64>)> = (step.intervals.iter().enumerate())
+            .map(|(i, iv)| (*iv, (i + 1 == n).then_some(live.total.requests)))
+            .collect();
+        let started_ns = step.rep.started_ns;
+        let began = case.is_some();
+        if let Some(case) = case {
+            self.cpu = None;
+            self.pin(1, case);
+        }
+        let cpu = match intervals.is_empty() {
+            true => None,
+            false => self.cpu_share(),
+        };
+        for (iv, requests) in &intervals {
+            self.push(
+                true,
+                json!({"kind": "interval", "started_ns": started_ns, "iv": iv,
+                    "rate": iv.responses_per_s(), "errors": classes, "cpu": cpu,
+                    "requests": requests}),
+            );
+        }
+        began || !intervals.is_empty()
+    }
+
+    /// dyno's CPU time since the last call, as a share of one core.
+    fn cpu_share(&mut self) -> Option<f64> {
+        let (user, sys) = engine::load::process_cpu_ns();
+        let now = Instant::now();
+        let share = (self.cpu).map(|(was, at)| {
+            (user + sys).saturating_sub(was) as f64
+                / now.duration_since(at).as_nanos().max(1) as f64
+        });
+        self.cpu = Some((user + sys, now));
+        share
     }
 }
 
@@ -92,7 +154,7 @@ impl Feed {
 
     pub fn clock(&self, clock: &Clock) {
         if let Ok(mut s) = self.state.lock() {
-            s.clock = Some(clock.clone());
+            s.follow.clock(clock);
         }
     }
 
@@ -102,58 +164,10 @@ impl Feed {
 
     /// A progress report: a repetition that began, and the intervals that ended since the last.
     pub fn progress(&self, p: &Progress) {
-        let Ok(mut s) = self.state.lock() else { return };
-        s.finished = p.done;
-        let (Some(live), Some(clock)) = (p.live, s.clock.clone()) else {
-            return;
-        };
-        let Some(started) = live.started else { return };
-        let started_ns = clock.ns_at(started);
-        let key = (
-            p.done,
-            p.target.to_string(),
-            p.test.to_string(),
-            p.rep,
-            started_ns,
-        );
-        if s.at.as_ref() != Some(&key) {
-            s.push(
-                false,
-                json!({"kind": "case", "n": p.done, "cases": p.cases, "target": p.target,
-                    "test": p.test, "rep": p.rep, "reps": p.reps, "started_ns": started_ns,
-                    "planned_ns": live.planned_ns}),
-            );
-            (s.at, s.told_end_ns, s.cpu) = (Some(key), 0, None);
+        let told = self.state.lock().is_ok_and(|mut s| s.progress(p));
+        if told {
+            self.changed.notify_all();
         }
-        let news: Vec<results::IntervalRecord> = (live.intervals.to_vec().into_iter())
-            .filter(|iv| iv.end_ns > s.told_end_ns)
-            .collect();
-        if news.is_empty() {
-            return;
-        }
-        let classes: serde_json::Map<String, Value> = (ErrorClass::ALL.iter())
-            .zip(live.total.errors)
-            .filter(|(_, n)| *n > 0)
-            .map(|(c, n)| (c.as_str().to_string(), n.into()))
-            .collect();
-        let (user, sys) = engine::load::process_cpu_ns();
-        let now = Instant::now();
-        let cpu = (s.cpu).map(|(was, at)| {
-            (user + sys).saturating_sub(was) as f64
-                / now.duration_since(at).as_nanos().max(1) as f64
-        });
-        s.cpu = Some((user + sys, now));
-        for iv in &news {
-            s.told_end_ns = iv.end_ns;
-            s.push(
-                true,
-                json!({"kind": "interval", "started_ns": started_ns, "iv": iv,
-                    "rate": iv.responses_per_s(), "errors": classes, "cpu": cpu,
-                    "requests": live.total.requests, "responses": live.total.responses}),
-            );
-        }
-        drop(s);
-        self.changed.notify_all();
     }
 
     /// The record as the run writes it: the plan once, then each finished case's summary.
@@ -161,10 +175,7 @@ impl Feed {
         let Ok(mut s) = self.state.lock() else { return };
         if !s.run_told {
             s.run_told = true;
-            s.push(
-                false,
-                json!({"kind": "run", "plan": r.plan, "dyno": r.dyno}),
-            );
+            s.pin(0, json!({"kind": "run", "plan": r.plan, "dyno": r.dyno}));
         }
         let upto = if all {
             r.cases.len()

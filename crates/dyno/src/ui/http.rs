@@ -131,15 +131,16 @@ fn accept(
             live.fetch_sub(1, Ordering::AcqRel);
             continue;
         }
-        let (stop, live, handler) = (stop.clone(), live.clone(), handler.clone());
+        let (stop, l, handler) = (stop.clone(), live.clone(), handler.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("{name}-conn"))
             .spawn(move || {
                 let _ = serve(conn, &handler, &stop);
-                live.fetch_sub(1, Ordering::AcqRel);
+                l.fetch_sub(1, Ordering::AcqRel);
             });
         if spawned.is_err() {
             // No thread for it: the connection was dropped, and closed, with the closure.
+            live.fetch_sub(1, Ordering::AcqRel);
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -159,14 +160,20 @@ fn refuse(mut conn: TcpStream) -> io::Result<()> {
 /// Reads one request head and has the handler answer it.
 fn serve(mut conn: TcpStream, handler: &Handler, stop: &AtomicBool) -> io::Result<()> {
     conn.set_nonblocking(false)?;
-    conn.set_read_timeout(Some(CLIENT_TIMEOUT))?;
     conn.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    // The whole head within the timeout, however slowly its bytes come.
+    let until = Instant::now() + CLIENT_TIMEOUT;
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
     let end = loop {
         if let Some(p) = head.windows(4).position(|w| w == b"\r\n\r\n") {
             break p;
         }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        conn.set_read_timeout(Some(left))?;
         let n = conn.read(&mut buf)?;
         if n == 0 || head.len() + n > MAX_REQUEST {
             return Ok(());

@@ -70,11 +70,15 @@ impl Ui {
         let token = (!bound.ip().is_loopback()).then(token);
         let port = bound.port();
         let hosts = match bound.ip().is_loopback() {
-            true => vec![
-                format!("127.0.0.1:{port}"),
-                format!("localhost:{port}"),
-                format!("[::1]:{port}"),
-            ],
+            // Its own address, and the loopback names a browser may write for it (without
+            // the port when it is HTTP's own).
+            true => [bound.to_string(), format!("localhost:{port}")]
+                .into_iter()
+                .flat_map(|h| match port {
+                    80 => vec![h.trim_end_matches(":80").to_string(), h],
+                    _ => vec![h],
+                })
+                .collect(),
             false => Vec::new(),
         };
         let url = match &token {
@@ -114,6 +118,15 @@ impl engine::runner::Watch for Watching {
     fn fault(&self, event: &results::faults::FaultEvent) {
         self.0.fault(event);
     }
+}
+
+/// What tells this process's events from another's: its start, in ms since the Unix epoch.
+fn epoch() -> &'static str {
+    static EPOCH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.map_or(0, |d| d.as_millis()).to_string()
+    })
 }
 
 /// 128 random bits, as hex.
@@ -159,7 +172,10 @@ fn answer(
             page().as_bytes(),
         ),
         "/events" => {
-            let from = (r.header("last-event-id")).and_then(|v| v.parse().ok());
+            // An event's id is this run's and its number: a page left open from another run
+            // starts from the beginning.
+            let from = (r.header("last-event-id"))
+                .and_then(|v| v.strip_prefix(epoch())?.strip_prefix('.')?.parse().ok());
             events(conn, feed, stop, from.unwrap_or(0))
         }
         _ => http::respond(
@@ -183,7 +199,7 @@ fn events(conn: &mut TcpStream, feed: &Feed, stop: &AtomicBool, mut seq: u64) ->
         let (events, done) = feed.since(seq, Duration::from_secs(1));
         let mut out = String::new();
         for (n, data) in &events {
-            out.push_str(&format!("id: {n}\ndata: {data}\n\n"));
+            out.push_str(&format!("id: {}.{n}\ndata: {data}\n\n", epoch()));
             seq = *n;
         }
         if out.is_empty() && quiet_since.elapsed() >= KEEP_ALIVE {

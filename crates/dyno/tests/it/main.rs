@@ -50,6 +50,7 @@ mod servers {
     mod nginx;
     mod partition;
     mod postgres;
+    mod push;
     mod redis;
     mod sentinel;
     mod slurm;

@@ -89,7 +89,7 @@ impl Interval {
 }
 
 /// The record keeps at most this many intervals per repetition (the `.hlog` keeps them all): a
-/// longer run merges neighbours ([`results::IntervalRecord::merged`]). 10,000 × 64 bytes.
+/// longer run merges neighbours ([`results::IntervalRecord::merged`]). 10,000 × 112 bytes.
 pub const MAX_RECORD_INTERVALS: usize = 10_000;
 
 /// What a running load has done so far, updated by the collector as each interval ends: read by

@@ -215,9 +215,11 @@ pub fn preflight(plan: &Plan) -> Result<(), RunError> {
 /// Where a run stands, for whoever shows progress: told at each case's start and end and, while
 /// a load repetition runs, about every [`TICK`].
 pub struct Progress<'a> {
-    /// Cases finished, of all the plan's.
+    /// The case running (its place among all the plan's), or all of them once done.
     pub done: usize,
     pub cases: usize,
+    /// Cases whose every repetition is over and whose record is final.
+    pub finished: usize,
     pub target: &'a str,
     pub test: &'a str,
     /// The repetition running (0 = warm-up when there is one), of `reps`.
@@ -238,6 +240,7 @@ impl<'a> Progress<'a> {
         Progress {
             done: first,
             cases,
+            finished: first,
             target,
             test: tests.first().copied().unwrap_or(""),
             rep: 0,
@@ -251,6 +254,7 @@ impl<'a> Progress<'a> {
         Progress {
             done: cases,
             cases,
+            finished: cases,
             target: "",
             test: "",
             rep: 0,
@@ -418,6 +422,8 @@ fn new_record(plan: &Plan, dyno: DynoInfo) -> RunRecord {
         thresholds: Vec::new(),
         aborted: None,
         search: None,
+        push: Vec::new(),
+        clock_zero_unix_ns: None,
     }
 }
 
@@ -532,6 +538,7 @@ pub fn run(
     let clients = Arc::new(AtomicU64::new(0));
     let (stages, mut points) = (stages(plan), Points::new(plan));
     let (mut record, firsts) = planned_record(plan, dyno, &stages, &points);
+    record.clock_zero_unix_ns = Some(crate::shard::unix_ns().saturating_sub(clock.now_ns()));
     sink(&record).map_err(RunError::Sink)?;
 
     let mut warnings = Vec::new();

@@ -103,7 +103,11 @@ impl TargetRun<'_, '_> {
                     // Progress is told on ticks: a test's end is not a new repetition.
                     continue;
                 }
-                Ok(Msg::Ended(a)) => return a,
+                Ok(Msg::Ended(a)) => {
+                    // The last intervals ended after the last tick: told once more.
+                    self.told((live, (r, total, running)));
+                    return a;
+                }
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                     return After::Fail("the repetition's thread panicked".into());
                 }
@@ -112,6 +116,25 @@ impl TargetRun<'_, '_> {
             let at = (r, total, measured, running);
             self.tick((live, partial), at, cpu0, &mut last_checkpoint);
         }
+    }
+
+    /// Where repetition `r` of `total` stands, `running` of its tests reported: told.
+    fn told(
+        &mut self,
+        (live, (r, total, running)): (Option<&Mutex<crate::load::Live>>, (u32, u32, usize)),
+    ) {
+        let now = live.and_then(|l| l.lock().ok());
+        let test = self.tests.get(running).or(self.tests.last()).copied();
+        (self.progress)(&Progress {
+            done: self.first + running.min(self.tests.len()),
+            cases: self.record.cases.len(),
+            finished: self.first,
+            target: &self.target.name,
+            test: test.unwrap_or(""),
+            rep: r,
+            reps: total,
+            live: now.as_deref(),
+        });
     }
 
     /// Between a repetition's messages: its progress told, a broken threshold looked for (when
@@ -123,17 +146,8 @@ impl TargetRun<'_, '_> {
         (u0, s0): (u64, u64),
         last_checkpoint: &mut std::time::Instant,
     ) {
+        self.told((live, (r, total, running)));
         let now = live.and_then(|l| l.lock().ok());
-        let test = self.tests.get(running).or(self.tests.last()).copied();
-        (self.progress)(&Progress {
-            done: self.first + running.min(self.tests.len()),
-            cases: self.record.cases.len(),
-            target: &self.target.name,
-            test: test.unwrap_or(""),
-            rep: r,
-            reps: total,
-            live: now.as_deref(),
-        });
         if measured && let Some(l) = now.as_deref() {
             let case = self.first + running.min(self.tests.len() - 1);
             self.abort_if_broken(case, l);

@@ -132,7 +132,7 @@ fn fail<T>(msg: impl Into<String>) -> Result<T, RendezvousError> {
 }
 
 /// Now, on this machine's clock, in ns since the Unix epoch.
-fn unix_ns() -> u64 {
+pub fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)

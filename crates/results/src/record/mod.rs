@@ -56,6 +56,30 @@ pub struct RunRecord {
     /// it found; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchRecord>,
+    /// Where the live figures were pushed (`--push`), and how many points each destination
+    /// took and did not; absent without a push.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub push: Vec<PushRecord>,
+    /// The zero of the run's clock (every `*_ns` time of the run counts from it) on the Unix
+    /// clock, in ns: what puts the time series on the calendar (`--push`); absent in records
+    /// from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_zero_unix_ns: Option<u64>,
+}
+
+/// One `--push` destination's count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushRecord {
+    /// The URL, any password replaced.
+    pub url: String,
+    /// Points (one per interval of a repetition) it took.
+    pub sent: u64,
+    /// Points it did not: its queue was full, it refused them or did not answer in time.
+    pub undelivered: u64,
+    /// Why the last undelivered batch was not taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A capacity search: the highest open-loop rate at which every objective held.
