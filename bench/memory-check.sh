@@ -6,8 +6,11 @@
 # for DURATION (default 10m) while this script reads the generator's VmRSS once a second. Prints
 # the RSS at start, its peak and end, the trend (Theil-Sen slope with its 95% interval) and a
 # verdict: PASS when the peak stays under LIMIT_MIB (default 64) and the RSS is flat (the growth
-# over the run under 1 MiB, or an interval that holds zero). Traffic stays on 127.0.0.1.
-# Usage: bench/memory-check.sh [DURATION]
+# over the run under 1 MiB, or an interval that holds zero). With LIVE=1 the long run also serves
+# its live view (`--ui`, a client reading its events all along) and pushes its figures
+# (`--push`) to a destination that takes connections and never answers, whose queue stays full.
+# Traffic stays on 127.0.0.1.
+# Usage: [LIVE=1] bench/memory-check.sh [DURATION]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -19,9 +22,10 @@ dyno=$PWD/target/release/dyno
 work=$(mktemp -d)
 server=""
 gen=""
+helpers=""
 cleanup() {
   set +e
-  for p in $gen $server; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for p in $gen $server $helpers; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -48,9 +52,26 @@ done
 [ "$rate" -gt 0 ] || { echo "no rate down to 30% of the ceiling kept the generator valid"; exit 1; }
 echo "offering $rate req/s for $duration"
 
+live=()
+if [ "${LIVE:-0}" = 1 ]; then
+  python3 -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1024)
+print(s.getsockname()[1], flush=True); time.sleep(7200)' > "$work/hole" &
+  helpers="$helpers $!"
+  until [ -s "$work/hole" ]; do sleep 0.1; done
+  ui_port=$(free_port)
+  live=(--ui="127.0.0.1:$ui_port" --push "influx://127.0.0.1:$(cat "$work/hole")/dyno")
+  echo "with the live view on 127.0.0.1:$ui_port (a client reading it) and a push into a black hole"
+fi
 taskset -c 0 "$dyno" run "$url" --rate "$rate" --duration "$duration" -c 50 --max-connections 200 \
-  --quiet -o "$work/run" >"$work/table.txt" &
+  "${live[@]}" --quiet -o "$work/run" >"$work/table.txt" &
 gen=$!
+if [ "${LIVE:-0}" = 1 ]; then
+  wait_port "$ui_port"
+  # One page's worth of reading: the events, all along (curl ends when the run does).
+  curl -sN -H "Host: 127.0.0.1:$ui_port" "http://127.0.0.1:$ui_port/events" > "$work/events" &
+  helpers="$helpers $!"
+fi
 start=$(date +%s.%N)
 while kill -0 "$gen" 2>/dev/null; do
   rss=$(awk '/^VmRSS/ {print $2}' "/proc/$gen/status" 2>/dev/null || true)
@@ -59,6 +80,7 @@ while kill -0 "$gen" 2>/dev/null; do
 done
 wait "$gen" || true
 gen=""
+[ -f "$work/events" ] && echo "the live view's client read $(grep -c '^data:' "$work/events") events"
 
 python3 - "$work/rss" "$work/run/run.json" "$limit_mib" <<'PY'
 import json, math, sys
@@ -70,6 +92,8 @@ g = load["generator"]
 print(f"achieved {g['achieved_per_s']:.0f} req/s of {g['intended_per_s']:.0f} intended; "
       f"generator verdict: {'valid' if g['valid'] else 'INVALID: ' + (g['reason'] or '')}")
 print(f"responses {load['responses']}, p99 {rec['cases'][0]['summary']['latency_ns']['p99'] / 1e6:.2f} ms")
+for p in rec.get("push", []):
+    print(f"pushed to {p['url']}: {p['sent']} points sent, {p['undelivered']} undelivered")
 kib = [p[1] for p in pts]
 mib = lambda k: k / 1024
 # Skip the first 10 s (start-up: connections, buffers) for the trend.
