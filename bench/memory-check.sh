@@ -63,7 +63,7 @@ print(s.getsockname()[1], flush=True); time.sleep(7200)' > "$work/hole" &
   live=(--ui="127.0.0.1:$ui_port" --push "influx://127.0.0.1:$(cat "$work/hole")/dyno")
   echo "with the live view on 127.0.0.1:$ui_port (a client reading it) and a push into a black hole"
 fi
-taskset -c 0 "$dyno" run "$url" --rate "$rate" --duration "$duration" -c 50 --max-connections 200 \
+taskset -c 0 "$dyno" run "$url" --rate "$rate" --duration "$duration" -r 1 -c 50 --max-connections 200 \
   "${live[@]}" --quiet -o "$work/run" >"$work/table.txt" &
 gen=$!
 if [ "${LIVE:-0}" = 1 ]; then

@@ -355,6 +355,10 @@ pub struct RunArgs {
     /// other than loopback answers only requests with the token printed with it.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub ui: Option<String>,
+    /// Give the live view's page a stop button, which stops the run as Ctrl-C does (the
+    /// finished cases kept).
+    #[arg(long, requires = "ui")]
+    pub ui_stop: bool,
     /// Send each interval's figures, as the run goes, to Prometheus remote write
     /// (prom+remote://HOST:PORT/api/v1/write) or InfluxDB 1.x (influx://HOST:PORT/DATABASE),
     /// labelled with the run, target, test and repetition. Repeatable. What a destination does

@@ -243,7 +243,7 @@ pub(super) fn feedback(args: &RunArgs, plan: &Plan) -> Result<Feedback> {
     }
     let ui = match &args.ui {
         None => None,
-        Some(addr) => Some(crate::ui::Ui::start(addr).map_err(|e| {
+        Some(addr) => Some(crate::ui::Ui::start(addr, args.ui_stop.then_some(&INTERRUPT)).map_err(|e| {
             PlanError::new(
                 Origin::Flag("--ui"),
                 format!("cannot serve the live view on {addr:?}: {e}"),

@@ -42,6 +42,10 @@ struct State {
     done: bool,
     /// The numbers of the events never let go: the run's, and the running repetition's.
     pinned: [u64; 2],
+    /// Whether the page may stop the run.
+    stoppable: bool,
+    /// Each case's fault level (a run with levels), from the record.
+    levels: Vec<Option<String>>,
 }
 
 impl State {
@@ -72,10 +76,11 @@ impl State {
         let Some(step) = self.follow.step(p) else {
             return false;
         };
+        let levels = &self.levels;
         let case = (step.began).map(|r| {
             json!({"kind": "case", "n": r.case, "cases": r.cases, "target": r.target,
                 "test": r.test, "rep": r.rep, "reps": r.reps, "started_ns": r.started_ns,
-                "planned_ns": r.planned_ns})
+                "planned_ns": r.planned_ns, "level": levels.get(r.case).cloned().flatten()})
         });
         let live = step.live;
         let classes: serde_json::Map<String, Value> = (ErrorClass::ALL.iter())
@@ -152,6 +157,13 @@ impl Feed {
         self.changed.notify_all();
     }
 
+    /// Whether the page may stop the run (told with the run's first event).
+    pub fn stoppable(&self, yes: bool) {
+        if let Ok(mut s) = self.state.lock() {
+            s.stoppable = yes;
+        }
+    }
+
     pub fn clock(&self, clock: &Clock) {
         if let Ok(mut s) = self.state.lock() {
             s.follow.clock(clock);
@@ -175,8 +187,13 @@ impl Feed {
         let Ok(mut s) = self.state.lock() else { return };
         if !s.run_told {
             s.run_told = true;
-            s.pin(0, json!({"kind": "run", "plan": r.plan, "dyno": r.dyno}));
+            let stoppable = s.stoppable;
+            s.pin(
+                0,
+                json!({"kind": "run", "plan": r.plan, "dyno": r.dyno, "stoppable": stoppable}),
+            );
         }
+        s.levels = r.cases.iter().map(|c| c.level.clone()).collect();
         let upto = if all {
             r.cases.len()
         } else {

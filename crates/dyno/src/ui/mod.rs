@@ -8,7 +8,8 @@
 //! ([`http`]) listens on 127.0.0.1 and a free port unless told otherwise, and answers only
 //! requests addressed to that (a `Host` of another name is refused, so a web page elsewhere
 //! cannot read it through a rebound name). On any other address it asks every request for the
-//! token printed with its address. Nothing on the page changes the run.
+//! token printed with its address. Nothing on the page changes the run, except, when the run
+//! was started with `--ui-stop`, its stop button: what Ctrl-C does (the finished cases kept).
 
 pub mod feed;
 pub mod http;
@@ -39,10 +40,12 @@ pub struct Ui {
     pub url: String,
 }
 
-/// Who may ask: requests that name the server's own loopback address, or carry the token.
+/// Who may ask: requests that name the server's own loopback address, or carry the token; and
+/// what a stop sets, when the page may stop the run.
 struct Gate {
     hosts: Vec<String>,
     token: Option<String>,
+    stop: Option<&'static AtomicBool>,
 }
 
 impl Gate {
@@ -55,8 +58,9 @@ impl Gate {
 }
 
 impl Ui {
-    /// Serves the view on `addr` (127.0.0.1:0 when empty).
-    pub fn start(addr: &str) -> io::Result<Ui> {
+    /// Serves the view on `addr` (127.0.0.1:0 when empty); `stop`, when given, is set by the
+    /// page's stop button.
+    pub fn start(addr: &str, stop: Option<&'static AtomicBool>) -> io::Result<Ui> {
         let addr = if addr.is_empty() { "127.0.0.1:0" } else { addr };
         let feed = Arc::new(Feed::default());
         let gate = Arc::new(std::sync::OnceLock::<Gate>::new());
@@ -85,7 +89,8 @@ impl Ui {
             Some(t) => format!("http://{bound}/?token={t}"),
             None => format!("http://{bound}/"),
         };
-        let _ = gate.set(Gate { hosts, token });
+        let _ = gate.set(Gate { hosts, token, stop });
+        feed.stoppable(stop.is_some());
         Ok(Ui { server, feed, url })
     }
 
@@ -161,6 +166,9 @@ fn answer(
             b"dyno's live view answers only the address it printed, with its token\n",
         );
     }
+    if (r.method.as_str(), r.path.as_str()) == ("POST", "/stop") {
+        return stop_run(r, conn, gate);
+    }
     if r.method != "GET" {
         return http::respond(conn, "405 Method Not Allowed", "text/plain", b"GET only\n");
     }
@@ -185,6 +193,32 @@ fn answer(
             b"dyno serves / and /events\n",
         ),
     }
+}
+
+/// The page's stop button: sets the run's interrupt, as Ctrl-C does, when the run allows it.
+/// It must carry `X-Dyno-Stop`, which no page of another site can add to a request here.
+fn stop_run(r: &http::Request, conn: &mut TcpStream, gate: &Gate) -> io::Result<()> {
+    let Some(flag) = gate.stop else {
+        let why = b"this run cannot be stopped from its page: start it with --ui-stop\n";
+        return http::respond(conn, "403 Forbidden", "text/plain", why);
+    };
+    if r.header("x-dyno-stop") != Some("1") {
+        return http::respond(
+            conn,
+            "403 Forbidden",
+            "text/plain",
+            b"a stop carries X-Dyno-Stop: 1\n",
+        );
+    }
+    if !flag.swap(true, Ordering::SeqCst) {
+        eprintln!("dyno: stopped from the live view; finished cases are kept");
+    }
+    http::respond(
+        conn,
+        "202 Accepted",
+        "text/plain",
+        b"stopping after the current operation\n",
+    )
 }
 
 /// Streams the feed's events after number `seq` as server-sent events until the run's end has

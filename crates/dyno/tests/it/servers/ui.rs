@@ -165,13 +165,14 @@ fn the_live_view_follows_the_run_shows_the_fault_at_once_and_ends_as_the_report(
 
 /// One GET of `path` on `addr` with `host`: the status line.
 fn get(addr: &str, host: &str, path: &str) -> String {
+    ask(addr, &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n"))
+}
+
+/// One request (its head without the blank line ending it): the answer's status line.
+fn ask(addr: &str, head: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    write!(s, "{head}Connection: close\r\n\r\n").unwrap();
     let mut answer = String::new();
     let _ = s.read_to_string(&mut answer);
     answer.lines().next().unwrap_or("").to_string()
@@ -223,6 +224,9 @@ fn the_view_answers_only_its_own_address_unless_told_and_then_only_with_its_toke
         "HTTP/1.1 403 Forbidden"
     );
     assert_eq!(get(&addr, &addr, "/nothing"), "HTTP/1.1 404 Not Found");
+    // Without --ui-stop the page cannot stop the run.
+    let stop = format!("POST /stop HTTP/1.1\r\nHost: {addr}\r\nX-Dyno-Stop: 1\r\n");
+    assert_eq!(ask(&addr, &stop), "HTTP/1.1 403 Forbidden");
     // From the machine's other address: nothing listens there.
     let own = own_address();
     if let Some(ip) = own {
@@ -246,4 +250,57 @@ fn the_view_answers_only_its_own_address_unless_told_and_then_only_with_its_toke
         "HTTP/1.1 200 OK"
     );
     assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn the_stop_button_stops_the_run_when_allowed_and_the_finished_repetition_is_kept() {
+    let Some(browser) = Browser::start(1000, 800) else {
+        return;
+    };
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let server = RefServer::start();
+    let out = dir.path().join("out");
+    // Three repetitions of 4 s; stopped in the second.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
+        .current_dir(dir.path())
+        .args(["run", &format!("http://127.0.0.1:{}/", server.port)])
+        .args([
+            "-d",
+            "4s",
+            "--rate",
+            "100",
+            "-r",
+            "3",
+            "--ui",
+            "--ui-stop",
+            "-o",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = address(&mut child);
+    let t0 = Instant::now();
+    browser.open(&url);
+    let state = || browser.eval("return document.getElementById('state').textContent");
+    let until = Instant::now() + Duration::from_secs(30);
+    while !state().as_str().unwrap_or("").contains("repetition 2 of 3") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The first press asks again; the second stops.
+    let press = "const b = document.getElementById('stop'); b.click(); return b.textContent";
+    assert_eq!(browser.eval(press), "Press again to stop");
+    browser.eval(press);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "interrupted");
+    assert!(
+        t0.elapsed() < Duration::from_secs(11),
+        "stopped before its third repetition"
+    );
+    let rec = record(&out);
+    assert_eq!(rec["interrupted"], true);
+    let reps = rec["cases"][0]["reps"].as_array().unwrap();
+    assert!(!reps.is_empty(), "the finished repetition is kept");
 }
