@@ -54,8 +54,23 @@ fn look(b: &Browser) -> serde_json::Value {
     )
 }
 
-/// The line of `child`'s standard error that gives the view's address.
-fn address(child: &mut std::process::Child) -> String {
+/// Starts `dyno run ARGS -o OUT` in `dir`: the process, and the view's address (the line of
+/// its standard error that gives it; the rest is read on, so dyno never blocks on a full pipe).
+fn start(
+    dir: &std::path::Path,
+    args: &[&str],
+    out: &std::path::Path,
+) -> (std::process::Child, String) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
+        .current_dir(dir)
+        .arg("run")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     let url = loop {
@@ -67,9 +82,8 @@ fn address(child: &mut std::process::Child) -> String {
             break url.to_string();
         }
     };
-    // The rest is read on, so dyno never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    url
+    (child, url)
 }
 
 #[test]
@@ -80,15 +94,8 @@ fn the_live_view_follows_the_run_shows_the_fault_at_once_and_ends_as_the_report(
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
-        .current_dir(dir.path())
-        .args(["run", plan(dir.path()).to_str().unwrap(), "--ui", "-o"])
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = address(&mut child);
+    let plan = plan(dir.path());
+    let (mut child, url) = start(dir.path(), &[plan.to_str().unwrap(), "--ui"], &out);
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     browser.open(&url);
     let (mut seen, mut band_at, mut shot) = (Vec::new(), None, None);
@@ -194,18 +201,12 @@ fn the_view_answers_only_its_own_address_unless_told_and_then_only_with_its_toke
     let server = RefServer::start();
     let target = format!("http://127.0.0.1:{}/", server.port);
     let run = |ui: &str| {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
-            .current_dir(dir.path())
-            .args([
-                "run", &target, "-d", "3s", "--rate", "50", "-r", "1", ui, "-o",
-            ])
-            .arg(dir.path().join(ui.replace(['=', ':', '.'], "-")))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let url = address(&mut child);
-        (child, url)
+        let out = dir.path().join(ui.replace(['=', ':', '.'], "-"));
+        start(
+            dir.path(),
+            &[&target, "-d", "3s", "--rate", "50", "-r", "1", ui],
+            &out,
+        )
     };
     let (mut child, url) = run("--ui");
     let addr = url
@@ -262,26 +263,19 @@ fn the_stop_button_stops_the_run_when_allowed_and_the_finished_repetition_is_kep
     let server = RefServer::start();
     let out = dir.path().join("out");
     // Three repetitions of 4 s; stopped in the second.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
-        .current_dir(dir.path())
-        .args(["run", &format!("http://127.0.0.1:{}/", server.port)])
-        .args([
-            "-d",
-            "4s",
-            "--rate",
-            "100",
-            "-r",
-            "3",
-            "--ui",
-            "--ui-stop",
-            "-o",
-        ])
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = address(&mut child);
+    let target = format!("http://127.0.0.1:{}/", server.port);
+    let args = [
+        target.as_str(),
+        "-d",
+        "4s",
+        "--rate",
+        "100",
+        "-r",
+        "3",
+        "--ui",
+        "--ui-stop",
+    ];
+    let (mut child, url) = start(dir.path(), &args, &out);
     let t0 = Instant::now();
     browser.open(&url);
     let state = || browser.eval("return document.getElementById('state').textContent");
