@@ -69,15 +69,13 @@ impl Follow {
         if began {
             (self.at, self.told_end_ns) = (Some(rep), 0);
         }
-        // The intervals that began after the last one told. Once the series is thinned its
-        // last entry grows instead: then the newest raw interval stands for what came since.
+        // The intervals that began after the last one told, as they ended (never thinned);
+        // an empty one (a repetition ending on an interval's edge) says nothing.
         let told = self.told_end_ns;
-        let mut intervals = live.intervals.newest(|iv| iv.start_ns >= told);
-        if intervals.is_empty()
-            && let Some(last) = live.last.filter(|l| l.end_ns > told)
-        {
-            intervals.push(last);
-        }
+        let intervals: Vec<IntervalRecord> = (live.recent.iter())
+            .filter(|iv| iv.start_ns >= told && iv.end_ns > iv.start_ns)
+            .copied()
+            .collect();
         if let Some(last) = intervals.last() {
             self.told_end_ns = last.end_ns;
         }

@@ -161,7 +161,7 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
 pub fn metrics(p: &Progress) -> String {
     let mut out = String::new();
     for (name, help, v) in [
-        ("dyno_cases_done", "Cases of the plan finished.", p.done),
+        ("dyno_cases_done", "Cases of the plan finished.", p.finished),
         ("dyno_cases", "Cases in the plan.", p.cases),
     ] {
         family(&mut out, name, "gauge", help);

@@ -141,6 +141,11 @@ impl Search {
                 self.next = self.broke.unwrap_or(self.max_rate);
             }
             (1, false) => self.finish("the edge held and broke again when run twice"),
+            // The rate that broke held when run again: running the same two again would only
+            // toss the same coin. The edge is as narrow as the run-to-run noise lets it be.
+            (1, true) => self.finish(
+                "the lowest rate that broke held when run again: the edge lies within the run-to-run noise",
+            ),
             _ => {
                 (self.held, self.broke) = self.edge();
                 self.phase = Phase::Bisect;
@@ -325,6 +330,25 @@ mod tests {
         assert_eq!(r.min_broke, Some(2000));
         assert!(r.steps[1].why.as_deref().unwrap().contains("self-check"));
         assert_eq!(s.next(), Some(1414));
+    }
+
+    #[test]
+    fn a_broken_rate_that_holds_when_run_again_ends_the_search_instead_of_running_it_again() {
+        let mut s = Search::new(1000, 10_000_000);
+        let mut tries = std::collections::BTreeMap::<u64, u32>::new();
+        while let Some(rate) = s.next() {
+            // Holds up to 3000; above, breaks the first time a rate runs and holds after
+            // (the noise at the edge of this machine's capacity).
+            let n = tries.entry(rate).or_default();
+            *n += 1;
+            let broke = (rate > 3000 && *n == 1).then(|| "broke".to_string());
+            s.observe(rate, Verdict { valid: true, broke });
+        }
+        let r = s.record(vec![]);
+        assert!(r.why.contains("within the run-to-run noise"), "{r:?}");
+        assert!(r.steps.len() < MAX_STEPS, "{} steps: {r:?}", r.steps.len());
+        let (h, b) = (r.max_held.unwrap(), r.min_broke.unwrap());
+        assert!(h <= 3000 && b > h, "{r:?}");
     }
 
     #[test]

@@ -72,18 +72,6 @@ impl<T: Clone> Capped<T> {
         v
     }
 
-    /// The newest entries for which `keep` holds, oldest first: the run of them at the end,
-    /// the partly filled one included (a copy of those only).
-    pub fn newest(&self, keep: impl Fn(&T) -> bool) -> Vec<T> {
-        let pending = self.pending.iter().map(|(p, _)| p);
-        let mut v: Vec<T> = (pending.chain(self.items.iter().rev()))
-            .take_while(|x| keep(x))
-            .cloned()
-            .collect();
-        v.reverse();
-        v
-    }
-
     pub fn is_empty(&self) -> bool {
         self.items.is_empty() && self.pending.is_none()
     }
@@ -119,26 +107,6 @@ mod tests {
         assert!(v[1..v.len() - 1].iter().all(|x| x.2 == stride), "{v:?}");
         // 12,345 / 128 = 96 entries fit in 100; at 64 they would not.
         assert_eq!(stride, 128);
-    }
-
-    #[test]
-    fn the_newest_entries_are_copied_alone_and_in_order() {
-        let mut s = Capped::new(4, merge);
-        for x in 0..3u64 {
-            s.push((x, x + 1, 1));
-        }
-        assert_eq!(s.newest(|e| e.0 >= 1), [(1, 2, 1), (2, 3, 1)]);
-        assert_eq!(s.newest(|_| false), []);
-        // Thinned: the partly filled last entry comes with them.
-        for x in 3..6u64 {
-            s.push((x, x + 1, 1));
-        }
-        let all = s.to_vec();
-        assert_eq!(s.newest(|_| true), all);
-        assert_eq!(
-            s.newest(|e| e.1 > all[all.len() - 2].1),
-            all[all.len() - 1..]
-        );
     }
 
     #[test]

@@ -13,12 +13,12 @@ fn tag(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
-            ',' | '=' | ' ' | '\\' => {
+            ',' | '=' | ' ' => {
                 out.push('\\');
                 out.push(c);
             }
-            // A line ends a point: a tag never holds one.
-            '\n' | '\r' => out.push(' '),
+            // A line ends a point: a tag never holds one (an escaped space stands in).
+            '\n' | '\r' => out.push_str("\\ "),
             c => out.push(c),
         }
     }

@@ -22,6 +22,8 @@ use std::sync::{Arc, Mutex};
 
 /// Batches waiting per destination, at most.
 pub const QUEUE: usize = 1024;
+/// Points one request carries, about (batches are not split): what a server takes in one body.
+const MAX_REQUEST_POINTS: usize = 5000;
 
 /// What an interval gives each pushed series: its name (the scheme of `/metrics`), what it is,
 /// and its value.
@@ -89,7 +91,9 @@ pub const SERIES: [Figure; 11] = [
 #[derive(Debug, Clone)]
 pub struct Point {
     pub labels: Arc<Vec<(&'static str, String)>>,
-    /// The interval's end, in milliseconds since the Unix epoch.
+    /// The interval's start, in milliseconds since the Unix epoch (its end may share a
+    /// millisecond with the next one's, a repetition's short last interval with the one
+    /// before it; no two start together).
     pub unix_ms: i64,
     pub iv: IntervalRecord,
 }
@@ -107,13 +111,17 @@ impl Dest {
     /// Reads a `--push` URL.
     pub fn parse(url: &str) -> Result<Dest, String> {
         let hint = "write prom+remote://HOST:PORT/api/v1/write or influx://HOST:PORT/DATABASE";
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| format!("{url:?}: {hint}"))?;
+        let (scheme, rest) = (url.split_once("://")).ok_or_else(|| format!("{url:?}: {hint}"))?;
         let (addr, path) = rest.split_once('/').unwrap_or((rest, ""));
-        if addr.is_empty() || !addr.contains(':') {
+        if addr.contains('@') {
+            let why = "dyno sends no credentials: push to an address that needs none";
+            return Err(format!("{}: {why}", results::redact_url(url)));
+        }
+        let port = addr.rsplit_once(':').map(|(_, p)| p);
+        if !port.is_some_and(|p| p.parse::<u16>().is_ok()) {
             return Err(format!("{url:?} names no HOST:PORT; {hint}"));
         }
+        let db_char = |c: char| c.is_ascii_alphanumeric() || "_-.".contains(c);
         match scheme {
             "prom+remote" => Ok(Dest::Prom {
                 addr: addr.into(),
@@ -126,14 +134,12 @@ impl Dest {
                     }
                 ),
             }),
-            "influx" if !path.is_empty() && !path.contains(['/', '?', '&', '#']) => {
-                Ok(Dest::Influx {
-                    addr: addr.into(),
-                    db: path.into(),
-                })
-            }
+            "influx" if !path.is_empty() && path.chars().all(db_char) => Ok(Dest::Influx {
+                addr: addr.into(),
+                db: path.into(),
+            }),
             "influx" => Err(format!(
-                "{url:?} names no database: write influx://HOST:PORT/DATABASE"
+                "{url:?} names no database (letters, digits, _ - .): write influx://HOST:PORT/DATABASE"
             )),
             _ => Err(format!("{url:?}: unknown scheme {scheme:?}; {hint}")),
         }
@@ -259,7 +265,7 @@ impl Push {
         let points: Vec<Point> = (step.intervals.iter())
             .map(|iv| Point {
                 labels: labels.clone(),
-                unix_ms: unix_ms(zero, r.started_ns + iv.end_ns),
+                unix_ms: unix_ms(zero, r.started_ns + iv.start_ns),
                 iv: *iv,
             })
             .collect();
@@ -385,7 +391,7 @@ pub fn points_of(r: &results::RunRecord) -> Result<Vec<Point>, String> {
             let labels = Arc::new(labels);
             points.extend(intervals.iter().map(|iv| Point {
                 labels: labels.clone(),
-                unix_ms: unix_ms(zero, started_ns + iv.end_ns),
+                unix_ms: unix_ms(zero, started_ns + iv.start_ns),
                 iv: *iv,
             }));
         }
@@ -397,7 +403,9 @@ pub fn points_of(r: &results::RunRecord) -> Result<Vec<Point>, String> {
 fn deliver(dest: &Dest, rx: &Receiver<Vec<Point>>, counts: &Counts, stop: &AtomicBool) {
     while let Ok(first) = rx.recv() {
         let mut points = first;
-        while let Ok(more) = rx.try_recv() {
+        while points.len() < MAX_REQUEST_POINTS
+            && let Ok(more) = rx.try_recv()
+        {
             points.extend(more);
         }
         let n = points.len() as u64;
@@ -447,8 +455,10 @@ mod tests {
         for bad in [
             "influx://127.0.0.1:8086",
             "influx://h:1/a/b",
+            "influx://h:1/a b",
             "http://h:1/",
             "prom+remote://nohost/x",
+            "prom+remote://h:x/",
             "nonsense",
         ] {
             let e = Dest::parse(bad).unwrap_err();
@@ -457,6 +467,11 @@ mod tests {
                 "{bad}: {e}"
             );
         }
+        let secret = Dest::parse("influx://admin:s3cret@db:8086/dyno").unwrap_err();
+        assert!(
+            secret.contains("no credentials") && !secret.contains("s3cret"),
+            "{secret}"
+        );
     }
 
     #[test]

@@ -11,11 +11,20 @@ pub const TIMEOUT: Duration = Duration::from_secs(2);
 /// taken (no connection, no answer in time, a status other than 2xx with the answer's first
 /// words).
 pub fn post(addr: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<(), String> {
-    let to = (addr.to_socket_addrs())
-        .map_err(|e| format!("{addr}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{addr}: no address"))?;
-    let mut s = TcpStream::connect_timeout(&to, TIMEOUT).map_err(|e| format!("{addr}: {e}"))?;
+    // Each address the name has, in turn (`localhost` may be ::1 first, the server on
+    // 127.0.0.1 only).
+    let mut last = format!("{addr}: no address");
+    let mut conn = None;
+    for to in addr.to_socket_addrs().map_err(|e| format!("{addr}: {e}"))? {
+        match TcpStream::connect_timeout(&to, TIMEOUT) {
+            Ok(c) => {
+                conn = Some(c);
+                break;
+            }
+            Err(e) => last = format!("{addr}: {e}"),
+        }
+    }
+    let mut s = conn.ok_or(last)?;
     let io = |e: std::io::Error| format!("{addr}: {e}");
     s.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
     s.set_write_timeout(Some(TIMEOUT)).map_err(io)?;

@@ -109,7 +109,14 @@ pub struct Live {
     pub intervals: results::series::Capped<results::IntervalRecord>,
     /// When the load began (the intervals count from here); none before it did.
     pub started: Option<std::time::Instant>,
+    /// The last [`RECENT`] intervals as they ended, never thinned: what a follower of the
+    /// run (the live view, a push) reads between two progress reports.
+    pub recent: std::collections::VecDeque<results::IntervalRecord>,
 }
+
+/// Raw intervals kept for followers: more than end between two progress reports at the
+/// shortest interval (10 ms, five reports a second).
+pub const RECENT: usize = 64;
 
 impl Live {
     pub fn new(planned_ns: Option<u64>) -> Live {
@@ -123,6 +130,7 @@ impl Live {
                 results::IntervalRecord::merged,
             ),
             started: None,
+            recent: std::collections::VecDeque::with_capacity(RECENT),
         }
     }
 
@@ -137,6 +145,10 @@ impl Live {
         let r = iv.record();
         self.last = Some(r);
         self.intervals.push(r);
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(r);
     }
 }
 

@@ -126,7 +126,8 @@ impl TargetRun<'_, '_> {
         let now = live.and_then(|l| l.lock().ok());
         let test = self.tests.get(running).or(self.tests.last()).copied();
         (self.progress)(&Progress {
-            done: self.first + running.min(self.tests.len()),
+            // The last test runs until its repetition ends, even once it has reported.
+            done: self.first + running.min(self.tests.len().saturating_sub(1)),
             cases: self.record.cases.len(),
             finished: self.first,
             target: &self.target.name,
