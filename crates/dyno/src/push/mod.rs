@@ -118,7 +118,7 @@ impl Dest {
             return Err(format!("{}: {why}", results::redact_url(url)));
         }
         let port = addr.rsplit_once(':').map(|(_, p)| p);
-        if !port.is_some_and(|p| p.parse::<u16>().is_ok()) {
+        if port.is_none_or(|p| p.parse::<u16>().is_err()) {
             return Err(format!("{url:?} names no HOST:PORT; {hint}"));
         }
         let db_char = |c: char| c.is_ascii_alphanumeric() || "_-.".contains(c);
