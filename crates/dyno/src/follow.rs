@@ -20,6 +20,17 @@ pub struct Rep {
     pub planned_ns: Option<u64>,
 }
 
+impl Rep {
+    /// Its number as the record counts them (the measured ones from 1, the warm-up 0), and how
+    /// many are measured; `warmup` whether one ran first (progress counts it as repetition 0).
+    pub fn measured(&self, warmup: bool) -> (u32, u32) {
+        match warmup {
+            true => (self.rep, self.reps.saturating_sub(1)),
+            false => (self.rep + 1, self.reps),
+        }
+    }
+}
+
 /// What a progress report brought.
 pub struct Step<'a> {
     /// The repetition, when it began with this report.

@@ -2,8 +2,10 @@
 //! environment and the resolved plan of each record.
 //!
 //! The page needs nothing but itself: the CSS is inline, the plots are inline SVG, there is no
-//! script, no font and no address to fetch, so it opens the same offline, from a mail attachment
-//! or years later. It reads on a phone: the text reflows, the plots scale to the screen's width,
+//! font and no address to fetch, so it opens the same offline, from a mail attachment or years
+//! later. Its one script, when a case kept a time series, draws the section "Over time" as the
+//! live view drew it, from the events frozen in the page ([`crate::live`]); everything else
+//! reads the same without it. It reads on a phone: the text reflows, the plots scale to the screen's width,
 //! and a table wider than the screen scrolls inside its own box instead of widening the page.
 //!
 //! The tables are the Markdown renderer's output turned into HTML (see [`markdown`]), so the
@@ -33,7 +35,20 @@ nav a{margin-right:1em;color:var(--accent)}\
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:.4em 0}\
 dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;overflow-wrap:anywhere}\
 pre{overflow-x:auto;background:var(--head);padding:8px;font-size:.85em}\
-.badge{display:inline-block;padding:0 6px;border-radius:4px;background:#d1242f;color:#fff}";
+.badge{display:inline-block;padding:0 6px;border-radius:4px;background:#d1242f;color:#fff}\
+dl.figs{grid-template-columns:repeat(auto-fill,minmax(9.5em,1fr));display:grid;gap:2px 14px}\
+dl.figs div{display:flex;flex-direction:column}dl.figs dd{margin:0;font-variant-numeric:tabular-nums}\
+.case h2 .muted,.case h3 .muted{font-weight:normal;font-size:.85em}\
+svg.chart{width:100%;height:auto;display:block;border:1px solid var(--line)}\
+svg.chart text{font:11px system-ui,sans-serif;fill:var(--muted)}\
+svg.chart .grid{stroke:#eaeef2}svg.chart .axis{stroke:var(--line)}\
+svg.chart polyline{fill:none;stroke-width:1.6}\
+svg.chart rect.fault{fill:#d1242f;fill-opacity:.13}svg.chart rect.fault.open{fill-opacity:.22}\
+svg.chart text.fault{fill:#d1242f}\
+.c0{stroke:#1f77b4}.c1{stroke:#ff7f0e}.c2{stroke:#2ca02c}.c3{stroke:#d62728}\
+.c4{stroke:#9467bd;stroke-dasharray:5 3}\
+.k0{fill:#1f77b4}.k1{fill:#ff7f0e}.k2{fill:#2ca02c}.k3{fill:#d62728}.k4{fill:#9467bd}\
+.faults-box li{font-variant-numeric:tabular-nums}";
 
 pub use crate::grid::escape;
 
@@ -159,6 +174,7 @@ fn record_section(
     );
     out.push_str(&tables);
     plots_section(r, views, n, out);
+    out.push_str(&crate::live::section(r, n));
     out.push_str(&crate::timeline::section(r, n));
     profiles_section(r, n, out);
     let _ = writeln!(out, "<h2 id=\"environment-{n}\">Environment</h2>");
@@ -301,6 +317,13 @@ pub fn render_with_trend(
         record_section(r, views, n, &mut page)?;
     }
     trend_section(trend, &mut page);
+    if page.contains("<section class=\"dyno-view\"") {
+        let _ = writeln!(
+            page,
+            "<script>{}dynoView.thaw();</script>",
+            crate::live::SCRIPT
+        );
+    }
     page.push_str("</body>\n</html>\n");
     out.write_all(page.as_bytes())
 }

@@ -17,8 +17,10 @@
 //! - [`plots`] (feature `plots`, on by default): SVG, PNG and `.dat` files: sweeps, latency
 //!   spectra (log axes where values span more than a decade), the shootout's rates as grouped
 //!   bars, load time series (rate, p99, errors per second); invalid points drawn hollow.
-//! - [`html`]: one self-contained page (inline CSS and SVG, no script) with every table, plot,
-//!   the environment and the plan.
+//! - [`html`]: one self-contained page (inline CSS and SVG) with every table, plot, the
+//!   environment and the plan.
+//! - [`live`]: the run over time as the live view (`--ui`) draws it: its events, its script,
+//!   and the report's section with the events frozen in it.
 //! - [`resources`]: the watched processes (peak RSS, mean CPU, the RSS trend), after any table.
 //! - [`csv`]: one row per case, raw numbers, for spreadsheets and scripts.
 //! - [`summary`]: `summary-json`, the headline figures per case (the record is `json`).
@@ -29,6 +31,7 @@ pub mod consistency;
 pub mod csv;
 pub mod grid;
 pub mod html;
+pub mod live;
 pub mod matrix;
 #[cfg(feature = "plots")]
 pub mod plots;

@@ -425,7 +425,14 @@ pub fn add_series(
             iv.ok = at(|i| i.ok);
             iv.errors = at(|i| i.errors);
             iv.connects = at(|i| i.connects);
+            iv.open = at(|i| i.open);
+            iv.in_flight = at(|i| i.in_flight);
             iv.max_ns = most(|i| i.max_ns).unwrap_or(0);
+            // The service times have no exact log: their largest is an upper bound.
+            iv.service_p50_ns = most(|i| i.service_p50_ns).unwrap_or(0);
+            iv.service_p99_ns = most(|i| i.service_p99_ns).unwrap_or(0);
+            iv.service_p999_ns = most(|i| i.service_p999_ns).unwrap_or(0);
+            iv.service_max_ns = most(|i| i.service_max_ns).unwrap_or(0);
             match exact {
                 Some(h) => {
                     let mut all = new_histogram();
@@ -434,12 +441,14 @@ pub fn add_series(
                     }
                     iv.p50_ns = all.value_at_quantile(0.5);
                     iv.p99_ns = all.value_at_quantile(0.99);
+                    iv.p999_ns = all.value_at_quantile(0.999);
                     iv.max_ns = iv.max_ns.max(all.max());
                     log.push((h[0][k].start_ns, h[0][k].end_ns, all));
                 }
                 None => {
                     iv.p50_ns = most(|i| i.p50_ns).unwrap_or(0);
                     iv.p99_ns = most(|i| i.p99_ns).unwrap_or(0);
+                    iv.p999_ns = most(|i| i.p999_ns).unwrap_or(0);
                 }
             }
             iv

@@ -368,6 +368,15 @@ pub(super) fn prepare(args: &RunArgs) -> Result<Prepared> {
         plan.out = Some(out.join(format!("shard-{}", s.index)));
     }
     let fb = feedback(args, &plan)?;
+    // Said before the shards meet, which may take a while: the page is there meanwhile.
+    if !args.quiet {
+        if let Some((server, _)) = &fb.metrics {
+            eprintln!("dyno: live metrics at http://{}/metrics", server.addr);
+        }
+        if let Some(ui) = &fb.ui {
+            eprintln!("dyno: live view at {}", ui.url);
+        }
+    }
     let placement = claim(plan.out.as_deref())?;
     let out_dir = placement.dir().to_path_buf();
     if let Some(c) = &mut plan.check {
@@ -437,15 +446,6 @@ pub(super) fn run_cmd(args: RunArgs) -> Result<ExitCode> {
             eprintln!("{line}");
         }
     };
-    if let Some((server, _)) = &p.fb.metrics {
-        info(format!(
-            "dyno: live metrics at http://{}/metrics",
-            server.addr
-        ));
-    }
-    if let Some(ui) = &p.fb.ui {
-        info(format!("dyno: live view at {}", ui.url));
-    }
     if let results::store::Placement::Beside { asked, dir } = &p.placement {
         info(format!(
             "dyno: {} holds earlier runs, left as they are; this run goes to {}",

@@ -29,7 +29,7 @@ const MAX_REQUEST_POINTS: usize = 5000;
 /// and its value.
 pub type Figure = (&'static str, &'static str, fn(&IntervalRecord) -> f64);
 
-pub const SERIES: [Figure; 11] = [
+pub const SERIES: [Figure; 13] = [
     (
         "dyno_interval_responses_per_second",
         "Responses per second in the interval.",
@@ -84,6 +84,16 @@ pub const SERIES: [Figure; 11] = [
         "dyno_interval_connects",
         "Connections opened in the interval.",
         |iv| iv.connects as f64,
+    ),
+    (
+        "dyno_interval_connections_open",
+        "Connections open at the interval's end.",
+        |iv| iv.open as f64,
+    ),
+    (
+        "dyno_interval_requests_in_flight",
+        "Requests in flight at the interval's end.",
+        |iv| iv.in_flight as f64,
     ),
 ];
 
@@ -259,7 +269,13 @@ impl Push {
         labels.extend([
             ("target", r.target.clone()),
             ("test", r.test.clone()),
-            ("rep", rep_label(r.rep, self.warmup)),
+            (
+                "rep",
+                match r.measured(self.warmup).0 {
+                    0 => "warm-up".into(),
+                    n => n.to_string(),
+                },
+            ),
         ]);
         let labels = Arc::new(labels);
         let points: Vec<Point> = (step.intervals.iter())
@@ -343,15 +359,6 @@ impl Push {
 /// the epoch.
 fn unix_ms(zero: u64, run_ns: u64) -> i64 {
     ((u128::from(zero) + u128::from(run_ns)) / 1_000_000) as i64
-}
-
-/// A repetition as the record counts them: the measured ones from 1, the warm-up apart.
-fn rep_label(rep: u32, warmup: bool) -> String {
-    match (warmup, rep) {
-        (true, 0) => "warm-up".into(),
-        (true, r) => r.to_string(),
-        (false, r) => (r + 1).to_string(),
-    }
 }
 
 impl engine::runner::Watch for Push {

@@ -1,8 +1,8 @@
 //! What the live view is told, as a numbered list of events (JSON, one per server-sent event):
-//! `run` (the resolved plan), `case` (a case's repetition begins, when on the run's clock),
-//! `interval` (one interval of the running load: rate, latency and service-time percentiles,
-//! errors by class so far, dyno's own CPU), `fault` (a fault begins, or is over), `result` (a
-//! finished case's summary) and `done` (the final report). A page that connects late is given
+//! the view's own (`run`, `case`, `interval`, `fault`: [`report::live`] makes and draws them,
+//! for this page and for the report it becomes), and the page's: `result` (a finished case's
+//! summary), `shards` (rank 0 of a sharded run: what each shard said last) and `done` (the
+//! final report). A page that connects late is given
 //! them all from the start, then each new one as it comes.
 //!
 //! Bounded: the intervals kept are the last [`MAX_INTERVALS`] (a longer run's page starts from
@@ -40,12 +40,15 @@ struct State {
     finished: usize,
     run_told: bool,
     done: bool,
-    /// The numbers of the events never let go: the run's, and the running repetition's.
-    pinned: [u64; 2],
+    /// The numbers of the events never let go: the run's, the running repetition's, and the
+    /// shards' (only their last is kept).
+    pinned: [u64; 3],
     /// Whether the page may stop the run.
     stoppable: bool,
-    /// Each case's fault level (a run with levels), from the record.
-    levels: Vec<Option<String>>,
+    /// Each case's target, test and fault level (a run with levels), from the record.
+    cases: Vec<(String, String, Option<String>)>,
+    /// Whether a warm-up repetition comes first.
+    warmup: bool,
 }
 
 impl State {
@@ -63,7 +66,8 @@ impl State {
         list.push_back((self.next, event.to_string()));
     }
 
-    /// Pushes an event that stays however many follow: slot 0 the run's, 1 the repetition's.
+    /// Pushes an event that stays however many follow: slot 0 the run's, 1 the repetition's,
+    /// 2 the shards'.
     fn pin(&mut self, slot: usize, event: Value) {
         self.push(false, event);
         self.pinned[slot] = self.next;
@@ -73,14 +77,24 @@ impl State {
     /// ended; whether there were any.
     fn progress(&mut self, p: &Progress) -> bool {
         self.finished = p.finished;
+        let shards = self.shards(p);
         let Some(step) = self.follow.step(p) else {
-            return false;
+            return shards;
         };
-        let levels = &self.levels;
+        let (cases, warmup) = (&self.cases, self.warmup);
         let case = (step.began).map(|r| {
-            json!({"kind": "case", "n": r.case, "cases": r.cases, "target": r.target,
-                "test": r.test, "rep": r.rep, "reps": r.reps, "started_ns": r.started_ns,
-                "planned_ns": r.planned_ns, "level": levels.get(r.case).cloned().flatten()})
+            let (rep, reps) = r.measured(warmup);
+            report::live::case(&report::live::RepStart {
+                case: r.case,
+                cases: r.cases,
+                target: &r.target,
+                test: &r.test,
+                rep,
+                reps,
+                started_ns: r.started_ns,
+                planned_ns: r.planned_ns,
+                level: cases.get(r.case).and_then(|c| c.2.as_deref()),
+            })
         });
         let live = step.live;
         let classes: serde_json::Map<String, Value> = (ErrorClass::ALL.iter())
@@ -104,14 +118,37 @@ impl State {
             false => self.cpu_share(),
         };
         for (iv, requests) in &intervals {
-            self.push(
-                true,
-                json!({"kind": "interval", "started_ns": started_ns, "iv": iv,
-                    "rate": iv.responses_per_s(), "errors": classes, "cpu": cpu,
-                    "requests": requests}),
-            );
+            let e = report::live::interval(started_ns, iv, &classes, cpu, *requests);
+            self.push(true, e);
         }
-        began || !intervals.is_empty()
+        began || !intervals.is_empty() || shards
+    }
+
+    /// Rank 0 of a sharded run: every shard's last word (its own from `p`), in place of the
+    /// one before; whether there were any.
+    fn shards(&mut self, p: &Progress) -> bool {
+        if p.shards.is_empty() {
+            return false;
+        }
+        let own = engine::shard::ShardProgress::of(0, p);
+        let rows: Vec<Value> = (std::iter::once(&own).chain(&p.shards))
+            .map(|s| {
+                let (target, test) =
+                    (self.cases.get(s.case)).map_or(("", ""), |c| (c.0.as_str(), c.1.as_str()));
+                let rep = match self.warmup {
+                    true => s.rep,
+                    false => s.rep + 1,
+                };
+                json!({"index": s.index, "target": target, "test": test, "rep": rep,
+                    "elapsed_ns": s.elapsed_ns, "rate": s.rate_per_s, "p99_ns": s.p99_ns,
+                    "errors": s.errors, "ago_ms": s.heard.elapsed().as_millis() as u64,
+                    "state": if s.ended { "ended" } else { "running" }})
+            })
+            .collect();
+        let was = self.pinned[2];
+        self.events.retain(|(n, _)| *n != was);
+        self.pin(2, json!({"kind": "shards", "shards": rows}));
+        true
     }
 
     /// dyno's CPU time since the last call, as a share of one core.
@@ -171,7 +208,7 @@ impl Feed {
     }
 
     pub fn fault(&self, e: &results::faults::FaultEvent) {
-        self.tell(false, json!({"kind": "fault", "event": e}));
+        self.tell(false, report::live::fault(e));
     }
 
     /// A progress report: a repetition that began, and the intervals that ended since the last.
@@ -187,13 +224,15 @@ impl Feed {
         let Ok(mut s) = self.state.lock() else { return };
         if !s.run_told {
             s.run_told = true;
-            let stoppable = s.stoppable;
-            s.pin(
-                0,
-                json!({"kind": "run", "plan": r.plan, "dyno": r.dyno, "stoppable": stoppable}),
-            );
+            let mut run = report::live::run(r);
+            run["dyno"] = json!(r.dyno);
+            run["stoppable"] = s.stoppable.into();
+            s.pin(0, run);
+            s.warmup = r.plan.warmup;
         }
-        s.levels = r.cases.iter().map(|c| c.level.clone()).collect();
+        s.cases = (r.cases.iter())
+            .map(|c| (c.target.clone(), c.test.clone(), c.level.clone()))
+            .collect();
         let upto = if all {
             r.cases.len()
         } else {

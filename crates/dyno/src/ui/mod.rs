@@ -21,10 +21,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The page, with the report's own styles in it: the live view and the report look alike.
+/// The page, with the report's own styles and the view's script in it: the live view and the
+/// report are drawn alike.
 fn page() -> &'static str {
     static PAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PAGE.get_or_init(|| include_str!("page.html").replace("/*STYLE*/", report::html::STYLE))
+    PAGE.get_or_init(|| {
+        (include_str!("page.html"))
+            .replace("/*STYLE*/", report::html::STYLE)
+            .replace("/*VIEW*/", report::live::SCRIPT)
+    })
 }
 
 /// How long a page may wait for an event before it is sent a comment to keep it open.

@@ -18,6 +18,10 @@ pub struct Interval {
     pub responses: u64,
     pub ok: u64,
     pub connects: u64,
+    /// Gauges at the interval's end: connections open, requests in flight (the threads' shares
+    /// add; a running total holds the last interval's).
+    pub open: u64,
+    pub in_flight: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// Failures by class ([`ErrorClass`] as index).
@@ -38,6 +42,8 @@ impl Interval {
             ok: self.ok,
             errors: self.error_count(),
             connects: self.connects,
+            open: self.open,
+            in_flight: self.in_flight,
             p50_ns: self.latency.value_at_quantile(0.5),
             p99_ns: self.latency.value_at_quantile(0.99),
             max_ns: self.latency.max(),
@@ -60,6 +66,8 @@ impl Interval {
             responses: 0,
             ok: 0,
             connects: 0,
+            open: 0,
+            in_flight: 0,
             bytes_in: 0,
             bytes_out: 0,
             errors: [0; ErrorClass::COUNT],
@@ -80,6 +88,8 @@ impl Interval {
         self.responses += o.responses;
         self.ok += o.ok;
         self.connects += o.connects;
+        self.open += o.open;
+        self.in_flight += o.in_flight;
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
         for (a, b) in self.errors.iter_mut().zip(o.errors) {
@@ -141,6 +151,7 @@ impl Live {
 
     fn add(&mut self, iv: &Interval) {
         self.total.add(iv);
+        (self.total.open, self.total.in_flight) = (iv.open, iv.in_flight);
         self.elapsed_ns = iv.end_ns;
         let r = iv.record();
         self.last = Some(r);

@@ -227,6 +227,8 @@ pub struct Progress<'a> {
     pub reps: u32,
     /// A load repetition's figures so far.
     pub live: Option<&'a crate::load::Live>,
+    /// Rank 0 of a sharded run: what each other shard said last of its progress.
+    pub shards: Vec<crate::shard::ShardProgress>,
 }
 
 impl<'a> Progress<'a> {
@@ -246,6 +248,7 @@ impl<'a> Progress<'a> {
             rep: 0,
             reps: plan.reps + u32::from(plan.warmup),
             live: None,
+            shards: Vec::new(),
         }
     }
 
@@ -260,6 +263,7 @@ impl<'a> Progress<'a> {
             rep: 0,
             reps: 0,
             live: None,
+            shards: Vec::new(),
         }
     }
 }

@@ -125,7 +125,7 @@ impl TargetRun<'_, '_> {
     ) {
         let now = live.and_then(|l| l.lock().ok());
         let test = self.tests.get(running).or(self.tests.last()).copied();
-        (self.progress)(&Progress {
+        let mut p = Progress {
             // The last test runs until its repetition ends, even once it has reported.
             done: self.first + running.min(self.tests.len().saturating_sub(1)),
             cases: self.record.cases.len(),
@@ -135,7 +135,14 @@ impl TargetRun<'_, '_> {
             rep: r,
             reps: total,
             live: now.as_deref(),
-        });
+            shards: Vec::new(),
+        };
+        // A shard tells rank 0; rank 0 hears them all.
+        if let Some(rv) = self.rendezvous {
+            rv.tell(&crate::shard::ShardProgress::of(0, &p));
+            p.shards = rv.shards();
+        }
+        (self.progress)(&p);
     }
 
     /// Between a repetition's messages: its progress told, a broken threshold looked for (when

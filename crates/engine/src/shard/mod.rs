@@ -17,7 +17,11 @@
 //! The protocol is lines of text over one TCP connection per shard, every read bounded in
 //! time and length.
 
-use std::io::{BufRead, BufReader, Write};
+mod line;
+mod progress;
+
+use line::Line;
+pub use progress::ShardProgress;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -32,8 +36,6 @@ pub const START_AHEAD: Duration = Duration::from_millis(300);
 /// How long rank 0 waits for every shard to be ready for a repetition (the previous one may
 /// still be ending on a slower shard: a closed loop's count, a target's drain).
 pub const READY_WAIT: Duration = Duration::from_secs(600);
-/// The longest line of the protocol.
-const MAX_LINE: u64 = 256;
 
 /// One of `count` shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,49 +140,6 @@ pub fn unix_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// One connection of the protocol: lines, each read bounded by `deadline`.
-struct Line {
-    input: BufReader<TcpStream>,
-    buf: String,
-}
-
-impl Line {
-    fn new(s: TcpStream) -> std::io::Result<Line> {
-        s.set_nodelay(true)?;
-        Ok(Line {
-            input: BufReader::new(s),
-            buf: String::new(),
-        })
-    }
-
-    fn send(&mut self, text: &str) -> std::io::Result<()> {
-        let s = self.input.get_mut();
-        s.set_write_timeout(Some(Duration::from_secs(10)))?;
-        s.write_all(format!("{text}\n").as_bytes())
-    }
-
-    /// The next line, waiting at most until `deadline`.
-    fn read(&mut self, deadline: Instant) -> std::io::Result<&str> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        self.input.get_ref().set_read_timeout(Some(left))?;
-        self.buf.clear();
-        let n = std::io::Read::take(&mut self.input, MAX_LINE).read_line(&mut self.buf)?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        if !self.buf.ends_with('\n') {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "a line over 256 bytes",
-            ));
-        }
-        Ok(self.buf.trim_end())
-    }
-}
-
 /// A shard's place in a synchronized start; see the module's notes.
 pub struct Rendezvous {
     /// Where rank 0 listens.
@@ -193,6 +152,8 @@ pub struct Rendezvous {
     pub run: String,
     /// The role, how many starts this shard has made, and why it ended the run if it did.
     role: Mutex<(Role, u32, Option<String>)>,
+    /// Rank 0: each other shard's last progress, by rank.
+    heard: Mutex<Vec<Option<ShardProgress>>>,
 }
 
 enum Role {
@@ -258,6 +219,7 @@ impl Rendezvous {
             rtt_ns: rtt,
             run,
             role: Mutex::new((role, 0, None)),
+            heard: Mutex::new(Vec::new()),
         })
     }
 
@@ -283,7 +245,17 @@ impl Rendezvous {
                 let mut why = None;
                 for (k, p) in peers.iter_mut().enumerate() {
                     let rank = k + 1;
-                    why = match p.read(deadline) {
+                    // What a shard said of its progress meanwhile is kept, not an answer.
+                    let said = loop {
+                        match p.read(deadline) {
+                            Ok(l) if l.starts_with("progress ") => {
+                                let l = l.to_string();
+                                self.heard_from(rank, &l);
+                            }
+                            other => break other.map(str::to_string),
+                        }
+                    };
+                    why = match said.as_deref() {
                         Err(e) => Some(format!(
                             "shard {rank} did not say it was ready for start {rep} ({e}): it failed or stopped; see its output"
                         )),

@@ -417,6 +417,15 @@ pub struct IntervalRecord {
     pub service_p999_ns: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub service_max_ns: u64,
+    /// Connections dyno held open at the interval's end (connected, with a request or idle),
+    /// over every thread (0 where not measured: the kv suite, and a record from before it was
+    /// kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub open: u64,
+    /// Requests in flight at the interval's end: connecting, being sent or awaiting their
+    /// response (not those due but queued for a free connection).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub in_flight: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -448,6 +457,9 @@ impl IntervalRecord {
             service_p99_ns: a.service_p99_ns.max(b.service_p99_ns),
             service_p999_ns: a.service_p999_ns.max(b.service_p999_ns),
             service_max_ns: a.service_max_ns.max(b.service_max_ns),
+            // Gauges: as the later interval ended.
+            open: b.open,
+            in_flight: b.in_flight,
         }
     }
 }

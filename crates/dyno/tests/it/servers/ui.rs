@@ -145,15 +145,25 @@ fn the_live_view_follows_the_run_shows_the_fault_at_once_and_ends_as_the_report(
         "the pause began {into} ns into the load (interval {interval}); the band came with {band_at} intervals shown"
     );
 
-    // The page is now the report: the same tables as the file.
+    // The page is now the report: the same tables and charts as the file (below).
     let end = look(&browser);
-    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert_eq!(
-        end["tables"].as_u64().unwrap() as usize,
-        report.matches("<table").count(),
-        "{end}"
-    );
+    // With the live view's charts frozen in it: every interval the record kept, the pause a
+    // band; and the same from the file the run wrote.
+    let kept = rec["cases"][0]["reps"][0]["detail"]["load"]["intervals"]
+        .as_array()
+        .unwrap()
+        .len();
+    let frozen = "return [...document.querySelectorAll('section.dyno-view section.case')]
+        .map((s) => [+s.dataset.intervals, s.querySelectorAll('rect.fault').length,
+                     s.querySelectorAll('svg.chart polyline').length])";
+    let shown = browser.eval(frozen);
+    assert_eq!(shown, serde_json::json!([[kept, 3, 8]]), "{end}");
     let requests = browser.requests();
+    let _ = browser.console();
+    browser.open(&format!("file://{}", out.join("report.html").display()));
+    assert_eq!(browser.eval(frozen), shown);
+    assert_eq!(look(&browser)["tables"], end["tables"]);
+    assert!(browser.console().is_empty(), "{:?}", browser.console());
     let base = url.trim_end_matches('/');
     assert!(
         requests.iter().any(|r| r.ends_with("/events"))
@@ -297,4 +307,85 @@ fn the_stop_button_stops_the_run_when_allowed_and_the_finished_repetition_is_kep
     assert_eq!(rec["interrupted"], true);
     let reps = rec["cases"][0]["reps"].as_array().unwrap();
     assert!(!reps.is_empty(), "the finished repetition is kept");
+}
+
+/// The events `/events` at `addr` sends, as they come, until `enough` says so (at most 30 s).
+fn events_until(addr: &str, enough: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    for line in BufReader::new(s).lines() {
+        let Ok(line) = line else { break };
+        if let Some(data) = line.strip_prefix("data: ") {
+            let e: serde_json::Value = serde_json::from_str(data).unwrap();
+            if enough(&e) {
+                return e;
+            }
+            seen.push(e["kind"].clone());
+        }
+        if Instant::now() > until {
+            break;
+        }
+    }
+    panic!("the events never said it: {seen:?}");
+}
+
+#[test]
+fn rank_0s_view_shows_every_shards_progress() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let server = RefServer::start();
+    let target = format!("http://127.0.0.1:{}/", server.port);
+    let rendezvous = format!("127.0.0.1:{}", testkit::free_port());
+    let load = [&target, "-d", "4s", "--rate", "200", "-c", "2", "-r", "1"];
+    let shard = |i: u32| {
+        [
+            "--shard".to_string(),
+            format!("{i}/2"),
+            "--rendezvous".to_string(),
+            rendezvous.clone(),
+        ]
+    };
+    let mut rank0: Vec<&str> = load.to_vec();
+    let s0 = shard(0);
+    rank0.extend(s0.iter().map(String::as_str));
+    rank0.push("--ui");
+    let (mut child0, url) = start(dir.path(), &rank0, &dir.path().join("out"));
+    let mut child1 = std::process::Command::new(env!("CARGO_BIN_EXE_dyno"))
+        .current_dir(dir.path())
+        .arg("run")
+        .args(load)
+        .args(shard(1))
+        .args(["-o", "out", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    // Both shards, each at its own rate (100/s, half the plan's), running the same case.
+    let running = |e: &serde_json::Value| {
+        e["kind"] == "shards"
+            && (e["shards"].as_array().unwrap().iter())
+                .filter(|s| s["state"] == "running" && s["rate"].as_f64() > Some(50.0))
+                .count()
+                == 2
+    };
+    let e = events_until(addr, running);
+    let shards = e["shards"].as_array().unwrap();
+    assert_eq!(shards[0]["index"], 0, "{e}");
+    assert_eq!(shards[1]["index"], 1, "{e}");
+    for s in shards {
+        assert_eq!(
+            (&s["target"], &s["test"], &s["rep"]),
+            (&"http".into(), &"load".into(), &1.into()),
+            "{e}"
+        );
+        let rate = s["rate"].as_f64().unwrap();
+        assert!((80.0..120.0).contains(&rate), "{e}");
+        assert!(s["ago_ms"].as_u64() < Some(2000), "{e}");
+    }
+    assert!(child1.wait().unwrap().success());
+    assert!(child0.wait().unwrap().success());
 }

@@ -26,6 +26,8 @@ impl<'a> Worker<'a> {
             responses: c.responses - c0.responses,
             ok: c.ok - c0.ok,
             connects: c.connects - c0.connects,
+            open: self.open_connections(),
+            in_flight: self.conns.iter().filter(|c| c.busy()).count() as u64,
             bytes_in: c.bytes_in - c0.bytes_in,
             bytes_out: c.bytes_out - c0.bytes_out,
             errors,
@@ -37,6 +39,15 @@ impl<'a> Worker<'a> {
             Box::new(iv),
         ));
         self.interval_index = (now - self.start) / self.interval_ns;
+    }
+
+    /// Connections connected now: a link's slots ride their link's.
+    fn open_connections(&self) -> u64 {
+        let own = (self.conns.iter())
+            .filter(|c| c.link.is_none() && c.stream.is_some())
+            .filter(|c| !matches!(c.state, State::Closed | State::Connecting))
+            .count();
+        (own + self.links.iter().filter(|l| l.up).count()) as u64
     }
 
     pub(super) fn scan_timeouts(&mut self, now: u64) {
