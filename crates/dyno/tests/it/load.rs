@@ -494,17 +494,60 @@ mod servers {
         (c, out)
     }
 
+    /// On each I/O backend (io_uring where this kernel allows it).
     #[test]
     fn coordinated_omission_is_corrected_against_a_stalling_server() {
         let _serial = serial();
-        // The uncorrected service time does not see the queueing.
-        let (c, out) = stalled_run("http", "/", &["-c", "10"]);
-        let service_p99 = c["summary"]["service_ns"]["p99"].as_u64().unwrap() as f64 / 1e6;
+        let mut backends = vec![("epoll", "epoll")];
+        if engine::load::backend::uring_allowed().is_ok() {
+            backends.push(("uring", "io_uring"));
+        }
+        for (io, ran) in backends {
+            // The uncorrected service time does not see the queueing.
+            let (c, out) = stalled_run("http", "/", &["-c", "10", "--io", io]);
+            let service_p99 = c["summary"]["service_ns"]["p99"].as_u64().unwrap() as f64 / 1e6;
+            assert!(
+                service_p99 < 50.0,
+                "{io}: uncorrected p99 {service_p99} ms hides the stall\n{out}"
+            );
+            assert!(out.contains("service time p99 (uncorrected)"));
+            assert_eq!(c["reps"][0]["detail"]["load"]["generator"]["io"], ran);
+        }
+    }
+
+    /// With io_uring refused (the engine's switch for it), `--io auto` runs on epoll and the
+    /// record says why; `--io uring` fails, saying what to do.
+    #[test]
+    fn a_refused_io_uring_falls_back_or_fails_as_asked() {
+        let _serial = serial();
+        let s = server(Body::Json, None);
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("http://{}/", s.addr());
+        let args = ["--requests", "50", "-c", "2", "-r", "1"];
+        dyno(dir.path())
+            .env(engine::load::backend::REFUSE_URING, "1")
+            .args(["run", &url, "-o", "auto"])
+            .args(args)
+            .assert()
+            .success()
+            .stdout(predicate::str::is_match(r"syscalls per request +[0-9.]+ \(epoll\)").unwrap());
+        let g = &load_of(&record(&dir.path().join("auto")), "http")["generator"];
+        assert_eq!(g["io"], "epoll", "{g}");
+        let why = g["io_reason"].as_str().unwrap();
+        assert!(why.starts_with("io_uring refused"), "{why}");
+        let o = dyno(dir.path())
+            .env(engine::load::backend::REFUSE_URING, "1")
+            .args(["run", &url, "--io", "uring", "-o", "uring"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(!o.status.success(), "{out}");
         assert!(
-            service_p99 < 50.0,
-            "uncorrected p99 {service_p99} ms hides the stall\n{out}"
+            format!("{out}{err}").contains("--io uring: io_uring refused"),
+            "{out}{err}"
         );
-        assert!(out.contains("service time p99 (uncorrected)"));
     }
 
     /// The same stall over HTTP/2, 4 connections × 25 streams: a request due inside the stall
@@ -626,9 +669,7 @@ mod servers {
             .args(["report", "o"])
             .assert()
             .success()
-            .stdout(predicate::str::contains(
-                "generator: verdict                   INVALID (see notes)",
-            ))
+            .stdout(predicate::str::is_match(r"generator: verdict +INVALID \(see notes\)").unwrap())
             .stdout(predicate::str::contains(format!("- http: invalid: {why}")));
     }
 }

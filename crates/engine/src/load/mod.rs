@@ -19,6 +19,7 @@
 //! nothing a server sends can crash or hang the loop: responses are bounded by the reader, every
 //! request by the timeout, and the whole run by its stop condition plus one timeout to drain.
 
+pub mod backend;
 mod channel;
 pub mod coalesce;
 mod interval;
@@ -28,6 +29,7 @@ mod streamed;
 mod timer;
 mod worker;
 
+pub use backend::{Io, IoUsed};
 pub use coalesce::{Coalesce, Waits};
 pub use interval::{Interval, Live, MAX_RECORD_INTERVALS};
 pub use mix::{Mix, Scenario};
@@ -110,6 +112,8 @@ pub struct LoadSpec {
     pub interval: Duration,
     /// How often responses may wake a thread ([`coalesce`]).
     pub coalesce: Coalesce,
+    /// The I/O backend asked for ([`backend`]).
+    pub io: Io,
     /// When this changes, every connection is dropped (a request in flight fails as `reset`)
     /// and opened again: a `restart-clients` fault.
     pub clients: Arc<std::sync::atomic::AtomicU64>,
@@ -144,6 +148,9 @@ pub struct Counters {
     pub outstanding_mean: f64,
     /// The largest number outstanding at once on any thread, summed over threads: an upper bound.
     pub outstanding_max: u64,
+    /// System calls the load threads made for their sockets and waits (sends, receives, polls
+    /// or ring submissions, connects, timers, sleeps): counted where they are made.
+    pub syscalls: u64,
 }
 
 impl Counters {
@@ -158,6 +165,7 @@ impl Counters {
         self.unsent += o.unsent;
         self.outstanding_mean += o.outstanding_mean;
         self.outstanding_max += o.outstanding_max;
+        self.syscalls += o.syscalls;
     }
 }
 
@@ -177,6 +185,8 @@ pub struct SelfCheck {
     pub busiest_thread: f64,
     /// How the load threads waited ([`coalesce`]).
     pub waits: Waits,
+    /// The I/O backend that ran, and why.
+    pub io: IoUsed,
 }
 
 /// What a load run produced.
@@ -378,6 +388,8 @@ pub fn run(
     observe: &mut (dyn FnMut(&Interval) + Send),
 ) -> io::Result<LoadResult> {
     let threads = spec.threads.max(1);
+    let io_used = backend::choose(spec).map_err(io::Error::other)?;
+    let on_ring = io_used.backend == "io_uring";
     let clock = Clock::monotonic();
     let zero_unix_ns = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
         .map_or(0, |d| d.as_nanos() as u64);
@@ -402,7 +414,7 @@ pub fn run(
                 std::thread::Builder::new()
                     .name(format!("dyno-load-{}", share.index))
                     .spawn_scoped(s, move || {
-                        match Worker::new(spec, clock, &share, reporter) {
+                        match Worker::new(spec, clock, &share, (reporter, on_ring)) {
                             Ok(w) => w.run(share, barrier, interrupt),
                             Err(e) => {
                                 barrier.wait();
@@ -444,7 +456,7 @@ pub fn run(
         &parts,
         live,
         (started, zero_unix_ns),
-        cpu_ns,
+        (cpu_ns, io_used),
     ))
 }
 
@@ -471,7 +483,7 @@ fn assemble(
     parts: &[WorkerResult],
     live: &std::sync::Mutex<Live>,
     (started, zero_unix_ns): (std::time::Instant, u64),
-    cpu_ns: (u64, u64),
+    (cpu_ns, io): ((u64, u64), IoUsed),
 ) -> LoadResult {
     let Merged {
         recorder,
@@ -521,6 +533,7 @@ fn assemble(
             cpu_sys_ns: cpu_ns.1,
             busiest_thread: busiest,
             waits,
+            io,
         },
         handshake,
         streamed,

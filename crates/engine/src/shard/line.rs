@@ -19,6 +19,11 @@ pub(super) struct Line {
     queued: VecDeque<String>,
     /// The other side closed (seen while taking the arrived lines).
     closed: bool,
+    /// A line over the limit arrived while taking the arrived lines: the connection is of no
+    /// more use.
+    broken: bool,
+    /// A line was sent in part (a full socket): the next line begins by ending it.
+    torn: bool,
 }
 
 fn too_long() -> std::io::Error {
@@ -34,13 +39,43 @@ impl Line {
             partial: Vec::new(),
             queued: VecDeque::new(),
             closed: false,
+            broken: false,
+            torn: false,
         })
     }
 
     pub(super) fn send(&mut self, text: &str) -> std::io::Result<()> {
+        let lead = if std::mem::take(&mut self.torn) {
+            "\n"
+        } else {
+            ""
+        };
         let s = self.input.get_mut();
         s.set_write_timeout(Some(Duration::from_secs(10)))?;
-        s.write_all(format!("{text}\n").as_bytes())
+        s.write_all(format!("{lead}{text}\n").as_bytes())
+    }
+
+    /// Sends `text` only if the socket takes it now, never waiting (a line cut short is ended
+    /// by the next one sent: the reader skips what it cannot read); whether it went whole.
+    pub(super) fn offer(&mut self, text: &str) -> bool {
+        let line = format!("{}{text}\n", if self.torn { "\n" } else { "" });
+        let s = self.input.get_mut();
+        if s.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let sent = s.write(line.as_bytes());
+        let _ = s.set_nonblocking(false);
+        match sent {
+            Ok(n) if n == line.len() => {
+                self.torn = false;
+                true
+            }
+            Ok(n) => {
+                self.torn |= n > 0;
+                false
+            }
+            Err(_) => false,
+        }
     }
 
     /// The next line, waiting at most until `deadline`.
@@ -48,6 +83,9 @@ impl Line {
         if let Some(l) = self.queued.pop_front() {
             self.buf = l;
             return Ok(&self.buf);
+        }
+        if self.broken {
+            return Err(too_long());
         }
         if self.closed {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
@@ -59,7 +97,14 @@ impl Line {
         self.input.get_ref().set_read_timeout(Some(left))?;
         let mut bytes = std::mem::take(&mut self.partial);
         let room = (MAX_LINE + 1).saturating_sub(bytes.len()) as u64;
-        let n = Read::take(&mut self.input, room).read_until(b'\n', &mut bytes)?;
+        let n = match Read::take(&mut self.input, room).read_until(b'\n', &mut bytes) {
+            Ok(n) => n,
+            Err(e) => {
+                // What came is kept for the next read.
+                self.partial = bytes;
+                return Err(e);
+            }
+        };
         if n == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
@@ -104,6 +149,7 @@ impl Line {
                 }
             }
             if self.partial.len() > MAX_LINE {
+                self.broken = true;
                 break Err(too_long());
             }
         };

@@ -248,7 +248,7 @@ impl Rendezvous {
                     // What a shard said of its progress meanwhile is kept, not an answer.
                     let said = loop {
                         match p.read(deadline) {
-                            Ok(l) if l.starts_with("progress ") => {
+                            Ok(l) if progress::is_progress(l) => {
                                 let l = l.to_string();
                                 self.heard_from(rank, &l);
                             }

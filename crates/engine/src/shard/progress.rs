@@ -1,8 +1,11 @@
 //! What a shard tells rank 0 while it runs, so rank 0 (its live view) can show every shard's
 //! progress: a line `progress CASE REP ELAPSED_NS RESPONSES ERRORS RATE P99_NS` after each of
 //! its progress reports (`-` where a figure is unknown: a suite without a live time series).
-//! A shard sends it only when the rendezvous is not busy with a start (it never waits to);
-//! rank 0 takes what has arrived whenever it reports its own progress, without waiting either.
+//! A shard sends it only when the rendezvous is not busy with a start and the socket takes it
+//! at once (it never waits: a line cut short by a full socket is ended by the next one, and
+//! rank 0 skips what it cannot read); rank 0 takes what has arrived whenever it reports its own
+//! progress, without waiting either. Every shard runs the same dyno: a rank 0 older than
+//! these lines would take one for a broken protocol.
 
 use super::{Rendezvous, Role};
 use std::time::Instant;
@@ -42,6 +45,22 @@ impl ShardProgress {
             errors: live.map(|l| l.total.error_count()),
             rate_per_s: live.and_then(|l| l.last).map(|iv| iv.responses_per_s()),
             p99_ns: live.and_then(|l| l.last).map(|iv| iv.p99_ns),
+            heard: Instant::now(),
+            ended: false,
+        }
+    }
+
+    /// A shard not heard from yet.
+    fn silent(rank: usize) -> ShardProgress {
+        ShardProgress {
+            index: rank as u32,
+            case: 0,
+            rep: 0,
+            elapsed_ns: None,
+            responses: None,
+            errors: None,
+            rate_per_s: None,
+            p99_ns: None,
             heard: Instant::now(),
             ended: false,
         }
@@ -89,6 +108,12 @@ impl ShardProgress {
     }
 }
 
+/// Whether `line` is a progress line, whole or cut short (a line cut short ends where the next
+/// one begins, so what is left of it is a beginning of one).
+pub(super) fn is_progress(line: &str) -> bool {
+    line.starts_with("progress ") || "progress ".starts_with(line)
+}
+
 impl Rendezvous {
     /// A shard other than rank 0 tells it `p` (nothing if the rendezvous is busy with a start,
     /// or on rank 0).
@@ -96,7 +121,7 @@ impl Rendezvous {
         if let Ok(mut guard) = self.role.try_lock()
             && let (Role::Follower(l), _, None) = &mut *guard
         {
-            let _ = l.send(&p.line());
+            l.offer(&p.line());
         }
     }
 
@@ -107,19 +132,18 @@ impl Rendezvous {
             && let (Role::Leader(peers), ..) = &mut *guard
         {
             for (k, p) in peers.iter_mut().enumerate() {
-                let Ok((lines, closed)) = p.arrived() else {
-                    continue;
-                };
+                let (lines, closed) = p.arrived().unwrap_or((Vec::new(), true));
                 for l in lines {
                     if !self.heard_from(k + 1, &l) {
                         p.keep(l);
                     }
                 }
                 if closed && let Ok(mut h) = self.heard.lock() {
-                    h.get_mut(k + 1)
-                        .into_iter()
-                        .flatten()
-                        .for_each(|s| s.ended = true);
+                    if h.len() <= k + 1 {
+                        h.resize(k + 2, None);
+                    }
+                    let s = h[k + 1].get_or_insert_with(|| ShardProgress::silent(k + 1));
+                    s.ended = true;
                 }
             }
         }
@@ -127,10 +151,11 @@ impl Rendezvous {
         heard.into_iter().flatten().collect()
     }
 
-    /// Keeps `line` as shard `rank`'s progress if it is one; whether it was.
+    /// Keeps `line` as shard `rank`'s progress if it is one; whether it was one (or what is
+    /// left of one cut short).
     pub(super) fn heard_from(&self, rank: usize, line: &str) -> bool {
         let Some(p) = ShardProgress::parse(rank as u32, line) else {
-            return line.starts_with("progress ");
+            return is_progress(line);
         };
         if let Ok(mut h) = self.heard.lock() {
             if h.len() <= rank {

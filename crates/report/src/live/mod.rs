@@ -68,14 +68,22 @@ pub fn fault(e: &FaultEvent) -> Value {
     json!({"kind": "fault", "event": e})
 }
 
-/// The events of a finished run, from its record: the plan, each measured repetition that kept
-/// a time series with its intervals (errors by class: the repetition's, with its last
-/// interval), and the faults.
+/// The events of a finished run, from its record: the plan, each repetition that kept a time
+/// series (the warm-up too) with its intervals (errors by class: the repetition's, with its
+/// last interval), and the faults.
 pub fn frozen(r: &RunRecord) -> Vec<Value> {
     let mut out = vec![run(r)];
+    let planned_ns = r.plan.load.as_ref().and_then(|l| l.duration_ns);
     for (n, c) in r.cases.iter().enumerate() {
         let reps = c.reps.len() as u32;
-        for (k, rep) in c.reps.iter().enumerate() {
+        let all = c.warmup.iter().map(|w| (0, w));
+        let all = all.chain(
+            c.reps
+                .iter()
+                .enumerate()
+                .map(|(k, rep)| (k as u32 + 1, rep)),
+        );
+        for (k, rep) in all {
             let Some((intervals, started_ns)) = rep.detail.series() else {
                 continue;
             };
@@ -84,17 +92,13 @@ pub fn frozen(r: &RunRecord) -> Vec<Value> {
                 cases: r.cases.len(),
                 target: &c.target,
                 test: &c.test,
-                rep: k as u32 + 1,
+                rep: k,
                 reps,
                 started_ns,
-                planned_ns: None,
+                planned_ns,
                 level: c.level.as_deref(),
             }));
-            let mut errors = Map::new();
-            for (class, count) in rep.by_op.values().flat_map(|o| &o.error_classes) {
-                let was = errors.get(class).and_then(Value::as_u64).unwrap_or(0);
-                errors.insert(class.clone(), (was + count).into());
-            }
+            let errors = error_classes(c, rep);
             let none = Map::new();
             for (i, iv) in intervals.iter().enumerate() {
                 let last = i + 1 == intervals.len();
@@ -105,6 +109,23 @@ pub fn frozen(r: &RunRecord) -> Vec<Value> {
     }
     out.extend(r.faults.iter().map(fault));
     out
+}
+
+/// A repetition's failures by class: its requests' (a mix's); the case's, when it has one
+/// repetition; what no class accounts for, as `unclassified`.
+fn error_classes(c: &results::Case, rep: &results::Rep) -> Map<String, Value> {
+    let mut errors: std::collections::BTreeMap<String, u64> = Default::default();
+    for (class, count) in rep.by_op.values().flat_map(|o| &o.error_classes) {
+        *errors.entry(class.clone()).or_default() += count;
+    }
+    if errors.is_empty() && c.reps.len() == 1 && std::ptr::eq(rep, &c.reps[0]) {
+        errors.clone_from(&c.errors);
+    }
+    let classified: u64 = errors.values().sum();
+    if rep.errors > classified {
+        errors.insert("unclassified".into(), rep.errors - classified);
+    }
+    errors.into_iter().map(|(k, v)| (k, v.into())).collect()
 }
 
 /// The report's section "Over time" for record `n`: the view's charts of every repetition,
@@ -126,9 +147,10 @@ pub fn section(r: &RunRecord, n: usize) -> String {
     )
 }
 
-/// JSON to sit in a script element: `</` would end the element; `<\/` reads as `</`.
+/// JSON to sit in a script element: no `<` at all (`</script`, `<!--` would change how the
+/// element is read); `\u003c` reads as `<`, and only strings hold one.
 fn script_json(v: &Value) -> String {
-    v.to_string().replace("</", "<\\/")
+    v.to_string().replace('<', "\\u003c")
 }
 
 #[cfg(test)]
@@ -137,9 +159,9 @@ mod tests {
 
     #[test]
     fn a_script_end_in_the_data_cannot_end_the_element() {
-        let v = Value::Array(vec![json!({"a": "</script><script>x()"})]);
+        let v = Value::Array(vec![json!({"a": "</script><!--<script>x()"})]);
         let text = script_json(&v);
-        assert!(!text.contains("</"), "{text}");
+        assert!(!text.contains('<'), "{text}");
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), v);
         assert!(!SCRIPT.contains("</script"), "the script would end itself");
     }

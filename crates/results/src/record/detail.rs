@@ -382,6 +382,16 @@ pub struct GeneratorCheck {
     /// design; the verdict counts only lateness beyond it.
     #[serde(default)]
     pub pace_ns: u64,
+    /// The I/O backend the load threads ran on (`io_uring` or `epoll`), and why it was chosen
+    /// (absent in records from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_reason: Option<String>,
+    /// System calls the load threads made per request, for their sockets and waits (counted
+    /// where made: sends, receives, polls or ring submissions, connects, timers, sleeps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls_per_request: Option<f64>,
     /// False when the generator was the bottleneck; `reason` says how it was seen.
     pub valid: bool,
     pub reason: Option<String>,

@@ -212,6 +212,10 @@ pub struct LoadPlanRecord {
     /// invalid: a share of the corrected latency p99 (`50%`) or a duration (`2ms`).
     #[serde(default = "default_max_lag")]
     pub max_lag: String,
+    /// The I/O backend asked for: `auto` (io_uring where it runs, epoll otherwise), `uring`
+    /// or `epoll`; the generator's check says which ran.
+    #[serde(default = "auto")]
+    pub io: String,
 }
 
 pub(super) fn default_max_lag() -> String {

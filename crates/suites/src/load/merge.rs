@@ -135,6 +135,25 @@ fn merge_checks(loads: &[&LoadRep]) -> GeneratorCheck {
         },
         sleep_cost_ns: g.iter().map(|c| c.sleep_cost_ns).max().unwrap_or(0),
         pace_ns: g.iter().map(|c| c.pace_ns).max().unwrap_or(0),
+        // One backend when every shard ran the same (each shard's own is in `shards`).
+        io: g
+            .iter()
+            .map(|c| c.io.clone())
+            .reduce(|a, b| a.filter(|a| Some(a) == b.as_ref()))
+            .flatten(),
+        io_reason: None,
+        syscalls_per_request: (requests > 0)
+            .then(|| {
+                (loads.iter())
+                    .map(|l| {
+                        l.generator
+                            .syscalls_per_request
+                            .map(|s| s * l.requests as f64)
+                    })
+                    .sum::<Option<f64>>()
+                    .map(|n| n / requests as f64)
+            })
+            .flatten(),
         valid: invalid.is_empty(),
         reason: (!invalid.is_empty()).then(|| invalid.join("; ")),
     }

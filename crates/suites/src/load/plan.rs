@@ -44,6 +44,8 @@ pub struct LoadParams {
     pub burst: Option<Burst>,
     /// How often responses may wake a load thread.
     pub coalesce: engine::load::Coalesce,
+    /// The I/O backend asked for.
+    pub io: engine::load::Io,
     /// The open loop's arrivals and connection cap, as given: the model's when it is open, and
     /// each point's of a rate sweep.
     pub arrival: ArrivalKind,
@@ -227,6 +229,7 @@ impl LoadParams {
             }),
             coalesce: self.coalesce.label(),
             max_lag: self.max_lag.label(),
+            io: self.io.label().into(),
         }
     }
 }
@@ -242,6 +245,16 @@ impl std::ops::Deref for Raw<'_> {
 }
 
 impl Raw<'_> {
+    pub(super) fn resolve_io(&self) -> Result<engine::load::Io, PlanError> {
+        let Some(io) = self.settings.text(&set::IO) else {
+            return Ok(engine::load::Io::Auto);
+        };
+        engine::load::Io::parse(&io.value).ok_or_else(|| {
+            PlanError::new(io.at.clone(), format!("io {:?} is not a backend", io.value))
+                .hint("write auto, uring or epoll")
+        })
+    }
+
     pub(super) fn resolve_coalesce(&self) -> Result<engine::load::Coalesce, PlanError> {
         use engine::load::{Coalesce, coalesce::MAX_WINDOW_NS};
         let Some(c) = self.settings.text(&set::COALESCE) else {
@@ -372,6 +385,7 @@ impl Raw<'_> {
             hlog,
             burst,
             coalesce: self.resolve_coalesce()?,
+            io: self.resolve_io()?,
             arrival,
             max_connections,
             max_lag,

@@ -62,6 +62,7 @@ fn spec(
         timeout: Duration::from_nanos(p.timeout_ns),
         interval: Duration::from_nanos(p.interval_ns),
         coalesce: p.coalesce,
+        io: p.io,
         clients,
     }
 }
@@ -104,6 +105,10 @@ pub fn partial_rep(live: &load::Live, p: &LoadParams, cpu: (u64, u64)) -> Rep {
             cpu_sys_ns: cpu.1,
             busiest_thread: 0.0,
             waits: Default::default(),
+            io: load::IoUsed {
+                backend: "",
+                reason: String::new(),
+            },
         },
         wall_ns: live.elapsed_ns,
         interrupted: true,
@@ -280,6 +285,10 @@ fn generator(r: &LoadResult, p: &LoadParams) -> GeneratorCheck {
         window_mean_ns: r.check.waits.window_mean_ns(),
         sleep_cost_ns: r.check.waits.sleep_cost_ns,
         pace_ns: r.check.waits.pace_ns,
+        io: (!r.check.io.backend.is_empty()).then(|| r.check.io.backend.to_string()),
+        io_reason: (!r.check.io.backend.is_empty()).then(|| r.check.io.reason.clone()),
+        syscalls_per_request: (c.requests > 0 && c.syscalls > 0)
+            .then(|| c.syscalls as f64 / c.requests as f64),
         valid,
         reason,
     }
@@ -412,6 +421,10 @@ mod tests {
                 cpu_sys_ns: 0,
                 busiest_thread: busiest,
                 waits: Default::default(),
+                io: engine::load::IoUsed {
+                    backend: "epoll",
+                    reason: "a test's".into(),
+                },
             },
             wall_ns: 1,
             interrupted: false,

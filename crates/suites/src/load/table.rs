@@ -163,7 +163,24 @@ const ROWS: &[Row] = &[
             .map_or("-".into(), |s| units::latency(s.p99))
     }),
     ("generator: CPU per request", |_, l| {
-        units::latency(l.generator.cpu_ns_per_request as u64)
+        let g = &l.generator;
+        match l.requests {
+            0 => units::latency(g.cpu_ns_per_request as u64),
+            n => format!(
+                "{} (user {})",
+                units::latency(g.cpu_ns_per_request as u64),
+                units::latency(g.cpu_user_ns / n)
+            ),
+        }
+    }),
+    ("generator: syscalls per request", |_, l| {
+        let g = &l.generator;
+        match (&g.io, g.syscalls_per_request) {
+            (Some(io), Some(n)) => format!("{n:.2} ({io})"),
+            (None, Some(n)) => format!("{n:.2}"),
+            (Some(io), None) => io.clone(),
+            (None, None) => "-".into(),
+        }
     }),
     ("generator: busiest thread", |_, l| {
         pct(l.generator.busiest_thread)

@@ -3,10 +3,12 @@
 
 use super::channel::*;
 use super::*;
+use std::os::fd::AsRawFd;
 
 mod end;
 mod link;
 mod poll;
+mod uring;
 
 use end::check_counters;
 
@@ -59,6 +61,8 @@ pub(super) struct Conn {
     pub(super) iteration_from: u64,
     /// What this client captured from its responses, by slot.
     pub(super) captured: Vec<Vec<u8>>,
+    /// Its requests so far (wrapping): the ring's send completions name theirs.
+    pub(super) seq: u8,
 }
 
 impl Conn {
@@ -144,6 +148,11 @@ pub(super) struct Worker<'a> {
     pub(super) streams: usize,
     /// The requests a link's bytes ended (reused).
     pub(super) ended: Vec<(usize, Ended)>,
+    /// The io_uring backend's ring, when it runs (plain connections only; `None`: epoll).
+    pub(super) uring: Option<Box<uring::Uring>>,
+    /// The connections open and requests in flight as the run ended (before what was still in
+    /// flight failed): the last interval's gauges.
+    pub(super) ended_with: Option<(u64, u64)>,
 }
 
 pub(super) struct WorkerResult {
@@ -171,10 +180,14 @@ impl<'a> Worker<'a> {
         spec: &'a LoadSpec,
         clock: Clock,
         share: &Share,
-        reporter: Reporter,
+        (reporter, on_ring): (Reporter, bool),
     ) -> io::Result<Worker<'a>> {
         let poll = Poll::new()?;
         let timer = timer::Timer::new(poll.registry(), TIMER)?;
+        let uring = match on_ring {
+            true => Some(Box::new(uring::Uring::new()?)),
+            false => None,
+        };
         Ok(Worker {
             spec,
             clock,
@@ -228,6 +241,8 @@ impl<'a> Worker<'a> {
                 1
             },
             ended: Vec::new(),
+            uring,
+            ended_with: None,
         })
     }
 
@@ -251,6 +266,7 @@ impl<'a> Worker<'a> {
             step: 0,
             iteration_from: 0,
             captured: vec![Vec::new(); self.spec.protocol.captures()],
+            seq: 0,
         });
         let ci = self.conns.len() - 1;
         if self.multiplexed {
@@ -286,6 +302,7 @@ impl<'a> Worker<'a> {
         c.started = now;
         c.written = 0;
         c.messages = 0;
+        c.seq = c.seq.wrapping_add(1);
         c.which = match (&self.scenario, self.spec.protocol.mix()) {
             (Some(s), _) => {
                 if c.step == 0 {
@@ -326,9 +343,14 @@ impl<'a> Worker<'a> {
             self.write(ci, now);
             return;
         }
+        self.counters.syscalls += 2;
         let opened = TcpStream::connect(self.spec.addr)
             .map_err(|e| io_err("connect", &e))
             .and_then(|mut s| {
+                if let Some(u) = self.uring.as_mut() {
+                    u.connecting(ci, s.as_raw_fd(), &mut self.counters.syscalls);
+                    return Ok(s);
+                }
                 let both = Interest::READABLE | Interest::WRITABLE;
                 match self.poll.registry().register(&mut s, Token(ci), both) {
                     Ok(()) => Ok(s),
@@ -378,7 +400,23 @@ impl<'a> Worker<'a> {
             }
             return;
         }
+        if let Some(u) = self.uring.as_mut() {
+            // Sent by the ring; its completion comes back here for the rest, if any.
+            match c.written < req.len() {
+                true => {
+                    let fd = stream.as_raw_fd();
+                    u.send(
+                        (ci, fd, c.seq.into()),
+                        &req[c.written..],
+                        &mut self.counters.syscalls,
+                    );
+                }
+                false => c.state = State::Reading,
+            }
+            return;
+        }
         while c.written < req.len() {
+            self.counters.syscalls += 1;
             match stream.write(&req[c.written..]) {
                 Ok(0) => {
                     let e = OpError::new(ErrorClass::Reset, "connection closed while sending");
@@ -407,6 +445,7 @@ impl<'a> Worker<'a> {
             let Some(stream) = c.stream.as_mut() else {
                 return;
             };
+            self.counters.syscalls += 1;
             let got = match recv(stream, c.tls.as_mut(), &mut self.buf) {
                 Ok(got) => got,
                 Err(e) => {
@@ -427,62 +466,72 @@ impl<'a> Worker<'a> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    if c.state == State::Reading || c.state == State::Writing {
-                        self.fail(ci, io_err("receive", &e), now);
-                    } else {
-                        self.drop_stream(ci);
-                    }
+                    self.read_failed(ci, &e, now);
                     return;
                 }
             };
-            self.counters.bytes_in += n as u64;
-            if c.state != State::Reading {
-                // Bytes or a close while no request is in flight.
-                if n > 0 && c.state == State::Idle {
-                    // A server talking out of turn: the connection can no longer be trusted.
-                    self.drop_stream(ci);
-                    self.rec.fail(OpError::new(
-                        ErrorClass::Protocol,
-                        "bytes received with no request in flight",
-                    ));
-                } else if eof {
-                    self.drop_stream(ci);
-                }
+            if !self.take(ci, n, eof, now) {
                 return;
             }
-            match c.reader.feed(&self.buf[..n], eof) {
-                Ok(Feed::More) if eof => {
-                    self.fail(
-                        ci,
-                        OpError::new(
-                            ErrorClass::Reset,
-                            "connection closed before the response ended",
-                        ),
-                        now,
-                    );
-                    return;
-                }
-                Ok(Feed::More) => {}
-                Ok(Feed::Done {
-                    used,
-                    outcome,
-                    keep_alive,
-                }) => {
-                    if used < n {
-                        self.fail(
-                            ci,
-                            OpError::new(ErrorClass::Protocol, "more bytes than the response"),
-                            now,
-                        );
-                        return;
-                    }
-                    self.complete(ci, outcome, keep_alive && !eof, now);
-                    return;
-                }
-                Err(e) => {
+        }
+    }
+
+    /// A receive failed: the request in flight with it, or only the connection.
+    pub(super) fn read_failed(&mut self, ci: usize, e: &io::Error, now: u64) {
+        match self.conns[ci].state {
+            State::Reading | State::Writing => self.fail(ci, io_err("receive", e), now),
+            _ => self.drop_stream(ci),
+        }
+    }
+
+    /// `n` bytes received on connection `ci` (in `self.buf`), or its end: fed to its response;
+    /// whether more is awaited.
+    pub(super) fn take(&mut self, ci: usize, n: usize, eof: bool, now: u64) -> bool {
+        self.counters.bytes_in += n as u64;
+        let c = &mut self.conns[ci];
+        // On the ring, a response may come before its send's completion is seen.
+        let answering = c.state == State::Reading
+            || (c.state == State::Writing && self.uring.is_some() && c.stream.is_some());
+        if !answering {
+            // Bytes or a close while no request is in flight.
+            if n > 0 && c.state == State::Idle {
+                // A server talking out of turn: the connection can no longer be trusted.
+                self.drop_stream(ci);
+                self.rec.fail(OpError::new(
+                    ErrorClass::Protocol,
+                    "bytes received with no request in flight",
+                ));
+            } else if eof {
+                self.drop_stream(ci);
+            }
+            return false;
+        }
+        match c.reader.feed(&self.buf[..n], eof) {
+            Ok(Feed::More) if eof => {
+                let e = OpError::new(
+                    ErrorClass::Reset,
+                    "connection closed before the response ended",
+                );
+                self.fail(ci, e, now);
+                false
+            }
+            Ok(Feed::More) => true,
+            Ok(Feed::Done {
+                used,
+                outcome,
+                keep_alive,
+            }) => {
+                if used < n {
+                    let e = OpError::new(ErrorClass::Protocol, "more bytes than the response");
                     self.fail(ci, e, now);
-                    return;
+                    return false;
                 }
+                self.complete(ci, outcome, keep_alive && !eof, now);
+                false
+            }
+            Err(e) => {
+                self.fail(ci, e, now);
+                false
             }
         }
     }
@@ -494,7 +543,17 @@ impl<'a> Worker<'a> {
         }
         let c = &mut self.conns[ci];
         if let Some(mut s) = c.stream.take() {
-            let _ = self.poll.registry().deregister(&mut s);
+            match self.uring.as_mut() {
+                Some(u) => {
+                    // Ends what the ring had in flight on it; their completions are ignored.
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                    u.forget(ci);
+                }
+                None => {
+                    let _ = self.poll.registry().deregister(&mut s);
+                }
+            }
+            self.counters.syscalls += 1;
         }
         c.tls = None;
         c.handshake_from = None;
@@ -505,40 +564,8 @@ impl<'a> Worker<'a> {
         if ci >= LINK_BASE {
             return self.handle_link(ci - LINK_BASE, now);
         }
-        let state = self.conns[ci].state;
-        if state == State::Connecting {
-            let c = &mut self.conns[ci];
-            let Some(s) = c.stream.as_ref() else { return };
-            match s.take_error() {
-                Ok(Some(e)) | Err(e) => {
-                    self.fail(ci, io_err("connect", &e), now);
-                    return;
-                }
-                Ok(None) => {}
-            }
-            match s.peer_addr() {
-                Ok(_) => {
-                    let _ = s.set_nodelay(true);
-                    self.counters.connects += 1;
-                    c.state = State::Writing;
-                    match self.spec.protocol.channel() {
-                        Ok(tls) => {
-                            let c = &mut self.conns[ci];
-                            c.handshake_from = tls.as_ref().map(|_| now);
-                            c.tls = tls;
-                        }
-                        Err(e) => {
-                            self.fail(ci, e, now);
-                            return;
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-                Err(e) => {
-                    self.fail(ci, io_err("connect", &e), now);
-                    return;
-                }
-            }
+        if self.conns[ci].state == State::Connecting && !self.connected(ci, now) {
+            return;
         }
         if self.conns[ci].state == State::Writing {
             self.write(ci, now);
@@ -554,6 +581,46 @@ impl<'a> Worker<'a> {
         }
         if matches!(self.conns[ci].state, State::Reading | State::Idle) {
             self.read(ci, now);
+        }
+    }
+
+    /// A connection's connect ended: whether it is up (its request now to be written); a failure
+    /// fails it, and one still connecting stays so.
+    pub(super) fn connected(&mut self, ci: usize, now: u64) -> bool {
+        let c = &mut self.conns[ci];
+        let Some(s) = c.stream.as_ref() else {
+            return false;
+        };
+        match s.take_error() {
+            Ok(Some(e)) | Err(e) => {
+                self.fail(ci, io_err("connect", &e), now);
+                return false;
+            }
+            Ok(None) => {}
+        }
+        match s.peer_addr() {
+            Ok(_) => {
+                let _ = s.set_nodelay(true);
+                self.counters.connects += 1;
+                c.state = State::Writing;
+                match self.spec.protocol.channel() {
+                    Ok(tls) => {
+                        let c = &mut self.conns[ci];
+                        c.handshake_from = tls.as_ref().map(|_| now);
+                        c.tls = tls;
+                        true
+                    }
+                    Err(e) => {
+                        self.fail(ci, e, now);
+                        false
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => false,
+            Err(e) => {
+                self.fail(ci, io_err("connect", &e), now);
+                false
+            }
         }
     }
 
@@ -574,6 +641,7 @@ impl<'a> Worker<'a> {
                 c.stream = Some(s);
                 c.tls = tls;
                 c.state = State::Idle;
+                self.uring_ready(ci, 0);
             }
             self.idle.push(ci);
         }
@@ -597,8 +665,10 @@ impl<'a> Worker<'a> {
                 }
                 s.set_nonblocking(true)?;
                 let mut s = TcpStream::from_std(s);
-                let both = Interest::READABLE | Interest::WRITABLE;
-                self.poll.registry().register(&mut s, token, both)?;
+                if self.uring.is_none() {
+                    let both = Interest::READABLE | Interest::WRITABLE;
+                    self.poll.registry().register(&mut s, token, both)?;
+                }
                 Ok(s)
             });
         let s = connected.ok()?;

@@ -12,6 +12,9 @@ impl<'a> Worker<'a> {
         let h = std::mem::replace(&mut self.interval_hist, results::new_histogram());
         let service = std::mem::replace(&mut self.interval_service, results::new_histogram());
         let (c0, e0) = &self.interval_base;
+        // The run's end reads them before it fails what is still in flight.
+        let gauges =
+            (self.ended_with).unwrap_or_else(|| (self.open_connections(), self.in_flight()));
         let c = &self.counters;
         let mut errors = self.rec.errors;
         for (e, base) in errors.iter_mut().zip(e0) {
@@ -26,8 +29,8 @@ impl<'a> Worker<'a> {
             responses: c.responses - c0.responses,
             ok: c.ok - c0.ok,
             connects: c.connects - c0.connects,
-            open: self.open_connections(),
-            in_flight: self.conns.iter().filter(|c| c.busy()).count() as u64,
+            open: gauges.0,
+            in_flight: gauges.1,
             bytes_in: c.bytes_in - c0.bytes_in,
             bytes_out: c.bytes_out - c0.bytes_out,
             errors,
@@ -139,6 +142,7 @@ impl<'a> Worker<'a> {
             // Requests fall due densely: wake once per pace, on the thread's own clock, and
             // send whatever fell due meanwhile (late by at most the pace, in its latency).
             timer::sleep_ns(wake.max(last_dispatch + pace) - now);
+            self.counters.syscalls += 1;
             self.window.slept(pace, true);
             Some(Duration::ZERO)
         } else if wake <= now + self.window.sleep_cost_ns() {
@@ -147,10 +151,16 @@ impl<'a> Worker<'a> {
             // Within a window: sleep on the thread's own clock, not on its sockets, until the
             // window ends (or something is due sooner), then take whatever came in.
             timer::sleep_ns((last_wake + window).min(wake) - now);
+            self.counters.syscalls += 1;
             self.window.slept(window, false);
             Some(Duration::ZERO)
+        } else if self.uring.is_some() {
+            // The ring's wait has a timeout of its own, to the nanosecond.
+            self.window.blocked();
+            Some(Duration::from_nanos(wake - now))
         } else {
             self.timer.arm(wake, wake - now)?;
+            self.counters.syscalls += 1;
             self.window.blocked();
             None
         })
@@ -163,6 +173,7 @@ impl<'a> Worker<'a> {
         // Whatever is still in flight or queued never got its response.
         let never = self.backlog.len() as u64;
         self.counters.unsent += never;
+        self.ended_with = Some((self.open_connections(), self.in_flight()));
         if !interrupted {
             for ci in 0..self.conns.len() {
                 if self.conns[ci].busy() {
@@ -231,6 +242,30 @@ impl<'a> Worker<'a> {
             true => no_more,
             false => self.closed_over(now) || self.conns.iter().all(|c| c.remaining == 0),
         }
+    }
+
+    /// Waits up to `timeout` (`None`: until something happens) and handles what happened, on
+    /// the ring or the poll; whether anything did.
+    fn turn(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<bool> {
+        if self.uring.is_some() {
+            return self.uring_turn(timeout);
+        }
+        self.counters.syscalls += 1;
+        match self.poll.poll(events, timeout) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        let now = self.clock.now_ns();
+        for ev in events.iter() {
+            if ev.token() == TIMER {
+                self.timer.acknowledge();
+                self.counters.syscalls += 1;
+                continue;
+            }
+            self.handle(ev.token().0, now);
+        }
+        Ok(!events.is_empty())
     }
 
     pub(crate) fn run(
@@ -310,21 +345,8 @@ impl<'a> Worker<'a> {
                 }
             }
             let timeout = self.wait(next_scan, next_arrival, last_wake, last_dispatch)?;
-            match self.poll.poll(&mut events, timeout) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-            let now = self.clock.now_ns();
-            if !events.is_empty() {
-                last_wake = now;
-            }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    self.timer.acknowledge();
-                    continue;
-                }
-                self.handle(ev.token().0, now);
+            if self.turn(&mut events, timeout)? {
+                last_wake = self.clock.now_ns();
             }
         }
         Ok(self.finish(start, cpu0, interrupted))

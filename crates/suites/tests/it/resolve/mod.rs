@@ -336,7 +336,7 @@ fn unknown_keys_are_named_with_a_suggestion() {
         "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
          name, reps, warmup, seed, sweep, samples, levels, level_every, objects, size, concurrency, \
          threads, topology, thousands, test_time, duration, requests, rate, ramp, stages, arrival, \
-         max_connections, timeout, interval, hlog, burst, coalesce, max_lag, depth, width, \
+         max_connections, timeout, interval, hlog, burst, coalesce, max_lag, io, depth, width, \
          operations, zipf, builtin, script, scale, transactions, latency_limit, max_tries, tables, table_size, range_size, point_selects, simple_ranges, sum_ranges, order_ranges, distinct_ranges, index_updates, non_index_updates, delete_inserts, range_selects, skip_trx, rand_type, isolation, writes_per_key"
     );
     assert_eq!(
@@ -538,7 +538,7 @@ fn load_mistakes_are_named() {
     assert_eq!(
         err("[load]\nrat = 5\n[targets.api]\nurl = \"http://h/\"\n"),
         "plan.toml:2:1: unknown key `rat` in [load]; did you mean \"rate\"? known keys: objects, size, \
-         concurrency, duration, requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog, burst, coalesce, max_lag"
+         concurrency, duration, requests, rate, ramp, stages, arrival, max_connections, threads, timeout, interval, hlog, burst, coalesce, max_lag, io"
     );
     assert_eq!(
         err("[load]\nstages = [{ rate = 5 }]\n[targets.api]\nurl = \"http://h/\"\n"),

@@ -59,6 +59,7 @@ fn spec(url: &str, opts: &[(&str, &str)], (model, connections): Load) -> LoadSpe
         timeout: Duration::from_secs(2),
         interval: Duration::from_millis(100),
         coalesce: engine::load::Coalesce::Auto,
+        io: BACKEND.with(|b| b.get()),
         clients: Default::default(),
         shard: (0, 1),
         keep_sends: 0,
@@ -114,6 +115,35 @@ fn run(s: &LoadSpec) -> LoadResult {
     r
 }
 
+thread_local! {
+    /// The I/O backend this test's loads run on: every test runs on each (`on_each_backend!`).
+    static BACKEND: std::cell::Cell<load::Io> = const { std::cell::Cell::new(load::Io::Epoll) };
+}
+
+/// Each test twice: on epoll, and on io_uring where this kernel allows it (skipped, saying so,
+/// where it does not).
+macro_rules! on_each_backend {
+    (fn $name:ident() $body:block) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn epoll() {
+                BACKEND.with(|b| b.set(load::Io::Epoll));
+                $body
+            }
+            #[test]
+            fn uring() {
+                if let Err(why) = load::backend::uring_allowed() {
+                    eprintln!("skipped on io_uring: {why}");
+                    return;
+                }
+                BACKEND.with(|b| b.set(load::Io::Uring));
+                $body
+            }
+        }
+    };
+}
+
 /// Load tests measure timing: one at a time (taken before their servers start, whose stalls are
 /// timed from their start), so they do not take each other's CPU.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -125,7 +155,7 @@ fn errors(r: &LoadResult, class: ErrorClass) -> u64 {
     r.recorder.errors[class as usize]
 }
 
-#[test]
+on_each_backend! {
 fn http_keep_alive_gobench_model() {
     let _serial = serial();
     let s = server(Kind::Http, Body::Json, None);
@@ -146,8 +176,9 @@ fn http_keep_alive_gobench_model() {
     let in_intervals: u64 = r.intervals.iter().map(|i| i.responses).sum();
     assert_eq!(in_intervals, 1000, "every response lands in one interval");
 }
+}
 
-#[test]
+on_each_backend! {
 fn http_connection_per_request_and_non_2xx() {
     let _serial = serial();
     let s = server(Kind::Http, Body::Json, None);
@@ -167,8 +198,9 @@ fn http_connection_per_request_and_non_2xx() {
         "non-2xx responses still have a latency"
     );
 }
+}
 
-#[test]
+on_each_backend! {
 fn http_duration_stop() {
     let _serial = serial();
     let s = server(
@@ -195,8 +227,9 @@ fn http_duration_stop() {
         r.wall_ns
     );
 }
+}
 
-#[test]
+on_each_backend! {
 fn tcp_framings() {
     let _serial = serial();
     for (framing, on_connect, opts) in [
@@ -235,8 +268,9 @@ fn tcp_framings() {
         assert!((5_000.0..15_000.0).contains(&mean), "{framing:?}: {mean}");
     }
 }
+}
 
-#[test]
+on_each_backend! {
 fn resets_and_garbage_are_counted_and_the_run_goes_on() {
     let _serial = serial();
     let s = server(Kind::Http, Body::Json, Some(Fault::Reset { every: 10 }));
@@ -260,8 +294,9 @@ fn resets_and_garbage_are_counted_and_the_run_goes_on() {
     );
     assert_eq!(r.counters.ok, 30);
 }
+}
 
-#[test]
+on_each_backend! {
 fn a_server_that_is_not_there_costs_errors_not_a_hang() {
     let _serial = serial();
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -272,8 +307,9 @@ fn a_server_that_is_not_there_costs_errors_not_a_hang() {
     assert_eq!(errors(&r, ErrorClass::Refused), 10);
     assert_eq!(r.counters.responses, 0);
 }
+}
 
-#[test]
+on_each_backend! {
 fn a_server_that_never_answers_times_out() {
     let _serial = serial();
     // A listener that accepts (the kernel does) but never reads or writes.
@@ -288,8 +324,9 @@ fn a_server_that_never_answers_times_out() {
     assert_eq!(errors(&r, ErrorClass::Timeout), 2);
     assert!(r.wall_ns < 1_000_000_000, "{}", r.wall_ns);
 }
+}
 
-#[test]
+on_each_backend! {
 fn open_loop_offers_the_stated_rate() {
     let _serial = serial();
     let s = server(Kind::Http, Body::Json, None);
@@ -323,8 +360,9 @@ fn open_loop_offers_the_stated_rate() {
         r.counters.requests
     );
 }
+}
 
-#[test]
+on_each_backend! {
 fn open_loop_opens_connections_up_to_the_limit_when_all_are_busy() {
     let _serial = serial();
     // The server stalls for 300 ms at its start: every request due meanwhile needs a connection
@@ -359,9 +397,11 @@ fn open_loop_opens_connections_up_to_the_limit_when_all_are_busy() {
         "queueing behind the stall is charged"
     );
 }
+}
 
 /// HTTP/2's connections carry several requests each, and still nothing a server does (not
 /// there, silent, answering garbage) hangs the run or loses count of a request.
+/// HTTP/2 runs on epoll only (io_uring carries plain connections so far).
 #[test]
 fn h2c_servers_that_are_absent_silent_or_broken_cost_errors_not_a_hang() {
     let _serial = serial();
@@ -415,4 +455,34 @@ fn h2c_servers_that_are_absent_silent_or_broken_cost_errors_not_a_hang() {
         r.recorder.examples
     );
     assert!(r.wall_ns < 1_000_000_000, "{}", r.wall_ns);
+}
+
+#[test]
+fn io_uring_asked_for_where_it_cannot_run_is_refused_and_auto_says_why_it_fell_back() {
+    let _serial = serial();
+    let s = server(Kind::Http, Body::Json, None);
+    let h2c = format!("h2c://{}/", s.addr());
+    let mut sp = spec(&h2c, &[], closed(1, 1));
+    sp.io = load::Io::Uring;
+    let live = std::sync::Mutex::new(load::Live::new(None));
+    let Err(e) = load::run(&sp, &AtomicBool::new(false), &live, &mut |_| {}) else {
+        panic!("io_uring was asked for an h2c target and ran");
+    };
+    assert!(
+        e.to_string()
+            .starts_with("--io uring: a multiplexed protocol"),
+        "{e}"
+    );
+    sp.io = load::Io::Auto;
+    assert_eq!(load::backend::choose(&sp).unwrap().backend, "epoll");
+    let plain = spec(&format!("http://{}/", s.addr()), &[], closed(1, 1));
+    let sp = LoadSpec {
+        io: load::Io::Auto,
+        ..plain
+    };
+    let used = load::backend::choose(&sp).unwrap();
+    match load::backend::uring_allowed() {
+        Ok(()) => assert_eq!(used.backend, "io_uring", "{used:?}"),
+        Err(_) => assert_eq!(used.backend, "epoll", "{used:?}"),
+    }
 }

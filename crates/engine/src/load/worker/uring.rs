@@ -1,0 +1,380 @@
+//! The io_uring backend of a load thread, for plain connections (HTTP/1.1 without TLS, TCP):
+//! the sends a loop turn starts and the wait for what came back go to the kernel together, in
+//! one system call per turn however many connections are busy. Each connection keeps one
+//! multishot receive armed; its bytes land in buffers the kernel picks from a ring of them the
+//! thread provides (one allocation up front, none per request). A connection is still opened by
+//! the socket's own `connect`, whose end a poll in the ring reports.
+//!
+//! A completion names its connection, the connection's generation (bumped whenever its socket
+//! is dropped: what was in flight on the old socket is ignored when it completes) and, for a
+//! send, the request it carried; a receive's buffer goes back to the ring whatever became of
+//! its connection.
+
+use super::*;
+use io_uring::types::{BufRingEntry, Fd, SubmitArgs, Timespec};
+use io_uring::{IoUring, cqueue, opcode};
+use std::os::fd::AsRawFd;
+
+/// Submission queue entries (completions: twice as many).
+const ENTRIES: u32 = 1024;
+/// Receive buffers in the ring, and their size: 4 MiB a thread, taken once.
+const BUFS: u16 = 256;
+const BUF_LEN: usize = 16 << 10;
+/// The ring's buffer group.
+const GROUP: u16 = 0;
+
+const RECV: u64 = 1;
+const SEND: u64 = 2;
+const CONNECT: u64 = 3;
+
+/// A completion's connection, generation, kind and (a send) request, in its user data.
+fn tag(ci: usize, generation: u32, kind: u64, request: u64) -> u64 {
+    (ci as u64) << 32 | u64::from(generation & 0xffff) << 16 | kind << 8 | (request & 0xff)
+}
+
+fn untag(ud: u64) -> (usize, u32, u64, u64) {
+    (
+        (ud >> 32) as usize,
+        (ud >> 16 & 0xffff) as u32,
+        ud >> 8 & 0xff,
+        ud & 0xff,
+    )
+}
+
+/// The provided buffers: their memory, and the ring of entries the kernel takes them from.
+struct Buffers {
+    memory: Vec<u8>,
+    ring: *mut BufRingEntry,
+    layout: std::alloc::Layout,
+    tail: u16,
+}
+
+impl Buffers {
+    fn new(ring: &IoUring) -> io::Result<Buffers> {
+        let layout = std::alloc::Layout::from_size_align(
+            usize::from(BUFS) * std::mem::size_of::<BufRingEntry>(),
+            4096,
+        )
+        .map_err(io::Error::other)?;
+        // SAFETY: a non-zero size; zeroed, as the kernel expects a new ring.
+        let entries = unsafe { std::alloc::alloc_zeroed(layout) } as *mut BufRingEntry;
+        if entries.is_null() {
+            return Err(io::ErrorKind::OutOfMemory.into());
+        }
+        let mut b = Buffers {
+            memory: vec![0; usize::from(BUFS) * BUF_LEN],
+            ring: entries,
+            layout,
+            tail: 0,
+        };
+        // SAFETY: the ring is page-aligned memory of BUFS entries that lives as long as `b`,
+        // which outlives the ring's use (dropped after the IoUring, see `Uring`).
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(entries as u64, BUFS, GROUP, 0)?
+        };
+        for bid in 0..BUFS {
+            b.put(bid);
+        }
+        b.publish();
+        Ok(b)
+    }
+
+    /// Puts buffer `bid` at the ring's tail (the kernel sees it once published).
+    fn put(&mut self, bid: u16) {
+        let at = usize::from(self.tail & (BUFS - 1));
+        // SAFETY: `at` < BUFS; the kernel reads entries only up to the published tail.
+        let e = unsafe { &mut *self.ring.add(at) };
+        e.set_addr(self.memory.as_ptr() as u64 + u64::from(bid) * BUF_LEN as u64);
+        e.set_len(BUF_LEN as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    fn publish(&self) {
+        // SAFETY: the tail field of the ring's first entry, written with release ordering as
+        // the kernel reads it with acquire.
+        unsafe {
+            let tail = BufRingEntry::tail(self.ring) as *const std::sync::atomic::AtomicU16;
+            (*tail).store(self.tail, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    fn bytes(&self, bid: u16, n: usize) -> &[u8] {
+        let from = usize::from(bid) * BUF_LEN;
+        &self.memory[from..from + n.min(BUF_LEN)]
+    }
+}
+
+impl Drop for Buffers {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ring as *mut u8, self.layout) };
+    }
+}
+
+/// A thread's ring and what it knows of each connection's operations in it.
+pub(in crate::load) struct Uring {
+    // Dropped first: the kernel lets go of the buffers with the ring.
+    ring: IoUring,
+    buffers: Buffers,
+    /// Per connection: its generation, and whether its receive is armed.
+    generation: Vec<u32>,
+    armed: Vec<bool>,
+    /// Completions taken from the queue, handled once it is let go (reused).
+    taken: Vec<(u64, i32, u32)>,
+}
+
+impl Uring {
+    pub(super) fn new() -> io::Result<Uring> {
+        let ring = IoUring::builder().build(ENTRIES)?;
+        let buffers = Buffers::new(&ring)?;
+        Ok(Uring {
+            ring,
+            buffers,
+            generation: Vec::new(),
+            armed: Vec::new(),
+            taken: Vec::with_capacity(ENTRIES as usize * 2),
+        })
+    }
+
+    fn grow(&mut self, ci: usize) {
+        if self.generation.len() <= ci {
+            self.generation.resize(ci + 1, 0);
+            self.armed.resize(ci + 1, false);
+        }
+    }
+
+    /// Queues `sqe`; a full queue is submitted first (a system call, counted).
+    fn push(&mut self, sqe: io_uring::squeue::Entry, syscalls: &mut u64) {
+        // SAFETY: every entry's buffers (the request's bytes, the provided buffers) outlive
+        // its completion: requests are the protocol's or their connection's, kept for the run.
+        while unsafe { self.ring.submission().push(&sqe) }.is_err() {
+            *syscalls += 1;
+            if self.ring.submit().is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Arms connection `ci`'s multishot receive on `fd`, unless armed.
+    pub(super) fn arm(&mut self, ci: usize, fd: i32, syscalls: &mut u64) {
+        self.grow(ci);
+        if self.armed[ci] {
+            return;
+        }
+        self.armed[ci] = true;
+        let sqe = opcode::RecvMulti::new(Fd(fd), GROUP).build().user_data(tag(
+            ci,
+            self.generation[ci],
+            RECV,
+            0,
+        ));
+        self.push(sqe, syscalls);
+    }
+
+    /// Queues a send of `bytes` for request `request` of connection `ci`.
+    pub(super) fn send(
+        &mut self,
+        (ci, fd, request): (usize, i32, u64),
+        bytes: &[u8],
+        syscalls: &mut u64,
+    ) {
+        self.grow(ci);
+        let sqe = opcode::Send::new(Fd(fd), bytes.as_ptr(), bytes.len() as u32)
+            .build()
+            .user_data(tag(ci, self.generation[ci], SEND, request));
+        self.push(sqe, syscalls);
+    }
+
+    /// Queues a poll for the end of connection `ci`'s connect on `fd`.
+    pub(super) fn connecting(&mut self, ci: usize, fd: i32, syscalls: &mut u64) {
+        self.grow(ci);
+        let sqe = opcode::PollAdd::new(Fd(fd), libc::POLLOUT as u32)
+            .build()
+            .user_data(tag(ci, self.generation[ci], CONNECT, 0));
+        self.push(sqe, syscalls);
+    }
+
+    /// Connection `ci`'s socket is dropped: what it had in flight is ignored when it ends.
+    pub(super) fn forget(&mut self, ci: usize) {
+        self.grow(ci);
+        self.generation[ci] = self.generation[ci].wrapping_add(1);
+        self.armed[ci] = false;
+    }
+
+    /// Submits what is queued and waits up to `timeout` (`None`: until a completion) for at
+    /// least one completion, then takes every completion there is.
+    fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        let submitted = match timeout {
+            Some(t) if t.is_zero() => self.ring.submit(),
+            Some(t) => {
+                let ts = Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos());
+                self.ring
+                    .submitter()
+                    .submit_with_args(1, &SubmitArgs::new().timespec(&ts))
+            }
+            None => self.ring.submit_and_wait(1),
+        };
+        match submitted {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
+            Err(e) => return Err(e),
+        }
+        self.taken.clear();
+        for c in self.ring.completion() {
+            self.taken.push((c.user_data(), c.result(), c.flags()));
+        }
+        Ok(())
+    }
+}
+
+impl Worker<'_> {
+    /// One turn of the loop on the ring: what was queued submitted, the wait, and every
+    /// completion handled; whether there were any.
+    pub(super) fn uring_turn(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        let Some(mut u) = self.uring.take() else {
+            return Ok(false);
+        };
+        self.counters.syscalls += 1;
+        let turned = u.turn(timeout);
+        let taken = std::mem::take(&mut u.taken);
+        self.uring = Some(u);
+        turned?;
+        let now = self.clock.now_ns();
+        for &(ud, res, flags) in &taken {
+            self.completed(ud, res, flags, now);
+        }
+        let any = !taken.is_empty();
+        if let Some(u) = self.uring.as_mut() {
+            u.taken = taken;
+            u.buffers.publish();
+        }
+        Ok(any)
+    }
+
+    fn completed(&mut self, ud: u64, res: i32, flags: u32, now: u64) {
+        let (ci, generation, kind, request) = untag(ud);
+        let Some(u) = self.uring.as_mut() else { return };
+        let bid = cqueue::buffer_select(flags);
+        let current = u
+            .generation
+            .get(ci)
+            .is_some_and(|g| g & 0xffff == generation);
+        match kind {
+            RECV => {
+                let more = cqueue::more(flags);
+                if current && !more {
+                    u.armed[ci] = false;
+                }
+                let got = bid.map(|b| (b, res.max(0) as usize));
+                if let (true, Some((b, n))) = (current, got) {
+                    let n = n.min(self.buf.len());
+                    self.buf[..n].copy_from_slice(u.buffers.bytes(b, n));
+                }
+                if let Some((b, _)) = got {
+                    u.buffers.put(b);
+                }
+                if !current {
+                    return;
+                }
+                self.received(ci, res, more, now);
+            }
+            SEND if current => self.sent(ci, res, request, now),
+            CONNECT if current => {
+                if self.connected(ci, now) {
+                    self.uring_ready(ci, now);
+                } else if let (State::Connecting, Some(s)) =
+                    (self.conns[ci].state, self.conns[ci].stream.as_ref())
+                {
+                    // Woken before the connect ended: asked again.
+                    let fd = s.as_raw_fd();
+                    if let Some(u) = self.uring.as_mut() {
+                        u.connecting(ci, fd, &mut self.counters.syscalls);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A receive's completion on a live connection: `res` bytes in `self.buf`, its end, or
+    /// its failure; the receive armed again if it ended.
+    fn received(&mut self, ci: usize, res: i32, more: bool, now: u64) {
+        match res {
+            n if n > 0 => {
+                self.take(ci, n as usize, false, now);
+            }
+            0 => {
+                self.take(ci, 0, true, now);
+                return;
+            }
+            e if -e == libc::ENOBUFS => {}
+            e => {
+                let err = io::Error::from_raw_os_error(-e);
+                self.read_failed(ci, &err, now);
+                return;
+            }
+        }
+        if !more && let Some(fd) = self.conns[ci].stream.as_ref().map(|s| s.as_raw_fd()) {
+            let mut calls = 0;
+            if let Some(u) = self.uring.as_mut() {
+                u.arm(ci, fd, &mut calls);
+            }
+            self.counters.syscalls += calls;
+        }
+    }
+
+    /// A send's completion: the rest sent, or the request now waits for its response.
+    fn sent(&mut self, ci: usize, res: i32, request: u64, now: u64) {
+        if res < 0 {
+            let e = io::Error::from_raw_os_error(-res);
+            self.fail(ci, io_err("send", &e), now);
+            return;
+        }
+        self.counters.bytes_out += res as u64;
+        let c = &mut self.conns[ci];
+        // A response may end before its send's completion is seen: that request is over.
+        if c.state != State::Writing || u64::from(c.seq) != request {
+            return;
+        }
+        c.written += res as usize;
+        self.write(ci, now);
+    }
+
+    /// A plain connection is up (connected now, or before the run): its receive armed, and the
+    /// request it was opened for sent.
+    pub(super) fn uring_ready(&mut self, ci: usize, now: u64) {
+        let Some(fd) = self.conns[ci].stream.as_ref().map(|s| s.as_raw_fd()) else {
+            return;
+        };
+        let mut calls = 0;
+        if let Some(u) = self.uring.as_mut() {
+            u.arm(ci, fd, &mut calls);
+        }
+        self.counters.syscalls += calls;
+        if self.conns[ci].state == State::Writing {
+            self.write(ci, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_reads_back() {
+        for (ci, g, k, r) in [
+            (0, 0, RECV, 0),
+            (70_000, 0xffff, SEND, 0xff),
+            (3, 7, CONNECT, 9),
+        ] {
+            assert_eq!(untag(tag(ci, g, k, r)), (ci, g, k, r));
+        }
+    }
+}
