@@ -7,7 +7,9 @@
 # of three requests (a requests file), and with the same three as templates (a `{{uniform}}` id
 # in each query): their CPU per request over the single request's, per round and median; and
 # once more pushing its figures (`--push`) to a destination that takes connections and never
-# answers (a black hole): its CPU per request and rate over the plain run's. Then dyno's open loop at 90% of the
+# answers (a black hole): its CPU per request and rate over the plain run's; and on the epoll
+# backend (`--io epoll`; dyno runs on io_uring by default where the kernel allows it): dyno's
+# CPU per request and rate over epoll's, and epoll's over wrk's. Then dyno's open loop at 90% of the
 # best closed-loop rate seen, with its corrected p99, and one run each at 80%, 70%, 60% and 50% of
 # it; last, the 90% run once more in 10 ms intervals beside nginx's time on CPU, to show where its
 # tail comes from. Needs nginx and wrk (installed from the distribution's packages if missing),
@@ -62,11 +64,12 @@ for round in $(seq "$rounds"); do
   best=$(python3 -c "print(max($best, $rate))")
   # dyno: one load thread, 50 connections; as it runs by default, without coalescing, with a
   # mix of three requests, and with the three as templates.
-  for variant in auto off mix templates push; do
+  for variant in auto epoll off mix templates push; do
     coalesce=auto; [ $variant = off ] && coalesce=off
     more=(); [ $variant = mix ] && more=(--requests-file "$work/mix.txt")
     [ $variant = templates ] && more=(--requests-file "$work/templates.txt")
     [ $variant = push ] && more=(--push "$hole_url")
+    [ $variant = epoll ] && more=(--io epoll)
     out=$(measure "$dyno" run "$url" -c 50 -d "$duration" -r 1 --threads 1 --coalesce $coalesce "${more[@]}" -f json -o "$work/r$round$variant")
     reqs=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["requests"])')
     rate=$(echo "$out" | python3 -c 'import json,sys; r=json.loads(sys.stdin.readline()); print(r["cases"][0]["reps"][0]["detail"]["load"]["responses_per_s"])')
@@ -94,6 +97,11 @@ for variant in ("dyno-mix", "dyno-templates", "dyno-push"):
 rates = {(t, r): float(rate) for t, _, r, rate, _ in (l.split() for l in open(sys.argv[1]))}
 x = [rates[("dyno-push", r)] / rates[("dyno", r)] for r in rounds]
 print("  %-15s %s (%.2fx)  <- its rate over the plain run's" % ("dyno-push", ", ".join("%.2f" % v for v in x), statistics.median(x)))
+print("The I/O backends, per round (median):")
+for name, a, b, m in (("io_uring/epoll CPU", "dyno", "dyno-epoll", runs), ("io_uring/epoll rate", "dyno", "dyno-epoll", rates),
+                      ("epoll/wrk CPU", "dyno-epoll", "wrk", runs), ("epoll/wrk rate", "dyno-epoll", "wrk", rates)):
+    x = [m[(a, r)] / m[(b, r)] for r in rounds]
+    print("  %-20s %s (%.2fx)" % (name, ", ".join("%.2f" % v for v in x), statistics.median(x)))
 PY
 
 # One open-loop run at SHARE of the best rate seen; prints its row.

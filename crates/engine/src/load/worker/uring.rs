@@ -127,7 +127,19 @@ pub(in crate::load) struct Uring {
 
 impl Uring {
     pub(super) fn new() -> io::Result<Uring> {
-        let ring = IoUring::builder().build(ENTRIES)?;
+        // One thread submits, and the kernel's work on completions waits for the thread's next
+        // call rather than interrupting it (Linux 6.1); the kernel flags that work as pending, so
+        // a turn that does not wait still takes it (without the flag, a paced open loop's turns
+        // would never see a completion). Older kernels refuse the flags: a plain ring then.
+        let ring = match IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_taskrun_flag()
+            .build(ENTRIES)
+        {
+            Ok(r) => r,
+            Err(_) => IoUring::new(ENTRIES)?,
+        };
         let buffers = Buffers::new(&ring)?;
         Ok(Uring {
             ring,

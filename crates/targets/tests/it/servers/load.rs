@@ -363,6 +363,31 @@ fn open_loop_offers_the_stated_rate() {
 }
 
 on_each_backend! {
+fn a_dense_open_loop_paces_its_sends_and_keeps_up() {
+    // 20,000 requests a second (two threads, one every 100 µs each), paced: a thread sends in
+    // batches every 200 µs and takes its responses in turns that do not wait; each response must still be
+    // seen at once (on io_uring, a ring whose completions ran only in waits fell behind here
+    // by seconds).
+    let _serial = serial();
+    let s = server(Kind::Http, Body::Json, None);
+    let mode = open(20_000.0, ArrivalKind::Constant, 16, 64);
+    let mut sp = spec(&format!("http://{}/", s.addr()), &[], mode);
+    // Paced every 200 µs, whatever this machine's sleeps cost.
+    sp.coalesce = engine::load::Coalesce::Fixed(200_000);
+    let r = run(&sp);
+    assert!(
+        (9_900..=10_100).contains(&r.counters.requests),
+        "{:?}",
+        r.counters
+    );
+    assert_eq!(r.counters.unsent, 0, "{:?}", r.counters);
+    assert_eq!(r.counters.ok, r.counters.requests, "{:?}", r.counters);
+    let p50 = r.recorder.latency.value_at_quantile(0.5);
+    assert!(p50 < 20_000_000, "p50 {p50} ns: responses waited for the loop");
+}
+}
+
+on_each_backend! {
 fn open_loop_opens_connections_up_to_the_limit_when_all_are_busy() {
     let _serial = serial();
     // The server stalls for 300 ms at its start: every request due meanwhile needs a connection
