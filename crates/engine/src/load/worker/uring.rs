@@ -11,7 +11,7 @@
 //! its connection.
 
 use super::*;
-use io_uring::types::{BufRingEntry, Fd, SubmitArgs, Timespec};
+use io_uring::types::{BufRingEntry, CancelBuilder, Fd, SubmitArgs, Timespec};
 use io_uring::{IoUring, cqueue, opcode};
 use std::os::fd::AsRawFd;
 
@@ -242,6 +242,30 @@ impl Uring {
             self.taken.push((c.user_data(), c.result(), c.flags()));
         }
         Ok(())
+    }
+}
+
+impl Drop for Uring {
+    /// Nothing the kernel still holds may write into the buffers once they are freed: every
+    /// operation is cancelled, and the cancel's own end awaited (at most a second), before the
+    /// ring and then the buffers go.
+    fn drop(&mut self) {
+        const CANCEL: u64 = u64::MAX;
+        let all = opcode::AsyncCancel2::new(CancelBuilder::any())
+            .build()
+            .user_data(CANCEL);
+        // SAFETY: the cancel entry refers to no memory of ours.
+        if unsafe { self.ring.submission().push(&all) }.is_err() {
+            return;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(1);
+        while std::time::Instant::now() < deadline {
+            let ts = Timespec::new().nsec(50_000_000);
+            let _ = (self.ring.submitter()).submit_with_args(1, &SubmitArgs::new().timespec(&ts));
+            if self.ring.completion().any(|c| c.user_data() == CANCEL) {
+                return;
+            }
+        }
     }
 }
 
