@@ -46,10 +46,45 @@ pub struct IoUsed {
 /// fallback's test, and a way out should a kernel misbehave.
 pub const REFUSE_URING: &str = "DYNO_IO_URING_REFUSED";
 
-/// Whether this process may use io_uring: a ring is made and dropped; why not, if not.
+/// The oldest kernel whose io_uring has all the backend uses: multishot receive (6.0), buffer
+/// rings (5.19), deferred completion work (6.1).
+const OLDEST_KERNEL: (u32, u32) = (6, 1);
+
+/// This kernel's release, major and minor (`None` where it does not say).
+fn kernel() -> Option<(u32, u32, String)> {
+    // SAFETY: uname fills the struct it is given.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    // SAFETY: the release is a NUL-terminated string within the struct.
+    let release = unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    let mut n = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(str::parse::<u32>);
+    match (n.next(), n.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) => Some((major, minor, release)),
+        _ => None,
+    }
+}
+
+/// Whether this process may use io_uring as the backend does: a kernel new enough, and a ring
+/// made and dropped; why not, if not.
 pub fn uring_allowed() -> Result<(), String> {
     if std::env::var_os(REFUSE_URING).is_some() {
         return Err(format!("refused ({REFUSE_URING} is set)"));
+    }
+    match kernel() {
+        Some((major, minor, _)) if (major, minor) >= OLDEST_KERNEL => {}
+        Some((.., release)) => {
+            return Err(format!(
+                "needs Linux {}.{} or later (this is {release})",
+                OLDEST_KERNEL.0, OLDEST_KERNEL.1
+            ));
+        }
+        None => return Err("cannot tell this kernel's release".into()),
     }
     match io_uring::IoUring::new(8) {
         Ok(_) => Ok(()),
@@ -76,7 +111,7 @@ pub fn choose(spec: &LoadSpec) -> Result<IoUsed, String> {
         Some(
             "a multiplexed protocol (HTTP/2, gRPC) runs on epoll: io_uring carries plain connections only so far",
         )
-    } else if spec.protocol.alpn().is_some() || spec.protocol.channel().ok().flatten().is_some() {
+    } else if spec.protocol.alpn().is_some() || !matches!(spec.protocol.channel(), Ok(None)) {
         Some("TLS runs on epoll: io_uring carries plain connections only so far")
     } else {
         None

@@ -8,6 +8,7 @@ use std::os::fd::AsRawFd;
 mod end;
 mod link;
 mod poll;
+mod recv;
 mod uring;
 
 use end::check_counters;
@@ -91,6 +92,10 @@ pub(super) struct Share {
 }
 
 pub(super) struct Worker<'a> {
+    /// The io_uring backend's ring, when it runs (plain connections only; `None`: epoll).
+    /// First, so it is dropped first: what the kernel still holds of the connections' sockets
+    /// and buffers ends before they do.
+    pub(super) uring: Option<Box<uring::Uring>>,
     pub(super) spec: &'a LoadSpec,
     pub(super) clock: Clock,
     pub(super) poll: Poll,
@@ -148,8 +153,6 @@ pub(super) struct Worker<'a> {
     pub(super) streams: usize,
     /// The requests a link's bytes ended (reused).
     pub(super) ended: Vec<(usize, Ended)>,
-    /// The io_uring backend's ring, when it runs (plain connections only; `None`: epoll).
-    pub(super) uring: Option<Box<uring::Uring>>,
     /// The connections open and requests in flight as the run ended (before what was still in
     /// flight failed): the last interval's gauges.
     pub(super) ended_with: Option<(u64, u64)>,
@@ -314,6 +317,16 @@ impl<'a> Worker<'a> {
             (None, None) => 0,
         };
         c.reader.reset(c.which);
+        // A send of its last request still in the kernel may read its bytes: that socket goes.
+        if self.templated
+            && self
+                .uring
+                .as_ref()
+                .is_some_and(|u| u.sending.get(ci) == Some(&true))
+        {
+            self.drop_stream(ci);
+        }
+        let c = &mut self.conns[ci];
         if self.templated {
             c.out.clear();
             // Clients, and what they share, are numbered over every shard: interleaved.
@@ -438,104 +451,6 @@ impl<'a> Worker<'a> {
         c.state = State::Reading;
     }
 
-    /// Reads what has arrived; completes the response when the reader says so.
-    pub(super) fn read(&mut self, ci: usize, now: u64) {
-        loop {
-            let c = &mut self.conns[ci];
-            let Some(stream) = c.stream.as_mut() else {
-                return;
-            };
-            self.counters.syscalls += 1;
-            let got = match recv(stream, c.tls.as_mut(), &mut self.buf) {
-                Ok(got) => got,
-                Err(e) => {
-                    self.fail(ci, e, now);
-                    return;
-                }
-            };
-            if let (Some(from), Some(tls)) = (c.handshake_from, c.tls.as_ref())
-                && !tls.is_handshaking()
-            {
-                self.handshake
-                    .saturating_record(now.saturating_sub(from).max(1));
-                c.handshake_from = None;
-            }
-            let (n, eof) = match got {
-                Ok(0) => (0, true),
-                Ok(n) => (n, false),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.read_failed(ci, &e, now);
-                    return;
-                }
-            };
-            if !self.take(ci, n, eof, now) {
-                return;
-            }
-        }
-    }
-
-    /// A receive failed: the request in flight with it, or only the connection.
-    pub(super) fn read_failed(&mut self, ci: usize, e: &io::Error, now: u64) {
-        match self.conns[ci].state {
-            State::Reading | State::Writing => self.fail(ci, io_err("receive", e), now),
-            _ => self.drop_stream(ci),
-        }
-    }
-
-    /// `n` bytes received on connection `ci` (in `self.buf`), or its end: fed to its response;
-    /// whether more is awaited.
-    pub(super) fn take(&mut self, ci: usize, n: usize, eof: bool, now: u64) -> bool {
-        self.counters.bytes_in += n as u64;
-        let c = &mut self.conns[ci];
-        // On the ring, a response may come before its send's completion is seen.
-        let answering = c.state == State::Reading
-            || (c.state == State::Writing && self.uring.is_some() && c.stream.is_some());
-        if !answering {
-            // Bytes or a close while no request is in flight.
-            if n > 0 && c.state == State::Idle {
-                // A server talking out of turn: the connection can no longer be trusted.
-                self.drop_stream(ci);
-                self.rec.fail(OpError::new(
-                    ErrorClass::Protocol,
-                    "bytes received with no request in flight",
-                ));
-            } else if eof {
-                self.drop_stream(ci);
-            }
-            return false;
-        }
-        match c.reader.feed(&self.buf[..n], eof) {
-            Ok(Feed::More) if eof => {
-                let e = OpError::new(
-                    ErrorClass::Reset,
-                    "connection closed before the response ended",
-                );
-                self.fail(ci, e, now);
-                false
-            }
-            Ok(Feed::More) => true,
-            Ok(Feed::Done {
-                used,
-                outcome,
-                keep_alive,
-            }) => {
-                if used < n {
-                    let e = OpError::new(ErrorClass::Protocol, "more bytes than the response");
-                    self.fail(ci, e, now);
-                    return false;
-                }
-                self.complete(ci, outcome, keep_alive && !eof, now);
-                false
-            }
-            Err(e) => {
-                self.fail(ci, e, now);
-                false
-            }
-        }
-    }
-
     pub(super) fn drop_stream(&mut self, ci: usize) {
         if let Some(li) = self.conns[ci].link {
             self.link_detach(ci, li);
@@ -545,7 +460,10 @@ impl<'a> Worker<'a> {
         if let Some(mut s) = c.stream.take() {
             match self.uring.as_mut() {
                 Some(u) => {
-                    // Ends what the ring had in flight on it; their completions are ignored.
+                    // What is queued for it goes to the kernel while its descriptor is still
+                    // its own; the shutdown ends what the ring has in flight on it, and their
+                    // completions are ignored.
+                    u.flush(&mut self.counters.syscalls);
                     let _ = s.shutdown(std::net::Shutdown::Both);
                     u.forget(ci);
                 }

@@ -141,6 +141,7 @@ impl<'a> Worker<'a> {
         } else if pace > 0 && wake < now + pace {
             // Requests fall due densely: wake once per pace, on the thread's own clock, and
             // send whatever fell due meanwhile (late by at most the pace, in its latency).
+            self.flush_ring();
             timer::sleep_ns(wake.max(last_dispatch + pace) - now);
             self.counters.syscalls += 1;
             self.window.slept(pace, true);
@@ -150,6 +151,7 @@ impl<'a> Worker<'a> {
         } else if now < last_wake + window {
             // Within a window: sleep on the thread's own clock, not on its sockets, until the
             // window ends (or something is due sooner), then take whatever came in.
+            self.flush_ring();
             timer::sleep_ns((last_wake + window).min(wake) - now);
             self.counters.syscalls += 1;
             self.window.slept(window, false);
@@ -173,6 +175,8 @@ impl<'a> Worker<'a> {
         // Whatever is still in flight or queued never got its response.
         let never = self.backlog.len() as u64;
         self.counters.unsent += never;
+        // Never started: not started now by a connection freed below.
+        self.backlog.clear();
         self.ended_with = Some((self.open_connections(), self.in_flight()));
         if !interrupted {
             for ci in 0..self.conns.len() {
@@ -241,6 +245,14 @@ impl<'a> Worker<'a> {
         match self.open {
             true => no_more,
             false => self.closed_over(now) || self.conns.iter().all(|c| c.remaining == 0),
+        }
+    }
+
+    /// On the ring, hands the kernel the sends queued so far, so a sleep does not hold them
+    /// back (epoll's are written at once).
+    fn flush_ring(&mut self) {
+        if let Some(u) = self.uring.as_mut() {
+            u.flush(&mut self.counters.syscalls);
         }
     }
 

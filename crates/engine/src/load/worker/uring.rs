@@ -118,9 +118,11 @@ pub(in crate::load) struct Uring {
     // Dropped first: the kernel lets go of the buffers with the ring.
     ring: IoUring,
     buffers: Buffers,
-    /// Per connection: its generation, and whether its receive is armed.
+    /// Per connection: its generation, whether its receive is armed, and whether a send of
+    /// it is in the kernel (its bytes may still be read).
     generation: Vec<u32>,
     armed: Vec<bool>,
+    pub(super) sending: Vec<bool>,
     /// Completions taken from the queue, handled once it is let go (reused).
     taken: Vec<(u64, i32, u32)>,
 }
@@ -146,6 +148,7 @@ impl Uring {
             buffers,
             generation: Vec::new(),
             armed: Vec::new(),
+            sending: Vec::new(),
             taken: Vec::with_capacity(ENTRIES as usize * 2),
         })
     }
@@ -154,18 +157,32 @@ impl Uring {
         if self.generation.len() <= ci {
             self.generation.resize(ci + 1, 0);
             self.armed.resize(ci + 1, false);
+            self.sending.resize(ci + 1, false);
         }
     }
 
-    /// Queues `sqe`; a full queue is submitted first (a system call, counted).
-    fn push(&mut self, sqe: io_uring::squeue::Entry, syscalls: &mut u64) {
-        // SAFETY: every entry's buffers (the request's bytes, the provided buffers) outlive
-        // its completion: requests are the protocol's or their connection's, kept for the run.
-        while unsafe { self.ring.submission().push(&sqe) }.is_err() {
-            *syscalls += 1;
-            if self.ring.submit().is_err() {
-                break;
+    /// Queues `sqe`; a full queue is submitted first (a system call, counted). Whether it was
+    /// queued (a kernel that takes nothing more: not).
+    fn push(&mut self, sqe: io_uring::squeue::Entry, syscalls: &mut u64) -> bool {
+        for _ in 0..3 {
+            // SAFETY: every entry's memory (a request's bytes, the provided buffers) outlives
+            // its completion: the ring goes first (see `Worker`'s fields), a connection's own
+            // request is not rendered again while a send of it is in the kernel (`sending`),
+            // and a dropped socket's queue is submitted before the socket closes (`flush`).
+            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
+                return true;
             }
+            *syscalls += 1;
+            let _ = self.ring.submit();
+        }
+        false
+    }
+
+    /// Hands the kernel what is queued, now (before a sleep, before a socket closes).
+    pub(super) fn flush(&mut self, syscalls: &mut u64) {
+        if !self.ring.submission().is_empty() {
+            *syscalls += 1;
+            let _ = self.ring.submit();
         }
     }
 
@@ -175,14 +192,13 @@ impl Uring {
         if self.armed[ci] {
             return;
         }
-        self.armed[ci] = true;
         let sqe = opcode::RecvMulti::new(Fd(fd), GROUP).build().user_data(tag(
             ci,
             self.generation[ci],
             RECV,
             0,
         ));
-        self.push(sqe, syscalls);
+        self.armed[ci] = self.push(sqe, syscalls);
     }
 
     /// Queues a send of `bytes` for request `request` of connection `ci`.
@@ -193,10 +209,12 @@ impl Uring {
         syscalls: &mut u64,
     ) {
         self.grow(ci);
+        // No SIGPIPE on a socket shut down under it: an error, as std's send does.
         let sqe = opcode::Send::new(Fd(fd), bytes.as_ptr(), bytes.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
             .build()
             .user_data(tag(ci, self.generation[ci], SEND, request));
-        self.push(sqe, syscalls);
+        self.sending[ci] = self.push(sqe, syscalls);
     }
 
     /// Queues a poll for the end of connection `ci`'s connect on `fd`.
@@ -213,6 +231,8 @@ impl Uring {
         self.grow(ci);
         self.generation[ci] = self.generation[ci].wrapping_add(1);
         self.armed[ci] = false;
+        // Shut down, the socket's pending send reads no more of its bytes.
+        self.sending[ci] = false;
     }
 
     /// Submits what is queued and waits up to `timeout` (`None`: until a completion) for at
@@ -320,7 +340,15 @@ impl Worker<'_> {
                 }
                 self.received(ci, res, more, now);
             }
-            SEND if current => self.sent(ci, res, request, now),
+            SEND if current => {
+                u.sending[ci] = false;
+                self.sent(ci, res, request, now);
+            }
+            SEND => self.counters.bytes_out += res.max(0) as u64,
+            CONNECT if current && res < 0 => {
+                let e = io::Error::from_raw_os_error(-res);
+                self.fail(ci, io_err("connect", &e), now);
+            }
             CONNECT if current => {
                 if self.connected(ci, now) {
                     self.uring_ready(ci, now);
@@ -341,9 +369,14 @@ impl Worker<'_> {
     /// A receive's completion on a live connection: `res` bytes in `self.buf`, its end, or
     /// its failure; the receive armed again if it ended.
     fn received(&mut self, ci: usize, res: i32, more: bool, now: u64) {
+        let before = self.uring.as_ref().map(|u| u.generation[ci]);
         match res {
             n if n > 0 => {
                 self.take(ci, n as usize, false, now);
+                // The connection was dropped meanwhile: its new socket arms its own.
+                if self.uring.as_ref().map(|u| u.generation[ci]) != before {
+                    return;
+                }
             }
             0 => {
                 self.take(ci, 0, true, now);
@@ -367,15 +400,16 @@ impl Worker<'_> {
 
     /// A send's completion: the rest sent, or the request now waits for its response.
     fn sent(&mut self, ci: usize, res: i32, request: u64, now: u64) {
+        self.counters.bytes_out += res.max(0) as u64;
+        let c = &mut self.conns[ci];
+        // A response may end before its send's completion is seen: that request is over (and a
+        // broken socket shows in what comes next on it).
+        if c.state != State::Writing || u64::from(c.seq) != request {
+            return;
+        }
         if res < 0 {
             let e = io::Error::from_raw_os_error(-res);
             self.fail(ci, io_err("send", &e), now);
-            return;
-        }
-        self.counters.bytes_out += res as u64;
-        let c = &mut self.conns[ci];
-        // A response may end before its send's completion is seen: that request is over.
-        if c.state != State::Writing || u64::from(c.seq) != request {
             return;
         }
         c.written += res as usize;
