@@ -406,49 +406,56 @@ fn merge_rep(
 
 /// The shards' time series added interval by interval (every shard started the repetition, or
 /// the test, at one agreed instant, so interval k covers the same span on each), as far as the
-/// shortest goes: counts summed; percentiles from the shards' `.hlog`s added (exact, and the
-/// merged log's intervals returned) when every shard's is given, else the largest of the
-/// shards' (an upper bound).
+/// longest goes (a shard whose clients ended a little sooner has no share of the last ones):
+/// counts summed, so the series adds up to the whole; percentiles from the shards' `.hlog`s
+/// added (exact, and the merged log's intervals returned) when every shard's is given, else the
+/// largest of the shards' (an upper bound).
 pub fn add_series(
     series: &[&[IntervalRecord]],
     hlogs: Option<&[Vec<ReadInterval>]>,
 ) -> (Vec<IntervalRecord>, Option<Intervals>) {
-    let n = series.iter().map(|s| s.len()).min().unwrap_or(0);
-    let exact = hlogs.filter(|h| h.iter().all(|x| x.len() >= n));
+    let n = series.iter().map(|s| s.len()).max().unwrap_or(0);
+    let exact = hlogs.filter(|h| {
+        h.len() == series.len() && h.iter().zip(series).all(|(x, s)| x.len() >= s.len())
+    });
     let mut log: Intervals = Vec::new();
     let intervals = (0..n)
         .map(|k| {
-            let at = |f: fn(&IntervalRecord) -> u64| series.iter().map(|s| f(&s[k])).sum();
-            let most = |f: fn(&IntervalRecord) -> u64| series.iter().map(|s| f(&s[k])).max();
-            let mut iv = series[0][k];
+            let having = || series.iter().filter_map(move |s| s.get(k));
+            let at = |f: fn(&IntervalRecord) -> u64| having().map(f).sum();
+            let most = |f: fn(&IntervalRecord) -> u64| having().map(f).max().unwrap_or(0);
+            let mut iv = *having().next().expect("some series is this long");
             iv.responses = at(|i| i.responses);
             iv.ok = at(|i| i.ok);
             iv.errors = at(|i| i.errors);
             iv.connects = at(|i| i.connects);
             iv.open = at(|i| i.open);
             iv.in_flight = at(|i| i.in_flight);
-            iv.max_ns = most(|i| i.max_ns).unwrap_or(0);
+            iv.max_ns = most(|i| i.max_ns);
             // The service times have no exact log: their largest is an upper bound.
-            iv.service_p50_ns = most(|i| i.service_p50_ns).unwrap_or(0);
-            iv.service_p99_ns = most(|i| i.service_p99_ns).unwrap_or(0);
-            iv.service_p999_ns = most(|i| i.service_p999_ns).unwrap_or(0);
-            iv.service_max_ns = most(|i| i.service_max_ns).unwrap_or(0);
+            iv.service_p50_ns = most(|i| i.service_p50_ns);
+            iv.service_p99_ns = most(|i| i.service_p99_ns);
+            iv.service_p999_ns = most(|i| i.service_p999_ns);
+            iv.service_max_ns = most(|i| i.service_max_ns);
             match exact {
                 Some(h) => {
                     let mut all = new_histogram();
-                    for x in h {
+                    let mut span = None;
+                    for (x, _) in h.iter().zip(series).filter(|(_, s)| k < s.len()) {
                         let _ = all.add(&x[k].histogram);
+                        span = span.or(Some((x[k].start_ns, x[k].end_ns)));
                     }
                     iv.p50_ns = all.value_at_quantile(0.5);
                     iv.p99_ns = all.value_at_quantile(0.99);
                     iv.p999_ns = all.value_at_quantile(0.999);
                     iv.max_ns = iv.max_ns.max(all.max());
-                    log.push((h[0][k].start_ns, h[0][k].end_ns, all));
+                    let (from, to) = span.unwrap_or((iv.start_ns, iv.end_ns));
+                    log.push((from, to, all));
                 }
                 None => {
-                    iv.p50_ns = most(|i| i.p50_ns).unwrap_or(0);
-                    iv.p99_ns = most(|i| i.p99_ns).unwrap_or(0);
-                    iv.p999_ns = most(|i| i.p999_ns).unwrap_or(0);
+                    iv.p50_ns = most(|i| i.p50_ns);
+                    iv.p99_ns = most(|i| i.p99_ns);
+                    iv.p999_ns = most(|i| i.p999_ns);
                 }
             }
             iv
@@ -494,4 +501,30 @@ fn merge_op(reps: &[&Rep], op: &str) -> Result<OpFigures, MergeError> {
         out.service_histogram = Some(encode(&service));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_of_different_lengths_add_up_to_the_whole() {
+        let iv = |k: u64, ok: u64| IntervalRecord {
+            start_ns: k * 100,
+            end_ns: (k + 1) * 100,
+            responses: ok,
+            ok,
+            p99_ns: 10 * ok,
+            ..IntervalRecord::default()
+        };
+        let a = [iv(0, 5), iv(1, 6), iv(2, 1)];
+        let b = [iv(0, 7), iv(1, 8)];
+        let (sum, log) = add_series(&[&a, &b], None);
+        assert!(log.is_none());
+        let ok: Vec<u64> = sum.iter().map(|i| i.ok).collect();
+        assert_eq!(ok, [12, 14, 1], "the longest's last interval kept");
+        assert_eq!(sum.iter().map(|i| i.ok).sum::<u64>(), 5 + 6 + 1 + 7 + 8);
+        assert_eq!(sum[1].p99_ns, 80, "the largest of the shards' percentiles");
+        assert_eq!(sum[2].start_ns, 200);
+    }
 }
