@@ -24,11 +24,15 @@ impl Rep {
     /// Its number as the record counts them (the measured ones from 1, the warm-up 0), and how
     /// many are measured; `warmup` whether one ran first (progress counts it as repetition 0).
     pub fn measured(&self, warmup: bool) -> (u32, u32) {
-        match warmup {
-            true => (self.rep, self.reps.saturating_sub(1)),
-            false => (self.rep + 1, self.reps),
-        }
+        let reps = self.reps.saturating_sub(u32::from(warmup));
+        (measured(self.rep, warmup), reps)
     }
+}
+
+/// Repetition `rep` as the runner counts (the warm-up, when there is one, is 0) as the record
+/// counts: the measured ones from 1, the warm-up 0.
+pub fn measured(rep: u32, warmup: bool) -> u32 {
+    rep + u32::from(!warmup)
 }
 
 /// What a progress report brought.

@@ -135,10 +135,7 @@ impl State {
             .map(|s| {
                 let (target, test) =
                     (self.cases.get(s.case)).map_or(("", ""), |c| (c.0.as_str(), c.1.as_str()));
-                let rep = match self.warmup {
-                    true => s.rep,
-                    false => s.rep + 1,
-                };
+                let rep = crate::follow::measured(s.rep, self.warmup);
                 json!({"index": s.index, "target": target, "test": test, "rep": rep,
                     "elapsed_ns": s.elapsed_ns, "rate": s.rate_per_s, "p99_ns": s.p99_ns,
                     "errors": s.errors, "ago_ms": s.heard.elapsed().as_millis() as u64,

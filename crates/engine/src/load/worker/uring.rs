@@ -389,12 +389,16 @@ impl Worker<'_> {
                 return;
             }
         }
-        if !more && let Some(fd) = self.conns[ci].stream.as_ref().map(|s| s.as_raw_fd()) {
-            let mut calls = 0;
-            if let Some(u) = self.uring.as_mut() {
-                u.arm(ci, fd, &mut calls);
-            }
-            self.counters.syscalls += calls;
+        if !more {
+            self.arm(ci);
+        }
+    }
+
+    /// Arms connection `ci`'s receive on its socket, if it has one.
+    fn arm(&mut self, ci: usize) {
+        let fd = self.conns[ci].stream.as_ref().map(|s| s.as_raw_fd());
+        if let (Some(fd), Some(u)) = (fd, self.uring.as_mut()) {
+            u.arm(ci, fd, &mut self.counters.syscalls);
         }
     }
 
@@ -419,14 +423,10 @@ impl Worker<'_> {
     /// A plain connection is up (connected now, or before the run): its receive armed, and the
     /// request it was opened for sent.
     pub(super) fn uring_ready(&mut self, ci: usize, now: u64) {
-        let Some(fd) = self.conns[ci].stream.as_ref().map(|s| s.as_raw_fd()) else {
+        if self.conns[ci].stream.is_none() {
             return;
-        };
-        let mut calls = 0;
-        if let Some(u) = self.uring.as_mut() {
-            u.arm(ci, fd, &mut calls);
         }
-        self.counters.syscalls += calls;
+        self.arm(ci);
         if self.conns[ci].state == State::Writing {
             self.write(ci, now);
         }
