@@ -46,6 +46,7 @@ pub mod plan;
 pub mod process;
 pub mod recorder;
 pub mod resolve;
+pub mod ring;
 pub mod runner;
 pub mod schedule;
 pub mod search;

@@ -65,6 +65,8 @@ pub struct Common<'a> {
     pub seed: u64,
     pub quick: bool,
     pub sweeps: &'a [Sweep],
+    /// The generator threads' I/O, as asked (`io`).
+    pub io: crate::ring::Io,
 }
 
 /// A suite's own resolved settings. Each suite reads its own back with [`settings`].
@@ -106,8 +108,12 @@ pub struct Plan {
     pub objects: u64,
     pub clients: u32,
     /// The generator threads that carry a store suite's clients (many clients per thread where
-    /// the target's sessions allow it: [`crate::driver::Store::many_per_thread`]).
+    /// the target's sessions allow it: [`crate::driver::Store::many_per_thread`]), and whether
+    /// their sockets go through io_uring.
     pub threads: usize,
+    pub io: crate::ring::Io,
+    /// The backend a store suite's clients run on (from `io`), and why.
+    pub clients_io: crate::ring::IoUsed,
     pub size: usize,
     pub reps: u32,
     pub warmup: bool,
@@ -146,6 +152,14 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The threads that carry a store suite's clients, on the backend chosen for them.
+    pub fn generators(&self) -> crate::fiber::Generators {
+        crate::fiber::Generators {
+            threads: self.threads,
+            ring: self.clients_io.backend == "io_uring",
+        }
+    }
+
     /// The suite's settings, when they are an `S` (a suite reads its own with
     /// [`crate::suite::settings`]).
     pub fn settings_of<S: Settings>(&self) -> Option<&S> {
@@ -162,6 +176,12 @@ impl Plan {
             concurrency: self.clients,
             threads: (self.suite.family() != crate::driver::Family::Request)
                 .then_some(self.threads as u32),
+            io: (self.suite.family() != crate::driver::Family::Request).then(|| {
+                results::IoRecord {
+                    backend: self.clients_io.backend.to_string(),
+                    reason: self.clients_io.reason.clone(),
+                }
+            }),
             size_bytes: self.size as u64,
             reps: self.reps,
             warmup: self.warmup,
@@ -320,8 +340,8 @@ pub struct RepCtx<'a> {
     /// Bumped when the suite's clients must drop their connections and open new ones (a
     /// `restart-clients` fault).
     pub clients: &'a Arc<AtomicU64>,
-    /// The generator threads the plan gives the clients ([`Plan::threads`]).
-    pub threads: usize,
+    /// The generator threads the plan gives the clients, and their I/O ([`Plan::generators`]).
+    pub generators: crate::fiber::Generators,
     /// A shard's repetition: the instant every shard agreed to start it, on rank 0's clock
     /// (ns since the Unix epoch), and the same instant on this machine's clock, a moment
     /// ahead: the suite prepares, then starts measuring then. `None` alone.
@@ -372,7 +392,7 @@ impl<'a> RepCtx<'a> {
             live,
             clock,
             clients,
-            threads: 1,
+            generators: crate::fiber::Generators::from(1),
             start_unix_ns: None,
             start_at: None,
             rendezvous: None,

@@ -197,11 +197,19 @@ pub(crate) fn server_delta(
 
 /// The threads that carry `clients` clients of `store`: the plan's generator threads where its
 /// sessions can share one ([`Store::many_per_thread`]), else one thread per client.
-pub(crate) fn generator_threads(store: &dyn Store, threads: usize, clients: usize) -> usize {
-    if store.many_per_thread() {
-        threads.clamp(1, clients.max(1))
+pub(crate) fn generator_threads(
+    store: &dyn Store,
+    generators: engine::fiber::Generators,
+    clients: usize,
+) -> engine::fiber::Generators {
+    let threads = if store.many_per_thread() {
+        generators.threads.clamp(1, clients.max(1))
     } else {
         clients.max(1)
+    };
+    engine::fiber::Generators {
+        threads,
+        ..generators
     }
 }
 

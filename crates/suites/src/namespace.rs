@@ -70,8 +70,9 @@ pub struct Params {
     pub depth: u64,
     pub width: u64,
     pub clients: u32,
-    /// Generator threads carrying the clients, where the store allows many per thread.
-    pub threads: usize,
+    /// Generator threads carrying the clients, where the store allows many per thread, and
+    /// their I/O.
+    pub generators: engine::fiber::Generators,
 }
 
 /// Why the folders the tests stand on could not be made.
@@ -235,7 +236,7 @@ impl<'a> Folders<'a> {
             }
         }
         let start = Barrier::new(n as usize);
-        let threads = super::generator_threads(self.store, self.params.threads, sessions.len());
+        let threads = super::generator_threads(self.store, self.params.generators, sessions.len());
         let jobs = {
             sessions
                 .iter_mut()
@@ -507,7 +508,7 @@ impl Suite for Namespace {
                 "the width test makes width - 1 folders first",
             )?,
             clients: c.clients,
-            threads: 1,
+            generators: engine::fiber::Generators::from(1),
         }))
     }
 
@@ -531,7 +532,7 @@ impl Suite for Namespace {
         params.depth = point.swept("depth").unwrap_or(params.depth);
         params.width = point.swept("width").unwrap_or(params.width);
         params.clients = point.clients;
-        params.threads = plan.threads;
+        params.generators = plan.generators();
         let tests = self.tests(plan, point);
         super::on_store(target, interrupt, run, &|store, interrupt| {
             Box::new(Folders::new(store, params, tests.clone(), interrupt))

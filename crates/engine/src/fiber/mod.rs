@@ -33,6 +33,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+mod ring;
 mod stream;
 pub use stream::*;
 
@@ -72,17 +73,36 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Runs every job as a fiber, spread evenly over `threads` threads (at most one per job), and
-/// returns their results in the jobs' order. Returns when all have ended, like
+/// The threads that carry the clients, and whether their sockets go through io_uring (a ring
+/// per thread; the choice is [`crate::ring::choose`]'s) or epoll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generators {
+    pub threads: usize,
+    pub ring: bool,
+}
+
+/// `threads` threads on epoll.
+impl From<usize> for Generators {
+    fn from(threads: usize) -> Generators {
+        Generators {
+            threads,
+            ring: false,
+        }
+    }
+}
+
+/// Runs every job as a fiber, spread evenly over the generator threads (at most one per job),
+/// and returns their results in the jobs' order. Returns when all have ended, like
 /// `std::thread::scope`; a job that panics is its own `Err`.
 pub fn join_all<'a, T: Send + 'a>(
-    threads: usize,
+    generators: impl Into<Generators>,
     jobs: Vec<Job<'a, T>>,
 ) -> Vec<std::thread::Result<T>> {
     let n = jobs.len();
     if n == 0 {
         return Vec::new();
     }
+    let Generators { threads, ring } = generators.into();
     let threads = threads.clamp(1, n);
     let mut shares: Vec<Vec<(usize, Job<'a, T>)>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, job) in jobs.into_iter().enumerate() {
@@ -96,7 +116,7 @@ pub fn join_all<'a, T: Send + 'a>(
             .map(|(t, share)| {
                 std::thread::Builder::new()
                     .name(format!("dyno-gen-{t}"))
-                    .spawn_scoped(s, move || Scheduler::run(share))
+                    .spawn_scoped(s, move || Scheduler::run(share, ring))
                     .expect("spawning a generator thread")
             })
             .collect();
@@ -175,6 +195,8 @@ enum Why {
     },
     /// Waiting for another thread (a barrier): runnable when the scheduler's waker fires.
     Park,
+    /// Waiting for a completion on the scheduler's ring, until the deadline if any.
+    Ring { deadline: Option<Instant> },
 }
 
 /// What woke a fiber.
@@ -211,6 +233,8 @@ struct Shared {
     poll: Poll,
     regs: Vec<Reg>,
     waker: Arc<Waker>,
+    /// The ring the fibers' streams read and write through, when the thread runs on one.
+    ring: Option<ring::FiberRing>,
 }
 
 /// A socket registered with this thread's poller.
@@ -233,6 +257,8 @@ struct Slot<T> {
     wait_seq: u64,
     /// The registration it waits on, if any.
     waiting_on: Option<usize>,
+    /// Whether it waits for a completion on the ring.
+    waiting_ring: bool,
 }
 
 /// A timer: its deadline, the wait it ends (`Slot::wait_seq`), the fiber; soonest first.
@@ -253,20 +279,26 @@ struct Scheduler<T> {
 
 impl<'a, T: Send + 'a> Scheduler<T> {
     /// Runs `jobs` as fibers on this thread until every one has returned: the results, each
-    /// with its job's index.
-    fn run(jobs: Vec<(usize, Job<'a, T>)>) -> Vec<(usize, std::thread::Result<T>)> {
+    /// with its job's index. On a ring (`ring`) the fibers' streams read and write through it.
+    fn run(jobs: Vec<(usize, Job<'a, T>)>, ring: bool) -> Vec<(usize, std::thread::Result<T>)> {
         let poll = Poll::new().expect("creating an epoll instance");
         let waker = Arc::new(Waker::new(poll.registry(), WAKER).expect("creating a waker"));
+        let ring = ring.then(|| ring::FiberRing::new(jobs.len()).expect("creating an io_uring"));
+        let on_ring = ring.is_some();
         SCHED.with(|s| {
             *s.borrow_mut() = Some(Shared {
                 id: NEXT_SCHED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 poll,
                 regs: Vec::new(),
                 waker,
+                ring,
             })
         });
         let mut sched = Scheduler::spawn(jobs);
         let mut events = Events::with_capacity(EVENTS);
+        if on_ring {
+            sched.run_ring(&mut events);
+        }
         while sched.live > 0 {
             sched.resume_ready();
             if sched.live == 0 {
@@ -313,6 +345,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 wake: Wake::Ready,
                 wait_seq: 0,
                 waiting_on: None,
+                waiting_ring: false,
             }));
         }
         Scheduler {
@@ -353,6 +386,12 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                         Why::Park => self.parked.push(f),
                         Why::Io { reg, deadline } => {
                             slot.waiting_on = Some(reg);
+                            if let Some(t) = deadline {
+                                self.timers.push(std::cmp::Reverse((t, slot.wait_seq, f)));
+                            }
+                        }
+                        Why::Ring { deadline } => {
+                            slot.waiting_ring = true;
                             if let Some(t) = deadline {
                                 self.timers.push(std::cmp::Reverse((t, slot.wait_seq, f)));
                             }
@@ -434,6 +473,11 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 if let Some(r) = regs.get_mut(reg) {
                     r.waiter = None;
                 }
+                slot.wake = Wake::TimedOut;
+                self.ready.push_back(f);
+            } else if slot.waiting_ring {
+                // Its completion has not come: the deadline passed.
+                slot.waiting_ring = false;
                 slot.wake = Wake::TimedOut;
                 self.ready.push_back(f);
             } else if !self.ready.contains(&f) {

@@ -17,6 +17,8 @@ pub struct Stream {
     pub(super) waiter: Waiter,
     /// Whether the last read drained the socket (the next one waits for the poller first).
     pub(super) drained: Cell<bool>,
+    /// Its bytes on their way out through a ring, once it has written on one.
+    pub(super) outbox: Option<Box<super::ring::Outbox>>,
 }
 
 impl Stream {
@@ -35,6 +37,7 @@ impl Stream {
             read_timeout: None,
             write_timeout: None,
             drained: Cell::new(false),
+            outbox: None,
         })
     }
 
@@ -72,6 +75,7 @@ impl Stream {
             read_timeout: self.read_timeout,
             write_timeout: self.write_timeout,
             drained: Cell::new(false),
+            outbox: None,
         })
     }
 
@@ -196,6 +200,12 @@ impl Read for Stream {
         if buf.is_empty() {
             return Ok(0);
         }
+        if super::ring::on_ring() {
+            return self.ring_read(buf);
+        }
+        if let Some(o) = &self.outbox {
+            o.failure()?;
+        }
         if self.drained.get() {
             self.wait(true, self.read_timeout)?;
             self.drained.set(false);
@@ -224,6 +234,12 @@ impl Read for Stream {
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if super::ring::on_ring() {
+            return self.ring_write(buf);
+        }
+        if let Some(o) = &self.outbox {
+            o.failure()?;
+        }
         loop {
             match (&self.sock).write(buf) {
                 Ok(n) => return Ok(n),

@@ -3,6 +3,19 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// The backends a test runs its fibers on: epoll, and io_uring where this kernel allows it.
+fn backends(threads: usize) -> Vec<Generators> {
+    let mut out = vec![Generators::from(threads)];
+    match crate::ring::uring_allowed() {
+        Ok(()) => out.push(Generators {
+            threads,
+            ring: true,
+        }),
+        Err(why) => eprintln!("io_uring not tested: {why}"),
+    }
+    out
+}
+
 #[test]
 fn jobs_return_in_order_and_a_panic_is_its_own() {
     let r = join_all(
@@ -31,11 +44,17 @@ fn jobs_return_in_order_and_a_panic_is_its_own() {
 
 #[test]
 fn a_barrier_holds_every_fiber_until_the_last_arrives() {
+    for generators in backends(3) {
+        a_barrier_holds_every_fiber(generators);
+    }
+}
+
+fn a_barrier_holds_every_fiber(generators: Generators) {
     let n = 50;
     let b = Barrier::new(n);
     let arrived = AtomicUsize::new(0);
     let r = join_all(
-        3,
+        generators,
         (0..n)
             .map(|i| -> Job<'_, usize> {
                 let (b, arrived) = (&b, &arrived);
@@ -60,6 +79,12 @@ fn a_barrier_holds_every_fiber_until_the_last_arrives() {
 /// checking every reply it reads is its own.
 #[test]
 fn many_streams_per_thread_each_read_their_own_replies() {
+    for generators in backends(2) {
+        many_streams_read_their_own_replies(generators);
+    }
+}
+
+fn many_streams_read_their_own_replies(generators: Generators) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let clients = 200;
@@ -83,7 +108,7 @@ fn many_streams_per_thread_each_read_their_own_replies() {
         }
     });
     let r = join_all(
-        2,
+        generators,
         (0..clients)
             .map(|c| -> Job<'_, usize> {
                 Box::new(move || {
@@ -112,10 +137,9 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let hold = std::thread::spawn(move || {
-        let a = listener.accept().unwrap();
-        let b = listener.accept().unwrap();
+        let held: Vec<_> = (0..3).map(|_| listener.accept().unwrap()).collect();
         std::thread::sleep(Duration::from_millis(500));
-        drop((a, b));
+        drop(held);
     });
     let read = move || {
         let mut s = Stream::connect(&addr, Duration::from_secs(1)).unwrap();
@@ -124,12 +148,12 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
         let e = s.read(&mut [0u8; 16]).unwrap_err();
         (e.kind(), t.elapsed())
     };
-    let on_fiber = join_all(1, vec![Box::new(read) as Job<'_, _>])
-        .pop()
-        .unwrap()
-        .unwrap();
-    let on_thread = read();
-    for (kind, took) in [on_fiber, on_thread] {
+    let mut took = vec![read()];
+    for generators in backends(1) {
+        let r = join_all(generators, vec![Box::new(read) as Job<'_, _>]);
+        took.push(r.into_iter().next().unwrap().unwrap());
+    }
+    for (kind, took) in took {
         assert_eq!(kind, io::ErrorKind::TimedOut);
         assert!(
             took >= Duration::from_millis(50) && took < Duration::from_millis(450),
@@ -137,4 +161,79 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
         );
     }
     hold.join().unwrap();
+}
+
+/// On the ring a write returns before the kernel has sent it: a session that leaves its
+/// scheduler with a large write still going (the server reading slowly) loses none of it, and
+/// its stream goes on working from a plain thread; a send to a peer that has gone is reported by
+/// the next call.
+#[test]
+fn a_ring_stream_sends_everything_before_its_scheduler_returns() {
+    if let Err(why) = crate::ring::uring_allowed() {
+        eprintln!("io_uring not tested: {why}");
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let big = 8 << 20;
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let mut got = vec![0u8; big];
+        s.read_exact(&mut got).unwrap();
+        assert!(got.iter().enumerate().all(|(i, b)| *b == (i % 251) as u8));
+        s.write_all(b"all\n").unwrap();
+        let mut more = [0u8; 4];
+        s.read_exact(&mut more).unwrap();
+        assert_eq!(&more, b"more");
+    });
+    let on_ring = Generators {
+        threads: 1,
+        ring: true,
+    };
+    let bytes: Vec<u8> = (0..big).map(|i| (i % 251) as u8).collect();
+    let job = || {
+        let mut s = Stream::connect(&addr, Duration::from_secs(1)).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(10)));
+        s.write_all(&bytes).unwrap();
+        s
+    };
+    let mut s: Stream = join_all(on_ring, vec![Box::new(job) as Job<'_, _>])
+        .pop()
+        .unwrap()
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut line = String::new();
+    BufReader::new(s.try_clone().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "all\n");
+    s.write_all(b"more").unwrap();
+    server.join().unwrap();
+
+    // A peer that has gone: a write and then a read on the ring end in an error, not a hang.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let gone = std::thread::spawn(move || drop(listener.accept().unwrap()));
+    let job = || {
+        let mut s = Stream::connect(&addr, Duration::from_secs(1)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5)));
+        gone_peer(&mut s)
+    };
+    let r = join_all(on_ring, vec![Box::new(job) as Job<'_, bool>]);
+    assert!(r.into_iter().next().unwrap().unwrap(), "no error from a peer that has gone");
+}
+
+/// Writes and reads until the connection's end shows: true if it did within 100 tries.
+fn gone_peer(s: &mut Stream) -> bool {
+    for _ in 0..100 {
+        if s.write_all(b"ping\n").is_err() {
+            return true;
+        }
+        match s.read(&mut [0u8; 16]) {
+            Ok(0) | Err(_) => return true,
+            Ok(_) => {}
+        }
+    }
+    false
 }

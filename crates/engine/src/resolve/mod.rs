@@ -90,10 +90,12 @@ impl RawPlan {
             objects,
             clients,
             threads,
+            io,
             size,
             reps,
             seed,
         } = self.shared(suite)?;
+        let clients_io = self.clients_io(suite, io)?;
         let sweeps = self.resolve_sweeps(suite)?;
         let settings = suite.resolve(
             &self,
@@ -104,6 +106,7 @@ impl RawPlan {
                 seed,
                 quick: self.quick,
                 sweeps: &sweeps,
+                io,
             },
         )?;
         let (watch_pids, watch_names) = self.watched()?;
@@ -131,6 +134,8 @@ impl RawPlan {
             objects,
             clients,
             threads,
+            io,
+            clients_io,
             size,
             reps,
             warmup: self.warmup.map_or(suite.default_warmup(), |w| w.value),
@@ -139,6 +144,25 @@ impl RawPlan {
             out,
             format: self.format,
             sweeps,
+        })
+    }
+
+    /// The backend a store suite's clients run on: `--io uring` that cannot run is an error
+    /// here, before anything starts. (The load suite chooses its own, by protocol, at its run.)
+    fn clients_io(
+        &self,
+        suite: &dyn Suite,
+        io: crate::ring::Io,
+    ) -> Result<crate::ring::IoUsed, PlanError> {
+        if suite.family() == crate::driver::Family::Request {
+            return Ok(crate::ring::IoUsed {
+                backend: "epoll",
+                reason: "the load suite chooses its own (its record's generator says)".into(),
+            });
+        }
+        crate::ring::choose(io, None).map_err(|why| {
+            let at = (self.settings.text(&shared::IO)).map_or(Origin::Flag("--io"), |s| s.at.clone());
+            PlanError::new(at, why)
         })
     }
 
@@ -207,10 +231,18 @@ impl RawPlan {
             }
             Some(t) => t.value as usize,
         };
+        let io = match self.settings.text(&shared::IO) {
+            None => crate::ring::Io::Auto,
+            Some(io) => crate::ring::Io::parse(&io.value).ok_or_else(|| {
+                PlanError::new(io.at.clone(), format!("io {:?} is not a backend", io.value))
+                    .hint("write auto, uring or epoll")
+            })?,
+        };
         Ok(Shared {
             objects,
             clients,
             threads,
+            io,
             size,
             reps,
             seed,
@@ -373,6 +405,7 @@ struct Shared {
     objects: u64,
     clients: u32,
     threads: usize,
+    io: crate::ring::Io,
     size: usize,
     reps: u32,
     seed: u64,

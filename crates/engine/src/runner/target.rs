@@ -346,7 +346,7 @@ impl Repeat for TargetRun<'_, '_> {
         let total = self.plan.reps + u32::from(self.plan.warmup);
         let (interrupt, clock, clients, faults) =
             (self.interrupt, self.clock, self.clients, self.faults);
-        let (threads, rendezvous) = (self.plan.threads, self.rendezvous);
+        let (generators, rendezvous) = (self.plan.generators(), self.rendezvous);
         let target_name = self.target.name.as_str();
         let tests = self.tests;
         for r in 0..total {
@@ -394,7 +394,7 @@ impl Repeat for TargetRun<'_, '_> {
                         (clock, clients, faults),
                         &report,
                     );
-                    ctx.threads = threads;
+                    ctx.generators = generators;
                     ctx.rendezvous = rendezvous;
                     // A shard starts with all the others, at the instant they agree on.
                     let after = match rendezvous.map(|r| r.start().map(|at| (r, at))).transpose() {

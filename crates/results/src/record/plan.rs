@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// An I/O backend that ran, and why it was chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoRecord {
+    /// `io_uring` or `epoll`.
+    pub backend: String,
+    pub reason: String,
+}
+
 /// The resolved plan a run followed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,6 +28,10 @@ pub struct PlanRecord {
     /// `load.threads`) and in records from before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// The I/O those threads ran on (`io_uring` or `epoll`) and why; absent for the load suite
+    /// (its generator's `io`) and in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoRecord>,
     /// Size of each object in bytes.
     pub size_bytes: u64,
     /// Measured repetitions of each test.

@@ -113,6 +113,7 @@ static SETTINGS: &[&Setting] = &[
     &shared::OBJECTS,
     &shared::CLIENTS,
     &shared::THREADS,
+    &shared::IO,
     &crate::sql::TRANSACTIONS,
     &ISOLATION,
     &WRITES_PER_KEY,
@@ -277,7 +278,7 @@ fn measure(
 ) -> (TestOutcome, Vec<Txn>) {
     let clients = point.clients.max(1);
     let start = ctx.clock.now_ns();
-    let threads = crate::generator_threads(reach.store, ctx.threads, clients as usize);
+    let threads = crate::generator_threads(reach.store, ctx.generators, clients as usize);
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, client::ClientRun> {
             let who = (id, clients, s.seed, ctx.rep);

@@ -119,7 +119,7 @@ fn measure(
     let mine = sent.len() as u32;
     let series = Mutex::new(Series::new(sent.len()));
     let start_ns = ctx.clock.now_ns();
-    let threads = super::generator_threads(store, ctx.threads, sent.len());
+    let threads = super::generator_threads(store, ctx.generators, sent.len());
     let jobs = (sent.iter_mut().enumerate())
         .map(|(id, sent)| -> engine::fiber::Job<'_, ClientRun> {
             let c = Client {
@@ -221,6 +221,7 @@ static SETTINGS: &[&Setting] = &[
     &shared::SIZE,
     &shared::CLIENTS,
     &shared::THREADS,
+    &shared::IO,
     &DURATION,
 ];
 

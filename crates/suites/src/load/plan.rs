@@ -245,16 +245,6 @@ impl std::ops::Deref for Raw<'_> {
 }
 
 impl Raw<'_> {
-    pub(super) fn resolve_io(&self) -> Result<engine::load::Io, PlanError> {
-        let Some(io) = self.settings.text(&set::IO) else {
-            return Ok(engine::load::Io::Auto);
-        };
-        engine::load::Io::parse(&io.value).ok_or_else(|| {
-            PlanError::new(io.at.clone(), format!("io {:?} is not a backend", io.value))
-                .hint("write auto, uring or epoll")
-        })
-    }
-
     pub(super) fn resolve_coalesce(&self) -> Result<engine::load::Coalesce, PlanError> {
         use engine::load::{Coalesce, coalesce::MAX_WINDOW_NS};
         let Some(c) = self.settings.text(&set::COALESCE) else {
@@ -292,7 +282,11 @@ impl Raw<'_> {
         } as usize)
     }
 
-    pub(super) fn resolve_load(&self, clients: u32) -> Result<LoadParams, PlanError> {
+    pub(super) fn resolve_load(
+        &self,
+        clients: u32,
+        io: engine::ring::Io,
+    ) -> Result<LoadParams, PlanError> {
         let connections = u64::from(clients);
         let duration = positive_duration(&self.settings.text(&set::DURATION), "duration")?;
         let ramp = positive_duration(&self.settings.text(&set::RAMP), "ramp")?;
@@ -385,7 +379,7 @@ impl Raw<'_> {
             hlog,
             burst,
             coalesce: self.resolve_coalesce()?,
-            io: self.resolve_io()?,
+            io,
             arrival,
             max_connections,
             max_lag,

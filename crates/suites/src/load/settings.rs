@@ -105,15 +105,6 @@ pub static COALESCE: Setting = load(
      and every request at once), or a window such as `20us`. Each wake-up costs the target's \
      core an interrupt; the wait is counted in latency.",
 );
-pub static IO: Setting = load(
-    "io",
-    Kind::Text,
-    "auto|uring|epoll",
-    "The load threads' I/O: `uring` (io_uring: a loop turn's sends and its wait in one system \
-     call), `epoll`, or `auto` [default]: io_uring where the kernel allows it and the protocol \
-     runs on it (plain HTTP/1.1 and TCP so far), epoll otherwise. The record says which ran and \
-     why.",
-);
 pub static MAX_LAG: Setting = load(
     "max_lag",
     Kind::Text,
@@ -142,5 +133,5 @@ pub static SETTINGS: &[&Setting] = &[
     &BURST,
     &COALESCE,
     &MAX_LAG,
-    &IO,
+    &shared::IO,
 ];

@@ -38,6 +38,7 @@ static SETTINGS: &[&Setting] = &[
     &shared::SIZE,
     &shared::CLIENTS,
     &shared::THREADS,
+    &shared::IO,
     &shared::TOPOLOGY,
 ];
 
@@ -133,7 +134,7 @@ impl Suite for Shootout {
         let params = Params {
             objects: point.objects,
             clients: point.clients,
-            threads: plan.threads,
+            generators: plan.generators(),
             size: point.size,
             seed: plan.seed,
         };

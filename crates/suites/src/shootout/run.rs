@@ -81,8 +81,9 @@ const DEFERRED_MAX: u64 = 16_384;
 pub struct Params {
     pub objects: u64,
     pub clients: u32,
-    /// Generator threads carrying the clients, where the store's sessions allow many per thread.
-    pub threads: usize,
+    /// Generator threads carrying the clients, where the store's sessions allow many per
+    /// thread, and their I/O.
+    pub generators: engine::fiber::Generators,
     pub size: usize,
     pub seed: u64,
 }
@@ -539,7 +540,7 @@ impl<'a> Shootout<'a> {
         }
         let barrier = Barrier::new(self.clients.len());
         let (store, params, interrupt) = (self.store, &self.params, self.interrupt);
-        let threads = crate::generator_threads(store, params.threads, self.clients.len());
+        let threads = crate::generator_threads(store, params.generators, self.clients.len());
         let jobs = (self.clients.iter_mut())
             .map(|c| -> engine::fiber::Job<'_, ()> {
                 let barrier = &barrier;

@@ -119,6 +119,7 @@ pub static MAX_TRIES: Setting = Setting {
 static SETTINGS: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
+    &shared::IO,
     &BUILTIN,
     &SCRIPT,
     &SCALE,

@@ -98,7 +98,7 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
     // A rate sweep's point (a capacity search's step) sets the open loop's rate.
     let rate = point.swept("rate").map(|r| r as f64).or(s.rate);
     let start = Instant::now();
-    let threads = super::super::generator_threads(store, ctx.threads, clients);
+    let threads = super::super::generator_threads(store, ctx.generators, clients);
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, ClientRun> {
             Box::new(move || client_run(store, ctx, s, (id, clients, rate)))

@@ -16,7 +16,7 @@ pub(super) fn load(
     let first = shard.first(records as u64) as i64;
     let end = first + shard.part(records as u64) as i64;
     let start = ctx.clock.now_ns();
-    let threads = crate::generator_threads(store, ctx.threads, clients as usize);
+    let threads = crate::generator_threads(store, ctx.generators, clients as usize);
     let jobs = (0..clients)
         .map(|c| -> engine::fiber::Job<'_, (Recs, u64)> {
             let clock = client_clock(ctx, virtual_time);
@@ -124,7 +124,7 @@ pub(super) fn run_workload(
     let shared = Shared::new(records);
     let exact = exact_zipf(zipf, w, records);
     let start = ctx.clock.now_ns();
-    let threads = crate::generator_threads(store, ctx.threads, clients as usize);
+    let threads = crate::generator_threads(store, ctx.generators, clients as usize);
     let shared = &shared;
     let jobs = (first..first + clients)
         .map(

@@ -43,6 +43,7 @@ pub static SETTINGS: &[&Setting] = &[
     &shared::OBJECTS,
     &shared::CLIENTS,
     &shared::THREADS,
+    &shared::IO,
     &OPERATIONS,
     &ZIPF,
     &RATE,

@@ -11,7 +11,8 @@
 //! its connection.
 
 use super::*;
-use io_uring::types::{BufRingEntry, CancelBuilder, Fd, SubmitArgs, Timespec};
+use crate::ring::Ring;
+use io_uring::types::{BufRingEntry, Fd};
 use io_uring::{IoUring, cqueue, opcode};
 use std::os::fd::AsRawFd;
 
@@ -115,41 +116,26 @@ impl Drop for Buffers {
 
 /// A thread's ring and what it knows of each connection's operations in it.
 pub(in crate::load) struct Uring {
-    // Dropped first: the kernel lets go of the buffers with the ring.
-    ring: IoUring,
+    // Dropped first: every operation cancelled and ended before the buffers go.
+    ring: Ring,
     buffers: Buffers,
     /// Per connection: its generation, whether its receive is armed, and whether a send of
     /// it is in the kernel (its bytes may still be read).
     generation: Vec<u32>,
     armed: Vec<bool>,
     pub(super) sending: Vec<bool>,
-    /// Completions taken from the queue, handled once it is let go (reused).
-    taken: Vec<(u64, i32, u32)>,
 }
 
 impl Uring {
     pub(super) fn new() -> io::Result<Uring> {
-        // One thread submits, and the kernel's work on completions waits for the thread's next
-        // call rather than interrupting it (Linux 6.1); the kernel flags that work as pending, so
-        // a turn that does not wait still takes it (without the flag, a paced open loop's turns
-        // would never see a completion). Older kernels refuse the flags: a plain ring then.
-        let ring = match IoUring::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .setup_taskrun_flag()
-            .build(ENTRIES)
-        {
-            Ok(r) => r,
-            Err(_) => IoUring::new(ENTRIES)?,
-        };
-        let buffers = Buffers::new(&ring)?;
+        let ring = Ring::new(ENTRIES)?;
+        let buffers = Buffers::new(ring.inner())?;
         Ok(Uring {
             ring,
             buffers,
             generation: Vec::new(),
             armed: Vec::new(),
             sending: Vec::new(),
-            taken: Vec::with_capacity(ENTRIES as usize * 2),
         })
     }
 
@@ -161,29 +147,23 @@ impl Uring {
         }
     }
 
-    /// Queues `sqe`; a full queue is submitted first (a system call, counted). Whether it was
-    /// queued (a kernel that takes nothing more: not).
+    /// Queues `sqe` (the ring's system calls counted in `syscalls`). Whether it was queued.
     fn push(&mut self, sqe: io_uring::squeue::Entry, syscalls: &mut u64) -> bool {
-        for _ in 0..3 {
-            // SAFETY: every entry's memory (a request's bytes, the provided buffers) outlives
-            // its completion: the ring goes first (see `Worker`'s fields), a connection's own
-            // request is not rendered again while a send of it is in the kernel (`sending`),
-            // and a dropped socket's queue is submitted before the socket closes (`flush`).
-            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
-                return true;
-            }
-            *syscalls += 1;
-            let _ = self.ring.submit();
-        }
-        false
+        let before = self.ring.syscalls;
+        // SAFETY: every entry's memory (a request's bytes, the provided buffers) outlives
+        // its completion: the ring goes first (see `Worker`'s fields), a connection's own
+        // request is not rendered again while a send of it is in the kernel (`sending`),
+        // and a dropped socket's queue is submitted before the socket closes (`flush`).
+        let queued = unsafe { self.ring.push(&sqe) };
+        *syscalls += self.ring.syscalls - before;
+        queued
     }
 
     /// Hands the kernel what is queued, now (before a sleep, before a socket closes).
     pub(super) fn flush(&mut self, syscalls: &mut u64) {
-        if !self.ring.submission().is_empty() {
-            *syscalls += 1;
-            let _ = self.ring.submit();
-        }
+        let before = self.ring.syscalls;
+        self.ring.flush();
+        *syscalls += self.ring.syscalls - before;
     }
 
     /// Arms connection `ci`'s multishot receive on `fd`, unless armed.
@@ -234,59 +214,6 @@ impl Uring {
         // Shut down, the socket's pending send reads no more of its bytes.
         self.sending[ci] = false;
     }
-
-    /// Submits what is queued and waits up to `timeout` (`None`: until a completion) for at
-    /// least one completion, then takes every completion there is.
-    fn turn(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        let submitted = match timeout {
-            Some(t) if t.is_zero() => self.ring.submit(),
-            Some(t) => {
-                let ts = Timespec::new().sec(t.as_secs()).nsec(t.subsec_nanos());
-                self.ring
-                    .submitter()
-                    .submit_with_args(1, &SubmitArgs::new().timespec(&ts))
-            }
-            None => self.ring.submit_and_wait(1),
-        };
-        match submitted {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                ) => {}
-            Err(e) => return Err(e),
-        }
-        self.taken.clear();
-        for c in self.ring.completion() {
-            self.taken.push((c.user_data(), c.result(), c.flags()));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Uring {
-    /// Nothing the kernel still holds may write into the buffers once they are freed: every
-    /// operation is cancelled, and the cancel's own end awaited (at most a second), before the
-    /// ring and then the buffers go.
-    fn drop(&mut self) {
-        const CANCEL: u64 = u64::MAX;
-        let all = opcode::AsyncCancel2::new(CancelBuilder::any())
-            .build()
-            .user_data(CANCEL);
-        // SAFETY: the cancel entry refers to no memory of ours.
-        if unsafe { self.ring.submission().push(&all) }.is_err() {
-            return;
-        }
-        let deadline = std::time::Instant::now() + Duration::from_secs(1);
-        while std::time::Instant::now() < deadline {
-            let ts = Timespec::new().nsec(50_000_000);
-            let _ = (self.ring.submitter()).submit_with_args(1, &SubmitArgs::new().timespec(&ts));
-            if self.ring.completion().any(|c| c.user_data() == CANCEL) {
-                return;
-            }
-        }
-    }
 }
 
 impl Worker<'_> {
@@ -296,9 +223,10 @@ impl Worker<'_> {
         let Some(mut u) = self.uring.take() else {
             return Ok(false);
         };
-        self.counters.syscalls += 1;
-        let turned = u.turn(timeout);
-        let taken = std::mem::take(&mut u.taken);
+        let before = u.ring.syscalls;
+        let turned = u.ring.turn(timeout);
+        self.counters.syscalls += u.ring.syscalls - before;
+        let taken = u.ring.take();
         self.uring = Some(u);
         turned?;
         let now = self.clock.now_ns();
@@ -307,7 +235,7 @@ impl Worker<'_> {
         }
         let any = !taken.is_empty();
         if let Some(u) = self.uring.as_mut() {
-            u.taken = taken;
+            u.ring.give_back(taken);
             u.buffers.publish();
         }
         Ok(any)
