@@ -20,6 +20,30 @@ fn config(url: &str) -> Box<dyn TargetConfig> {
         .unwrap_or_else(|e| panic!("{url}: {e:?}"))
 }
 
+/// The generator backends a network driver's contract runs on, as a client on a fiber: epoll,
+/// and io_uring where this kernel allows it.
+fn backends() -> Vec<engine::fiber::Generators> {
+    let mut out = vec![engine::fiber::Generators::from(1)];
+    match engine::ring::uring_allowed() {
+        Ok(()) => out.push(engine::fiber::Generators {
+            threads: 1,
+            ring: true,
+        }),
+        Err(why) => eprintln!("io_uring not tested: {why}"),
+    }
+    out
+}
+
+/// A network driver's contract, run by a client on a fiber on each backend.
+fn contract_on_each_backend(url: &str) {
+    for generators in backends() {
+        let job: engine::fiber::Job<'_, ()> = Box::new(|| contract(url));
+        if let Err(panic) = engine::fiber::join_all(generators, vec![job]).remove(0) {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
 fn contract(url: &str) {
     let store = config(url).open().unwrap_or_else(|e| panic!("{url}: {e}"));
     let ns = store.namespace();
@@ -218,19 +242,24 @@ fn dyno_host() {
         },
     )
     .unwrap();
-    contract(&format!("dyno://{}?token=s3cret", server.addr()));
+    contract_on_each_backend(&format!("dyno://{}?token=s3cret", server.addr()));
     let stats = host::store::fetch_stats(server.addr(), Some("s3cret")).unwrap();
     let count = |op: &str| stats.iter().find(|s| s.op == op).map_or(0, |s| s.count);
-    assert_eq!(count("put"), 4, "three puts and an overwrite");
+    let runs = backends().len() as u64;
+    assert_eq!(count("put"), 4 * runs, "three puts and an overwrite");
     assert_eq!(
         count("get"),
-        6,
+        6 * runs,
         "three before the batches, one after, two after the drop"
     );
-    assert_eq!(count("mget"), 2, "each batched read is one request");
-    assert_eq!(count("drop"), 1, "the namespace was dropped");
+    assert_eq!(count("mget"), 2 * runs, "each batched read is one request");
+    assert_eq!(count("drop"), runs, "the namespace was dropped");
     let puts = stats.iter().find(|s| s.op == "put").unwrap();
-    assert_eq!(puts.latency.len(), 4, "a server-side latency per put");
+    assert_eq!(
+        puts.latency.len() as u64,
+        4 * runs,
+        "a server-side latency per put"
+    );
 }
 
 #[test]
@@ -334,8 +363,8 @@ mod servers {
         let Some(pg) = testkit::Postgres::start() else {
             return;
         };
-        contract(&pg.url());
-        contract(&format!("{}?synchronous_commit=off", pg.url()));
+        contract_on_each_backend(&pg.url());
+        contract_on_each_backend(&format!("{}?synchronous_commit=off", pg.url()));
         let mut c = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
         let left: i64 = c
             .query_one(
@@ -357,8 +386,8 @@ mod servers {
         let Some(db) = testkit::mariadb::MariaDb::start() else {
             return;
         };
-        contract(&db.url());
-        contract(&format!("{}/mysql", db.url()));
+        contract_on_each_backend(&db.url());
+        contract_on_each_backend(&format!("{}/mysql", db.url()));
         let left = db
             .sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'");
         assert_eq!(left.trim(), "0", "every database dyno created was dropped");

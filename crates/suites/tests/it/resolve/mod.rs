@@ -188,7 +188,7 @@ fn sweeps_take_lists_and_ranges_and_are_checked_against_the_suite_and_bounds() {
             depth: 10,
             width: 100,
             clients: 10,
-            threads: 1
+            generators: engine::fiber::Generators::from(1)
         })
     );
     let e = err(&format!("{ns}sweep = \"dept=1..3\"\n{fs}"));
@@ -335,8 +335,8 @@ fn unknown_keys_are_named_with_a_suggestion() {
         err("[suite]\nobjets = 3\n"),
         "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
          name, reps, warmup, seed, sweep, samples, levels, level_every, objects, size, concurrency, \
-         threads, topology, thousands, test_time, duration, requests, rate, ramp, stages, arrival, \
-         max_connections, timeout, interval, hlog, burst, coalesce, max_lag, io, depth, width, \
+         threads, io, topology, thousands, test_time, duration, requests, rate, ramp, stages, arrival, \
+         max_connections, timeout, interval, hlog, burst, coalesce, max_lag, depth, width, \
          operations, zipf, builtin, script, scale, transactions, latency_limit, max_tries, tables, table_size, range_size, point_selects, simple_ranges, sum_ranges, order_ranges, distinct_ranges, index_updates, non_index_updates, delete_inserts, range_selects, skip_trx, rand_type, isolation, writes_per_key"
     );
     assert_eq!(
