@@ -3,7 +3,9 @@
 # client costs the generator (CPU per operation, user + system) and the rate it reaches. The
 # servers run on core 1, every generator on core 0 (so dyno carries all its clients on one
 # thread: --threads defaults to the cores it may use). ROUNDS rounds (default 5), one after the
-# other within each round; the ratios dyno / native per round, then their median:
+# other within each round; the ratios dyno / native per round, then their median. dyno runs twice
+# a round, on io_uring (--io uring) and on epoll (--io epoll), so the ring's gain shows apart from
+# the day's noise:
 #   - postgres:// shootout, hot reads, -c 8 -n N_PG (default 20000)  vs  pgbench -S -M prepared
 #     -c 8 -j 1 (8 × N_PG selects): CPU per read, reads per second;
 #   - redis:// shootout, warm and hot reads, -c 50 -n 1000 (300 B)  vs  redis-benchmark -t get
@@ -82,10 +84,13 @@ results=$work/results
 : >"$results"
 for round in $(seq 1 "$rounds"); do
   # PostgreSQL
-  timed /dev/null taskset -c 0 "$dyno" run "$pg" -c 8 -n "$npg" --reps 1 --quiet -o "$work/pg-$round" >/dev/null
-  read -r ops cpu rate < <(reads_of "$work/pg-$round/run.json" hot)
-  d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
-  printf "%-6s %-34s %12.0f %14.2f\n" "$round" "dyno postgres:// hot -c 8" "$rate" "$d_cpu"
+  for io in epoll uring; do
+    timed /dev/null taskset -c 0 "$dyno" run "$pg" -c 8 -n "$npg" --reps 1 --io "$io" --quiet -o "$work/pg-$io-$round" >/dev/null
+    read -r ops cpu rate < <(reads_of "$work/pg-$io-$round/run.json" hot)
+    d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
+    printf "%-6s %-34s %12.0f %14.2f\n" "$round" "dyno postgres:// hot -c 8 ($io)" "$rate" "$d_cpu"
+    [ "$io" = epoll ] && { e_cpu=$d_cpu; e_rate=$rate; }
+  done
   n=$((npg))
   read -r cpu _ < <(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \
     -S -M prepared -c 8 -j 1 -t "$n" postgres)
@@ -93,31 +98,36 @@ for round in $(seq 1 "$rounds"); do
   done_tx=$(awk -F': ' '/number of transactions actually processed/ { split($2, a, "/"); print a[1] }' "$work/pgbench.out")
   p_cpu=$(python3 -c "print($cpu * 1e6 / $done_tx)")
   printf "%-6s %-34s %12.0f %14.2f\n" "$round" "pgbench -S -M prepared -c 8 -j 1" "$tps" "$p_cpu"
-  echo "pg $round $d_cpu $p_cpu $rate $tps" >>"$results"
+  echo "pg $round $d_cpu $p_cpu $rate $tps $e_cpu $e_rate" >>"$results"
 
   # Redis
-  read -r _ rss < <(timed /dev/null taskset -c 0 "$dyno" run "redis://127.0.0.1:$rport" -c 50 -n 1000 --size 300 \
-    --reps 1 --quiet -o "$work/redis-$round")
-  read -r ops cpu rate < <(reads_of "$work/redis-$round/run.json" warm,hot)
-  d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
-  printf "%-6s %-34s %12.0f %14.2f %7.1f MiB\n" "$round" "dyno redis:// warm+hot -c 50" "$rate" "$d_cpu" "$(python3 -c "print($rss / 1024)")"
+  for io in epoll uring; do
+    read -r _ rss < <(timed /dev/null taskset -c 0 "$dyno" run "redis://127.0.0.1:$rport" -c 50 -n 1000 --size 300 \
+      --reps 1 --io "$io" --quiet -o "$work/redis-$io-$round")
+    read -r ops cpu rate < <(reads_of "$work/redis-$io-$round/run.json" warm,hot)
+    d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
+    printf "%-6s %-34s %12.0f %14.2f %7.1f MiB\n" "$round" "dyno redis:// warm+hot -c 50 ($io)" "$rate" "$d_cpu" "$(python3 -c "print($rss / 1024)")"
+    [ "$io" = epoll ] && { e_cpu=$d_cpu; e_rate=$rate; }
+  done
   read -r cpu _ < <(timed "$work/rb.csv" taskset -c 0 redis-benchmark -p "$rport" -t get -c 50 -P 1 -d 300 \
     -n "$ops" --csv)
   rps=$(python3 -c "import csv; print(list(csv.DictReader(open('$work/rb.csv')))[0]['rps'])")
   r_cpu=$(python3 -c "print($cpu * 1e6 / $ops)")
   printf "%-6s %-34s %12.0f %14.2f\n" "$round" "redis-benchmark -t get -c 50 -d 300" "$rps" "$r_cpu"
-  echo "redis $round $d_cpu $r_cpu $rate $rps $rss" >>"$results"
+  echo "redis $round $d_cpu $r_cpu $rate $rps $rss $e_cpu $e_rate" >>"$results"
 done
 
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
-def show(kind, what):
-    rs = [r for r in rows if r[0] == kind]
-    cpu = [float(r[2]) / float(r[3]) for r in rs]
-    rate = [float(r[4]) / float(r[5]) for r in rs]
+def line(what, cpu, rate):
     print(f"{what}: CPU per read {', '.join(f'{x:.2f}' for x in cpu)} (median {statistics.median(cpu):.2f}x); "
           f"rate {', '.join(f'{x:.2f}' for x in rate)} (median {statistics.median(rate):.2f}x)")
+def show(kind, what):
+    rs = [r for r in rows if r[0] == kind]
+    line(f"{what} (io_uring)", [float(r[2]) / float(r[3]) for r in rs], [float(r[4]) / float(r[5]) for r in rs])
+    line(f"{what} (epoll)", [float(r[-2]) / float(r[3]) for r in rs], [float(r[-1]) / float(r[5]) for r in rs])
+    line(f"  dyno io_uring / epoll", [float(r[2]) / float(r[-2]) for r in rs], [float(r[4]) / float(r[-1]) for r in rs])
     return rs
 print()
 print("dyno / native, per round:")

@@ -40,8 +40,9 @@ const CANCEL: u64 = 3;
 /// A scheduler's ring, and the sends it holds.
 pub(super) struct FiberRing {
     ring: Ring,
-    /// Sends in the kernel (their outboxes must outlive them).
+    /// Sends in the kernel (their outboxes must outlive them), and receives.
     sends: usize,
+    recvs: usize,
     /// Whether the poll of the epoll instance is armed.
     epoll_armed: bool,
     /// Each fiber's receive result, once it has come (indexed by the fiber's slot).
@@ -53,6 +54,7 @@ impl FiberRing {
         Ok(FiberRing {
             ring: Ring::new(ENTRIES)?,
             sends: 0,
+            recvs: 0,
             epoll_armed: false,
             results: vec![None; fibers],
         })
@@ -228,7 +230,7 @@ impl Stream {
                 .user_data(ud);
             // SAFETY: `buf` outlives the receive: this fiber waits below for its completion,
             // whatever happens, before it returns.
-            with_ring(|r, _| unsafe { r.push(&sqe) }).unwrap_or(Ok(()))?;
+            with_ring(|r, _| unsafe { r.push(&sqe) }.map(|()| r.recvs += 1)).unwrap_or(Ok(()))?;
             let deadline = self.read_timeout.map(|d| Instant::now() + d);
             let mut wake = suspend(Why::Ring { deadline });
             let mut cancelled = false;
@@ -341,13 +343,38 @@ impl<'a, T: Send + 'a> Scheduler<T> {
         }
     }
 
-    /// One turn: false when the ring fails (the scheduler cannot go on).
+    /// One turn: false when the ring fails (the scheduler cannot go on). With nothing on the
+    /// ring (a client library that reads its socket itself waits through epoll), the turn
+    /// waits on epoll alone: one system call, as without a ring.
     fn ring_turn(
         &mut self,
         timeout: Option<Duration>,
         epfd: Option<RawFd>,
         events: &mut Events,
     ) -> bool {
+        let idle = with_sched_ring(|r| r.sends + r.recvs == 0).unwrap_or(false);
+        if idle && epfd.is_some() {
+            let polled = SCHED.with(|s| {
+                let mut s = s.borrow_mut();
+                let s = s.as_mut().expect("scheduler state");
+                s.poll.poll(events, timeout)
+            });
+            if let Err(e) = polled
+                && e.kind() != io::ErrorKind::Interrupted
+            {
+                panic!("epoll_wait failed: {e}");
+            }
+            self.wake(events);
+            // What the ring had meanwhile (its poll of epoll said what was just taken).
+            let taken = with_sched_ring(|r| {
+                r.ring.reap();
+                r.ring.take()
+            });
+            if let Some(taken) = taken {
+                self.completed(taken, events, false);
+            }
+            return true;
+        }
         let taken = with_sched_ring(|r| {
             if let Some(fd) = epfd {
                 r.arm_epoll(fd);
@@ -359,6 +386,18 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             Some(Err(e)) => panic!("io_uring_enter failed: {e}"),
             None => return false,
         };
+        self.completed(taken, events, true);
+        true
+    }
+
+    /// Handles a turn's completions; `epoll_too`: what epoll has is taken if the ring's poll
+    /// of it fired.
+    fn completed(
+        &mut self,
+        taken: Vec<crate::ring::Completion>,
+        events: &mut Events,
+        epoll_too: bool,
+    ) {
         let mut epoll = false;
         for &(ud, res, flags) in &taken {
             match ud & 3 {
@@ -370,7 +409,10 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 }
                 RECV => {
                     let f = (ud >> 2) as usize;
-                    with_sched_ring(|r| r.results[f] = Some(res));
+                    with_sched_ring(|r| {
+                        r.recvs -= 1;
+                        r.results[f] = Some(res)
+                    });
                     self.ring_ready(f);
                 }
                 SEND => {
@@ -385,7 +427,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             }
         }
         with_sched_ring(|r| r.ring.give_back(taken));
-        if epoll {
+        if epoll && epoll_too {
             self.epoll_events(events);
         } else {
             SCHED.with(|s| {
@@ -394,7 +436,6 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 self.timers_due(&mut s.regs);
             });
         }
-        true
     }
 
     /// Takes what the epoll instance has (without waiting), as many times as it fills `events`.

@@ -221,7 +221,10 @@ fn a_ring_stream_sends_everything_before_its_scheduler_returns() {
         gone_peer(&mut s)
     };
     let r = join_all(on_ring, vec![Box::new(job) as Job<'_, bool>]);
-    assert!(r.into_iter().next().unwrap().unwrap(), "no error from a peer that has gone");
+    assert!(
+        r.into_iter().next().unwrap().unwrap(),
+        "no error from a peer that has gone"
+    );
 }
 
 /// Writes and reads until the connection's end shows: true if it did within 100 tries.

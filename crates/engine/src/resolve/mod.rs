@@ -161,7 +161,8 @@ impl RawPlan {
             });
         }
         crate::ring::choose(io, None).map_err(|why| {
-            let at = (self.settings.text(&shared::IO)).map_or(Origin::Flag("--io"), |s| s.at.clone());
+            let at =
+                (self.settings.text(&shared::IO)).map_or(Origin::Flag("--io"), |s| s.at.clone());
             PlanError::new(at, why)
         })
     }
