@@ -321,7 +321,7 @@ impl Drop for Stream {
     }
 }
 
-impl<'a, T: Send + 'a> Scheduler<T> {
+impl<T: Send> Scheduler<T> {
     /// The loop on the ring: every fiber run, then one turn (what they queued submitted, the
     /// wait for at least one completion or the next deadline), until every fiber has returned
     /// and every send has ended.

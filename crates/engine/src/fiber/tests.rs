@@ -225,6 +225,7 @@ fn a_ring_stream_sends_everything_before_its_scheduler_returns() {
         r.into_iter().next().unwrap().unwrap(),
         "no error from a peer that has gone"
     );
+    gone.join().unwrap();
 }
 
 /// Writes and reads until the connection's end shows: true if it did within 100 tries.

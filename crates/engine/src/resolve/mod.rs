@@ -86,29 +86,10 @@ impl RawPlan {
         check_families(suite, &targets, &target_at)?;
         self.only_settings_of(suite, suites)?;
 
-        let Shared {
-            objects,
-            clients,
-            threads,
-            io,
-            size,
-            reps,
-            seed,
-        } = self.shared(suite)?;
-        let clients_io = self.clients_io(suite, io)?;
+        let shared = self.shared(suite)?;
+        let clients_io = self.clients_io(suite, shared.io)?;
         let sweeps = self.resolve_sweeps(suite)?;
-        let settings = suite.resolve(
-            &self,
-            &Common {
-                objects,
-                clients,
-                size,
-                seed,
-                quick: self.quick,
-                sweeps: &sweeps,
-                io,
-            },
-        )?;
+        let settings = suite.resolve(&self, &shared.common(self.quick, &sweeps))?;
         let (watch_pids, watch_names) = self.watched()?;
         let (faults, levels) = self.resolve_faults(&targets)?;
         let (thresholds, abort_after) = self.resolve_gates()?;
@@ -131,15 +112,15 @@ impl RawPlan {
                 .map_or_else(|| "command line".to_string(), |p| p.display().to_string()),
             suite,
             settings,
-            objects,
-            clients,
-            threads,
-            io,
+            objects: shared.objects,
+            clients: shared.clients,
+            threads: shared.threads,
+            io: shared.io,
             clients_io,
-            size,
-            reps,
+            size: shared.size,
+            reps: shared.reps,
             warmup: self.warmup.map_or(suite.default_warmup(), |w| w.value),
-            seed,
+            seed: shared.seed,
             targets,
             out,
             format: self.format,
@@ -410,6 +391,21 @@ struct Shared {
     size: usize,
     reps: u32,
     seed: u64,
+}
+
+impl Shared {
+    /// What a suite's own resolution is given of them.
+    fn common<'a>(&self, quick: bool, sweeps: &'a [Sweep]) -> Common<'a> {
+        Common {
+            objects: self.objects,
+            clients: self.clients,
+            size: self.size,
+            seed: self.seed,
+            quick,
+            sweeps,
+            io: self.io,
+        }
+    }
 }
 
 /// Refuses a target that cannot run `suite`. A store that lacks a store suite's family, beside

@@ -123,8 +123,13 @@ fn shards_meet_and_start_together() {
             of_rep.iter().all(|(at, _)| *at == of_rep[0].0),
             "{starts:?}"
         );
+        // A shard's instant is rank 0's, moved by the clock offset it measured (on one machine,
+        // zero within its error, under a microsecond or so): it may wake that much early.
         for (at, woke) in of_rep {
-            assert!(*woke >= *at && woke - at < 5_000_000, "{starts:?}");
+            assert!(
+                *woke + 100_000 >= *at && woke.saturating_sub(*at) < 5_000_000,
+                "{starts:?}"
+            );
         }
     }
 }

@@ -170,7 +170,7 @@ impl Suite for Load {
     }
 
     fn resolve(&self, raw: &RawPlan, c: &Common) -> Result<Box<dyn Settings>, PlanError> {
-        let l = plan::Raw(raw).resolve_load(c.clients, c.io)?;
+        let l = plan::Raw(raw).resolve_load(c)?;
         let rate_sweep = (raw.sweeps.iter())
             .find(|s| s.value.trim_start().starts_with("rate"))
             .map(|s| s.at.clone());

@@ -6,6 +6,7 @@ use engine::plan::setting::shared;
 use engine::plan::{BadValue, Origin, PlanError, RawPlan, Sp};
 use engine::schedule::{ArrivalKind, RateProfile};
 use engine::suggest::did_you_mean;
+use engine::suite::Common;
 use engine::worker::Stop;
 use std::path::PathBuf;
 
@@ -282,12 +283,8 @@ impl Raw<'_> {
         } as usize)
     }
 
-    pub(super) fn resolve_load(
-        &self,
-        clients: u32,
-        io: engine::ring::Io,
-    ) -> Result<LoadParams, PlanError> {
-        let connections = u64::from(clients);
+    pub(super) fn resolve_load(&self, c: &Common) -> Result<LoadParams, PlanError> {
+        let (clients, connections) = (c.clients, u64::from(c.clients));
         let duration = positive_duration(&self.settings.text(&set::DURATION), "duration")?;
         let ramp = positive_duration(&self.settings.text(&set::RAMP), "ramp")?;
         let timeout = positive_duration(&self.settings.text(&set::TIMEOUT), "timeout")?
@@ -379,7 +376,7 @@ impl Raw<'_> {
             hlog,
             burst,
             coalesce: self.resolve_coalesce()?,
-            io,
+            io: c.io,
             arrival,
             max_connections,
             max_lag,
