@@ -11,8 +11,6 @@ pub fn choose(spec: &LoadSpec) -> Result<IoUsed, String> {
         Some(
             "a multiplexed protocol (HTTP/2, gRPC) runs on epoll: io_uring carries plain connections only so far",
         )
-    } else if spec.protocol.alpn().is_some() || !matches!(spec.protocol.channel(), Ok(None)) {
-        Some("TLS runs on epoll: io_uring carries plain connections only so far")
     } else {
         None
     };

@@ -154,72 +154,15 @@ fn https_against_nginx_closed_and_open_loop_with_the_certificate_checked() {
     let url = n.url("/hello.txt");
     assert!(url.starts_with("https://"));
 
-    // Closed loop, the certificate checked against the test's CA.
-    let a = dyno(dir.path())
-        .args([
-            "run",
-            &url,
-            "--requests",
-            "200",
-            "-c",
-            "4",
-            "--ca",
-            "ca.pem",
-        ])
-        .args(["--no-warmup", "-o", "closed"])
-        .assert()
-        .success();
-    let out = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
-    let rec = record(&dir.path().join("closed"));
-    assert_schema_valid(&rec);
-    let c = case(&rec, "https", "load");
-    // Every request answered; the unoptimized test build may find its own thread too busy to
-    // vouch for the pace (TLS is CPU work), which is the only other outcome allowed.
-    assert!(
-        c["status"] == "ok"
-            || (c["status"] == "invalid"
-                && c["reason"]
-                    .as_str()
-                    .unwrap()
-                    .contains("a load thread was busy")),
-        "{}: {}",
-        c["status"],
-        c["reason"]
-    );
-    assert!(
-        c["durability"]
-            .as_str()
-            .unwrap()
-            .contains("TLS, verified against"),
-        "{}",
-        c["durability"]
-    );
-    let l = &c["reps"][0]["detail"]["load"];
-    assert_eq!(l["ok"], 800);
-    assert!(l["bytes_in"].as_u64().unwrap() >= 800 * HELLO.len() as u64);
-    // One handshake per connection, timed.
-    let h = &l["tls_handshake_ns"];
-    assert_eq!(h["count"], l["connects"], "{l}");
-    assert!(h["p50"].as_u64().unwrap() > 0);
-    assert!(
-        out.contains("TLS handshake p50 / p99 (per connection)"),
-        "{out}"
-    );
-
-    // Open loop: the connections opened up front shake hands before the measured start.
-    dyno(dir.path())
-        .args([
-            "run", &url, "--rate", "200", "-d", "1s", "-r", "1", "-c", "2", "--ca", "ca.pem",
-        ])
-        .args(["--no-warmup", "-o", "open"])
-        .assert()
-        .success();
-    let rec = record(&dir.path().join("open"));
-    let c = case(&rec, "https", "load");
-    let l = &c["reps"][0]["detail"]["load"];
-    assert_eq!(l["network_failed"], 0, "{l}");
-    assert!(l["ok"].as_u64().unwrap() >= 190, "{l}");
-    assert!(l["tls_handshake_ns"]["count"].as_u64().unwrap() >= 2);
+    // Closed and open loop on each I/O backend.
+    let mut backends = vec!["epoll"];
+    match engine::load::backend::uring_allowed() {
+        Ok(()) => backends.push("uring"),
+        Err(why) => eprintln!("io_uring not tested: {why}"),
+    }
+    for io in backends {
+        https_closed_and_open_loop(dir.path(), &url, io);
+    }
 
     // Mozilla's roots do not know the test's CA: every request fails, said once, exit 3.
     let a = dyno(dir.path())
@@ -262,6 +205,82 @@ fn https_against_nginx_closed_and_open_loop_with_the_certificate_checked() {
     let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
     assert!(err.contains("bad.pem") && err.contains("PEM"), "{err}");
     assert!(!dir.path().join("bad").exists());
+}
+
+/// An https load's closed and open loop on the I/O backend `io`: every request answered over a
+/// checked certificate, and each connection's handshake timed.
+fn https_closed_and_open_loop(dir: &std::path::Path, url: &str, io: &str) {
+    // Closed loop, the certificate checked against the test's CA.
+    let a = dyno(dir)
+        .args([
+            "run",
+            url,
+            "--requests",
+            "200",
+            "-c",
+            "4",
+            "--ca",
+            "ca.pem",
+            "--io",
+            io,
+        ])
+        .args(["--no-warmup", "-o", &format!("closed-{io}")])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    let rec = record(&dir.join(format!("closed-{io}")));
+    assert_schema_valid(&rec);
+    let c = case(&rec, "https", "load");
+    // Every request answered; the unoptimized test build may find its own thread too busy to
+    // vouch for the pace (TLS is CPU work), which is the only other outcome allowed.
+    assert!(
+        c["status"] == "ok"
+            || (c["status"] == "invalid"
+                && c["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("a load thread was busy")),
+        "{}: {}",
+        c["status"],
+        c["reason"]
+    );
+    assert!(
+        c["durability"]
+            .as_str()
+            .unwrap()
+            .contains("TLS, verified against"),
+        "{}",
+        c["durability"]
+    );
+    let l = &c["reps"][0]["detail"]["load"];
+    let ran = if io == "uring" { "io_uring" } else { "epoll" };
+    assert_eq!(l["generator"]["io"], ran, "{l}");
+    assert_eq!(l["ok"], 800);
+    assert!(l["bytes_in"].as_u64().unwrap() >= 800 * HELLO.len() as u64);
+    // One handshake per connection, timed.
+    let h = &l["tls_handshake_ns"];
+    assert_eq!(h["count"], l["connects"], "{l}");
+    assert!(h["p50"].as_u64().unwrap() > 0);
+    assert!(
+        out.contains("TLS handshake p50 / p99 (per connection)"),
+        "{out}"
+    );
+
+    // Open loop: the connections opened up front shake hands before the measured start.
+    dyno(dir)
+        .args([
+            "run", url, "--rate", "200", "-d", "1s", "-r", "1", "-c", "2", "--ca", "ca.pem",
+            "--io", io,
+        ])
+        .args(["--no-warmup", "-o", &format!("open-{io}")])
+        .assert()
+        .success();
+    let rec = record(&dir.join(format!("open-{io}")));
+    let c = case(&rec, "https", "load");
+    let l = &c["reps"][0]["detail"]["load"];
+    assert_eq!(l["network_failed"], 0, "{l}");
+    assert!(l["ok"].as_u64().unwrap() >= 190, "{l}");
+    assert!(l["tls_handshake_ns"]["count"].as_u64().unwrap() >= 2);
 }
 
 /// `--profile`: nginx (watched by `--pid`, its worker a child) and dyno are profiled with perf

@@ -406,6 +406,11 @@ impl<'a> Worker<'a> {
                 self.counters.bytes_out += (req.len() - c.written) as u64;
                 c.written = req.len();
             }
+            if self.uring.is_some() {
+                c.state = State::Reading;
+                self.tls_flush(ci, now);
+                return;
+            }
             match flush_tls(tls.as_mut(), stream) {
                 Ok(true) => c.state = State::Reading,
                 Ok(false) => {}

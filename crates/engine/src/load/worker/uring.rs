@@ -27,6 +27,8 @@ const GROUP: u16 = 0;
 const RECV: u64 = 1;
 const SEND: u64 = 2;
 const CONNECT: u64 = 3;
+/// A send of a TLS connection's ciphertext (from [`Uring::cipher`]).
+const CIPHER: u64 = 4;
 
 /// A completion's connection, generation, kind and (a send) request, in its user data.
 fn tag(ci: usize, generation: u32, kind: u64, request: u64) -> u64 {
@@ -124,6 +126,9 @@ pub(in crate::load) struct Uring {
     generation: Vec<u32>,
     armed: Vec<bool>,
     pub(super) sending: Vec<bool>,
+    /// Per TLS connection: the ciphertext of its send in the kernel, and how much of it is
+    /// sent.
+    cipher: Vec<(Vec<u8>, usize)>,
 }
 
 impl Uring {
@@ -136,6 +141,7 @@ impl Uring {
             generation: Vec::new(),
             armed: Vec::new(),
             sending: Vec::new(),
+            cipher: Vec::new(),
         })
     }
 
@@ -144,6 +150,7 @@ impl Uring {
             self.generation.resize(ci + 1, 0);
             self.armed.resize(ci + 1, false);
             self.sending.resize(ci + 1, false);
+            self.cipher.resize_with(ci + 1, Default::default);
         }
     }
 
@@ -194,6 +201,18 @@ impl Uring {
             .flags(libc::MSG_NOSIGNAL)
             .build()
             .user_data(tag(ci, self.generation[ci], SEND, request));
+        self.sending[ci] = self.push(sqe, syscalls);
+    }
+
+    /// Queues a send of what is left of TLS connection `ci`'s ciphertext.
+    fn send_cipher(&mut self, (ci, fd): (usize, i32), syscalls: &mut u64) {
+        self.grow(ci);
+        let (bytes, at) = &self.cipher[ci];
+        let rest = &bytes[*at..];
+        let sqe = opcode::Send::new(Fd(fd), rest.as_ptr(), rest.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(tag(ci, self.generation[ci], CIPHER, 0));
         self.sending[ci] = self.push(sqe, syscalls);
     }
 
@@ -273,6 +292,10 @@ impl Worker<'_> {
                 self.sent(ci, res, request, now);
             }
             SEND => self.counters.bytes_out += res.max(0) as u64,
+            CIPHER if current => {
+                u.sending[ci] = false;
+                self.cipher_sent(ci, res, now);
+            }
             CONNECT if current && res < 0 => {
                 let e = io::Error::from_raw_os_error(-res);
                 self.fail(ci, io_err("connect", &e), now);
@@ -300,14 +323,14 @@ impl Worker<'_> {
         let before = self.uring.as_ref().map(|u| u.generation[ci]);
         match res {
             n if n > 0 => {
-                self.take(ci, n as usize, false, now);
+                self.take_on_ring(ci, n as usize, false, now);
                 // The connection was dropped meanwhile: its new socket arms its own.
                 if self.uring.as_ref().map(|u| u.generation[ci]) != before {
                     return;
                 }
             }
             0 => {
-                self.take(ci, 0, true, now);
+                self.take_on_ring(ci, 0, true, now);
                 return;
             }
             e if -e == libc::ENOBUFS => {}
@@ -357,6 +380,125 @@ impl Worker<'_> {
         self.arm(ci);
         if self.conns[ci].state == State::Writing {
             self.write(ci, now);
+        }
+    }
+}
+
+/// TLS on the ring: the ciphertext a connection's channel makes is sent from the ring's own
+/// buffer for it (one send in the kernel at a time; what the channel makes meanwhile waits in
+/// the channel), and what arrives is handed to the channel, whose plaintext goes to the response
+/// as a plain connection's bytes do.
+impl Worker<'_> {
+    /// Sends TLS connection `ci`'s pending ciphertext (its handshake, its requests, alerts),
+    /// unless a send of it is still in the kernel (its completion sends the rest).
+    pub(super) fn tls_flush(&mut self, ci: usize, now: u64) {
+        let Some(u) = self.uring.as_mut() else { return };
+        let c = &mut self.conns[ci];
+        let (Some(tls), Some(s)) = (c.tls.as_mut(), c.stream.as_ref()) else {
+            return;
+        };
+        u.grow(ci);
+        if u.sending[ci] || !tls.wants_write() {
+            return;
+        }
+        let (out, at) = &mut u.cipher[ci];
+        out.clear();
+        *at = 0;
+        let mut made = Ok(0);
+        while tls.wants_write() && made.is_ok() {
+            made = tls.write_tls(out);
+        }
+        match made {
+            Ok(_) => u.send_cipher((ci, s.as_raw_fd()), &mut self.counters.syscalls),
+            Err(e) => self.fail(ci, io_err("send", &e), now),
+        }
+    }
+
+    /// A send of TLS connection `ci`'s ciphertext ended: the rest of it sent, or what the
+    /// channel made since.
+    fn cipher_sent(&mut self, ci: usize, res: i32, now: u64) {
+        let (Some(u), Some(s)) = (self.uring.as_mut(), self.conns[ci].stream.as_ref()) else {
+            return;
+        };
+        if res <= 0 {
+            let e = match res {
+                0 => io::ErrorKind::WriteZero.into(),
+                e => io::Error::from_raw_os_error(-e),
+            };
+            self.fail(ci, io_err("send", &e), now);
+            return;
+        }
+        let (out, at) = &mut u.cipher[ci];
+        *at += res as usize;
+        if *at < out.len() {
+            u.send_cipher((ci, s.as_raw_fd()), &mut self.counters.syscalls);
+            return;
+        }
+        self.tls_flush(ci, now);
+    }
+
+    /// `n` bytes received on connection `ci` (in `self.buf`), or its end: a plain connection's
+    /// fed to its response; a TLS connection's to its channel, and the plaintext that makes
+    /// to its response.
+    fn take_on_ring(&mut self, ci: usize, n: usize, eof: bool, now: u64) {
+        let c = &mut self.conns[ci];
+        let Some(tls) = c.tls.as_mut() else {
+            self.take(ci, n, eof, now);
+            return;
+        };
+        let mut cipher = &self.buf[..n];
+        while !cipher.is_empty() {
+            if let Err(e) = tls.read_tls(&mut cipher) {
+                self.read_failed(ci, &e, now);
+                return;
+            }
+            if let Err(e) = tls.process() {
+                self.fail(ci, e, now);
+                return;
+            }
+        }
+        if let Some(from) = c.handshake_from
+            && !tls.is_handshaking()
+        {
+            self.handshake
+                .saturating_record(now.saturating_sub(from).max(1));
+            c.handshake_from = None;
+        }
+        // Its answers to the handshake, and a request it held until the handshake was done.
+        self.tls_flush(ci, now);
+        self.take_plaintext(ci, eof, now);
+    }
+
+    /// Takes TLS connection `ci`'s plaintext, as long as it holds its channel and has some.
+    fn take_plaintext(&mut self, ci: usize, eof: bool, now: u64) {
+        loop {
+            let Some(tls) = self.conns[ci].tls.as_mut() else {
+                return;
+            };
+            match tls.recv(&mut self.buf) {
+                Ok(0) => {
+                    self.take(ci, 0, true, now);
+                    return;
+                }
+                Ok(m) => {
+                    self.take(ci, m, false, now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if eof {
+                        self.take(ci, 0, true, now);
+                    }
+                    return;
+                }
+                // TCP closed without TLS's close_notify: an end all the same.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    self.take(ci, 0, true, now);
+                    return;
+                }
+                Err(e) => {
+                    self.read_failed(ci, &e, now);
+                    return;
+                }
+            }
         }
     }
 }

@@ -382,8 +382,10 @@ fn a_dense_open_loop_paces_its_sends_and_keeps_up() {
     );
     assert_eq!(r.counters.unsent, 0, "{:?}", r.counters);
     assert_eq!(r.counters.ok, r.counters.requests, "{:?}", r.counters);
+    // Responses the loop left waiting showed a p50 of 372 ms; a busy test machine (the
+    // unoptimized build, other tests' database servers starting) shows tens of ms.
     let p50 = r.recorder.latency.value_at_quantile(0.5);
-    assert!(p50 < 20_000_000, "p50 {p50} ns: responses waited for the loop");
+    assert!(p50 < 150_000_000, "p50 {p50} ns: responses waited for the loop");
 }
 }
 
