@@ -7,12 +7,5 @@ pub use crate::ring::{Io, IoUsed, REFUSE_URING, uring_allowed};
 
 /// The backend for `spec`: an error when io_uring was asked for and cannot run.
 pub fn choose(spec: &LoadSpec) -> Result<IoUsed, String> {
-    let unsupported = if spec.protocol.session().is_some() {
-        Some(
-            "a multiplexed protocol (HTTP/2, gRPC) runs on epoll: io_uring carries plain connections only so far",
-        )
-    } else {
-        None
-    };
-    crate::ring::choose(spec.io, unsupported)
+    crate::ring::choose(spec.io, None)
 }

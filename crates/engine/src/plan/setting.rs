@@ -227,8 +227,7 @@ pub mod shared {
         value_name: "auto|uring|epoll",
         help: "The generator threads' I/O: `uring` (io_uring: a loop turn's sends and its wait in \
                one system call), `epoll`, or `auto` [default]: io_uring where the kernel allows \
-               it, epoll otherwise (the load suite also where its protocol does not run on it: \
-               TLS, HTTP/2, gRPC). The record says which ran and why.",
+               it, epoll otherwise. The record says which ran and why.",
         heading: None,
     };
     pub static TOPOLOGY: Setting = Setting {

@@ -5,6 +5,7 @@
 //! link `ci / streams`. A request that waits for its link to connect, or for a stream under
 //! the server's limit, waits from its intended start: that time is the server's.
 
+use super::uring::{Sock, feed_channel};
 use super::*;
 
 /// Poll tokens at and above this are links (`LINK_BASE + li`); below, connections.
@@ -76,13 +77,16 @@ impl Worker<'_> {
 
     fn link_connect(&mut self, li: usize) -> Result<(), OpError> {
         let mut s = TcpStream::connect(self.spec.addr).map_err(|e| io_err("connect", &e))?;
-        (self.poll.registry())
-            .register(
-                &mut s,
-                Token(LINK_BASE + li),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .map_err(|e| io_err("register", &e))?;
+        match self.uring.as_mut() {
+            Some(u) => u.connecting(Sock::Link(li), s.as_raw_fd(), &mut self.counters.syscalls),
+            None => (self.poll.registry())
+                .register(
+                    &mut s,
+                    Token(LINK_BASE + li),
+                    Interest::READABLE | Interest::WRITABLE,
+                )
+                .map_err(|e| io_err("register", &e))?,
+        }
         let l = &mut self.links[li];
         l.stream = Some(s);
         l.session = self.spec.protocol.session();
@@ -125,12 +129,42 @@ impl Worker<'_> {
         }
     }
 
-    /// Writes what the link has queued, as far as the socket takes it.
+    /// Writes what the link has queued, as far as the socket takes it (on the ring: hands it
+    /// to the kernel, unless a send of the link's is still there, whose end sends the rest).
     pub(super) fn link_flush(&mut self, li: usize, now: u64) {
         let l = &mut self.links[li];
         let Some(stream) = l.stream.as_mut().filter(|_| l.up) else {
             return;
         };
+        if let Some(u) = self.uring.as_mut() {
+            let fd = stream.as_raw_fd();
+            let Some(out) = u.out(Sock::Link(li)) else {
+                return;
+            };
+            let made = match l.tls.as_mut() {
+                Some(tls) => {
+                    let mut made = tls.send(&l.out).map(|()| 0);
+                    self.counters.bytes_out += l.out.len() as u64;
+                    l.out.clear();
+                    while made.is_ok() && tls.wants_write() {
+                        made = tls.write_tls(&mut *out);
+                    }
+                    made
+                }
+                None => {
+                    std::mem::swap(out, &mut l.out);
+                    self.counters.bytes_out += out.len() as u64;
+                    Ok(0)
+                }
+            };
+            let empty = out.is_empty();
+            match made {
+                Err(e) => self.link_fail(li, io_err("send", &e), now),
+                Ok(_) if empty => {}
+                Ok(_) => u.send_out(Sock::Link(li), fd, &mut self.counters.syscalls),
+            }
+            return;
+        }
         if let Some(tls) = l.tls.as_mut() {
             let sent = tls
                 .send(&l.out)
@@ -159,27 +193,51 @@ impl Worker<'_> {
         l.out.drain(..written);
     }
 
+    /// Whether link `li` is up: connected now (its session started, the waiting requests
+    /// opened) or before; a failed connect fails it, and one still connecting is not.
+    pub(super) fn link_connected(&mut self, li: usize, now: u64) -> bool {
+        let Some(s) = self.links.get(li).and_then(|l| l.stream.as_ref()) else {
+            return false;
+        };
+        if self.links[li].up {
+            return true;
+        }
+        match s.take_error() {
+            Ok(Some(e)) | Err(e) => {
+                self.link_fail(li, io_err("connect", &e), now);
+                return false;
+            }
+            Ok(None) => {}
+        }
+        match s.peer_addr() {
+            Ok(_) => {
+                let _ = s.set_nodelay(true);
+                if let Err(e) = self.link_up(li, now) {
+                    self.link_fail(li, e, now);
+                    return false;
+                }
+                self.link_open_waiting(li, now);
+                true
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => false,
+            Err(e) => {
+                self.link_fail(li, io_err("connect", &e), now);
+                false
+            }
+        }
+    }
+
+    /// On the ring, link `li` is up (connected now, or before the run): its receive armed, its
+    /// session's first bytes and the waiting requests sent.
+    pub(super) fn link_ready(&mut self, li: usize, now: u64) {
+        self.arm(Sock::Link(li));
+        self.link_flush(li, now);
+    }
+
     /// The link's socket is ready: connect, write, read, and end the requests that ended.
     pub(super) fn handle_link(&mut self, li: usize, now: u64) {
-        let Some(s) = self.links.get(li).and_then(|l| l.stream.as_ref()) else {
+        if !self.link_connected(li, now) {
             return;
-        };
-        if !self.links[li].up {
-            match s.take_error() {
-                Ok(Some(e)) | Err(e) => return self.link_fail(li, io_err("connect", &e), now),
-                Ok(None) => {}
-            }
-            match s.peer_addr() {
-                Ok(_) => {
-                    let _ = s.set_nodelay(true);
-                    if let Err(e) = self.link_up(li, now) {
-                        return self.link_fail(li, e, now);
-                    }
-                    self.link_open_waiting(li, now);
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-                Err(e) => return self.link_fail(li, io_err("connect", &e), now),
-            }
         }
         self.link_flush(li, now);
         if !self.links[li].up {
@@ -212,70 +270,133 @@ impl Worker<'_> {
                 Ok(got) => got,
                 Err(e) => return self.link_fail(li, e, now),
             };
-            if let (Some(from), Some(tls)) = (l.handshake_from, l.tls.as_ref())
-                && !tls.is_handshaking()
-            {
-                self.handshake
-                    .saturating_record(now.saturating_sub(from).max(1));
-                l.handshake_from = None;
-                let want = self.spec.protocol.alpn();
-                if want.is_some() && tls.alpn() != want {
-                    let e = OpError::new(
-                        ErrorClass::Protocol,
-                        "tls: the server did not agree to HTTP/2 (ALPN h2); \
-                         it may speak HTTP/1.1 only (version=1.1)",
-                    );
-                    return self.link_fail(li, e, now);
-                }
+            if !self.link_handshaken(li, now) {
+                return;
             }
-            let n = match got {
-                Ok(0) => {
-                    let e = OpError::new(ErrorClass::Reset, "the server closed the connection");
-                    // After GOAWAY the requests still waiting for a stream were never sent:
-                    // they go on a new connection.
-                    if l.session.as_ref().is_some_and(|s| s.closing()) {
-                        return self.link_renew_after(li, e, now);
-                    }
-                    return self.link_fail(li, e, now);
-                }
-                Ok(n) => n,
+            match got {
+                Ok(0) => return self.link_closed(li, now),
+                Ok(n) if self.link_feed(li, n, now) => {}
+                Ok(_) => return,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return self.link_fail(li, io_err("receive", &e), now),
-            };
-            self.counters.bytes_in += n as u64;
-            l.last_read = now;
-            let mut ended = std::mem::take(&mut self.ended);
-            let fed = match l.session.as_mut() {
-                Some(s) => s.feed(&self.buf[..n], &mut l.out, &mut |ci, r| ended.push((ci, r))),
-                None => Ok(()),
-            };
-            for (ci, how) in ended.drain(..) {
-                if self.conns[ci].state != State::Reading {
-                    continue;
-                }
-                match how {
-                    Ended::Response(outcome) => self.complete(ci, outcome, true, now),
-                    Ended::Failed(e) => self.fail(ci, e, now),
-                    Ended::Unprocessed => {
-                        self.conns[ci].state = State::Writing;
-                        self.links[li].waiting.push_back(ci);
-                    }
-                    Ended::Message => {
-                        let c = &mut self.conns[ci];
-                        c.messages += 1;
-                        let latency = now.saturating_sub(c.intended);
-                        self.streamed.message(latency, c.messages == 1);
-                    }
-                }
-            }
-            self.ended = ended;
-            if let Err(e) = fed {
-                return self.link_fail(li, e, now);
             }
             // Read on until "would block", even after a short read: a close that came with the
             // last bytes raises no new readiness, and would be heard only at a timeout.
         }
+    }
+
+    /// On the ring, `n` bytes arrived on link `li` (in `self.buf`): through its channel if it
+    /// has one, to its session; then what can go out goes.
+    pub(super) fn link_take(&mut self, li: usize, n: usize, now: u64) {
+        let l = &mut self.links[li];
+        if let Some(tls) = l.tls.as_mut() {
+            if let Err(e) = feed_channel(tls.as_mut(), &self.buf[..n]) {
+                return self.link_fail(li, e, now);
+            }
+            if !self.link_handshaken(li, now) {
+                return;
+            }
+            // Its answers to the handshake.
+            self.link_flush(li, now);
+            loop {
+                let Some(tls) = self.links[li].tls.as_mut() else {
+                    return;
+                };
+                match tls.recv(&mut self.buf) {
+                    Ok(0) => return self.link_closed(li, now),
+                    Ok(m) if self.link_feed(li, m, now) => {}
+                    Ok(_) => return,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    // TCP closed without TLS's close_notify: an end all the same.
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                        return self.link_closed(li, now);
+                    }
+                    Err(e) => return self.link_fail(li, io_err("receive", &e), now),
+                }
+            }
+        } else if !self.link_feed(li, n, now) {
+            return;
+        }
+        if !self.links[li].up {
+            return;
+        }
+        self.link_open_waiting(li, now);
+        self.link_flush(li, now);
+        self.link_renew(li, now);
+    }
+
+    /// Once link `li`'s handshake is done: timed, and the application protocol it agreed on
+    /// checked; false if that failed it.
+    fn link_handshaken(&mut self, li: usize, now: u64) -> bool {
+        let l = &mut self.links[li];
+        if let (Some(from), Some(tls)) = (l.handshake_from, l.tls.as_ref())
+            && !tls.is_handshaking()
+        {
+            self.handshake
+                .saturating_record(now.saturating_sub(from).max(1));
+            l.handshake_from = None;
+            let want = self.spec.protocol.alpn();
+            if want.is_some() && tls.alpn() != want {
+                let e = OpError::new(
+                    ErrorClass::Protocol,
+                    "tls: the server did not agree to HTTP/2 (ALPN h2); \
+                     it may speak HTTP/1.1 only (version=1.1)",
+                );
+                self.link_fail(li, e, now);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The server closed link `li`.
+    pub(super) fn link_closed(&mut self, li: usize, now: u64) {
+        let e = OpError::new(ErrorClass::Reset, "the server closed the connection");
+        // After GOAWAY the requests still waiting for a stream were never sent: they go on a
+        // new connection.
+        if (self.links[li].session.as_ref()).is_some_and(|s| s.closing()) {
+            return self.link_renew_after(li, e, now);
+        }
+        self.link_fail(li, e, now);
+    }
+
+    /// `n` bytes of link `li`'s (in `self.buf`) fed to its session, and the requests that
+    /// ended with them ended; false if the session failed the link.
+    fn link_feed(&mut self, li: usize, n: usize, now: u64) -> bool {
+        let l = &mut self.links[li];
+        self.counters.bytes_in += n as u64;
+        l.last_read = now;
+        let mut ended = std::mem::take(&mut self.ended);
+        let fed = match l.session.as_mut() {
+            Some(s) => s.feed(&self.buf[..n], &mut l.out, &mut |ci, r| ended.push((ci, r))),
+            None => Ok(()),
+        };
+        for (ci, how) in ended.drain(..) {
+            if self.conns[ci].state != State::Reading {
+                continue;
+            }
+            match how {
+                Ended::Response(outcome) => self.complete(ci, outcome, true, now),
+                Ended::Failed(e) => self.fail(ci, e, now),
+                Ended::Unprocessed => {
+                    self.conns[ci].state = State::Writing;
+                    self.links[li].waiting.push_back(ci);
+                }
+                Ended::Message => {
+                    let c = &mut self.conns[ci];
+                    c.messages += 1;
+                    let latency = now.saturating_sub(c.intended);
+                    self.streamed.message(latency, c.messages == 1);
+                }
+            }
+        }
+        self.ended = ended;
+        if let Err(e) = fed {
+            self.link_fail(li, e, now);
+            return false;
+        }
+        true
     }
 
     /// A link the server is closing (GOAWAY) is let go once its last request ended; the
@@ -310,7 +431,18 @@ impl Worker<'_> {
     fn link_drop(&mut self, li: usize) {
         let l = &mut self.links[li];
         if let Some(mut s) = l.stream.take() {
-            let _ = self.poll.registry().deregister(&mut s);
+            match self.uring.as_mut() {
+                // As a connection's (`drop_stream`): queued sends go first, then the shutdown
+                // ends what the ring has in flight on it.
+                Some(u) => {
+                    u.flush(&mut self.counters.syscalls);
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                    u.forget(Sock::Link(li));
+                }
+                None => {
+                    let _ = self.poll.registry().deregister(&mut s);
+                }
+            }
         }
         l.tls = None;
         l.session = None;
@@ -398,6 +530,9 @@ impl Worker<'_> {
         l.up = true;
         debug_assert_eq!(first / self.streams, li);
         let now = self.clock.now_ns();
-        self.link_flush(li, now);
+        match self.uring.is_some() {
+            true => self.link_ready(li, now),
+            false => self.link_flush(li, now),
+        }
     }
 }

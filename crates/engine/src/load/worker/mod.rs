@@ -322,7 +322,7 @@ impl<'a> Worker<'a> {
             && self
                 .uring
                 .as_ref()
-                .is_some_and(|u| u.sending.get(ci) == Some(&true))
+                .is_some_and(|u| u.sending(uring::Sock::Conn(ci)))
         {
             self.drop_stream(ci);
         }
@@ -361,7 +361,11 @@ impl<'a> Worker<'a> {
             .map_err(|e| io_err("connect", &e))
             .and_then(|mut s| {
                 if let Some(u) = self.uring.as_mut() {
-                    u.connecting(ci, s.as_raw_fd(), &mut self.counters.syscalls);
+                    u.connecting(
+                        uring::Sock::Conn(ci),
+                        s.as_raw_fd(),
+                        &mut self.counters.syscalls,
+                    );
                     return Ok(s);
                 }
                 let both = Interest::READABLE | Interest::WRITABLE;
@@ -470,7 +474,7 @@ impl<'a> Worker<'a> {
                     // completions are ignored.
                     u.flush(&mut self.counters.syscalls);
                     let _ = s.shutdown(std::net::Shutdown::Both);
-                    u.forget(ci);
+                    u.forget(uring::Sock::Conn(ci));
                 }
                 None => {
                     let _ = self.poll.registry().deregister(&mut s);

@@ -27,8 +27,10 @@ const GROUP: u16 = 0;
 const RECV: u64 = 1;
 const SEND: u64 = 2;
 const CONNECT: u64 = 3;
-/// A send of a TLS connection's ciphertext (from [`Uring::cipher`]).
-const CIPHER: u64 = 4;
+/// A send of a socket's own bytes (`Table::out`: a TLS connection's ciphertext, a link's frames).
+const OUT: u64 = 4;
+/// Added to a kind for a link's socket.
+const LINK: u64 = 8;
 
 /// A completion's connection, generation, kind and (a send) request, in its user data.
 fn tag(ci: usize, generation: u32, kind: u64, request: u64) -> u64 {
@@ -116,19 +118,44 @@ impl Drop for Buffers {
     }
 }
 
-/// A thread's ring and what it knows of each connection's operations in it.
+/// A socket the ring works on: a connection's (indexed as the worker's `conns`) or a
+/// multiplexing link's (as its `links`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sock {
+    Conn(usize),
+    Link(usize),
+}
+
+/// What the ring knows of each socket of one kind: its generation (bumped whenever the socket
+/// is dropped), whether its receive is armed, whether a send of it is in the kernel (its bytes
+/// may still be read), and the bytes such a send reads when they are the ring's own (a TLS
+/// connection's ciphertext, a link's frames) with how much of them is sent.
+#[derive(Default)]
+struct Table {
+    generation: Vec<u32>,
+    armed: Vec<bool>,
+    sending: Vec<bool>,
+    out: Vec<(Vec<u8>, usize)>,
+}
+
+impl Table {
+    fn grow(&mut self, i: usize) {
+        if self.generation.len() <= i {
+            self.generation.resize(i + 1, 0);
+            self.armed.resize(i + 1, false);
+            self.sending.resize(i + 1, false);
+            self.out.resize_with(i + 1, Default::default);
+        }
+    }
+}
+
+/// A thread's ring and what it knows of each socket's operations in it.
 pub(in crate::load) struct Uring {
     // Dropped first: every operation cancelled and ended before the buffers go.
     ring: Ring,
     buffers: Buffers,
-    /// Per connection: its generation, whether its receive is armed, and whether a send of
-    /// it is in the kernel (its bytes may still be read).
-    generation: Vec<u32>,
-    armed: Vec<bool>,
-    pub(super) sending: Vec<bool>,
-    /// Per TLS connection: the ciphertext of its send in the kernel, and how much of it is
-    /// sent.
-    cipher: Vec<(Vec<u8>, usize)>,
+    conns: Table,
+    links: Table,
 }
 
 impl Uring {
@@ -138,29 +165,37 @@ impl Uring {
         Ok(Uring {
             ring,
             buffers,
-            generation: Vec::new(),
-            armed: Vec::new(),
-            sending: Vec::new(),
-            cipher: Vec::new(),
+            conns: Table::default(),
+            links: Table::default(),
         })
     }
 
-    fn grow(&mut self, ci: usize) {
-        if self.generation.len() <= ci {
-            self.generation.resize(ci + 1, 0);
-            self.armed.resize(ci + 1, false);
-            self.sending.resize(ci + 1, false);
-            self.cipher.resize_with(ci + 1, Default::default);
-        }
+    /// `sock`'s table (grown to hold it), its index there, and its kinds' offset in a tag.
+    fn table(&mut self, sock: Sock) -> (&mut Table, usize, u64) {
+        let (t, i, link) = match sock {
+            Sock::Conn(i) => (&mut self.conns, i, 0),
+            Sock::Link(i) => (&mut self.links, i, LINK),
+        };
+        t.grow(i);
+        (t, i, link)
+    }
+
+    /// Whether a send of `sock`'s is in the kernel.
+    pub(super) fn sending(&self, sock: Sock) -> bool {
+        let (t, i) = match sock {
+            Sock::Conn(i) => (&self.conns, i),
+            Sock::Link(i) => (&self.links, i),
+        };
+        t.sending.get(i) == Some(&true)
     }
 
     /// Queues `sqe` (the ring's system calls counted in `syscalls`). Whether it was queued.
     fn push(&mut self, sqe: io_uring::squeue::Entry, syscalls: &mut u64) -> bool {
         let before = self.ring.syscalls;
-        // SAFETY: every entry's memory (a request's bytes, the provided buffers) outlives
-        // its completion: the ring goes first (see `Worker`'s fields), a connection's own
-        // request is not rendered again while a send of it is in the kernel (`sending`),
-        // and a dropped socket's queue is submitted before the socket closes (`flush`).
+        // SAFETY: every entry's memory (a request's bytes, a socket's `out`, the provided
+        // buffers) outlives its completion: the ring goes first (see `Worker`'s fields), what a
+        // send in the kernel reads is not written again until it ends (`sending`), and a
+        // dropped socket's queue is submitted before the socket closes (`flush`).
         let queued = unsafe { self.ring.push(&sqe) };
         *syscalls += self.ring.syscalls - before;
         queued
@@ -173,19 +208,20 @@ impl Uring {
         *syscalls += self.ring.syscalls - before;
     }
 
-    /// Arms connection `ci`'s multishot receive on `fd`, unless armed.
-    pub(super) fn arm(&mut self, ci: usize, fd: i32, syscalls: &mut u64) {
-        self.grow(ci);
-        if self.armed[ci] {
+    /// Arms `sock`'s multishot receive on `fd`, unless armed.
+    pub(super) fn arm(&mut self, sock: Sock, fd: i32, syscalls: &mut u64) {
+        let (t, i, link) = self.table(sock);
+        if t.armed[i] {
             return;
         }
         let sqe = opcode::RecvMulti::new(Fd(fd), GROUP).build().user_data(tag(
-            ci,
-            self.generation[ci],
-            RECV,
+            i,
+            t.generation[i],
+            RECV | link,
             0,
         ));
-        self.armed[ci] = self.push(sqe, syscalls);
+        let armed = self.push(sqe, syscalls);
+        self.table(sock).0.armed[i] = armed;
     }
 
     /// Queues a send of `bytes` for request `request` of connection `ci`.
@@ -195,43 +231,76 @@ impl Uring {
         bytes: &[u8],
         syscalls: &mut u64,
     ) {
-        self.grow(ci);
+        let (t, ..) = self.table(Sock::Conn(ci));
         // No SIGPIPE on a socket shut down under it: an error, as std's send does.
         let sqe = opcode::Send::new(Fd(fd), bytes.as_ptr(), bytes.len() as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build()
-            .user_data(tag(ci, self.generation[ci], SEND, request));
-        self.sending[ci] = self.push(sqe, syscalls);
+            .user_data(tag(ci, t.generation[ci], SEND, request));
+        let queued = self.push(sqe, syscalls);
+        self.conns.sending[ci] = queued;
     }
 
-    /// Queues a send of what is left of TLS connection `ci`'s ciphertext.
-    fn send_cipher(&mut self, (ci, fd): (usize, i32), syscalls: &mut u64) {
-        self.grow(ci);
-        let (bytes, at) = &self.cipher[ci];
+    /// `sock`'s own bytes to send (cleared), unless a send of them is in the kernel.
+    pub(super) fn out(&mut self, sock: Sock) -> Option<&mut Vec<u8>> {
+        let (t, i, _) = self.table(sock);
+        if t.sending[i] {
+            return None;
+        }
+        let (out, at) = &mut t.out[i];
+        out.clear();
+        *at = 0;
+        Some(out)
+    }
+
+    /// Queues a send of what is left of `sock`'s own bytes.
+    pub(super) fn send_out(&mut self, sock: Sock, fd: i32, syscalls: &mut u64) {
+        let (t, i, link) = self.table(sock);
+        let (bytes, at) = &t.out[i];
         let rest = &bytes[*at..];
         let sqe = opcode::Send::new(Fd(fd), rest.as_ptr(), rest.len() as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build()
-            .user_data(tag(ci, self.generation[ci], CIPHER, 0));
-        self.sending[ci] = self.push(sqe, syscalls);
+            .user_data(tag(i, t.generation[i], OUT | link, 0));
+        let queued = self.push(sqe, syscalls);
+        self.table(sock).0.sending[i] = queued;
     }
 
-    /// Queues a poll for the end of connection `ci`'s connect on `fd`.
-    pub(super) fn connecting(&mut self, ci: usize, fd: i32, syscalls: &mut u64) {
-        self.grow(ci);
+    /// A send of `sock`'s own bytes ended having sent `n` more: whether some are left.
+    fn out_sent(&mut self, sock: Sock, n: usize) -> bool {
+        let (t, i, _) = self.table(sock);
+        let (out, at) = &mut t.out[i];
+        *at += n;
+        *at < out.len()
+    }
+
+    /// Queues a poll for the end of `sock`'s connect on `fd`.
+    pub(super) fn connecting(&mut self, sock: Sock, fd: i32, syscalls: &mut u64) {
+        let (t, i, link) = self.table(sock);
         let sqe = opcode::PollAdd::new(Fd(fd), libc::POLLOUT as u32)
             .build()
-            .user_data(tag(ci, self.generation[ci], CONNECT, 0));
+            .user_data(tag(i, t.generation[i], CONNECT | link, 0));
         self.push(sqe, syscalls);
     }
 
-    /// Connection `ci`'s socket is dropped: what it had in flight is ignored when it ends.
-    pub(super) fn forget(&mut self, ci: usize) {
-        self.grow(ci);
-        self.generation[ci] = self.generation[ci].wrapping_add(1);
-        self.armed[ci] = false;
+    /// `sock`'s socket is dropped: what it had in flight is ignored when it ends.
+    pub(super) fn forget(&mut self, sock: Sock) {
+        let (t, i, _) = self.table(sock);
+        t.generation[i] = t.generation[i].wrapping_add(1);
+        t.armed[i] = false;
         // Shut down, the socket's pending send reads no more of its bytes.
-        self.sending[ci] = false;
+        t.sending[i] = false;
+    }
+
+    /// Whether a completion of `sock`'s in `generation` is of its socket now.
+    fn current(&self, sock: Sock, generation: u32) -> bool {
+        let (t, i) = match sock {
+            Sock::Conn(i) => (&self.conns, i),
+            Sock::Link(i) => (&self.links, i),
+        };
+        t.generation
+            .get(i)
+            .is_some_and(|g| g & 0xffff == generation)
     }
 }
 
@@ -261,20 +330,20 @@ impl Worker<'_> {
     }
 
     fn completed(&mut self, ud: u64, res: i32, flags: u32, now: u64) {
-        let (ci, generation, kind, request) = untag(ud);
+        let (i, generation, kind, request) = untag(ud);
+        let sock = match kind & LINK {
+            0 => Sock::Conn(i),
+            _ => Sock::Link(i),
+        };
         let Some(u) = self.uring.as_mut() else { return };
-        let bid = cqueue::buffer_select(flags);
-        let current = u
-            .generation
-            .get(ci)
-            .is_some_and(|g| g & 0xffff == generation);
-        match kind {
+        let current = u.current(sock, generation);
+        match kind & !LINK {
             RECV => {
                 let more = cqueue::more(flags);
                 if current && !more {
-                    u.armed[ci] = false;
+                    u.table(sock).0.armed[i] = false;
                 }
-                let got = bid.map(|b| (b, res.max(0) as usize));
+                let got = cqueue::buffer_select(flags).map(|b| (b, res.max(0) as usize));
                 if let (true, Some((b, n))) = (current, got) {
                     let n = n.min(self.buf.len());
                     self.buf[..n].copy_from_slice(u.buffers.bytes(b, n));
@@ -282,74 +351,92 @@ impl Worker<'_> {
                 if let Some((b, _)) = got {
                     u.buffers.put(b);
                 }
-                if !current {
-                    return;
+                if current {
+                    self.received(sock, res, more, now);
                 }
-                self.received(ci, res, more, now);
             }
             SEND if current => {
-                u.sending[ci] = false;
-                self.sent(ci, res, request, now);
+                u.conns.sending[i] = false;
+                self.sent(i, res, request, now);
             }
             SEND => self.counters.bytes_out += res.max(0) as u64,
-            CIPHER if current => {
-                u.sending[ci] = false;
-                self.cipher_sent(ci, res, now);
+            OUT if current => {
+                u.table(sock).0.sending[i] = false;
+                self.out_sent(sock, res, now);
             }
-            CONNECT if current && res < 0 => {
-                let e = io::Error::from_raw_os_error(-res);
-                self.fail(ci, io_err("connect", &e), now);
-            }
-            CONNECT if current => {
-                if self.connected(ci, now) {
-                    self.uring_ready(ci, now);
-                } else if let (State::Connecting, Some(s)) =
-                    (self.conns[ci].state, self.conns[ci].stream.as_ref())
-                {
-                    // Woken before the connect ended: asked again.
-                    let fd = s.as_raw_fd();
-                    if let Some(u) = self.uring.as_mut() {
-                        u.connecting(ci, fd, &mut self.counters.syscalls);
-                    }
-                }
-            }
+            CONNECT if current => self.connect_ended(sock, res, now),
             _ => {}
         }
     }
 
-    /// A receive's completion on a live connection: `res` bytes in `self.buf`, its end, or
-    /// its failure; the receive armed again if it ended.
-    fn received(&mut self, ci: usize, res: i32, more: bool, now: u64) {
-        let before = self.uring.as_ref().map(|u| u.generation[ci]);
-        match res {
-            n if n > 0 => {
-                self.take_on_ring(ci, n as usize, false, now);
-                // The connection was dropped meanwhile: its new socket arms its own.
-                if self.uring.as_ref().map(|u| u.generation[ci]) != before {
-                    return;
-                }
+    /// A receive's completion on a live socket: `res` bytes in `self.buf`, its end, or its
+    /// failure; the receive armed again if it ended.
+    fn received(&mut self, sock: Sock, res: i32, more: bool, now: u64) {
+        let before = self.uring.as_mut().map(|u| {
+            let (t, i, _) = u.table(sock);
+            t.generation[i]
+        });
+        match (sock, res) {
+            (Sock::Conn(ci), n) if n > 0 => self.take_on_ring(ci, n as usize, false, now),
+            (Sock::Link(li), n) if n > 0 => self.link_take(li, n as usize, now),
+            (Sock::Conn(ci), 0) => return self.take_on_ring(ci, 0, true, now),
+            (Sock::Link(li), 0) => return self.link_closed(li, now),
+            (_, e) if -e == libc::ENOBUFS => {}
+            (Sock::Conn(ci), e) => {
+                return self.read_failed(ci, &io::Error::from_raw_os_error(-e), now);
             }
-            0 => {
-                self.take_on_ring(ci, 0, true, now);
-                return;
-            }
-            e if -e == libc::ENOBUFS => {}
-            e => {
-                let err = io::Error::from_raw_os_error(-e);
-                self.read_failed(ci, &err, now);
-                return;
+            (Sock::Link(li), e) => {
+                let e = io::Error::from_raw_os_error(-e);
+                return self.link_fail(li, io_err("receive", &e), now);
             }
         }
-        if !more {
-            self.arm(ci);
+        // The socket was dropped meanwhile: its new one arms its own.
+        let after = self.uring.as_mut().map(|u| {
+            let (t, i, _) = u.table(sock);
+            t.generation[i]
+        });
+        if !more && after == before {
+            self.arm(sock);
         }
     }
 
-    /// Arms connection `ci`'s receive on its socket, if it has one.
-    fn arm(&mut self, ci: usize) {
-        let fd = self.conns[ci].stream.as_ref().map(|s| s.as_raw_fd());
+    /// Arms `sock`'s receive on its socket, if it has one.
+    pub(super) fn arm(&mut self, sock: Sock) {
+        let s = match sock {
+            Sock::Conn(ci) => self.conns[ci].stream.as_ref(),
+            Sock::Link(li) => self.links[li].stream.as_ref(),
+        };
+        let fd = s.map(|s| s.as_raw_fd());
         if let (Some(fd), Some(u)) = (fd, self.uring.as_mut()) {
-            u.arm(ci, fd, &mut self.counters.syscalls);
+            u.arm(sock, fd, &mut self.counters.syscalls);
+        }
+    }
+
+    /// The poll of `sock`'s connect ended (`res`): a connection's request sent once it is up,
+    /// a link's session started; one woken before its connect ended asks again.
+    fn connect_ended(&mut self, sock: Sock, res: i32, now: u64) {
+        if res < 0 {
+            let e = io_err("connect", &io::Error::from_raw_os_error(-res));
+            return match sock {
+                Sock::Conn(ci) => self.fail(ci, e, now),
+                Sock::Link(li) => self.link_fail(li, e, now),
+            };
+        }
+        let still = match sock {
+            Sock::Conn(ci) if self.connected(ci, now) => return self.uring_ready(ci, now),
+            Sock::Conn(ci) => (self.conns[ci].state == State::Connecting)
+                .then(|| self.conns[ci].stream.as_ref())
+                .flatten(),
+            Sock::Link(li) => match self.link_connected(li, now) {
+                true => return self.link_ready(li, now),
+                false => self.links[li]
+                    .stream
+                    .as_ref()
+                    .filter(|_| !self.links[li].up),
+            },
+        };
+        if let (Some(fd), Some(u)) = (still.map(|s| s.as_raw_fd()), self.uring.as_mut()) {
+            u.connecting(sock, fd, &mut self.counters.syscalls);
         }
     }
 
@@ -371,13 +458,43 @@ impl Worker<'_> {
         self.write(ci, now);
     }
 
+    /// A send of `sock`'s own bytes ended: the rest of them sent, or what was made since.
+    fn out_sent(&mut self, sock: Sock, res: i32, now: u64) {
+        if res <= 0 {
+            let e = match res {
+                0 => io::ErrorKind::WriteZero.into(),
+                e => io::Error::from_raw_os_error(-e),
+            };
+            let e = io_err("send", &e);
+            return match sock {
+                Sock::Conn(ci) => self.fail(ci, e, now),
+                Sock::Link(li) => self.link_fail(li, e, now),
+            };
+        }
+        let s = match sock {
+            Sock::Conn(ci) => self.conns[ci].stream.as_ref(),
+            Sock::Link(li) => self.links[li].stream.as_ref(),
+        };
+        let (Some(u), Some(fd)) = (self.uring.as_mut(), s.map(|s| s.as_raw_fd())) else {
+            return;
+        };
+        if u.out_sent(sock, res as usize) {
+            u.send_out(sock, fd, &mut self.counters.syscalls);
+            return;
+        }
+        match sock {
+            Sock::Conn(ci) => self.tls_flush(ci, now),
+            Sock::Link(li) => self.link_flush(li, now),
+        }
+    }
+
     /// A plain connection is up (connected now, or before the run): its receive armed, and the
     /// request it was opened for sent.
     pub(super) fn uring_ready(&mut self, ci: usize, now: u64) {
         if self.conns[ci].stream.is_none() {
             return;
         }
-        self.arm(ci);
+        self.arm(Sock::Conn(ci));
         if self.conns[ci].state == State::Writing {
             self.write(ci, now);
         }
@@ -397,44 +514,20 @@ impl Worker<'_> {
         let (Some(tls), Some(s)) = (c.tls.as_mut(), c.stream.as_ref()) else {
             return;
         };
-        u.grow(ci);
-        if u.sending[ci] || !tls.wants_write() {
+        if !tls.wants_write() {
             return;
         }
-        let (out, at) = &mut u.cipher[ci];
-        out.clear();
-        *at = 0;
+        let Some(out) = u.out(Sock::Conn(ci)) else {
+            return;
+        };
         let mut made = Ok(0);
         while tls.wants_write() && made.is_ok() {
             made = tls.write_tls(out);
         }
         match made {
-            Ok(_) => u.send_cipher((ci, s.as_raw_fd()), &mut self.counters.syscalls),
+            Ok(_) => u.send_out(Sock::Conn(ci), s.as_raw_fd(), &mut self.counters.syscalls),
             Err(e) => self.fail(ci, io_err("send", &e), now),
         }
-    }
-
-    /// A send of TLS connection `ci`'s ciphertext ended: the rest of it sent, or what the
-    /// channel made since.
-    fn cipher_sent(&mut self, ci: usize, res: i32, now: u64) {
-        let (Some(u), Some(s)) = (self.uring.as_mut(), self.conns[ci].stream.as_ref()) else {
-            return;
-        };
-        if res <= 0 {
-            let e = match res {
-                0 => io::ErrorKind::WriteZero.into(),
-                e => io::Error::from_raw_os_error(-e),
-            };
-            self.fail(ci, io_err("send", &e), now);
-            return;
-        }
-        let (out, at) = &mut u.cipher[ci];
-        *at += res as usize;
-        if *at < out.len() {
-            u.send_cipher((ci, s.as_raw_fd()), &mut self.counters.syscalls);
-            return;
-        }
-        self.tls_flush(ci, now);
     }
 
     /// `n` bytes received on connection `ci` (in `self.buf`), or its end: a plain connection's
@@ -446,16 +539,8 @@ impl Worker<'_> {
             self.take(ci, n, eof, now);
             return;
         };
-        let mut cipher = &self.buf[..n];
-        while !cipher.is_empty() {
-            if let Err(e) = tls.read_tls(&mut cipher) {
-                self.read_failed(ci, &e, now);
-                return;
-            }
-            if let Err(e) = tls.process() {
-                self.fail(ci, e, now);
-                return;
-            }
+        if let Err(e) = feed_channel(tls.as_mut(), &self.buf[..n]) {
+            return self.fail(ci, e, now);
         }
         if let Some(from) = c.handshake_from
             && !tls.is_handshaking()
@@ -494,13 +579,20 @@ impl Worker<'_> {
                     self.take(ci, 0, true, now);
                     return;
                 }
-                Err(e) => {
-                    self.read_failed(ci, &e, now);
-                    return;
-                }
+                Err(e) => return self.read_failed(ci, &e, now),
             }
         }
     }
+}
+
+/// Hands a channel the ciphertext that arrived, and has it processed.
+pub(super) fn feed_channel(tls: &mut dyn Channel, mut cipher: &[u8]) -> Result<(), OpError> {
+    while !cipher.is_empty() {
+        tls.read_tls(&mut cipher)
+            .map_err(|e| io_err("receive", &e))?;
+        tls.process()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -426,11 +426,10 @@ fn open_loop_opens_connections_up_to_the_limit_when_all_are_busy() {
 }
 }
 
-/// HTTP/2's connections carry several requests each, and still nothing a server does (not
-/// there, silent, answering garbage) hangs the run or loses count of a request.
-/// HTTP/2 runs on epoll only (io_uring carries plain connections so far).
-#[test]
+on_each_backend! {
 fn h2c_servers_that_are_absent_silent_or_broken_cost_errors_not_a_hang() {
+    // HTTP/2's connections carry several requests each, and still nothing a server does (not
+    // there, silent, answering garbage) hangs the run or loses count of a request.
     let _serial = serial();
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
@@ -483,33 +482,35 @@ fn h2c_servers_that_are_absent_silent_or_broken_cost_errors_not_a_hang() {
     );
     assert!(r.wall_ns < 1_000_000_000, "{}", r.wall_ns);
 }
+}
 
 #[test]
-fn io_uring_asked_for_where_it_cannot_run_is_refused_and_auto_says_why_it_fell_back() {
+fn auto_runs_every_protocol_on_io_uring_where_the_kernel_allows_it() {
     let _serial = serial();
     let s = server(Kind::Http, Body::Json, None);
-    let h2c = format!("h2c://{}/", s.addr());
-    let mut sp = spec(&h2c, &[], closed(1, 1));
-    sp.io = load::Io::Uring;
-    let live = std::sync::Mutex::new(load::Live::new(None));
-    let Err(e) = load::run(&sp, &AtomicBool::new(false), &live, &mut |_| {}) else {
-        panic!("io_uring was asked for an h2c target and ran");
-    };
-    assert!(
-        e.to_string()
-            .starts_with("--io uring: a multiplexed protocol"),
-        "{e}"
-    );
-    sp.io = load::Io::Auto;
-    assert_eq!(load::backend::choose(&sp).unwrap().backend, "epoll");
-    let plain = spec(&format!("http://{}/", s.addr()), &[], closed(1, 1));
-    let sp = LoadSpec {
-        io: load::Io::Auto,
-        ..plain
-    };
-    let used = load::backend::choose(&sp).unwrap();
-    match load::backend::uring_allowed() {
-        Ok(()) => assert_eq!(used.backend, "io_uring", "{used:?}"),
-        Err(_) => assert_eq!(used.backend, "epoll", "{used:?}"),
+    for url in [
+        format!("http://{}/", s.addr()),
+        format!("h2c://{}/", s.addr()),
+    ] {
+        let opts: &[(&str, &str)] = match url.starts_with("h2c") {
+            true => &[("streams", "4")],
+            false => &[],
+        };
+        let sp = LoadSpec {
+            io: load::Io::Auto,
+            ..spec(&url, opts, closed(2, 50))
+        };
+        let used = load::backend::choose(&sp).unwrap();
+        match load::backend::uring_allowed() {
+            Ok(()) => assert_eq!(used.backend, "io_uring", "{url}: {used:?}"),
+            Err(_) => assert_eq!(used.backend, "epoll", "{url}: {used:?}"),
+        }
+        let r = run(&sp);
+        assert_eq!(
+            r.counters.ok, r.counters.requests,
+            "{url}: {:?}",
+            r.counters
+        );
+        assert_eq!(r.check.io.backend, used.backend, "{url}");
     }
 }
