@@ -200,6 +200,16 @@ impl Ring {
         unsafe { self.push(&sqe) }
     }
 
+    /// Queues a cancel of every operation in the kernel (each still completes, as cancelled or
+    /// as done).
+    pub fn cancel_all(&mut self, user_data: u64) -> bool {
+        let sqe = opcode::AsyncCancel2::new(CancelBuilder::any())
+            .build()
+            .user_data(user_data);
+        // SAFETY: a cancel names no memory.
+        unsafe { self.push(&sqe) }
+    }
+
     /// Hands the kernel what is queued, now (before a sleep, before a socket closes).
     pub fn flush(&mut self) {
         if !self.ring.submission().is_empty() {
@@ -265,6 +275,8 @@ impl Drop for Ring {
         let all = opcode::AsyncCancel2::new(CancelBuilder::any())
             .build()
             .user_data(CANCEL);
+        // What is queued goes first, so the queue has room for the cancel.
+        let _ = self.ring.submit();
         // SAFETY: the cancel entry refers to no memory of ours.
         if unsafe { self.ring.submission().push(&all) }.is_err() {
             return;

@@ -295,6 +295,9 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             })
         });
         let mut sched = Scheduler::spawn(jobs);
+        // Dropped before `sched` should this thread unwind: the ring (what the kernel holds of
+        // the fibers' buffers, cancelled and ended) goes before the fibers' stacks.
+        let _ring_first = RingFirst;
         let mut events = Events::with_capacity(EVENTS);
         if on_ring {
             sched.run_ring(&mut events);
@@ -484,6 +487,21 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 self.ready.push_back(f);
             }
         }
+    }
+}
+
+/// Drops the thread's scheduler ring when dropped.
+struct RingFirst;
+
+impl Drop for RingFirst {
+    fn drop(&mut self) {
+        SCHED.with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut()
+                && let Some(s) = s.as_mut()
+            {
+                s.ring = None;
+            }
+        });
     }
 }
 

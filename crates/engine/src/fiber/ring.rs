@@ -128,6 +128,8 @@ pub(super) struct Outbox {
     waiter: Cell<usize>,
     /// The scheduler whose ring holds the send.
     sched: Cell<u64>,
+    /// Given up by its stream (dropped while a send would not end): nothing more is sent.
+    abandoned: Cell<bool>,
 }
 
 // SAFETY: an outbox is touched only by the thread whose scheduler holds its send (or, with no
@@ -153,6 +155,7 @@ impl Outbox {
             failed: Cell::new(None),
             waiter: Cell::new(usize::MAX),
             sched: Cell::new(0),
+            abandoned: Cell::new(false),
         })
     }
 
@@ -177,6 +180,10 @@ impl Outbox {
             return;
         }
         o.at.set(o.at.get() + res as usize);
+        if o.abandoned.get() {
+            o.sending.set(false);
+            return;
+        }
         if res > 0 && o.at.get() < sent.len() {
             ring.send(o);
             return;
@@ -259,6 +266,11 @@ impl Stream {
         let fd = self.sock.as_raw_fd();
         let o: &Outbox = self.outbox.get_or_insert_with(|| Outbox::new(fd));
         o.failure()?;
+        if o.sending.get() && with_ring(|_, id| id) != Some(o.sched.get()) {
+            return Err(io::Error::other(
+                "a stream written on another thread's ring while its send there was not done",
+            ));
+        }
         if o.sending.get() {
             // SAFETY: the scheduler touches `next` only while this fiber is not running.
             if unsafe { &*o.next.get() }.len() >= QUEUED {
@@ -281,6 +293,19 @@ impl Stream {
             r.send(o)
         });
         Ok(buf.len())
+    }
+}
+
+impl Stream {
+    /// Waits (on the fiber whose ring holds it, at most its write timeout or a second) for a
+    /// send still in the kernel: before the socket is shut down under it.
+    pub(super) fn settle(&self) {
+        if let Some(o) = &self.outbox
+            && o.sending.get()
+            && with_ring(|_, id| id) == Some(o.sched.get())
+        {
+            let _ = wait_sent(o, self.write_timeout.or(Some(Duration::from_secs(1))));
+        }
     }
 }
 
@@ -315,6 +340,7 @@ impl Drop for Stream {
                 let _ = wait_sent(&o, Some(Duration::from_secs(1)));
             }
             if o.sending.get() {
+                o.abandoned.set(true);
                 std::mem::forget(o);
             }
         }
@@ -337,9 +363,19 @@ impl<T: Send> Scheduler<T> {
                 break;
             }
         }
+        let sending = || with_sched_ring(|r| r.sends > 0).unwrap_or(false);
         let until = Instant::now() + DRAIN;
-        while with_sched_ring(|r| r.sends > 0).unwrap_or(false) && Instant::now() < until {
+        while sending() && Instant::now() < until {
             self.ring_turn(Some(Duration::from_millis(50)), None, events);
+        }
+        // A peer that reads nothing: what is left is cancelled, and its ends awaited, so each
+        // stream's next call says its send failed (rather than a send no ring will end).
+        if sending() {
+            with_sched_ring(|r| r.ring.cancel_all(CANCEL));
+            let until = Instant::now() + Duration::from_secs(1);
+            while sending() && Instant::now() < until {
+                self.ring_turn(Some(Duration::from_millis(50)), None, events);
+            }
         }
     }
 

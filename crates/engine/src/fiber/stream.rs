@@ -61,7 +61,9 @@ impl Stream {
         self.sock.peer_addr()
     }
 
+    /// Shuts the socket down, once what was written through a ring has been sent.
     pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+        self.settle();
         self.sock.shutdown(how)
     }
 

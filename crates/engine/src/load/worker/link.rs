@@ -458,10 +458,25 @@ impl Worker<'_> {
 
     /// What the session queued last (its GOAWAY after a connection error), sent if the socket
     /// takes it at once; nothing waits for it.
+    /// On the ring, they go behind what it holds of the link's, if it holds nothing.
     fn link_last_words(&mut self, li: usize) {
         let l = &mut self.links[li];
-        if let (Some(s), None, true) = (l.stream.as_mut(), l.tls.as_ref(), l.up) {
-            let _ = s.write(&l.out);
+        let Some(s) = l.stream.as_mut().filter(|_| l.tls.is_none() && l.up) else {
+            return;
+        };
+        match self.uring.as_mut() {
+            None => {
+                let _ = s.write(&l.out);
+            }
+            Some(u) => {
+                let fd = s.as_raw_fd();
+                if let Some(out) = u.out(Sock::Link(li)) {
+                    std::mem::swap(out, &mut l.out);
+                    if !out.is_empty() {
+                        u.send_out(Sock::Link(li), fd, &mut self.counters.syscalls);
+                    }
+                }
+            }
         }
     }
 

@@ -319,6 +319,7 @@ impl<'a> Worker<'a> {
         c.reader.reset(c.which);
         // A send of its last request still in the kernel may read its bytes: that socket goes.
         if self.templated
+            && self.conns[ci].tls.is_none()
             && self
                 .uring
                 .as_ref()
