@@ -92,7 +92,7 @@ pub(super) struct Share {
 }
 
 pub(super) struct Worker<'a> {
-    /// The io_uring backend's ring, when it runs (plain connections only; `None`: epoll).
+    /// The io_uring backend's ring, when it runs (`None`: epoll).
     /// First, so it is dropped first: what the kernel still holds of the connections' sockets
     /// and buffers ends before they do.
     pub(super) uring: Option<Box<uring::Uring>>,

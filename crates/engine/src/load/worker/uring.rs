@@ -1,14 +1,15 @@
-//! The io_uring backend of a load thread, for plain connections (HTTP/1.1 without TLS, TCP):
-//! the sends a loop turn starts and the wait for what came back go to the kernel together, in
-//! one system call per turn however many connections are busy. Each connection keeps one
-//! multishot receive armed; its bytes land in buffers the kernel picks from a ring of them the
-//! thread provides (one allocation up front, none per request). A connection is still opened by
-//! the socket's own `connect`, whose end a poll in the ring reports.
+//! The io_uring backend of a load thread, for every socket it opens (connections, and the links
+//! of HTTP/2 and gRPC): the sends a loop turn starts and the wait for what came back go to the
+//! kernel together, in one system call per turn however many sockets are busy. Each socket keeps
+//! one multishot receive armed; its bytes land in buffers the kernel picks from a ring of them
+//! the thread provides (one allocation up front, none per request). A plain connection's request
+//! is sent from its own bytes; a TLS connection's ciphertext and a link's frames from a buffer
+//! the ring keeps per socket. A socket is still opened by its own `connect`, whose end a poll in
+//! the ring reports.
 //!
-//! A completion names its connection, the connection's generation (bumped whenever its socket
-//! is dropped: what was in flight on the old socket is ignored when it completes) and, for a
-//! send, the request it carried; a receive's buffer goes back to the ring whatever became of
-//! its connection.
+//! A completion names its socket, the socket's generation (bumped whenever it is dropped: what
+//! was in flight on the old socket is ignored when it completes) and, for a request's send, the
+//! request it carried; a receive's buffer goes back to the ring whatever became of its socket.
 
 use super::*;
 use crate::ring::Ring;
