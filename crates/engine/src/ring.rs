@@ -103,9 +103,9 @@ pub fn uring_allowed() -> Result<(), String> {
     }
 }
 
-/// The backend for `io`: io_uring where asked for or allowed (unless `unsupported` says why the
-/// caller cannot run on it), epoll otherwise; an error when io_uring was asked for and cannot run.
-pub fn choose(io: Io, unsupported: Option<&str>) -> Result<IoUsed, String> {
+/// The backend for `io`: io_uring where asked for or allowed, epoll otherwise; an error when
+/// io_uring was asked for and cannot run.
+pub fn choose(io: Io) -> Result<IoUsed, String> {
     let epoll = |reason: String| IoUsed {
         backend: "epoll",
         reason,
@@ -113,10 +113,7 @@ pub fn choose(io: Io, unsupported: Option<&str>) -> Result<IoUsed, String> {
     if io == Io::Epoll {
         return Ok(epoll("asked for (--io epoll)".into()));
     }
-    let why_not = match unsupported {
-        Some(why) => Err(why.to_string()),
-        None => uring_allowed().map_err(|e| format!("io_uring {e}")),
-    };
+    let why_not = uring_allowed().map_err(|e| format!("io_uring {e}"));
     match (why_not, io) {
         (Ok(()), Io::Uring) => Ok(IoUsed {
             backend: "io_uring",

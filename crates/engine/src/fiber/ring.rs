@@ -170,36 +170,29 @@ impl Outbox {
     /// A send ended with `res`: the rest sent, what queued behind it sent, or the failure kept.
     fn sent(&self, res: i32, ring: &mut FiberRing) {
         ring.sends -= 1;
-        let o = self;
         // SAFETY: the fiber that owns the stream is not running (the scheduler is).
-        let (sent, next) = unsafe { (&mut *o.sent.get(), &mut *o.next.get()) };
-        if res < 0 {
-            o.failed.set(Some(res));
-            o.sending.set(false);
+        let (sent, next) = unsafe { (&mut *self.sent.get(), &mut *self.next.get()) };
+        self.at.set(self.at.get() + res.max(0) as usize);
+        let left = self.at.get() < sent.len();
+        let failed = match res {
+            e if e < 0 => Some(e),
+            0 if left => Some(-libc::EPIPE),
+            _ => None,
+        };
+        if failed.is_some() || self.abandoned.get() {
+            self.failed.set(failed);
+            self.sending.set(false);
             next.clear();
-            return;
-        }
-        o.at.set(o.at.get() + res as usize);
-        if o.abandoned.get() {
-            o.sending.set(false);
-            return;
-        }
-        if res > 0 && o.at.get() < sent.len() {
-            ring.send(o);
-            return;
-        }
-        if res == 0 && o.at.get() < sent.len() {
-            o.failed.set(Some(-libc::EPIPE));
-            o.sending.set(false);
-            next.clear();
-            return;
-        }
-        sent.clear();
-        o.at.set(0);
-        o.sending.set(false);
-        if !next.is_empty() {
-            std::mem::swap(sent, next);
-            ring.send(o);
+        } else if left {
+            ring.send(self);
+        } else {
+            sent.clear();
+            self.at.set(0);
+            self.sending.set(false);
+            if !next.is_empty() {
+                std::mem::swap(sent, next);
+                ring.send(self);
+            }
         }
     }
 }
@@ -294,9 +287,7 @@ impl Stream {
         });
         Ok(buf.len())
     }
-}
 
-impl Stream {
     /// Waits (on the fiber whose ring holds it, at most its write timeout or a second) for a
     /// send still in the kernel: before the socket is shut down under it.
     pub(super) fn settle(&self) {

@@ -7,5 +7,5 @@ pub use crate::ring::{Io, IoUsed, REFUSE_URING, uring_allowed};
 
 /// The backend for `spec`: an error when io_uring was asked for and cannot run.
 pub fn choose(spec: &LoadSpec) -> Result<IoUsed, String> {
-    crate::ring::choose(spec.io, None)
+    crate::ring::choose(spec.io)
 }

@@ -87,7 +87,7 @@ impl RawPlan {
         self.only_settings_of(suite, suites)?;
 
         let shared = self.shared(suite)?;
-        let clients_io = self.clients_io(suite, shared.io)?;
+        let clients_io = self.clients_io(shared.io)?;
         let sweeps = self.resolve_sweeps(suite)?;
         let settings = suite.resolve(&self, &shared.common(self.quick, &sweeps))?;
         let (watch_pids, watch_names) = self.watched()?;
@@ -128,20 +128,10 @@ impl RawPlan {
         })
     }
 
-    /// The backend a store suite's clients run on: `--io uring` that cannot run is an error
-    /// here, before anything starts. (The load suite chooses its own, by protocol, at its run.)
-    fn clients_io(
-        &self,
-        suite: &dyn Suite,
-        io: crate::ring::Io,
-    ) -> Result<crate::ring::IoUsed, PlanError> {
-        if suite.family() == crate::driver::Family::Request {
-            return Ok(crate::ring::IoUsed {
-                backend: "epoll",
-                reason: "the load suite chooses its own (its record's generator says)".into(),
-            });
-        }
-        crate::ring::choose(io, None).map_err(|why| {
+    /// The backend the generator threads run on: `--io uring` that cannot run is an error
+    /// here, before anything starts.
+    fn clients_io(&self, io: crate::ring::Io) -> Result<crate::ring::IoUsed, PlanError> {
+        crate::ring::choose(io).map_err(|why| {
             let at =
                 (self.settings.text(&shared::IO)).map_or(Origin::Flag("--io"), |s| s.at.clone());
             PlanError::new(at, why)

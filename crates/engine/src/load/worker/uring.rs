@@ -181,12 +181,17 @@ impl Uring {
         (t, i, link)
     }
 
-    /// Whether a send of `sock`'s is in the kernel.
-    pub(super) fn sending(&self, sock: Sock) -> bool {
-        let (t, i) = match sock {
+    /// `sock`'s table, read only, and its index there.
+    fn table_of(&self, sock: Sock) -> (&Table, usize) {
+        match sock {
             Sock::Conn(i) => (&self.conns, i),
             Sock::Link(i) => (&self.links, i),
-        };
+        }
+    }
+
+    /// Whether a send of `sock`'s is in the kernel.
+    pub(super) fn sending(&self, sock: Sock) -> bool {
+        let (t, i) = self.table_of(sock);
         t.sending.get(i) == Some(&true)
     }
 
@@ -295,10 +300,7 @@ impl Uring {
 
     /// Whether a completion of `sock`'s in `generation` is of its socket now.
     fn current(&self, sock: Sock, generation: u32) -> bool {
-        let (t, i) = match sock {
-            Sock::Conn(i) => (&self.conns, i),
-            Sock::Link(i) => (&self.links, i),
-        };
+        let (t, i) = self.table_of(sock);
         t.generation
             .get(i)
             .is_some_and(|g| g & 0xffff == generation)
