@@ -180,14 +180,17 @@ impl Member {
         Ok(true)
     }
 
-    /// Deletes `key`, or every key from `key` up to `end` (excluded) when `end` is not empty.
-    pub(super) fn delete(&mut self, key: &[u8], end: &[u8]) -> Result<(), OpError> {
+    /// Deletes `key`, or every key from `key` up to `end` (excluded) when `end` is not empty;
+    /// how many keys went.
+    pub(super) fn delete(&mut self, key: &[u8], end: &[u8]) -> Result<i64, OpError> {
         if self.is_grpc() {
             let del = grpc::DeleteRangeRequest {
                 key: key.to_vec(),
                 range_end: end.to_vec(),
             };
-            return self.call(Method::DeleteRange, &del);
+            self.call(Method::DeleteRange, &del)?;
+            let r: grpc::DeleteRangeResponse = grpc::decode(&self.reply)?;
+            return Ok(r.deleted);
         }
         self.body.clear();
         let k = B64.encode(key);
@@ -201,7 +204,11 @@ impl Member {
             )
         }
         .expect("writing to a Vec");
-        self.post("/v3/kv/deleterange")
+        self.post("/v3/kv/deleterange")?;
+        let r: gateway::DeleteReply = serde_json::from_slice(&self.reply)
+            .map_err(|e| protocol(format!("etcd: a delete's reply that is not JSON: {e}")))?;
+        (r.deleted.as_deref().unwrap_or("0").parse())
+            .map_err(|_| protocol("etcd: a delete's count that is not a number"))
     }
 }
 

@@ -191,6 +191,13 @@ pub(super) struct KeyValue {
     pub(super) mod_revision: String,
 }
 
+/// A delete's answer: how many keys went (a 64-bit number, as text; absent for none).
+#[derive(serde::Deserialize)]
+pub(super) struct DeleteReply {
+    #[serde(default)]
+    pub(super) deleted: Option<String>,
+}
+
 /// A transaction's answer: whether its guard held, and its operations' answers.
 #[derive(serde::Deserialize)]
 pub(super) struct TxnReply {

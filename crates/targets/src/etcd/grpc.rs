@@ -74,6 +74,12 @@ pub(super) struct DeleteRangeRequest {
     pub range_end: Vec<u8>,
 }
 
+#[derive(Clone, PartialEq, prost::Message)]
+pub(super) struct DeleteRangeResponse {
+    #[prost(int64, tag = "2")]
+    pub deleted: i64,
+}
+
 /// One of a transaction's operations: on the wire a oneof, of which dyno sets one field.
 #[derive(Clone, PartialEq, prost::Message)]
 pub(super) struct RequestOp {

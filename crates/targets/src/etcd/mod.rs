@@ -8,7 +8,8 @@
 //! dyno works only under a key prefix of its own (`dyno_<pid>_<n>/`) and deletes exactly that
 //! range at the end. A write transaction is one etcd `Txn` (or several of at most
 //! `max_txn_ops` puts when it is larger: etcd refuses bigger ones, `--max-txn-ops`, 128 by
-//! default). A session talks to one member: sessions are spread over the endpoints
+//! default), with one put per key, its last value (etcd refuses a `Txn` that names a key twice);
+//! a delete goes at once, so that a missing key is `not_found` where it is asked. A session talks to one member: sessions are spread over the endpoints
 //! (`sessions=spread`, as etcd's own client balances), or each goes to the leader of the moment
 //! (`sessions=leader`, as a Redis client follows its primary: a fault run then compares the same
 //! placement before and after a leader's death). When its member fails a session moves — to the
@@ -24,7 +25,7 @@ use engine::driver::{
     Session, Store, TargetConfig, TxMode,
 };
 use engine::fiber::Stream;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -290,6 +291,7 @@ impl EtcdStore {
             prefix: self.prefix.clone(),
             key: Vec::with_capacity(64),
             pending: Vec::new(),
+            pending_at: HashMap::new(),
             in_tx: false,
             reads: 0,
             reconnects: self.reconnects.clone(),
@@ -336,7 +338,9 @@ impl Store for EtcdStore {
         let fail =
             |e: OpError| DriverError::new(format!("removing {}*: {}", self.prefix, e.message));
         let (mut m, _) = self.config.reach(0).map_err(fail)?;
-        (m.delete(self.prefix.as_bytes(), &prefix_end(&self.prefix))).map_err(fail)
+        (m.delete(self.prefix.as_bytes(), &prefix_end(&self.prefix)))
+            .map(drop)
+            .map_err(fail)
     }
 }
 
@@ -350,8 +354,11 @@ struct EtcdSession {
     config: Config,
     prefix: String,
     key: Vec<u8>,
-    /// A write transaction's puts, sent at commit.
+    /// A write transaction's puts, sent at commit: one per key, the last value put (etcd
+    /// refuses a Txn that names a key twice).
     pending: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Where each key of `pending` is.
+    pending_at: HashMap<Vec<u8>, usize>,
     in_tx: bool,
     reads: u64,
     reconnects: Arc<crate::net::Reconnects>,
@@ -400,13 +407,20 @@ impl EtcdSession {
 impl Session for EtcdSession {
     fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
         self.pending.clear();
+        self.pending_at.clear();
         self.in_tx = mode == TxMode::Write;
         Ok(())
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
         self.key(key);
         if self.in_tx {
-            self.pending.push((self.key.clone(), value.to_vec()));
+            match self.pending_at.get(&self.key) {
+                Some(&at) => value.clone_into(&mut self.pending[at].1),
+                None => {
+                    self.pending_at.insert(self.key.clone(), self.pending.len());
+                    self.pending.push((self.key.clone(), value.to_vec()));
+                }
+            }
             return Ok(());
         }
         self.on_member(|m, k| m.put(k, value))
@@ -421,9 +435,25 @@ impl Session for EtcdSession {
         }
         Ok(())
     }
+    /// A delete is sent at once, also in a write transaction (so that a missing key is
+    /// `not_found` where it is asked); a put of the same key earlier in the transaction is taken
+    /// out of it, and the key counts as found.
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         self.key(key);
-        self.on_member(|m, k| m.delete(k, b""))
+        let put_here = match self.pending_at.remove(&self.key) {
+            Some(at) => {
+                self.pending.swap_remove(at);
+                if let Some((moved, _)) = self.pending.get(at) {
+                    self.pending_at.insert(moved.clone(), at);
+                }
+                true
+            }
+            None => false,
+        };
+        match self.on_member(|m, k| m.delete(k, b""))? {
+            0 if !put_here => Err(OpError::new(ErrorClass::NotFound, "etcd: no such key")),
+            _ => Ok(()),
+        }
     }
     fn commit(&mut self) -> Result<(), OpError> {
         self.in_tx = false;
@@ -446,6 +476,7 @@ impl Session for EtcdSession {
         }
         self.pending = pending;
         self.pending.clear();
+        self.pending_at.clear();
         result
     }
     fn storage_reads(&self) -> u64 {

@@ -62,6 +62,7 @@ impl Store for RedisStore {
             scratch: Vec::new(),
             in_multi: false,
             queued: 0,
+            deletes: Vec::new(),
             reads: 0,
             index: (self.indexed.load(Ordering::Relaxed))
                 .then(|| format!("{}#index", self.prefix).into_bytes()),
@@ -151,6 +152,9 @@ pub(super) struct RedisSession {
     pub(super) in_multi: bool,
     /// Commands queued in the current MULTI.
     pub(super) queued: u64,
+    /// Where the current MULTI's DELs are in its queue: their answers come with EXEC's, and a
+    /// DEL that found no key makes the commit `not_found`.
+    pub(super) deletes: Vec<u64>,
     pub(super) reads: u64,
     /// The store's sorted-set index, when a scanning run started it.
     pub(super) index: Option<Vec<u8>>,
@@ -185,6 +189,7 @@ impl Session for RedisSession {
             self.conn.expect_ok(&mut self.scratch)?;
             self.in_multi = true;
             self.queued = 0;
+            self.deletes.clear();
         }
         Ok(())
     }
@@ -339,6 +344,7 @@ impl Session for RedisSession {
             Reply::Int(1) => Ok(()),
             Reply::Int(0) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),
             Reply::Status if self.in_multi => {
+                self.deletes.push(self.queued);
                 self.queued += 1;
                 Ok(())
             }
@@ -354,16 +360,26 @@ impl Session for RedisSession {
         self.conn.command(&[b"EXEC"])?;
         match self.conn.reply(&mut self.scratch)? {
             Reply::Array(n) if n as u64 == self.queued => {
-                let mut failed = None;
-                for _ in 0..n {
-                    if let Reply::Error(e) = self.conn.reply(&mut self.scratch)? {
-                        failed.get_or_insert(e);
+                let (mut failed, mut missing) = (None, false);
+                // Every answer is read, so the connection stays in step.
+                for at in 0..n as u64 {
+                    match self.conn.reply(&mut self.scratch)? {
+                        Reply::Error(e) => {
+                            failed.get_or_insert(e);
+                        }
+                        Reply::Int(0) => missing |= self.deletes.contains(&at),
+                        _ => {}
                     }
                 }
                 match failed {
                     Some(e) => Err(OpError::new(
                         ErrorClass::Application,
                         format!("redis: EXEC: {e}"),
+                    )),
+                    None if missing => Err(OpError::new(
+                        ErrorClass::NotFound,
+                        "redis: a delete in the transaction found no such key (its answer \
+                         comes with EXEC's)",
                     )),
                     None => Ok(()),
                 }
