@@ -13,7 +13,12 @@
 # special, puts three quarters of the ids on 76 rows, and under 8 clients oltp_read_write then
 # deadlocks about ten times a second on PostgreSQL, each found only after its deadlock_timeout
 # (1 s) — the rate becomes a draw of how many deadlocks a run had, for either tool (81 and 93 in
-# 8 s, 2026-11-26), not a measure of the tool. Traffic stays on 127.0.0.1.
+# 8 s, 2026-11-26), not a measure of the tool. Then, per database and workload, the same pair
+# once more at one fixed rate, half of sysbench's closed-loop rate in that round (sysbench
+# --rate, dyno --rate): a closed loop's latency follows its rate (the same 8 clients at a higher
+# rate wait less), so only at one rate do the two latencies measure the same thing. sysbench
+# times a transaction from when a worker takes it off its queue, dyno from when it was due.
+# Traffic stays on 127.0.0.1.
 # Usage: bench/sql-vs-sysbench.sh [ROUNDS] [SECONDS] [CLIENTS] [RAND_TYPE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,11 +58,11 @@ done
 echo "$($dyno --version); $(sysbench --version)"
 echo "servers on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, --rand-type $rand"
 
-sysbench_run() { # DB WORKLOAD ROUND -> "TPS CPU_PER_TX_US P50_MS"
+sysbench_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS"
   local cpu
   # shellcheck disable=SC2086
   cpu=$(timed "$work/sysbench.out" taskset -c 0 sysbench ${sb_args[$1]} --threads="$clients" \
-    --time="$secs" --percentile=50 --rand-type="$rand" "$2" run)
+    --time="$secs" --percentile=50 --rand-type="$rand" --rate="${4:-0}" "$2" run)
   python3 - "$work/sysbench.out" "$cpu" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
@@ -67,10 +72,11 @@ print(tps, float(sys.argv[2]) * 1e6 / int(tx), p50)
 PY
 }
 
-dyno_run() { # DB WORKLOAD ROUND -> "TPS CPU_PER_TX_US P50_MS"
-  local cpu out="$work/dyno-$1-$2-$3"
+dyno_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS"
+  local cpu out="$work/dyno-$1-$2-$3-${4:-0}" rate=()
+  [ -n "${4:-}" ] && rate=(--rate "$4")
   cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$2" -c "$clients" -d "${secs}s" \
-    --rand-type "$rand" --max-tries 100 --quiet -o "$out" "${dyno_url[$1]}")
+    --rand-type "$rand" --max-tries 100 --quiet "${rate[@]}" -o "$out" "${dyno_url[$1]}")
   python3 - "$out/run.json" "$cpu" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["cases"][0]
@@ -93,6 +99,12 @@ for round in $(seq 1 "$rounds"); do
         read -r tps cpu p50 <<<"$("${tool}_run" "$db" "$workload" "$round")"
         printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50"
         echo "$round $db $workload $tool $tps $cpu $p50" >>"$results"
+        [ "$tool" = sysbench ] && fixed=$(python3 -c "print(max(1, round($tps / 2)))")
+      done
+      for tool in $order; do
+        read -r tps cpu p50 <<<"$("${tool}_run" "$db" "$workload" "$round" "$fixed")"
+        printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f  at --rate %s\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50" "$fixed"
+        echo "$round $db $workload $tool@rate $tps $cpu $p50" >>"$results"
       done
     done
   done
@@ -109,7 +121,10 @@ for db in ("postgres", "mariadb"):
         for r in rows:
             if r[1] == db and r[2] == w:
                 by.setdefault(r[0], {})[r[3]] = [float(x) for x in r[4:]]
-        for i, what in ((0, "rate"), (1, "CPU per transaction"), (2, "p50 latency")):
-            v = [d["dyno"][i] / d["sysbench"][i] for d in by.values()]
+        for i, what, a, b in ((0, "rate", "dyno", "sysbench"),
+                              (1, "CPU per transaction", "dyno", "sysbench"),
+                              (2, "p50 latency", "dyno", "sysbench"),
+                              (2, "p50 at one rate", "dyno@rate", "sysbench@rate")):
+            v = [d[a][i] / d[b][i] for d in by.values()]
             print(f"  {db:9} {w:18} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x)")
 PY

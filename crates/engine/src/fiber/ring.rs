@@ -372,7 +372,8 @@ impl<T: Send> Scheduler<T> {
 
     /// One turn: false when the ring fails (the scheduler cannot go on). With nothing on the
     /// ring (a client library that reads its socket itself waits through epoll), the turn
-    /// waits on epoll alone: one system call, as without a ring.
+    /// waits on epoll alone: one system call, as without a ring; but a deadline closer than
+    /// epoll's millisecond is waited for on the ring, whose timer is exact, so nothing spins.
     fn ring_turn(
         &mut self,
         timeout: Option<Duration>,
@@ -380,11 +381,12 @@ impl<T: Send> Scheduler<T> {
         events: &mut Events,
     ) -> bool {
         let idle = with_sched_ring(|r| r.sends + r.recvs == 0).unwrap_or(false);
-        if idle && epfd.is_some() {
+        let close = timeout.is_some_and(|t| !t.is_zero() && t < super::SPIN_BELOW);
+        if idle && epfd.is_some() && !close {
             let polled = SCHED.with(|s| {
                 let mut s = s.borrow_mut();
                 let s = s.as_mut().expect("scheduler state");
-                s.poll.poll(events, timeout)
+                s.poll.poll(events, super::epoll_timeout(timeout))
             });
             if let Err(e) = polled
                 && e.kind() != io::ErrorKind::Interrupted

@@ -163,6 +163,48 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
     hold.join().unwrap();
 }
 
+/// This thread's CPU time so far.
+fn thread_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// On the ring a sleep shorter than epoll's millisecond is waited for on the ring's exact
+/// timer: the scheduler's thread sleeps, it does not poll until the deadline (as it does on
+/// epoll). A spinning thread would spend about all of the time on CPU; a sleeping one a
+/// few system calls per wake.
+#[test]
+fn short_sleeps_on_the_ring_sleep_and_end_on_time() {
+    if let Err(why) = crate::ring::uring_allowed() {
+        eprintln!("io_uring not tested: {why}");
+        return;
+    }
+    let job: Job<'_, _> = Box::new(|| {
+        let (cpu, t0) = (thread_cpu(), Instant::now());
+        for _ in 0..200 {
+            let due = Instant::now() + Duration::from_micros(500);
+            sleep_until(due);
+            assert!(Instant::now() >= due, "woke before its deadline");
+        }
+        (t0.elapsed(), thread_cpu() - cpu)
+    });
+    let generators = Generators {
+        threads: 1,
+        ring: true,
+    };
+    let (wall, cpu) = join_all(generators, vec![job]).remove(0).unwrap();
+    assert!(wall >= Duration::from_millis(100), "{wall:?}");
+    assert!(
+        cpu < wall / 2,
+        "{cpu:?} on CPU in {wall:?}: the scheduler spun"
+    );
+}
+
 /// On the ring a write returns before the kernel has sent it: a session that leaves its
 /// scheduler with a large write still going (the server reading slowly) loses none of it, and
 /// its stream goes on working from a plain thread; a send to a peer that has gone is reported by
