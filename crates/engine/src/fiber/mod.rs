@@ -33,6 +33,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+mod alarm;
 mod ring;
 mod stream;
 pub use stream::*;
@@ -46,22 +47,30 @@ pub const STACK_BYTES: usize = 1024 * 1024;
 /// report at once in the common case; more wait for the next call.
 const EVENTS: usize = 1024;
 
-/// On epoll, the last stretch of a timer is not slept through (`epoll_wait` sleeps in whole
-/// milliseconds, rounded up): the scheduler polls without sleeping until it is due, as the
-/// clock's pacer spins its last 200 µs. On the ring, a wait ends when its timer says, to the
-/// nanosecond, and nothing spins: an open loop of 8,000 transactions a second on 8 clients
-/// costs a third of the CPU it did spinning (the waking of a thread that slept is in the
-/// schedule lag and the latency, as with pgbench and sysbench, which sleep too).
+/// `epoll_wait` sleeps in whole milliseconds (rounded up): a deadline closer than this is
+/// waited for on an exact timer instead, the ring's own or the epoll scheduler's timerfd
+/// ([`alarm`]), so nothing polls until it is due. An open loop of 8,000 transactions a second on
+/// 8 clients polled most of its time away: it costs a third of the CPU since (the waking of a
+/// thread that slept is in the schedule lag and the latency, as with pgbench and sysbench,
+/// which sleep too).
 const SPIN_BELOW: Duration = Duration::from_millis(1);
 
 /// How long `epoll_wait` may sleep for a scheduler's `timeout`: whole milliseconds short of it
-/// (its unit: it never wakes late by a rounding), so that the last stretch is polled.
+/// (its unit: it never wakes late by a rounding); what is left goes to an exact timer.
 fn epoll_timeout(timeout: Option<Duration>) -> Option<Duration> {
     timeout.map(|left| Duration::from_millis(left.saturating_sub(SPIN_BELOW).as_millis() as u64))
 }
 
+/// Whether `timeout` ends closer than `epoll_wait` can wait for.
+fn close(timeout: Option<Duration>) -> bool {
+    timeout.is_some_and(|t| !t.is_zero() && t < SPIN_BELOW)
+}
+
 /// The token of the scheduler's waker (another thread released a barrier).
 const WAKER: Token = Token(usize::MAX);
+
+/// The token of the epoll scheduler's exact timer.
+const ALARM: Token = Token(usize::MAX - 1);
 
 /// A job for [`join_all`]: one client's work.
 pub type Job<'a, T> = Box<dyn FnOnce() -> T + Send + 'a>;
@@ -292,6 +301,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
     fn run(jobs: Vec<(usize, Job<'a, T>)>, ring: bool) -> Vec<(usize, std::thread::Result<T>)> {
         let poll = Poll::new().expect("creating an epoll instance");
         let waker = Arc::new(Waker::new(poll.registry(), WAKER).expect("creating a waker"));
+        let alarm = alarm::Alarm::new(poll.registry(), ALARM).expect("creating a timerfd");
         let ring = ring.then(|| ring::FiberRing::new(jobs.len()).expect("creating an io_uring"));
         let on_ring = ring.is_some();
         SCHED.with(|s| {
@@ -316,7 +326,11 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             if sched.live == 0 {
                 break;
             }
-            let timeout = epoll_timeout(sched.timeout());
+            let timeout = sched.timeout();
+            let timeout = match timeout {
+                Some(t) if close(timeout) && alarm.set(t).is_ok() => None,
+                _ => epoll_timeout(timeout),
+            };
             let polled = SCHED.with(|s| {
                 let mut s = s.borrow_mut();
                 let s = s.as_mut().expect("scheduler state");

@@ -1,7 +1,8 @@
-//! The fibers' sockets on io_uring (`--io uring`, or `auto` where the kernel allows it): a
-//! scheduler's ring carries its fibers' receives and sends, and its wait, so one system call
-//! per loop turn submits every fiber's requests and takes every reply that has come, however
-//! many clients the thread carries.
+//! The fibers' sockets on io_uring (`--io uring`; `auto` leaves them on epoll, which measured
+//! cheaper for them: [`crate::ring::CLIENTS_ON_EPOLL`]): a scheduler's ring carries its
+//! fibers' receives and sends, and its wait, so one system call per loop turn submits every
+//! fiber's requests and takes every reply that has come, however many clients the thread
+//! carries.
 //!
 //! - A **receive** goes into the reader's own buffer, and the fiber waits for its completion
 //!   (always: a deadline that passes cancels it and still waits for its end, so the kernel never
@@ -381,8 +382,7 @@ impl<T: Send> Scheduler<T> {
         events: &mut Events,
     ) -> bool {
         let idle = with_sched_ring(|r| r.sends + r.recvs == 0).unwrap_or(false);
-        let close = timeout.is_some_and(|t| !t.is_zero() && t < super::SPIN_BELOW);
-        if idle && epfd.is_some() && !close {
+        if idle && epfd.is_some() && !super::close(timeout) {
             let polled = SCHED.with(|s| {
                 let mut s = s.borrow_mut();
                 let s = s.as_mut().expect("scheduler state");

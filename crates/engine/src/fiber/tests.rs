@@ -174,35 +174,29 @@ fn thread_cpu() -> Duration {
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
-/// On the ring a sleep shorter than epoll's millisecond is waited for on the ring's exact
-/// timer: the scheduler's thread sleeps, it does not poll until the deadline (as it does on
-/// epoll). A spinning thread would spend about all of the time on CPU; a sleeping one a
-/// few system calls per wake.
+/// A sleep shorter than epoll's millisecond is waited for on an exact timer (the ring's, or
+/// the epoll scheduler's timerfd): the scheduler's thread sleeps, it does not poll until the
+/// deadline. A polling thread would spend about all of the time on CPU; a sleeping one a few
+/// system calls per wake.
 #[test]
-fn short_sleeps_on_the_ring_sleep_and_end_on_time() {
-    if let Err(why) = crate::ring::uring_allowed() {
-        eprintln!("io_uring not tested: {why}");
-        return;
+fn short_sleeps_sleep_and_end_on_time() {
+    for generators in backends(1) {
+        let job: Job<'_, _> = Box::new(|| {
+            let (cpu, t0) = (thread_cpu(), Instant::now());
+            for _ in 0..200 {
+                let due = Instant::now() + Duration::from_micros(500);
+                sleep_until(due);
+                assert!(Instant::now() >= due, "woke before its deadline");
+            }
+            (t0.elapsed(), thread_cpu() - cpu)
+        });
+        let (wall, cpu) = join_all(generators, vec![job]).remove(0).unwrap();
+        assert!(wall >= Duration::from_millis(100), "{wall:?}");
+        assert!(
+            cpu < wall / 2,
+            "{generators:?}: {cpu:?} on CPU in {wall:?}: it polled"
+        );
     }
-    let job: Job<'_, _> = Box::new(|| {
-        let (cpu, t0) = (thread_cpu(), Instant::now());
-        for _ in 0..200 {
-            let due = Instant::now() + Duration::from_micros(500);
-            sleep_until(due);
-            assert!(Instant::now() >= due, "woke before its deadline");
-        }
-        (t0.elapsed(), thread_cpu() - cpu)
-    });
-    let generators = Generators {
-        threads: 1,
-        ring: true,
-    };
-    let (wall, cpu) = join_all(generators, vec![job]).remove(0).unwrap();
-    assert!(wall >= Duration::from_millis(100), "{wall:?}");
-    assert!(
-        cpu < wall / 2,
-        "{cpu:?} on CPU in {wall:?}: the scheduler spun"
-    );
 }
 
 /// On the ring a write returns before the kernel has sent it: a session that leaves its

@@ -226,8 +226,10 @@ pub mod shared {
         kind: Kind::Text,
         value_name: "auto|uring|epoll",
         help: "The generator threads' I/O: `uring` (io_uring: a loop turn's sends and its wait in \
-               one system call), `epoll`, or `auto` [default]: io_uring where the kernel allows \
-               it, epoll otherwise. The record says which ran and why.",
+               one system call), `epoll`, or `auto` [default]: for the load suite's connections \
+               io_uring where the kernel allows it, epoll otherwise; for the other suites' \
+               clients epoll, which measured cheaper for them. The record says which ran and \
+               why.",
         heading: None,
     };
     pub static TOPOLOGY: Setting = Setting {

@@ -128,10 +128,10 @@ impl RawPlan {
         })
     }
 
-    /// The backend the generator threads run on: `--io uring` that cannot run is an error
-    /// here, before anything starts.
+    /// The backend the clients' generator threads run on: `--io uring` that cannot run is an
+    /// error here, before anything starts.
     fn clients_io(&self, io: crate::ring::Io) -> Result<crate::ring::IoUsed, PlanError> {
-        crate::ring::choose(io).map_err(|why| {
+        crate::ring::choose_for_clients(io).map_err(|why| {
             let at =
                 (self.settings.text(&shared::IO)).map_or(Origin::Flag("--io"), |s| s.at.clone());
             PlanError::new(at, why)
