@@ -54,6 +54,7 @@ pub mod shard;
 pub mod suggest;
 pub mod suite;
 pub mod template;
+pub mod timer;
 pub mod units;
 pub mod worker;
 pub mod zipf;

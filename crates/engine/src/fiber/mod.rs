@@ -33,7 +33,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-mod alarm;
 mod ring;
 mod stream;
 pub use stream::*;
@@ -48,11 +47,11 @@ pub const STACK_BYTES: usize = 1024 * 1024;
 const EVENTS: usize = 1024;
 
 /// `epoll_wait` sleeps in whole milliseconds (rounded up): a deadline closer than this is
-/// waited for on an exact timer instead, the ring's own or the epoll scheduler's timerfd
-/// ([`alarm`]), so nothing polls until it is due. An open loop of 8,000 transactions a second on
-/// 8 clients polled most of its time away: it costs a third of the CPU since (the waking of a
-/// thread that slept is in the schedule lag and the latency, as with pgbench and sysbench,
-/// which sleep too).
+/// waited for on an exact timer instead, the ring's own or on epoll a timerfd (the load
+/// engine's too: [`crate::timer::Timer`]), so nothing polls until it is due. An open loop of
+/// 8,000 transactions a second on 8 clients polled most of its time away: it costs a third of
+/// the CPU since (the waking of a thread that slept is in the schedule lag and the latency, as
+/// with pgbench and sysbench, which sleep too).
 const SPIN_BELOW: Duration = Duration::from_millis(1);
 
 /// How long `epoll_wait` may sleep for a scheduler's `timeout`: whole milliseconds short of it
@@ -301,7 +300,9 @@ impl<'a, T: Send + 'a> Scheduler<T> {
     fn run(jobs: Vec<(usize, Job<'a, T>)>, ring: bool) -> Vec<(usize, std::thread::Result<T>)> {
         let poll = Poll::new().expect("creating an epoll instance");
         let waker = Arc::new(Waker::new(poll.registry(), WAKER).expect("creating a waker"));
-        let alarm = alarm::Alarm::new(poll.registry(), ALARM).expect("creating a timerfd");
+        let mut alarm =
+            crate::timer::Timer::new(poll.registry(), ALARM).expect("creating a timerfd");
+        let started = Instant::now();
         let ring = ring.then(|| ring::FiberRing::new(jobs.len()).expect("creating an io_uring"));
         let on_ring = ring.is_some();
         SCHED.with(|s| {
@@ -328,7 +329,14 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             }
             let timeout = sched.timeout();
             let timeout = match timeout {
-                Some(t) if close(timeout) && alarm.set(t).is_ok() => None,
+                Some(t) if close(timeout) => {
+                    // The moment it stands for, in nanoseconds from the start (never 0).
+                    let at = (Instant::now() + t - started).as_nanos() as u64 + 1;
+                    match alarm.arm(at, t.as_nanos() as u64) {
+                        Ok(()) => None,
+                        Err(_) => epoll_timeout(timeout),
+                    }
+                }
                 _ => epoll_timeout(timeout),
             };
             let polled = SCHED.with(|s| {

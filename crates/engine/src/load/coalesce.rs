@@ -28,7 +28,7 @@
 //! is used: each of them would wait it out as well.
 //!
 //! A sleep on the clock is not free either. Each thread measures what one costs it when it starts
-//! ([`super::timer::sleep_cost_ns`]): a microsecond or two on bare metal, about 20 µs of CPU on
+//! ([`crate::timer::sleep_cost_ns`]): a microsecond or two on bare metal, about 20 µs of CPU on
 //! this project's virtual machine, where arming the timer exits to the hypervisor. A window
 //! shorter than that cost is never used.
 //!

@@ -26,7 +26,7 @@ mod interval;
 mod mix;
 pub mod protocol;
 mod streamed;
-mod timer;
+use crate::timer;
 mod worker;
 
 pub use backend::{Io, IoUsed};
