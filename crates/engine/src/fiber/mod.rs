@@ -332,8 +332,9 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 Some(t) if close(timeout) => {
                     // The moment it stands for, in nanoseconds from the start (never 0).
                     let at = (Instant::now() + t - started).as_nanos() as u64 + 1;
+                    // epoll's own timeout stays, should the timer's event ever be missed.
                     match alarm.arm(at, t.as_nanos() as u64) {
-                        Ok(()) => None,
+                        Ok(()) => Some(SPIN_BELOW),
                         Err(_) => epoll_timeout(timeout),
                     }
                 }

@@ -163,17 +163,6 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
     hold.join().unwrap();
 }
 
-/// This thread's CPU time so far.
-fn thread_cpu() -> Duration {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
-
 /// A sleep shorter than epoll's millisecond is waited for on an exact timer (the ring's, or
 /// the epoll scheduler's timerfd): the scheduler's thread sleeps, it does not poll until the
 /// deadline. A polling thread would spend about all of the time on CPU; a sleeping one a few
@@ -182,13 +171,19 @@ fn thread_cpu() -> Duration {
 fn short_sleeps_sleep_and_end_on_time() {
     for generators in backends(1) {
         let job: Job<'_, _> = Box::new(|| {
-            let (cpu, t0) = (thread_cpu(), Instant::now());
+            let (cpu, t0) = (
+                Duration::from_nanos(crate::timer::thread_cpu_ns()),
+                Instant::now(),
+            );
             for _ in 0..200 {
                 let due = Instant::now() + Duration::from_micros(500);
                 sleep_until(due);
                 assert!(Instant::now() >= due, "woke before its deadline");
             }
-            (t0.elapsed(), thread_cpu() - cpu)
+            (
+                t0.elapsed(),
+                Duration::from_nanos(crate::timer::thread_cpu_ns()) - cpu,
+            )
         });
         let (wall, cpu) = join_all(generators, vec![job]).remove(0).unwrap();
         assert!(wall >= Duration::from_millis(100), "{wall:?}");

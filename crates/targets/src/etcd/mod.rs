@@ -9,7 +9,8 @@
 //! range at the end. A write transaction is one etcd `Txn` (or several of at most
 //! `max_txn_ops` puts when it is larger: etcd refuses bigger ones, `--max-txn-ops`, 128 by
 //! default), with one put per key, its last value (etcd refuses a `Txn` that names a key twice);
-//! a delete goes at once, so that a missing key is `not_found` where it is asked. A session talks to one member: sessions are spread over the endpoints
+//! a delete goes at once, so that a missing key is `not_found` where it is asked. A session
+//! talks to one member: sessions are spread over the endpoints
 //! (`sessions=spread`, as etcd's own client balances), or each goes to the leader of the moment
 //! (`sessions=leader`, as a Redis client follows its primary: a fault run then compares the same
 //! placement before and after a leader's death). When its member fails a session moves — to the
