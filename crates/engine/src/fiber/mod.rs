@@ -54,10 +54,11 @@ const EVENTS: usize = 1024;
 /// with pgbench and sysbench, which sleep too).
 const SPIN_BELOW: Duration = Duration::from_millis(1);
 
-/// How long `epoll_wait` may sleep for a scheduler's `timeout`: whole milliseconds short of it
-/// (its unit: it never wakes late by a rounding); what is left goes to an exact timer.
+/// How long `epoll_wait` may sleep for a scheduler's `timeout`: its whole milliseconds (epoll's
+/// unit, so it never wakes late by a rounding, nor polls when a millisecond or more is left);
+/// what is left then goes to an exact timer.
 fn epoll_timeout(timeout: Option<Duration>) -> Option<Duration> {
-    timeout.map(|left| Duration::from_millis(left.saturating_sub(SPIN_BELOW).as_millis() as u64))
+    timeout.map(|left| Duration::from_millis(left.as_millis() as u64))
 }
 
 /// Whether `timeout` ends closer than `epoll_wait` can wait for.
@@ -330,8 +331,10 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             let timeout = sched.timeout();
             let timeout = match timeout {
                 Some(t) if close(timeout) => {
-                    // The moment it stands for, in nanoseconds from the start (never 0).
-                    let at = (Instant::now() + t - started).as_nanos() as u64 + 1;
+                    // The deadline it stands for, in nanoseconds from the start (never 0):
+                    // the same deadline again re-arms nothing.
+                    let due = sched.timers.peek().map_or(Instant::now() + t, |d| d.0.0);
+                    let at = (due - started).as_nanos() as u64 + 1;
                     // epoll's own timeout stays, should the timer's event ever be missed.
                     match alarm.arm(at, t.as_nanos() as u64) {
                         Ok(()) => Some(SPIN_BELOW),

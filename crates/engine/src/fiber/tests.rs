@@ -164,9 +164,10 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
 }
 
 /// A sleep shorter than epoll's millisecond is waited for on an exact timer (the ring's, or
-/// the epoll scheduler's timerfd): the scheduler's thread sleeps, it does not poll until the
-/// deadline. A polling thread would spend about all of the time on CPU; a sleeping one a few
-/// system calls per wake.
+/// the epoll scheduler's timerfd), and a longer one on epoll for its whole milliseconds first:
+/// the scheduler's thread sleeps, it does not poll until the deadline (a sleep of 1.9 ms once
+/// polled for 0.9 ms of it). A polling thread spends most of the time on CPU; a sleeping one a
+/// few system calls per wake (under 3% of it here).
 #[test]
 fn short_sleeps_sleep_and_end_on_time() {
     for generators in backends(1) {
@@ -175,8 +176,9 @@ fn short_sleeps_sleep_and_end_on_time() {
                 Duration::from_nanos(crate::timer::thread_cpu_ns()),
                 Instant::now(),
             );
-            for _ in 0..200 {
-                let due = Instant::now() + Duration::from_micros(500);
+            for i in 0..200 {
+                // Under epoll's millisecond, and between one and two of them.
+                let due = Instant::now() + Duration::from_micros([500, 1_900][i % 2]);
                 sleep_until(due);
                 assert!(Instant::now() >= due, "woke before its deadline");
             }
@@ -186,9 +188,9 @@ fn short_sleeps_sleep_and_end_on_time() {
             )
         });
         let (wall, cpu) = join_all(generators, vec![job]).remove(0).unwrap();
-        assert!(wall >= Duration::from_millis(100), "{wall:?}");
+        assert!(wall >= Duration::from_millis(200), "{wall:?}");
         assert!(
-            cpu < wall / 2,
+            cpu < wall / 4,
             "{generators:?}: {cpu:?} on CPU in {wall:?}: it polled"
         );
     }
