@@ -3,8 +3,10 @@
 //!
 //! dyno works only under a key prefix of its own (`dyno_<pid>_<n>:`), and deletes exactly those
 //! keys at the end (`SCAN MATCH prefix*` then `UNLINK`). A write transaction is `MULTI` … `EXEC`,
-//! so `add` and `update` commit each client's objects at once, as zodbshootout does. Durability is
-//! read from the server (`CONFIG GET appendonly appendfsync save`) and named in the column header.
+//! so `add` and `update` commit each client's objects at once, as zodbshootout does; its commands
+//! are sent together with `EXEC`, one round trip as from a pipelining client (redis-py's
+//! `pipeline()`), not one per command. Durability is read from the server (`CONFIG GET appendonly
+//! appendfsync save`) and named in the column header.
 //! Redis keeps every key in memory, so `cold` is not reachable.
 
 use crate::options::Opts;

@@ -112,18 +112,31 @@ impl Conn {
         Ok(c)
     }
 
-    /// Sends one command as a RESP array of bulk strings, in one write.
+    /// Sends one command as a RESP array of bulk strings, in one write (with whatever
+    /// [`Conn::push`] held before it).
     pub(super) fn command(&mut self, args: &[&[u8]]) -> Result<(), OpError> {
-        self.frame.clear();
+        self.push(args);
+        self.send()
+    }
+
+    /// Writes one command into the frame without sending it: it goes with the next
+    /// [`Conn::send`].
+    pub(super) fn push(&mut self, args: &[&[u8]]) {
         write!(self.frame, "*{}\r\n", args.len()).expect("writing to a Vec");
         for a in args {
             write!(self.frame, "${}\r\n", a.len()).expect("writing to a Vec");
             self.frame.extend_from_slice(a);
             self.frame.extend_from_slice(b"\r\n");
         }
-        (self.input.get_mut())
+    }
+
+    /// Sends the commands the frame holds, in one write.
+    pub(super) fn send(&mut self) -> Result<(), OpError> {
+        let sent = (self.input.get_mut())
             .write_all(&self.frame)
-            .map_err(io_err("send"))
+            .map_err(io_err("send"));
+        self.frame.clear();
+        sent
     }
 
     /// Reads one reply; a bulk string's bytes go into `bulk`.

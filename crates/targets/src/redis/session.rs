@@ -62,6 +62,8 @@ impl Store for RedisStore {
             scratch: Vec::new(),
             in_multi: false,
             queued: 0,
+            owed: 0,
+            refused: None,
             deletes: Vec::new(),
             reads: 0,
             index: (self.indexed.load(Ordering::Relaxed))
@@ -149,9 +151,16 @@ pub(super) struct RedisSession {
     pub(super) key: Vec<u8>,
     pub(super) prefix_len: usize,
     pub(super) scratch: Vec<u8>,
+    /// A write transaction is open: MULTI and its commands are held in the connection's
+    /// frame and sent together with EXEC (one round trip, as a pipelining client sends them),
+    /// or sooner when they pass [`HOLD_BYTES`].
     pub(super) in_multi: bool,
-    /// Commands queued in the current MULTI.
+    /// Commands queued in the current MULTI (EXEC answers as many).
     pub(super) queued: u64,
+    /// Answers owed for what was held: MULTI's `+OK`, then a `+QUEUED` per command.
+    pub(super) owed: u64,
+    /// The first command of the current MULTI the server refused to queue (EXEC then aborts).
+    pub(super) refused: Option<String>,
     /// Where the current MULTI's DELs are in its queue: their answers come with EXEC's, and a
     /// DEL that found no key makes the commit `not_found`.
     pub(super) deletes: Vec<u64>,
@@ -169,37 +178,89 @@ impl RedisSession {
         }
     }
 
-    pub(super) fn expect_queued_or(&mut self, ok: fn(&Reply) -> bool) -> Result<(), OpError> {
+    /// Reads the answer to a command sent outside MULTI.
+    pub(super) fn expect(&mut self, ok: fn(&Reply) -> bool) -> Result<(), OpError> {
         match self.conn.reply(&mut self.scratch)? {
-            Reply::Status if self.in_multi => {
-                self.queued += 1;
-                Ok(())
-            }
-            r if !self.in_multi && ok(&r) => Ok(()),
+            r if ok(&r) => Ok(()),
             Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
             _ => Err(protocol("an unexpected reply")),
         }
     }
+
+    /// Counts `n` commands just pushed into the open MULTI; sends what is held once it passes
+    /// [`HOLD_BYTES`].
+    fn hold(&mut self, n: u64) -> Result<(), OpError> {
+        self.queued += n;
+        self.owed += n;
+        if self.conn.frame.len() >= HOLD_BYTES {
+            self.settle()?;
+        }
+        Ok(())
+    }
+
+    /// Sends what the MULTI holds and reads the answers owed for it, keeping the first
+    /// refusal for the commit.
+    fn settle(&mut self) -> Result<(), OpError> {
+        self.conn.send()?;
+        while self.owed > 0 {
+            self.owed -= 1;
+            match self.conn.reply(&mut self.scratch)? {
+                Reply::Status => {}
+                Reply::Error(e) => {
+                    self.refused.get_or_insert(e);
+                }
+                _ => return Err(protocol("an unexpected reply inside MULTI")),
+            }
+        }
+        Ok(())
+    }
+
+    /// A read inside MULTI would only be queued, its value coming with EXEC's answer.
+    fn no_read_in_multi(&self) -> Result<(), OpError> {
+        if self.in_multi {
+            return Err(OpError::new(
+                ErrorClass::Application,
+                "redis: a read inside MULTI would only be queued",
+            ));
+        }
+        Ok(())
+    }
 }
+
+/// What an open MULTI holds before it is sent ahead of its EXEC: a transaction of many writes
+/// keeps a bounded buffer, and the server's answers to it are read as it goes.
+const HOLD_BYTES: usize = 256 << 10;
 
 impl Session for RedisSession {
     fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
         if mode == TxMode::Write {
-            self.conn.command(&[b"MULTI"])?;
-            self.conn.expect_ok(&mut self.scratch)?;
-            self.in_multi = true;
-            self.queued = 0;
+            if self.in_multi {
+                return Err(OpError::new(
+                    ErrorClass::Application,
+                    "redis: a write transaction is already open",
+                ));
+            }
+            self.conn.push(&[b"MULTI"]);
+            (self.in_multi, self.queued, self.owed) = (true, 0, 1);
+            self.refused = None;
             self.deletes.clear();
         }
         Ok(())
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
         self.set_key(key);
+        if self.in_multi {
+            self.conn.push(&[b"SET", &self.key, value]);
+            if let Some(index) = &self.index {
+                self.conn.push(&[b"ZADD", index, b"0", &self.key]);
+            }
+            return self.hold(1 + u64::from(self.index.is_some()));
+        }
         self.conn.command(&[b"SET", &self.key, value])?;
-        self.expect_queued_or(|r| matches!(r, Reply::Status))?;
+        self.expect(|r| matches!(r, Reply::Status))?;
         if let Some(index) = &self.index {
             self.conn.command(&[b"ZADD", index, b"0", &self.key])?;
-            self.expect_queued_or(|r| matches!(r, Reply::Int(_)))?;
+            self.expect(|r| matches!(r, Reply::Int(_)))?;
         }
         Ok(())
     }
@@ -210,6 +271,7 @@ impl Session for RedisSession {
         out: &mut Vec<(u64, Vec<u8>)>,
     ) -> Result<(), OpError> {
         out.clear();
+        self.no_read_in_multi()?;
         // The names are the prefix and 16 hex digits: their byte order is the keys' order.
         self.set_key(start);
         // `[name`: from this name on, inclusive (built in the reply buffer, free until sent).
@@ -274,6 +336,7 @@ impl Session for RedisSession {
         Ok(())
     }
     fn get(&mut self, key: u64, out: &mut Vec<u8>) -> Result<(), OpError> {
+        self.no_read_in_multi()?;
         self.reads += 1;
         self.set_key(key);
         self.conn.command(&[b"GET", &self.key])?;
@@ -290,12 +353,7 @@ impl Session for RedisSession {
         out: &mut Vec<u8>,
         ends: &mut Vec<usize>,
     ) -> Result<(), OpError> {
-        if self.in_multi {
-            return Err(OpError::new(
-                ErrorClass::Application,
-                "redis: a batched read inside MULTI would only be queued",
-            ));
-        }
+        self.no_read_in_multi()?;
         self.reads += keys.len() as u64;
         let mut names = Vec::with_capacity(keys.len() * self.key.len());
         for &k in keys {
@@ -334,20 +392,24 @@ impl Session for RedisSession {
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         self.set_key(key);
+        // Out of the index first: a scan never names a key that is gone.
+        if self.in_multi {
+            if let Some(index) = &self.index {
+                self.conn.push(&[b"ZREM", index, &self.key]);
+            }
+            self.conn.push(&[b"DEL", &self.key]);
+            let n = 1 + u64::from(self.index.is_some());
+            self.deletes.push(self.queued + n - 1);
+            return self.hold(n);
+        }
         if let Some(index) = &self.index {
-            // Out of the index first: a scan never names a key that is gone.
             self.conn.command(&[b"ZREM", index, &self.key])?;
-            self.expect_queued_or(|r| matches!(r, Reply::Int(_)))?;
+            self.expect(|r| matches!(r, Reply::Int(_)))?;
         }
         self.conn.command(&[b"DEL", &self.key])?;
         match self.conn.reply(&mut self.scratch)? {
             Reply::Int(1) => Ok(()),
             Reply::Int(0) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),
-            Reply::Status if self.in_multi => {
-                self.deletes.push(self.queued);
-                self.queued += 1;
-                Ok(())
-            }
             Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
             _ => Err(protocol("an unexpected reply to DEL")),
         }
@@ -357,7 +419,9 @@ impl Session for RedisSession {
             return Ok(());
         }
         self.in_multi = false;
-        self.conn.command(&[b"EXEC"])?;
+        self.conn.push(&[b"EXEC"]);
+        self.settle()?;
+        let refused = self.refused.take();
         match self.conn.reply(&mut self.scratch)? {
             Reply::Array(n) if n as u64 == self.queued => {
                 let (mut failed, mut missing) = (None, false);
@@ -387,7 +451,10 @@ impl Session for RedisSession {
             Reply::Array(_) => Err(protocol("EXEC answered a different number of replies")),
             Reply::Error(e) => Err(OpError::new(
                 ErrorClass::Application,
-                format!("redis: EXEC: {e}"),
+                match refused {
+                    Some(r) => format!("redis: EXEC: {e} (a command was refused: {r})"),
+                    None => format!("redis: EXEC: {e}"),
+                },
             )),
             _ => Err(protocol("an unexpected reply to EXEC")),
         }
@@ -429,7 +496,7 @@ impl Following {
     pub(super) fn ensure(&mut self) -> Result<(), OpError> {
         if self.broken {
             self.inner.conn = follow(&self.config, &self.reconnects)?;
-            self.inner.in_multi = false;
+            (self.inner.in_multi, self.inner.owed) = (false, 0);
             self.broken = false;
         }
         Ok(())

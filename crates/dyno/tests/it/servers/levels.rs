@@ -11,10 +11,11 @@
 use crate::common::*;
 use std::path::Path;
 
-/// `examples/ahash.toml` with only `target` (a cluster) kept, at the kill-master level.
-fn plan(dir: &Path, target: &str) -> std::path::PathBuf {
-    let text = String::from(
-        "[suite]\nname = \"kv\"\nlevels = [\"kill-master\"]\nlevel_every = \"9s\"\nduration = \"26s\"\nconcurrency = 2\nobjects = 50\n",
+/// `examples/ahash.toml` with only `target` (a cluster) kept, at the kill-master level, with
+/// `clients` clients.
+fn plan(dir: &Path, target: &str, clients: u32) -> std::path::PathBuf {
+    let text = format!(
+        "[suite]\nname = \"kv\"\nlevels = [\"kill-master\"]\nlevel_every = \"9s\"\nduration = \"26s\"\nconcurrency = {clients}\nobjects = 50\n",
     ) + &example_target("ahash.toml", target);
     let path = dir.join("levels.toml");
     std::fs::write(&path, text).unwrap();
@@ -22,10 +23,10 @@ fn plan(dir: &Path, target: &str) -> std::path::PathBuf {
 }
 
 /// Runs the plan, checks what every system must show, and returns the record.
-fn kill_master(target: &str, failover_ns: u64) -> serde_json::Value {
+fn kill_master(target: &str, clients: u32, failover_ns: u64) -> serde_json::Value {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
-    let p = plan(dir.path(), target);
+    let p = plan(dir.path(), target, clients);
     let out = dir.path().join("out");
     let o = dyno(dir.path())
         .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()])
@@ -162,7 +163,10 @@ fn redis_with_sentinel_recovers_from_each_kill_of_its_primary() {
     // Sentinel's down-after-milliseconds is 1000: no failover is sooner. The primary killed
     // comes back empty 5 s later and resynchronises from the new one, which holds the rate
     // below 90% of its baseline for a while: recoveries of 2.8 s to 6 s were measured.
-    kill_master("redis", 1_000_000_000);
+    // One client: two, each write a round trip (MULTI and SET sent with EXEC), filled the
+    // history's 2,000,000 operations within the 52 s on a fast day, and a cut history's check
+    // proves nothing.
+    kill_master("redis", 1, 1_000_000_000);
 }
 
 #[test]
@@ -176,5 +180,5 @@ fn etcd_recovers_from_each_kill_of_its_leader() {
     // of the moment (`sessions=leader`): spread over the members, a client that moved to a
     // follower forwarded every write ever after, and its pace could settle under 90% of the
     // baseline (seen once in a CI run).
-    kill_master("etcd", 1_000_000_000);
+    kill_master("etcd", 2, 1_000_000_000);
 }
