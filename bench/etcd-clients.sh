@@ -8,7 +8,8 @@
 # (user + system, the whole process), etcd's CPU per operation (/proc/PID/stat), median latency
 # of reads and of writes; then each figure as a ratio to the gRPC client's in the same round,
 # and the median ratio. Needs etcd (Debian's etcd-server, installed if missing), go, taskset.
-# Traffic stays on 127.0.0.1.
+# Then each gRPC client once more under a packet capture (tcpdump, installed if missing): the
+# latency the wire shows beside the client's own. Traffic stays on 127.0.0.1.
 # Usage: bench/etcd-clients.sh [DURATION] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,8 @@ taskset -c 1 etcd --name b --data-dir "$work/data" \
   --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
   --initial-cluster "b=http://127.0.0.1:$peer" >"$work/etcd.log" 2>&1 &
 etcd_pid=$!
-trap 'kill $etcd_pid 2>/dev/null; wait $etcd_pid 2>/dev/null; rm -rf "$work"' EXIT
+tpid=
+trap '[ -z "$tpid" ] || kill -INT "$tpid" 2>/dev/null; kill $etcd_pid 2>/dev/null; wait $etcd_pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do
   etcdctl --endpoints "127.0.0.1:$port" endpoint health >/dev/null 2>&1 && break
   sleep 0.1
@@ -35,14 +37,13 @@ done
 # etcd's CPU so far, in ns (utime + stime, clock ticks).
 server_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f\n", ($14 + $15) * 1e9 / hz }' "/proc/$etcd_pid/stat"; }
 results="$work/results.jsonl"
-for round in $(seq 1 "$rounds"); do
-  for client in grpc gateway dyno dyno-gateway; do
-    s0=$(server_cpu)
-    if [ "${client%-gateway}" = dyno ]; then
-      out="$work/$client-$round"
-      api=grpc
-      [ "$client" = dyno ] || api=gateway
-      line=$(python3 - "$out" "$port" "$duration" "$client" "$api" <<'PY'
+# One client's run: prints its JSON line (mode, CPU, each phase's operations and p50).
+run_client() {
+  local client=$1 round=$2
+  if [ "${client%-gateway}" = dyno ]; then
+    local out="$work/$client-$round" api=grpc
+    [ "$client" = dyno ] || api=gateway
+    python3 - "$out" "$port" "$duration" "$client" "$api" <<'PY'
 import json, resource, subprocess, sys
 out, port, duration, mode, api = sys.argv[1:]
 subprocess.run(["taskset", "-c", "0", "./target/release/dyno", "run", f"etcd://127.0.0.1:{port}?api={api}",
@@ -58,10 +59,14 @@ for c in rec["cases"]:
 print(json.dumps({"mode": mode, "cpu_ns": int((r.ru_utime + r.ru_stime) * 1e9),
                   "get": phase["get"], "set": phase["set"]}))
 PY
-)
-    else
-      line=$(taskset -c 0 ./target/etcd-clients -endpoint "127.0.0.1:$port" -mode "$client" -duration "$duration")
-    fi
+  else
+    taskset -c 0 ./target/etcd-clients -endpoint "127.0.0.1:$port" -mode "$client" -duration "$duration"
+  fi
+}
+for round in $(seq 1 "$rounds"); do
+  for client in grpc gateway dyno dyno-gateway; do
+    s0=$(server_cpu)
+    line=$(run_client "$client" "$round")
     s1=$(server_cpu)
     echo "$line" | python3 -c "import json,sys; d=json.load(sys.stdin); d['round']=$round; d['server_cpu_ns']=$s1-$s0; print(json.dumps(d))" >>"$results"
   done
@@ -95,3 +100,35 @@ for mode in ["gateway", "dyno", "dyno-gateway"]:
         cells.append(f"{statistics.median(rs):.2f}× ({min(rs):.2f}–{max(rs):.2f})")
     print(f"| {mode} | " + " | ".join(cells) + " |")
 PY
+
+# The wire: each gRPC client (the Go client, dyno) once more under a packet capture of etcd's port,
+# each request paired with its answer (bench/etcd-clients/wire.py). The capture's p50 is etcd's time
+# and loopback's; what a client's own p50 holds beyond it is the client's.
+command -v tcpdump >/dev/null 2>&1 || {
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tcpdump
+}
+echo
+echo "Each gRPC client once more, under a packet capture of etcd's port (tcpdump on core 1), p50 in µs:"
+echo
+echo "| client | get: client | get: wire | get: the client's own | set: client | set: wire | set: the client's own | control segments | packets dropped |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+for client in grpc dyno; do
+  cap="$work/$client.pcap"
+  taskset -c 1 tcpdump -i lo -nn -s 160 -B 32768 -w "$cap" "tcp port $port" 2>"$work/tcpdump.err" &
+  tpid=$!
+  for _ in $(seq 100); do grep -q "listening on" "$work/tcpdump.err" && break; sleep 0.05; done
+  line=$(run_client "$client" wire)
+  kill -INT "$tpid"
+  wait "$tpid" || true
+  tpid=
+  dropped=$(awk '/dropped by kernel/ { print $1 }' "$work/tcpdump.err")
+  wire=$(python3 bench/etcd-clients/wire.py "$cap" "$port" 300)
+  python3 - "$line" "$wire" "$client" "${dropped:-?}" <<'PY'
+import json, sys
+c, w = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+cells = []
+for k in ("get", "set"):
+    cells += [c[k]["p50_us"], w[k]["p50_us"], c[k]["p50_us"] - w[k]["p50_us"]]
+print(f"| {sys.argv[3]} | " + " | ".join(f"{x:.1f}" for x in cells) + f" | {w['control_segments']:,} | {sys.argv[4]} |")
+PY
+done
