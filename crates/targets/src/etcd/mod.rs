@@ -6,9 +6,10 @@
 //! the JSON gateway or gRPC"); it stays for comparison and for servers that expose only it.
 //!
 //! dyno works only under a key prefix of its own (`dyno_<pid>_<n>/`) and deletes exactly that
-//! range at the end. A write transaction is one etcd `Txn` (or several of at most
-//! `max_txn_ops` puts when it is larger: etcd refuses bigger ones, `--max-txn-ops`, 128 by
-//! default), with one put per key, its last value (etcd refuses a `Txn` that names a key twice);
+//! range at the end. A write transaction of one put is a `Put`; a larger one is one etcd `Txn`
+//! (or several of at most `max_txn_ops` puts when it is larger still: etcd refuses bigger ones,
+//! `--max-txn-ops`, 128 by default), with one put per key, its last value (etcd refuses a `Txn`
+//! that names a key twice);
 //! a delete goes at once, so that a missing key is `not_found` where it is asked. A session
 //! talks to one member: sessions are spread over the endpoints
 //! (`sessions=spread`, as etcd's own client balances), or each goes to the leader of the moment
