@@ -128,7 +128,9 @@ import json, sys
 c, w = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 cells = []
 for k in ("get", "set"):
-    cells += [c[k]["p50_us"], w[k]["p50_us"], c[k]["p50_us"] - w[k]["p50_us"]]
-print(f"| {sys.argv[3]} | " + " | ".join(f"{x:.1f}" for x in cells) + f" | {w['control_segments']:,} | {sys.argv[4]} |")
+    wire = w[k]["p50_us"]  # None: no request of this kind was seen on the wire
+    cells += [c[k]["p50_us"], wire, None if wire is None else c[k]["p50_us"] - wire]
+show = lambda x: "–" if x is None else f"{x:.1f}"
+print(f"| {sys.argv[3]} | " + " | ".join(map(show, cells)) + f" | {w['control_segments']:,} | {sys.argv[4]} |")
 PY
 done

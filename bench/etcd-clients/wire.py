@@ -88,6 +88,8 @@ def pairs(path, port, skipped):
             req_t, req_b = t, req_b + n
         elif req_t is not None:
             ans_t, ans_b = t, ans_b + n
+    if ans_t is not None:
+        yield req_b, ans_b, ans_t - req_t
 
 
 def main():

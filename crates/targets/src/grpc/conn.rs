@@ -28,10 +28,11 @@ pub struct Conn {
     blocks: Vec<Vec<u8>>,
     next_id: u32,
     out: Vec<u8>,
-    /// Acknowledgements of the server's PINGs, sent ahead of the next call's HEADERS (as
-    /// grpc-go's client writes them with its next request) rather than each in a write of its
-    /// own: etcd pings as a request's data arrives, and a separate acknowledgement per call
-    /// cost dyno a send and etcd a wake-up each.
+    /// Acknowledgements of the server's PINGs, sent with the next write dyno makes anyway
+    /// (most often the next call's request), rather than each in a write of its own: etcd
+    /// pings as a request's data arrives, and an acknowledgement sent apart in every call cost
+    /// dyno a send and etcd a wake-up each (21,283 control-only segments in 2 s of reads and
+    /// 2 s of writes, against 4,398 once they went with the next request; 2026-11-27).
     acks: Vec<u8>,
     /// The request message, framed (flag, length, bytes).
     body: Vec<u8>,
@@ -143,6 +144,9 @@ impl Conn {
         reply: &mut Vec<u8>,
     ) -> Result<(), OpError> {
         if self.gone || self.next_id > frame::MAX_WINDOW as u32 {
+            // A server draining the connection may wait for the acknowledgements it is owed.
+            self.out.append(&mut self.acks);
+            let _ = self.flush();
             return Err(OpError::new(
                 ErrorClass::Reset,
                 "gRPC: the server closed the connection (GOAWAY)",
@@ -158,7 +162,6 @@ impl Conn {
         let len = (self.body.len() - 5) as u32;
         self.body[1..5].copy_from_slice(&len.to_be_bytes());
         let block = (self.blocks.get(path)).ok_or_else(|| protocol("gRPC: no such method"))?;
-        self.out.append(&mut self.acks);
         frame::headers(&mut self.out, id, block, false, self.max_frame);
         reply.clear();
         let mut answer = Answer::default();
@@ -200,6 +203,7 @@ impl Conn {
 
     fn flush(&mut self) -> Result<(), OpError> {
         if !self.out.is_empty() {
+            self.out.append(&mut self.acks);
             (self.input.get_mut())
                 .write_all(&self.out)
                 .map_err(io_err("send"))?;
@@ -301,6 +305,7 @@ impl Conn {
             }
             frame::GOAWAY if p.len() >= 8 => {
                 self.gone = true;
+                self.out.append(&mut self.acks);
                 let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
                 if last < id {
                     // Above its last stream: never processed (RFC 9113 §6.8), so refused.

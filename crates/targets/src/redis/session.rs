@@ -64,6 +64,8 @@ impl Store for RedisStore {
             queued: 0,
             owed: 0,
             refused: None,
+            cut: false,
+            multi_known: false,
             deletes: Vec::new(),
             reads: 0,
             index: (self.indexed.load(Ordering::Relaxed))
@@ -161,6 +163,14 @@ pub(super) struct RedisSession {
     pub(super) owed: u64,
     /// The first command of the current MULTI the server refused to queue (EXEC then aborts).
     pub(super) refused: Option<String>,
+    /// The open write transaction's commands were lost (an error while sending them, or the
+    /// connection moved to a new primary): its writes and its commit fail until the next
+    /// `begin`, rather than the rest going out as plain writes and the commit succeeding.
+    pub(super) cut: bool,
+    /// The server has accepted a MULTI on this session. The first is sent and answered alone,
+    /// so that a server (or a proxy, or a user's ACL) refusing MULTI fails `begin` before any
+    /// write goes; the later ones go unanswered until EXEC.
+    pub(super) multi_known: bool,
     /// Where the current MULTI's DELs are in its queue: their answers come with EXEC's, and a
     /// DEL that found no key makes the commit `not_found`.
     pub(super) deletes: Vec<u64>,
@@ -188,12 +198,15 @@ impl RedisSession {
     }
 
     /// Counts `n` commands just pushed into the open MULTI; sends what is held once it passes
-    /// [`HOLD_BYTES`].
+    /// [`HOLD_BYTES`]. Should that fail, the transaction is cut.
     fn hold(&mut self, n: u64) -> Result<(), OpError> {
         self.queued += n;
         self.owed += n;
-        if self.conn.frame.len() >= HOLD_BYTES {
-            self.settle()?;
+        if self.conn.frame.len() >= HOLD_BYTES
+            && let Err(e) = self.settle()
+        {
+            (self.in_multi, self.cut) = (false, true);
+            return Err(e);
         }
         Ok(())
     }
@@ -201,9 +214,9 @@ impl RedisSession {
     /// Sends what the MULTI holds and reads the answers owed for it, keeping the first
     /// refusal for the commit.
     fn settle(&mut self) -> Result<(), OpError> {
+        let owed = std::mem::take(&mut self.owed);
         self.conn.send()?;
-        while self.owed > 0 {
-            self.owed -= 1;
+        for _ in 0..owed {
             match self.conn.reply(&mut self.scratch)? {
                 Reply::Status => {}
                 Reply::Error(e) => {
@@ -228,13 +241,24 @@ impl RedisSession {
 }
 
 /// What an open MULTI holds before it is sent ahead of its EXEC: a transaction of many writes
-/// keeps a bounded buffer per client (the frame keeps its capacity, and on io_uring the stream's
-/// outbox a copy: at 256 KiB the shootout's 50 clients held 12 MiB more at their peak), and the
-/// server's answers to it are read as it goes.
-const HOLD_BYTES: usize = 64 << 10;
+/// keeps a bounded buffer per client, and the server's answers to it are read as it goes. The
+/// frame keeps its capacity, and on io_uring the stream's outbox holds a copy: the Redis
+/// shootout with 50 clients (`bench/db-clients.sh`) peaked at 55 MiB with 256 KiB held, 36 MiB
+/// with 64 KiB (34 MiB on epoll).
+pub(super) const HOLD_BYTES: usize = 16 << 10;
+
+/// A write of a transaction whose commands were lost with its connection: none of them was
+/// applied (a MULTI without its EXEC is dropped with the connection).
+pub(super) fn cut() -> OpError {
+    OpError::new(
+        ErrorClass::Reset,
+        "redis: the transaction's commands were lost with its connection; none was applied",
+    )
+}
 
 impl Session for RedisSession {
     fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
+        self.cut = false;
         if mode == TxMode::Write {
             if self.in_multi {
                 return Err(OpError::new(
@@ -242,14 +266,23 @@ impl Session for RedisSession {
                     "redis: a write transaction is already open",
                 ));
             }
-            self.conn.push(&[b"MULTI"]);
-            (self.in_multi, self.queued, self.owed) = (true, 0, 1);
-            self.refused = None;
+            if self.multi_known {
+                self.conn.push(&[b"MULTI"]);
+                self.owed = 1;
+            } else {
+                self.conn.command(&[b"MULTI"])?;
+                self.conn.expect_ok(&mut self.scratch)?;
+                (self.multi_known, self.owed) = (true, 0);
+            }
+            (self.in_multi, self.queued, self.refused) = (true, 0, None);
             self.deletes.clear();
         }
         Ok(())
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
+        if self.cut {
+            return Err(cut());
+        }
         self.set_key(key);
         if self.in_multi {
             self.conn.push(&[b"SET", &self.key, value]);
@@ -393,6 +426,9 @@ impl Session for RedisSession {
         Ok(())
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
+        if self.cut {
+            return Err(cut());
+        }
         self.set_key(key);
         // Out of the index first: a scan never names a key that is gone.
         if self.in_multi {
@@ -417,6 +453,9 @@ impl Session for RedisSession {
         }
     }
     fn commit(&mut self) -> Result<(), OpError> {
+        if std::mem::take(&mut self.cut) {
+            return Err(cut());
+        }
         if !self.in_multi {
             return Ok(());
         }
@@ -498,10 +537,18 @@ impl Following {
     pub(super) fn ensure(&mut self) -> Result<(), OpError> {
         if self.broken {
             self.inner.conn = follow(&self.config, &self.reconnects)?;
+            // A write transaction open on the old connection is lost with it.
+            self.inner.cut |= self.inner.in_multi;
             (self.inner.in_multi, self.inner.owed) = (false, 0);
             self.broken = false;
         }
         Ok(())
+    }
+
+    /// A write of a cut transaction fails here, apart from `watch`: the connection it
+    /// names as lost has already been replaced.
+    fn not_cut(&self) -> Result<(), OpError> {
+        if self.inner.cut { Err(cut()) } else { Ok(()) }
     }
 
     /// Marks the session broken when `r` failed on the connection or hit a replica.
@@ -521,6 +568,7 @@ impl Session for Following {
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
         self.ensure()?;
+        self.not_cut()?;
         let r = self.inner.put(key, value);
         self.watch(r)
     }
@@ -551,11 +599,15 @@ impl Session for Following {
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         self.ensure()?;
+        self.not_cut()?;
         let r = self.inner.delete(key);
         self.watch(r)
     }
     fn commit(&mut self) -> Result<(), OpError> {
         self.ensure()?;
+        if std::mem::take(&mut self.inner.cut) {
+            return Err(cut());
+        }
         let r = self.inner.commit();
         self.watch(r)
     }

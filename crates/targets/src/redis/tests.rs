@@ -83,3 +83,64 @@ fn sentinel_urls_name_their_sentinels_and_master() {
         );
     }
 }
+
+/// A write transaction whose held commands are lost with the connection (here: the server
+/// hangs up once 16 KiB of them have arrived) is cut: the write that was sending fails on the
+/// connection, the next writes and the commit fail as cut (none was applied), rather than
+/// going out as plain writes and the commit succeeding; the next transaction starts clean.
+#[test]
+fn a_transaction_cut_with_its_connection_fails_to_its_commit() {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(5).any(|w| w == b"MULTI") {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "no MULTI came");
+            got.extend_from_slice(&buf[..n]);
+        }
+        s.write_all(b"+OK\r\n").unwrap();
+        let mut held = 0;
+        while held < HOLD_BYTES {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "the held commands did not come");
+            held += n;
+        }
+    });
+    let mut session = RedisSession {
+        conn: Conn::open(addr, None).unwrap(),
+        key: b"t:".to_vec(),
+        prefix_len: 2,
+        scratch: Vec::new(),
+        in_multi: false,
+        queued: 0,
+        owed: 0,
+        refused: None,
+        cut: false,
+        multi_known: false,
+        deletes: Vec::new(),
+        reads: 0,
+        index: None,
+    };
+    session.begin(TxMode::Write).unwrap();
+    let value = [7u8; 300];
+    let failed = (0..1000u64)
+        .find_map(|k| session.put(k, &value).err())
+        .expect("a put sent the held commands to a server that hung up");
+    assert!(failed.class.is_connection(), "{failed}");
+    server.join().unwrap();
+    for e in [
+        session.put(5000, &value).unwrap_err(),
+        session.delete(1).unwrap_err(),
+        session.commit().unwrap_err(),
+    ] {
+        assert_eq!(e.class, ErrorClass::Reset, "{e}");
+        assert!(e.message.contains("none was applied"), "{e}");
+    }
+    // The cut ends at the commit: a read-only transaction commits nothing.
+    session.begin(TxMode::Read).unwrap();
+    session.commit().unwrap();
+}
