@@ -7,7 +7,10 @@
 # CPU per transaction (user + system of the whole process, GNU time: pgbench's connection setup
 # and dyno's table making, report and plots included), and the mean latency (pgbench reports no
 # percentile; dyno's p50 beside). Then the ratios dyno / pgbench per round and their median.
-# Each tool works on its own tables at scale 1 (pgbench's in `public`, dyno's in its schema).
+# Each tool works on its own tables at scale 1 (pgbench's in `public`, dyno's in its schema),
+# made afresh before each run (`pgbench -i` before pgbench's, not in its CPU; dyno makes its own in
+# each run, in its CPU): the same server state for both, rather than pgbench's tables growing
+# older over the rounds.
 # Traffic stays on 127.0.0.1.
 # Usage: bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS]
 set -euo pipefail
@@ -32,13 +35,14 @@ cleanup() {
 trap cleanup EXIT
 
 start_postgres
-"$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s 1 -q postgres >/dev/null 2>&1
 pg="postgres://dyno@127.0.0.1:$pgport/postgres"
 echo "$($dyno --version); pgbench $("$pgbin/pgbench" --version | awk '{print $3}')"
 echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients"
 
 pgbench_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS"
   local cpu
+  # Fresh tables for each run, as dyno makes its own in each (outside the timed part of both).
+  "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s 1 -q postgres >/dev/null 2>&1
   cpu=$(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \
     -b "$1" -M prepared -c "$clients" -j 1 -T "$secs" -n postgres)
   python3 - "$work/pgbench.out" "$cpu" <<'PY'

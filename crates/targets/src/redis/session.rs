@@ -55,22 +55,9 @@ impl Store for RedisStore {
                 Err(_) => follow(&self.config, &self.reconnects)?,
             },
         };
-        let session = RedisSession {
-            conn,
-            key: self.prefix.as_bytes().to_vec(),
-            prefix_len: self.prefix.len(),
-            scratch: Vec::new(),
-            in_multi: false,
-            queued: 0,
-            owed: 0,
-            refused: None,
-            cut: false,
-            multi_known: false,
-            deletes: Vec::new(),
-            reads: 0,
-            index: (self.indexed.load(Ordering::Relaxed))
-                .then(|| format!("{}#index", self.prefix).into_bytes()),
-        };
+        let index = (self.indexed.load(Ordering::Relaxed))
+            .then(|| format!("{}#index", self.prefix).into_bytes());
+        let session = RedisSession::new(conn, &self.prefix, index);
         Ok(match &self.config.sentinel {
             None => Box::new(session),
             Some(_) => Box::new(Following {
@@ -180,6 +167,25 @@ pub(super) struct RedisSession {
 }
 
 impl RedisSession {
+    /// A session on `conn` for keys under `prefix`, keeping the sorted-set `index` when given.
+    pub(super) fn new(conn: Conn, prefix: &str, index: Option<Vec<u8>>) -> RedisSession {
+        RedisSession {
+            conn,
+            key: prefix.as_bytes().to_vec(),
+            prefix_len: prefix.len(),
+            scratch: Vec::new(),
+            in_multi: false,
+            queued: 0,
+            owed: 0,
+            refused: None,
+            cut: false,
+            multi_known: false,
+            deletes: Vec::new(),
+            reads: 0,
+            index,
+        }
+    }
+
     pub(super) fn set_key(&mut self, key: u64) {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         self.key.truncate(self.prefix_len);

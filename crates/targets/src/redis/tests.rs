@@ -110,21 +110,7 @@ fn a_transaction_cut_with_its_connection_fails_to_its_commit() {
             held += n;
         }
     });
-    let mut session = RedisSession {
-        conn: Conn::open(addr, None).unwrap(),
-        key: b"t:".to_vec(),
-        prefix_len: 2,
-        scratch: Vec::new(),
-        in_multi: false,
-        queued: 0,
-        owed: 0,
-        refused: None,
-        cut: false,
-        multi_known: false,
-        deletes: Vec::new(),
-        reads: 0,
-        index: None,
-    };
+    let mut session = RedisSession::new(Conn::open(addr, None).unwrap(), "t:", None);
     session.begin(TxMode::Write).unwrap();
     let value = [7u8; 300];
     let failed = (0..1000u64)
