@@ -73,8 +73,10 @@ fn the_primary_is_found_through_sentinel_and_followed_after_a_failover() {
             "50",
             "-c",
             "2",
+            // Enough for the second kill at 8 s: since writes go as one pipelined MULTI, 300
+            // repetitions could end before it on a fast machine.
             "--reps",
-            "300",
+            "1000",
             "--no-warmup",
         ])
         .args(["-o", out.to_str().unwrap(), "--quiet"])
