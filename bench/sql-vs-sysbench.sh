@@ -8,7 +8,11 @@
 # of its tables included, sysbench's `prepare` not), and the median latency (sysbench asked for
 # its 50th percentile with --percentile=50; dyno's p50). Then the ratios dyno / sysbench per
 # round and their median. Each tool works on its own tables (sysbench's in `public` or database
-# sbtest, dyno's in its own schema or database). sysbench restarts a transaction that hits a
+# sbtest, dyno's in its own schema or database), made afresh before each run (`sysbench cleanup`
+# and `prepare` before sysbench's, not in its CPU; dyno makes its own in each run, in its CPU):
+# the same server state for both. Without that, sysbench's table aged over the rounds (its
+# updates, deletes and inserts) and PostgreSQL took up to twice as long over its range selects as
+# over dyno's fresh table (a packet capture, 2026-11-28). sysbench restarts a transaction that hits a
 # deadlock; dyno is given --max-tries 100 to do the same. Why uniform: sysbench's default,
 # special, puts three quarters of the ids on 76 rows, and under 8 clients oltp_read_write then
 # deadlocks about ten times a second on PostgreSQL, each found only after its deadlock_timeout
@@ -17,7 +21,8 @@
 # once more at one fixed rate, half of sysbench's closed-loop rate in that round (sysbench
 # --rate, dyno --rate): a closed loop's latency follows its rate (the same 8 clients at a higher
 # rate wait less), so only at one rate do the two latencies measure the same thing. sysbench
-# times a transaction from when a worker takes it off its queue, dyno from when it was due.
+# times a transaction from when its generator thread queued it (after that thread's sleep), dyno
+# from when it was due.
 # Traffic stays on 127.0.0.1.
 # Usage: bench/sql-vs-sysbench.sh [ROUNDS] [SECONDS] [CLIENTS] [RAND_TYPE]
 set -euo pipefail
@@ -51,15 +56,16 @@ sb_args[postgres]="--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$pgport
 sb_args[mariadb]="--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port=$myport --mysql-user=dyno --mysql-password=secret --mysql-db=sbtest"
 dyno_url[postgres]="postgres://dyno@127.0.0.1:$pgport/postgres"
 dyno_url[mariadb]="mysql://dyno:secret@127.0.0.1:$myport"
-for db in postgres mariadb; do
-  # shellcheck disable=SC2086
-  sysbench ${sb_args[$db]} oltp_read_write prepare >/dev/null
-done
 echo "$($dyno --version); $(sysbench --version)"
 echo "servers on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, --rand-type $rand"
 
 sysbench_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS"
   local cpu
+  # Fresh tables for each run, as dyno makes its own in each (outside the timed part of both).
+  # shellcheck disable=SC2086
+  sysbench ${sb_args[$1]} oltp_read_write cleanup >/dev/null
+  # shellcheck disable=SC2086
+  sysbench ${sb_args[$1]} oltp_read_write prepare >/dev/null
   # shellcheck disable=SC2086
   cpu=$(timed "$work/sysbench.out" taskset -c 0 sysbench ${sb_args[$1]} --threads="$clients" \
     --time="$secs" --percentile=50 --rand-type="$rand" --rate="${4:-0}" "$2" run)

@@ -44,7 +44,26 @@ pub struct Conn {
     /// MariaDB's cached metadata agreed on: a column count carries a "definitions follow" byte.
     cache_metadata: bool,
     pub version: String,
+    /// How to stop on the server a statement whose reply did not come in time.
+    killer: Option<Killer>,
 }
+
+/// Who this connection logged in as, where, and the server's ID of it: `KILL QUERY` from a
+/// connection of its own stops a statement the server is still running after dyno gave up on
+/// it (as the mysql client's Ctrl-C does). This is the bound on the server's side, instead of
+/// a `max_statement_time` on every statement: that timer cost MariaDB 2–5% of sysbench's
+/// `oltp_read_write` rate here (`docs/src/measurements/sql.md`), and sysbench sets none.
+struct Killer {
+    addr: SocketAddr,
+    user: String,
+    password: String,
+    db: Option<String>,
+    id: u32,
+}
+
+/// How long the killing connection may take, all told per step: it is made after a reply
+/// already took [`TIMEOUT`], so it must not add as much again.
+const KILL_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn malformed(context: &str, m: Malformed) -> OpError {
     OpError::new(ErrorClass::Protocol, format!("mysql: {context}: {}", m.0))
@@ -72,11 +91,20 @@ impl Conn {
         password: &str,
         db: Option<&str>,
     ) -> Result<Conn, OpError> {
+        Conn::open_within(addr, (user, password, db), TIMEOUT)
+    }
+
+    /// [`Conn::open`] with `timeout` for connecting and for each reply.
+    fn open_within(
+        addr: SocketAddr,
+        (user, password, db): (&str, &str, Option<&str>),
+        timeout: Duration,
+    ) -> Result<Conn, OpError> {
         let io = |e: std::io::Error| OpError::io("mysql: connect", &e);
-        let mut s = Stream::connect(&addr, TIMEOUT).map_err(io)?;
+        let mut s = Stream::connect(&addr, timeout).map_err(io)?;
         s.set_nodelay(true).map_err(io)?;
-        s.set_read_timeout(Some(TIMEOUT));
-        s.set_write_timeout(Some(TIMEOUT));
+        s.set_read_timeout(Some(timeout));
+        s.set_write_timeout(Some(timeout));
         let mut c = Conn {
             input: BufReader::with_capacity(16 * 1024, s),
             payload: Vec::with_capacity(1024),
@@ -86,6 +114,7 @@ impl Conn {
             at: Vec::new(),
             cache_metadata: false,
             version: String::new(),
+            killer: None,
         };
         c.read_packet("handshake")?;
         if c.payload.first() == Some(&0xff) {
@@ -102,7 +131,16 @@ impl Conn {
         for _ in 0..2 {
             c.read_packet("login")?;
             match c.payload.first() {
-                Some(0x00) => return Ok(c),
+                Some(0x00) => {
+                    c.killer = Some(Killer {
+                        addr,
+                        user: user.into(),
+                        password: password.into(),
+                        db: db.map(String::from),
+                        id: h.connection_id,
+                    });
+                    return Ok(c);
+                }
                 Some(0xff) => return Err(c.error("login")),
                 Some(0xfe) => {
                     let mut cur = Cur::new(&c.payload[1..]);
@@ -143,6 +181,25 @@ impl Conn {
     /// Reads one packet's payload into `self.payload` (a payload of 16 MiB − 1 goes on in the
     /// next packet, whose bytes are appended).
     fn read_packet(&mut self, context: &str) -> Result<(), OpError> {
+        self.read_packet_once(context).inspect_err(|e| {
+            if e.class == ErrorClass::Timeout {
+                self.kill_query();
+            }
+        })
+    }
+
+    /// Kills, from a connection of its own, the statement this one runs (best effort, once).
+    fn kill_query(&mut self) {
+        let Some(k) = self.killer.take() else { return };
+        let login = (k.user.as_str(), k.password.as_str(), k.db.as_deref());
+        if let Ok(mut c) = Conn::open_within(k.addr, login, KILL_TIMEOUT) {
+            c.killer = None;
+            let _ = c.query(&format!("KILL QUERY {}", k.id));
+            c.quit();
+        }
+    }
+
+    fn read_packet_once(&mut self, context: &str) -> Result<(), OpError> {
         self.payload.clear();
         loop {
             let mut header = [0u8; 4];
@@ -385,4 +442,59 @@ fn read_err(context: &str, e: &std::io::Error) -> OpError {
         );
     }
     OpError::io(&format!("mysql: {context}: receive"), e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mysql::proto::tests::{MARIADB_HANDSHAKE, hex};
+    use std::net::{TcpListener, TcpStream};
+
+    /// One packet's payload, read whole.
+    fn packet(s: &mut TcpStream) -> Vec<u8> {
+        let mut h = [0u8; 4];
+        s.read_exact(&mut h).unwrap();
+        let mut p = vec![0; usize::from(h[0]) | usize::from(h[1]) << 8];
+        s.read_exact(&mut p).unwrap();
+        p
+    }
+
+    /// Accepts a connection and logs it in (the handshake of a real MariaDB, connection ID 4).
+    fn logged_in(l: &TcpListener) -> TcpStream {
+        let mut s = crate::net::accept_within(l, Duration::from_secs(10));
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let hello = hex(MARIADB_HANDSHAKE);
+        s.write_all(&[hello.len() as u8, 0, 0, 0]).unwrap();
+        s.write_all(&hello).unwrap();
+        packet(&mut s);
+        s.write_all(&[7, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0]).unwrap();
+        s
+    }
+
+    #[test]
+    fn a_reply_that_does_not_come_in_time_kills_its_statement() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut s = logged_in(&l);
+            let asked = packet(&mut s);
+            // Unanswered; then the killer comes on a connection of its own.
+            let mut k = logged_in(&l);
+            let kill = packet(&mut k);
+            k.write_all(&[7, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0]).unwrap();
+            drop(s);
+            (asked, kill)
+        });
+        let mut c =
+            Conn::open_within(addr, ("dyno", "", None), Duration::from_millis(200)).unwrap();
+        let Err(e) = c.query("SELECT SLEEP(60)") else {
+            panic!("a reply came")
+        };
+        assert_eq!(e.class, ErrorClass::Timeout, "{e}");
+        let (asked, kill) = server.join().unwrap();
+        assert_eq!(asked, b"\x03SELECT SLEEP(60)");
+        assert_eq!(kill, b"\x03KILL QUERY 4");
+        // Once: the connection's killer is spent.
+        assert!(c.killer.is_none());
+    }
 }

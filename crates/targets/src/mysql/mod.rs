@@ -17,8 +17,8 @@
 //! (`proto.rs` and `conn.rs`, about 720 lines), where the crate brings a general value system
 //! (and its dependencies) dyno would not use; the parsers are property-tested.
 //!
-//! Bounds: connecting and every reply time out after 30 s (the socket's), and on MariaDB every
-//! statement has a server-side `max_statement_time` of 30 s.
+//! Bounds: connecting and every reply time out after 30 s (the socket's); a statement whose
+//! reply did not come in time is killed on the server (`KILL QUERY`, see `conn.rs`).
 
 mod conn;
 pub mod proto;
@@ -122,18 +122,14 @@ impl Config {
             .map_err(|e| OpError::new(ErrorClass::Refused, e.message))
     }
 
-    /// A logged-in connection; on MariaDB, with its statement timeout.
+    /// A logged-in connection.
     fn connect(&self) -> Result<Conn, OpError> {
-        let mut c = Conn::open(
+        Conn::open(
             self.addr()?,
             &self.user,
             &self.password,
             self.database.as_deref(),
-        )?;
-        if c.version.contains("MariaDB") {
-            c.query("SET SESSION max_statement_time = 30")?;
-        }
-        Ok(c)
+        )
     }
 
     /// The server's durability settings, as the column header says them.

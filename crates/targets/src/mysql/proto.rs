@@ -169,6 +169,8 @@ pub fn parse_err(payload: &[u8]) -> Result<ServerError, Malformed> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Handshake {
     pub version: String,
+    /// The server's ID of this connection (what `KILL QUERY` names).
+    pub connection_id: u32,
     pub capabilities: u32,
     /// MariaDB's extended capabilities (0 from MySQL).
     pub mariadb: u32,
@@ -187,7 +189,7 @@ pub fn parse_handshake(payload: &[u8]) -> Result<Handshake, Malformed> {
         )));
     }
     let version = String::from_utf8_lossy(c.nul_str()).into_owned();
-    let _connection_id = c.u32()?;
+    let connection_id = c.u32()?;
     let mut nonce = c.take(8)?.to_vec();
     c.u8()?;
     let mut capabilities = u32::from(c.u16()?);
@@ -216,6 +218,7 @@ pub fn parse_handshake(payload: &[u8]) -> Result<Handshake, Malformed> {
     }
     Ok(Handshake {
         version,
+        connection_id,
         capabilities,
         mariadb,
         nonce,
@@ -515,4 +518,4 @@ pub fn text_row(payload: &[u8], columns: usize) -> Result<Vec<Option<String>>, M
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

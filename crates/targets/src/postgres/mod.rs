@@ -17,9 +17,10 @@
 //! set for dyno's sessions. `cold` is not reachable: the server's shared buffers empty only when
 //! it restarts, and dyno does not restart a server it did not start.
 //!
-//! Bounds: connecting times out after 30 s; every statement has a server-side
-//! `statement_timeout` of 30 s, and TCP keepalives and `tcp_user_timeout` end a connection to a
-//! server that stopped answering.
+//! Bounds: connecting times out after 30 s; every statement of the kv and graph families has a
+//! server-side `statement_timeout` of 30 s (the sql family's cancel a late statement instead:
+//! see [`wire`]), and TCP keepalives and `tcp_user_timeout` end a connection to a server that
+//! stopped answering.
 
 mod sql;
 mod wire;

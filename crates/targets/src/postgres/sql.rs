@@ -22,7 +22,9 @@ impl PgSql {
             user: pg.get_user().unwrap_or_default(),
             password: pg.get_password(),
             database: pg.get_dbname(),
-            options: pg.get_options(),
+            // Not the kv family's `statement_timeout`: a late reply cancels its statement
+            // instead (see `wire`), so no statement arms a timer on the server.
+            options: None,
         };
         let mut w = Wire::open(addr, &login)?;
         w.batch(&format!("SET search_path TO {schema}"))?;

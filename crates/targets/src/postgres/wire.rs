@@ -9,6 +9,13 @@
 //! (user) CPU per transaction — see `docs/src/measurements/sql.md` for the figures before and
 //! after. Logging in uses `postgres-protocol`'s messages and its SCRAM-SHA-256 (the crate
 //! tokio-postgres is built on).
+//!
+//! Bounds: a reply has [`TIMEOUT`]; one that does not come in time cancels the statement on the
+//! server (a CancelRequest with the session's BackendKeyData, as psql's and pgbench's cancel
+//! sends it) rather than every statement carrying a server-side `statement_timeout` as the kv
+//! family's do: arming that timer for each statement cost PostgreSQL 5% of pgbench's
+//! `tpcb-like` rate here (`docs/src/measurements/sql.md`), and neither pgbench nor sysbench
+//! sets one.
 
 use super::{TIMEOUT, keepalive};
 use bytes::BytesMut;
@@ -20,6 +27,7 @@ use std::io::{BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 /// The longest message dyno reads (a longer length is taken for a broken stream).
 const MAX_MESSAGE: usize = 1 << 30;
@@ -50,7 +58,17 @@ pub struct Wire {
     /// Where the values of the row being read lie (reused).
     at: Vec<Option<Range<usize>>>,
     prepared: usize,
+    /// Where the server listens and the key it gave this session (BackendKeyData: process ID
+    /// and secret), to cancel a statement whose reply did not come in time.
+    cancel: Option<(SocketAddr, [u8; 8])>,
 }
+
+/// How long the cancel request's own connection may take: it is sent after a reply already
+/// took [`TIMEOUT`], so it must not add as much again.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The CancelRequest's code (1234 in the high 16 bits, 5678 in the low).
+const CANCEL_CODE: i32 = 80_877_102;
 
 /// A message the server sent that dyno cannot read.
 #[derive(Debug, PartialEq)]
@@ -229,12 +247,21 @@ fn int_text(i: i64, buf: &mut [u8; 20]) -> &[u8] {
 impl Wire {
     /// Connects to `addr` and logs in (trust, password, MD5 or SCRAM-SHA-256).
     pub fn open(addr: SocketAddr, login: &Login<'_>) -> Result<Wire, OpError> {
+        Wire::open_within(addr, login, TIMEOUT)
+    }
+
+    /// [`Wire::open`] with replies given `timeout` (shorter in tests).
+    fn open_within(
+        addr: SocketAddr,
+        login: &Login<'_>,
+        timeout: Duration,
+    ) -> Result<Wire, OpError> {
         let io = |e: std::io::Error| OpError::io("postgres: connect", &e);
         let mut s = Stream::connect(&addr, TIMEOUT).map_err(io)?;
         s.set_nodelay(true).map_err(io)?;
         keepalive(s.as_raw_fd());
-        s.set_read_timeout(Some(TIMEOUT));
-        s.set_write_timeout(Some(TIMEOUT));
+        s.set_read_timeout(Some(timeout));
+        s.set_write_timeout(Some(timeout));
         let mut w = Wire {
             input: BufReader::with_capacity(16 * 1024, s),
             kind: 0,
@@ -242,6 +269,7 @@ impl Wire {
             out: Vec::with_capacity(1024),
             at: Vec::new(),
             prepared: 0,
+            cancel: None,
         };
         let mut params = vec![
             ("user", login.user),
@@ -254,14 +282,31 @@ impl Wire {
         frontend::startup_message(params, &mut buf).map_err(io)?;
         w.send_bytes(&buf, "login")?;
         w.authenticate(login)?;
-        let mut failed = None;
+        let (mut failed, mut key) = (None, None);
         w.until_ready("login", |w| {
             if w.kind == b'E' && failed.is_none() {
                 failed = Some(server_err("login", &w.body));
             }
+            if w.kind == b'K' {
+                key = w.body.get(..8).and_then(|k| k.try_into().ok());
+            }
             Ok(())
         })?;
+        w.cancel = key.map(|k| (addr, k));
         failed.map_or(Ok(w), Err)
+    }
+
+    /// Asks the server to cancel what this session runs (best effort: on a connection of its
+    /// own, answered by nothing; a server that cannot be reached is not asked).
+    fn cancel_statement(&mut self) {
+        let Some((addr, key)) = self.cancel.take() else {
+            return;
+        };
+        let Ok(mut s) = Stream::connect(&addr, CANCEL_TIMEOUT) else {
+            return;
+        };
+        s.set_write_timeout(Some(CANCEL_TIMEOUT));
+        let _ = s.write_all(&cancel_request(key));
     }
 
     /// Answers the server's authentication requests until it says OK.
@@ -427,6 +472,7 @@ impl Wire {
             }
             each(self)?;
             if std::time::Instant::now() > deadline {
+                self.cancel_statement();
                 return Err(OpError::new(
                     ErrorClass::Timeout,
                     format!("postgres: {context}: no end to the reply within 30 s"),
@@ -450,6 +496,14 @@ impl Wire {
     /// Reads one message: its type into `self.kind`, its body into `self.body`. Notices,
     /// parameter changes and notifications, which may come at any time, are passed over.
     fn read_message(&mut self, context: &str) -> Result<(), OpError> {
+        self.read_message_once(context).inspect_err(|e| {
+            if e.class == ErrorClass::Timeout {
+                self.cancel_statement();
+            }
+        })
+    }
+
+    fn read_message_once(&mut self, context: &str) -> Result<(), OpError> {
         loop {
             let mut header = [0u8; 5];
             (self.input.read_exact(&mut header)).map_err(|e| read_err(context, &e))?;
@@ -468,6 +522,15 @@ impl Wire {
             }
         }
     }
+}
+
+/// A CancelRequest for the session whose BackendKeyData is `key`.
+fn cancel_request(key: [u8; 8]) -> [u8; 16] {
+    let mut m = [0u8; 16];
+    m[..4].copy_from_slice(&16i32.to_be_bytes());
+    m[4..8].copy_from_slice(&CANCEL_CODE.to_be_bytes());
+    m[8..].copy_from_slice(&key);
+    m
 }
 
 /// Hands `row` one data row's values as text, named by `columns`.
@@ -524,6 +587,45 @@ mod tests {
         assert_eq!(&out[5..5 + bind.len()], &bind[..]);
         let rest = &out[5 + bind.len()..];
         assert_eq!(rest, [b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0, b'S', 0, 0, 0, 4]);
+    }
+
+    #[test]
+    fn a_reply_that_does_not_come_in_time_cancels_its_statement() {
+        use std::net::TcpListener;
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let key = *b"\0\0\x30\x39SeCr";
+        let server = std::thread::spawn(move || {
+            let mut s = crate::net::accept_within(&l, Duration::from_secs(10));
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut startup = [0u8; 512];
+            let _ = s.read(&mut startup).unwrap();
+            // AuthenticationOk, BackendKeyData, ReadyForQuery; then the statement, unanswered.
+            let mut login = vec![b'R', 0, 0, 0, 8, 0, 0, 0, 0, b'K', 0, 0, 0, 12];
+            login.extend_from_slice(&key);
+            login.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'I']);
+            s.write_all(&login).unwrap();
+            let _ = s.read(&mut startup).unwrap();
+            let mut c = crate::net::accept_within(&l, Duration::from_secs(10));
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut got = [0u8; 16];
+            c.read_exact(&mut got).unwrap();
+            drop(s);
+            got
+        });
+        let login = Login {
+            user: "dyno",
+            password: None,
+            database: None,
+            options: None,
+        };
+        let mut w = Wire::open_within(addr, &login, Duration::from_millis(200)).unwrap();
+        let e = w.batch("select pg_sleep(60)").unwrap_err();
+        assert_eq!(e.class, ErrorClass::Timeout, "{e}");
+        let got = server.join().unwrap();
+        assert_eq!(got, cancel_request(key));
+        assert_eq!(&got[..8], [0, 0, 0, 16, 4, 210, 22, 46]);
+        assert_eq!(&got[8..], b"\0\0\x30\x39SeCr");
     }
 
     #[test]

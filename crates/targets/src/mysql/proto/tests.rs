@@ -2,11 +2,11 @@ use super::*;
 use proptest::prelude::*;
 
 /// The handshake a MariaDB 10.11.19 (Debian 12) sent on 2026-11-26.
-const MARIADB_HANDSHAKE: &str = "0a352e352e352d31302e31312e31392d4d6172696144422d302b64656231327531\
+pub(in crate::mysql) const MARIADB_HANDSHAKE: &str = "0a352e352e352d31302e31312e31392d4d6172696144422d302b64656231327531\
     000400000047794b496a5e765600fef7080200ff81150000000000001d0000002d7b452733693a25487b5679006d\
     7973716c5f6e61746976655f70617373776f726400";
 
-fn hex(s: &str) -> Vec<u8> {
+pub(in crate::mysql) fn hex(s: &str) -> Vec<u8> {
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
@@ -17,6 +17,7 @@ fn hex(s: &str) -> Vec<u8> {
 fn a_real_mariadb_handshake_parses() {
     let h = parse_handshake(&hex(MARIADB_HANDSHAKE)).unwrap();
     assert_eq!(h.version, "5.5.5-10.11.19-MariaDB-0+deb12u1");
+    assert_eq!(h.connection_id, 4);
     assert_eq!(h.plugin, NATIVE_PASSWORD);
     assert_eq!(h.nonce.len(), 20);
     // MariaDB's extended capabilities (CLIENT_MYSQL clear): cached metadata among them, asked
