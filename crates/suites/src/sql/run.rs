@@ -90,6 +90,8 @@ struct ClientRun {
     retried: u64,
     /// Transactions that failed for each [`Conflict`].
     conflicts: [u64; 3],
+    /// When its clock started: connected, its statements prepared.
+    began: Option<Instant>,
 }
 
 /// Every client's part of one repetition.
@@ -108,7 +110,10 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         .into_iter()
         .filter_map(Result::ok)
         .collect();
-    let wall_ns = (start.elapsed().as_nanos() as u64).max(1);
+    // From the first client's start, once connected and prepared, to the last one's end: the
+    // rate leaves out connecting, as pgbench's "tps … without initial connection time" does.
+    let began = runs.iter().filter_map(|r| r.began).min().unwrap_or(start);
+    let wall_ns = (began.elapsed().as_nanos() as u64).max(1);
     let mut all = Recorder::new();
     let mut scripts: Vec<Recorder> = s.scripts.iter().map(|_| Recorder::new()).collect();
     let mut commands: Vec<Vec<Recorder>> = (s.scripts.iter())
@@ -243,6 +248,7 @@ fn client_run(
         retries: 0,
         retried: 0,
         conflicts: [0; 3],
+        began: None,
     };
     let mut session = match store.connect_sql() {
         Ok(x) => x,
@@ -269,6 +275,7 @@ fn client_run(
     let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));
     let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
     let start = Instant::now();
+    out.began = Some(start);
     let deadline = start + Duration::from_nanos(s.duration_ns);
     // An open loop: this client's share of the rate, in Poisson arrivals (pgbench's -R).
     let mut throttle = Prng::new(s.seed.wrapping_mul(31).wrapping_add(id as u64 + 7));
