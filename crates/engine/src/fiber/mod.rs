@@ -46,24 +46,27 @@ pub const STACK_BYTES: usize = 1024 * 1024;
 /// report at once in the common case; more wait for the next call.
 const EVENTS: usize = 1024;
 
-/// `epoll_wait` sleeps in whole milliseconds (rounded up): a deadline closer than this is
-/// waited for on an exact timer instead, the ring's own or on epoll a timerfd (the load
-/// engine's too: [`crate::timer::Timer`]), so nothing polls until it is due. An open loop of
-/// 8,000 transactions a second on 8 clients polled most of its time away: it costs a third of
-/// the CPU since (the waking of a thread that slept is in the schedule lag and the latency, as
-/// with pgbench and sysbench, which sleep too).
-const SPIN_BELOW: Duration = Duration::from_millis(1);
+/// `epoll_wait` sleeps in whole milliseconds: a deadline closer than this is waited for on an
+/// exact timer instead, the ring's own or on epoll a timerfd (the load engine's too:
+/// [`crate::timer::Timer`]), so nothing polls until it is due, and the thread wakes once, on
+/// time. An open loop of 8,000 transactions a second on 8 clients polled most of its time away
+/// when epoll's millisecond was all there was (it costs a third of the CPU since), and an open
+/// loop's sleep of a few milliseconds woke twice, once for epoll's whole milliseconds and once
+/// for the rest. Farther deadlines (the 30 s bound on every read) wait on epoll alone: arming
+/// a timer each time the earliest of those moved would cost a system call per reply. The
+/// waking of a thread that slept is in the schedule lag and the latency, as with pgbench and
+/// sysbench, which sleep too.
+const EXACT_BELOW: Duration = Duration::from_millis(50);
 
 /// How long `epoll_wait` may sleep for a scheduler's `timeout`: its whole milliseconds (epoll's
-/// unit, so it never wakes late by a rounding, nor polls when a millisecond or more is left);
-/// what is left then goes to an exact timer.
+/// unit, so it never wakes late by a rounding, nor polls when a millisecond or more is left).
 fn epoll_timeout(timeout: Option<Duration>) -> Option<Duration> {
     timeout.map(|left| Duration::from_millis(left.as_millis() as u64))
 }
 
-/// Whether `timeout` ends closer than `epoll_wait` can wait for.
+/// Whether `timeout` is waited for on an exact timer.
 fn close(timeout: Option<Duration>) -> bool {
-    timeout.is_some_and(|t| !t.is_zero() && t < SPIN_BELOW)
+    timeout.is_some_and(|t| !t.is_zero() && t < EXACT_BELOW)
 }
 
 /// The token of the scheduler's waker (another thread released a barrier).
@@ -335,9 +338,10 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                     // the same deadline again re-arms nothing.
                     let due = sched.timers.peek().map_or(Instant::now() + t, |d| d.0.0);
                     let at = (due - started).as_nanos() as u64 + 1;
-                    // epoll's own timeout stays, should the timer's event ever be missed.
+                    // epoll's own timeout stays, a millisecond past the deadline, should the
+                    // timer's event ever be missed.
                     match alarm.arm(at, t.as_nanos() as u64) {
-                        Ok(()) => Some(SPIN_BELOW),
+                        Ok(()) => epoll_timeout(timeout).map(|ms| ms + Duration::from_millis(1)),
                         Err(_) => epoll_timeout(timeout),
                     }
                 }

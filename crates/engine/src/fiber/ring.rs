@@ -374,7 +374,8 @@ impl<T: Send> Scheduler<T> {
     /// One turn: false when the ring fails (the scheduler cannot go on). With nothing on the
     /// ring (a client library that reads its socket itself waits through epoll), the turn
     /// waits on epoll alone: one system call, as without a ring; but a deadline closer than
-    /// epoll's millisecond is waited for on the ring, whose timer is exact, so nothing spins.
+    /// [`super::EXACT_BELOW`] is waited for on the ring, whose timer is exact, so nothing spins
+    /// and the thread wakes once.
     fn ring_turn(
         &mut self,
         timeout: Option<Duration>,

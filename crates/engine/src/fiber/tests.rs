@@ -163,37 +163,57 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
     hold.join().unwrap();
 }
 
-/// A sleep shorter than epoll's millisecond is waited for on an exact timer (the ring's, or
-/// the epoll scheduler's timerfd), and a longer one on epoll for its whole milliseconds first:
-/// the scheduler's thread sleeps, it does not poll until the deadline (a sleep of 1.9 ms once
-/// polled for 0.9 ms of it). A polling thread spends most of the time on CPU; a sleeping one a
-/// few system calls per wake (under 3% of it here).
+/// A short sleep is waited for on an exact timer (the ring's, or the epoll scheduler's
+/// timerfd): the scheduler's thread sleeps once and wakes on time. It does not poll until the
+/// deadline (a sleep of 1.9 ms once polled for 0.9 ms of it), nor wake at epoll's whole
+/// milliseconds to sleep again for the rest (a sleep of 1.9 ms once woke twice). A polling
+/// thread spends most of the time on CPU; a sleeping one a few system calls per wake (under 3%
+/// of it here).
 #[test]
-fn short_sleeps_sleep_and_end_on_time() {
+fn short_sleeps_sleep_once_and_end_on_time() {
+    const SLEEPS: u64 = 300;
     for generators in backends(1) {
         let job: Job<'_, _> = Box::new(|| {
-            let (cpu, t0) = (
+            let (cpu, t0, woke) = (
                 Duration::from_nanos(crate::timer::thread_cpu_ns()),
                 Instant::now(),
+                voluntary_switches(),
             );
-            for i in 0..200 {
-                // Under epoll's millisecond, and between one and two of them.
-                let due = Instant::now() + Duration::from_micros([500, 1_900][i % 2]);
+            for i in 0..SLEEPS as usize {
+                // Under epoll's millisecond, between one and two of them, and a few.
+                let due = Instant::now() + Duration::from_micros([500, 1_900, 3_300][i % 3]);
                 sleep_until(due);
                 assert!(Instant::now() >= due, "woke before its deadline");
             }
             (
                 t0.elapsed(),
                 Duration::from_nanos(crate::timer::thread_cpu_ns()) - cpu,
+                voluntary_switches() - woke,
             )
         });
-        let (wall, cpu) = join_all(generators, vec![job]).remove(0).unwrap();
-        assert!(wall >= Duration::from_millis(200), "{wall:?}");
+        let (wall, cpu, slept) = join_all(generators, vec![job]).remove(0).unwrap();
+        assert!(wall >= Duration::from_millis(500), "{wall:?}");
         assert!(
             cpu < wall / 4,
             "{generators:?}: {cpu:?} on CPU in {wall:?}: it polled"
         );
+        // Once per sleep (a few more for whatever else made the thread wait: a page fault's
+        // read, say); twice per sleep of a millisecond or more would be 500.
+        assert!(
+            slept <= SLEEPS + SLEEPS / 10,
+            "{generators:?}: the thread slept {slept} times for {SLEEPS} sleeps"
+        );
     }
+}
+
+/// How many times this thread has given up its CPU to wait (getrusage's `ru_nvcsw`).
+fn voluntary_switches() -> u64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+    assert_eq!(rc, 0, "getrusage: {}", std::io::Error::last_os_error());
+    u.ru_nvcsw as u64
 }
 
 /// On the ring a write returns before the kernel has sent it: a session that leaves its
