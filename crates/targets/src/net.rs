@@ -121,30 +121,3 @@ impl Reconnects {
         }
     }
 }
-
-/// A test server's accept, bounded: the connection that came within `within`, or a panic
-/// saying none did (a test fails rather than hangs).
-#[cfg(test)]
-pub fn accept_within(
-    l: &std::net::TcpListener,
-    within: std::time::Duration,
-) -> std::net::TcpStream {
-    l.set_nonblocking(true).unwrap();
-    let deadline = std::time::Instant::now() + within;
-    loop {
-        match l.accept() {
-            Ok((s, _)) => {
-                s.set_nonblocking(false).unwrap();
-                return s;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "no connection came within {within:?}"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            Err(e) => panic!("accept: {e}"),
-        }
-    }
-}

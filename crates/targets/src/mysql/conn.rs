@@ -461,7 +461,7 @@ mod tests {
 
     /// Accepts a connection and logs it in (the handshake of a real MariaDB, connection ID 4).
     fn logged_in(l: &TcpListener) -> TcpStream {
-        let mut s = crate::net::accept_within(l, Duration::from_secs(10));
+        let mut s = testkit::accept_within(l, Duration::from_secs(10));
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let hello = hex(MARIADB_HANDSHAKE);
         s.write_all(&[hello.len() as u8, 0, 0, 0]).unwrap();

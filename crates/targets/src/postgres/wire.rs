@@ -60,15 +60,12 @@ pub struct Wire {
     prepared: usize,
     /// Where the server listens and the key it gave this session (BackendKeyData: process ID
     /// and secret), to cancel a statement whose reply did not come in time.
-    cancel: Option<(SocketAddr, [u8; 8])>,
+    cancel: Option<(SocketAddr, i32, i32)>,
 }
 
 /// How long the cancel request's own connection may take: it is sent after a reply already
 /// took [`TIMEOUT`], so it must not add as much again.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The CancelRequest's code (1234 in the high 16 bits, 5678 in the low).
-const CANCEL_CODE: i32 = 80_877_102;
 
 /// A message the server sent that dyno cannot read.
 #[derive(Debug, PartialEq)]
@@ -287,26 +284,29 @@ impl Wire {
             if w.kind == b'E' && failed.is_none() {
                 failed = Some(server_err("login", &w.body));
             }
-            if w.kind == b'K' {
-                key = w.body.get(..8).and_then(|k| k.try_into().ok());
+            if let (b'K', Some(k)) = (w.kind, w.body.get(..8)) {
+                let int = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                key = Some((int(&k[..4]), int(&k[4..])));
             }
             Ok(())
         })?;
-        w.cancel = key.map(|k| (addr, k));
+        w.cancel = key.map(|(pid, secret)| (addr, pid, secret));
         failed.map_or(Ok(w), Err)
     }
 
     /// Asks the server to cancel what this session runs (best effort: on a connection of its
     /// own, answered by nothing; a server that cannot be reached is not asked).
     fn cancel_statement(&mut self) {
-        let Some((addr, key)) = self.cancel.take() else {
+        let Some((addr, pid, secret)) = self.cancel.take() else {
             return;
         };
         let Ok(mut s) = Stream::connect(&addr, CANCEL_TIMEOUT) else {
             return;
         };
         s.set_write_timeout(Some(CANCEL_TIMEOUT));
-        let _ = s.write_all(&cancel_request(key));
+        let mut request = BytesMut::new();
+        frontend::cancel_request(pid, secret, &mut request);
+        let _ = s.write_all(&request);
     }
 
     /// Answers the server's authentication requests until it says OK.
@@ -524,15 +524,6 @@ impl Wire {
     }
 }
 
-/// A CancelRequest for the session whose BackendKeyData is `key`.
-fn cancel_request(key: [u8; 8]) -> [u8; 16] {
-    let mut m = [0u8; 16];
-    m[..4].copy_from_slice(&16i32.to_be_bytes());
-    m[4..8].copy_from_slice(&CANCEL_CODE.to_be_bytes());
-    m[8..].copy_from_slice(&key);
-    m
-}
-
 /// Hands `row` one data row's values as text, named by `columns`.
 fn row_text(
     body: &[u8],
@@ -596,7 +587,7 @@ mod tests {
         let addr = l.local_addr().unwrap();
         let key = *b"\0\0\x30\x39SeCr";
         let server = std::thread::spawn(move || {
-            let mut s = crate::net::accept_within(&l, Duration::from_secs(10));
+            let mut s = testkit::accept_within(&l, Duration::from_secs(10));
             s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             let mut startup = [0u8; 512];
             let _ = s.read(&mut startup).unwrap();
@@ -606,7 +597,7 @@ mod tests {
             login.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'I']);
             s.write_all(&login).unwrap();
             let _ = s.read(&mut startup).unwrap();
-            let mut c = crate::net::accept_within(&l, Duration::from_secs(10));
+            let mut c = testkit::accept_within(&l, Duration::from_secs(10));
             c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             let mut got = [0u8; 16];
             c.read_exact(&mut got).unwrap();
@@ -623,7 +614,7 @@ mod tests {
         let e = w.batch("select pg_sleep(60)").unwrap_err();
         assert_eq!(e.class, ErrorClass::Timeout, "{e}");
         let got = server.join().unwrap();
-        assert_eq!(got, cancel_request(key));
+        // Length 16, then the code 1234 << 16 | 5678, then the key as the server gave it.
         assert_eq!(&got[..8], [0, 0, 0, 16, 4, 210, 22, 46]);
         assert_eq!(&got[8..], b"\0\0\x30\x39SeCr");
     }
