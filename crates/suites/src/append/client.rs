@@ -9,6 +9,7 @@ use engine::recorder::Recorder;
 use results::consistency::Outcome;
 use results::consistency::append::{Mop, Txn};
 use results::rng::splitmix64;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The table, in the store's own schema or database.
 pub const TABLE: &str = "append_lists";
@@ -214,12 +215,28 @@ impl Reach<'_> {
     }
 }
 
-/// Client `id` of `clients` runs `count` transactions at `level`; `clock` is the run's.
+/// How many transactions a client runs: `count` of them, or until `duration_ns` ends.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub count: Option<u64>,
+    pub duration_ns: Option<u64>,
+}
+
+impl Budget {
+    /// The n-th value a client appends in repetition `rep` is after this many: values stay
+    /// unique across repetitions (2^36 appends a client cannot reach within a duration).
+    fn values_before(&self, rep: u32) -> u64 {
+        u64::from(rep) * self.count.map_or(1 << 36, |c| c * MAX_MOPS)
+    }
+}
+
+/// Client `id` of `clients` runs its `budget` of transactions at `level`, and stops early when
+/// interrupted; `clock` is the run's.
 pub fn run(
     reach: &Reach<'_>,
     (id, clients, seed, rep): (u32, u32, u64, u32),
-    (count, level): (u64, Isolation),
-    clock: &engine::clock::Clock,
+    (budget, level): (Budget, Isolation),
+    (clock, interrupt): (&engine::clock::Clock, &AtomicBool),
 ) -> ClientRun {
     let mut out = ClientRun {
         rec: Recorder::new(),
@@ -233,14 +250,18 @@ pub fn run(
     // Values unique across clients and repetitions, and small: the client's n-th append is
     // n × clients + id + 1, after every earlier repetition's.
     let clients = u64::from(clients);
-    let mut n = u64::from(rep) * count * MAX_MOPS;
+    let mut n = budget.values_before(rep);
     let mut next = move || {
         n += 1;
         n * clients + u64::from(id) + 1
     };
     let mut session: Option<Box<dyn ListSession>> = None;
-    for _ in 0..count {
+    let end_ns = budget.duration_ns.map(|d| clock.now_ns() + d);
+    for _ in 0..budget.count.unwrap_or(u64::MAX) {
         let t0 = clock.now_ns();
+        if end_ns.is_some_and(|e| t0 >= e) || interrupt.load(Ordering::Relaxed) {
+            break;
+        }
         let s = match &mut session {
             Some(s) => s,
             None => match reach.open(level) {

@@ -1,6 +1,7 @@
 //! The `append` suite: Elle's list-append workload on SQL databases (`postgres://`,
 //! `mysql://`) and etcd (`etcd://`, its guarded `Txn`: `targets/src/etcd/lists.rs`), for
-//! checking their isolation. `-c` clients each run `-t` transactions of one to four
+//! checking their isolation. `-c` clients each run `-t` transactions (or for `-d`, Jepsen's
+//! time limit) of one to four
 //! micro-operations — append a value unique to its key to the key's list, or read the list —
 //! over `-n` keys at once (10 unless given: few keys, many conflicts; each retired for a fresh
 //! one after `writes_per_key` appends, as Elle does), at the isolation level asked for
@@ -89,7 +90,7 @@ impl Isolation {
 struct AppendSettings {
     keys: u64,
     writes_per_key: u64,
-    transactions: u64,
+    budget: client::Budget,
     isolation: Isolation,
     seed: u64,
 }
@@ -102,10 +103,14 @@ impl Settings for AppendSettings {
             serde_json::json!({
                 "keys": self.keys,
                 "writes_per_key": self.writes_per_key,
-                "transactions_per_client": self.transactions,
+                "transactions_per_client": self.budget.count,
+                "duration_ns": self.budget.duration_ns,
                 "isolation": level.map(|l| l.0),
             }),
         );
+    }
+    fn rep_duration_ns(&self) -> Option<u64> {
+        self.budget.duration_ns
     }
 }
 
@@ -115,6 +120,7 @@ static SETTINGS: &[&Setting] = &[
     &shared::THREADS,
     &shared::IO,
     &crate::sql::TRANSACTIONS,
+    &crate::sql::DURATION,
     &ISOLATION,
     &WRITES_PER_KEY,
 ];
@@ -171,14 +177,7 @@ impl Suite for Append {
             Some(n) => n.value as u64,
             None => DEFAULT_KEYS,
         };
-        let transactions = match raw.settings.int(&crate::sql::TRANSACTIONS) {
-            Some(t) if !(1..=10_000_000).contains(&t.value) => {
-                return Err(PlanError::new(t.at, "transactions must be 1 to 10000000"));
-            }
-            Some(t) => t.value as u64,
-            None if c.quick => 50,
-            None => 200,
-        };
+        let budget = budget(raw, c)?;
         let writes_per_key = match raw.settings.int(&WRITES_PER_KEY) {
             Some(w) if !(1..=1_000_000).contains(&w.value) => {
                 return Err(PlanError::new(w.at, "writes per key are 1 to 1000000"));
@@ -202,7 +201,7 @@ impl Suite for Append {
         Ok(Box::new(AppendSettings {
             keys,
             writes_per_key,
-            transactions,
+            budget,
             isolation,
             seed: c.seed,
         }))
@@ -268,6 +267,40 @@ impl Suite for Append {
     }
 }
 
+/// Each client's transactions: `-t` of them, or as many as `-d` leaves time for; not both.
+fn budget(raw: &RawPlan, c: &Common) -> Result<client::Budget, PlanError> {
+    let count = match raw.settings.int(&crate::sql::TRANSACTIONS) {
+        Some(t) if !(1..=10_000_000).contains(&t.value) => {
+            return Err(PlanError::new(t.at, "transactions must be 1 to 10000000"));
+        }
+        t => t.map(|t| t.value as u64),
+    };
+    let duration_ns = match raw.settings.text(&crate::sql::DURATION) {
+        Some(d) if count.is_some() => {
+            return Err(PlanError::new(
+                d.at,
+                "the append suite takes transactions or a duration, not both",
+            )
+            .hint("leave out -t to run for the duration, or -d to run -t transactions"));
+        }
+        Some(d) => Some(engine::plan::parse_duration_setting(
+            &d,
+            "duration",
+            24 * 3600,
+            "write how long each repetition runs, e.g. 10s or 2m",
+        )?),
+        None => None,
+    };
+    Ok(client::Budget {
+        count: match (count, duration_ns) {
+            (None, None) if c.quick => Some(50),
+            (None, None) => Some(200),
+            (count, _) => count,
+        },
+        duration_ns,
+    })
+}
+
 /// Every client's transactions of one repetition: the outcome, and the transactions for the
 /// history.
 fn measure(
@@ -282,7 +315,14 @@ fn measure(
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, client::ClientRun> {
             let who = (id, clients, s.seed, ctx.rep);
-            Box::new(move || client::run(reach, who, (s.transactions, s.isolation), ctx.clock))
+            Box::new(move || {
+                client::run(
+                    reach,
+                    who,
+                    (s.budget, s.isolation),
+                    (ctx.clock, ctx.interrupt),
+                )
+            })
         })
         .collect();
     let runs: Vec<client::ClientRun> = engine::fiber::join_all(threads, jobs)
@@ -307,6 +347,10 @@ fn measure(
             Some(format!("no transaction committed ({issued} tried)")),
         ),
         0 => (Status::Failed, Some("no transaction ran".into())),
+        _ if ctx.interrupt.load(std::sync::atomic::Ordering::Relaxed) => (
+            Status::Interrupted,
+            Some("interrupted during the test".into()),
+        ),
         _ => (Status::Ok, None),
     };
     let mut by_op = std::collections::BTreeMap::new();

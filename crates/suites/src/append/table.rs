@@ -12,11 +12,14 @@ use std::io;
 pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let plan = r.plan.custom.get("append");
     let number = |key: &str| plan.and_then(|p| p[key].as_u64()).unwrap_or(0);
+    let how = match plan.and_then(|p| p["duration_ns"].as_u64()) {
+        Some(d) => format!("for {}", units::latency(d)),
+        None => format!("× {} transactions", number("transactions_per_client")),
+    };
     doc.title(&format!(
-        "dyno append · {} keys · {} clients × {} transactions · {} · {} repetition(s)",
+        "dyno append · {} keys · {} clients {how} · {} · {} repetition(s)",
         number("keys"),
         r.plan.concurrency,
-        number("transactions_per_client"),
         plan.and_then(|p| p["isolation"].as_str()).unwrap_or("?"),
         r.plan.reps
     ))?;

@@ -82,7 +82,7 @@ pub static DURATION: Setting = Setting {
     aliases: &[],
     kind: Kind::Text,
     value_name: "",
-    help: "SQL: how long each repetition runs (pgbench's -T) [default: 10s; 2s with --quick].",
+    help: "sql, append: how long each repetition runs (sql: pgbench's -T [default: 10s; 2s with --quick]; append: instead of -t, as Jepsen's time limit).",
     heading: HEADING,
 };
 

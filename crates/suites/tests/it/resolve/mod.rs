@@ -32,13 +32,13 @@ impl TargetConfig for FakeConfig {
     }
 }
 
-/// Four schemes: `mem` (no options), `sqlite` (option `synchronous` = normal | full), `http`
-/// (request family) and `fs` (kv and namespace families).
+/// Five schemes: `mem` (no options), `sqlite` (option `synchronous` = normal | full), `http`
+/// (request family), `fs` (kv and namespace families) and `sql` (kv, sql and lists families).
 struct Fake;
 
 impl Drivers for Fake {
     fn schemes(&self) -> Vec<&'static str> {
-        vec!["mem", "sqlite", "http", "fs"]
+        vec!["mem", "sqlite", "http", "fs", "sql"]
     }
     fn default_urls(&self) -> Vec<&'static str> {
         vec!["mem:", "sqlite:"]
@@ -61,6 +61,7 @@ impl Drivers for Fake {
         let families: &'static [Family] = match scheme {
             "http" => &[Family::Request],
             "fs" => &[Family::Kv, Family::Namespace],
+            "sql" => &[Family::Kv, Family::Sql, Family::Lists],
             _ => &[Family::Kv],
         };
         Ok(Box::new(FakeConfig(options.clone(), families)))
@@ -665,4 +666,5 @@ mod fuzz {
     }
 }
 
+mod append;
 mod links;
