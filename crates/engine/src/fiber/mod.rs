@@ -263,6 +263,10 @@ struct Shared {
 struct Reg {
     readable: bool,
     writable: bool,
+    /// The peer closed its side, or the socket failed: reading (writing) stays ready, since no
+    /// new event will say so again (an edge that brought the last bytes and the end at once).
+    read_closed: bool,
+    write_closed: bool,
     /// The fiber waiting on it and what for (`(fiber, wants_read)`).
     waiter: Option<(usize, bool)>,
 }
@@ -472,6 +476,8 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 let broken = ev.is_error() || ev.is_read_closed() || ev.is_write_closed();
                 reg.readable |= ev.is_readable() || broken;
                 reg.writable |= ev.is_writable() || broken;
+                reg.read_closed |= ev.is_error() || ev.is_read_closed();
+                reg.write_closed |= ev.is_error() || ev.is_write_closed();
                 if let Some((f, wants_read)) = reg.waiter
                     && (if wants_read {
                         reg.readable

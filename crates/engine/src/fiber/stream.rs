@@ -170,7 +170,7 @@ impl Waiter {
             s.regs.push(Reg {
                 readable: true,
                 writable: true,
-                waiter: None,
+                ..Reg::default()
             });
             self.reg.set(Some((s.id, slot)));
             Ok(slot)
@@ -178,7 +178,8 @@ impl Waiter {
     }
 
     /// Marks the fd as not ready in one direction (a call found it so): the next wait in that
-    /// direction waits for the poller.
+    /// direction waits for the poller, unless the poller saw that direction closed (then the
+    /// next call finds the end or the error).
     pub fn not_ready(&self, read: bool) {
         if let Some((id, slot)) = self.reg.get() {
             SCHED.with(|s| {
@@ -187,9 +188,9 @@ impl Waiter {
                 {
                     let r = &mut s.regs[slot];
                     if read {
-                        r.readable = false
+                        r.readable = r.read_closed
                     } else {
-                        r.writable = false
+                        r.writable = r.write_closed
                     }
                 }
             });

@@ -163,6 +163,55 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
     hold.join().unwrap();
 }
 
+/// A peer's last bytes and its end, arriving while the fiber waits and seen by the poller as
+/// one event: the read after the bytes finds the end at once. (It once waited for a second
+/// event that never came, and timed out: a PostgreSQL refusing a session says why and closes.)
+#[test]
+fn the_last_bytes_and_the_end_in_one_event_are_both_read() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        for _ in backends(1) {
+            let (mut s, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            s.write_all(b"bye").unwrap();
+        }
+    });
+    for generators in backends(1) {
+        let reader = move || {
+            let mut s = Stream::connect(&addr, Duration::from_secs(1)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut buf = [0u8; 16];
+            let first = s.read(&mut buf).map(|n| buf[..n].to_vec());
+            let t = Instant::now();
+            (
+                first.unwrap(),
+                s.read(&mut buf).map_err(|e| e.kind()),
+                t.elapsed(),
+            )
+        };
+        // Holds the thread (not yielding) while the bytes and the end come, so the reader's
+        // scheduler polls only once they are both there.
+        let hold = || -> (Vec<u8>, Result<usize, io::ErrorKind>, Duration) {
+            std::thread::sleep(Duration::from_millis(300));
+            (Vec::new(), Ok(0), Duration::ZERO)
+        };
+        let r = join_all(
+            generators,
+            vec![Box::new(reader) as Job<'_, _>, Box::new(hold)],
+        );
+        let (bytes, end, took) = r.into_iter().next().unwrap().unwrap();
+        assert_eq!(
+            (&bytes[..], end),
+            (&b"bye"[..], Ok(0)),
+            "ring: {}",
+            generators.ring
+        );
+        assert!(took < Duration::from_secs(1), "{took:?}");
+    }
+    server.join().unwrap();
+}
+
 /// A short sleep is waited for on an exact timer (the ring's, or the epoll scheduler's
 /// timerfd): the scheduler's thread sleeps once and wakes on time. It does not poll until the
 /// deadline (a sleep of 1.9 ms once polled for 0.9 ms of it), nor wake at epoll's whole

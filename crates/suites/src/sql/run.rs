@@ -8,6 +8,7 @@ use super::eval::Value;
 use super::random::Prng;
 use super::script::{Kind, Script, Source};
 use engine::driver::{SqlSession, Store};
+use engine::fiber::Barrier;
 use engine::plan::PlanTarget;
 use engine::recorder::Recorder;
 use engine::suite::{After, Plan, Point, RepCtx, Repeat, TargetError, TestOutcome, settings};
@@ -101,16 +102,18 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
     let rate = point.swept("rate").map(|r| r as f64).or(s.rate);
     let start = Instant::now();
     let threads = super::super::generator_threads(store, ctx.generators, clients);
+    let gate = Barrier::new(clients);
+    let gate = &gate;
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, ClientRun> {
-            Box::new(move || client_run(store, ctx, s, (id, clients, rate)))
+            Box::new(move || client_run(store, (ctx, gate), s, (id, clients, rate)))
         })
         .collect();
     let runs: Vec<ClientRun> = engine::fiber::join_all(threads, jobs)
         .into_iter()
         .filter_map(Result::ok)
         .collect();
-    // From the first client's start, once connected and prepared, to the last one's end: the
+    // From the clients' start, all connected and prepared, to the last one's end: the
     // rate leaves out connecting, as pgbench's "tps … without initial connection time" does.
     let began = runs.iter().filter_map(|r| r.began).min().unwrap_or(start);
     let wall_ns = (began.elapsed().as_nanos() as u64).max(1);
@@ -223,10 +226,11 @@ fn by_op(
     out
 }
 
-/// One client's transactions: until the duration ends, or its count of them is done.
+/// One client's transactions, once every client has passed `gate`: until the duration ends,
+/// or its count of them is done.
 fn client_run(
     store: &dyn Store,
-    ctx: &RepCtx,
+    (ctx, gate): (&RepCtx, &Barrier),
     s: &SqlSettings,
     (id, clients, rate): (usize, usize, Option<f64>),
 ) -> ClientRun {
@@ -250,28 +254,15 @@ fn client_run(
         conflicts: [0; 3],
         began: None,
     };
-    let mut session = match store.connect_sql() {
-        Ok(x) => x,
-        Err(e) => {
-            out.transactions.fail(e);
-            return out;
-        }
-    };
-    let ready: Result<Vec<_>, Failure> = (s.scripts.iter())
-        .map(|(sc, _)| client::ready(sc, session.as_mut()))
-        .collect();
-    let mut ready = match ready {
-        Ok(r) => r,
-        Err(e) => {
-            out.broken = Some(e.to_string());
-            return out;
-        }
-    };
-    let mut client = new_client(s, (id, clients));
-    if let Err(e) = prepare_sysbench(&mut client, &mut ready, s, session.as_mut()) {
-        out.transactions.fail(e);
+    // Every client is connected and prepared before any starts, as pgbench's and sysbench's
+    // threads meet at a barrier: the clock runs with all of them at work, none still logging
+    // in (and making the server fork a backend) while others run.
+    let arrival = Arrival(gate);
+    let set_up = set_up(store, s, (id, clients), &mut out);
+    drop(arrival);
+    let Some((mut session, mut ready, mut client)) = set_up else {
         return out;
-    }
+    };
     let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));
     let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
     let start = Instant::now();
@@ -323,6 +314,49 @@ fn client_run(
             return out;
         }
     }
+}
+
+/// A client's arrival at the start: when dropped, even by a panic, so the others do not wait
+/// for it forever.
+struct Arrival<'a>(&'a Barrier);
+
+impl Drop for Arrival<'_> {
+    fn drop(&mut self) {
+        self.0.wait();
+    }
+}
+
+/// A client's session, its scripts' statements prepared, and its generator; `None` when that
+/// failed, said in `out`.
+fn set_up<'a>(
+    store: &dyn Store,
+    s: &'a SqlSettings,
+    (id, clients): (usize, usize),
+    out: &mut ClientRun,
+) -> Option<(Box<dyn SqlSession>, Vec<client::Ready<'a>>, Client)> {
+    let mut session = match store.connect_sql() {
+        Ok(x) => x,
+        Err(e) => {
+            out.transactions.fail(e);
+            return None;
+        }
+    };
+    let ready: Result<Vec<_>, Failure> = (s.scripts.iter())
+        .map(|(sc, _)| client::ready(sc, session.as_mut()))
+        .collect();
+    let mut ready = match ready {
+        Ok(r) => r,
+        Err(e) => {
+            out.broken = Some(e.to_string());
+            return None;
+        }
+    };
+    let mut client = new_client(s, (id, clients));
+    if let Err(e) = prepare_sysbench(&mut client, &mut ready, s, session.as_mut()) {
+        out.transactions.fail(e);
+        return None;
+    }
+    Some((session, ready, client))
 }
 
 /// sysbench's statements, prepared for each of its tables before the clock starts (as sysbench

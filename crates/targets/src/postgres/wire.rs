@@ -280,7 +280,7 @@ impl Wire {
         w.send_bytes(&buf, "login")?;
         w.authenticate(login)?;
         let (mut failed, mut key) = (None, None);
-        w.until_ready("login", |w| {
+        let ended = w.until_ready("login", |w| {
             if w.kind == b'E' && failed.is_none() {
                 failed = Some(server_err("login", &w.body));
             }
@@ -289,9 +289,15 @@ impl Wire {
                 key = Some((int(&k[..4]), int(&k[4..])));
             }
             Ok(())
-        })?;
+        });
+        // A server refusing the session (too many connections, no such database) says why,
+        // then closes: its words, not the closed connection after them.
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        ended?;
         w.cancel = key.map(|(pid, secret)| (addr, pid, secret));
-        failed.map_or(Ok(w), Err)
+        Ok(w)
     }
 
     /// Asks the server to cancel what this session runs (best effort: on a connection of its

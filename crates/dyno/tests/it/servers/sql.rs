@@ -482,3 +482,52 @@ fn the_sql_suite_runs_sysbenchs_oltp_workloads_on_both_databases() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// Clients connect and prepare, then start together (as pgbench's and sysbench's threads meet
+/// at a barrier); one the server refuses still arrives, so the others start without it, and the
+/// refusal is counted in the server's words. A user allowed two connections at once: two
+/// clients of four (dyno makes its tables before they come).
+#[test]
+fn clients_the_server_refuses_do_not_hold_back_the_others() {
+    let Some((pg, maria)) = servers() else {
+        return;
+    };
+    let mut admin = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "CREATE ROLE dyno_few LOGIN CONNECTION LIMIT 2; \
+             GRANT CREATE ON DATABASE postgres TO dyno_few",
+        )
+        .unwrap();
+    maria.sql(
+        "CREATE USER dyno_few@'127.0.0.1' IDENTIFIED BY 'few' WITH MAX_USER_CONNECTIONS 2; \
+         GRANT ALL ON *.* TO dyno_few@'127.0.0.1'",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let urls = [
+        format!("postgres://dyno_few@127.0.0.1:{}/postgres", pg.port),
+        format!("mysql://dyno_few:few@127.0.0.1:{}", maria.port),
+    ];
+    crate::common::dyno(dir.path())
+        .args(["run", "--suite", "sql", "-b", "select-only", "-t", "50"])
+        .args(["-c", "4", "--quiet", "-o", "few"])
+        .args(&urls)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .code(0);
+    let rec = crate::common::record(&dir.path().join("few"));
+    for (target, says) in [
+        ("postgres", "53300: too many connections for role"),
+        ("mysql", "1226"),
+    ] {
+        let c = crate::common::case(&rec, target, "select-only");
+        let figures = &c["reps"][0]["detail"]["custom"]["figures"];
+        assert_eq!(
+            (&figures["transactions"], &figures["failed"]),
+            (&102.into(), &2.into()),
+            "{target}: {figures}"
+        );
+        let refused = c["error_examples"].to_string();
+        assert!(refused.contains(says), "{target}: {refused}");
+    }
+}
