@@ -9,8 +9,9 @@
 # percentile; dyno's p50 beside). Then the ratios dyno / pgbench per round and their median.
 # Each tool works on its own tables at scale 1 (pgbench's in `public`, dyno's in its schema),
 # made afresh before each run (`pgbench -i` before pgbench's, not in its CPU; dyno makes its own in
-# each run, in its CPU): the same server state for both, rather than pgbench's tables growing
-# older over the rounds.
+# each run, in its CPU) and dropped after it (`pgbench -i -I d`; dyno drops its own): the same
+# server state for both, rather than pgbench's tables growing older over the rounds, or
+# autovacuum cleaning them on the server's core while dyno ran (2026-11-28).
 # Traffic stays on 127.0.0.1.
 # Usage: bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS]
 set -euo pipefail
@@ -45,6 +46,9 @@ pgbench_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS"
   "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s 1 -q postgres >/dev/null 2>&1
   cpu=$(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \
     -b "$1" -M prepared -c "$clients" -j 1 -T "$secs" -n postgres)
+  # And gone after it, as dyno drops its own: left behind after tpcb-like, autovacuum cleaned
+  # them on the server's core while dyno ran next.
+  "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -I d -q postgres >/dev/null 2>&1
   python3 - "$work/pgbench.out" "$cpu" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()

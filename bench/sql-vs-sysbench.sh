@@ -9,8 +9,10 @@
 # its 50th percentile with --percentile=50; dyno's p50). Then the ratios dyno / sysbench per
 # round and their median. Each tool works on its own tables (sysbench's in `public` or database
 # sbtest, dyno's in its own schema or database), made afresh before each run (`sysbench cleanup`
-# and `prepare` before sysbench's, not in its CPU; dyno makes its own in each run, in its CPU):
-# the same server state for both. Without that, sysbench's table aged over the rounds (its
+# and `prepare` before sysbench's, not in its CPU; dyno makes its own in each run, in its CPU)
+# and dropped after it (`sysbench cleanup`; dyno drops its own): the same server state for both.
+# Left behind, sysbench's tables had their dead rows purged or vacuumed on the server's core
+# while dyno ran next (2026-11-28). Without that, sysbench's table aged over the rounds (its
 # updates, deletes and inserts) and PostgreSQL took up to twice as long over its range selects as
 # over dyno's fresh table (a packet capture, 2026-11-28). sysbench restarts a transaction that hits a
 # deadlock; dyno is given --max-tries 100 to do the same. Why uniform: sysbench's default,
@@ -69,6 +71,10 @@ sysbench_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS"
   # shellcheck disable=SC2086
   cpu=$(timed "$work/sysbench.out" taskset -c 0 sysbench ${sb_args[$1]} --threads="$clients" \
     --time="$secs" --percentile=50 --rand-type="$rand" --rate="${4:-0}" "$2" run)
+  # And gone after it, as dyno drops its own: left behind, its dead rows were purged (MariaDB)
+  # or vacuumed (PostgreSQL) on the server's core while dyno ran next.
+  # shellcheck disable=SC2086
+  sysbench ${sb_args[$1]} oltp_read_write cleanup >/dev/null
   python3 - "$work/sysbench.out" "$cpu" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()

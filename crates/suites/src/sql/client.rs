@@ -31,7 +31,7 @@ impl std::fmt::Display for Failure {
 
 /// How a command's SQL reaches the server.
 enum Prepared {
-    /// Sent as written (no variable, no `\gset`).
+    /// Sent as written (no variable, no `\gset`, and the server would not prepare it).
     Text,
     /// Prepared once.
     Once(usize),
@@ -58,8 +58,9 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
     let n = script.commands.len();
     let mut stmts = Vec::with_capacity(n);
     for c in &script.commands {
-        // SQL with variables, or whose row `\gset` keeps, is prepared once; the rest is sent
-        // as written.
+        // Every SQL command is prepared once, as pgbench's `-M prepared` and sysbench prepare
+        // even `BEGIN` and `COMMIT`; one with variables or a `\gset` must be, and one without
+        // that the server will not prepare (several statements in one) is sent as written.
         stmts.push(match &c.kind {
             Kind::Sql { spliced, .. } if !spliced.is_empty() => Prepared::PerValue(Vec::new()),
             Kind::Sql {
@@ -70,6 +71,7 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
                     error,
                 })?)
             }
+            Kind::Sql { parts, .. } => session.prepare(parts).map_or(Prepared::Text, Prepared::Once),
             _ => Prepared::Text,
         });
     }
