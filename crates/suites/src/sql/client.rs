@@ -71,7 +71,9 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
                     error,
                 })?)
             }
-            Kind::Sql { parts, .. } => session.prepare(parts).map_or(Prepared::Text, Prepared::Once),
+            Kind::Sql { parts, .. } => session
+                .prepare(parts)
+                .map_or(Prepared::Text, Prepared::Once),
             _ => Prepared::Text,
         });
     }
