@@ -263,8 +263,9 @@ struct Shared {
 struct Reg {
     readable: bool,
     writable: bool,
-    /// The peer closed its side, or the socket failed: reading (writing) stays ready, since no
-    /// new event will say so again (an edge that brought the last bytes and the end at once).
+    /// The peer closed its side, or the connection was reset: reading (writing) stays ready,
+    /// since no new event will say so again (an edge that brought the last bytes and the end
+    /// at once).
     read_closed: bool,
     write_closed: bool,
     /// The fiber waiting on it and what for (`(fiber, wants_read)`).
@@ -476,8 +477,10 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 let broken = ev.is_error() || ev.is_read_closed() || ev.is_write_closed();
                 reg.readable |= ev.is_readable() || broken;
                 reg.writable |= ev.is_writable() || broken;
-                reg.read_closed |= ev.is_error() || ev.is_read_closed();
-                reg.write_closed |= ev.is_error() || ev.is_write_closed();
+                // Not an error alone: on a datagram socket one is not the end (a TCP reset
+                // comes with a hang-up).
+                reg.read_closed |= ev.is_read_closed();
+                reg.write_closed |= ev.is_write_closed();
                 if let Some((f, wants_read)) = reg.waiter
                     && (if wants_read {
                         reg.readable
@@ -546,7 +549,8 @@ impl Drop for RingFirst {
 
 /// A barrier for fibers (on any threads) and plain threads alike: `n` callers of
 /// [`Barrier::wait`] all return once the last has arrived. A fiber waiting yields; the last
-/// arriver wakes the schedulers of the fibers waiting, and notifies the threads.
+/// arriver wakes the schedulers of the fibers waiting, and notifies the threads. Opened
+/// ([`Barrier::open`]), it lets everyone through, now and after.
 pub struct Barrier {
     n: usize,
     state: Mutex<BarrierState>,
@@ -556,6 +560,7 @@ pub struct Barrier {
 struct BarrierState {
     count: usize,
     generation: u64,
+    open: bool,
     wakers: Vec<Arc<Waker>>,
 }
 
@@ -566,25 +571,65 @@ impl Barrier {
             state: Mutex::new(BarrierState {
                 count: 0,
                 generation: 0,
+                open: false,
                 wakers: Vec::new(),
             }),
             cv: Condvar::new(),
         }
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, BarrierState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Lets the waiting through: a new generation, every waiter woken.
+    fn release(&self, mut st: std::sync::MutexGuard<'_, BarrierState>) {
+        st.count = 0;
+        st.generation += 1;
+        let wakers = std::mem::take(&mut st.wakers);
+        drop(st);
+        self.cv.notify_all();
+        for w in wakers {
+            let _ = w.wake();
+        }
+    }
+
+    /// Lets everyone through, those waiting and those still to come: for whoever sees that
+    /// some caller will never arrive.
+    pub fn open(&self) {
+        let mut st = self.lock();
+        st.open = true;
+        self.release(st);
+    }
+
+    /// On a plain thread: opens the barrier unless its first release comes within `limit` and
+    /// before `stop` is set (one of the `n` may never arrive: a generator thread that failed).
+    pub fn open_unless_released(&self, limit: Duration, stop: &std::sync::atomic::AtomicBool) {
+        let end = Instant::now() + limit;
+        let mut st = self.lock();
+        while st.generation == 0 {
+            let now = Instant::now();
+            if now >= end || stop.load(std::sync::atomic::Ordering::Relaxed) {
+                drop(st);
+                self.open();
+                return;
+            }
+            let step = (end - now).min(Duration::from_millis(100));
+            st = (self.cv.wait_timeout(st, step))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
     /// Waits for the others; true for the last to arrive.
     pub fn wait(&self) -> bool {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.lock();
+        if st.open {
+            return false;
+        }
         st.count += 1;
         if st.count >= self.n {
-            st.count = 0;
-            st.generation += 1;
-            let wakers = std::mem::take(&mut st.wakers);
-            drop(st);
-            self.cv.notify_all();
-            for w in wakers {
-                let _ = w.wake();
-            }
+            self.release(st);
             return true;
         }
         let generation = st.generation;
@@ -600,8 +645,7 @@ impl Barrier {
             // it, so a wake-up for anything else only means: look again.
             loop {
                 suspend(Why::Park);
-                let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                if st.generation != generation {
+                if self.lock().generation != generation {
                     return false;
                 }
             }

@@ -77,6 +77,45 @@ fn a_barrier_holds_every_fiber(generators: Generators) {
 
 /// 200 clients on 2 threads, each with its own connection to a line echo server, each
 /// checking every reply it reads is its own.
+/// One of three never comes: the watcher opens the barrier after its limit, the two waiting
+/// fibers go on, and a wait after that returns at once. Released in time, the watcher leaves
+/// it shut.
+#[test]
+fn a_barrier_one_caller_never_reaches_is_opened_by_its_watcher() {
+    for generators in backends(2) {
+        let b = Barrier::new(3);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| b.open_unless_released(Duration::from_millis(200), &stop));
+            let jobs = (0..2)
+                .map(|_| -> Job<'_, bool> { Box::new(|| b.wait()) })
+                .collect();
+            let r: Vec<bool> = join_all(generators, jobs)
+                .into_iter()
+                .map(|r| r.unwrap())
+                .collect();
+            assert_eq!(r, [false, false]);
+        });
+        assert!(
+            t.elapsed() >= Duration::from_millis(200),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(!b.wait(), "an open barrier lets a late caller through");
+    }
+    let b = Barrier::new(2);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let watcher = s.spawn(|| b.open_unless_released(Duration::from_secs(5), &stop));
+        let other = s.spawn(|| b.wait());
+        let last = b.wait();
+        assert!(last ^ other.join().unwrap());
+        watcher.join().unwrap();
+    });
+    assert!(!b.lock().open, "released in time: not opened");
+}
+
 #[test]
 fn many_streams_per_thread_each_read_their_own_replies() {
     for generators in backends(2) {

@@ -9,7 +9,8 @@ use engine::recorder::Recorder;
 use results::consistency::Outcome;
 use results::consistency::append::{Mop, Txn};
 use results::rng::splitmix64;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The table, in the store's own schema or database.
 pub const TABLE: &str = "append_lists";
@@ -168,6 +169,8 @@ pub struct Reach<'a> {
     pub store: &'a dyn Store,
     pub sql: bool,
     pub keys: &'a Keys,
+    /// Above every value appended so far in the target's run.
+    pub used: AtomicU64,
 }
 
 /// Elle's key rotation: `-n` keys in use at once, each retired for a fresh one once it has been
@@ -222,14 +225,6 @@ pub struct Budget {
     pub duration_ns: Option<u64>,
 }
 
-impl Budget {
-    /// The n-th value a client appends in repetition `rep` is after this many: values stay
-    /// unique across repetitions (2^36 appends a client cannot reach within a duration).
-    fn values_before(&self, rep: u32) -> u64 {
-        u64::from(rep) * self.count.map_or(1 << 36, |c| c * MAX_MOPS)
-    }
-}
-
 /// Client `id` of `clients` runs its `budget` of transactions at `level`, and stops early when
 /// interrupted; `clock` is the run's.
 pub fn run(
@@ -248,12 +243,12 @@ pub fn run(
     let mut state = seed ^ (u64::from(rep) << 40) ^ (u64::from(id) << 20);
     let mut draw = move || splitmix64(&mut state);
     // Values unique across clients and repetitions, and small: the client's n-th append is
-    // n × clients + id + 1, after every earlier repetition's.
+    // (base + n) × clients + id + 1, above every value an earlier repetition used.
     let clients = u64::from(clients);
-    let mut n = budget.values_before(rep);
-    let mut next = move || {
-        n += 1;
-        n * clients + u64::from(id) + 1
+    let n = Cell::new(reach.used.load(Ordering::Acquire).div_ceil(clients));
+    let next = || {
+        n.set(n.get() + 1);
+        n.get() * clients + u64::from(id) + 1
     };
     let mut session: Option<Box<dyn ListSession>> = None;
     let end_ns = budget.duration_ns.map(|d| clock.now_ns() + d);
@@ -327,6 +322,9 @@ pub fn run(
             complete_ns: t1,
         });
     }
+    reach
+        .used
+        .fetch_max((n.get() + 1) * clients, Ordering::AcqRel);
     out
 }
 

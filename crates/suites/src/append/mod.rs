@@ -236,6 +236,7 @@ impl Suite for Append {
             store: &*store,
             sql,
             keys: &keys,
+            used: std::sync::atomic::AtomicU64::new(0),
         };
         run.repeat(None, None, &mut |ctx| {
             if let Err(why) = &made {
@@ -275,22 +276,14 @@ fn budget(raw: &RawPlan, c: &Common) -> Result<client::Budget, PlanError> {
         }
         t => t.map(|t| t.value as u64),
     };
-    let duration_ns = match raw.settings.text(&crate::sql::DURATION) {
-        Some(d) if count.is_some() => {
-            return Err(PlanError::new(
-                d.at,
-                "the append suite takes transactions or a duration, not both",
-            )
-            .hint("leave out -t to run for the duration, or -d to run -t transactions"));
-        }
-        Some(d) => Some(engine::plan::parse_duration_setting(
-            &d,
-            "duration",
-            24 * 3600,
-            "write how long each repetition runs, e.g. 10s or 2m",
-        )?),
-        None => None,
-    };
+    let duration_ns = crate::sql::duration_ns(raw)?;
+    if let (Some(_), Some(d)) = (count, raw.settings.text(&crate::sql::DURATION)) {
+        return Err(PlanError::new(
+            d.at,
+            "the append suite takes transactions or a duration, not both",
+        )
+        .hint("leave out -t to run for the duration, or -d to run -t transactions"));
+    }
     Ok(client::Budget {
         count: match (count, duration_ns) {
             (None, None) if c.quick => Some(50),
@@ -342,15 +335,15 @@ fn measure(
     }
     let issued = committed + aborted + unknown;
     let status = match committed {
+        _ if ctx.interrupt.load(std::sync::atomic::Ordering::Relaxed) => (
+            Status::Interrupted,
+            Some("interrupted during the test".into()),
+        ),
         0 if issued > 0 => (
             Status::Failed,
             Some(format!("no transaction committed ({issued} tried)")),
         ),
         0 => (Status::Failed, Some("no transaction ran".into())),
-        _ if ctx.interrupt.load(std::sync::atomic::Ordering::Relaxed) => (
-            Status::Interrupted,
-            Some("interrupted during the test".into()),
-        ),
         _ => (Status::Ok, None),
     };
     let mut by_op = std::collections::BTreeMap::new();

@@ -1,7 +1,8 @@
 //! One client running a pgbench script on a SQL session: `\set` evaluated with the client's
-//! own generator, `\if` branches taken, `\sleep` slept, SQL with `:variables` prepared once and
-//! run with the variables' values as text (pgbench's `-M prepared`), SQL without them sent as
-//! written, `\gset` storing a one-row result. Each SQL command is timed apart.
+//! own generator, `\if` branches taken, `\sleep` slept, every SQL command prepared once and
+//! run with the variables' values as text (pgbench's `-M prepared`; one without variables that
+//! the server will not prepare sent as written), `\gset` storing a one-row result. Each SQL
+//! command is timed apart.
 
 use super::eval::{Env, Value, eval};
 use super::random::Prng;
@@ -52,8 +53,8 @@ pub struct Ready<'a> {
     endif: Vec<usize>,
 }
 
-/// Prepares `script`'s SQL with variables on `session` (SQL with a variable spliced into its
-/// text, when it first runs with each value).
+/// Prepares `script`'s SQL on `session` (SQL with a variable spliced into its text, when it
+/// first runs with each value).
 pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Ready<'a>, Failure> {
     let n = script.commands.len();
     let mut stmts = Vec::with_capacity(n);
@@ -71,9 +72,18 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
                     error,
                 })?)
             }
-            Kind::Sql { parts, .. } => session
-                .prepare(parts)
-                .map_or(Prepared::Text, Prepared::Once),
+            Kind::Sql { parts, .. } => match session.prepare(parts) {
+                Ok(stmt) => Prepared::Once(stmt),
+                // A connection lost or a reply late is no answer: the client ends, as for any
+                // other statement. The server's refusal sends it as written.
+                Err(error) if error.class.is_connection() => {
+                    return Err(Failure::Sql {
+                        line: c.line,
+                        error,
+                    });
+                }
+                Err(_) => Prepared::Text,
+            },
             _ => Prepared::Text,
         });
     }

@@ -195,6 +195,20 @@ impl Settings for SqlSettings {
     }
 }
 
+/// [`DURATION`], when the plan gives it (the sql and append suites').
+pub(crate) fn duration_ns(raw: &RawPlan) -> Result<Option<u64>, PlanError> {
+    (raw.settings.text(&DURATION))
+        .map(|d| {
+            engine::plan::parse_duration_setting(
+                &d,
+                "duration",
+                24 * 3600,
+                "write how long each repetition runs, e.g. 10s or 2m",
+            )
+        })
+        .transpose()
+}
+
 /// `NAME@WEIGHT` (a weight of 1 without `@`).
 fn weighted(item: &str, at: &Origin) -> Result<(String, u64), PlanError> {
     let Some((name, w)) = item.rsplit_once('@') else {
@@ -331,13 +345,8 @@ impl Suite for Sql {
             }
             t => t.map(|t| t.value as u64),
         };
-        let duration_ns = match raw.settings.text(&DURATION) {
-            Some(d) => engine::plan::parse_duration_setting(
-                &d,
-                "duration",
-                24 * 3600,
-                "write how long each repetition runs, e.g. 10s or 2m",
-            )?,
+        let duration_ns = match duration_ns(raw)? {
+            Some(d) => d,
             None if c.quick => 2_000_000_000,
             None => 10_000_000_000,
         };

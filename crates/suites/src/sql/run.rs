@@ -101,18 +101,7 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
     // A rate sweep's point (a capacity search's step) sets the open loop's rate.
     let rate = point.swept("rate").map(|r| r as f64).or(s.rate);
     let start = Instant::now();
-    let threads = super::super::generator_threads(store, ctx.generators, clients);
-    let gate = Barrier::new(clients);
-    let gate = &gate;
-    let jobs = (0..clients)
-        .map(|id| -> engine::fiber::Job<'_, ClientRun> {
-            Box::new(move || client_run(store, (ctx, gate), s, (id, clients, rate)))
-        })
-        .collect();
-    let runs: Vec<ClientRun> = engine::fiber::join_all(threads, jobs)
-        .into_iter()
-        .filter_map(Result::ok)
-        .collect();
+    let runs = run_clients(store, ctx, s, (clients, rate));
     // From the clients' start, all connected and prepared, to the last one's end: the
     // rate leaves out connecting, as pgbench's "tps … without initial connection time" does.
     let began = runs.iter().filter_map(|r| r.began).min().unwrap_or(start);
@@ -315,6 +304,36 @@ fn client_run(
         }
     }
 }
+
+/// The clients of one repetition, many per generator thread, started together; what each did.
+fn run_clients(
+    store: &dyn Store,
+    ctx: &RepCtx,
+    s: &SqlSettings,
+    (clients, rate): (usize, Option<f64>),
+) -> Vec<ClientRun> {
+    let threads = super::super::generator_threads(store, ctx.generators, clients);
+    let gate = Barrier::new(clients);
+    let gate = &gate;
+    let jobs = (0..clients)
+        .map(|id| -> engine::fiber::Job<'_, ClientRun> {
+            Box::new(move || client_run(store, (ctx, gate), s, (id, clients, rate)))
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        // A client that never arrives (its generator thread failed) does not hold the others
+        // for ever; nor does the gate outlast an interruption.
+        scope.spawn(|| gate.open_unless_released(GATE_LIMIT, ctx.interrupt));
+        engine::fiber::join_all(threads, jobs)
+    })
+    .into_iter()
+    .filter_map(Result::ok)
+    .collect()
+}
+
+/// How long the clients wait for each other at the start, at most: every one connected and
+/// its statements prepared.
+const GATE_LIMIT: Duration = Duration::from_secs(120);
 
 /// A client's arrival at the start: when dropped, even by a panic, so the others do not wait
 /// for it forever.
