@@ -44,6 +44,16 @@ enum CallError {
     WebDriver(Value, Value),
 }
 
+/// One `read`, again when a signal meant for another thread of the test process interrupted it.
+fn read_some(s: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match s.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
 /// Makes one WebDriver call and returns its `value`; a WebDriver error is an `Err` with its
 /// message.
 fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Value, CallError> {
@@ -60,7 +70,7 @@ fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Val
     let mut raw = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
     let (split, head) = loop {
-        let n = s.read(&mut chunk)?;
+        let n = read_some(&mut s, &mut chunk)?;
         if n == 0 {
             return Err(CallError::Reply("the connection closed mid-reply"));
         }
@@ -82,7 +92,7 @@ fn call(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Val
         if complete {
             break;
         }
-        let n = s.read(&mut chunk)?;
+        let n = read_some(&mut s, &mut chunk)?;
         if n == 0 {
             break;
         }
