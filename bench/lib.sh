@@ -111,8 +111,10 @@ start_postgres() {
   for _ in $(seq 100); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 0.1; done
 }
 
+# Stops the private PostgreSQL and waits (at most 10 s) until it has gone, so its folder can go.
 stop_postgres() {
   [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null
+  for _ in $(seq 100); do [ -f "$work/pg/data/postmaster.pid" ] || break; sleep 0.1; done
   return 0
 }
 

@@ -7,19 +7,25 @@
 # CPU per transaction (user + system of the whole process, GNU time: pgbench's connection setup
 # and dyno's table making, report and plots included), and the mean latency (pgbench reports no
 # percentile; dyno's p50 beside). Then the ratios dyno / pgbench per round and their median.
-# Each tool works on its own tables at scale 1 (pgbench's in `public`, dyno's in its schema),
+# The scale is the clients' count unless given, as pgbench's documentation advises: below it
+# every transaction of tpcb-like queues for the few branch rows, and the rate measures the queue.
+# At scale 1 a client holds the one branch row's lock across two of its own reactions (34 µs
+# each here, mostly the wake-up of a sleeping thread) and its commit's flush; dyno's rate was
+# 0.88-1.11x pgbench's from round to round, 0.97x over 25 (2026-11-28).
+# Each tool works on its own tables (pgbench's in `public`, dyno's in its schema),
 # made afresh before each run (`pgbench -i` before pgbench's, not in its CPU; dyno makes its own in
 # each run, in its CPU) and dropped after it (`pgbench -i -I d`; dyno drops its own): the same
 # server state for both, rather than pgbench's tables growing older over the rounds, or
 # autovacuum cleaning them on the server's core while dyno ran (2026-11-28).
 # Traffic stays on 127.0.0.1.
-# Usage: bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS]
+# Usage: bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS] [SCALE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 rounds=${1:-3}
 secs=${2:-10}
 clients=${3:-8}
+scale=${4:-$clients}
 [ -x /usr/bin/time ] || install time
 find_postgres postgresql-contrib
 [ -x "$pgbin/pgbench" ] || install postgresql-contrib
@@ -38,12 +44,12 @@ trap cleanup EXIT
 start_postgres
 pg="postgres://dyno@127.0.0.1:$pgport/postgres"
 echo "$($dyno --version); pgbench $("$pgbin/pgbench" --version | awk '{print $3}')"
-echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients"
+echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, scale $scale"
 
 pgbench_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS"
   local cpu
   # Fresh tables for each run, as dyno makes its own in each (outside the timed part of both).
-  "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s 1 -q postgres >/dev/null 2>&1
+  "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s "$scale" -q postgres >/dev/null 2>&1
   cpu=$(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \
     -b "$1" -M prepared -c "$clients" -j 1 -T "$secs" -n postgres)
   # And gone after it, as dyno drops its own: left behind after tpcb-like, autovacuum cleaned
@@ -61,7 +67,7 @@ PY
 
 dyno_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS P50_MS"
   local cpu out="$work/dyno-$1-$2"
-  cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$1" -c "$clients" -d "${secs}s" \
+  cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$1" --scale "$scale" -c "$clients" -d "${secs}s" \
     --quiet -o "$out" "$pg")
   python3 - "$out/run.json" "$cpu" <<'PY'
 import json, sys
