@@ -53,9 +53,9 @@ const EVENTS: usize = 1024;
 /// when epoll's millisecond was all there was (it costs a third of the CPU since), and an open
 /// loop's sleep of a few milliseconds woke twice, once for epoll's whole milliseconds and once
 /// for the rest. Farther deadlines (the 30 s bound on every read) wait on epoll alone: arming
-/// a timer each time the earliest of those moved would cost a system call per reply. The
-/// waking of a thread that slept is in the schedule lag and the latency, as with pgbench and
-/// sysbench, which sleep too.
+/// a timer each time the earliest of those moved would cost a system call per reply. How late
+/// the thread's waits end is learnt ([`crate::timer::Lateness`]) and taken off each wait, so
+/// it wakes about on time; what lateness remains is in the schedule lag and the latency.
 const EXACT_BELOW: Duration = Duration::from_millis(50);
 
 /// How long `epoll_wait` may sleep for a scheduler's `timeout`: its whole milliseconds (epoll's
@@ -299,6 +299,8 @@ struct Scheduler<T> {
     ready: VecDeque<usize>,
     parked: Vec<usize>,
     timers: BinaryHeap<Timer>,
+    /// How late this thread's waits for a deadline end: each is that much shorter.
+    lateness: crate::timer::Lateness,
     /// Fibers not yet returned.
     live: usize,
 }
@@ -336,7 +338,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             if sched.live == 0 {
                 break;
             }
-            let timeout = sched.timeout();
+            let timeout = sched.lateness.wait(sched.timeout());
             let timeout = match timeout {
                 Some(t) if close(timeout) => {
                     // The deadline it stands for, in nanoseconds from the start (never 0):
@@ -362,6 +364,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => panic!("epoll_wait failed: {e}"),
             }
+            sched.lateness.woke();
             sched.wake(&events);
         }
         SCHED.with(|s| *s.borrow_mut() = None);
@@ -403,6 +406,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             slots,
             parked: Vec::new(),
             timers: BinaryHeap::new(),
+            lateness: crate::timer::Lateness::default(),
         }
     }
 

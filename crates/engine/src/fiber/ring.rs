@@ -350,10 +350,11 @@ impl<T: Send> Scheduler<T> {
             if self.live == 0 {
                 break;
             }
-            let timeout = self.timeout();
+            let timeout = self.lateness.wait(self.timeout());
             if !self.ring_turn(timeout, epfd, events) {
                 break;
             }
+            self.lateness.woke();
         }
         let sending = || with_sched_ring(|r| r.sends > 0).unwrap_or(false);
         let until = Instant::now() + DRAIN;

@@ -80,8 +80,10 @@ struct ClientRun {
     commands: Vec<Vec<Recorder>>,
     /// A script's own mistake (an undefined variable…): the run is wrong, not the server.
     broken: Option<String>,
-    /// An open loop: how late each transaction started, after its intended start.
+    /// An open loop: how late each transaction started, after its intended start; and each
+    /// transaction timed from its actual start (service time, uncorrected).
     lag: Recorder,
+    service: Recorder,
     /// Transactions slower than the latency limit, and (open loop) skipped for being too late.
     late: u64,
     skipped: u64,
@@ -112,11 +114,12 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
         .collect();
     let mut broken = None;
-    let mut lag = Recorder::new();
+    let (mut lag, mut service) = (Recorder::new(), Recorder::new());
     let (mut late, mut skipped) = (0, 0);
     let (mut retries, mut retried, mut conflicts) = (0, 0, [0; 3]);
     for r in &runs {
         lag.merge(&r.lag);
+        service.merge(&r.service);
         late += r.late;
         skipped += r.skipped;
         retries += r.retries;
@@ -138,6 +141,7 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
     let mut by_op = by_op(s, &scripts, &commands);
     if rate.is_some() {
         by_op.insert(super::table::LAG.into(), lag.figures());
+        by_op.insert(super::table::SERVICE.into(), service.figures());
     }
     let errors = all.error_count();
     let ok = all.ops - errors;
@@ -235,6 +239,7 @@ fn client_run(
             .collect(),
         broken: None,
         lag: Recorder::new(),
+        service: Recorder::new(),
         late: 0,
         skipped: 0,
         max_tries: s.max_tries,
@@ -494,35 +499,33 @@ fn transaction(
         out.retried += 1;
     }
     let took = started.elapsed().as_nanos() as u64;
+    let served = now.elapsed().as_nanos() as u64;
     if timing.limit.is_some_and(|l| took > l.as_nanos() as u64) {
         out.late += 1;
     }
-    match result {
-        Ok(()) => {
-            out.transactions.record(took, Ok(0));
-            if let Some(r) = out.scripts.get_mut(k) {
-                r.record(took, Ok(0));
-            }
-            Ok(())
-        }
+    let outcome = match result {
+        Ok(()) => Ok(0),
         Err(Failure::Sql { line, error }) => {
             // The transaction is over: roll back what it left open.
             let _ = session.batch("ROLLBACK");
             if let Some(c) = conflict(&error.message, timing.sysbench) {
                 out.conflicts[c as usize] += 1;
             }
-            let e = engine::driver::OpError::new(
+            Err(engine::driver::OpError::new(
                 error.class,
                 format!("line {line}: {}", error.message),
-            );
-            out.transactions.record(took, Err(e.clone()));
-            if let Some(r) = out.scripts.get_mut(k) {
-                r.record(took, Err(e));
-            }
-            Ok(())
+            ))
         }
-        Err(f @ Failure::Script { .. }) => Err(f.to_string()),
+        Err(f @ Failure::Script { .. }) => return Err(f.to_string()),
+    };
+    out.transactions.record(took, outcome.clone());
+    if let Some(r) = out.scripts.get_mut(k) {
+        r.record(took, outcome.clone());
     }
+    if timing.intended.is_some() {
+        out.service.record(served, outcome);
+    }
+    Ok(())
 }
 
 /// The failures a transaction is retried for (with `--max-tries`): pgbench's, and for sysbench's

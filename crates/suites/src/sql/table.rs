@@ -7,8 +7,10 @@ use report::units;
 use results::{Case, RunRecord};
 use std::io;
 
-/// The `by_op` row of an open loop's schedule lag.
+/// The `by_op` rows of an open loop's schedule lag, and of its transactions timed from their
+/// actual start (service time, uncorrected: the lag left out, as wrk2's `--u_latency`).
 pub(super) const LAG: &str = "schedule lag";
+pub(super) const SERVICE: &str = "service time";
 
 /// A figure of a case's custom detail, summed over its repetitions.
 pub(crate) fn figure(c: &Case, key: &str) -> u64 {
@@ -118,7 +120,9 @@ fn statements(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         return Ok(());
     };
     let commands: Vec<&String> = (first.reps.first()).map_or(Vec::new(), |rep| {
-        rep.by_op.keys().filter(|k| *k != LAG).collect()
+        (rep.by_op.keys())
+            .filter(|k| *k != LAG && *k != SERVICE)
+            .collect()
     });
     if commands.is_empty() {
         return Ok(());
@@ -150,15 +154,26 @@ fn case_notes(c: &Case) -> Vec<String> {
     if let (Some(why), Some(word)) = (&c.reason, report::grid::status_word(c)) {
         out.push(format!("{} {}: {word}: {why}", c.target, c.test));
     }
-    let lag = (c.reps.iter().rev()).find_map(|rep| rep.by_op.get(LAG)?.latency_ns);
-    if let Some(l) = lag {
-        out.push(format!(
-            "{}: schedule lag (a transaction's start after its intended start) p50 / p99 / max: {} / {} / {}; latency runs from the intended start",
-            c.target,
-            units::latency(l.p50),
-            units::latency(l.p99),
-            units::latency(l.max)
-        ));
+    let open_loop = [
+        (
+            LAG,
+            "schedule lag (a transaction's start after its intended start, from which its latency runs)",
+        ),
+        (
+            SERVICE,
+            "service time (a transaction timed from its actual start, the lag left out)",
+        ),
+    ];
+    for (key, what) in open_loop {
+        if let Some(l) = (c.reps.iter().rev()).find_map(|rep| rep.by_op.get(key)?.latency_ns) {
+            out.push(format!(
+                "{}: {what} p50 / p99 / max: {} / {} / {}",
+                c.target,
+                units::latency(l.p50),
+                units::latency(l.p99),
+                units::latency(l.max)
+            ));
+        }
     }
     let (retried, retries) = (figure(c, "retried"), figure(c, "retries"));
     let (serial, deadlock, other) = (

@@ -240,6 +240,14 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
         rep["by_op"]["schedule lag"]["count"].as_u64() == Some(n),
         "{rep}"
     );
+    // Each transaction's service time (from its actual start) is its latency less its lag, so
+    // no quantile of it exceeds the latency's.
+    let service = &rep["by_op"]["service time"];
+    assert_eq!(service["count"].as_u64(), Some(n), "{rep}");
+    for q in ["p50", "p99", "max"] {
+        let (s, l) = (&service["latency_ns"][q], &rep["latency_ns"][q]);
+        assert!(s.as_u64().unwrap() <= l.as_u64().unwrap(), "{q}: {s} > {l}");
+    }
     let figures = &rep["detail"]["custom"]["figures"];
     assert_eq!(
         figures["late"], n,
