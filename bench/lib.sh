@@ -113,8 +113,11 @@ start_postgres() {
 
 # Stops the private PostgreSQL and waits (at most 10 s) until it has gone, so its folder can go.
 stop_postgres() {
-  [ -f "$work/pg/data/postmaster.pid" ] && kill -INT "$(head -1 "$work/pg/data/postmaster.pid")" 2>/dev/null
-  for _ in $(seq 100); do [ -f "$work/pg/data/postmaster.pid" ] || break; sleep 0.1; done
+  local pid
+  [ -f "$work/pg/data/postmaster.pid" ] || return 0
+  pid=$(head -1 "$work/pg/data/postmaster.pid")
+  kill -INT "$pid" 2>/dev/null
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   return 0
 }
 

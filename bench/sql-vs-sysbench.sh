@@ -63,7 +63,7 @@ dyno_url[mariadb]="mysql://dyno:secret@127.0.0.1:$myport"
 echo "$($dyno --version); $(sysbench --version)"
 echo "servers on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, --rand-type $rand"
 
-sysbench_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS P50_MS"
+sysbench_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS -" (no service time)
   local cpu
   # Fresh tables for each run, as dyno makes its own in each (outside the timed part of both).
   # shellcheck disable=SC2086
@@ -82,7 +82,7 @@ import re, sys
 t = open(sys.argv[1]).read()
 tx, tps = re.search(r"transactions:\s+(\d+)\s+\(([\d.]+) per sec", t).groups()
 p50 = float(re.search(r"50th percentile:\s+([\d.]+)", t).group(1))
-print(tps, float(sys.argv[2]) * 1e6 / int(tx), p50, p50)
+print(tps, float(sys.argv[2]) * 1e6 / int(tx), p50, "-")
 PY
 }
 
@@ -99,7 +99,7 @@ r = c["reps"][0]
 tx = r["ops"] - r["errors"]
 # In an open loop, also the service time: from each transaction's actual start, the lag left out.
 service = r["by_op"].get("service time", r)["latency_ns"]["p50"]
-print(r["ops_per_s"], float(sys.argv[2]) * 1e6 / tx, r["latency_ns"]["p50"] / 1e6, service / 1e6)
+print(r["ops_per_s"], float(sys.argv[2]) * 1e6 / tx, r["latency_ns"]["p50"] / 1e6, f"{service / 1e6:.3f}")
 PY
 }
 
@@ -113,13 +113,13 @@ for round in $(seq 1 "$rounds"); do
       [ $((round % 2)) -eq 0 ] && order="dyno sysbench"
       for tool in $order; do
         read -r tps cpu p50 svc <<<"$("${tool}_run" "$db" "$workload" "$round")"
-        printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f %11.3f\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50" "$svc"
+        printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f %11s\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50" "$svc"
         echo "$round $db $workload $tool $tps $cpu $p50 $svc" >>"$results"
         [ "$tool" = sysbench ] && fixed=$(python3 -c "print(max(1, round($tps / 2)))")
       done
       for tool in $order; do
         read -r tps cpu p50 svc <<<"$("${tool}_run" "$db" "$workload" "$round" "$fixed")"
-        printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f %11.3f  at --rate %s\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50" "$svc" "$fixed"
+        printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f %11s  at --rate %s\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50" "$svc" "$fixed"
         echo "$round $db $workload $tool@rate $tps $cpu $p50 $svc" >>"$results"
       done
     done
@@ -136,12 +136,13 @@ for db in ("postgres", "mariadb"):
         by = {}
         for r in rows:
             if r[1] == db and r[2] == w:
-                by.setdefault(r[0], {})[r[3]] = [float(x) for x in r[4:]]
-        for i, what, a, b in ((0, "rate", "dyno", "sysbench"),
-                              (1, "CPU per transaction", "dyno", "sysbench"),
-                              (2, "p50 latency", "dyno", "sysbench"),
-                              (2, "p50 at one rate", "dyno@rate", "sysbench@rate"),
-                              (3, "  service time p50", "dyno@rate", "sysbench@rate")):
-            v = [d[a][i] / d[b][i] for d in by.values()]
+                by.setdefault(r[0], {})[r[3]] = [float(x) if x != "-" else None for x in r[4:]]
+        # (figure of dyno's, of sysbench's): dyno's service time against sysbench's one p50.
+        for (i, j), what, a, b in (((0, 0), "rate", "dyno", "sysbench"),
+                                   ((1, 1), "CPU per transaction", "dyno", "sysbench"),
+                                   ((2, 2), "p50 latency", "dyno", "sysbench"),
+                                   ((2, 2), "p50 at one rate", "dyno@rate", "sysbench@rate"),
+                                   ((3, 2), "  service time p50", "dyno@rate", "sysbench@rate")):
+            v = [d[a][i] / d[b][j] for d in by.values()]
             print(f"  {db:9} {w:18} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x)")
 PY

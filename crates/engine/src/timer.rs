@@ -62,6 +62,12 @@ impl Timer {
         Ok(())
     }
 
+    /// Notes that the timer fired, so arming it for the same moment again is not skipped (a
+    /// wait shortened by the thread's lateness can fire before that moment).
+    pub fn fired(&mut self) {
+        self.armed_for = 0;
+    }
+
     /// Acknowledges a firing (reads the expiry count) so the descriptor stops being readable.
     pub fn acknowledge(&mut self) {
         let mut buf = [0u8; 8];
@@ -205,6 +211,27 @@ mod tests {
             l.learn(0);
         }
         assert_eq!(l.ahead_ns, 0);
+    }
+
+    /// A wait shortened by the lateness can fire before the moment it stands for; once it has
+    /// fired, arming for that moment again must arm it, or the next wait has no timer at all.
+    #[test]
+    fn a_timer_that_fired_is_armed_again_for_the_same_moment() {
+        let mut poll = mio::Poll::new().unwrap();
+        let mut events = mio::Events::with_capacity(4);
+        let mut timer = Timer::new(poll.registry(), Token(7)).unwrap();
+        for round in 0..2 {
+            timer.arm(42, 1_000_000).unwrap();
+            let start = std::time::Instant::now();
+            let mut fired = false;
+            while !fired && start.elapsed() < Duration::from_secs(5) {
+                poll.poll(&mut events, Some(Duration::from_millis(100)))
+                    .unwrap();
+                fired = events.iter().any(|e| e.token() == Token(7));
+            }
+            assert!(fired, "round {round}: the timer never fired");
+            timer.fired();
+        }
     }
 
     #[test]

@@ -365,6 +365,9 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 Err(e) => panic!("epoll_wait failed: {e}"),
             }
             sched.lateness.woke();
+            if events.iter().any(|e| e.token() == ALARM) {
+                alarm.fired();
+            }
             sched.wake(&events);
         }
         SCHED.with(|s| *s.borrow_mut() = None);
