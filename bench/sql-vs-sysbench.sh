@@ -20,13 +20,16 @@
 # deadlocks about ten times a second on PostgreSQL, each found only after its deadlock_timeout
 # (1 s) — the rate becomes a draw of how many deadlocks a run had, for either tool (81 and 93 in
 # 8 s, 2026-11-26), not a measure of the tool. Then, per database and workload, the same pair
-# once more at one fixed rate, half of sysbench's closed-loop rate in that round (sysbench
-# --rate, dyno --rate): a closed loop's latency follows its rate (the same 8 clients at a higher
-# rate wait less), so only at one rate do the two latencies measure the same thing. sysbench
-# times a transaction from when its generator thread queued it (after that thread's sleep, so
-# without its lateness), dyno from when it was due (with its own lateness, the schedule lag);
-# dyno's service time (from each transaction's actual start) is shown beside: sysbench's figure
-# lies between the two, as it holds its worker thread's wake-up but not its timer's lateness.
+# twice more at fixed rates, a tenth and a half of sysbench's closed-loop rate in that round
+# (sysbench --rate, dyno --rate): a closed loop's latency follows its rate (the same 8 clients at
+# a higher rate wait less), so only at one rate do the two latencies measure the same thing.
+# sysbench times a transaction from when its timer thread queued it (so without that thread's
+# lateness, but with the wake-up of the worker thread it hands the transaction to), dyno from when
+# it was due (with its own lateness, the schedule lag); dyno's service time (from each
+# transaction's actual start) is shown beside. At a tenth of the server's capacity nothing
+# queues and the two figures measure the same round trip; at half, sysbench's late timer thread
+# sends bunched transactions that wait at the server (a packet capture, 2026-11-28:
+# docs/src/measurements/sql.md).
 # Traffic stays on 127.0.0.1.
 # Usage: bench/sql-vs-sysbench.sh [ROUNDS] [SECONDS] [CLIENTS] [RAND_TYPE]
 set -euo pipefail
@@ -115,12 +118,15 @@ for round in $(seq 1 "$rounds"); do
         read -r tps cpu p50 svc <<<"$("${tool}_run" "$db" "$workload" "$round")"
         printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f %11s\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50" "$svc"
         echo "$round $db $workload $tool $tps $cpu $p50 $svc" >>"$results"
-        [ "$tool" = sysbench ] && fixed=$(python3 -c "print(max(1, round($tps / 2)))")
+        [ "$tool" = sysbench ] && closed=$tps
       done
-      for tool in $order; do
-        read -r tps cpu p50 svc <<<"$("${tool}_run" "$db" "$workload" "$round" "$fixed")"
-        printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f %11s  at --rate %s\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50" "$svc" "$fixed"
-        echo "$round $db $workload $tool@rate $tps $cpu $p50 $svc" >>"$results"
+      for part in 10 2; do
+        fixed=$(python3 -c "print(max(1, round($closed / $part)))")
+        for tool in $order; do
+          read -r tps cpu p50 svc <<<"$("${tool}_run" "$db" "$workload" "$round" "$fixed")"
+          printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f %11s  at --rate %s\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50" "$svc" "$fixed"
+          echo "$round $db $workload $tool@$part $tps $cpu $p50 $svc" >>"$results"
+        done
       done
     done
   done
@@ -141,8 +147,10 @@ for db in ("postgres", "mariadb"):
         for (i, j), what, a, b in (((0, 0), "rate", "dyno", "sysbench"),
                                    ((1, 1), "CPU per transaction", "dyno", "sysbench"),
                                    ((2, 2), "p50 latency", "dyno", "sysbench"),
-                                   ((2, 2), "p50 at one rate", "dyno@rate", "sysbench@rate"),
-                                   ((3, 2), "  service time p50", "dyno@rate", "sysbench@rate")):
+                                   ((2, 2), "p50 at 1/10 the rate", "dyno@10", "sysbench@10"),
+                                   ((3, 2), "  service time p50", "dyno@10", "sysbench@10"),
+                                   ((2, 2), "p50 at 1/2 the rate", "dyno@2", "sysbench@2"),
+                                   ((3, 2), "  service time p50", "dyno@2", "sysbench@2")):
             v = [d[a][i] / d[b][j] for d in by.values()]
             print(f"  {db:9} {w:18} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x)")
 PY
