@@ -19,7 +19,9 @@
 #     states; dyno's cold (the page cache dropped too) has no zodbshootout twin, nor has
 #     zodbshootout's write/read "warm". With address= (servers this script started), dyno's cold is
 #     n/a for ZEO: the caches of a server dyno did not start are not dyno's to drop.
-# Usage: bench/zodb-vs-zodbshootout.sh [ROUNDS] [N]
+# ZS_ARGS adds options to zodbshootout's (pyperf's: ZS_ARGS="--loops 20" times 20 loops of a test
+# in one process, so only the first meets a cold cache); ZS_TESTS runs only the tests named.
+# Usage: [ZS_ARGS=…] [ZS_TESTS=…] bench/zodb-vs-zodbshootout.sh [ROUNDS] [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -61,27 +63,29 @@ start_postgres
 start_mariadb
 mariadb --no-defaults --socket="$work/maria/sock" -u root -e "CREATE DATABASE zodbshootout"
 
-# ZEO servers on core 1: one on a MappingStorage and one on a FileStorage, for each tool.
-zeo() { # NAME BACKEND → prints the port
+# ZEO servers on core 1: one on a MappingStorage and one on a FileStorage, for each tool. Not
+# called in a command substitution: its subshell would keep the PID from `pids`, and the servers
+# would outlive the run (they did, until 2026-11-28).
+zeo() { # VAR NAME BACKEND → the port in VAR
   local port; port=$(free_port)
-  mkdir -p "$work/$1"
-  printf '<zeo>\n  address 127.0.0.1:%s\n</zeo>\n%s\n' "$port" "$2" >"$work/$1/zeo.conf"
-  PYTHONPATH=$PWD/adapters/zodb taskset -c 1 "$zpy" -m ZEO.runzeo -C "$work/$1/zeo.conf" \
-    >"$work/$1/zeo.log" 2>&1 &
+  mkdir -p "$work/$2"
+  printf '<zeo>\n  address 127.0.0.1:%s\n</zeo>\n%s\n' "$port" "$3" >"$work/$2/zeo.conf"
+  PYTHONPATH=$PWD/adapters/zodb taskset -c 1 "$zpy" -m ZEO.runzeo -C "$work/$2/zeo.conf" \
+    >"$work/$2/zeo.log" 2>&1 &
   pids+=($!)
   wait_port "$port" 200
-  echo "$port"
+  printf -v "$1" '%s' "$port"
 }
-dm=$(zeo dyno-mapping '<mappingstorage>
-</mappingstorage>')
-df=$(zeo dyno-zeo "<filestorage>
+zeo dm dyno-mapping '<mappingstorage>
+</mappingstorage>'
+zeo df dyno-zeo "<filestorage>
   path $work/dyno-zeo/Data.fs
-</filestorage>")
-zm=$(zeo zs-mapping '<mappingstorage>
-</mappingstorage>')
-zf=$(zeo zs-zeo "<filestorage>
+</filestorage>"
+zeo zm zs-mapping '<mappingstorage>
+</mappingstorage>'
+zeo zf zs-zeo "<filestorage>
   path $work/zs-zeo/Data.fs
-</filestorage>")
+</filestorage>"
 
 z=exec:adapters/zodb/adapter.py
 dyno_targets=("$z?storage=mapping&address=127.0.0.1:$dm" "$z?storage=file"
@@ -133,8 +137,9 @@ for r in $(seq "$rounds"); do
   taskset -c 0 "$dyno" run -n "$n" -c 1 --size 300 --reps 3 --quiet -o "$work/dyno-$r" \
     "${dyno_targets[@]}" >/dev/null
   echo "== round $r: zodbshootout" >&2
+  # shellcheck disable=SC2086
   (cd "$work" && taskset -c 0 "$zs/bin/zodbshootout" -c 1 --object-counts "$n" -s 300 --fast \
-    -q -o "$work/zs-$r.json" "$work/zs.conf" add update cold hot steamin >"$work/zs-$r.log" 2>&1) \
+    -q -o "$work/zs-$r.json" ${ZS_ARGS:-} "$work/zs.conf" ${ZS_TESTS:-add update cold hot steamin} >"$work/zs-$r.log" 2>&1) \
     || { tail -20 "$work/zs-$r.log" >&2; exit 1; }
 done
 
