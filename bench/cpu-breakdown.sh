@@ -37,8 +37,7 @@ cleanup() {
   set +e
   stop_nginx
   stop_postgres
-  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
+  stop_pids INT
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -36,8 +36,7 @@ cleanup() {
   set +e
   # The postmaster by its own PID file (runuser does not pass a signal on); redis by its PID.
   stop_postgres
-  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
+  stop_pids INT
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -14,6 +14,15 @@ wait_port() {
   return 1
 }
 
+# Signals (SIGNAL, default TERM) every process in $pids this script started, then waits (at most
+# 20 s each) until each has gone.
+stop_pids() {
+  local p
+  for p in "${pids[@]}"; do kill -"${1:-TERM}" "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
+  return 0
+}
+
 # Runs a command pinned to core 0; prints its stdout, then "cpu_ns=N" for its user + system time.
 measure() {
   python3 - "$@" <<'PY'

@@ -51,8 +51,7 @@ cleanup() {
   set +e
   stop_postgres
   stop_mariadb
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null; done
+  stop_pids TERM
   mkdir -p target/zodb-bench && cp -r "$work"/dyno-* "$work"/zs-*.json target/zodb-bench/ 2>/dev/null
   rm -rf "$work"
 }
