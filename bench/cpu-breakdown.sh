@@ -30,9 +30,7 @@ command -v redis-server >/dev/null || install redis-server redis-tools
 find_postgres postgresql-contrib
 cargo build --release -q
 dyno=$PWD/target/release/dyno
-work=$(mktemp -d)
-chmod 755 "$work"
-pids=()
+scratch
 cleanup() {
   set +e
   stop_nginx

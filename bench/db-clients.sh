@@ -29,9 +29,7 @@ find_postgres postgresql-contrib
 [ -x "$pgbin/pgbench" ] || install postgresql-contrib
 cargo build --release -q
 dyno=$PWD/target/release/dyno
-work=$(mktemp -d)
-chmod 755 "$work"
-pids=()
+scratch
 cleanup() {
   set +e
   # The postmaster by its own PID file (runuser does not pass a signal on); redis by its PID.

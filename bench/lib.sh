@@ -14,6 +14,14 @@ wait_port() {
   return 1
 }
 
+# A scratch folder in $work that a server running as the `postgres` user can enter, and an empty
+# list of the PIDs the script starts ($pids).
+scratch() {
+  work=$(mktemp -d)
+  chmod 755 "$work"
+  pids=()
+}
+
 # Signals (SIGNAL, default TERM) every process in $pids this script started, then waits (at most
 # 20 s each) until each has gone.
 stop_pids() {

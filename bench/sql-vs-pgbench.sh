@@ -31,9 +31,7 @@ find_postgres postgresql-contrib
 [ -x "$pgbin/pgbench" ] || install postgresql-contrib
 cargo build --release -q
 dyno=$PWD/target/release/dyno
-work=$(mktemp -d)
-pids=()
-chmod 755 "$work"
+scratch
 cleanup() {
   set +e
   stop_postgres

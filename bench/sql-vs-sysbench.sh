@@ -44,9 +44,7 @@ command -v sysbench >/dev/null || install sysbench
 find_postgres
 cargo build --release -q
 dyno=$PWD/target/release/dyno
-work=$(mktemp -d)
-pids=()
-chmod 755 "$work"
+scratch
 cleanup() {
   set +e
   stop_postgres

@@ -44,9 +44,7 @@ site=$("$zs/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purel
 cp adapters/zodb/dyno_relstorage_mariadb.py "$site/"
 echo "import dyno_relstorage_mariadb; dyno_relstorage_mariadb.install()" >"$site/dyno_mariadb.pth"
 zpy=$PWD/adapters/zodb/.venv/bin/python
-work=$(mktemp -d)
-chmod 755 "$work"
-pids=()
+scratch
 cleanup() {
   set +e
   stop_postgres
