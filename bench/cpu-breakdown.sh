@@ -94,12 +94,11 @@ PY
 
 # Runs a command on core 0 under perf; prints its CPU seconds and leaves its samples in $work/s.
 sampled() {
-  local out=$1
+  local out=$1 cpu
   shift
-  /usr/bin/time -f "%U %S" -o "$work/time" taskset -c 0 perf record -q -g -F 999 -o "$work/perf.data" -- "$@" >"$out" 2>"$work/err" \
-    || { cat "$work/err" "$out"; exit 1; }
+  cpu=$(timed "$out" taskset -c 0 perf record -q -g -F 999 -o "$work/perf.data" -- "$@") || { echo "$cpu" >&2; exit 1; }
   perf script -i "$work/perf.data" 2>/dev/null >"$work/s"
-  awk '{ print $1 + $2 }' "$work/time"
+  echo "$cpu"
 }
 
 row() { # LABEL CPU_US_PER_REQUEST SHARES...
@@ -127,8 +126,9 @@ done
 n=200000
 cpu=$(sampled "$work/rb.csv" redis-benchmark -p "$rport" -t get -c 50 -P 1 -d 300 -n "$n" --csv)
 row "redis-benchmark -t get -c 50" "$(python3 -c "print($cpu * 1e6 / $n)")" $(shares "$work/s")
-cpu=$(sampled "$work/pgbench.out" "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -S -M prepared -c 8 -j 1 -t 25000 postgres)
-row "pgbench -S -c 8 -j 1" "$(python3 -c "print($cpu * 1e6 / 200000)")" $(shares "$work/s")
+per_client=25000
+cpu=$(sampled "$work/pgbench.out" "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -S -M prepared -c 8 -j 1 -t "$per_client" postgres)
+row "pgbench -S -c 8 -j 1" "$(python3 -c "print($cpu * 1e6 / (8 * $per_client))")" $(shares "$work/s")
 
 # dyno's store runs: the hot test's CPU from the record, its samples from dyno's own profile.
 hot() { # NAME LABEL URL ARGS...

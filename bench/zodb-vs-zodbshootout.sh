@@ -19,8 +19,8 @@
 #     states; dyno's cold (the page cache dropped too) has no zodbshootout twin, nor has
 #     zodbshootout's write/read "warm". With address= (servers this script started), dyno's cold is
 #     n/a for ZEO: the caches of a server dyno did not start are not dyno's to drop.
-# ZS_ARGS adds options to zodbshootout's (pyperf's: ZS_ARGS="--loops 20" times 20 loops of a test
-# in one process, so only the first meets a cold cache); ZS_TESTS runs only the tests named.
+# ZS_ARGS adds options to zodbshootout's (pyperf's, e.g. ZS_ARGS="--loops 5": five loops of a
+# test per value instead of --fast's one); ZS_TESTS runs only the tests named.
 # Usage: [ZS_ARGS=…] [ZS_TESTS=…] bench/zodb-vs-zodbshootout.sh [ROUNDS] [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
