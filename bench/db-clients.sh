@@ -15,8 +15,10 @@
 # dyno's CPU for a test is its process's (every thread) from the start to the end of the test,
 # as the record keeps it (cases[].reps[].detail.store.client_cpu_ns); pgbench's and
 # redis-benchmark's are their processes' whole runs (GNU time), setup included — which favours
-# them. Traffic stays on 127.0.0.1.
-# Usage: bench/db-clients.sh [ROUNDS] [N_PG]
+# them. With OLD_DYNO=PATH (another dyno build), that build's postgres:// runs beside this one's
+# in every round, on both backends, and the summary gives this build's CPU per read over its.
+# Traffic stays on 127.0.0.1.
+# Usage: [OLD_DYNO=PATH] bench/db-clients.sh [ROUNDS] [N_PG]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -76,16 +78,31 @@ print(ops, cpu, ops / wall * 1e9)
 PY
 }
 
+# One postgres:// shootout by the dyno at $1 on backend $2 ($3 names an older build): sets
+# d_cpu (µs per hot read) and rate, and prints them.
+pg_reads() {
+  local out="$work/pg-$2-$round$3"
+  timed /dev/null taskset -c 0 "$1" run "$pg" -c 8 -n "$npg" --reps 1 --io "$2" --quiet -o "$out" >/dev/null
+  read -r ops cpu rate < <(reads_of "$out/run.json" hot)
+  d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
+  printf "%-6s %-34s %12.0f %14.2f\n" "$round" "dyno${3:+ ($3)} postgres:// hot -c 8 ($2)" "$rate" "$d_cpu"
+}
+
 printf "%-6s %-34s %12s %14s %10s\n" round what "reads/s" "CPU/read (µs)" "peak RSS"
 results=$work/results
 : >"$results"
 for round in $(seq 1 "$rounds"); do
   # PostgreSQL
+  if [ -n "${OLD_DYNO:-}" ]; then
+    old_row="pgold $round"
+    for io in epoll uring; do
+      pg_reads "$OLD_DYNO" "$io" old
+      old_row="$old_row $d_cpu $rate"
+    done
+    echo "$old_row" >>"$results"
+  fi
   for io in epoll uring; do
-    timed /dev/null taskset -c 0 "$dyno" run "$pg" -c 8 -n "$npg" --reps 1 --io "$io" --quiet -o "$work/pg-$io-$round" >/dev/null
-    read -r ops cpu rate < <(reads_of "$work/pg-$io-$round/run.json" hot)
-    d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
-    printf "%-6s %-34s %12.0f %14.2f\n" "$round" "dyno postgres:// hot -c 8 ($io)" "$rate" "$d_cpu"
+    pg_reads "$dyno" "$io" ""
     [ "$io" = epoll ] && { e_cpu=$d_cpu; e_rate=$rate; }
   done
   n=$((npg))
@@ -128,7 +145,14 @@ def show(kind, what):
     return rs
 print()
 print("dyno / native, per round:")
-show("pg", "postgres:// vs pgbench")
+pg = show("pg", "postgres:// vs pgbench")
+old = {r[1]: r for r in rows if r[0] == "pgold"}
+if old:
+    both = [(r, old[r[1]]) for r in pg if r[1] in old]
+    line("  this build / OLD_DYNO (epoll)", [float(r[-2]) / float(o[2]) for r, o in both],
+         [float(r[-1]) / float(o[3]) for r, o in both])
+    line("  this build / OLD_DYNO (io_uring)", [float(r[2]) / float(o[4]) for r, o in both],
+         [float(r[4]) / float(o[5]) for r, o in both])
 rs = show("redis", "redis:// vs redis-benchmark")
 rss = [int(r[6]) / 1024 for r in rs]
 payload = 50 * 1000 * 300 / 2**20

@@ -27,6 +27,86 @@ pub fn authority<'a>(
         })
 }
 
+/// A database URL's parts after `scheme:`: `//USER[:PASSWORD]@HOST[:PORT][/DATABASE]`, with
+/// `%XX` escapes decoded in the user, password and database (a password may hold `@` or `:`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DbUrl {
+    pub user: String,
+    pub password: Option<String>,
+    /// `HOST:PORT` (the default port added where the URL gives none).
+    pub authority: String,
+    pub database: Option<String>,
+}
+
+impl DbUrl {
+    /// Parses `rest`; `form` is the URL's form and `example` one to write, for the messages.
+    pub fn parse(
+        rest: &str,
+        default_port: u16,
+        form: &str,
+        example: &str,
+    ) -> Result<DbUrl, ConfigError> {
+        let bad = || {
+            ConfigError::url(format!("the URL's form is {form}"))
+                .hint(format!("write e.g. {example}"))
+        };
+        let rest = rest.strip_prefix("//").ok_or_else(bad)?;
+        let (who, place) = rest.rsplit_once('@').ok_or_else(|| {
+            ConfigError::url("the URL names no user").hint(format!("write e.g. {example}"))
+        })?;
+        let (user, password) = match who.split_once(':') {
+            Some((u, p)) => (u, Some(unescape(p)?)),
+            None => (who, None),
+        };
+        let (host, database) = place.split_once('/').unwrap_or((place, ""));
+        if user.is_empty() || host.is_empty() || database.contains('/') || host.contains(',') {
+            return Err(bad());
+        }
+        let authority = if has_port(host) {
+            host.to_string()
+        } else {
+            format!("{host}:{default_port}")
+        };
+        Ok(DbUrl {
+            user: unescape(user)?,
+            password,
+            authority,
+            database: (!database.is_empty())
+                .then(|| unescape(database))
+                .transpose()?,
+        })
+    }
+}
+
+/// Whether `host[:port]` gives a port (`[::1]` does not, `[::1]:5432` does).
+fn has_port(authority: &str) -> bool {
+    authority
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| p.parse::<u16>().is_ok() && (!h.starts_with('[') || h.ends_with(']')))
+}
+
+/// `%XX` escapes decoded.
+fn unescape(s: &str) -> Result<String, ConfigError> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            out.push(hex.ok_or_else(|| {
+                ConfigError::url(format!("a bad %-escape in {s:?}")).hint("write %40 for @")
+            })?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| ConfigError::url("the URL's user or password is not UTF-8"))
+}
+
 /// `loopback` for an address on this machine, else `lan` (what a record calls the topology).
 pub fn topology_of(authority: &str) -> &'static str {
     let loopback = ["127.", "localhost", "[::1]"]
@@ -37,11 +117,8 @@ pub fn topology_of(authority: &str) -> &'static str {
 
 /// Resolves `host:port` (or `host` with `default_port`) to its first address.
 pub fn resolve(authority: &str, default_port: Option<u16>) -> Result<SocketAddr, DriverError> {
-    let has_port = authority
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok());
     let with_port = match default_port {
-        Some(port) if !has_port => format!("{authority}:{port}"),
+        Some(port) if !has_port(authority) => format!("{authority}:{port}"),
         _ => authority.to_string(),
     };
     with_port
@@ -118,6 +195,37 @@ impl Reconnects {
             op: "reconnect".into(),
             count,
             latency,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_url_is_read_into_its_parts() {
+        let p = |rest: &str| DbUrl::parse(rest, 5432, "x://U@H/D", "x://u@h/d");
+        let u = p("//dyno:s%40cret@127.0.0.1/shop").unwrap();
+        assert_eq!(u.user, "dyno");
+        assert_eq!(u.password.as_deref(), Some("s@cret"));
+        assert_eq!(u.authority, "127.0.0.1:5432");
+        assert_eq!(u.database.as_deref(), Some("shop"));
+        let u = p("//me@[::1]").unwrap();
+        assert_eq!(
+            (u.password, u.authority, u.database),
+            (None, "[::1]:5432".into(), None)
+        );
+        assert_eq!(p("//me@[::1]:6000/").unwrap().authority, "[::1]:6000");
+        for (bad, says) in [
+            ("//127.0.0.1/db", "names no user"),
+            ("me@h/db", "the URL's form is"),
+            ("//me@h/a/b", "the URL's form is"),
+            ("//me@h1,h2/db", "the URL's form is"),
+            ("//me:%zz@h", "bad %-escape"),
+        ] {
+            let e = p(bad).unwrap_err();
+            assert!(e.message.contains(says), "{bad}: {e:?}");
         }
     }
 }

@@ -60,58 +60,23 @@ struct Config {
     durability: std::sync::OnceLock<String>,
 }
 
-fn form() -> ConfigError {
-    ConfigError::url("the URL's form is mysql://USER[:PASSWORD]@HOST[:PORT][/DATABASE]")
-        .hint("write e.g. mysql://dyno:secret@127.0.0.1:3306")
-}
-
-/// `%XX` escapes decoded (a password may hold `@` or `:` written so).
-fn unescape(s: &str) -> Result<String, ConfigError> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok());
-            out.push(hex.ok_or_else(|| {
-                ConfigError::url(format!("a bad %-escape in {s:?}")).hint("write %40 for @")
-            })?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| ConfigError::url("the URL's user or password is not UTF-8"))
-}
-
 /// Validates the URL; touches nothing.
 pub fn configure(
     rest: &str,
     options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn TargetConfig>, ConfigError> {
     Opts::new("mysql", options, INFO.options)?;
-    let rest = rest.strip_prefix("//").ok_or_else(form)?;
-    let (who, place) = rest.rsplit_once('@').ok_or_else(|| {
-        ConfigError::url("the URL names no user").hint("write e.g. mysql://dyno:secret@127.0.0.1")
-    })?;
-    let (user, password) = who.split_once(':').unwrap_or((who, ""));
-    let (host, database) = place.split_once('/').unwrap_or((place, ""));
-    if user.is_empty() || host.is_empty() || database.contains('/') {
-        return Err(form());
-    }
-    let authority = if host.contains(':') {
-        host.to_string()
-    } else {
-        format!("{host}:3306")
-    };
+    let url = crate::net::DbUrl::parse(
+        rest,
+        3306,
+        "mysql://USER[:PASSWORD]@HOST[:PORT][/DATABASE]",
+        "mysql://dyno:secret@127.0.0.1:3306",
+    )?;
     Ok(Box::new(Config {
-        authority,
-        user: unescape(user)?,
-        password: unescape(password)?,
-        database: (!database.is_empty()).then(|| database.to_string()),
+        authority: url.authority,
+        user: url.user,
+        password: url.password.unwrap_or_default(),
+        database: url.database,
         durability: std::sync::OnceLock::new(),
     }))
 }

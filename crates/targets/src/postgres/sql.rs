@@ -3,7 +3,7 @@
 //! server to read as the types it infers (as pgbench's `-M prepared` does), and each row's
 //! columns read back as text.
 
-use super::wire::{Login, Prepared, Wire};
+use super::wire::{Prepared, Wire};
 use super::*;
 use engine::driver::{SqlParam, SqlSession};
 
@@ -15,25 +15,8 @@ pub(super) struct PgSql {
 impl PgSql {
     /// A session of `config`'s server working in `schema`.
     pub(super) fn open(config: &Config, schema: &str) -> Result<PgSql, OpError> {
-        let addr = crate::net::resolve(&config.authority, Some(5432))
-            .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
-        let pg = &config.pg;
-        let login = Login {
-            user: pg.get_user().unwrap_or_default(),
-            password: pg.get_password(),
-            database: pg.get_dbname(),
-            // Not the kv family's `statement_timeout`: a late reply cancels its statement
-            // instead (see `wire`), so no statement arms a timer on the server.
-            options: None,
-        };
-        let mut w = Wire::open(addr, &login)?;
+        let mut w = config.connect()?;
         w.batch(&format!("SET search_path TO {schema}"))?;
-        if !config.synchronous_commit.is_empty() {
-            w.batch(&format!(
-                "SET synchronous_commit = {}",
-                config.synchronous_commit
-            ))?;
-        }
         Ok(PgSql {
             w,
             stmts: Vec::new(),

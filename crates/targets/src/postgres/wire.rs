@@ -1,22 +1,28 @@
-//! A PostgreSQL connection for the `sql` family, written on the protocol itself (version 3.0,
-//! the extended query protocol) over an [`engine::fiber::Stream`]: a statement is one write
-//! (Bind, Execute, Sync) and the replies are read from a buffer, a message at a time, into one
-//! body buffer reused for every message. Rows come back in text format, as pgbench reads them.
+//! A PostgreSQL connection, written on the protocol itself (version 3.0, the extended query
+//! protocol) over an [`engine::fiber::Stream`]: a statement is one write (Bind, Execute, Sync)
+//! and the replies are read from a buffer, a message at a time, into one body buffer reused for
+//! every message; a row is handed over as where its values lie in that buffer. The sql family's
+//! statements are in text, as pgbench sends and reads them; the kv family's in binary (see
+//! [`Arg`]).
 //!
-//! Why not tokio-postgres here, as the kv family uses: its client and connection halves talk
+//! Why not tokio-postgres, as both families used before: its client and connection halves talk
 //! through a channel, each reply is split into reference-counted buffers and each row into a
 //! `Row` before dyno sees it. On pgbench's `select-only` that was a quarter of dyno's own
-//! (user) CPU per transaction — see `docs/src/measurements/sql.md` for the figures before and
-//! after. Logging in uses `postgres-protocol`'s messages and its SCRAM-SHA-256 (the crate
-//! tokio-postgres is built on).
+//! (user) CPU per transaction, and a third of its CPU per kv read — `docs/src/measurements/
+//! sql.md` and `docs/src/measurements/generator.md` have the figures before and after. Logging
+//! in uses `postgres-protocol`'s messages and its SCRAM-SHA-256 (the crate tokio-postgres is
+//! built on).
 //!
 //! Bounds: a reply has [`TIMEOUT`]; one that does not come in time cancels the statement on the
 //! server (a CancelRequest with the session's BackendKeyData, as psql's and pgbench's cancel
-//! sends it) rather than every statement carrying a server-side `statement_timeout` as the kv
-//! family's do: arming that timer for each statement cost PostgreSQL 5% of pgbench's
-//! `tpcb-like` rate here (`docs/src/measurements/sql.md`), and neither pgbench nor sysbench
-//! sets one.
+//! sends it) rather than every statement carrying a server-side `statement_timeout`: arming
+//! that timer for each statement cost PostgreSQL 5% of pgbench's `tpcb-like` rate here
+//! (`docs/src/measurements/sql.md`), and neither pgbench nor sysbench sets one.
 
+use super::message::{
+    Arg, Malformed, begin, cstr, encode_execute, end, malformed, parse_data_row,
+    parse_row_description, server_err, tag_rows,
+};
 use super::{TIMEOUT, keepalive};
 use bytes::BytesMut;
 use engine::driver::{ErrorClass, OpError, SqlParam};
@@ -37,8 +43,6 @@ pub struct Login<'a> {
     pub user: &'a str,
     pub password: Option<&'a [u8]>,
     pub database: Option<&'a str>,
-    /// `-c name=value …`, sent as the startup's `options`.
-    pub options: Option<&'a str>,
 }
 
 /// A statement prepared on the server: its name there and its result columns' names.
@@ -67,17 +71,6 @@ pub struct Wire {
 /// took [`TIMEOUT`], so it must not add as much again.
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A message the server sent that dyno cannot read.
-#[derive(Debug, PartialEq)]
-pub struct Malformed(pub &'static str);
-
-fn malformed(context: &str, m: Malformed) -> OpError {
-    OpError::new(
-        ErrorClass::Protocol,
-        format!("postgres: {context}: {}", m.0),
-    )
-}
-
 fn read_err(context: &str, e: &std::io::Error) -> OpError {
     if e.kind() == std::io::ErrorKind::UnexpectedEof {
         return OpError::new(
@@ -86,159 +79,6 @@ fn read_err(context: &str, e: &std::io::Error) -> OpError {
         );
     }
     OpError::io(&format!("postgres: {context}: receive"), e)
-}
-
-/// An ErrorResponse as an error of its class, in the words `op_err` uses for the kv family
-/// (`ERROR 40001: …`: the sql suite tells conflicts apart by the code).
-fn server_err(context: &str, body: &[u8]) -> OpError {
-    let (code, message) = parse_error(body);
-    let class = match code.as_str() {
-        "57014" => ErrorClass::Timeout,
-        c if c.starts_with("53") => ErrorClass::Full,
-        c if c.starts_with("28") => ErrorClass::Refused,
-        _ => ErrorClass::Application,
-    };
-    OpError::new(
-        class,
-        format!("postgres: {context}: ERROR {code}: {message}"),
-    )
-}
-
-/// An ErrorResponse's SQLSTATE and message (empty where absent).
-pub fn parse_error(body: &[u8]) -> (String, String) {
-    let (mut code, mut message) = (String::new(), String::new());
-    let mut rest = body;
-    while let [field, tail @ ..] = rest {
-        if *field == 0 {
-            break;
-        }
-        let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-        let text = String::from_utf8_lossy(&tail[..end]).into_owned();
-        match field {
-            b'C' => code = text,
-            b'M' => message = text,
-            _ => {}
-        }
-        rest = tail.get(end + 1..).unwrap_or(&[]);
-    }
-    (code, message)
-}
-
-/// A DataRow's values: where each lies in `body` (`None` for NULL).
-pub fn parse_data_row(body: &[u8], at: &mut Vec<Option<Range<usize>>>) -> Result<(), Malformed> {
-    at.clear();
-    let short = Malformed("a data row shorter than its lengths");
-    let n = u16::from_be_bytes(body.get(..2).ok_or(short)?.try_into().unwrap_or_default());
-    let mut pos = 2;
-    for _ in 0..n {
-        let len = body
-            .get(pos..pos + 4)
-            .ok_or(Malformed("a data row cut short"))?;
-        let len = i32::from_be_bytes(len.try_into().unwrap_or_default());
-        pos += 4;
-        if len < 0 {
-            at.push(None);
-            continue;
-        }
-        let end = pos + len as usize;
-        if end > body.len() {
-            return Err(Malformed("a data row's value past its end"));
-        }
-        at.push(Some(pos..end));
-        pos = end;
-    }
-    Ok(())
-}
-
-/// A RowDescription's column names.
-pub fn parse_row_description(body: &[u8]) -> Result<Vec<String>, Malformed> {
-    let cut = Malformed("a row description cut short");
-    let n = u16::from_be_bytes(body.get(..2).ok_or(cut)?.try_into().unwrap_or_default());
-    let mut names = Vec::with_capacity(usize::from(n).min(body.len()));
-    let mut rest = &body[2..];
-    for _ in 0..n {
-        let end = (rest.iter().position(|&b| b == 0)).ok_or(Malformed("a column name unended"))?;
-        names.push(String::from_utf8_lossy(&rest[..end]).into_owned());
-        // Table OID, column number, type OID, type size, type modifier, format: 18 bytes.
-        rest = (rest.get(end + 1 + 18..)).ok_or(Malformed("a row description cut short"))?;
-    }
-    Ok(names)
-}
-
-/// The rows a CommandComplete's tag counts (`SELECT 5`, `INSERT 0 1`, `UPDATE 3`); 0 for a tag
-/// without a count (`BEGIN`).
-pub fn tag_rows(body: &[u8]) -> u64 {
-    let tag = body.strip_suffix(&[0]).unwrap_or(body);
-    let last = tag.rsplit(|&b| b == b' ').next().unwrap_or(&[]);
-    std::str::from_utf8(last)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Starts a message of type `kind` in `out`; [`end`] writes its length.
-fn begin(out: &mut Vec<u8>, kind: u8) -> usize {
-    out.push(kind);
-    let at = out.len();
-    out.extend_from_slice(&[0; 4]);
-    at
-}
-
-fn end(out: &mut [u8], at: usize) {
-    let len = (out.len() - at) as i32;
-    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
-}
-
-fn cstr(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(s.as_bytes());
-    out.push(0);
-}
-
-/// Bind (the unnamed portal, every parameter and result in text), Execute (all rows), Sync.
-fn encode_execute(out: &mut Vec<u8>, stmt: &str, params: &[SqlParam<'_>]) {
-    let at = begin(out, b'B');
-    out.push(0);
-    cstr(out, stmt);
-    out.extend_from_slice(&[0, 1, 0, 0]);
-    out.extend_from_slice(&(params.len() as u16).to_be_bytes());
-    for p in params {
-        match p {
-            SqlParam::Null => out.extend_from_slice(&(-1i32).to_be_bytes()),
-            SqlParam::Int(i) => {
-                let mut digits = [0u8; 20];
-                let text = int_text(*i, &mut digits);
-                out.extend_from_slice(&(text.len() as i32).to_be_bytes());
-                out.extend_from_slice(text);
-            }
-            SqlParam::Text(s) => {
-                out.extend_from_slice(&(s.len() as i32).to_be_bytes());
-                out.extend_from_slice(s.as_bytes());
-            }
-        }
-    }
-    out.extend_from_slice(&[0, 1, 0, 0]);
-    end(out, at);
-    out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
-    out.extend_from_slice(&[b'S', 0, 0, 0, 4]);
-}
-
-/// `i` in decimal, written into `buf` (no allocation).
-fn int_text(i: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut n = i.unsigned_abs();
-    let mut pos = buf.len();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if i < 0 {
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    &buf[pos..]
 }
 
 impl Wire {
@@ -274,7 +114,6 @@ impl Wire {
             ("application_name", "dyno"),
         ];
         params.extend(login.database.map(|d| ("database", d)));
-        params.extend(login.options.map(|o| ("options", o)));
         let mut buf = BytesMut::new();
         frontend::startup_message(params, &mut buf).map_err(io)?;
         w.send_bytes(&buf, "login")?;
@@ -395,10 +234,9 @@ impl Wire {
         self.out.extend_from_slice(&[b'S', 0, 0, 0, 4]);
         self.send("prepare")?;
         let mut columns = Vec::new();
-        let mut failed = None;
         self.until_ready("prepare", |w| {
             match w.kind {
-                b'E' => failed = failed.take().or(Some(server_err("prepare", &w.body))),
+                b'E' => return Err(server_err("prepare", &w.body)),
                 b'T' => {
                     columns = parse_row_description(&w.body).map_err(|m| malformed("prepare", m))?
                 }
@@ -406,44 +244,59 @@ impl Wire {
             }
             Ok(())
         })?;
-        if let Some(e) = failed {
-            return Err(e);
-        }
         self.prepared += 1;
         Ok(Prepared { name, columns })
     }
 
-    /// Runs a prepared statement with `params` (sent as text); `row` is handed each row's
-    /// values as text (rows are not read apart when it is `None`). Returns the rows its
+    /// Runs a prepared statement with `params`; `row` is handed each row (rows are not read
+    /// apart when it is `None`), and a row it refuses fails the statement. Returns the rows its
     /// command tag counts: selected, inserted, updated or deleted.
-    pub fn execute(
+    pub fn run<A: Arg>(
         &mut self,
         stmt: &Prepared,
-        params: &[SqlParam<'_>],
-        mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        params: &[A],
+        mut row: Option<&mut EachRow<'_>>,
     ) -> Result<u64, OpError> {
         self.out.clear();
         encode_execute(&mut self.out, &stmt.name, params);
         self.send("execute")?;
-        let (mut rows, mut failed) = (0, None);
+        let mut rows = 0;
         let mut at = std::mem::take(&mut self.at);
         let read = self.until_ready("execute", |w| {
             match w.kind {
                 b'D' => {
                     if let Some(row) = row.as_mut() {
                         parse_data_row(&w.body, &mut at).map_err(|m| malformed("execute", m))?;
-                        row_text(&w.body, &at, &stmt.columns, row)?;
+                        row(Row {
+                            body: &w.body,
+                            at: &at,
+                        })?;
                     }
                 }
                 b'C' => rows = tag_rows(&w.body),
-                b'E' => failed = failed.take().or(Some(server_err("execute", &w.body))),
+                b'E' => return Err(server_err("execute", &w.body)),
                 _ => {}
             }
             Ok(())
         });
         self.at = at;
-        read?;
-        failed.map_or(Ok(rows), Err)
+        read.map(|()| rows)
+    }
+
+    /// [`Wire::run`] in text, each row handed over as its columns' names and values.
+    pub fn execute(
+        &mut self,
+        stmt: &Prepared,
+        params: &[SqlParam<'_>],
+        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+    ) -> Result<u64, OpError> {
+        match row {
+            None => self.run(stmt, params, None),
+            Some(each) => {
+                let mut text = |r: Row<'_>| row_text(r, &stmt.columns, each);
+                self.run(stmt, params, Some(&mut text))
+            }
+        }
     }
 
     /// Runs SQL as written (the simple query protocol: several statements may be sent).
@@ -454,29 +307,30 @@ impl Wire {
         end(&mut self.out, at);
         let context = sql.split_whitespace().next().unwrap_or("query");
         self.send(context)?;
-        let mut failed = None;
-        self.until_ready(context, |w| {
-            if w.kind == b'E' && failed.is_none() {
-                failed = Some(server_err(context, &w.body));
-            }
-            Ok(())
-        })?;
-        failed.map_or(Ok(()), Err)
+        self.until_ready(context, |w| match w.kind {
+            b'E' => Err(server_err(context, &w.body)),
+            _ => Ok(()),
+        })
     }
 
     /// Reads messages, each handed to `each`, until ReadyForQuery; at most [`TIMEOUT`] in all.
+    /// The first error `each` returns is the result, once the reply has been read to its end
+    /// (the next statement's reply must not start in the middle of this one's).
     fn until_ready(
         &mut self,
         context: &str,
         mut each: impl FnMut(&Wire) -> Result<(), OpError>,
     ) -> Result<(), OpError> {
         let deadline = std::time::Instant::now() + TIMEOUT;
+        let mut failed = None;
         loop {
             self.read_message(context)?;
             if self.kind == b'Z' {
-                return Ok(());
+                return failed.map_or(Ok(()), Err);
             }
-            each(self)?;
+            if failed.is_none() {
+                failed = each(self).err();
+            }
             if std::time::Instant::now() > deadline {
                 self.cancel_statement();
                 return Err(OpError::new(
@@ -530,19 +384,35 @@ impl Wire {
     }
 }
 
+/// What [`Wire::run`] hands each row to; an error fails the statement.
+pub type EachRow<'a> = dyn FnMut(Row<'_>) -> Result<(), OpError> + 'a;
+
+/// One data row: where each value lies in the message's body (`None` for NULL).
+pub struct Row<'a> {
+    body: &'a [u8],
+    at: &'a [Option<Range<usize>>],
+}
+
+impl<'a> Row<'a> {
+    /// Column `i`'s value (`None` for NULL or a column the row does not have).
+    pub fn get(&self, i: usize) -> Option<&'a [u8]> {
+        let r = self.at.get(i)?.clone()?;
+        Some(&self.body[r])
+    }
+}
+
 /// Hands `row` one data row's values as text, named by `columns`.
 fn row_text(
-    body: &[u8],
-    at: &[Option<Range<usize>>],
+    r: Row<'_>,
     columns: &[String],
     row: &mut dyn FnMut(&engine::driver::SqlRow<'_>),
 ) -> Result<(), OpError> {
-    let mut cols = Vec::with_capacity(at.len());
-    for (i, r) in at.iter().enumerate() {
+    let mut cols = Vec::with_capacity(r.at.len());
+    for i in 0..r.at.len() {
         let name = columns.get(i).map_or("?", String::as_str);
-        let value = match r {
+        let value = match r.get(i) {
             None => None,
-            Some(r) => Some(std::str::from_utf8(&body[r.clone()]).map_err(|_| {
+            Some(v) => Some(std::str::from_utf8(v).map_err(|_| {
                 malformed(
                     "execute",
                     Malformed("a value that is not UTF-8 in a UTF8 session"),
@@ -555,36 +425,27 @@ fn row_text(
     Ok(())
 }
 
+impl Drop for Wire {
+    /// Says goodbye (Terminate), so the server logs an orderly end rather than a lost client;
+    /// never waits for it (a full send buffer means a server not listening).
+    fn drop(&mut self) {
+        let fd = self.input.get_ref().as_raw_fd();
+        let bye = [b'X', 0, 0, 0, 4];
+        // SAFETY: a valid socket and a buffer of that length.
+        unsafe {
+            libc::send(
+                fd,
+                bye.as_ptr().cast(),
+                bye.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn a_statement_is_bind_execute_sync_with_text_everywhere() {
-        let mut out = Vec::new();
-        let params = [SqlParam::Int(-42), SqlParam::Null, SqlParam::Text("ab")];
-        encode_execute(&mut out, "dyno3", &params);
-        let bind: Vec<u8> = [
-            &b"\0dyno3\0"[..],
-            &[0, 1, 0, 0, 0, 3],
-            &[0, 0, 0, 3],
-            b"-42",
-            &[0xff, 0xff, 0xff, 0xff],
-            &[0, 0, 0, 2],
-            b"ab",
-            &[0, 1, 0, 0],
-        ]
-        .concat();
-        assert_eq!(out[0], b'B');
-        assert_eq!(
-            i32::from_be_bytes(out[1..5].try_into().unwrap()) as usize,
-            4 + bind.len()
-        );
-        assert_eq!(&out[5..5 + bind.len()], &bind[..]);
-        let rest = &out[5 + bind.len()..];
-        assert_eq!(rest, [b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0, b'S', 0, 0, 0, 4]);
-    }
 
     #[test]
     fn a_reply_that_does_not_come_in_time_cancels_its_statement() {
@@ -614,7 +475,6 @@ mod tests {
             user: "dyno",
             password: None,
             database: None,
-            options: None,
         };
         let mut w = Wire::open_within(addr, &login, Duration::from_millis(200)).unwrap();
         let e = w.batch("select pg_sleep(60)").unwrap_err();
@@ -623,52 +483,5 @@ mod tests {
         // Length 16, then the code 1234 << 16 | 5678, then the key as the server gave it.
         assert_eq!(&got[..8], [0, 0, 0, 16, 4, 210, 22, 46]);
         assert_eq!(&got[8..], b"\0\0\x30\x39SeCr");
-    }
-
-    #[test]
-    fn replies_are_read_as_the_protocol_writes_them() {
-        let mut at = Vec::new();
-        let row = [&[0, 3][..], &[0, 0, 0, 2], b"ab", &[0xff; 4], &[0, 0, 0, 0]].concat();
-        parse_data_row(&row, &mut at).unwrap();
-        assert_eq!(at, vec![Some(6..8), None, Some(16..16)]);
-        let mut desc = vec![0, 2];
-        for name in ["aid", "abalance"] {
-            desc.extend_from_slice(name.as_bytes());
-            desc.extend_from_slice(&[0; 19]);
-        }
-        assert_eq!(parse_row_description(&desc).unwrap(), ["aid", "abalance"]);
-        assert_eq!(tag_rows(b"SELECT 5\0"), 5);
-        assert_eq!(tag_rows(b"INSERT 0 1\0"), 1);
-        assert_eq!(tag_rows(b"BEGIN\0"), 0);
-        let err = b"SERROR\0VERROR\0C40001\0Mcould not serialize access\0\0";
-        let e = server_err("execute", err);
-        assert_eq!(e.class, ErrorClass::Application);
-        assert_eq!(
-            e.message,
-            "postgres: execute: ERROR 40001: could not serialize access"
-        );
-        assert_eq!(server_err("x", b"C57014\0\0").class, ErrorClass::Timeout);
-    }
-
-    proptest! {
-        #[test]
-        fn any_reply_body_parses_or_fails_cleanly(b in proptest::collection::vec(any::<u8>(), 0..96)) {
-            let mut at = Vec::new();
-            if parse_data_row(&b, &mut at).is_ok() {
-                for r in at.iter().flatten() {
-                    prop_assert!(r.end <= b.len());
-                }
-            }
-            let _ = parse_row_description(&b);
-            let _ = parse_error(&b);
-            let _ = tag_rows(&b);
-        }
-
-        #[test]
-        fn integers_are_written_as_rust_writes_them(i in any::<i64>()) {
-            let mut buf = [0u8; 20];
-            let want = i.to_string();
-            prop_assert_eq!(int_text(i, &mut buf), want.as_bytes());
-        }
     }
 }
