@@ -19,9 +19,13 @@
 #     states; dyno's cold (the page cache dropped too) has no zodbshootout twin, nor has
 #     zodbshootout's write/read "warm". With address= (servers this script started), dyno's cold is
 #     n/a for ZEO: the caches of a server dyno did not start are not dyno's to drop.
+#   - the objects are the size zodbshootout's `-s 300` makes, which is not 300 bytes: it takes a
+#     sample of that many *words* of its own source text (at least 300 bytes), about 1,400 bytes
+#     of data (1,480 pickled). The script measures the mean and gives dyno --size of it
+#     (DYNO_SIZE=300 gives dyno 300-byte objects, as before 2026-11-29).
 # ZS_ARGS adds options to zodbshootout's (pyperf's, e.g. ZS_ARGS="--loops 5": five loops of a
 # test per value instead of --fast's one); ZS_TESTS runs only the tests named.
-# Usage: [ZS_ARGS=…] [ZS_TESTS=…] bench/zodb-vs-zodbshootout.sh [ROUNDS] [N]
+# Usage: [ZS_ARGS=…] [ZS_TESTS=…] [DYNO_SIZE=B] bench/zodb-vs-zodbshootout.sh [ROUNDS] [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -44,6 +48,18 @@ site=$("$zs/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purel
 cp adapters/zodb/dyno_relstorage_mariadb.py "$site/"
 echo "import dyno_relstorage_mariadb; dyno_relstorage_mariadb.install()" >"$site/dyno_mariadb.pth"
 zpy=$PWD/adapters/zodb/.venv/bin/python
+# The mean size of the data zodbshootout -s 300 puts in its N objects, and of their pickles.
+read -r zs_size zs_pickled < <("$zs/bin/python" -c '
+import sys
+from zodbshootout.speedtest import SpeedTestData
+n = int(sys.argv[1])
+data = SpeedTestData(1, n, 300)
+pickles = data.make_pickles(n)
+raw = [o.data for o in data.data_to_store().values()]
+print(round(sum(map(len, raw)) / len(raw)), round(sum(map(len, pickles)) / len(pickles)))
+' "$n")
+size=${DYNO_SIZE:-$zs_size}
+echo "zodbshootout -s 300: $zs_size bytes of data an object on average ($zs_pickled pickled); dyno --size $size"
 scratch
 cleanup() {
   set +e
@@ -131,7 +147,7 @@ EOF
 
 for r in $(seq "$rounds"); do
   echo "== round $r: dyno" >&2
-  taskset -c 0 "$dyno" run -n "$n" -c 1 --size 300 --reps 3 --quiet -o "$work/dyno-$r" \
+  taskset -c 0 "$dyno" run -n "$n" -c 1 --size "$size" --reps 3 --quiet -o "$work/dyno-$r" \
     "${dyno_targets[@]}" >/dev/null
   echo "== round $r: zodbshootout" >&2
   # shellcheck disable=SC2086

@@ -26,6 +26,7 @@ pub mod claim;
 pub mod etcd;
 pub mod exec;
 pub mod fs;
+pub mod gather;
 pub mod grpc;
 pub mod http;
 pub mod lmdb;

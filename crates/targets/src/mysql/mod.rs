@@ -226,7 +226,7 @@ impl Store for MyStore {
             batches: HashMap::new(),
             in_tx: false,
             reads: 0,
-            found: HashMap::new(),
+            rows: Default::default(),
         }))
     }
     fn connect_sql(&self) -> Result<Box<dyn engine::driver::SqlSession>, OpError> {
@@ -259,8 +259,8 @@ struct MySession {
     batches: HashMap<usize, Stmt>,
     in_tx: bool,
     reads: u64,
-    /// A batched read's rows: where each key's value went in the output.
-    found: HashMap<u64, (usize, usize)>,
+    /// A batched read's rows.
+    rows: crate::gather::Gathered,
 }
 
 fn not_found() -> OpError {
@@ -283,23 +283,13 @@ impl MySession {
         }
         let stmt = &self.batches[&keys.len()];
         let params: Vec<Param<'_>> = keys.iter().map(|&k| Param::U64(k)).collect();
-        // Rows come in any order: gather them, then place each at its key's position.
-        let mut scratch = Vec::new();
-        let found = &mut self.found;
-        found.clear();
+        let rows = &mut self.rows;
+        rows.clear();
         self.c.execute(stmt, &params, "SELECT … IN", |row| {
-            let k = row.u64(0).ok_or_else(not_found)?;
-            let v = row.get(1).unwrap_or(&[]);
-            found.insert(k, (scratch.len(), scratch.len() + v.len()));
-            scratch.extend_from_slice(v);
+            rows.add(row.u64(0).ok_or_else(not_found)?, row.get(1).unwrap_or(&[]));
             Ok(())
         })?;
-        for k in keys {
-            let &(a, b) = self.found.get(k).ok_or_else(not_found)?;
-            out.extend_from_slice(&scratch[a..b]);
-            ends.push(out.len());
-        }
-        Ok(())
+        self.rows.place(keys, out, ends, not_found)
     }
 }
 

@@ -5,8 +5,8 @@
 
 use super::message::{Bin, int8};
 use super::wire::{Prepared, Row, Wire};
+use crate::gather::Gathered;
 use engine::driver::{ErrorClass, OpError, Session, TxMode};
-use std::collections::HashMap;
 
 pub(super) struct PgSession {
     w: Wire,
@@ -18,10 +18,9 @@ pub(super) struct PgSession {
     scan: Prepared,
     in_tx: bool,
     reads: u64,
-    /// A batched read's keys as PostgreSQL sees them, and where each key's value went.
+    /// A batched read's keys as PostgreSQL sees them, and its rows.
     keys: Vec<i64>,
-    found: HashMap<u64, (usize, usize)>,
-    scratch: Vec<u8>,
+    rows: Gathered,
 }
 
 fn not_found() -> OpError {
@@ -61,8 +60,7 @@ impl PgSession {
             in_tx: false,
             reads: 0,
             keys: Vec::new(),
-            found: HashMap::new(),
-            scratch: Vec::new(),
+            rows: Gathered::default(),
         })
     }
 }
@@ -123,27 +121,18 @@ impl Session for PgSession {
         self.reads += keys.len() as u64;
         self.keys.clear();
         self.keys.extend(keys.iter().map(|&x| k(x)));
-        // Rows come in any order: gather them, then place each at its key's position.
-        let (found, scratch) = (&mut self.found, &mut self.scratch);
-        found.clear();
-        scratch.clear();
+        let rows = &mut self.rows;
+        rows.clear();
         let mut each = |row: Row<'_>| {
             let key = int8(row.get(0)).ok_or_else(short_row)?;
-            let v = row.get(1).ok_or_else(short_row)?;
-            found.insert(key, (scratch.len(), scratch.len() + v.len()));
-            scratch.extend_from_slice(v);
+            rows.add(key, row.get(1).ok_or_else(short_row)?);
             Ok(())
         };
         let params = [Bin::Int8s(&self.keys)];
         self.w.run(&self.get_many, &params, Some(&mut each))?;
         out.clear();
         ends.clear();
-        for key in keys {
-            let &(a, b) = self.found.get(key).ok_or_else(not_found)?;
-            out.extend_from_slice(&self.scratch[a..b]);
-            ends.push(out.len());
-        }
-        Ok(())
+        self.rows.place(keys, out, ends, not_found)
     }
     fn delete(&mut self, key: u64) -> Result<(), OpError> {
         match self.w.run(&self.delete, &[Bin::Int8(k(key))], None)? {
