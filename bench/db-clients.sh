@@ -16,10 +16,12 @@
 # as the record keeps it (cases[].reps[].detail.store.client_cpu_ns); pgbench's and
 # redis-benchmark's are their processes' whole runs (GNU time), setup included — which favours
 # them. With OLD_DYNO=PATH (another dyno build), that build's postgres:// runs beside this one's
-# in every round, on both backends, and the summary gives this build's CPU per read over its.
+# in every round, on both backends (first in odd rounds, last in even ones), and the summary
+# gives this build's CPU per read over its.
 # Traffic stays on 127.0.0.1.
 # Usage: [OLD_DYNO=PATH] bench/db-clients.sh [ROUNDS] [N_PG]
 set -euo pipefail
+old_dyno=${OLD_DYNO:+$(realpath "$OLD_DYNO")}
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 rounds=${1:-5}
@@ -85,33 +87,40 @@ pg_reads() {
   timed /dev/null taskset -c 0 "$1" run "$pg" -c 8 -n "$npg" --reps 1 --io "$2" --quiet -o "$out" >/dev/null
   read -r ops cpu rate < <(reads_of "$out/run.json" hot)
   d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
-  printf "%-6s %-34s %12.0f %14.2f\n" "$round" "dyno${3:+ ($3)} postgres:// hot -c 8 ($2)" "$rate" "$d_cpu"
+  printf "%-6s %-42s %12.0f %14.2f\n" "$round" "dyno${3:+ ($3)} postgres:// hot -c 8 ($2)" "$rate" "$d_cpu"
 }
 
-printf "%-6s %-34s %12s %14s %10s\n" round what "reads/s" "CPU/read (µs)" "peak RSS"
+# OLD_DYNO's postgres:// on both backends: a row "pgold ROUND CPU RATE (epoll) CPU RATE (io_uring)".
+pg_old() {
+  local row="pgold $round" io
+  for io in epoll uring; do
+    pg_reads "$old_dyno" "$io" old
+    row="$row $d_cpu $rate"
+  done
+  echo "$row" >>"$results"
+}
+
+printf "%-6s %-42s %12s %14s %10s\n" round what "reads/s" "CPU/read (µs)" "peak RSS"
 results=$work/results
 : >"$results"
 for round in $(seq 1 "$rounds"); do
   # PostgreSQL
-  if [ -n "${OLD_DYNO:-}" ]; then
-    old_row="pgold $round"
-    for io in epoll uring; do
-      pg_reads "$OLD_DYNO" "$io" old
-      old_row="$old_row $d_cpu $rate"
-    done
-    echo "$old_row" >>"$results"
-  fi
+  [ -n "$old_dyno" ] && [ $((round % 2)) = 1 ] && pg_old
   for io in epoll uring; do
     pg_reads "$dyno" "$io" ""
     [ "$io" = epoll ] && { e_cpu=$d_cpu; e_rate=$rate; }
   done
+  # pg_reads set d_cpu and rate: keep this build's (io_uring) for its row.
+  n_cpu=$d_cpu n_rate=$rate
+  [ -n "$old_dyno" ] && [ $((round % 2)) = 0 ] && pg_old
+  d_cpu=$n_cpu rate=$n_rate
   n=$((npg))
   read -r cpu _ < <(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \
     -S -M prepared -c 8 -j 1 -t "$n" postgres)
   tps=$(awk '/^tps = / { print $3; exit }' "$work/pgbench.out")
   done_tx=$(awk -F': ' '/number of transactions actually processed/ { split($2, a, "/"); print a[1] }' "$work/pgbench.out")
   p_cpu=$(python3 -c "print($cpu * 1e6 / $done_tx)")
-  printf "%-6s %-34s %12.0f %14.2f\n" "$round" "pgbench -S -M prepared -c 8 -j 1" "$tps" "$p_cpu"
+  printf "%-6s %-42s %12.0f %14.2f\n" "$round" "pgbench -S -M prepared -c 8 -j 1" "$tps" "$p_cpu"
   echo "pg $round $d_cpu $p_cpu $rate $tps $e_cpu $e_rate" >>"$results"
 
   # Redis
@@ -120,14 +129,14 @@ for round in $(seq 1 "$rounds"); do
       --reps 1 --io "$io" --quiet -o "$work/redis-$io-$round")
     read -r ops cpu rate < <(reads_of "$work/redis-$io-$round/run.json" warm,hot)
     d_cpu=$(python3 -c "print($cpu / $ops / 1e3)")
-    printf "%-6s %-34s %12.0f %14.2f %7.1f MiB\n" "$round" "dyno redis:// warm+hot -c 50 ($io)" "$rate" "$d_cpu" "$(python3 -c "print($rss / 1024)")"
+    printf "%-6s %-42s %12.0f %14.2f %7.1f MiB\n" "$round" "dyno redis:// warm+hot -c 50 ($io)" "$rate" "$d_cpu" "$(python3 -c "print($rss / 1024)")"
     [ "$io" = epoll ] && { e_cpu=$d_cpu; e_rate=$rate; }
   done
   read -r cpu _ < <(timed "$work/rb.csv" taskset -c 0 redis-benchmark -p "$rport" -t get -c 50 -P 1 -d 300 \
     -n "$ops" --csv)
   rps=$(python3 -c "import csv; print(list(csv.DictReader(open('$work/rb.csv')))[0]['rps'])")
   r_cpu=$(python3 -c "print($cpu * 1e6 / $ops)")
-  printf "%-6s %-34s %12.0f %14.2f\n" "$round" "redis-benchmark -t get -c 50 -d 300" "$rps" "$r_cpu"
+  printf "%-6s %-42s %12.0f %14.2f\n" "$round" "redis-benchmark -t get -c 50 -d 300" "$rps" "$r_cpu"
   echo "redis $round $d_cpu $r_cpu $rate $rps $rss $e_cpu $e_rate" >>"$results"
 done
 

@@ -5,7 +5,8 @@
 # RelStorage on PostgreSQL (history-preserving) and on MariaDB (history-free: RelStorage's
 # history-preserving schema cannot be made on MariaDB 10.5 and later). Servers run on
 # core 1, each tool (and its client processes) on core 0; each tool gets servers of its own,
-# started alike. ROUNDS rounds (default 3): dyno's shootout (-n N -c 1, 300 B objects, --reps 3),
+# started alike. ROUNDS rounds (default 3): dyno's shootout (-n N -c 1, --reps 3, objects of
+# the size zodbshootout's make: below),
 # then zodbshootout (-c 1 --object-counts N -s 300, pyperf's --fast); objects per second for
 # each test, and the ratio dyno / zodbshootout per round, then the median of the rounds.
 #

@@ -29,7 +29,7 @@ pub fn authority<'a>(
 
 /// A database URL's parts after `scheme:`: `//USER[:PASSWORD]@HOST[:PORT][/DATABASE]`, with
 /// `%XX` escapes decoded in the user, password and database (a password may hold `@` or `:`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct DbUrl {
     pub user: String,
     pub password: Option<String>,
@@ -62,10 +62,22 @@ impl DbUrl {
         if user.is_empty() || host.is_empty() || database.contains('/') || host.contains(',') {
             return Err(bad());
         }
-        let authority = if has_port(host) {
-            host.to_string()
-        } else {
-            format!("{host}:{default_port}")
+        // After the host (an IPv6 address in brackets), nothing or `:PORT`.
+        let port = match host.strip_prefix('[') {
+            Some(h) => match h.split_once(']') {
+                Some((_, "")) => None,
+                Some((_, rest)) => Some(rest.strip_prefix(':').ok_or_else(bad)?),
+                None => return Err(bad()),
+            },
+            None => host.split_once(':').map(|(_, p)| p),
+        };
+        let authority = match port {
+            None => format!("{host}:{default_port}"),
+            Some(p) if p.parse::<u16>().is_ok() => host.to_string(),
+            Some(p) => {
+                return Err(ConfigError::url(format!("{p:?} is not a port"))
+                    .hint(format!("write e.g. {example}")));
+            }
         };
         Ok(DbUrl {
             user: unescape(user)?,
@@ -75,6 +87,18 @@ impl DbUrl {
                 .then(|| unescape(database))
                 .transpose()?,
         })
+    }
+}
+
+impl std::fmt::Debug for DbUrl {
+    /// Without the password (a record or a log may print a target's configuration).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbUrl")
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "…"))
+            .field("authority", &self.authority)
+            .field("database", &self.database)
+            .finish()
     }
 }
 
@@ -217,12 +241,18 @@ mod tests {
             (None, "[::1]:5432".into(), None)
         );
         assert_eq!(p("//me@[::1]:6000/").unwrap().authority, "[::1]:6000");
+        assert_eq!(p("//me@host:6000").unwrap().authority, "host:6000");
+        assert!(!format!("{:?}", p("//me:hush@h").unwrap()).contains("hush"));
         for (bad, says) in [
             ("//127.0.0.1/db", "names no user"),
             ("me@h/db", "the URL's form is"),
             ("//me@h/a/b", "the URL's form is"),
             ("//me@h1,h2/db", "the URL's form is"),
             ("//me:%zz@h", "bad %-escape"),
+            ("//me@h:70000/db", "is not a port"),
+            ("//me@h:/db", "is not a port"),
+            ("//me@[::1/db", "the URL's form is"),
+            ("//me@[::1]x/db", "the URL's form is"),
         ] {
             let e = p(bad).unwrap_err();
             assert!(e.message.contains(says), "{bad}: {e:?}");

@@ -53,10 +53,7 @@ const BATCH: usize = 256;
 
 #[derive(Debug, Clone)]
 struct Config {
-    authority: String,
-    user: String,
-    password: String,
-    database: Option<String>,
+    url: crate::net::DbUrl,
     durability: std::sync::OnceLock<String>,
 }
 
@@ -73,17 +70,14 @@ pub fn configure(
         "mysql://dyno:secret@127.0.0.1:3306",
     )?;
     Ok(Box::new(Config {
-        authority: url.authority,
-        user: url.user,
-        password: url.password.unwrap_or_default(),
-        database: url.database,
+        url,
         durability: std::sync::OnceLock::new(),
     }))
 }
 
 impl Config {
     fn addr(&self) -> Result<SocketAddr, OpError> {
-        crate::net::resolve(&self.authority, Some(3306))
+        crate::net::resolve(&self.url.authority, Some(3306))
             .map_err(|e| OpError::new(ErrorClass::Refused, e.message))
     }
 
@@ -91,9 +85,9 @@ impl Config {
     fn connect(&self) -> Result<Conn, OpError> {
         Conn::open(
             self.addr()?,
-            &self.user,
-            &self.password,
-            self.database.as_deref(),
+            &self.url.user,
+            self.url.password.as_deref().unwrap_or_default(),
+            self.url.database.as_deref(),
         )
     }
 
@@ -131,7 +125,7 @@ impl TargetConfig for Config {
         BTreeMap::new()
     }
     fn topology(&self) -> &'static str {
-        crate::net::topology_of(&self.authority)
+        crate::net::topology_of(&self.url.authority)
     }
     fn open(&self) -> Result<Box<dyn Store>, DriverError> {
         self.open_in(None)
@@ -148,7 +142,7 @@ impl Config {
         &self,
         share: Option<&engine::driver::Share>,
     ) -> Result<Box<dyn Store>, DriverError> {
-        let fail = |e: OpError| DriverError::new(format!("mysql://{}: {}", self.authority, e));
+        let fail = |e: OpError| DriverError::new(format!("mysql://{}: {}", self.url.authority, e));
         let (db, owner) = crate::claim::server_namespace(share);
         let mut c = self.connect().map_err(fail)?;
         if owner {
@@ -190,7 +184,7 @@ impl Store for MyStore {
     }
     fn namespace(&self) -> Namespace {
         Namespace {
-            location: format!("mysql://{} database {}", self.config.authority, self.db),
+            location: format!("mysql://{} database {}", self.config.url.authority, self.db),
             created_by_dyno: true,
             temporary: true,
         }

@@ -1,7 +1,7 @@
 //! `postgres://` for the kv and graph families: a session's statements on dyno's own wire
 //! ([`wire`](super::wire)), in binary both ways — a key as bigint's 8 bytes, a value as bytea's
 //! own bytes, a batched read's keys as one bigint[] — and each value copied once, from the
-//! reply's buffer to the caller's.
+//! reply's buffer to the caller's (a batched read's twice: its rows come in any order).
 
 use super::message::{Bin, int8};
 use super::wire::{Prepared, Row, Wire};
@@ -65,6 +65,12 @@ impl PgSession {
     }
 }
 
+/// A `SELECT k, v` row's key and value.
+fn key_value<'a>(row: &Row<'a>) -> Result<(u64, &'a [u8]), OpError> {
+    let key = int8(row.get(0)).ok_or_else(short_row)?;
+    Ok((key, row.get(1).ok_or_else(short_row)?))
+}
+
 /// Keys are u64; PostgreSQL's bigint is signed: the same 64 bits.
 fn k(key: u64) -> i64 {
     key as i64
@@ -72,6 +78,11 @@ fn k(key: u64) -> i64 {
 
 impl Session for PgSession {
     fn begin(&mut self, mode: TxMode) -> Result<(), OpError> {
+        // A transaction a failed operation left open (or failed) ends first: in it, BEGIN would
+        // only be warned about, and every statement after refused.
+        if !self.w.idle() {
+            self.w.batch("ROLLBACK")?;
+        }
         self.w.batch(match mode {
             TxMode::Read => "BEGIN READ ONLY",
             TxMode::Write => "BEGIN",
@@ -106,8 +117,8 @@ impl Session for PgSession {
         out.clear();
         let params = [Bin::Int8(k(start)), Bin::Int8(count as i64)];
         let mut each = |row: Row<'_>| {
-            let key = int8(row.get(0)).ok_or_else(short_row)?;
-            out.push((key, row.get(1).ok_or_else(short_row)?.to_vec()));
+            let (key, v) = key_value(&row)?;
+            out.push((key, v.to_vec()));
             Ok(())
         };
         self.w.run(&self.scan, &params, Some(&mut each)).map(drop)
@@ -124,8 +135,8 @@ impl Session for PgSession {
         let rows = &mut self.rows;
         rows.clear();
         let mut each = |row: Row<'_>| {
-            let key = int8(row.get(0)).ok_or_else(short_row)?;
-            rows.add(key, row.get(1).ok_or_else(short_row)?);
+            let (key, v) = key_value(&row)?;
+            rows.add(key, v);
             Ok(())
         };
         let params = [Bin::Int8s(&self.keys)];

@@ -62,6 +62,9 @@ pub struct Wire {
     /// Where the values of the row being read lie (reused).
     at: Vec<Option<Range<usize>>>,
     prepared: usize,
+    /// Whether the last ReadyForQuery said the session is in no transaction (`I`, not `T` in
+    /// one or `E` in a failed one).
+    idle: bool,
     /// Where the server listens and the key it gave this session (BackendKeyData: process ID
     /// and secret), to cancel a statement whose reply did not come in time.
     cancel: Option<(SocketAddr, i32, i32)>,
@@ -106,6 +109,7 @@ impl Wire {
             out: Vec::with_capacity(1024),
             at: Vec::new(),
             prepared: 0,
+            idle: true,
             cancel: None,
         };
         let mut params = vec![
@@ -116,7 +120,7 @@ impl Wire {
         params.extend(login.database.map(|d| ("database", d)));
         let mut buf = BytesMut::new();
         frontend::startup_message(params, &mut buf).map_err(io)?;
-        w.send_bytes(&buf, "login")?;
+        write_to(w.input.get_mut(), &buf, "login")?;
         w.authenticate(login)?;
         let (mut failed, mut key) = (None, None);
         let ended = w.until_ready("login", |w| {
@@ -209,7 +213,7 @@ impl Wire {
                 _ => return Err(refused("the server asks for an authentication dyno does not speak (trust, password, md5 or scram-sha-256)")),
             }
             .map_err(|e| OpError::io("postgres: login", &e))?;
-            self.send_bytes(&buf, "login")?;
+            write_to(self.input.get_mut(), &buf, "login")?;
         }
         Err(malformed(
             "login",
@@ -313,7 +317,8 @@ impl Wire {
         })
     }
 
-    /// Reads messages, each handed to `each`, until ReadyForQuery; at most [`TIMEOUT`] in all.
+    /// Reads messages, each handed to `each`, until ReadyForQuery: each message within
+    /// [`TIMEOUT`] (the socket's), and no more once [`TIMEOUT`] has passed since the first.
     /// The first error `each` returns is the result, once the reply has been read to its end
     /// (the next statement's reply must not start in the middle of this one's).
     fn until_ready(
@@ -326,6 +331,7 @@ impl Wire {
         loop {
             self.read_message(context)?;
             if self.kind == b'Z' {
+                self.idle = self.body.first() == Some(&b'I');
                 return failed.map_or(Ok(()), Err);
             }
             if failed.is_none() {
@@ -341,16 +347,14 @@ impl Wire {
         }
     }
 
-    fn send_bytes(&mut self, bytes: &[u8], context: &str) -> Result<(), OpError> {
-        let s = self.input.get_mut();
-        s.write_all(bytes)
-            .map_err(|e| OpError::io(&format!("postgres: {context}: send"), &e))
+    /// Whether the session is in no transaction, as the server last said.
+    pub fn idle(&self) -> bool {
+        self.idle
     }
 
     /// Sends what `self.out` holds.
     fn send(&mut self, context: &str) -> Result<(), OpError> {
-        let s = self.input.get_mut();
-        (s.write_all(&self.out)).map_err(|e| OpError::io(&format!("postgres: {context}: send"), &e))
+        write_to(self.input.get_mut(), &self.out, context)
     }
 
     /// Reads one message: its type into `self.kind`, its body into `self.body`. Notices,
@@ -382,6 +386,10 @@ impl Wire {
             }
         }
     }
+}
+
+fn write_to(s: &mut Stream, bytes: &[u8], context: &str) -> Result<(), OpError> {
+    (s.write_all(bytes)).map_err(|e| OpError::io(&format!("postgres: {context}: send"), &e))
 }
 
 /// What [`Wire::run`] hands each row to; an error fails the statement.

@@ -386,6 +386,22 @@ mod servers {
         };
         contract_on_each_backend(&pg.url());
         contract_on_each_backend(&format!("{}?synchronous_commit=off", pg.url()));
+        // A read that failed inside its transaction, left open: the next transaction still runs
+        // (PostgreSQL would take its BEGIN inside the read-only one, and refuse its write).
+        let store = config(&pg.url()).open().unwrap();
+        let mut s = store.connect(&Clock::monotonic()).unwrap();
+        let mut buf = Vec::new();
+        s.begin(TxMode::Read).unwrap();
+        assert_eq!(s.get(7, &mut buf).unwrap_err().class, ErrorClass::NotFound);
+        s.begin(TxMode::Write).unwrap();
+        s.put(7, b"after").unwrap();
+        s.commit().unwrap();
+        s.begin(TxMode::Read).unwrap();
+        s.get(7, &mut buf).unwrap();
+        assert_eq!(buf, b"after");
+        s.commit().unwrap();
+        drop(s);
+        store.close().unwrap();
         let mut c = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
         let left: i64 = c
             .query_one(
