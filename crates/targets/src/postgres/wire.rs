@@ -8,8 +8,9 @@
 //! Why not tokio-postgres, as both families used before: its client and connection halves talk
 //! through a channel, each reply is split into reference-counted buffers and each row into a
 //! `Row` before dyno sees it. On pgbench's `select-only` that was a quarter of dyno's own
-//! (user) CPU per transaction, and a third of its CPU per kv read — `docs/src/measurements/
-//! sql.md` and `docs/src/measurements/generator.md` have the figures before and after. Logging
+//! (user) CPU per transaction; on the kv family's reads, more than half of dyno's own code (21%
+//! of a read's CPU samples before, 10% after) — `docs/src/measurements/sql.md` and
+//! `docs/src/measurements/generator.md` have the figures before and after. Logging
 //! in uses `postgres-protocol`'s messages and its SCRAM-SHA-256 (the crate tokio-postgres is
 //! built on).
 //!
