@@ -62,16 +62,7 @@ impl DbUrl {
         if user.is_empty() || host.is_empty() || database.contains('/') || host.contains(',') {
             return Err(bad());
         }
-        // After the host (an IPv6 address in brackets), nothing or `:PORT`.
-        let port = match host.strip_prefix('[') {
-            Some(h) => match h.split_once(']') {
-                Some((_, "")) => None,
-                Some((_, rest)) => Some(rest.strip_prefix(':').ok_or_else(bad)?),
-                None => return Err(bad()),
-            },
-            None => host.split_once(':').map(|(_, p)| p),
-        };
-        let authority = match port {
+        let authority = match port_of(host).ok_or_else(bad)? {
             None => format!("{host}:{default_port}"),
             Some(p) if p.parse::<u16>().is_ok() => host.to_string(),
             Some(p) => {
@@ -102,11 +93,23 @@ impl std::fmt::Debug for DbUrl {
     }
 }
 
+/// What follows `host[:port]`'s host (an IPv6 address in brackets): `Some(None)` for nothing,
+/// `Some(Some(port))` for `:port` (not checked to be a number), `None` for anything else.
+fn port_of(authority: &str) -> Option<Option<&str>> {
+    match authority.strip_prefix('[') {
+        Some(h) => match h.split_once(']')? {
+            (_, "") => Some(None),
+            (_, rest) => Some(Some(rest.strip_prefix(':')?)),
+        },
+        None => Some(authority.split_once(':').map(|(_, p)| p)),
+    }
+}
+
 /// Whether `host[:port]` gives a port (`[::1]` does not, `[::1]:5432` does).
 fn has_port(authority: &str) -> bool {
-    authority
-        .rsplit_once(':')
-        .is_some_and(|(h, p)| p.parse::<u16>().is_ok() && (!h.starts_with('[') || h.ends_with(']')))
+    port_of(authority)
+        .flatten()
+        .is_some_and(|p| p.parse::<u16>().is_ok())
 }
 
 /// `%XX` escapes decoded.

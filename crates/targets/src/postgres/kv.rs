@@ -16,10 +16,8 @@ pub(super) struct PgSession {
     delete: Prepared,
     /// Keys are bigint: their order agrees with u64's below 2^63, where every YCSB key is.
     scan: Prepared,
-    in_tx: bool,
     reads: u64,
-    /// A batched read's keys as PostgreSQL sees them, and its rows.
-    keys: Vec<i64>,
+    /// A batched read's rows.
     rows: Gathered,
 }
 
@@ -57,9 +55,7 @@ impl PgSession {
             get_many,
             delete,
             scan,
-            in_tx: false,
             reads: 0,
-            keys: Vec::new(),
             rows: Gathered::default(),
         })
     }
@@ -86,9 +82,7 @@ impl Session for PgSession {
         self.w.batch(match mode {
             TxMode::Read => "BEGIN READ ONLY",
             TxMode::Write => "BEGIN",
-        })?;
-        self.in_tx = true;
-        Ok(())
+        })
     }
     fn put(&mut self, key: u64, value: &[u8]) -> Result<(), OpError> {
         let params = [Bin::Int8(k(key)), Bin::Bytes(value)];
@@ -130,8 +124,6 @@ impl Session for PgSession {
         ends: &mut Vec<usize>,
     ) -> Result<(), OpError> {
         self.reads += keys.len() as u64;
-        self.keys.clear();
-        self.keys.extend(keys.iter().map(|&x| k(x)));
         let rows = &mut self.rows;
         rows.clear();
         let mut each = |row: Row<'_>| {
@@ -139,7 +131,7 @@ impl Session for PgSession {
             rows.add(key, v);
             Ok(())
         };
-        let params = [Bin::Int8s(&self.keys)];
+        let params = [Bin::Int8s(keys)];
         self.w.run(&self.get_many, &params, Some(&mut each))?;
         out.clear();
         ends.clear();
@@ -152,10 +144,10 @@ impl Session for PgSession {
         }
     }
     fn commit(&mut self) -> Result<(), OpError> {
-        if !self.in_tx {
+        // Outside a transaction (the server says so) there is nothing to commit.
+        if self.w.idle() {
             return Ok(());
         }
-        self.in_tx = false;
         self.w.batch("COMMIT")
     }
     fn storage_reads(&self) -> u64 {

@@ -152,8 +152,8 @@ pub enum Bin<'a> {
     Int8(i64),
     /// bytea.
     Bytes(&'a [u8]),
-    /// bigint[]: a one-dimensional array without NULLs.
-    Int8s(&'a [i64]),
+    /// bigint[]: a one-dimensional array without NULLs (keys: a u64's bits are bigint's).
+    Int8s(&'a [u64]),
 }
 
 /// The type OID of bigint (an array's elements say it).
@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn a_kv_statement_is_binary_both_ways() {
         let mut out = Vec::new();
-        let keys = [1i64, -2];
+        let keys = [1, u64::MAX - 1];
         encode_execute(
             &mut out,
             "k",
