@@ -387,6 +387,36 @@ pub trait SqlSession: Send {
     ) -> Result<u64, OpError>;
     /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).
     fn batch(&mut self, sql: &str) -> Result<(), OpError>;
+    /// Whether it pipelines (pgbench's `\startpipeline`): sends statements without waiting
+    /// for the replies before them.
+    fn pipelines(&self) -> bool {
+        false
+    }
+    /// Begins a pipeline.
+    fn start_pipeline(&mut self) -> Result<(), OpError> {
+        Err(no_pipelines())
+    }
+    /// Queues prepared statement `stmt` with `params` in the pipeline.
+    fn queue(&mut self, _stmt: usize, _params: &[SqlParam<'_>]) -> Result<(), OpError> {
+        Err(no_pipelines())
+    }
+    /// Ends a pipeline's segment and sends it (`\syncpipeline`).
+    fn sync_segment(&mut self) -> Result<(), OpError> {
+        Err(no_pipelines())
+    }
+    /// Ends the pipeline and reads every reply: `done(k)` as the `k`-th statement queued
+    /// completes; the first failure, with the index of the statement it came at (one past
+    /// every statement's when it is none's: the sending, a segment's commit).
+    fn end_pipeline(&mut self, _done: &mut dyn FnMut(usize)) -> Result<(), (usize, OpError)> {
+        Err((usize::MAX, no_pipelines()))
+    }
+}
+
+fn no_pipelines() -> OpError {
+    OpError::new(
+        ErrorClass::Application,
+        "pipelines need PostgreSQL's extended protocol; this target answers each statement before the next is sent",
+    )
 }
 
 /// A client's connection for list-append transactions (family `lists`): a store's own (etcd: a

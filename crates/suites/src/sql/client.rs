@@ -1,8 +1,8 @@
 //! One client running a pgbench script on a SQL session: `\set` evaluated with the client's
 //! own generator, `\if` branches taken, `\sleep` slept, every SQL command prepared once and
 //! run with the variables' values as text (pgbench's `-M prepared`; one without variables that
-//! the server will not prepare sent as written), `\gset` storing a one-row result. Each SQL
-//! command is timed apart.
+//! the server will not prepare sent as written), `\gset` storing a one-row result, the SQL of
+//! a pipeline queued and its replies read at `\endpipeline`. Each SQL command is timed apart.
 
 use super::eval::{Env, Value, eval};
 use super::random::Prng;
@@ -58,15 +58,29 @@ pub struct Ready<'a> {
 pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Ready<'a>, Failure> {
     let n = script.commands.len();
     let mut stmts = Vec::with_capacity(n);
+    // Whether the command is in a pipeline (they neither nest nor cross an `\if`'s branches).
+    let mut piped = false;
     for c in &script.commands {
+        match c.kind {
+            Kind::StartPipeline if !session.pipelines() => {
+                return Err(Failure::Script {
+                    line: c.line,
+                    message: "\\startpipeline: pipelines need PostgreSQL's extended protocol; on this target each statement is answered before the next is sent".into(),
+                });
+            }
+            Kind::StartPipeline => piped = true,
+            Kind::EndPipeline => piped = false,
+            _ => {}
+        }
         // Every SQL command is prepared once, as pgbench's `-M prepared` and sysbench prepare
-        // even `BEGIN` and `COMMIT`; one with variables or a `\gset` must be, and one without
-        // that the server will not prepare (several statements in one) is sent as written.
+        // even `BEGIN` and `COMMIT`; one with variables, a `\gset` or in a pipeline must be,
+        // and one without that the server will not prepare (several statements in one) is
+        // sent as written.
         stmts.push(match &c.kind {
             Kind::Sql { spliced, .. } if !spliced.is_empty() => Prepared::PerValue(Vec::new()),
             Kind::Sql {
                 parts, vars, gset, ..
-            } if !vars.is_empty() || gset.is_some() => {
+            } if piped || !vars.is_empty() || gset.is_some() => {
                 Prepared::Once(session.prepare(parts).map_err(|error| Failure::Sql {
                     line: c.line,
                     error,
@@ -128,6 +142,9 @@ pub struct Client {
     texts: Vec<Slot>,
     /// The spliced values of the statement being found (reused).
     key: String,
+    /// In a pipeline: each SQL command queued (its index) and when (reused).
+    queued: Vec<(usize, Instant)>,
+    piping: bool,
 }
 
 impl Client {
@@ -138,6 +155,8 @@ impl Client {
             default_seed,
             texts: Vec::new(),
             key: String::new(),
+            queued: Vec::new(),
+            piping: false,
         }
     }
 
@@ -162,6 +181,9 @@ impl Client {
         let commands = &ready.script.commands;
         let stmts = &mut ready.stmts;
         let (mut pc, mut jumped) = (0, false);
+        // A pipeline a failed transaction left open is the session's to abandon (at its next
+        // request or pipeline).
+        self.piping = false;
         while pc < commands.len() {
             let i = pc;
             let c = &commands[i];
@@ -199,6 +221,19 @@ impl Client {
                     };
                     sleep(Duration::from_micros(n.max(0) as u64 * unit_us));
                 }
+                Kind::StartPipeline => {
+                    session.start_pipeline().map_err(|error| Failure::Sql {
+                        line: c.line,
+                        error,
+                    })?;
+                    self.piping = true;
+                    self.queued.clear();
+                }
+                Kind::SyncPipeline => (session.sync_segment()).map_err(|error| Failure::Sql {
+                    line: c.line,
+                    error,
+                })?,
+                Kind::EndPipeline => self.end_pipeline(c.line, commands, session, timed)?,
                 Kind::Sql { text, gset, .. } => {
                     // A statement prepared for a new spliced value is made before its clock
                     // starts: the command's time is its run's, as with the others.
@@ -206,6 +241,11 @@ impl Client {
                         Prepared::Text => None,
                         p => Some(self.statement(p, &c.kind, c.line, session)?),
                     };
+                    if let (true, Some(stmt)) = (self.piping, stmt) {
+                        self.queued.push((i, Instant::now()));
+                        self.sql(stmt, &c.kind, None, c.line, session)?;
+                        continue;
+                    }
                     let started = Instant::now();
                     match stmt {
                         None => session.batch(text).map_err(|error| Failure::Sql {
@@ -219,6 +259,28 @@ impl Client {
             }
         }
         Ok(())
+    }
+
+    /// `\endpipeline`: every reply read, each pipelined command timed from when it was
+    /// queued to its reply; a failure named by the line of the command it came at.
+    fn end_pipeline(
+        &mut self,
+        line: usize,
+        commands: &[super::script::Command],
+        session: &mut dyn SqlSession,
+        timed: &mut dyn FnMut(usize, Duration),
+    ) -> Result<(), Failure> {
+        self.piping = false;
+        let queued = &self.queued;
+        let done = session.end_pipeline(&mut |k| {
+            if let Some((i, at)) = queued.get(k) {
+                timed(*i, at.elapsed());
+            }
+        });
+        done.map_err(|(k, error)| Failure::Sql {
+            line: queued.get(k).map_or(line, |(i, _)| commands[*i].line),
+            error,
+        })
     }
 
     fn truthy(&mut self, e: &super::expr::Expr, line: usize) -> Result<bool, Failure> {
@@ -384,6 +446,9 @@ impl Client {
         session: &mut dyn SqlSession,
     ) -> Result<(), Failure> {
         let sql_err = |error| Failure::Sql { line, error };
+        if self.piping {
+            return session.queue(stmt, params).map_err(sql_err);
+        }
         let Some(prefix) = gset else {
             return session
                 .execute(stmt, params, None)

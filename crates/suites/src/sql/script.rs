@@ -1,6 +1,7 @@
 //! pgbench's script language, read: SQL commands (ended by `;`, over as many lines as they
 //! take, with `:variables` as parameters) and the meta-commands dyno runs — `\set`, `\sleep`,
-//! `\if` / `\elif` / `\else` / `\endif` and `\gset` — plus the built-in scripts. Every mistake is
+//! `\if` / `\elif` / `\else` / `\endif`, `\gset` and `\startpipeline` / `\syncpipeline` /
+//! `\endpipeline` — plus the built-in scripts. Every mistake is
 //! one message naming `FILE:LINE:COLUMN`; nothing is half-read.
 
 use super::expr::{self, Expr};
@@ -39,6 +40,11 @@ pub enum Kind {
     Elif(Expr),
     Else,
     Endif,
+    /// `\startpipeline`, `\syncpipeline`, `\endpipeline`: the SQL between is sent without
+    /// waiting for the replies before it (PostgreSQL's extended protocol), read at the end.
+    StartPipeline,
+    SyncPipeline,
+    EndPipeline,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -174,6 +180,7 @@ pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
     }
     flush(&mut sql, sql_line, &mut commands)?;
     check_nesting(&commands)?;
+    check_pipelines(&commands)?;
     if commands.is_empty() {
         return Err(ScriptError {
             line: 1,
@@ -329,11 +336,14 @@ fn meta_command(
         "sleep" => sleep(args, line, args_at)?,
         "if" => Kind::If(expression(args)?),
         "elif" => Kind::Elif(expression(args)?),
-        "else" | "endif" if !args.is_empty() => {
+        "else" | "endif" | "startpipeline" | "syncpipeline" | "endpipeline" if !args.is_empty() => {
             return Err(err(line, args_at, format!("\\{word} takes no argument")));
         }
         "else" => Kind::Else,
         "endif" => Kind::Endif,
+        "startpipeline" => Kind::StartPipeline,
+        "syncpipeline" => Kind::SyncPipeline,
+        "endpipeline" => Kind::EndPipeline,
         "gset" => {
             let prefix = args.to_string();
             match commands.last_mut().map(|c| &mut c.kind) {
@@ -342,7 +352,7 @@ fn meta_command(
             }
             return Ok(None);
         }
-        "setshell" | "shell" | "aset" | "startpipeline" | "syncpipeline" | "endpipeline" => {
+        "setshell" | "shell" | "aset" => {
             return Err(err(
                 line,
                 column,
@@ -416,6 +426,81 @@ fn check_nesting(commands: &[Command]) -> Result<(), ScriptError> {
     }
     match open.last() {
         Some((line, _)) => Err(err(*line, 1, "\\if without a matching \\endif")),
+        None => Ok(()),
+    }
+}
+
+/// Pipelines open and close as pgbench requires, and hold only what can be pipelined: SQL
+/// whose result no later command needs (no `\gset`) and whose text is fixed (no variable
+/// joined to a name). A pipeline ends in the `\if` branch it began in.
+fn check_pipelines(commands: &[Command]) -> Result<(), ScriptError> {
+    // The line of the open pipeline's `\startpipeline`; per open `\if`, that as it began.
+    let mut open: Option<usize> = None;
+    let mut ifs: Vec<Option<usize>> = Vec::new();
+    let branch_end = |open: Option<usize>, at_if: Option<usize>, line| match (open, at_if) {
+        (Some(from), None) => Err(err(
+            line,
+            1,
+            format!(
+                "the pipeline begun on line {from} must end (\\endpipeline) in the \\if branch it began in"
+            ),
+        )),
+        (None, Some(_)) => Err(err(
+            line,
+            1,
+            "a pipeline open at the \\if must stay open to the end of each of its branches",
+        )),
+        _ => Ok(()),
+    };
+    for c in commands {
+        match (&c.kind, open) {
+            (Kind::StartPipeline, Some(from)) => {
+                return Err(err(
+                    c.line,
+                    1,
+                    format!("\\startpipeline inside the pipeline begun on line {from}"),
+                ));
+            }
+            (Kind::StartPipeline, None) => open = Some(c.line),
+            (Kind::SyncPipeline | Kind::EndPipeline, None) => {
+                return Err(err(
+                    c.line,
+                    1,
+                    "\\syncpipeline or \\endpipeline outside a pipeline (\\startpipeline begins one)",
+                ));
+            }
+            (Kind::EndPipeline, Some(_)) => open = None,
+            (Kind::Sql { gset: Some(_), .. }, Some(_)) => {
+                return Err(err(
+                    c.line,
+                    1,
+                    "\\gset in a pipeline: its result comes only at \\endpipeline; end the pipeline before it",
+                ));
+            }
+            (Kind::Sql { spliced, vars, .. }, Some(_)) if !spliced.is_empty() => {
+                return Err(err(
+                    c.line,
+                    1,
+                    format!(
+                        "\"{}\" is joined to a name, which makes a statement per value: not in a pipeline (its statements are prepared before it begins)",
+                        vars[spliced[0]]
+                    ),
+                ));
+            }
+            (Kind::If(_), _) => ifs.push(open),
+            (Kind::Elif(_) | Kind::Else, _) => {
+                branch_end(open, *ifs.last().expect("nested"), c.line)?
+            }
+            (Kind::Endif, _) => branch_end(open, ifs.pop().expect("nested"), c.line)?,
+            _ => {}
+        }
+    }
+    match open {
+        Some(from) => Err(err(
+            from,
+            1,
+            "\\startpipeline without \\endpipeline before the script's end",
+        )),
         None => Ok(()),
     }
 }

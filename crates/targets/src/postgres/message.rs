@@ -188,6 +188,16 @@ fn sized(out: &mut Vec<u8>, b: &[u8]) {
 
 /// Bind (the unnamed portal; parameters and results in `A`'s format), Execute (all rows), Sync.
 pub fn encode_execute<A: Arg>(out: &mut Vec<u8>, stmt: &str, params: &[A]) {
+    encode_bind_execute(out, stmt, params);
+    out.extend_from_slice(SYNC);
+}
+
+/// Sync: the end of a request (or of a pipeline's segment); the server answers ReadyForQuery.
+pub const SYNC: &[u8] = &[b'S', 0, 0, 0, 4];
+
+/// Bind and Execute of prepared statement `stmt` with `params`, without the Sync that ends a
+/// request: a pipeline's statement.
+pub fn encode_bind_execute<A: Arg>(out: &mut Vec<u8>, stmt: &str, params: &[A]) {
     let at = begin(out, b'B');
     out.push(0);
     cstr(out, stmt);
@@ -199,7 +209,6 @@ pub fn encode_execute<A: Arg>(out: &mut Vec<u8>, stmt: &str, params: &[A]) {
     out.extend_from_slice(&[0, 1, 0, A::FORMAT]);
     end(out, at);
     out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
-    out.extend_from_slice(&[b'S', 0, 0, 0, 4]);
 }
 
 /// `i` in decimal, written into `buf` (no allocation).

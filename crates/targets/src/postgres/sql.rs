@@ -53,4 +53,26 @@ impl SqlSession for PgSql {
     fn batch(&mut self, sql: &str) -> Result<(), OpError> {
         self.w.batch(sql)
     }
+
+    fn pipelines(&self) -> bool {
+        true
+    }
+
+    fn start_pipeline(&mut self) -> Result<(), OpError> {
+        self.w.start_pipeline();
+        Ok(())
+    }
+
+    fn queue(&mut self, stmt: usize, params: &[SqlParam<'_>]) -> Result<(), OpError> {
+        self.w.queue(&self.stmts[stmt], params);
+        Ok(())
+    }
+
+    fn sync_segment(&mut self) -> Result<(), OpError> {
+        self.w.sync_segment()
+    }
+
+    fn end_pipeline(&mut self, done: &mut dyn FnMut(usize)) -> Result<(), (usize, OpError)> {
+        self.w.end_pipeline(done)
+    }
 }

@@ -21,8 +21,8 @@
 //! (`docs/src/measurements/sql.md`), and neither pgbench nor sysbench sets one.
 
 use super::message::{
-    Arg, Malformed, begin, cstr, encode_execute, end, malformed, parse_data_row,
-    parse_row_description, server_err, tag_rows,
+    Arg, Malformed, SYNC, begin, cstr, encode_bind_execute, encode_execute, end, malformed,
+    parse_data_row, parse_row_description, server_err, tag_rows,
 };
 use super::{TIMEOUT, keepalive};
 use bytes::BytesMut;
@@ -69,7 +69,13 @@ pub struct Wire {
     /// Where the server listens and the key it gave this session (BackendKeyData: process ID
     /// and secret), to cancel a statement whose reply did not come in time.
     cancel: Option<(SocketAddr, i32, i32)>,
+    /// A pipeline's statements queued, per segment (a segment ends with a Sync); empty outside
+    /// a pipeline.
+    segments: Vec<usize>,
 }
+
+/// The index [`Wire::end_pipeline`] gives a failure that is no statement's (past any).
+pub const NO_STATEMENT: usize = usize::MAX;
 
 /// How long the cancel request's own connection may take: it is sent after a reply already
 /// took [`TIMEOUT`], so it must not add as much again.
@@ -112,6 +118,7 @@ impl Wire {
             prepared: 0,
             idle: true,
             cancel: None,
+            segments: Vec::new(),
         };
         let mut params = vec![
             ("user", login.user),
@@ -225,6 +232,7 @@ impl Wire {
     /// Prepares `sql` (parameters `$1`, `$2`…, their types the server's inference) as a
     /// statement of this connection's, and learns its result columns.
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared, OpError> {
+        self.in_step();
         let name = format!("dyno{}", self.prepared);
         self.out.clear();
         let at = begin(&mut self.out, b'P');
@@ -236,7 +244,7 @@ impl Wire {
         self.out.push(b'S');
         cstr(&mut self.out, &name);
         end(&mut self.out, at);
-        self.out.extend_from_slice(&[b'S', 0, 0, 0, 4]);
+        self.out.extend_from_slice(SYNC);
         self.send("prepare")?;
         let mut columns = Vec::new();
         self.until_ready("prepare", |w| {
@@ -262,6 +270,7 @@ impl Wire {
         params: &[A],
         mut row: Option<&mut EachRow<'_>>,
     ) -> Result<u64, OpError> {
+        self.in_step();
         self.out.clear();
         encode_execute(&mut self.out, &stmt.name, params);
         self.send("execute")?;
@@ -304,8 +313,102 @@ impl Wire {
         }
     }
 
+    /// Begins a pipeline (a pipeline left open before is abandoned first).
+    pub fn start_pipeline(&mut self) {
+        self.in_step();
+        self.out.clear();
+        self.segments.push(0);
+    }
+
+    /// Queues a prepared statement with `params` in the pipeline (one begins if none has):
+    /// written out, sent at the next [`Wire::sync_segment`] or [`Wire::end_pipeline`], its
+    /// reply read at the end.
+    pub fn queue<A: Arg>(&mut self, stmt: &Prepared, params: &[A]) {
+        if self.segments.is_empty() {
+            self.start_pipeline();
+        }
+        encode_bind_execute(&mut self.out, &stmt.name, params);
+        *self.segments.last_mut().expect("a segment") += 1;
+    }
+
+    /// Ends the pipeline's segment with a Sync and sends it (pgbench's `\syncpipeline`): the
+    /// server commits what the segment ran outside a transaction block, and a failure in it
+    /// skips no further than its end. Its replies are read at the end.
+    pub fn sync_segment(&mut self) -> Result<(), OpError> {
+        if self.segments.is_empty() {
+            self.start_pipeline();
+        }
+        self.out.extend_from_slice(SYNC);
+        self.send("pipeline")?;
+        self.out.clear();
+        self.segments.push(0);
+        Ok(())
+    }
+
+    /// Ends the pipeline: sends what is queued with a last Sync, then reads every segment's
+    /// replies, each within [`TIMEOUT`]. `done(k)` is called as the `k`-th statement queued
+    /// (from 0) completes. A statement the server fails skips the rest of its segment; the
+    /// first failure is the result — the index of the statement it came at
+    /// ([`NO_STATEMENT`] for the sending, or a segment's commit) and why — once every reply
+    /// has been read, so the session stays in step (a broken connection ends the reading).
+    pub fn end_pipeline(&mut self, done: &mut dyn FnMut(usize)) -> Result<(), (usize, OpError)> {
+        if self.segments.is_empty() {
+            self.start_pipeline();
+        }
+        self.out.extend_from_slice(SYNC);
+        let segments = std::mem::take(&mut self.segments);
+        self.send("pipeline").map_err(|e| (NO_STATEMENT, e))?;
+        let (mut first_failure, mut start) = (None, 0);
+        for n in segments {
+            let mut k = start;
+            let read = self.until_ready("pipeline", |w| {
+                match w.kind {
+                    b'C' | b'I' => {
+                        done(k);
+                        k += 1;
+                    }
+                    b'E' => return Err(server_err("pipeline", &w.body)),
+                    _ => {}
+                }
+                Ok(())
+            });
+            if let Err(e) = read {
+                let broken = e.class.is_connection();
+                // After the segment's last statement: its commit, at the Sync.
+                let at = if k < start + n { k } else { NO_STATEMENT };
+                first_failure.get_or_insert((at, e));
+                if broken {
+                    break;
+                }
+            }
+            start += n;
+        }
+        first_failure.map_or(Ok(()), Err)
+    }
+
+    /// A pipeline left before its end (its transaction failed on the client's side): what was
+    /// not sent is dropped, and what was is read to its end, so the next request is in step.
+    fn abandon_pipeline(&mut self) {
+        let sent = self.segments.len().saturating_sub(1);
+        self.segments.clear();
+        self.out.clear();
+        for _ in 0..sent {
+            if self.until_ready("pipeline", |_| Ok(())).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Before a request of its own: a pipeline left open is abandoned.
+    fn in_step(&mut self) {
+        if !self.segments.is_empty() {
+            self.abandon_pipeline();
+        }
+    }
+
     /// Runs SQL as written (the simple query protocol: several statements may be sent).
     pub fn batch(&mut self, sql: &str) -> Result<(), OpError> {
+        self.in_step();
         self.out.clear();
         let at = begin(&mut self.out, b'Q');
         cstr(&mut self.out, sql);

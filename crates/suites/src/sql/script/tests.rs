@@ -104,6 +104,20 @@ UPDATE t SET v = 1; UPDATE t SET v = 2
 }
 
 #[test]
+fn pipelines_read_as_pgbench_writes_them() {
+    let text = "\\startpipeline\nBEGIN;\nUPDATE t SET v = v + 1 WHERE k = :k;\n\\syncpipeline\n\
+                \\if :k > 1\n  SELECT v FROM t WHERE k = :k;\n\\endif\nEND;\n\\endpipeline\n\\sleep 1 ms\n";
+    let s = parse("p.sql", text).unwrap();
+    let kinds: Vec<_> = s.commands.iter().map(|c| (c.line, &c.kind)).collect();
+    assert_eq!(kinds[0], (1, &Kind::StartPipeline));
+    assert!(matches!(kinds[1].1, Kind::Sql { text, .. } if text == "BEGIN;"));
+    assert_eq!(kinds[3], (4, &Kind::SyncPipeline));
+    assert!(matches!(kinds[5].1, Kind::Sql { vars, .. } if vars == &["k"]));
+    assert_eq!(kinds[8], (9, &Kind::EndPipeline));
+    assert_eq!(s.commands.len(), 10);
+}
+
+#[test]
 fn mistakes_are_located() {
     for (text, line, column, says) in [
         ("\\set x random(1,", 1, 17, "ends early"),
@@ -124,6 +138,45 @@ fn mistakes_are_located() {
         ("\\endif", 1, 1, "without a matching \\if"),
         ("\\else 1", 1, 7, "takes no argument"),
         ("\\sleep 5 minutes", 1, 8, "unknown time unit"),
+        ("\\startpipeline now", 1, 16, "takes no argument"),
+        (
+            "\\startpipeline\nSELECT 1;\n\\startpipeline",
+            3,
+            1,
+            "inside the pipeline begun on line 1",
+        ),
+        ("SELECT 1;\n\\endpipeline", 2, 1, "outside a pipeline"),
+        ("\\syncpipeline", 1, 1, "outside a pipeline"),
+        (
+            "SELECT 1;\n\\startpipeline\nSELECT 2;",
+            2,
+            1,
+            "without \\endpipeline",
+        ),
+        (
+            "\\startpipeline\nSELECT 1;\n\\gset\n\\endpipeline",
+            2,
+            1,
+            "\\gset in a pipeline",
+        ),
+        (
+            "\\startpipeline\nSELECT 1 FROM sbtest:t;\n\\endpipeline",
+            2,
+            1,
+            "joined to a name",
+        ),
+        (
+            "\\if 1\n\\startpipeline\n\\endif\n\\endpipeline",
+            3,
+            1,
+            "in the \\if branch it began in",
+        ),
+        (
+            "\\startpipeline\n\\if 1\n\\endpipeline\n\\else\n\\endpipeline\n\\endif",
+            4,
+            1,
+            "must stay open",
+        ),
         ("\\sleep x", 1, 8, "not a whole number"),
         ("", 1, 1, "has no command"),
         ("  -- only a comment", 1, 1, "has no command"),
