@@ -138,6 +138,19 @@ stop_postgres() {
   return 0
 }
 
+# dyno built, pgbench (installed when missing) and a private PostgreSQL on core 1 in a scratch
+# folder, both gone when the script exits: sets $dyno, $pgbin, $pgport, $work and $pg (the URL).
+pgbench_beside_postgres() {
+  find_postgres postgresql-contrib
+  [ -x "$pgbin/pgbench" ] || install postgresql-contrib
+  cargo build --release -q
+  dyno=$PWD/target/release/dyno
+  scratch
+  trap 'set +e; stop_postgres; rm -rf "$work"' EXIT
+  start_postgres
+  pg="postgres://dyno@127.0.0.1:$pgport/postgres"
+}
+
 # A private MariaDB on core 1 in $work/maria, on a free loopback port ($myport), with a user
 # dyno (password secret) and a database sbtest; its PID joins $pids. Stop it with stop_mariadb.
 start_mariadb() {

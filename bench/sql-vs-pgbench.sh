@@ -27,20 +27,7 @@ secs=${2:-10}
 clients=${3:-8}
 scale=${4:-$clients}
 [ -x /usr/bin/time ] || install time
-find_postgres postgresql-contrib
-[ -x "$pgbin/pgbench" ] || install postgresql-contrib
-cargo build --release -q
-dyno=$PWD/target/release/dyno
-scratch
-cleanup() {
-  set +e
-  stop_postgres
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-start_postgres
-pg="postgres://dyno@127.0.0.1:$pgport/postgres"
+pgbench_beside_postgres
 echo "$($dyno --version); pgbench $("$pgbin/pgbench" --version | awk '{print $3}')"
 echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, scale $scale"
 

@@ -19,19 +19,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 clients=${2:-8}
 scale=${3:-$clients}
-find_postgres postgresql-contrib
-[ -x "$pgbin/pgbench" ] || install postgresql-contrib
-cargo build --release -q
-dyno=$PWD/target/release/dyno
-scratch
-cleanup() {
-  set +e
-  stop_postgres
-  rm -rf "$work"
-}
-trap cleanup EXIT
-start_postgres
-pg="postgres://dyno@127.0.0.1:$pgport/postgres"
+pgbench_beside_postgres
 perf=$(command -v perf || true)
 echo "$($dyno --version); pgbench $("$pgbin/pgbench" --version | awk '{print $3}'); perf: ${perf:-none}"
 echo "server on core 1, generators on core 0; $rounds rounds, -c $clients, scale $scale, window 5-10 s of 12"

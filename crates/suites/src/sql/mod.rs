@@ -52,7 +52,17 @@ pub static SCRIPT: Setting = Setting {
     aliases: &[],
     kind: Kind::Text,
     value_name: "FILE[@WEIGHT],…",
-    help: "SQL: script files in pgbench's language (pgbench's -f): SQL with :variables, \\set, \\sleep, \\if … \\endif, \\gset; each with an optional weight.",
+    help: "SQL: script files in pgbench's language (pgbench's -f): SQL with :variables, \\set, \\sleep, \\if … \\endif, \\gset, \\startpipeline … \\endpipeline; each with an optional weight.",
+    heading: HEADING,
+};
+
+pub static DEFINE: Setting = Setting {
+    key: "define",
+    short: Some('D'),
+    aliases: &[],
+    kind: Kind::Text,
+    value_name: "NAME=VALUE,…",
+    help: "SQL: variables every client's scripts start with (pgbench's -D), each value text that is read as a number where one is needed; one named scale, client_id, random_seed or default_seed is used instead of dyno's, as in pgbench.",
     heading: HEADING,
 };
 
@@ -122,6 +132,7 @@ static SETTINGS: &[&Setting] = &[
     &shared::IO,
     &BUILTIN,
     &SCRIPT,
+    &DEFINE,
     &SCALE,
     &TRANSACTIONS,
     &DURATION,
@@ -165,6 +176,8 @@ pub struct SqlSettings {
     pub latency_limit_ns: Option<u64>,
     /// Tries per transaction on a serialization failure or a deadlock.
     pub max_tries: u32,
+    /// `--define`'s variables, in its order.
+    pub defines: Vec<(String, String)>,
     pub seed: u64,
     /// The test's name: the script's, or `mix`.
     pub test: &'static str,
@@ -186,6 +199,7 @@ impl Settings for SqlSettings {
                 "rate_per_s": self.rate,
                 "latency_limit_ns": self.latency_limit_ns,
                 "max_tries": self.max_tries,
+                "defines": self.defines.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
                 "random_seed": self.seed,
             }),
         );
@@ -242,6 +256,47 @@ fn built_in(name: &str, at: &Origin, raw: &RawPlan) -> Result<(Script, bool), Pl
             sysbench::NAMES.join(", ")
         ))),
     }
+}
+
+/// `--define`'s `NAME=VALUE` pairs: a name as pgbench's variables have (a letter or `_`, then
+/// letters, digits, `_`), each once.
+fn defines(raw: &RawPlan) -> Result<Vec<(String, String)>, PlanError> {
+    let Some(d) = raw.settings.text(&DEFINE) else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for item in d.value.split(',').map(str::trim) {
+        let refused = |why: String| {
+            PlanError::new(d.at.clone(), format!("{item:?}: {why}")).hint(
+                "write NAME=VALUE, several separated by commas, e.g. -D nbranches=10,mode=fast",
+            )
+        };
+        let Some((name, value)) = item.split_once('=') else {
+            return Err(refused("no \"=\" between a name and its value".into()));
+        };
+        let name = name.trim();
+        let is_name = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !is_name {
+            return Err(refused(format!(
+                "{name:?} is not a variable's name (letters, digits and _, not first a digit)"
+            )));
+        }
+        let own = ["scale", "client_id", "random_seed", "default_seed"];
+        if own.contains(&name) && value.trim().parse::<i64>().is_err() {
+            return Err(refused(format!(
+                "\"{name}\" takes the place of dyno's own, a whole number"
+            )));
+        }
+        if out.iter().any(|(n, _)| n == name) {
+            return Err(refused(format!("\"{name}\" is defined twice")));
+        }
+        out.push((name.to_string(), value.to_string()));
+    }
+    Ok(out)
 }
 
 /// The scripts to run, each with its weight.
@@ -392,6 +447,7 @@ impl Suite for Sql {
             rate,
             latency_limit_ns,
             max_tries,
+            defines: defines(raw)?,
             seed: c.seed,
             test,
         }))

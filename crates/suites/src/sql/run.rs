@@ -428,6 +428,14 @@ fn new_client(s: &SqlSettings, (id, clients): (usize, usize)) -> Client {
     client
         .vars
         .insert("default_seed".into(), Value::Int(client.default_seed));
+    // `--define`'s last, so that one of the names above is the user's, as in pgbench.
+    for (name, value) in &s.defines {
+        (client.vars).insert(name.clone(), Value::Text(value.clone()));
+        // hash()'s seed when none is given (pgbench reads the variable).
+        if name == "default_seed" {
+            client.default_seed = value.trim().parse().expect("checked when read");
+        }
+    }
     client
 }
 

@@ -90,6 +90,15 @@ SELECT count(*) AS branches FROM pgbench_branches;
 \\sleep 1 us
 ";
 
+/// Succeeds only where `--define` gave `mode` 1 and `client_id` 7.
+const DEFINED: &str = "\
+\\if :mode = 1 AND :client_id = 7
+SELECT 1;
+\\else
+SELECT 1/0;
+\\endif
+";
+
 /// Transactions that conflict on one row at REPEATABLE READ (PostgreSQL's syntax).
 const CONFLICT: &str = "\
 BEGIN ISOLATION LEVEL REPEATABLE READ;
@@ -141,6 +150,17 @@ fn pipelined_tpcb(s: &mut dyn SqlSession, url: &str) {
     invariant_holds(s, true);
 }
 
+/// How a script's one transaction fails (as client 0 with no variables), and the commands it
+/// timed before.
+fn fails(s: &mut dyn SqlSession, text: &str) -> (String, Vec<usize>) {
+    let text = script::parse("f.sql", text).unwrap();
+    let mut ready = client::ready(&text, s).unwrap();
+    let mut c = Client::new(HashMap::new(), Prng::new(1), 0);
+    let mut timed = Vec::new();
+    let e = (c.run(&mut ready, s, &mut |i, _| timed.push(i), &mut |_| {})).unwrap_err();
+    (e.to_string(), timed)
+}
+
 /// A failed statement in a pipeline is named by its line, its segment undone; a pipeline left
 /// by a script's mistake is abandoned (what was sent done, what was not dropped), and the
 /// session is in step after. (PostgreSQL; history rows the invariant does not hold.)
@@ -157,13 +177,9 @@ fn pipeline_failures(s: &mut dyn SqlSession) {
         history(5),
         history(7)
     );
-    let failing = script::parse("failing.sql", &failing).unwrap();
-    let mut ready = client::ready(&failing, s).unwrap();
-    let mut c = Client::new(HashMap::new(), Prng::new(1), 0);
-    let mut timed = Vec::new();
-    let e = (c.run(&mut ready, s, &mut |i, _| timed.push(i), &mut |_| {})).unwrap_err();
+    let (e, timed) = fails(s, &failing);
     assert!(
-        e.to_string().starts_with("line 3: ") && e.to_string().contains("division by zero"),
+        e.starts_with("line 3: ") && e.contains("division by zero"),
         "{e}"
     );
     assert_eq!(timed, [1], "the statement before the failure completed");
@@ -174,10 +190,8 @@ fn pipeline_failures(s: &mut dyn SqlSession) {
         history(11),
         history(13)
     );
-    let left = script::parse("left.sql", &left).unwrap();
-    let mut ready = client::ready(&left, s).unwrap();
-    let e = (c.run(&mut ready, s, &mut |_, _| {}, &mut |_| {})).unwrap_err();
-    assert!(e.to_string().starts_with("line 5: "), "{e}");
+    let (e, _) = fails(s, &left);
+    assert!(e.starts_with("line 5: "), "{e}");
     assert_eq!(
         count(s, 11).as_deref(),
         Some("1"),
@@ -213,19 +227,11 @@ fn workloads(url: &str) {
     invariant_holds(s.as_mut(), false);
 
     // An undefined variable and a server's error fail the transaction with their line.
-    let bad = script::parse("bad.sql", "SELECT :nosuch;\n").unwrap();
-    let mut ready = client::ready(&bad, s.as_mut()).unwrap();
-    let mut c = Client::new(HashMap::new(), Prng::new(1), 0);
-    let e = c
-        .run(&mut ready, s.as_mut(), &mut |_, _| {}, &mut |_| {})
-        .unwrap_err();
-    assert_eq!(e.to_string(), "line 1: undefined variable \"nosuch\"");
-    let bad = script::parse("bad.sql", "\n\nSELECT * FROM no_such_table;\n").unwrap();
-    let e = client::ready(&bad, s.as_mut())
-        .and_then(|mut r| c.run(&mut r, s.as_mut(), &mut |_, _| {}, &mut |_| {}))
-        .unwrap_err();
-    assert!(e.to_string().starts_with("line 3: "), "{e}");
-    assert!(e.to_string().contains("no_such_table"), "{e}");
+    let (e, _) = fails(s.as_mut(), "SELECT :nosuch;\n");
+    assert_eq!(e, "line 1: undefined variable \"nosuch\"");
+    let (e, _) = fails(s.as_mut(), "\n\nSELECT * FROM no_such_table;\n");
+    assert!(e.starts_with("line 3: "), "{e}");
+    assert!(e.contains("no_such_table"), "{e}");
     if url.starts_with("postgres") {
         pipeline_failures(s.as_mut());
     }
@@ -382,6 +388,24 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
     let retried = figures("retried");
     assert_eq!(retried["failed"], 0, "{retried}");
     assert!(retried["retried"].as_u64().unwrap() > 0, "{retried}");
+
+    // --define's variables reach every client, in place of dyno's own of the same name.
+    std::fs::write(dir.path().join("defined.sql"), DEFINED).unwrap();
+    // (A case whose transactions failed ends the run with status 3.)
+    for (defines, failed, status) in [("mode=1,client_id=7", 0, 0), ("mode=2", 10, 3)] {
+        let out = format!("defined-{failed}");
+        let script = ["run", "--suite", "sql", "--script", "defined.sql"];
+        crate::common::dyno(dir.path())
+            .args(script)
+            .args(["-t", "5", "-c", "2", "-D", defines, "-o", &out, &pg.url()])
+            .assert()
+            .code(status);
+        let rec = crate::common::record(&dir.path().join(&out));
+        let c = crate::common::case(&rec, "postgres", "defined.sql");
+        let figures = &c["reps"][0]["detail"]["custom"]["figures"];
+        assert_eq!(figures["failed"], failed, "-D {defines}: {figures}");
+        assert_eq!(figures["transactions"], 10, "-D {defines}: {figures}");
+    }
 
     // A read-only run keeps no invariant to check, and passes.
     crate::common::dyno(dir.path())
