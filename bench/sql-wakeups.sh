@@ -29,7 +29,7 @@ cpu_of() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }                       # 
 
 # One tool's run: TOOL (pgbench | epoll | uring) -> "TPS IPIS_PER_TX CPU_PER_TX_US WAKE_SHARE"
 run_one() {
-  local out="$work/$1" pid i0 i1 b0 b1 tps share=-
+  local out="$work/$1" pid i0 i1 b0 b1 t0 t1 tps share=-
   rm -rf "$out" "$out.perf"
   if [ "$1" = pgbench ]; then
     "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s "$scale" -q postgres >/dev/null 2>&1
@@ -43,13 +43,13 @@ run_one() {
   fi
   pid=$!
   sleep 5
-  i0=$(ipis) b0=$(cpu_of "$pid")
+  i0=$(ipis) b0=$(cpu_of "$pid") t0=$(date +%s%N)
   if [ -n "$perf" ]; then
-    "$perf" record -q -C 1 -e cpu-clock -F 2000 -g -o "$out.perf" -- sleep 5 >/dev/null 2>&1
+    "$perf" record -q -C 1 -e cpu-clock -F 2000 -g -o "$out.perf" -- sleep 5 >/dev/null 2>&1 || sleep 5
   else
     sleep 5
   fi
-  i1=$(ipis) b1=$(cpu_of "$pid")
+  i1=$(ipis) b1=$(cpu_of "$pid") t1=$(date +%s%N)
   wait "$pid"
   if [ "$1" = pgbench ]; then
     tps=$(grep -oP 'tps = \K[\d.]+' "$out.txt")
@@ -57,7 +57,7 @@ run_one() {
   else
     tps=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['cases'][0]['reps'][0]['ops_per_s'])" "$out/run.json")
   fi
-  if [ -n "$perf" ]; then
+  if [ -s "$out.perf" ]; then
     # Of the server core's samples, those under the wake-up of the client socket's waiter.
     share=$("$perf" script -i "$out.perf" -F ip,sym 2>/dev/null | python3 -c "
 import sys
@@ -70,8 +70,8 @@ print(f'{100 * hit / max(1, sum(1 for b in blocks if b.strip())):.1f}')")
 import sys
 tps, di, db = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 tick = 1e6 / float(sys.argv[4])  # µs per clock tick
-n = tps * 5
-print(f'{tps:.0f} {di / n:.3f} {db * tick / n:.2f} {sys.argv[5]}')" "$tps" $((i1 - i0)) $((b1 - b0)) "$(getconf CLK_TCK)" "$share"
+n = tps * int(sys.argv[6]) / 1e9  # the window's transactions (perf may end it early)
+print(f'{tps:.0f} {di / n:.3f} {db * tick / n:.2f} {sys.argv[5]}')" "$tps" $((i1 - i0)) $((b1 - b0)) "$(getconf CLK_TCK)" "$share" $((t1 - t0))
 }
 
 results=$work/results

@@ -533,6 +533,8 @@ impl clap::FromArgMatches for SuiteFlags {
             let s = d[0];
             let value = match s.kind {
                 Kind::Int => m.get_one::<i64>(s.key).map(|v| Value::Int(*v)),
+                _ if s.is_list() => (m.get_many::<String>(s.key))
+                    .map(|v| Value::Text(v.cloned().collect::<Vec<_>>().join(","))),
                 _ => (m.get_one::<String>(s.key)).map(|v| Value::Text(v.clone())),
             };
             if let Some(value) = value {
@@ -561,7 +563,10 @@ impl clap::Args for SuiteFlags {
                 .help(help.join(". "))
                 .visible_aliases(s.aliases.iter().copied())
                 .allow_negative_numbers(true)
-                .action(clap::ArgAction::Set);
+                .action(match s.is_list() {
+                    true => clap::ArgAction::Append,
+                    false => clap::ArgAction::Set,
+                });
             arg = match s.kind {
                 Kind::Int => arg.value_parser(clap::value_parser!(i64)),
                 _ => arg.value_parser(clap::value_parser!(String)),

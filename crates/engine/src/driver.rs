@@ -405,18 +405,21 @@ pub trait SqlSession: Send {
         Err(no_pipelines())
     }
     /// Ends the pipeline and reads every reply: `done(k)` as the `k`-th statement queued
-    /// completes; the first failure, with the index of the statement it came at (one past
-    /// every statement's when it is none's: the sending, a segment's commit).
+    /// completes; the first failure, with the index of the statement it came at
+    /// ([`NO_STATEMENT`] when it is none's: the sending, a segment's commit).
     fn end_pipeline(&mut self, _done: &mut dyn FnMut(usize)) -> Result<(), (usize, OpError)> {
-        Err((usize::MAX, no_pipelines()))
+        Err((NO_STATEMENT, no_pipelines()))
     }
 }
 
+/// The index [`SqlSession::end_pipeline`] gives a failure that is no statement's.
+pub const NO_STATEMENT: usize = usize::MAX;
+
+/// Why a session without [`SqlSession::pipelines`] cannot run one.
+pub const NO_PIPELINES: &str = "pipelines need PostgreSQL's extended protocol; on this target each statement is answered before the next is sent";
+
 fn no_pipelines() -> OpError {
-    OpError::new(
-        ErrorClass::Application,
-        "pipelines need PostgreSQL's extended protocol; this target answers each statement before the next is sent",
-    )
+    OpError::new(ErrorClass::Application, NO_PIPELINES)
 }
 
 /// A client's connection for list-append transactions (family `lists`): a store's own (etcd: a

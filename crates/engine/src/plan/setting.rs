@@ -45,6 +45,12 @@ impl Setting {
     pub fn long(&self) -> String {
         self.key.replace('_', "-")
     }
+
+    /// Whether its value is a list (its value's name ends `,…`): its flag may then be given
+    /// more than once, as pgbench's `-f` and `-D` are, the values joined by commas.
+    pub fn is_list(&self) -> bool {
+        self.kind == Kind::Text && self.value_name.ends_with(",…")
+    }
 }
 
 /// A setting's value as written.

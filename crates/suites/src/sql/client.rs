@@ -65,7 +65,7 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
             Kind::StartPipeline if !session.pipelines() => {
                 return Err(Failure::Script {
                     line: c.line,
-                    message: "\\startpipeline: pipelines need PostgreSQL's extended protocol; on this target each statement is answered before the next is sent".into(),
+                    message: format!("\\startpipeline: {}", engine::driver::NO_PIPELINES),
                 });
             }
             Kind::StartPipeline => piped = true,
@@ -242,8 +242,9 @@ impl Client {
                         p => Some(self.statement(p, &c.kind, c.line, session)?),
                     };
                     if let (true, Some(stmt)) = (self.piping, stmt) {
-                        self.queued.push((i, Instant::now()));
+                        let queued = Instant::now();
                         self.sql(stmt, &c.kind, None, c.line, session)?;
+                        self.queued.push((i, queued));
                         continue;
                     }
                     let started = Instant::now();

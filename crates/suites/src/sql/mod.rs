@@ -62,7 +62,7 @@ pub static DEFINE: Setting = Setting {
     aliases: &[],
     kind: Kind::Text,
     value_name: "NAME=VALUE,…",
-    help: "SQL: variables every client's scripts start with (pgbench's -D), each value text that is read as a number where one is needed; one named scale, client_id, random_seed or default_seed is used instead of dyno's, as in pgbench.",
+    help: "SQL: variables every client's scripts start with (pgbench's -D; the flag again, or commas, for more), each value text that is read as a number where one is needed; one named scale, client_id, random_seed or default_seed is used instead of dyno's, as in pgbench.",
     heading: HEADING,
 };
 
@@ -259,8 +259,9 @@ fn built_in(name: &str, at: &Origin, raw: &RawPlan) -> Result<(Script, bool), Pl
 }
 
 /// `--define`'s `NAME=VALUE` pairs: a name as pgbench's variables have (a letter or `_`, then
-/// letters, digits, `_`), each once.
-fn defines(raw: &RawPlan) -> Result<Vec<(String, String)>, PlanError> {
+/// letters, digits, `_`), each once; with sysbench's built-ins, not one of the variables its
+/// statements are prepared for (`tables`, `table_size`, `range_size`: its own options).
+fn defines(raw: &RawPlan, sysbench: bool) -> Result<Vec<(String, String)>, PlanError> {
     let Some(d) = raw.settings.text(&DEFINE) else {
         return Ok(Vec::new());
     };
@@ -289,6 +290,17 @@ fn defines(raw: &RawPlan) -> Result<Vec<(String, String)>, PlanError> {
         if own.contains(&name) && value.trim().parse::<i64>().is_err() {
             return Err(refused(format!(
                 "\"{name}\" takes the place of dyno's own, a whole number"
+            )));
+        }
+        let options = [
+            &sysbench::TABLES,
+            &sysbench::TABLE_SIZE,
+            &sysbench::RANGE_SIZE,
+        ];
+        if let Some(o) = options.iter().find(|o| sysbench && o.key == name) {
+            return Err(refused(format!(
+                "\"{name}\" is sysbench's option here: give it as --{}",
+                o.long()
             )));
         }
         if out.iter().any(|(n, _)| n == name) {
@@ -433,6 +445,7 @@ impl Suite for Sql {
             Some(t) => t.value as u32,
             None => 1,
         };
+        let defines = defines(raw, oltp.is_some())?;
         let test: &'static str = match scripts.as_slice() {
             [(s, _)] => Box::leak(s.name.clone().into_boxed_str()),
             _ => "mix",
@@ -447,7 +460,7 @@ impl Suite for Sql {
             rate,
             latency_limit_ns,
             max_tries,
-            defines: defines(raw)?,
+            defines,
             seed: c.seed,
             test,
         }))

@@ -26,6 +26,7 @@ use super::message::{
 };
 use super::{TIMEOUT, keepalive};
 use bytes::BytesMut;
+use engine::driver::NO_STATEMENT;
 use engine::driver::{ErrorClass, OpError, SqlParam};
 use engine::fiber::Stream;
 use postgres_protocol::authentication::{md5_hash, sasl};
@@ -72,10 +73,9 @@ pub struct Wire {
     /// A pipeline's statements queued, per segment (a segment ends with a Sync); empty outside
     /// a pipeline.
     segments: Vec<usize>,
+    /// Whether the connection failed (see [`Wire::send`]).
+    broken: bool,
 }
-
-/// The index [`Wire::end_pipeline`] gives a failure that is no statement's (past any).
-pub const NO_STATEMENT: usize = usize::MAX;
 
 /// How long the cancel request's own connection may take: it is sent after a reply already
 /// took [`TIMEOUT`], so it must not add as much again.
@@ -119,6 +119,7 @@ impl Wire {
             idle: true,
             cancel: None,
             segments: Vec::new(),
+            broken: false,
         };
         let mut params = vec![
             ("user", login.user),
@@ -320,24 +321,27 @@ impl Wire {
         self.segments.push(0);
     }
 
+    /// The pipeline being written: one begins if none has.
+    fn piping(&mut self) -> &mut usize {
+        if self.segments.is_empty() {
+            self.start_pipeline();
+        }
+        self.segments.last_mut().expect("a segment")
+    }
+
     /// Queues a prepared statement with `params` in the pipeline (one begins if none has):
     /// written out, sent at the next [`Wire::sync_segment`] or [`Wire::end_pipeline`], its
     /// reply read at the end.
     pub fn queue<A: Arg>(&mut self, stmt: &Prepared, params: &[A]) {
-        if self.segments.is_empty() {
-            self.start_pipeline();
-        }
+        *self.piping() += 1;
         encode_bind_execute(&mut self.out, &stmt.name, params);
-        *self.segments.last_mut().expect("a segment") += 1;
     }
 
     /// Ends the pipeline's segment with a Sync and sends it (pgbench's `\syncpipeline`): the
     /// server commits what the segment ran outside a transaction block, and a failure in it
     /// skips no further than its end. Its replies are read at the end.
     pub fn sync_segment(&mut self) -> Result<(), OpError> {
-        if self.segments.is_empty() {
-            self.start_pipeline();
-        }
+        self.piping();
         self.out.extend_from_slice(SYNC);
         self.send("pipeline")?;
         self.out.clear();
@@ -350,36 +354,37 @@ impl Wire {
     /// (from 0) completes. A statement the server fails skips the rest of its segment; the
     /// first failure is the result — the index of the statement it came at
     /// ([`NO_STATEMENT`] for the sending, or a segment's commit) and why — once every reply
-    /// has been read, so the session stays in step (a broken connection ends the reading).
+    /// has been read, so the session stays in step. A connection that fails ends the reading
+    /// (and the session: [`Wire::send`]).
     pub fn end_pipeline(&mut self, done: &mut dyn FnMut(usize)) -> Result<(), (usize, OpError)> {
-        if self.segments.is_empty() {
-            self.start_pipeline();
-        }
+        self.piping();
         self.out.extend_from_slice(SYNC);
-        let segments = std::mem::take(&mut self.segments);
         self.send("pipeline").map_err(|e| (NO_STATEMENT, e))?;
+        let segments = std::mem::take(&mut self.segments);
         let (mut first_failure, mut start) = (None, 0);
         for n in segments {
-            let mut k = start;
+            let (mut k, mut refused) = (start, None);
+            // The server's refusal is kept apart from what `until_ready` returns, which is then
+            // the connection's failure alone.
             let read = self.until_ready("pipeline", |w| {
                 match w.kind {
                     b'C' | b'I' => {
                         done(k);
                         k += 1;
                     }
-                    b'E' => return Err(server_err("pipeline", &w.body)),
+                    b'E' if refused.is_none() => refused = Some(server_err("pipeline", &w.body)),
                     _ => {}
                 }
                 Ok(())
             });
-            if let Err(e) = read {
-                let broken = e.class.is_connection();
-                // After the segment's last statement: its commit, at the Sync.
-                let at = if k < start + n { k } else { NO_STATEMENT };
+            // The statement whose reply was awaited; after the segment's last, its commit.
+            let at = if k < start + n { k } else { NO_STATEMENT };
+            if let Some(e) = refused {
                 first_failure.get_or_insert((at, e));
-                if broken {
-                    break;
-                }
+            }
+            if let Err(e) = read {
+                first_failure.get_or_insert((at, e));
+                break;
             }
             start += n;
         }
@@ -387,7 +392,8 @@ impl Wire {
     }
 
     /// A pipeline left before its end (its transaction failed on the client's side): what was
-    /// not sent is dropped, and what was is read to its end, so the next request is in step.
+    /// not sent is dropped, and what was is read to its end, so the next request is in step
+    /// (or, should the connection fail, refused: [`Wire::send`]).
     fn abandon_pipeline(&mut self) {
         let sent = self.segments.len().saturating_sub(1);
         self.segments.clear();
@@ -442,6 +448,7 @@ impl Wire {
                 failed = each(self).err();
             }
             if std::time::Instant::now() > deadline {
+                self.broken = true;
                 self.cancel_statement();
                 return Err(OpError::new(
                     ErrorClass::Timeout,
@@ -457,14 +464,28 @@ impl Wire {
     }
 
     /// Sends what `self.out` holds.
+    /// Sends nothing once the connection has failed: a reply lost, late or malformed leaves
+    /// the session out of step with the server (what it reads next would answer an earlier
+    /// request), so every later request fails at once, as the connection's.
     fn send(&mut self, context: &str) -> Result<(), OpError> {
-        write_to(self.input.get_mut(), &self.out, context)
+        if self.broken {
+            return Err(OpError::new(
+                ErrorClass::Reset,
+                format!(
+                    "postgres: {context}: the connection failed before (a reply lost, late or malformed); this session sends nothing more"
+                ),
+            ));
+        }
+        let sent = write_to(self.input.get_mut(), &self.out, context);
+        self.broken = sent.is_err();
+        sent
     }
 
     /// Reads one message: its type into `self.kind`, its body into `self.body`. Notices,
     /// parameter changes and notifications, which may come at any time, are passed over.
     fn read_message(&mut self, context: &str) -> Result<(), OpError> {
         self.read_message_once(context).inspect_err(|e| {
+            self.broken = true;
             if e.class == ErrorClass::Timeout {
                 self.cancel_statement();
             }

@@ -202,6 +202,20 @@ fn pipeline_failures(s: &mut dyn SqlSession) {
         Some("0"),
         "what was not sent was dropped"
     );
+    // A statement the server cancels (its error's class is a timeout's) fails its segment
+    // alone: the next segment runs, and the session reads on in step.
+    s.batch("SET statement_timeout = '100ms'").unwrap();
+    let slow = format!(
+        "\\startpipeline\nSELECT pg_sleep(1);\n\\syncpipeline\n{}\n\\endpipeline\n",
+        history(17)
+    );
+    let (e, _) = fails(s, &slow);
+    assert!(
+        e.starts_with("line 2: ") && e.contains("statement timeout"),
+        "{e}"
+    );
+    s.batch("SET statement_timeout = 0").unwrap();
+    assert_eq!(count(s, 17).as_deref(), Some("1"), "the next segment ran");
 }
 
 fn workloads(url: &str) {
@@ -249,6 +263,29 @@ fn pgbench_workloads_run_on_postgresql_and_mariadb_and_keep_the_tpcb_invariant()
     let left = maria
         .sql("SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'dyno%'");
     assert_eq!(left.trim(), "0");
+}
+
+/// `--define`'s variables reach every client, in place of dyno's own of the same name.
+fn defines_reach_every_client(dir: &std::path::Path, url: &str) {
+    std::fs::write(dir.join("defined.sql"), DEFINED).unwrap();
+    // (A case whose transactions failed ends the run with status 3.)
+    // (The flag given twice joins its values, as pgbench takes -D.)
+    let both: &[&str] = &["-D", "mode=1", "--define", "client_id=7"];
+    for (defines, failed, status) in [(both, 0, 0), (&["-D", "mode=2"], 10, 3)] {
+        let out = format!("defined-{failed}");
+        let script = ["run", "--suite", "sql", "--script", "defined.sql"];
+        crate::common::dyno(dir)
+            .args(script)
+            .args(defines)
+            .args(["-t", "5", "-c", "2", "-o", &out, url])
+            .assert()
+            .code(status);
+        let rec = crate::common::record(&dir.join(&out));
+        let c = crate::common::case(&rec, "postgres", "defined.sql");
+        let figures = &c["reps"][0]["detail"]["custom"]["figures"];
+        assert_eq!(figures["failed"], failed, "{defines:?}: {figures}");
+        assert_eq!(figures["transactions"], 10, "{defines:?}: {figures}");
+    }
 }
 
 /// `dyno run --suite sql` as a user runs it: both databases as columns, the built-ins mixed by
@@ -389,23 +426,7 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
     assert_eq!(retried["failed"], 0, "{retried}");
     assert!(retried["retried"].as_u64().unwrap() > 0, "{retried}");
 
-    // --define's variables reach every client, in place of dyno's own of the same name.
-    std::fs::write(dir.path().join("defined.sql"), DEFINED).unwrap();
-    // (A case whose transactions failed ends the run with status 3.)
-    for (defines, failed, status) in [("mode=1,client_id=7", 0, 0), ("mode=2", 10, 3)] {
-        let out = format!("defined-{failed}");
-        let script = ["run", "--suite", "sql", "--script", "defined.sql"];
-        crate::common::dyno(dir.path())
-            .args(script)
-            .args(["-t", "5", "-c", "2", "-D", defines, "-o", &out, &pg.url()])
-            .assert()
-            .code(status);
-        let rec = crate::common::record(&dir.path().join(&out));
-        let c = crate::common::case(&rec, "postgres", "defined.sql");
-        let figures = &c["reps"][0]["detail"]["custom"]["figures"];
-        assert_eq!(figures["failed"], failed, "-D {defines}: {figures}");
-        assert_eq!(figures["transactions"], 10, "-D {defines}: {figures}");
-    }
+    defines_reach_every_client(dir.path(), &pg.url());
 
     // A read-only run keeps no invariant to check, and passes.
     crate::common::dyno(dir.path())
