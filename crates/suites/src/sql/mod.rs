@@ -276,12 +276,7 @@ fn defines(raw: &RawPlan, sysbench: bool) -> Result<Vec<(String, String)>, PlanE
             return Err(refused("no \"=\" between a name and its value".into()));
         };
         let name = name.trim();
-        let is_name = name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !is_name {
+        if !script::is_variable(name) {
             return Err(refused(format!(
                 "{name:?} is not a variable's name (letters, digits and _, not first a digit)"
             )));

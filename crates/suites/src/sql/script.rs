@@ -133,6 +133,11 @@ fn is_name(c: char, first: bool) -> bool {
     c.is_ascii_alphabetic() || c == '_' || !c.is_ascii() || (!first && c.is_ascii_digit())
 }
 
+/// Whether `name` is a variable's name: a letter (any script's) or `_`, then those or digits.
+pub(crate) fn is_variable(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| is_name(c, true)) && name.chars().all(|c| is_name(c, false))
+}
+
 /// Reads a script's text. `name` names it in messages.
 pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
     let mut commands = Vec::new();
@@ -317,9 +322,7 @@ fn meta_command(
     Ok(Some(match word.as_str() {
         "set" => {
             let (var, rest) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
-            let ok = var.chars().next().is_some_and(|c| is_name(c, true))
-                && var.chars().all(|c| is_name(c, false));
-            if !ok {
+            if !is_variable(var) {
                 return Err(err(
                     line,
                     args_at,
