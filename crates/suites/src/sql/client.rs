@@ -39,6 +39,19 @@ enum Prepared {
     /// Prepared once per value of the variables spliced into its text: those values (joined
     /// by a space), and the statement.
     PerValue(Vec<(String, usize)>),
+    /// Prepared once, and queued in its pipeline (its reply read at `\endpipeline`).
+    Piped(usize),
+}
+
+/// What becomes of a statement's reply.
+#[derive(Clone, Copy)]
+enum Reply<'a> {
+    /// Its rows are counted.
+    Count,
+    /// Its one row goes into variables (`\gset PREFIX`).
+    Gset(&'a str),
+    /// None yet: the statement is queued in a pipeline.
+    Queue,
 }
 
 /// A script made ready for one session: its prepared statements, and where each branch of an
@@ -76,16 +89,18 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
         // even `BEGIN` and `COMMIT`; one with variables, a `\gset` or in a pipeline must be,
         // and one without that the server will not prepare (several statements in one) is
         // sent as written.
+        let prepared = |session: &mut dyn SqlSession, parts| {
+            (session.prepare(parts)).map_err(|error| Failure::Sql {
+                line: c.line,
+                error,
+            })
+        };
         stmts.push(match &c.kind {
             Kind::Sql { spliced, .. } if !spliced.is_empty() => Prepared::PerValue(Vec::new()),
+            Kind::Sql { parts, .. } if piped => Prepared::Piped(prepared(session, parts)?),
             Kind::Sql {
                 parts, vars, gset, ..
-            } if piped || !vars.is_empty() || gset.is_some() => {
-                Prepared::Once(session.prepare(parts).map_err(|error| Failure::Sql {
-                    line: c.line,
-                    error,
-                })?)
-            }
+            } if !vars.is_empty() || gset.is_some() => Prepared::Once(prepared(session, parts)?),
             Kind::Sql { parts, .. } => match session.prepare(parts) {
                 Ok(stmt) => Prepared::Once(stmt),
                 // A connection lost or a reply late is no answer: the client ends, as for any
@@ -144,7 +159,6 @@ pub struct Client {
     key: String,
     /// In a pipeline: each SQL command queued (its index) and when (reused).
     queued: Vec<(usize, Instant)>,
-    piping: bool,
 }
 
 impl Client {
@@ -156,7 +170,6 @@ impl Client {
             texts: Vec::new(),
             key: String::new(),
             queued: Vec::new(),
-            piping: false,
         }
     }
 
@@ -181,9 +194,6 @@ impl Client {
         let commands = &ready.script.commands;
         let stmts = &mut ready.stmts;
         let (mut pc, mut jumped) = (0, false);
-        // A pipeline a failed transaction left open is the session's to abandon (at its next
-        // request or pipeline).
-        self.piping = false;
         while pc < commands.len() {
             let i = pc;
             let c = &commands[i];
@@ -222,11 +232,11 @@ impl Client {
                     sleep(Duration::from_micros(n.max(0) as u64 * unit_us));
                 }
                 Kind::StartPipeline => {
+                    // A pipeline a failed transaction left open, the session abandons.
                     session.start_pipeline().map_err(|error| Failure::Sql {
                         line: c.line,
                         error,
                     })?;
-                    self.piping = true;
                     self.queued.clear();
                 }
                 Kind::SyncPipeline => (session.sync_segment()).map_err(|error| Failure::Sql {
@@ -234,6 +244,11 @@ impl Client {
                     error,
                 })?,
                 Kind::EndPipeline => self.end_pipeline(c.line, commands, session, timed)?,
+                Kind::Sql { .. } if let Prepared::Piped(stmt) = stmts[i] => {
+                    let queued = Instant::now();
+                    self.sql(stmt, &c.kind, Reply::Queue, c.line, session)?;
+                    self.queued.push((i, queued));
+                }
                 Kind::Sql { text, gset, .. } => {
                     // A statement prepared for a new spliced value is made before its clock
                     // starts: the command's time is its run's, as with the others.
@@ -241,19 +256,16 @@ impl Client {
                         Prepared::Text => None,
                         p => Some(self.statement(p, &c.kind, c.line, session)?),
                     };
-                    if let (true, Some(stmt)) = (self.piping, stmt) {
-                        let queued = Instant::now();
-                        self.sql(stmt, &c.kind, None, c.line, session)?;
-                        self.queued.push((i, queued));
-                        continue;
-                    }
                     let started = Instant::now();
                     match stmt {
                         None => session.batch(text).map_err(|error| Failure::Sql {
                             line: c.line,
                             error,
                         })?,
-                        Some(stmt) => self.sql(stmt, &c.kind, gset.as_deref(), c.line, session)?,
+                        Some(stmt) => {
+                            let reply = gset.as_deref().map_or(Reply::Count, Reply::Gset);
+                            self.sql(stmt, &c.kind, reply, c.line, session)?
+                        }
                     }
                     timed(i, started.elapsed());
                 }
@@ -271,7 +283,6 @@ impl Client {
         session: &mut dyn SqlSession,
         timed: &mut dyn FnMut(usize, Duration),
     ) -> Result<(), Failure> {
-        self.piping = false;
         let queued = &self.queued;
         let done = session.end_pipeline(&mut |k| {
             if let Some((i, at)) = queued.get(k) {
@@ -298,7 +309,7 @@ impl Client {
         session: &mut dyn SqlSession,
     ) -> Result<usize, Failure> {
         let known = match p {
-            Prepared::Once(s) => return Ok(*s),
+            Prepared::Once(s) | Prepared::Piped(s) => return Ok(*s),
             Prepared::PerValue(known) => known,
             Prepared::Text => unreachable!("SQL sent as written has no statement"),
         };
@@ -391,7 +402,7 @@ impl Client {
         &mut self,
         stmt: usize,
         sql: &Kind,
-        gset: Option<&str>,
+        reply: Reply<'_>,
         line: usize,
         session: &mut dyn SqlSession,
     ) -> Result<(), Failure> {
@@ -433,7 +444,7 @@ impl Client {
             many = texts[..n].iter().map(param).collect();
             &many
         };
-        let done = self.execute(stmt, params, gset, line, session);
+        let done = self.execute(stmt, params, reply, line, session);
         self.texts = texts;
         done
     }
@@ -442,19 +453,18 @@ impl Client {
         &mut self,
         stmt: usize,
         params: &[SqlParam<'_>],
-        gset: Option<&str>,
+        reply: Reply<'_>,
         line: usize,
         session: &mut dyn SqlSession,
     ) -> Result<(), Failure> {
         let sql_err = |error| Failure::Sql { line, error };
-        if self.piping {
-            return session.queue(stmt, params).map_err(sql_err);
-        }
-        let Some(prefix) = gset else {
-            return session
-                .execute(stmt, params, None)
-                .map(drop)
-                .map_err(sql_err);
+        let prefix = match reply {
+            Reply::Queue => return session.queue(stmt, params).map_err(sql_err),
+            Reply::Count => {
+                let counted = session.execute(stmt, params, None);
+                return counted.map(drop).map_err(sql_err);
+            }
+            Reply::Gset(prefix) => prefix,
         };
         let mut rows: Vec<Vec<(String, Option<String>)>> = Vec::new();
         let mut keep = |cols: &[(&str, Option<&str>)]| {

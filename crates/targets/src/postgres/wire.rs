@@ -26,8 +26,7 @@ use super::message::{
 };
 use super::{TIMEOUT, keepalive};
 use bytes::BytesMut;
-use engine::driver::NO_STATEMENT;
-use engine::driver::{ErrorClass, OpError, SqlParam};
+use engine::driver::{ErrorClass, NO_STATEMENT, OpError, SqlParam};
 use engine::fiber::Stream;
 use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::frontend;
@@ -360,9 +359,9 @@ impl Wire {
         self.piping();
         self.out.extend_from_slice(SYNC);
         self.send("pipeline").map_err(|e| (NO_STATEMENT, e))?;
-        let segments = std::mem::take(&mut self.segments);
         let (mut first_failure, mut start) = (None, 0);
-        for n in segments {
+        for segment in 0..self.segments.len() {
+            let n = self.segments[segment];
             let (mut k, mut refused) = (start, None);
             // The server's refusal is kept apart from what `until_ready` returns, which is then
             // the connection's failure alone.
@@ -388,6 +387,7 @@ impl Wire {
             }
             start += n;
         }
+        self.segments.clear();
         first_failure.map_or(Ok(()), Err)
     }
 
@@ -395,7 +395,11 @@ impl Wire {
     /// not sent is dropped, and what was is read to its end, so the next request is in step
     /// (or, should the connection fail, refused: [`Wire::send`]).
     fn abandon_pipeline(&mut self) {
-        let sent = self.segments.len().saturating_sub(1);
+        // A failed connection has nothing more to give.
+        let sent = match self.broken {
+            true => 0,
+            false => self.segments.len().saturating_sub(1),
+        };
         self.segments.clear();
         self.out.clear();
         for _ in 0..sent {
@@ -463,8 +467,7 @@ impl Wire {
         self.idle
     }
 
-    /// Sends what `self.out` holds.
-    /// Sends nothing once the connection has failed: a reply lost, late or malformed leaves
+    /// Sends what `self.out` holds — nothing once the connection has failed: a reply lost, late or malformed leaves
     /// the session out of step with the server (what it reads next would answer an earlier
     /// request), so every later request fails at once, as the connection's.
     fn send(&mut self, context: &str) -> Result<(), OpError> {
