@@ -533,6 +533,7 @@ impl clap::FromArgMatches for SuiteFlags {
             let s = d[0];
             let value = match s.kind {
                 Kind::Int => m.get_one::<i64>(s.key).map(|v| Value::Int(*v)),
+                Kind::Flag => m.get_flag(s.key).then_some(Value::Int(1)),
                 _ if s.is_list() => (m.get_many::<String>(s.key))
                     .map(|v| Value::Text(v.cloned().collect::<Vec<_>>().join(","))),
                 _ => (m.get_one::<String>(s.key)).map(|v| Value::Text(v.clone())),
@@ -562,19 +563,23 @@ impl clap::Args for SuiteFlags {
                 .long(s.long())
                 .help(help.join(". "))
                 .visible_aliases(s.aliases.iter().copied())
-                .allow_negative_numbers(true)
-                .action(match s.is_list() {
-                    true => clap::ArgAction::Append,
-                    false => clap::ArgAction::Set,
+                .action(match (s.kind, s.is_list()) {
+                    (Kind::Flag, _) => clap::ArgAction::SetTrue,
+                    (_, true) => clap::ArgAction::Append,
+                    (_, false) => clap::ArgAction::Set,
                 });
             arg = match s.kind {
-                Kind::Int => arg.value_parser(clap::value_parser!(i64)),
-                _ => arg.value_parser(clap::value_parser!(String)),
+                Kind::Flag => arg,
+                Kind::Int => {
+                    (arg.allow_negative_numbers(true)).value_parser(clap::value_parser!(i64))
+                }
+                _ => (arg.allow_negative_numbers(true)).value_parser(clap::value_parser!(String)),
             };
             if let Some(c) = s.short {
                 arg = arg.short(c);
             }
             arg = match s.value_name {
+                _ if s.kind == Kind::Flag => arg,
                 "" => arg.value_name(s.key.to_uppercase()),
                 name => arg.value_name(name),
             };

@@ -55,6 +55,7 @@ mod servers {
     mod sentinel;
     mod slurm;
     mod sql;
+    mod sql_connect;
     mod ui;
     mod zodb;
 }

@@ -21,6 +21,9 @@ pub enum Kind {
     Number,
     /// An array of `{ rate, duration }` tables (`stages = [...]`): plan files only.
     Stages,
+    /// On when given: a flag without a value (`-C`), `true` or `false` in a plan file; read as
+    /// the whole number 1 or 0 ([`Given::flag`]).
+    Flag,
 }
 
 /// One setting of one or more suites.
@@ -88,6 +91,12 @@ impl Given {
             } => Some(Sp::new(*v, at.clone())),
             _ => None,
         }
+    }
+
+    /// Whether a flag setting ([`Kind::Flag`]) is on, and where that was said (off when not
+    /// written).
+    pub fn flag(&self, s: &Setting) -> Option<Sp<bool>> {
+        self.int(s).map(|v| Sp::new(v.value != 0, v.at))
     }
 
     /// A text (or number) setting, when written.

@@ -11,7 +11,8 @@
 //!
 //! Parts: `expr` and `eval` (pgbench's `\set` expressions), `random` (its generator and random
 //! functions), `script` (its script language), `client` (a client running a script on a
-//! session), `init` (its tables), `run` (a repetition on every client).
+//! session), `init` (its tables), `session` (a client's session, opened once or per transaction,
+//! and its variables), `run` (a repetition on every client).
 
 pub mod client;
 mod confine;
@@ -21,6 +22,7 @@ pub mod init;
 pub mod random;
 mod run;
 pub mod script;
+mod session;
 pub mod sysbench;
 pub(crate) mod table;
 
@@ -126,6 +128,16 @@ pub static MAX_TRIES: Setting = Setting {
     heading: HEADING,
 };
 
+pub static CONNECT: Setting = Setting {
+    key: "connect",
+    short: Some('C'),
+    aliases: &[],
+    kind: Kind::Flag,
+    value_name: "",
+    help: "SQL: a new connection for each transaction (pgbench's -C), the rate counting it: closing the last connection and opening the next are timed as a row of their own, outside the transaction's latency in a closed loop (as pgbench keeps them out), within it in an open loop; preparing the scripts' statements on the new connection is part of the transaction.",
+    heading: HEADING,
+};
+
 static SETTINGS: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
@@ -139,6 +151,7 @@ static SETTINGS: &[&Setting] = &[
     &RATE,
     &LATENCY_LIMIT,
     &MAX_TRIES,
+    &CONNECT,
     &sysbench::TABLES,
     &sysbench::TABLE_SIZE,
     &sysbench::RANGE_SIZE,
@@ -178,6 +191,8 @@ pub struct SqlSettings {
     pub max_tries: u32,
     /// `--define`'s variables, in its order.
     pub defines: Vec<(String, String)>,
+    /// A new connection for each transaction (`-C`).
+    pub connect: bool,
     pub seed: u64,
     /// The test's name: the script's, or `mix`.
     pub test: &'static str,
@@ -199,6 +214,7 @@ impl Settings for SqlSettings {
                 "rate_per_s": self.rate,
                 "latency_limit_ns": self.latency_limit_ns,
                 "max_tries": self.max_tries,
+                "connect": self.connect,
                 "defines": self.defines.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
                 "random_seed": self.seed,
             }),
@@ -456,6 +472,7 @@ impl Suite for Sql {
             latency_limit_ns,
             max_tries,
             defines,
+            connect: raw.settings.flag(&CONNECT).is_some_and(|c| c.value),
             seed: c.seed,
             test,
         }))

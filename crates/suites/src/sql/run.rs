@@ -4,16 +4,16 @@
 
 use super::SqlSettings;
 use super::client::{self, Client, Failure};
-use super::eval::Value;
 use super::random::Prng;
 use super::script::{Kind, Script, Source};
+use super::session::{reconnect, set_up};
 use engine::driver::{SqlSession, Store};
 use engine::fiber::Barrier;
 use engine::plan::PlanTarget;
 use engine::recorder::Recorder;
 use engine::suite::{After, Plan, Point, RepCtx, Repeat, TargetError, TestOutcome, settings};
 use results::{Detail, Rep, Status};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -72,14 +72,14 @@ fn made(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
 }
 
 /// What one client did in a repetition.
-struct ClientRun {
-    transactions: Recorder,
+pub(super) struct ClientRun {
+    pub(super) transactions: Recorder,
     /// Per script (none when there is one), its transactions.
     scripts: Vec<Recorder>,
     /// Per script, per command: its SQL's times.
     commands: Vec<Vec<Recorder>>,
     /// A script's own mistake (an undefined variable…): the run is wrong, not the server.
-    broken: Option<String>,
+    pub(super) broken: Option<String>,
     /// An open loop: how late each transaction started, after its intended start; and each
     /// transaction timed from its actual start (service time, uncorrected).
     lag: Recorder,
@@ -95,6 +95,8 @@ struct ClientRun {
     conflicts: [u64; 3],
     /// When its clock started: connected, its statements prepared.
     began: Option<Instant>,
+    /// Under `-C`: each connection's time, the last one's closing and this one's opening.
+    pub(super) connections: Recorder,
 }
 
 /// Every client's part of one repetition.
@@ -114,11 +116,13 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
         .collect();
     let mut broken = None;
-    let (mut lag, mut service) = (Recorder::new(), Recorder::new());
+    let (mut lag, mut service, mut connections) =
+        (Recorder::new(), Recorder::new(), Recorder::new());
     let (mut late, mut skipped) = (0, 0);
     let (mut retries, mut retried, mut conflicts) = (0, 0, [0; 3]);
     for r in &runs {
         lag.merge(&r.lag);
+        connections.merge(&r.connections);
         service.merge(&r.service);
         late += r.late;
         skipped += r.skipped;
@@ -142,6 +146,9 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
     if rate.is_some() {
         by_op.insert(super::table::LAG.into(), lag.figures());
         by_op.insert(super::table::SERVICE.into(), service.figures());
+    }
+    if s.connect {
+        by_op.insert(super::table::CONNECTIONS.into(), connections.figures());
     }
     let errors = all.error_count();
     let ok = all.ops - errors;
@@ -247,6 +254,7 @@ fn client_run(
         retried: 0,
         conflicts: [0; 3],
         began: None,
+        connections: Recorder::new(),
     };
     // Every client is connected and prepared before any starts, as pgbench's and sysbench's
     // threads meet at a barrier: the clock runs with all of them at work, none still logging
@@ -254,9 +262,10 @@ fn client_run(
     let arrival = Arrival(gate);
     let set_up = set_up(store, s, (id, clients), &mut out);
     drop(arrival);
-    let Some((mut session, mut ready, mut client)) = set_up else {
+    let Some((session, mut ready, mut client)) = set_up else {
         return out;
     };
+    let mut session = Some(session);
     let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));
     let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
     let start = Instant::now();
@@ -291,19 +300,24 @@ fn client_run(
             engine::fiber::sleep_until(due);
             intended = Some(due);
         }
+        let mut connected = None;
+        if s.connect {
+            connected = reconnect(store, s, &mut client, (&mut session, &mut ready), &mut out);
+            if out.broken.is_some() {
+                return out;
+            }
+        }
+        let Some(session) = session.as_deref_mut() else {
+            continue;
+        };
         let k = pick(&mut choose, s, total);
         let timing = Timing {
             intended,
+            connected,
             limit,
             sysbench: s.scripts[k].0.source == Source::Sysbench,
         };
-        if let Err(stop) = transaction(
-            &mut client,
-            &mut ready[k],
-            &mut *session,
-            &mut out,
-            (k, timing),
-        ) {
+        if let Err(stop) = transaction(&mut client, &mut ready[k], session, &mut out, (k, timing)) {
             out.broken = Some(stop);
             return out;
         }
@@ -350,100 +364,15 @@ impl Drop for Arrival<'_> {
     }
 }
 
-/// A client's session, its scripts' statements prepared, and its generator; `None` when that
-/// failed, said in `out`.
-fn set_up<'a>(
-    store: &dyn Store,
-    s: &'a SqlSettings,
-    (id, clients): (usize, usize),
-    out: &mut ClientRun,
-) -> Option<(Box<dyn SqlSession>, Vec<client::Ready<'a>>, Client)> {
-    let mut session = match store.connect_sql() {
-        Ok(x) => x,
-        Err(e) => {
-            out.transactions.fail(e);
-            return None;
-        }
-    };
-    let ready: Result<Vec<_>, Failure> = (s.scripts.iter())
-        .map(|(sc, _)| client::ready(sc, session.as_mut()))
-        .collect();
-    let mut ready = match ready {
-        Ok(r) => r,
-        Err(e) => {
-            out.broken = Some(e.to_string());
-            return None;
-        }
-    };
-    let mut client = new_client(s, (id, clients));
-    if let Err(e) = prepare_sysbench(&mut client, &mut ready, s, session.as_mut()) {
-        out.transactions.fail(e);
-        return None;
-    }
-    Some((session, ready, client))
-}
-
-/// sysbench's statements, prepared for each of its tables before the clock starts (as sysbench
-/// prepares them in each thread's init).
-fn prepare_sysbench(
-    client: &mut Client,
-    ready: &mut [client::Ready<'_>],
-    s: &SqlSettings,
-    session: &mut dyn SqlSession,
-) -> Result<(), engine::driver::OpError> {
-    let Some(o) = &s.oltp else { return Ok(()) };
-    for (r, (sc, _)) in ready.iter_mut().zip(&s.scripts) {
-        if sc.source == Source::Sysbench {
-            (client.prepare_spliced(r, "t", 1..=o.tables as i64, session)).map_err(|e| {
-                engine::driver::OpError::new(
-                    engine::driver::ErrorClass::Application,
-                    format!("preparing sysbench's statements: {e}"),
-                )
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// Client `id` of `clients`: its generator seeded as pgbench seeds it (a base generator from the
-/// seed gives each client's in turn, then the default seed), its variables set.
-fn new_client(s: &SqlSettings, (id, clients): (usize, usize)) -> Client {
-    let mut base = Prng::new(s.seed);
-    let draws: Vec<u64> = (0..=clients).map(|_| base.next_u64()).collect();
-    let mut vars = HashMap::from([
-        ("scale".to_string(), Value::Int(s.scale as i64)),
-        ("client_id".to_string(), Value::Int(id as i64)),
-        ("random_seed".to_string(), Value::Int(s.seed as i64)),
-    ]);
-    if let Some(o) = &s.oltp {
-        for (name, v) in [
-            ("tables", o.tables),
-            ("table_size", o.table_size),
-            ("range_size", o.range_size),
-        ] {
-            vars.insert(name.to_string(), Value::Int(v as i64));
-        }
-    }
-    let mut client = Client::new(vars, Prng::new(draws[id]), draws[clients] as i64);
-    client
-        .vars
-        .insert("default_seed".into(), Value::Int(client.default_seed));
-    // `--define`'s last, so that one of the names above is the user's, as in pgbench.
-    for (name, value) in &s.defines {
-        (client.vars).insert(name.clone(), Value::Text(value.clone()));
-        // hash()'s seed when none is given (pgbench reads the variable).
-        if name == "default_seed" {
-            client.default_seed = value.trim().parse().expect("checked when read");
-        }
-    }
-    client
-}
-
-/// When a transaction was meant to start (an open loop's schedule), how slow is late, and
-/// whether its script is one of sysbench's (which retries more kinds of conflict).
+/// When a transaction was meant to start (an open loop's schedule), when its connection was
+/// made (`-C`), how slow is late, and whether its script is one of sysbench's (which retries
+/// more kinds of conflict).
 #[derive(Clone, Copy)]
 struct Timing {
     intended: Option<Instant>,
+    /// Under `-C`, the transaction starts once connected: preparing its statements on the new
+    /// connection is part of it, as in pgbench (which prepares them as they are first sent).
+    connected: Option<Instant>,
     limit: Option<Duration>,
     sysbench: bool,
 }
@@ -471,7 +400,7 @@ fn transaction(
     out: &mut ClientRun,
     (k, timing): (usize, Timing),
 ) -> Result<(), String> {
-    let now = Instant::now();
+    let now = timing.connected.unwrap_or_else(Instant::now);
     // In an open loop, latency runs from the intended start: a late start is the server's.
     let started = timing.intended.unwrap_or(now);
     if timing.intended.is_some() {

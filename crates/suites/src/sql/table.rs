@@ -11,6 +11,8 @@ use std::io;
 /// actual start (service time, uncorrected: the lag left out, as wrk2's `--u_latency`).
 pub(super) const LAG: &str = "schedule lag";
 pub(super) const SERVICE: &str = "service time";
+/// The `by_op` row of `-C`'s connections: each the last one's closing and this one's opening.
+pub(super) const CONNECTIONS: &str = "connections";
 
 /// A figure of a case's custom detail, summed over its repetitions.
 pub(crate) fn figure(c: &Case, key: &str) -> u64 {
@@ -121,7 +123,7 @@ fn statements(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     };
     let commands: Vec<&String> = (first.reps.first()).map_or(Vec::new(), |rep| {
         (rep.by_op.keys())
-            .filter(|k| *k != LAG && *k != SERVICE)
+            .filter(|k| ![LAG, SERVICE, CONNECTIONS].contains(&k.as_str()))
             .collect()
     });
     if commands.is_empty() {
@@ -162,6 +164,10 @@ fn case_notes(c: &Case) -> Vec<String> {
         (
             SERVICE,
             "service time (a transaction timed from its actual start, the lag left out)",
+        ),
+        (
+            CONNECTIONS,
+            "a new connection for each transaction (-C): closing the last and opening the next, outside the transaction's latency in a closed loop; each connection's",
         ),
     ];
     for (key, what) in open_loop {

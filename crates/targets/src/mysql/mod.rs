@@ -83,11 +83,16 @@ impl Config {
 
     /// A logged-in connection.
     fn connect(&self) -> Result<Conn, OpError> {
+        self.connect_in(self.url.database.as_deref())
+    }
+
+    /// A connection logged in with `db` as its default database.
+    fn connect_in(&self, db: Option<&str>) -> Result<Conn, OpError> {
         Conn::open(
             self.addr()?,
             &self.url.user,
             self.url.password.as_deref().unwrap_or_default(),
-            self.url.database.as_deref(),
+            db,
         )
     }
 

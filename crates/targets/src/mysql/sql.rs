@@ -14,12 +14,18 @@ pub(super) struct MySql {
 impl MySql {
     /// A session of `config`'s server with `db` as its database.
     pub(super) fn open(config: &Config, db: &str) -> Result<MySql, OpError> {
-        let mut c = config.connect()?;
-        c.query(&format!("USE {db}"))?;
+        // The database chosen with the login: no `USE` of its own.
+        let c = config.connect_in(Some(db))?;
         Ok(MySql {
             c,
             stmts: Vec::new(),
         })
+    }
+}
+
+impl Drop for MySql {
+    fn drop(&mut self) {
+        self.c.quit();
     }
 }
 

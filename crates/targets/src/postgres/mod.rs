@@ -107,21 +107,26 @@ fn keepalive(fd: std::os::fd::RawFd) {
 impl Config {
     /// A logged-in session, with the run's `synchronous_commit` where one is set.
     fn connect(&self) -> Result<Wire, OpError> {
+        self.connect_in(None)
+    }
+
+    /// [`Config::connect`], working in `schema` (its `search_path`) when given: both settings
+    /// go with the login.
+    fn connect_in(&self, schema: Option<&str>) -> Result<Wire, OpError> {
         let addr = crate::net::resolve(&self.url.authority, Some(5432))
             .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
+        let mut settings = Vec::with_capacity(2);
+        if !self.synchronous_commit.is_empty() {
+            settings.push(("synchronous_commit", self.synchronous_commit.as_str()));
+        }
+        settings.extend(schema.map(|s| ("search_path", s)));
         let login = Login {
             user: &self.url.user,
             password: self.url.password.as_deref().map(str::as_bytes),
             database: self.url.database.as_deref(),
+            settings: &settings,
         };
-        let mut w = Wire::open(addr, &login)?;
-        if !self.synchronous_commit.is_empty() {
-            w.batch(&format!(
-                "SET synchronous_commit = {}",
-                self.synchronous_commit
-            ))?;
-        }
-        Ok(w)
+        Wire::open(addr, &login)
     }
 
     /// `fsync`, `synchronous_commit` and the server's version.

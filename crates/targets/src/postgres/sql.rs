@@ -15,8 +15,7 @@ pub(super) struct PgSql {
 impl PgSql {
     /// A session of `config`'s server working in `schema`.
     pub(super) fn open(config: &Config, schema: &str) -> Result<PgSql, OpError> {
-        let mut w = config.connect()?;
-        w.batch(&format!("SET search_path TO {schema}"))?;
+        let w = config.connect_in(Some(schema))?;
         Ok(PgSql {
             w,
             stmts: Vec::new(),

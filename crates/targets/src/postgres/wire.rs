@@ -44,6 +44,9 @@ pub struct Login<'a> {
     pub user: &'a str,
     pub password: Option<&'a [u8]>,
     pub database: Option<&'a str>,
+    /// Run-time parameters the session starts with (`search_path`…), sent with the login
+    /// rather than as statements after it: no round trip of their own.
+    pub settings: &'a [(&'a str, &'a str)],
 }
 
 /// A statement prepared on the server: its name there and its result columns' names.
@@ -126,6 +129,7 @@ impl Wire {
             ("application_name", "dyno"),
         ];
         params.extend(login.database.map(|d| ("database", d)));
+        params.extend(login.settings.iter().copied());
         let mut buf = BytesMut::new();
         frontend::startup_message(params, &mut buf).map_err(io)?;
         write_to(w.input.get_mut(), &buf, "login")?;
@@ -611,6 +615,7 @@ mod tests {
             user: "dyno",
             password: None,
             database: None,
+            settings: &[],
         };
         let mut w = Wire::open_within(addr, &login, Duration::from_millis(200)).unwrap();
         let e = w.batch("select pg_sleep(60)").unwrap_err();

@@ -10,7 +10,7 @@ use suites::sql::eval::Value;
 use suites::sql::random::Prng;
 use suites::sql::script;
 
-fn store(url: &str) -> Box<dyn Store> {
+pub(super) fn store(url: &str) -> Box<dyn Store> {
     let (scheme, rest) = url.split_once(':').unwrap();
     let target = targets::Registry
         .configure(scheme, rest, &BTreeMap::new())
@@ -20,7 +20,7 @@ fn store(url: &str) -> Box<dyn Store> {
 
 /// A private PostgreSQL and a private MariaDB, or `None` (a skip, or a failure under
 /// `./scripts/test`) when either is missing.
-fn servers() -> Option<(testkit::Postgres, testkit::mariadb::MariaDb)> {
+pub(super) fn servers() -> Option<(testkit::Postgres, testkit::mariadb::MariaDb)> {
     Some((
         testkit::Postgres::start()?,
         testkit::mariadb::MariaDb::start()?,
@@ -28,7 +28,7 @@ fn servers() -> Option<(testkit::Postgres, testkit::mariadb::MariaDb)> {
 }
 
 /// One value a query gives (its first row's first column).
-fn one(s: &mut dyn SqlSession, sql: &str) -> Option<String> {
+pub(super) fn one(s: &mut dyn SqlSession, sql: &str) -> Option<String> {
     let stmt = s.prepare(&[sql.to_string()]).unwrap();
     let mut got = None;
     let mut keep = |cols: &engine::driver::SqlRow<'_>| got = cols[0].1.map(str::to_string);

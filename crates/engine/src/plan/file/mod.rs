@@ -346,6 +346,10 @@ fn value(
         Kind::Text => Value::Text(expect_str(src, k, v)?),
         Kind::Number => Value::Text(expect_number_text(src, k, v)?),
         Kind::Stages => Value::Stages(stages_from_toml(src, k, v)?),
+        Kind::Flag => match v.get_ref() {
+            DeValue::Boolean(b) => Value::Int(i64::from(*b)),
+            other => return Err(wrong_type(src, k, v, other, "a boolean")),
+        },
     };
     Ok(Sp::new(value, src.at(v.span())))
 }
