@@ -18,9 +18,9 @@
 # server state for both, rather than pgbench's tables growing older over the rounds, or
 # autovacuum cleaning them on the server's core while dyno ran (2026-11-28).
 # With CONNECT=1 both tools open a new connection for each transaction (-C); pgbench's rate
-# then counts its reconnections as dyno's does.
+# then counts its reconnections as dyno's does. MODE (prepared unless given) is both tools' -M.
 # Traffic stays on 127.0.0.1.
-# Usage: [CONNECT=1] bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS] [SCALE]
+# Usage: [CONNECT=1] [MODE=simple|extended|prepared] bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS] [SCALE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -28,19 +28,20 @@ rounds=${1:-3}
 secs=${2:-10}
 clients=${3:-8}
 scale=${4:-$clients}
-connect=()
-[ -n "${CONNECT:-}" ] && connect=(-C)
+mode=${MODE:-prepared}
+connect=(-M "$mode")
+[ -n "${CONNECT:-}" ] && connect+=(-C)
 [ -x /usr/bin/time ] || install time
 pgbench_beside_postgres
 echo "$($dyno --version); pgbench $("$pgbin/pgbench" --version | awk '{print $3}')"
-echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, scale $scale${CONNECT:+, -C}"
+echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, scale $scale, -M $mode${CONNECT:+, -C}"
 
 pgbench_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS"
   local cpu
   # Fresh tables for each run, as dyno makes its own in each (outside the timed part of both).
   "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s "$scale" -q postgres >/dev/null 2>&1
   cpu=$(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \
-    -b "$1" -M prepared "${connect[@]}" -c "$clients" -j 1 -T "$secs" -n postgres)
+    -b "$1" "${connect[@]}" -c "$clients" -j 1 -T "$secs" -n postgres)
   # And gone after it, as dyno drops its own: left behind after tpcb-like, autovacuum cleaned
   # them on the server's core while dyno ran next.
   "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -I d -q postgres >/dev/null 2>&1

@@ -367,14 +367,76 @@ pub enum SqlParam<'a> {
     Text(&'a str),
 }
 
+/// How a SQL session sends its statements (pgbench's `-M`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueryMode {
+    /// Each statement's text with the values written into it, as one query (PostgreSQL's
+    /// simple query protocol, MySQL's text protocol).
+    Simple,
+    /// PostgreSQL's extended protocol with an unnamed statement: parsed again at each run.
+    Extended,
+    /// Prepared once per session, run with the values as parameters.
+    #[default]
+    Prepared,
+}
+
+impl QueryMode {
+    pub const NAMES: [&'static str; 3] = ["simple", "extended", "prepared"];
+
+    pub fn parse(text: &str) -> Option<QueryMode> {
+        match text.trim() {
+            "simple" => Some(QueryMode::Simple),
+            "extended" => Some(QueryMode::Extended),
+            "prepared" => Some(QueryMode::Prepared),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QueryMode::Simple => "simple",
+            QueryMode::Extended => "extended",
+            QueryMode::Prepared => "prepared",
+        }
+    }
+}
+
+/// The text of a statement run in [`QueryMode::Simple`]: `parts` with `params` written between
+/// them, as pgbench's `-M simple` writes a variable's value into the text — a whole number in
+/// decimal, text as it is (a script quotes what must be quoted), NULL as `NULL`.
+pub fn splice(out: &mut Vec<u8>, parts: &[String], params: &[SqlParam<'_>]) {
+    use std::io::Write;
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            match params.get(i - 1).copied().unwrap_or(SqlParam::Null) {
+                SqlParam::Null => out.extend_from_slice(b"NULL"),
+                SqlParam::Int(v) => write!(out, "{v}").expect("writing to a Vec"),
+                SqlParam::Text(t) => out.extend_from_slice(t.as_bytes()),
+            }
+        }
+        out.extend_from_slice(part.as_bytes());
+    }
+}
+
 /// A SQL client's connection, for the `sql` suite: it works in dyno's own schema or database
 /// (unqualified table names resolve there), and reads values as text, as pgbench does. Used
 /// from one thread; every call may fail, none may panic.
 pub trait SqlSession: Send {
     /// Which SQL it speaks.
     fn dialect(&self) -> Dialect;
-    /// Prepares the statement made of `parts` with a placeholder between each two (`$1`, `$2`…
-    /// or `?`); its handle.
+    /// Sends its statements as `mode` says from now on, or says why it cannot.
+    fn set_query_mode(&mut self, mode: QueryMode) -> Result<(), String> {
+        match mode {
+            QueryMode::Prepared => Ok(()),
+            _ => Err(format!(
+                "-M {}: this target only prepares its statements",
+                mode.name()
+            )),
+        }
+    }
+    /// Makes ready the statement made of `parts` with a value between each two — a placeholder
+    /// (`$1`, `$2`… or `?`) of a statement prepared on the server, or, as the query mode says,
+    /// the text each run sends; its handle.
     fn prepare(&mut self, parts: &[String]) -> Result<usize, OpError>;
     /// Runs prepared statement `stmt` with `params`. `row`, when given, sees each row's
     /// columns, by name, as text (without it, rows are only counted). Returns the rows a write
@@ -416,7 +478,7 @@ pub trait SqlSession: Send {
 pub const NO_STATEMENT: usize = usize::MAX;
 
 /// Why a session without [`SqlSession::pipelines`] cannot run one.
-pub const NO_PIPELINES: &str = "pipelines need PostgreSQL's extended protocol; on this target each statement is answered before the next is sent";
+pub const NO_PIPELINES: &str = "pipelines need PostgreSQL's extended protocol (-M prepared or -M extended); here each statement is answered before the next is sent";
 
 fn no_pipelines() -> OpError {
     OpError::new(ErrorClass::Application, NO_PIPELINES)

@@ -55,7 +55,7 @@ mod servers {
     mod sentinel;
     mod slurm;
     mod sql;
-    mod sql_connect;
+    mod sql_session;
     mod ui;
     mod zodb;
 }

@@ -1,7 +1,7 @@
 //! One client running a pgbench script on a SQL session: `\set` evaluated with the client's
-//! own generator, `\if` branches taken, `\sleep` slept, every SQL command prepared once and
-//! run with the variables' values as text (pgbench's `-M prepared`; one without variables that
-//! the server will not prepare sent as written), `\gset` storing a one-row result, the SQL of
+//! own generator, `\if` branches taken, `\sleep` slept, every SQL command made ready once
+//! (prepared, under pgbench's `-M prepared`; one without variables that the server will not
+//! prepare sent as written) and run with the variables' values as text, `\gset` storing a one-row result, the SQL of
 //! a pipeline queued and its replies read at `\endpipeline`. Each SQL command is timed apart.
 
 use super::eval::{Env, Value, eval};
@@ -85,10 +85,10 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
             Kind::EndPipeline => piped = false,
             _ => {}
         }
-        // Every SQL command is prepared once, as pgbench's `-M prepared` and sysbench prepare
-        // even `BEGIN` and `COMMIT`; one with variables, a `\gset` or in a pipeline must be,
-        // and one without that the server will not prepare (several statements in one) is
-        // sent as written.
+        // Every SQL command is made ready once, as the query mode says (under `-M prepared`,
+        // prepared, as pgbench and sysbench prepare even `BEGIN` and `COMMIT`); one with
+        // variables, a `\gset` or in a pipeline must be, and one without that the server will
+        // not prepare (several statements in one) is sent as written.
         let prepared = |session: &mut dyn SqlSession, parts| {
             (session.prepare(parts)).map_err(|error| Failure::Sql {
                 line: c.line,

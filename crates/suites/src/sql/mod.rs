@@ -138,6 +138,28 @@ pub static CONNECT: Setting = Setting {
     heading: HEADING,
 };
 
+pub static QUERY_MODE: Setting = Setting {
+    key: "query_mode",
+    short: Some('M'),
+    aliases: &[],
+    kind: Kind::Text,
+    value_name: "simple|extended|prepared",
+    help: "SQL: how statements are sent (pgbench's -M): prepared, once per session, then run with the values as parameters; extended, PostgreSQL's extended protocol, each run parsed again; simple, each run's text with the values written in as pgbench writes them (a script quotes its text values), MySQL's text protocol [default: prepared; pgbench's is simple].",
+    heading: HEADING,
+};
+
+/// [`QUERY_MODE`], as the plan gives it.
+pub(crate) fn query_mode(raw: &RawPlan) -> Result<engine::driver::QueryMode, PlanError> {
+    use engine::driver::QueryMode;
+    let Some(m) = raw.settings.text(&QUERY_MODE) else {
+        return Ok(QueryMode::default());
+    };
+    QueryMode::parse(&m.value).ok_or_else(|| {
+        PlanError::new(m.at.clone(), format!("no query mode {:?}", m.value))
+            .hint(format!("write one of {}", QueryMode::NAMES.join(", ")))
+    })
+}
+
 static SETTINGS: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
@@ -152,6 +174,7 @@ static SETTINGS: &[&Setting] = &[
     &LATENCY_LIMIT,
     &MAX_TRIES,
     &CONNECT,
+    &QUERY_MODE,
     &sysbench::TABLES,
     &sysbench::TABLE_SIZE,
     &sysbench::RANGE_SIZE,
@@ -193,6 +216,8 @@ pub struct SqlSettings {
     pub defines: Vec<(String, String)>,
     /// A new connection for each transaction (`-C`).
     pub connect: bool,
+    /// How statements are sent (`-M`).
+    pub query_mode: engine::driver::QueryMode,
     pub seed: u64,
     /// The test's name: the script's, or `mix`.
     pub test: &'static str,
@@ -215,6 +240,7 @@ impl Settings for SqlSettings {
                 "latency_limit_ns": self.latency_limit_ns,
                 "max_tries": self.max_tries,
                 "connect": self.connect,
+                "query_mode": self.query_mode.name(),
                 "defines": self.defines.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
                 "random_seed": self.seed,
             }),
@@ -473,6 +499,7 @@ impl Suite for Sql {
             max_tries,
             defines,
             connect: raw.settings.flag(&CONNECT).is_some_and(|c| c.value),
+            query_mode: query_mode(raw)?,
             seed: c.seed,
             test,
         }))

@@ -54,12 +54,14 @@ impl Unprepared {
     }
 }
 
-/// The scripts made ready on `session`: their statements prepared, sysbench's for each table.
+/// The scripts made ready on `session` in the plan's query mode: their statements prepared,
+/// sysbench's for each table.
 fn prepared<'a>(
     session: &mut dyn SqlSession,
     s: &'a SqlSettings,
     client: &mut Client,
 ) -> Result<Vec<client::Ready<'a>>, Unprepared> {
+    (session.set_query_mode(s.query_mode)).map_err(Unprepared::Broken)?;
     let ready: Result<Vec<_>, Failure> = (s.scripts.iter())
         .map(|(sc, _)| client::ready(sc, session))
         .collect();

@@ -144,6 +144,10 @@ pub struct Oltp {
     pub skip_trx: bool,
     /// The script function that draws an id (`sb_special`…).
     pub rand_type: &'static str,
+    /// Whether its text values (c, pad) are written in quotes: under `-M simple` their values
+    /// go into the statement's text as they are (sysbench quotes them so without prepared
+    /// statements too).
+    pub quoted: bool,
 }
 
 /// The distributions of `--rand-type`, and the function each is.
@@ -225,6 +229,7 @@ impl Oltp {
             range_selects: switch(&RANGE_SELECTS, true)?,
             skip_trx: switch(&SKIP_TRX, false)?,
             rand_type,
+            quoted: super::query_mode(raw)? == engine::driver::QueryMode::Simple,
         })
     }
 
@@ -275,9 +280,13 @@ impl Oltp {
         }
         if writes {
             group(self.index_updates, "", "", &[INDEX_UPDATE]);
-            group(self.non_index_updates, c, "", &[NON_INDEX_UPDATE]);
+            let (update, insert) = match self.quoted {
+                true => (NON_INDEX_UPDATE_QUOTED, INSERT_QUOTED),
+                false => (NON_INDEX_UPDATE, INSERT),
+            };
+            group(self.non_index_updates, c, "", &[update]);
             let values = format!("{k}{c}{pad}");
-            group(self.delete_inserts, "", &values, &[DELETE, INSERT]);
+            group(self.delete_inserts, "", &values, &[DELETE, insert]);
         }
         if trx {
             text.push_str("COMMIT;\n");
@@ -302,7 +311,10 @@ const INDEX_UPDATE: &str = "UPDATE sbtest:t SET k=k+1 WHERE id=:id";
 const NON_INDEX_UPDATE: &str = "UPDATE sbtest:t SET c=:c WHERE id=:id";
 const DELETE: &str = "DELETE FROM sbtest:t WHERE id=:id";
 const INSERT: &str = "INSERT INTO sbtest:t (id, k, c, pad) VALUES (:id, :k, :c, :pad)";
-const LABELS: [(&str, &str); 9] = [
+/// The two with text values, as `-M simple` writes them (the values in the text).
+const NON_INDEX_UPDATE_QUOTED: &str = "UPDATE sbtest:t SET c=':c' WHERE id=:id";
+const INSERT_QUOTED: &str = "INSERT INTO sbtest:t (id, k, c, pad) VALUES (:id, :k, ':c', ':pad')";
+const LABELS: [(&str, &str); 11] = [
     (POINT_SELECT, "point_selects"),
     (SIMPLE_RANGE, "simple_ranges"),
     (SUM_RANGE, "sum_ranges"),
@@ -310,8 +322,10 @@ const LABELS: [(&str, &str); 9] = [
     (DISTINCT_RANGE, "distinct_ranges"),
     (INDEX_UPDATE, "index_updates"),
     (NON_INDEX_UPDATE, "non_index_updates"),
+    (NON_INDEX_UPDATE_QUOTED, "non_index_updates"),
     (DELETE, "deletes"),
     (INSERT, "inserts"),
+    (INSERT_QUOTED, "inserts"),
 ];
 
 /// sysbench's name for a statement of its built-ins (`text` as the script has it, with its `;`).

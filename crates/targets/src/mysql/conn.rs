@@ -288,6 +288,52 @@ impl Conn {
         }
     }
 
+    /// Runs `parts` with `params` written between them as a text statement (pgbench's `-M
+    /// simple`, sysbench's `--db-ps-mode=disable`); `row` sees each row with its columns'
+    /// names. Returns the affected rows, or the rows a query gave.
+    pub fn query_spliced(
+        &mut self,
+        parts: &[String],
+        params: &[engine::driver::SqlParam<'_>],
+        mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+    ) -> Result<u64, OpError> {
+        let context = "query";
+        self.cmd.clear();
+        self.cmd.push(proto::COM_QUERY);
+        engine::driver::splice(&mut self.cmd, parts, params);
+        self.send_cmd(context)?;
+        self.read_packet(context)?;
+        match self.payload.first() {
+            Some(0x00) => {
+                let mut c = Cur::new(&self.payload[1..]);
+                let affected = c.lenenc().map_err(|m| malformed(context, m))?;
+                return Ok(affected.unwrap_or(0));
+            }
+            Some(0xff) => return Err(self.error(context)),
+            _ => {}
+        }
+        let columns = self.definitions(context)?;
+        let mut rows = 0;
+        loop {
+            self.read_packet(context)?;
+            if proto::is_eof(&self.payload) {
+                return Ok(rows);
+            }
+            if self.payload.first() == Some(&0xff) {
+                return Err(self.error(context));
+            }
+            rows += 1;
+            if let Some(each) = row.as_mut() {
+                let values = (proto::text_row(&self.payload, columns.len()))
+                    .map_err(|m| malformed(context, m))?;
+                let cols: Vec<(&str, Option<&str>)> = (columns.iter().zip(&values))
+                    .map(|(c, v)| (c.name.as_str(), v.as_deref()))
+                    .collect();
+                each(&cols);
+            }
+        }
+    }
+
     /// Reads `n` column (or parameter) definitions and the EOF after them; their types.
     fn skip_definitions(&mut self, n: usize, context: &str) -> Result<Vec<proto::Column>, OpError> {
         let mut columns = Vec::with_capacity(n);

@@ -1,14 +1,22 @@
 //! `mysql://` for the `sql` suite: a session in dyno's database (its default database),
-//! prepared statements with parameters sent as text for the server to convert, and each row's
+//! prepared statements with parameters sent as text for the server to convert (`-M prepared`,
+//! the default) or text statements with the values written in (`-M simple`), and each row's
 //! columns read back as text. PostgreSQL's `END` (pgbench's scripts end transactions so) is
 //! sent as `COMMIT`, which it means.
 
 use super::*;
-use engine::driver::{SqlParam, SqlSession};
+use engine::driver::{QueryMode, SqlParam, SqlSession};
 
 pub(super) struct MySql {
     c: Conn,
-    stmts: Vec<Stmt>,
+    simple: bool,
+    stmts: Vec<Made>,
+}
+
+/// A statement made ready: prepared on the server, or the text around its values.
+enum Made {
+    Prepared(Stmt),
+    Simple(Vec<String>),
 }
 
 impl MySql {
@@ -18,6 +26,7 @@ impl MySql {
         let c = config.connect_in(Some(db))?;
         Ok(MySql {
             c,
+            simple: false,
             stmts: Vec::new(),
         })
     }
@@ -43,10 +52,21 @@ impl SqlSession for MySql {
     fn dialect(&self) -> engine::driver::Dialect {
         engine::driver::Dialect::MySql
     }
+    fn set_query_mode(&mut self, mode: QueryMode) -> Result<(), String> {
+        if mode == QueryMode::Extended {
+            return Err("-M extended is PostgreSQL's extended protocol, which MySQL does not have: give -M prepared or -M simple".into());
+        }
+        self.simple = mode == QueryMode::Simple;
+        Ok(())
+    }
+
     fn prepare(&mut self, parts: &[String]) -> Result<usize, OpError> {
-        let sql = parts.join("?");
-        let stmt = self.c.prepare(dialect(&sql))?;
-        self.stmts.push(stmt);
+        let made = match (self.simple, parts) {
+            (true, [whole]) => Made::Simple(vec![dialect(whole).to_string()]),
+            (true, _) => Made::Simple(parts.to_vec()),
+            (false, _) => Made::Prepared(self.c.prepare(dialect(&parts.join("?")))?),
+        };
+        self.stmts.push(made);
         Ok(self.stmts.len() - 1)
     }
 
@@ -56,7 +76,10 @@ impl SqlSession for MySql {
         params: &[SqlParam<'_>],
         mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
-        let stmt = &self.stmts[stmt];
+        let stmt = match &self.stmts[stmt] {
+            Made::Prepared(s) => s,
+            Made::Simple(parts) => return self.c.query_spliced(parts, params, row),
+        };
         // Allocated only when the rows are read.
         let mut texts: Vec<Option<String>> = Vec::new();
         let mut rows = 0;

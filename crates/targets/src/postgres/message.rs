@@ -198,6 +198,12 @@ pub const SYNC: &[u8] = &[b'S', 0, 0, 0, 4];
 /// Bind and Execute of prepared statement `stmt` with `params`, without the Sync that ends a
 /// request: a pipeline's statement.
 pub fn encode_bind_execute<A: Arg>(out: &mut Vec<u8>, stmt: &str, params: &[A]) {
+    encode_bind(out, stmt, params);
+    out.extend_from_slice(EXECUTE);
+}
+
+/// Bind of statement `stmt` (`""`: the unnamed one) with `params` to the unnamed portal.
+fn encode_bind<A: Arg>(out: &mut Vec<u8>, stmt: &str, params: &[A]) {
     let at = begin(out, b'B');
     out.push(0);
     cstr(out, stmt);
@@ -208,7 +214,33 @@ pub fn encode_bind_execute<A: Arg>(out: &mut Vec<u8>, stmt: &str, params: &[A]) 
     }
     out.extend_from_slice(&[0, 1, 0, A::FORMAT]);
     end(out, at);
-    out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
+}
+
+/// Execute of the unnamed portal, every row.
+const EXECUTE: &[u8] = &[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0];
+
+/// A run of `sql` as an unnamed statement (pgbench's `-M extended`, as libpq's
+/// `PQsendQueryParams` sends it): Parse (its parameters' types the server's inference), Bind,
+/// Describe of the portal (its columns come back with the rows), Execute; without the Sync.
+pub fn encode_unnamed(out: &mut Vec<u8>, sql: &str, params: &[SqlParam<'_>]) {
+    let at = begin(out, b'P');
+    out.push(0);
+    cstr(out, sql);
+    out.extend_from_slice(&[0, 0]);
+    end(out, at);
+    encode_bind(out, "", params);
+    out.extend_from_slice(&[b'D', 0, 0, 0, 6, b'P', 0]);
+    out.extend_from_slice(EXECUTE);
+}
+
+/// A Query of `parts` with each of `params` written between two of them, as pgbench's `-M
+/// simple` writes a variable's value into the text: a whole number in decimal, text as it is
+/// (a script quotes what must be quoted), NULL as `NULL`.
+pub fn encode_simple(out: &mut Vec<u8>, parts: &[String], params: &[SqlParam<'_>]) {
+    let at = begin(out, b'Q');
+    engine::driver::splice(out, parts, params);
+    out.push(0);
+    end(out, at);
 }
 
 /// `i` in decimal, written into `buf` (no allocation).
@@ -245,6 +277,38 @@ mod tests {
         assert_eq!(out[0], b'B');
         let len = i32::from_be_bytes(out[1..5].try_into().unwrap()) as usize;
         (&out[5..1 + len], &out[1 + len..])
+    }
+
+    /// Splits `out` into its messages: each type and body.
+    fn messages(mut out: &[u8]) -> Vec<(u8, &[u8])> {
+        let mut got = Vec::new();
+        while !out.is_empty() {
+            let len = i32::from_be_bytes(out[1..5].try_into().unwrap()) as usize;
+            got.push((out[0], &out[5..1 + len]));
+            out = &out[1 + len..];
+        }
+        got
+    }
+
+    #[test]
+    fn an_extended_run_is_parse_bind_describe_execute_of_the_unnamed_statement() {
+        let mut out = Vec::new();
+        encode_unnamed(&mut out, "SELECT $1", &[SqlParam::Int(7)]);
+        let got = messages(&out);
+        let kinds: Vec<u8> = got.iter().map(|m| m.0).collect();
+        assert_eq!(kinds, b"PBDE");
+        assert_eq!(got[0].1, b"\0SELECT $1\0\0\0");
+        assert_eq!(&got[1].1[..2], b"\0\0", "the unnamed portal and statement");
+        assert_eq!(got[2].1, b"P\0", "the portal described");
+    }
+
+    #[test]
+    fn a_simple_run_writes_the_values_into_the_text_as_pgbench_does() {
+        let mut out = Vec::new();
+        let parts = ["SELECT ", ", ", ", '", "'"].map(String::from);
+        let params = [SqlParam::Int(-42), SqlParam::Null, SqlParam::Text("x y")];
+        encode_simple(&mut out, &parts, &params);
+        assert_eq!(messages(&out), [(b'Q', &b"SELECT -42, NULL, 'x y'\0"[..])]);
     }
 
     #[test]

@@ -1,15 +1,27 @@
 //! `postgres://` for the `sql` suite: a session in dyno's schema (its `search_path`) on dyno's
-//! own wire ([`wire`](super::wire)), prepared statements with parameters sent as text for the
-//! server to read as the types it infers (as pgbench's `-M prepared` does), and each row's
-//! columns read back as text.
+//! own wire ([`wire`](super::wire)), its statements sent as pgbench's `-M` says: prepared once
+//! with parameters sent as text for the server to read as the types it infers (`-M prepared`,
+//! the default), parsed again at each run as an unnamed statement (`-M extended`), or written
+//! out with the values in the text (`-M simple`); each row's columns read back as text.
 
 use super::wire::{Prepared, Wire};
 use super::*;
-use engine::driver::{SqlParam, SqlSession};
+use engine::driver::{QueryMode, SqlParam, SqlSession};
 
 pub(super) struct PgSql {
     w: Wire,
-    stmts: Vec<Prepared>,
+    mode: QueryMode,
+    stmts: Vec<Stmt>,
+}
+
+/// A statement made ready, as the query mode sends it.
+enum Stmt {
+    /// Prepared on the server.
+    Named(Prepared),
+    /// Its text with `$1`, `$2`…, parsed at each run.
+    Unnamed(String),
+    /// The text around its values.
+    Simple(Vec<String>),
 }
 
 impl PgSql {
@@ -18,24 +30,40 @@ impl PgSql {
         let w = config.connect_in(Some(schema))?;
         Ok(PgSql {
             w,
+            mode: QueryMode::Prepared,
             stmts: Vec::new(),
         })
     }
+}
+
+/// `parts` joined by `$1`, `$2`…
+fn numbered(parts: &[String]) -> String {
+    let mut sql = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(&format!("${i}"));
+        }
+        sql.push_str(p);
+    }
+    sql
 }
 
 impl SqlSession for PgSql {
     fn dialect(&self) -> engine::driver::Dialect {
         engine::driver::Dialect::Postgres
     }
+
+    fn set_query_mode(&mut self, mode: QueryMode) -> Result<(), String> {
+        self.mode = mode;
+        Ok(())
+    }
+
     fn prepare(&mut self, parts: &[String]) -> Result<usize, OpError> {
-        let mut sql = String::new();
-        for (i, p) in parts.iter().enumerate() {
-            if i > 0 {
-                sql.push_str(&format!("${i}"));
-            }
-            sql.push_str(p);
-        }
-        let stmt = self.w.prepare(&sql)?;
+        let stmt = match self.mode {
+            QueryMode::Prepared => Stmt::Named(self.w.prepare(&numbered(parts))?),
+            QueryMode::Extended => Stmt::Unnamed(numbered(parts)),
+            QueryMode::Simple => Stmt::Simple(parts.to_vec()),
+        };
         self.stmts.push(stmt);
         Ok(self.stmts.len() - 1)
     }
@@ -46,15 +74,21 @@ impl SqlSession for PgSql {
         params: &[SqlParam<'_>],
         row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
-        self.w.execute(&self.stmts[stmt], params, row)
+        match &self.stmts[stmt] {
+            Stmt::Named(p) => self.w.execute(p, params, row),
+            Stmt::Unnamed(sql) => self.w.execute_unnamed(sql, params, row),
+            Stmt::Simple(parts) => self.w.simple(parts, params, row),
+        }
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), OpError> {
         self.w.batch(sql)
     }
 
+    /// Not in the simple protocol, which answers each query before the next (pgbench refuses
+    /// `-M simple` with a pipeline too).
     fn pipelines(&self) -> bool {
-        true
+        self.mode != QueryMode::Simple
     }
 
     fn start_pipeline(&mut self) -> Result<(), OpError> {
@@ -63,7 +97,16 @@ impl SqlSession for PgSql {
     }
 
     fn queue(&mut self, stmt: usize, params: &[SqlParam<'_>]) -> Result<(), OpError> {
-        self.w.queue(&self.stmts[stmt], params);
+        match &self.stmts[stmt] {
+            Stmt::Named(p) => self.w.queue(p, params),
+            Stmt::Unnamed(sql) => self.w.queue_unnamed(sql, params),
+            Stmt::Simple(_) => {
+                return Err(OpError::new(
+                    ErrorClass::Application,
+                    engine::driver::NO_PIPELINES,
+                ));
+            }
+        }
         Ok(())
     }
 

@@ -21,8 +21,8 @@
 //! (`docs/src/measurements/sql.md`), and neither pgbench nor sysbench sets one.
 
 use super::message::{
-    Arg, Malformed, SYNC, begin, cstr, encode_bind_execute, encode_execute, end, malformed,
-    parse_data_row, parse_row_description, server_err, tag_rows,
+    Arg, Malformed, SYNC, begin, cstr, encode_bind_execute, encode_execute, encode_simple,
+    encode_unnamed, end, malformed, parse_data_row, parse_row_description, server_err, tag_rows,
 };
 use super::{TIMEOUT, keepalive};
 use bytes::BytesMut;
@@ -317,6 +317,74 @@ impl Wire {
         }
     }
 
+    /// Runs `sql` (parameters `$1`, `$2`…) with `params` as an unnamed statement, parsed again
+    /// ([`encode_unnamed`]: pgbench's `-M extended`); `row` sees each row in text.
+    pub fn execute_unnamed(
+        &mut self,
+        sql: &str,
+        params: &[SqlParam<'_>],
+        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+    ) -> Result<u64, OpError> {
+        self.in_step();
+        self.out.clear();
+        encode_unnamed(&mut self.out, sql, params);
+        self.out.extend_from_slice(SYNC);
+        self.send("execute")?;
+        self.text_reply("execute", &[], row)
+    }
+
+    /// Runs `parts` with `params` written between them as one Query (the simple protocol:
+    /// pgbench's `-M simple`); `row` sees each row in text.
+    pub fn simple(
+        &mut self,
+        parts: &[String],
+        params: &[SqlParam<'_>],
+        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+    ) -> Result<u64, OpError> {
+        self.in_step();
+        self.out.clear();
+        encode_simple(&mut self.out, parts, params);
+        self.send("query")?;
+        self.text_reply("query", &[], row)
+    }
+
+    /// Reads a reply to its ReadyForQuery: `row`, when given, sees each row in text with its
+    /// columns' names (a RowDescription's in the reply, or else `columns`). The rows the last
+    /// command tag counts; a row the caller refuses, or the server's error, fails it.
+    fn text_reply(
+        &mut self,
+        context: &str,
+        columns: &[String],
+        mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+    ) -> Result<u64, OpError> {
+        let (mut rows, mut described) = (0, None::<Vec<String>>);
+        let mut at = std::mem::take(&mut self.at);
+        let read = self.until_ready(context, |w| {
+            match (w.kind, row.as_mut()) {
+                (b'T', Some(_)) => {
+                    let names =
+                        parse_row_description(&w.body).map_err(|m| malformed(context, m))?;
+                    described = Some(names);
+                }
+                (b'D', Some(each)) => {
+                    parse_data_row(&w.body, &mut at).map_err(|m| malformed(context, m))?;
+                    let names = described.as_deref().unwrap_or(columns);
+                    let r = Row {
+                        body: &w.body,
+                        at: &at,
+                    };
+                    row_text(r, names, &mut **each)?;
+                }
+                (b'C', _) => rows = tag_rows(&w.body),
+                (b'E', _) => return Err(server_err(context, &w.body)),
+                _ => {}
+            }
+            Ok(())
+        });
+        self.at = at;
+        read.map(|()| rows)
+    }
+
     /// Begins a pipeline (a pipeline left open before is abandoned first).
     pub fn start_pipeline(&mut self) {
         self.in_step();
@@ -338,6 +406,13 @@ impl Wire {
     pub fn queue<A: Arg>(&mut self, stmt: &Prepared, params: &[A]) {
         *self.piping() += 1;
         encode_bind_execute(&mut self.out, &stmt.name, params);
+    }
+
+    /// Queues `sql` as an unnamed statement with `params` in the pipeline (one begins if none
+    /// has), as [`Wire::execute_unnamed`] sends it.
+    pub fn queue_unnamed(&mut self, sql: &str, params: &[SqlParam<'_>]) {
+        *self.piping() += 1;
+        encode_unnamed(&mut self.out, sql, params);
     }
 
     /// Ends the pipeline's segment with a Sync and sends it (pgbench's `\syncpipeline`): the
@@ -584,45 +659,4 @@ impl Drop for Wire {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_reply_that_does_not_come_in_time_cancels_its_statement() {
-        use std::net::TcpListener;
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let key = *b"\0\0\x30\x39SeCr";
-        let server = std::thread::spawn(move || {
-            let mut s = testkit::accept_within(&l, Duration::from_secs(10));
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let mut startup = [0u8; 512];
-            let _ = s.read(&mut startup).unwrap();
-            // AuthenticationOk, BackendKeyData, ReadyForQuery; then the statement, unanswered.
-            let mut login = vec![b'R', 0, 0, 0, 8, 0, 0, 0, 0, b'K', 0, 0, 0, 12];
-            login.extend_from_slice(&key);
-            login.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'I']);
-            s.write_all(&login).unwrap();
-            let _ = s.read(&mut startup).unwrap();
-            let mut c = testkit::accept_within(&l, Duration::from_secs(10));
-            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let mut got = [0u8; 16];
-            c.read_exact(&mut got).unwrap();
-            drop(s);
-            got
-        });
-        let login = Login {
-            user: "dyno",
-            password: None,
-            database: None,
-            settings: &[],
-        };
-        let mut w = Wire::open_within(addr, &login, Duration::from_millis(200)).unwrap();
-        let e = w.batch("select pg_sleep(60)").unwrap_err();
-        assert_eq!(e.class, ErrorClass::Timeout, "{e}");
-        let got = server.join().unwrap();
-        // Length 16, then the code 1234 << 16 | 5678, then the key as the server gave it.
-        assert_eq!(&got[..8], [0, 0, 0, 16, 4, 210, 22, 46]);
-        assert_eq!(&got[8..], b"\0\0\x30\x39SeCr");
-    }
-}
+mod tests;

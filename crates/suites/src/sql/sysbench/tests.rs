@@ -17,6 +17,7 @@ fn defaults() -> Oltp {
         range_selects: true,
         skip_trx: false,
         rand_type: "sb_special",
+        quoted: false,
     }
 }
 
@@ -118,4 +119,26 @@ fn each_script_runs_its_own_part_of_the_mix() {
         ["BEGIN;", "COMMIT;"]
     );
     assert!(o.script("oltp_nothing").is_err());
+}
+
+#[test]
+fn under_simple_the_text_values_are_quoted_and_keep_their_names() {
+    let o = Oltp {
+        quoted: true,
+        ..defaults()
+    };
+    let s = o.script("oltp_write_only").unwrap();
+    let q = sql(&s);
+    assert!(
+        q.contains(&"UPDATE sbtest:t SET c=':c' WHERE id=:id;"),
+        "{q:#?}"
+    );
+    let insert = "INSERT INTO sbtest:t (id, k, c, pad) VALUES (:id, :k, ':c', ':pad');";
+    assert!(q.contains(&insert), "{q:#?}");
+    // sysbench's names for them, as without quotes.
+    assert_eq!(label(insert), Some("inserts"));
+    assert_eq!(
+        label("UPDATE sbtest:t SET c=':c' WHERE id=:id;"),
+        Some("non_index_updates")
+    );
 }

@@ -1,4 +1,4 @@
-//! The sql suite's flag setting: `-C` on the command line, `connect = true` in a plan file.
+//! The sql suite's settings of sessions: `-C` (a flag: `connect = true` in a plan file) and `-M`.
 
 use super::{err, resolve};
 
@@ -19,5 +19,21 @@ fn connect_is_a_flag_on_or_off() {
         err(&plan("connect = 1")),
         "plan.toml:3:11: `connect` must be a boolean, not an integer\n  hint: write connect = \
          true or connect = false"
+    );
+}
+
+#[test]
+fn the_query_mode_is_one_of_pgbenchs() {
+    let mode = |settings: &str| {
+        let p = resolve(&plan(settings)).unwrap();
+        p.record().custom["sql"]["query_mode"].clone()
+    };
+    assert_eq!(mode(""), "prepared");
+    for m in ["simple", "extended", "prepared"] {
+        assert_eq!(mode(&format!("query_mode = \"{m}\"")), m);
+    }
+    assert_eq!(
+        err(&plan("query_mode = \"parsed\"")),
+        "plan.toml:3:14: no query mode \"parsed\"\n  hint: write one of simple, extended, prepared"
     );
 }

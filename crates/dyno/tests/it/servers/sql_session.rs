@@ -1,0 +1,192 @@
+//! How the sql suite's sessions connect and send their statements, on real PostgreSQL and
+//! MariaDB: pgbench's `-C` (a new connection for every transaction) and `-M` (prepared,
+//! extended, simple).
+
+use super::sql::{one, servers, store};
+use std::time::{Duration, Instant};
+
+/// The sessions PostgreSQL has counted in its `postgres` database, once they number at least
+/// `want` (the count of a session that ended may come a moment after it), or after 20 s.
+fn pg_sessions(url: &str, want: u64) -> u64 {
+    let st = store(url);
+    let mut s = st.connect_sql().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let q = "SELECT sessions FROM pg_stat_database WHERE datname = 'postgres'";
+        let n: u64 = one(s.as_mut(), q).unwrap().parse().unwrap();
+        if n >= want || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `-C`: each transaction on a connection of its own, on both databases — the servers count a
+/// connection per transaction, the record times each in a row of its own, and the TPC-B
+/// invariant still holds (the run checks it, and fails if not).
+#[test]
+fn with_connect_every_transaction_opens_a_connection_of_its_own() {
+    let Some((pg, maria)) = servers() else {
+        return;
+    };
+    let connections = || -> u64 {
+        let out = maria.sql("SHOW GLOBAL STATUS LIKE 'Connections'");
+        out.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let (pg_before, maria_before) = (pg_sessions(&pg.url(), 0), connections());
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["run", "--suite", "sql", "-b", "tpcb-like", "-C", "-t", "20"];
+    crate::common::dyno(dir.path())
+        .args(args)
+        .args(["-c", "2", "-o", "re", &pg.url(), &maria.url()])
+        .assert()
+        .success();
+    let rec = crate::common::record(&dir.path().join("re"));
+    crate::common::assert_schema_valid(&rec);
+    assert_eq!(rec["plan"]["custom"]["sql"]["connect"], true);
+    for target in ["postgres", "mysql"] {
+        let c = crate::common::case(&rec, target, "tpcb-like");
+        assert_eq!(c["status"], "ok", "{target}: {}", c["reason"]);
+        let rep = &c["reps"][0];
+        assert_eq!(rep["detail"]["custom"]["figures"]["transactions"], 40);
+        let row = &rep["by_op"]["connections"];
+        assert_eq!(row["count"], 40, "{target}: {row}");
+        assert!(row["latency_ns"]["p50"].as_u64().unwrap() > 0, "{row}");
+    }
+    // Without -C, the run opens a handful (its tables, a session per client, the checks).
+    let pg_new = pg_sessions(&pg.url(), pg_before + 40) - pg_before;
+    assert!(
+        pg_new >= 40,
+        "PostgreSQL saw {pg_new} sessions for 40 transactions"
+    );
+    let maria_new = connections() - maria_before;
+    assert!(
+        maria_new >= 40,
+        "MariaDB saw {maria_new} connections for 40 transactions"
+    );
+
+    // Without it, no connections row.
+    crate::common::dyno(dir.path())
+        .args(["run", "--suite", "sql", "-b", "select-only", "-t", "5"])
+        .args(["-o", "kept", &pg.url()])
+        .assert()
+        .success();
+    let rec = crate::common::record(&dir.path().join("kept"));
+    let c = crate::common::case(&rec, "postgres", "select-only");
+    assert!(c["reps"][0]["by_op"].get("connections").is_none(), "{c}");
+}
+
+/// Fails (a division by zero, at line 3) unless the session has statements prepared on the
+/// server exactly when `-D prepared=1` says it should: PostgreSQL lists them in
+/// `pg_prepared_statements` (not the unnamed one), MariaDB counts its COM_STMT_PREPARE.
+fn checked(count: &str) -> String {
+    format!(
+        "{count};\n\\gset\n\\set bad CASE WHEN :n > 0 THEN 1 - :prepared ELSE :prepared END\n\\if :bad\n\\set fail 1 / 0\n\\endif\n"
+    )
+}
+
+const PG_COUNT: &str = "SELECT count(*) AS n FROM pg_prepared_statements";
+const MARIA_COUNT: &str = "SELECT VARIABLE_VALUE AS n FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'COM_STMT_PREPARE'";
+
+/// `-M`: each mode runs pgbench's TPC-B and sysbench's read-write mix (its text values written
+/// into the text under `-M simple`) and sends what it says — prepared statements only with
+/// `-M prepared`, as the server sees; `-M extended` on MySQL, and a pipeline under `-M simple`,
+/// are refused with the reason.
+#[test]
+fn query_modes_send_statements_as_pgbench_does() {
+    let Some((pg, maria)) = servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pg.sql"), checked(PG_COUNT)).unwrap();
+    std::fs::write(dir.path().join("maria.sql"), checked(MARIA_COUNT)).unwrap();
+    let run = |mode: &str, url: &str, script: &str, prepared: &str, out: &str| {
+        let done = crate::common::dyno(dir.path())
+            .args(["run", "--suite", "sql", "-M", mode, "-b", "tpcb-like"])
+            .args(["--script", script, "-D", &format!("prepared={prepared}")])
+            .args(["-t", "10", "-c", "2", "-o", out, url])
+            .assert();
+        let rec = crate::common::record(&dir.path().join(out));
+        assert_eq!(rec["plan"]["custom"]["sql"]["query_mode"], mode);
+        let c = rec["cases"][0].clone();
+        let status = c["status"].as_str().unwrap().to_string();
+        // A case that failed fails the run.
+        assert_eq!(done.get_output().status.success(), status == "ok", "{c}");
+        (status, c["reason"].to_string())
+    };
+    let ok = ("ok".to_string(), "null".to_string());
+    for (mode, prepared) in [("simple", "0"), ("extended", "0"), ("prepared", "1")] {
+        let got = run(mode, &pg.url(), "pg.sql", prepared, &format!("pg-{mode}"));
+        assert_eq!(got, ok, "postgres -M {mode}");
+    }
+    for (mode, prepared) in [("simple", "0"), ("prepared", "1")] {
+        let got = run(
+            mode,
+            &maria.url(),
+            "maria.sql",
+            prepared,
+            &format!("maria-{mode}"),
+        );
+        assert_eq!(got, ok, "mysql -M {mode}");
+    }
+    // The check can fail: prepared statements where none were expected.
+    let (status, reason) = run("prepared", &pg.url(), "pg.sql", "0", "pg-wrong");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("line 5: division by zero"), "{reason}");
+    let (status, reason) = run("extended", &maria.url(), "maria.sql", "0", "maria-extended");
+    assert_eq!(status, "failed");
+    assert!(
+        reason.contains("-M extended is PostgreSQL's extended protocol"),
+        "{reason}"
+    );
+
+    // sysbench's writes under -M simple: c and pad quoted in the text.
+    for url in [pg.url(), maria.url()] {
+        crate::common::dyno(dir.path())
+            .args([
+                "run",
+                "--suite",
+                "sql",
+                "-M",
+                "simple",
+                "-b",
+                "oltp_read_write",
+            ])
+            .args([
+                "--table-size",
+                "1000",
+                "-t",
+                "10",
+                "-c",
+                "2",
+                "-o",
+                "sb",
+                &url,
+            ])
+            .assert()
+            .success();
+    }
+
+    // A pipeline needs the extended protocol.
+    let piped = "\\startpipeline\nSELECT 1;\n\\endpipeline\n";
+    std::fs::write(dir.path().join("piped.sql"), piped).unwrap();
+    crate::common::dyno(dir.path())
+        .args([
+            "run",
+            "--suite",
+            "sql",
+            "-M",
+            "simple",
+            "--script",
+            "piped.sql",
+        ])
+        .args(["-t", "2", "-o", "piped", &pg.url()])
+        .assert()
+        .failure();
+    let rec = crate::common::record(&dir.path().join("piped"));
+    let reason = rec["cases"][0]["reason"].to_string();
+    assert!(
+        reason.contains("line 1: \\\\startpipeline: pipelines need"),
+        "{reason}"
+    );
+}

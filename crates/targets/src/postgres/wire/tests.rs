@@ -1,0 +1,40 @@
+use super::*;
+
+#[test]
+fn a_reply_that_does_not_come_in_time_cancels_its_statement() {
+    use std::net::TcpListener;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let key = *b"\0\0\x30\x39SeCr";
+    let server = std::thread::spawn(move || {
+        let mut s = testkit::accept_within(&l, Duration::from_secs(10));
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut startup = [0u8; 512];
+        let _ = s.read(&mut startup).unwrap();
+        // AuthenticationOk, BackendKeyData, ReadyForQuery; then the statement, unanswered.
+        let mut login = vec![b'R', 0, 0, 0, 8, 0, 0, 0, 0, b'K', 0, 0, 0, 12];
+        login.extend_from_slice(&key);
+        login.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'I']);
+        s.write_all(&login).unwrap();
+        let _ = s.read(&mut startup).unwrap();
+        let mut c = testkit::accept_within(&l, Duration::from_secs(10));
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut got = [0u8; 16];
+        c.read_exact(&mut got).unwrap();
+        drop(s);
+        got
+    });
+    let login = Login {
+        user: "dyno",
+        password: None,
+        database: None,
+        settings: &[],
+    };
+    let mut w = Wire::open_within(addr, &login, Duration::from_millis(200)).unwrap();
+    let e = w.batch("select pg_sleep(60)").unwrap_err();
+    assert_eq!(e.class, ErrorClass::Timeout, "{e}");
+    let got = server.join().unwrap();
+    // Length 16, then the code 1234 << 16 | 5678, then the key as the server gave it.
+    assert_eq!(&got[..8], [0, 0, 0, 16, 4, 210, 22, 46]);
+    assert_eq!(&got[8..], b"\0\0\x30\x39SeCr");
+}
