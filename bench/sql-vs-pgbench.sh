@@ -29,8 +29,8 @@ secs=${2:-10}
 clients=${3:-8}
 scale=${4:-$clients}
 mode=${MODE:-prepared}
-connect=(-M "$mode")
-[ -n "${CONNECT:-}" ] && connect+=(-C)
+flags=(-M "$mode")
+[ -n "${CONNECT:-}" ] && flags+=(-C)
 [ -x /usr/bin/time ] || install time
 pgbench_beside_postgres
 echo "$($dyno --version); pgbench $("$pgbin/pgbench" --version | awk '{print $3}')"
@@ -41,7 +41,7 @@ pgbench_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS"
   # Fresh tables for each run, as dyno makes its own in each (outside the timed part of both).
   "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s "$scale" -q postgres >/dev/null 2>&1
   cpu=$(timed "$work/pgbench.out" taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno \
-    -b "$1" "${connect[@]}" -c "$clients" -j 1 -T "$secs" -n postgres)
+    -b "$1" "${flags[@]}" -c "$clients" -j 1 -T "$secs" -n postgres)
   # And gone after it, as dyno drops its own: left behind after tpcb-like, autovacuum cleaned
   # them on the server's core while dyno ran next.
   "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -I d -q postgres >/dev/null 2>&1
@@ -57,7 +57,7 @@ PY
 
 dyno_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS P50_MS"
   local cpu out="$work/dyno-$1-$2"
-  cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$1" "${connect[@]}" --scale "$scale" -c "$clients" -d "${secs}s" \
+  cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$1" "${flags[@]}" --scale "$scale" -c "$clients" -d "${secs}s" \
     --quiet -o "$out" "$pg")
   python3 - "$out/run.json" "$cpu" <<'PY'
 import json, sys
