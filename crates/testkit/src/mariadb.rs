@@ -23,13 +23,21 @@ impl MariaDb {
         let (port, running) = on_a_free_port("mariadb", |port| {
             let dir = tempfile::tempdir().expect("a temporary directory");
             let data = dir.path().join("data");
-            let ok = quiet(&install)
+            // Its output kept for the message should it fail (it did once, 2026-11-29, with
+            // two tests starting a server each; not seen again in 12 runs side by side).
+            let out = Command::new(&install)
                 .args(["--no-defaults", "--auth-root-authentication-method=normal"])
                 .args(["--skip-test-db", "--user=root"])
                 .arg(format!("--datadir={}", data.display()))
-                .status()
+                .output()
                 .expect("running mariadb-install-db");
-            assert!(ok.success(), "mariadb-install-db failed: {ok}");
+            assert!(
+                out.status.success(),
+                "mariadb-install-db failed ({}): {}{}",
+                out.status,
+                tail(&out.stdout),
+                tail(&out.stderr)
+            );
             socket = dir.path().join("mariadb.sock");
             let child = quiet(&server)
                 .arg("--no-defaults")
@@ -82,6 +90,13 @@ impl MariaDb {
     pub fn sql(&self, sql: &str) -> String {
         root_sql(&self.client, &self.socket, sql).unwrap_or_else(|| panic!("mariadb: {sql} failed"))
     }
+}
+
+/// The last lines of a program's output.
+fn tail(out: &[u8]) -> String {
+    let text = String::from_utf8_lossy(out);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
 fn root_sql(client: &Path, socket: &Path, sql: &str) -> Option<String> {

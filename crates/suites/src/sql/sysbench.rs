@@ -377,12 +377,12 @@ pub fn init(
         }
         session.batch(&format!("CREATE INDEX k_{t} ON sbtest{t}(k)"))?;
     }
+    // Its own tables only: an `ANALYZE` without names would reach every table of the
+    // database the user may analyze, dyno's or not.
+    let names: Vec<String> = (1..=o.tables).map(|t| format!("sbtest{t}")).collect();
     match dialect {
-        Dialect::Postgres => session.batch("ANALYZE"),
-        Dialect::MySql => {
-            let names: Vec<String> = (1..=o.tables).map(|t| format!("sbtest{t}")).collect();
-            session.batch(&format!("ANALYZE TABLE {}", names.join(", ")))
-        }
+        Dialect::Postgres => session.batch(&format!("ANALYZE {}", names.join(", "))),
+        Dialect::MySql => session.batch(&format!("ANALYZE TABLE {}", names.join(", "))),
     }
 }
 

@@ -140,7 +140,12 @@ fn query_modes_send_statements_as_pgbench_does() {
         "{reason}"
     );
 
-    // sysbench's writes under -M simple: c and pad quoted in the text.
+    // sysbench's writes under -M simple: c and pad quoted in the text. (And its tables made,
+    // only they are analyzed: a table of PostgreSQL's `public` keeps no statistics.)
+    let st = store(&pg.url());
+    let mut s = st.connect_sql().unwrap();
+    s.batch("CREATE TABLE public.foreign_t (a int); INSERT INTO public.foreign_t VALUES (1)")
+        .unwrap();
     for url in [pg.url(), maria.url()] {
         crate::common::dyno(dir.path())
             .args([
@@ -166,6 +171,14 @@ fn query_modes_send_statements_as_pgbench_does() {
             .assert()
             .success();
     }
+    let stats = "SELECT count(*) FROM pg_stats WHERE tablename = 'foreign_t'";
+    assert_eq!(one(s.as_mut(), stats).as_deref(), Some("0"));
+    s.batch("ANALYZE public.foreign_t").unwrap();
+    assert_eq!(
+        one(s.as_mut(), stats).as_deref(),
+        Some("1"),
+        "the check sees it"
+    );
 
     // A pipeline needs the extended protocol.
     let piped = "\\startpipeline\nSELECT 1;\n\\endpipeline\n";
