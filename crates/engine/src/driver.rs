@@ -381,15 +381,11 @@ pub enum QueryMode {
 }
 
 impl QueryMode {
-    pub const NAMES: [&'static str; 3] = ["simple", "extended", "prepared"];
+    pub const ALL: [QueryMode; 3] = [QueryMode::Simple, QueryMode::Extended, QueryMode::Prepared];
 
+    /// The mode named `text` (as [`QueryMode::name`] writes it).
     pub fn parse(text: &str) -> Option<QueryMode> {
-        match text.trim() {
-            "simple" => Some(QueryMode::Simple),
-            "extended" => Some(QueryMode::Extended),
-            "prepared" => Some(QueryMode::Prepared),
-            _ => None,
-        }
+        QueryMode::ALL.into_iter().find(|m| m.name() == text.trim())
     }
 
     pub fn name(self) -> &'static str {
@@ -404,7 +400,7 @@ impl QueryMode {
 /// The text of a statement run in [`QueryMode::Simple`]: `parts` with `params` written between
 /// them, as pgbench's `-M simple` writes a variable's value into the text — a whole number in
 /// decimal, text as it is (a script quotes what must be quoted), NULL as `NULL`.
-pub fn splice(out: &mut Vec<u8>, parts: &[String], params: &[SqlParam<'_>]) {
+pub fn splice<S: AsRef<str>>(out: &mut Vec<u8>, parts: &[S], params: &[SqlParam<'_>]) {
     use std::io::Write;
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
@@ -414,7 +410,7 @@ pub fn splice(out: &mut Vec<u8>, parts: &[String], params: &[SqlParam<'_>]) {
                 SqlParam::Text(t) => out.extend_from_slice(t.as_bytes()),
             }
         }
-        out.extend_from_slice(part.as_bytes());
+        out.extend_from_slice(part.as_ref().as_bytes());
     }
 }
 
@@ -450,9 +446,9 @@ pub trait SqlSession: Send {
     /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).
     fn batch(&mut self, sql: &str) -> Result<(), OpError>;
     /// Whether it pipelines (pgbench's `\startpipeline`): sends statements without waiting
-    /// for the replies before them.
-    fn pipelines(&self) -> bool {
-        false
+    /// for the replies before them; why not, if not.
+    fn pipelines(&self) -> Result<(), &'static str> {
+        Err(NO_PIPELINES)
     }
     /// Begins a pipeline.
     fn start_pipeline(&mut self) -> Result<(), OpError> {
@@ -478,7 +474,7 @@ pub trait SqlSession: Send {
 pub const NO_STATEMENT: usize = usize::MAX;
 
 /// Why a session without [`SqlSession::pipelines`] cannot run one.
-pub const NO_PIPELINES: &str = "pipelines need PostgreSQL's extended protocol (-M prepared or -M extended); here each statement is answered before the next is sent";
+pub const NO_PIPELINES: &str = "pipelines need PostgreSQL's extended protocol; on this target each statement is answered before the next is sent";
 
 fn no_pipelines() -> OpError {
     OpError::new(ErrorClass::Application, NO_PIPELINES)

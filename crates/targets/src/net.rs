@@ -226,6 +226,21 @@ impl Reconnects {
     }
 }
 
+/// Sends `bytes` on socket `fd` without waiting, best effort: a goodbye (PostgreSQL's
+/// Terminate, MySQL's COM_QUIT), which a full send buffer (a server not listening) must not
+/// hold up; the connection closes anyway.
+pub fn send_now(fd: std::os::fd::RawFd, bytes: &[u8]) {
+    // SAFETY: a socket the caller owns, and a buffer of that length.
+    unsafe {
+        libc::send(
+            fd,
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

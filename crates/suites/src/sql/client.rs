@@ -75,20 +75,23 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
     let mut piped = false;
     for c in &script.commands {
         match c.kind {
-            Kind::StartPipeline if !session.pipelines() => {
-                return Err(Failure::Script {
-                    line: c.line,
-                    message: format!("\\startpipeline: {}", engine::driver::NO_PIPELINES),
-                });
+            Kind::StartPipeline => {
+                if let Err(why) = session.pipelines() {
+                    return Err(Failure::Script {
+                        line: c.line,
+                        message: format!("\\startpipeline: {why}"),
+                    });
+                }
+                piped = true;
             }
-            Kind::StartPipeline => piped = true,
             Kind::EndPipeline => piped = false,
             _ => {}
         }
-        // Every SQL command is made ready once, as the query mode says (under `-M prepared`,
-        // prepared, as pgbench and sysbench prepare even `BEGIN` and `COMMIT`); one with
+        // Every SQL command is made ready once, as the query mode says. Under `-M prepared`
+        // it is prepared, as pgbench and sysbench prepare even `BEGIN` and `COMMIT`: one with
         // variables, a `\gset` or in a pipeline must be, and one without that the server will
-        // not prepare (several statements in one) is sent as written.
+        // not prepare (several statements in one) is sent as written. Under the other modes
+        // nothing reaches the server here.
         let prepared = |session: &mut dyn SqlSession, parts| {
             (session.prepare(parts)).map_err(|error| Failure::Sql {
                 line: c.line,

@@ -134,7 +134,7 @@ pub static CONNECT: Setting = Setting {
     aliases: &[],
     kind: Kind::Flag,
     value_name: "",
-    help: "SQL: a new connection for each transaction (pgbench's -C), the rate counting it: closing the last connection and opening the next are timed as a row of their own, outside the transaction's latency in a closed loop (as pgbench keeps them out), within it in an open loop; preparing the scripts' statements on the new connection is part of the transaction.",
+    help: "SQL: a new connection for each transaction (pgbench's -C), the rate counting it: closing a connection and opening the next are timed as a row of their own, the opening outside the transaction's latency in a closed loop (as pgbench keeps it out), within it in an open loop; preparing the script's statements on the new connection is part of the transaction; a connection refused ends the client, as in pgbench.",
     heading: HEADING,
 };
 
@@ -155,8 +155,10 @@ pub(crate) fn query_mode(raw: &RawPlan) -> Result<engine::driver::QueryMode, Pla
         return Ok(QueryMode::default());
     };
     QueryMode::parse(&m.value).ok_or_else(|| {
-        PlanError::new(m.at.clone(), format!("no query mode {:?}", m.value))
-            .hint(format!("write one of {}", QueryMode::NAMES.join(", ")))
+        PlanError::new(m.at.clone(), format!("no query mode {:?}", m.value)).hint(format!(
+            "write one of {}",
+            QueryMode::ALL.map(QueryMode::name).join(", ")
+        ))
     })
 }
 

@@ -6,7 +6,7 @@ use super::SqlSettings;
 use super::client::{self, Client, Failure};
 use super::random::Prng;
 use super::script::{Kind, Script, Source};
-use super::session::{reconnect, set_up};
+use super::session::{close, reconnect, set_up};
 use engine::driver::{SqlSession, Store};
 use engine::fiber::Barrier;
 use engine::plan::PlanTarget;
@@ -97,6 +97,34 @@ pub(super) struct ClientRun {
     began: Option<Instant>,
     /// Under `-C`: each connection's time, the last one's closing and this one's opening.
     pub(super) connections: Recorder,
+}
+
+impl ClientRun {
+    /// Nothing done yet: a recorder per script (when there are several) and per command.
+    fn new(s: &SqlSettings) -> ClientRun {
+        ClientRun {
+            transactions: Recorder::new(),
+            // Only a mix of scripts has a row per script.
+            scripts: (s.scripts.iter())
+                .filter(|_| s.scripts.len() > 1)
+                .map(|_| Recorder::new())
+                .collect(),
+            commands: (s.scripts.iter())
+                .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
+                .collect(),
+            broken: None,
+            lag: Recorder::new(),
+            service: Recorder::new(),
+            late: 0,
+            skipped: 0,
+            max_tries: s.max_tries,
+            retries: 0,
+            retried: 0,
+            conflicts: [0; 3],
+            began: None,
+            connections: Recorder::new(),
+        }
+    }
 }
 
 /// Every client's part of one repetition.
@@ -234,28 +262,7 @@ fn client_run(
     s: &SqlSettings,
     (id, clients, rate): (usize, usize, Option<f64>),
 ) -> ClientRun {
-    let mut out = ClientRun {
-        transactions: Recorder::new(),
-        // Only a mix of scripts has a row per script.
-        scripts: (s.scripts.iter())
-            .filter(|_| s.scripts.len() > 1)
-            .map(|_| Recorder::new())
-            .collect(),
-        commands: (s.scripts.iter())
-            .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
-            .collect(),
-        broken: None,
-        lag: Recorder::new(),
-        service: Recorder::new(),
-        late: 0,
-        skipped: 0,
-        max_tries: s.max_tries,
-        retries: 0,
-        retried: 0,
-        conflicts: [0; 3],
-        began: None,
-        connections: Recorder::new(),
-    };
+    let mut out = ClientRun::new(s);
     // Every client is connected and prepared before any starts, as pgbench's and sysbench's
     // threads meet at a barrier: the clock runs with all of them at work, none still logging
     // in (and making the server fork a backend) while others run.
@@ -266,6 +273,8 @@ fn client_run(
         return out;
     };
     let mut session = Some(session);
+    // Under -C: how long closing the last transaction's connection took.
+    let mut closing = Duration::ZERO;
     let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));
     let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
     let start = Instant::now();
@@ -300,26 +309,30 @@ fn client_run(
             engine::fiber::sleep_until(due);
             intended = Some(due);
         }
+        let k = pick(&mut choose, s, total);
         let mut connected = None;
         if s.connect {
-            connected = reconnect(store, s, &mut client, (&mut session, &mut ready), &mut out);
-            if out.broken.is_some() {
+            let places = (&mut session, &mut ready[..]);
+            connected = reconnect(store, (s, k), places, (&mut out, closing));
+            if connected.is_none() {
                 return out;
             }
         }
-        let Some(session) = session.as_deref_mut() else {
-            continue;
+        let Some(open) = session.as_deref_mut() else {
+            return out;
         };
-        let k = pick(&mut choose, s, total);
         let timing = Timing {
             intended,
             connected,
             limit,
             sysbench: s.scripts[k].0.source == Source::Sysbench,
         };
-        if let Err(stop) = transaction(&mut client, &mut ready[k], session, &mut out, (k, timing)) {
+        if let Err(stop) = transaction(&mut client, &mut ready[k], open, &mut out, (k, timing)) {
             out.broken = Some(stop);
             return out;
+        }
+        if s.connect {
+            closing = close(&mut session);
         }
     }
 }

@@ -9,7 +9,7 @@ use super::run::ClientRun;
 use super::script::Source;
 use engine::driver::{SqlSession, Store};
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A client's session, its scripts' statements prepared, and its generator; `None` when that
 /// failed, said in `out`.
@@ -54,6 +54,14 @@ impl Unprepared {
     }
 }
 
+/// What stops a script being made ready: the connection's failure, else the script's.
+fn unprepared(f: Failure) -> Unprepared {
+    match f {
+        Failure::Sql { error, .. } if error.class.is_connection() => Unprepared::Failed(error),
+        f => Unprepared::Broken(f.to_string()),
+    }
+}
+
 /// The scripts made ready on `session` in the plan's query mode: their statements prepared,
 /// sysbench's for each table.
 fn prepared<'a>(
@@ -65,32 +73,27 @@ fn prepared<'a>(
     let ready: Result<Vec<_>, Failure> = (s.scripts.iter())
         .map(|(sc, _)| client::ready(sc, session))
         .collect();
-    let mut ready = ready.map_err(|f| match f {
-        Failure::Sql { error, .. } if error.class.is_connection() => Unprepared::Failed(error),
-        f => Unprepared::Broken(f.to_string()),
-    })?;
-    prepare_sysbench(client, &mut ready, s, session).map_err(Unprepared::Failed)?;
+    let mut ready = ready.map_err(unprepared)?;
+    prepare_sysbench(client, &mut ready, s, session).map_err(unprepared)?;
     Ok(ready)
 }
 
-/// pgbench's `-C`: `session` closed and a new one opened, that time recorded in `out`'s
-/// connections, and the scripts made ready on it; when the connection was made, or `None`
-/// when this failed (counted in `out` as a failed transaction, or the script's failure).
+/// pgbench's `-C`: a new session for a transaction of script `k`, in place of the one closed
+/// after the last (closing it took `closing`), that time and its opening recorded in `out`'s
+/// connections; script `k` made ready on it, as pgbench prepares only what it sends (and
+/// sysbench's statements as each table comes). When the connection was made, or `None` when
+/// this failed: counted in `out` as a failed transaction (the client then stops, as pgbench's
+/// does) or the script's failure.
 pub(super) fn reconnect<'a>(
     store: &dyn Store,
-    s: &'a SqlSettings,
-    client: &mut Client,
-    (session, ready): (
-        &mut Option<Box<dyn SqlSession>>,
-        &mut Vec<client::Ready<'a>>,
-    ),
-    out: &mut ClientRun,
+    (s, k): (&'a SqlSettings, usize),
+    (session, ready): (&mut Option<Box<dyn SqlSession>>, &mut [client::Ready<'a>]),
+    (out, closing): (&mut ClientRun, Duration),
 ) -> Option<Instant> {
     let start = Instant::now();
-    drop(session.take());
     let opened = store.connect_sql();
     let connected = Instant::now();
-    let took = connected.duration_since(start).as_nanos() as u64;
+    let took = (closing + connected.duration_since(start)).as_nanos() as u64;
     (out.connections).record(took, opened.as_ref().map(|_| 0).map_err(Clone::clone));
     let mut new = match opened {
         Ok(new) => new,
@@ -99,9 +102,11 @@ pub(super) fn reconnect<'a>(
             return None;
         }
     };
-    match prepared(new.as_mut(), s, client) {
+    let made = (new.set_query_mode(s.query_mode).map_err(Unprepared::Broken))
+        .and_then(|()| client::ready(&s.scripts[k].0, new.as_mut()).map_err(unprepared));
+    match made {
         Ok(r) => {
-            *ready = r;
+            ready[k] = r;
             *session = Some(new);
             Some(connected)
         }
@@ -112,6 +117,14 @@ pub(super) fn reconnect<'a>(
     }
 }
 
+/// Under `-C`: `session` closed at its transaction's end, as pgbench closes it (no session held
+/// through an open loop's wait); how long that took, counted with the next connection.
+pub(super) fn close(session: &mut Option<Box<dyn SqlSession>>) -> Duration {
+    let at = Instant::now();
+    drop(session.take());
+    at.elapsed()
+}
+
 /// sysbench's statements, prepared for each of its tables before the clock starts (as sysbench
 /// prepares them in each thread's init).
 fn prepare_sysbench(
@@ -119,16 +132,11 @@ fn prepare_sysbench(
     ready: &mut [client::Ready<'_>],
     s: &SqlSettings,
     session: &mut dyn SqlSession,
-) -> Result<(), engine::driver::OpError> {
+) -> Result<(), Failure> {
     let Some(o) = &s.oltp else { return Ok(()) };
     for (r, (sc, _)) in ready.iter_mut().zip(&s.scripts) {
         if sc.source == Source::Sysbench {
-            (client.prepare_spliced(r, "t", 1..=o.tables as i64, session)).map_err(|e| {
-                engine::driver::OpError::new(
-                    engine::driver::ErrorClass::Application,
-                    format!("preparing sysbench's statements: {e}"),
-                )
-            })?;
+            client.prepare_spliced(r, "t", 1..=o.tables as i64, session)?;
         }
     }
     Ok(())

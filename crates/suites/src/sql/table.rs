@@ -167,7 +167,7 @@ fn case_notes(c: &Case) -> Vec<String> {
         ),
         (
             CONNECTIONS,
-            "a new connection for each transaction (-C): closing the last and opening the next, outside the transaction's latency in a closed loop; each connection's",
+            "a new connection for each transaction (-C): closing one and opening the next, the opening outside the transaction's latency in a closed loop and inside it in an open loop; each connection's",
         ),
     ];
     for (key, what) in open_loop {

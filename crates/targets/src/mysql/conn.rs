@@ -7,6 +7,7 @@ use engine::driver::{ErrorClass, OpError};
 use engine::fiber::Stream;
 use std::io::{BufReader, Read, Write};
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 /// Connecting, and every reply, at most this long.
@@ -23,12 +24,14 @@ pub struct Stmt {
     pub sent: std::cell::RefCell<Vec<[u8; 2]>>,
 }
 
-/// What a text query answered: affected rows, or rows of text.
+/// What a text query answered: its rows of text (none for a statement without).
 #[derive(Debug, Default)]
 pub struct QueryResult {
-    pub affected: u64,
     pub rows: Vec<Vec<Option<String>>>,
 }
+
+/// Sees each row of a text result, with the result's columns.
+type EachText<'a> = dyn FnMut(&[proto::Column], Vec<Option<String>>) + 'a;
 
 pub struct Conn {
     input: BufReader<Stream>,
@@ -261,31 +264,9 @@ impl Conn {
     pub fn query(&mut self, sql: &str) -> Result<QueryResult, OpError> {
         let context = sql.split_whitespace().next().unwrap_or("query");
         self.send_text(proto::COM_QUERY, sql, context)?;
-        self.read_packet(context)?;
-        let mut result = QueryResult::default();
-        match self.payload.first() {
-            Some(0x00) => {
-                let mut c = Cur::new(&self.payload[1..]);
-                result.affected = (c.lenenc())
-                    .map_err(|m| malformed(context, m))?
-                    .unwrap_or(0);
-                return Ok(result);
-            }
-            Some(0xff) => return Err(self.error(context)),
-            _ => {}
-        }
-        let columns = self.definitions(context)?.len();
-        loop {
-            self.read_packet(context)?;
-            if proto::is_eof(&self.payload) {
-                return Ok(result);
-            }
-            if self.payload.first() == Some(&0xff) {
-                return Err(self.error(context));
-            }
-            let row = proto::text_row(&self.payload, columns).map_err(|m| malformed(context, m))?;
-            result.rows.push(row);
-        }
+        let mut rows = Vec::new();
+        self.text_result(context, Some(&mut |_, row| rows.push(row)))?;
+        Ok(QueryResult { rows })
     }
 
     /// Runs `parts` with `params` written between them as a text statement (pgbench's `-M
@@ -295,13 +276,32 @@ impl Conn {
         &mut self,
         parts: &[String],
         params: &[engine::driver::SqlParam<'_>],
-        mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
         let context = "query";
         self.cmd.clear();
         self.cmd.push(proto::COM_QUERY);
         engine::driver::splice(&mut self.cmd, parts, params);
         self.send_cmd(context)?;
+        let Some(row) = row else {
+            return self.text_result(context, None);
+        };
+        let mut named = |columns: &[proto::Column], values: Vec<Option<String>>| {
+            let cols: Vec<(&str, Option<&str>)> = (columns.iter().zip(&values))
+                .map(|(c, v)| (c.name.as_str(), v.as_deref()))
+                .collect();
+            row(&cols);
+        };
+        self.text_result(context, Some(&mut named))
+    }
+
+    /// The result of the text statement just sent: an OK's affected rows, or a result set's
+    /// rows counted, each handed to `each` (when given) with the columns.
+    fn text_result(
+        &mut self,
+        context: &str,
+        mut each: Option<&mut EachText<'_>>,
+    ) -> Result<u64, OpError> {
         self.read_packet(context)?;
         match self.payload.first() {
             Some(0x00) => {
@@ -323,13 +323,10 @@ impl Conn {
                 return Err(self.error(context));
             }
             rows += 1;
-            if let Some(each) = row.as_mut() {
+            if let Some(each) = each.as_mut() {
                 let values = (proto::text_row(&self.payload, columns.len()))
                     .map_err(|m| malformed(context, m))?;
-                let cols: Vec<(&str, Option<&str>)> = (columns.iter().zip(&values))
-                    .map(|(c, v)| (c.name.as_str(), v.as_deref()))
-                    .collect();
-                each(&cols);
+                each(&columns, values);
             }
         }
     }
@@ -472,11 +469,11 @@ impl Conn {
         }
     }
 
-    /// Says goodbye (best effort: the connection closes anyway).
+    /// Says goodbye, never waiting for it ([`crate::net::send_now`]).
     pub fn quit(&mut self) {
-        self.cmd.clear();
-        self.cmd.push(proto::COM_QUIT);
-        let _ = self.send_cmd("quit");
+        // One packet, the first of its sequence: its length, 0, and the command.
+        let bye = [1, 0, 0, 0, proto::COM_QUIT];
+        crate::net::send_now(self.input.get_ref().as_raw_fd(), &bye);
     }
 }
 

@@ -236,7 +236,7 @@ pub fn encode_unnamed(out: &mut Vec<u8>, sql: &str, params: &[SqlParam<'_>]) {
 /// A Query of `parts` with each of `params` written between two of them, as pgbench's `-M
 /// simple` writes a variable's value into the text: a whole number in decimal, text as it is
 /// (a script quotes what must be quoted), NULL as `NULL`.
-pub fn encode_simple(out: &mut Vec<u8>, parts: &[String], params: &[SqlParam<'_>]) {
+pub fn encode_simple<S: AsRef<str>>(out: &mut Vec<u8>, parts: &[S], params: &[SqlParam<'_>]) {
     let at = begin(out, b'Q');
     engine::driver::splice(out, parts, params);
     out.push(0);

@@ -110,23 +110,32 @@ impl Config {
         self.connect_in(None)
     }
 
-    /// [`Config::connect`], working in `schema` (its `search_path`) when given: both settings
-    /// go with the login.
+    /// [`Config::connect`], working in `schema` (its `search_path`) when given. Both settings
+    /// are statements after the login, not parameters of it: a pooler (PgBouncer) refuses a
+    /// login's parameters it does not know, or drops them when told to ignore them — and a
+    /// session whose `search_path` was dropped would work in `public`.
     fn connect_in(&self, schema: Option<&str>) -> Result<Wire, OpError> {
         let addr = crate::net::resolve(&self.url.authority, Some(5432))
             .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
-        let mut settings = Vec::with_capacity(2);
-        if !self.synchronous_commit.is_empty() {
-            settings.push(("synchronous_commit", self.synchronous_commit.as_str()));
-        }
-        settings.extend(schema.map(|s| ("search_path", s)));
         let login = Login {
             user: &self.url.user,
             password: self.url.password.as_deref().map(str::as_bytes),
             database: self.url.database.as_deref(),
-            settings: &settings,
         };
-        Wire::open(addr, &login)
+        let mut w = Wire::open(addr, &login)?;
+        let mut set = Vec::with_capacity(2);
+        if !self.synchronous_commit.is_empty() {
+            set.push(format!(
+                "SET synchronous_commit = {}",
+                self.synchronous_commit
+            ));
+        }
+        set.extend(schema.map(|s| format!("SET search_path TO {s}")));
+        if !set.is_empty() {
+            // One round trip for both.
+            w.batch(&set.join("; "))?;
+        }
+        Ok(w)
     }
 
     /// `fsync`, `synchronous_commit` and the server's version.

@@ -36,6 +36,11 @@ impl PgSql {
     }
 }
 
+/// Why `-M simple` has no pipelines: the simple protocol answers each query before the next
+/// (pgbench refuses a pipeline with `-M simple` too).
+const SIMPLE_NO_PIPELINES: &str =
+    "pipelines need the extended protocol: give -M prepared or -M extended, not -M simple";
+
 /// `parts` joined by `$1`, `$2`…
 fn numbered(parts: &[String]) -> String {
     let mut sql = String::new();
@@ -85,10 +90,11 @@ impl SqlSession for PgSql {
         self.w.batch(sql)
     }
 
-    /// Not in the simple protocol, which answers each query before the next (pgbench refuses
-    /// `-M simple` with a pipeline too).
-    fn pipelines(&self) -> bool {
-        self.mode != QueryMode::Simple
+    fn pipelines(&self) -> Result<(), &'static str> {
+        match self.mode {
+            QueryMode::Simple => Err(SIMPLE_NO_PIPELINES),
+            _ => Ok(()),
+        }
     }
 
     fn start_pipeline(&mut self) -> Result<(), OpError> {
@@ -101,10 +107,7 @@ impl SqlSession for PgSql {
             Stmt::Named(p) => self.w.queue(p, params),
             Stmt::Unnamed(sql) => self.w.queue_unnamed(sql, params),
             Stmt::Simple(_) => {
-                return Err(OpError::new(
-                    ErrorClass::Application,
-                    engine::driver::NO_PIPELINES,
-                ));
+                return Err(OpError::new(ErrorClass::Application, SIMPLE_NO_PIPELINES));
             }
         }
         Ok(())

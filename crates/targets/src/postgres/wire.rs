@@ -44,9 +44,6 @@ pub struct Login<'a> {
     pub user: &'a str,
     pub password: Option<&'a [u8]>,
     pub database: Option<&'a str>,
-    /// Run-time parameters the session starts with (`search_path`…), sent with the login
-    /// rather than as statements after it: no round trip of their own.
-    pub settings: &'a [(&'a str, &'a str)],
 }
 
 /// A statement prepared on the server: its name there and its result columns' names.
@@ -129,7 +126,6 @@ impl Wire {
             ("application_name", "dyno"),
         ];
         params.extend(login.database.map(|d| ("database", d)));
-        params.extend(login.settings.iter().copied());
         let mut buf = BytesMut::new();
         frontend::startup_message(params, &mut buf).map_err(io)?;
         write_to(w.input.get_mut(), &buf, "login")?;
@@ -308,13 +304,11 @@ impl Wire {
         params: &[SqlParam<'_>],
         row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
-        match row {
-            None => self.run(stmt, params, None),
-            Some(each) => {
-                let mut text = |r: Row<'_>| row_text(r, &stmt.columns, each);
-                self.run(stmt, params, Some(&mut text))
-            }
-        }
+        self.in_step();
+        self.out.clear();
+        encode_execute(&mut self.out, &stmt.name, params);
+        self.send("execute")?;
+        self.text_reply("execute", &stmt.columns, row)
     }
 
     /// Runs `sql` (parameters `$1`, `$2`…) with `params` as an unnamed statement, parsed again
@@ -499,9 +493,7 @@ impl Wire {
     pub fn batch(&mut self, sql: &str) -> Result<(), OpError> {
         self.in_step();
         self.out.clear();
-        let at = begin(&mut self.out, b'Q');
-        cstr(&mut self.out, sql);
-        end(&mut self.out, at);
+        encode_simple(&mut self.out, &[sql], &[]);
         let context = sql.split_whitespace().next().unwrap_or("query");
         self.send(context)?;
         self.until_ready(context, |w| match w.kind {
@@ -644,17 +636,7 @@ impl Drop for Wire {
     /// Says goodbye (Terminate), so the server logs an orderly end rather than a lost client;
     /// never waits for it (a full send buffer means a server not listening).
     fn drop(&mut self) {
-        let fd = self.input.get_ref().as_raw_fd();
-        let bye = [b'X', 0, 0, 0, 4];
-        // SAFETY: a valid socket and a buffer of that length.
-        unsafe {
-            libc::send(
-                fd,
-                bye.as_ptr().cast(),
-                bye.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            )
-        };
+        crate::net::send_now(self.input.get_ref().as_raw_fd(), &[b'X', 0, 0, 0, 4]);
     }
 }
 

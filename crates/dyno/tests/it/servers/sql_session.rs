@@ -76,16 +76,22 @@ fn with_connect_every_transaction_opens_a_connection_of_its_own() {
     assert!(c["reps"][0]["by_op"].get("connections").is_none(), "{c}");
 }
 
-/// Fails (a division by zero, at line 3) unless the session has statements prepared on the
-/// server exactly when `-D prepared=1` says it should: PostgreSQL lists them in
-/// `pg_prepared_statements` (not the unnamed one), MariaDB counts its COM_STMT_PREPARE.
-fn checked(count: &str) -> String {
+/// Fails (a division by zero, at its last `\set`) unless the session has statements prepared
+/// on the server exactly when `-D prepared=1` says it should: PostgreSQL lists them in
+/// `pg_prepared_statements` (not the unnamed one), MariaDB counts its COM_STMT_PREPARE. `more`
+/// may set `bad` to 1 as well.
+fn checked(count: &str, more: &str) -> String {
     format!(
-        "{count};\n\\gset\n\\set bad CASE WHEN :n > 0 THEN 1 - :prepared ELSE :prepared END\n\\if :bad\n\\set fail 1 / 0\n\\endif\n"
+        "{count};\n\\gset\n\\set bad CASE WHEN :n > 0 THEN 1 - :prepared ELSE :prepared END\n{more}\\if :bad\n\\set fail 1 / 0\n\\endif\n"
     )
 }
 
 const PG_COUNT: &str = "SELECT count(*) AS n FROM pg_prepared_statements";
+/// And on PostgreSQL, whether a value reached the server as a parameter (`-D params=1`) or in
+/// the text: the statement's own text, as the server shows it, holds `$1` or the value.
+const PG_PARAMS: &str = "SELECT (position(chr(36) || '1' in query) > 0)::int AS placeholder \
+    FROM pg_stat_activity WHERE pid = pg_backend_pid() AND :client_id >= 0;\n\\gset\n\
+    \\set bad :bad + CASE WHEN :placeholder = :params THEN 0 ELSE 1 END\n";
 const MARIA_COUNT: &str = "SELECT VARIABLE_VALUE AS n FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'COM_STMT_PREPARE'";
 
 /// `-M`: each mode runs pgbench's TPC-B and sysbench's read-write mix (its text values written
@@ -98,12 +104,14 @@ fn query_modes_send_statements_as_pgbench_does() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("pg.sql"), checked(PG_COUNT)).unwrap();
-    std::fs::write(dir.path().join("maria.sql"), checked(MARIA_COUNT)).unwrap();
-    let run = |mode: &str, url: &str, script: &str, prepared: &str, out: &str| {
+    std::fs::write(dir.path().join("pg.sql"), checked(PG_COUNT, PG_PARAMS)).unwrap();
+    std::fs::write(dir.path().join("maria.sql"), checked(MARIA_COUNT, "")).unwrap();
+    // `expect`: whether statements are prepared, and whether values go as parameters.
+    let run = |mode: &str, url: &str, script: &str, expect: (u8, u8), out: &str| {
+        let defines = format!("prepared={},params={}", expect.0, expect.1);
         let done = crate::common::dyno(dir.path())
             .args(["run", "--suite", "sql", "-M", mode, "-b", "tpcb-like"])
-            .args(["--script", script, "-D", &format!("prepared={prepared}")])
+            .args(["--script", script, "-D", &defines])
             .args(["-t", "10", "-c", "2", "-o", out, url])
             .assert();
         let rec = crate::common::record(&dir.path().join(out));
@@ -115,25 +123,35 @@ fn query_modes_send_statements_as_pgbench_does() {
         (status, c["reason"].to_string())
     };
     let ok = ("ok".to_string(), "null".to_string());
-    for (mode, prepared) in [("simple", "0"), ("extended", "0"), ("prepared", "1")] {
-        let got = run(mode, &pg.url(), "pg.sql", prepared, &format!("pg-{mode}"));
+    let pg_modes = [
+        ("simple", (0, 0)),
+        ("extended", (0, 1)),
+        ("prepared", (1, 1)),
+    ];
+    for (mode, expect) in pg_modes {
+        let got = run(mode, &pg.url(), "pg.sql", expect, &format!("pg-{mode}"));
         assert_eq!(got, ok, "postgres -M {mode}");
     }
-    for (mode, prepared) in [("simple", "0"), ("prepared", "1")] {
-        let got = run(
-            mode,
-            &maria.url(),
-            "maria.sql",
-            prepared,
-            &format!("maria-{mode}"),
-        );
+    for (mode, expect) in [("simple", (0, 0)), ("prepared", (1, 1))] {
+        let out = format!("maria-{mode}");
+        let got = run(mode, &maria.url(), "maria.sql", expect, &out);
         assert_eq!(got, ok, "mysql -M {mode}");
     }
-    // The check can fail: prepared statements where none were expected.
-    let (status, reason) = run("prepared", &pg.url(), "pg.sql", "0", "pg-wrong");
-    assert_eq!(status, "failed");
-    assert!(reason.contains("line 5: division by zero"), "{reason}");
-    let (status, reason) = run("extended", &maria.url(), "maria.sql", "0", "maria-extended");
+    // The checks can fail: prepared statements where none were expected, and values in the
+    // text where parameters were.
+    for (mode, expect) in [("prepared", (0, 1)), ("simple", (0, 1))] {
+        let out = format!("pg-wrong-{mode}");
+        let (status, reason) = run(mode, &pg.url(), "pg.sql", expect, &out);
+        assert_eq!(status, "failed", "-M {mode}");
+        assert!(reason.contains("line 8: division by zero"), "{reason}");
+    }
+    let (status, reason) = run(
+        "extended",
+        &maria.url(),
+        "maria.sql",
+        (0, 0),
+        "maria-extended",
+    );
     assert_eq!(status, "failed");
     assert!(
         reason.contains("-M extended is PostgreSQL's extended protocol"),

@@ -28,7 +28,6 @@ fn a_reply_that_does_not_come_in_time_cancels_its_statement() {
         user: "dyno",
         password: None,
         database: None,
-        settings: &[],
     };
     let mut w = Wire::open_within(addr, &login, Duration::from_millis(200)).unwrap();
     let e = w.batch("select pg_sleep(60)").unwrap_err();
