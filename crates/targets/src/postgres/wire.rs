@@ -297,7 +297,8 @@ impl Wire {
         read.map(|()| rows)
     }
 
-    /// [`Wire::run`] in text, each row handed over as its columns' names and values.
+    /// Runs a prepared statement with `params` in text (the sql family's): `row` sees each row
+    /// with its columns' names. The rows its command tag counts.
     pub fn execute(
         &mut self,
         stmt: &Prepared,
