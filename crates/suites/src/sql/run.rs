@@ -273,6 +273,10 @@ fn client_run(
         return out;
     };
     let mut session = Some(session);
+    if s.connect {
+        // Each transaction opens its own: the one made to check the scripts is not kept.
+        close(&mut session);
+    }
     // Under -C: how long closing the last transaction's connection took.
     let mut closing = Duration::ZERO;
     let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));

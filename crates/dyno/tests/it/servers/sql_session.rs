@@ -52,6 +52,17 @@ fn with_connect_every_transaction_opens_a_connection_of_its_own() {
         let row = &rep["by_op"]["connections"];
         assert_eq!(row["count"], 40, "{target}: {row}");
         assert!(row["latency_ns"]["p50"].as_u64().unwrap() > 0, "{row}");
+        // A closed loop keeps the connection out of the transaction's latency: each client's
+        // time is its connections' and its transactions' (and a little between), so their
+        // means add up to no more than the run's time per transaction of a client. Counted
+        // in both, a connection would overshoot by its own mean.
+        let mean = |v: &serde_json::Value| v["mean"].as_f64().unwrap();
+        let (tx, conn) = (mean(&rep["latency_ns"]), mean(&row["latency_ns"]));
+        let per_tx = 2.0 * rep["wall_ns"].as_f64().unwrap() / 40.0;
+        assert!(
+            tx + conn <= 1.05 * per_tx,
+            "{target}: transaction {tx} ns + connection {conn} ns > {per_tx} ns"
+        );
     }
     // Without -C, the run opens a handful (its tables, a session per client, the checks).
     let pg_new = pg_sessions(&pg.url(), pg_before + 40) - pg_before;
