@@ -175,28 +175,12 @@ fn query_modes_send_statements_as_pgbench_does() {
     let mut s = st.connect_sql().unwrap();
     s.batch("CREATE TABLE public.foreign_t (a int); INSERT INTO public.foreign_t VALUES (1)")
         .unwrap();
-    for url in [pg.url(), maria.url()] {
+    let simple = ["run", "--suite", "sql", "-M", "simple"];
+    for (url, out) in [(pg.url(), "sb-pg"), (maria.url(), "sb-maria")] {
         crate::common::dyno(dir.path())
-            .args([
-                "run",
-                "--suite",
-                "sql",
-                "-M",
-                "simple",
-                "-b",
-                "oltp_read_write",
-            ])
-            .args([
-                "--table-size",
-                "1000",
-                "-t",
-                "10",
-                "-c",
-                "2",
-                "-o",
-                "sb",
-                &url,
-            ])
+            .args(simple)
+            .args(["-b", "oltp_read_write", "--table-size", "1000"])
+            .args(["-t", "10", "-c", "2", "-o", out, &url])
             .assert()
             .success();
     }
@@ -213,16 +197,8 @@ fn query_modes_send_statements_as_pgbench_does() {
     let piped = "\\startpipeline\nSELECT 1;\n\\endpipeline\n";
     std::fs::write(dir.path().join("piped.sql"), piped).unwrap();
     crate::common::dyno(dir.path())
-        .args([
-            "run",
-            "--suite",
-            "sql",
-            "-M",
-            "simple",
-            "--script",
-            "piped.sql",
-        ])
-        .args(["-t", "2", "-o", "piped", &pg.url()])
+        .args(simple)
+        .args(["--script", "piped.sql", "-t", "2", "-o", "piped", &pg.url()])
         .assert()
         .failure();
     let rec = crate::common::record(&dir.path().join("piped"));
