@@ -526,6 +526,11 @@ fn by_key() -> Vec<Vec<&'static engine::plan::Setting>> {
         .collect()
 }
 
+/// The id of a flag setting's `--no-…` ([`Kind::Flag`]).
+fn off(s: &engine::plan::Setting) -> &'static str {
+    Box::leak(format!("no_{}", s.key).into_boxed_str())
+}
+
 impl clap::FromArgMatches for SuiteFlags {
     fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
         let mut given = Given::default();
@@ -533,14 +538,23 @@ impl clap::FromArgMatches for SuiteFlags {
             let s = d[0];
             let value = match s.kind {
                 Kind::Int => m.get_one::<i64>(s.key).map(|v| Value::Int(*v)),
-                Kind::Flag => m.get_flag(s.key).then_some(Value::Int(1)),
+                // The later of `--connect` and `--no-connect` wins (each overrides the other).
+                Kind::Flag => match (m.get_flag(s.key), m.get_flag(off(s))) {
+                    (true, _) => Some(Value::Int(1)),
+                    (_, true) => Some(Value::Int(0)),
+                    _ => None,
+                },
                 _ if s.is_list() => (m.get_many::<String>(s.key))
                     .map(|v| Value::Text(v.cloned().collect::<Vec<_>>().join(","))),
                 _ => (m.get_one::<String>(s.key)).map(|v| Value::Text(v.clone())),
             };
             if let Some(value) = value {
                 // One name per setting and process: the flag a message names.
-                let flag: &'static str = Box::leak(format!("--{}", s.long()).into_boxed_str());
+                let name = match value {
+                    Value::Int(0) if s.kind == Kind::Flag => format!("--no-{}", s.long()),
+                    _ => format!("--{}", s.long()),
+                };
+                let flag: &'static str = Box::leak(name.into_boxed_str());
                 given.set(s.key, Sp::new(value, Origin::Flag(flag)));
             }
         }
@@ -586,7 +600,21 @@ impl clap::Args for SuiteFlags {
             if let Some(h) = s.heading {
                 arg = arg.help_heading(h);
             }
-            cmd.arg(arg)
+            if s.kind != Kind::Flag {
+                return cmd.arg(arg);
+            }
+            // A flag's way back off, for a plan file that turns it on.
+            let no = clap::Arg::new(off(s))
+                .long(format!("no-{}", s.long()))
+                .action(clap::ArgAction::SetTrue)
+                .help(format!(
+                    "Turns --{} off (where a plan file says {} = true)",
+                    s.long(),
+                    s.key
+                ))
+                .overrides_with(s.key)
+                .help_heading(s.heading);
+            cmd.arg(arg.overrides_with(off(s))).arg(no)
         })
     }
 

@@ -96,6 +96,9 @@ fn settings() -> String {
         for a in s.aliases {
             flag.push_str(&format!(", `--{a}`"));
         }
+        if s.kind == engine::plan::Kind::Flag {
+            flag.push_str(&format!(" (`--no-{}` turns it off)", s.long()));
+        }
         if s.kind == engine::plan::Kind::Stages {
             flag = "(plan files only)".into();
         }

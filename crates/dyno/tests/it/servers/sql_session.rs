@@ -76,15 +76,31 @@ fn with_connect_every_transaction_opens_a_connection_of_its_own() {
         "MariaDB saw {maria_new} connections for 40 transactions"
     );
 
-    // Without it, no connections row.
-    crate::common::dyno(dir.path())
-        .args(["run", "--suite", "sql", "-b", "select-only", "-t", "5"])
-        .args(["-o", "kept", &pg.url()])
-        .assert()
-        .success();
-    let rec = crate::common::record(&dir.path().join("kept"));
-    let c = crate::common::case(&rec, "postgres", "select-only");
-    assert!(c["reps"][0]["by_op"].get("connections").is_none(), "{c}");
+    // A plan file's `connect = true`, and the command line's way back: without it, no
+    // connections row; the later of --connect and --no-connect wins.
+    let plan = format!(
+        "[suite]\nname = \"sql\"\nbuiltin = \"select-only\"\nconnect = true\ntransactions = 5\n\n\
+         [targets.postgres]\nurl = \"{}\"\n",
+        pg.url()
+    );
+    std::fs::write(dir.path().join("plan.toml"), plan).unwrap();
+    for (flags, on) in [
+        (&[][..], true),
+        (&["--no-connect"][..], false),
+        (&["--no-connect", "--connect"][..], true),
+    ] {
+        let out = format!("plan-{on}-{}", flags.len());
+        crate::common::dyno(dir.path())
+            .args(["run", "plan.toml", "-o", &out])
+            .args(flags)
+            .assert()
+            .success();
+        let rec = crate::common::record(&dir.path().join(&out));
+        assert_eq!(rec["plan"]["custom"]["sql"]["connect"], on, "{flags:?}");
+        let c = crate::common::case(&rec, "postgres", "select-only");
+        let row = c["reps"][0]["by_op"].get("connections");
+        assert_eq!(row.is_some(), on, "{flags:?}: {c}");
+    }
 }
 
 /// Fails (a division by zero, at its last `\set`) unless the session has statements prepared
