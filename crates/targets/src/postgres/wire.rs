@@ -268,33 +268,13 @@ impl Wire {
         &mut self,
         stmt: &Prepared,
         params: &[A],
-        mut row: Option<&mut EachRow<'_>>,
+        row: Option<&mut EachRow<'_>>,
     ) -> Result<u64, OpError> {
-        self.in_step();
-        self.out.clear();
-        encode_execute(&mut self.out, &stmt.name, params);
-        self.send("execute")?;
-        let mut rows = 0;
-        let mut at = std::mem::take(&mut self.at);
-        let read = self.until_ready("execute", |w| {
-            match w.kind {
-                b'D' => {
-                    if let Some(row) = row.as_mut() {
-                        parse_data_row(&w.body, &mut at).map_err(|m| malformed("execute", m))?;
-                        row(Row {
-                            body: &w.body,
-                            at: &at,
-                        })?;
-                    }
-                }
-                b'C' => rows = tag_rows(&w.body),
-                b'E' => return Err(server_err("execute", &w.body)),
-                _ => {}
-            }
-            Ok(())
-        });
-        self.at = at;
-        read.map(|()| rows)
+        let encode = |out: &mut Vec<u8>| encode_execute(out, &stmt.name, params);
+        match row {
+            None => self.request("execute", encode, None),
+            Some(each) => self.request("execute", encode, Some(&mut |r, _| each(r))),
+        }
     }
 
     /// Runs a prepared statement with `params` in text (the sql family's): `row` sees each row
@@ -305,11 +285,8 @@ impl Wire {
         params: &[SqlParam<'_>],
         row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
-        self.in_step();
-        self.out.clear();
-        encode_execute(&mut self.out, &stmt.name, params);
-        self.send("execute")?;
-        self.text_reply("execute", &stmt.columns, row)
+        let encode = |out: &mut Vec<u8>| encode_execute(out, &stmt.name, params);
+        self.text_request("execute", encode, &stmt.columns, row)
     }
 
     /// Runs `sql` (parameters `$1`, `$2`…) with `params` as an unnamed statement, parsed again
@@ -320,12 +297,11 @@ impl Wire {
         params: &[SqlParam<'_>],
         row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
-        self.in_step();
-        self.out.clear();
-        encode_unnamed(&mut self.out, sql, params);
-        self.out.extend_from_slice(SYNC);
-        self.send("execute")?;
-        self.text_reply("execute", &[], row)
+        let encode = |out: &mut Vec<u8>| {
+            encode_unnamed(out, sql, params);
+            out.extend_from_slice(SYNC);
+        };
+        self.text_request("execute", encode, &[], row)
     }
 
     /// Runs `parts` with `params` written between them as one Query (the simple protocol:
@@ -336,22 +312,42 @@ impl Wire {
         params: &[SqlParam<'_>],
         row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
-        self.in_step();
-        self.out.clear();
-        encode_simple(&mut self.out, parts, params);
-        self.send("query")?;
-        self.text_reply("query", &[], row)
+        let encode = |out: &mut Vec<u8>| encode_simple(out, parts, params);
+        self.text_request("query", encode, &[], row)
     }
 
-    /// Reads a reply to its ReadyForQuery: `row`, when given, sees each row in text with its
-    /// columns' names (a RowDescription's in the reply, or else `columns`). The rows the last
-    /// command tag counts; a row the caller refuses, or the server's error, fails it.
-    fn text_reply(
+    /// [`Wire::request`] with each row in text: its columns named by a RowDescription in the
+    /// reply, or else by `columns`.
+    fn text_request(
         &mut self,
         context: &str,
+        encode: impl FnOnce(&mut Vec<u8>),
         columns: &[String],
-        mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
     ) -> Result<u64, OpError> {
+        let Some(each) = row else {
+            return self.request(context, encode, None);
+        };
+        let mut text = |r: Row<'_>, named: Option<&[String]>| {
+            row_text(r, named.unwrap_or(columns), &mut *each)
+        };
+        self.request(context, encode, Some(&mut text))
+    }
+
+    /// Sends the request `encode` writes (a pipeline left open is abandoned first) and reads
+    /// its reply to ReadyForQuery: `row`, when given, sees each row, with the columns a
+    /// RowDescription in the reply named, if one did. The rows the last command tag counts; a
+    /// row the caller refuses, or the server's error, fails the request.
+    fn request(
+        &mut self,
+        context: &str,
+        encode: impl FnOnce(&mut Vec<u8>),
+        mut row: Option<&mut RowNamed<'_>>,
+    ) -> Result<u64, OpError> {
+        self.in_step();
+        self.out.clear();
+        encode(&mut self.out);
+        self.send(context)?;
         let (mut rows, mut described) = (0, None::<Vec<String>>);
         let mut at = std::mem::take(&mut self.at);
         let read = self.until_ready(context, |w| {
@@ -363,12 +359,11 @@ impl Wire {
                 }
                 (b'D', Some(each)) => {
                     parse_data_row(&w.body, &mut at).map_err(|m| malformed(context, m))?;
-                    let names = described.as_deref().unwrap_or(columns);
                     let r = Row {
                         body: &w.body,
                         at: &at,
                     };
-                    row_text(r, names, &mut **each)?;
+                    each(r, described.as_deref())?;
                 }
                 (b'C', _) => rows = tag_rows(&w.body),
                 (b'E', _) => return Err(server_err(context, &w.body)),
@@ -594,6 +589,9 @@ fn write_to(s: &mut Stream, bytes: &[u8], context: &str) -> Result<(), OpError> 
 
 /// What [`Wire::run`] hands each row to; an error fails the statement.
 pub type EachRow<'a> = dyn FnMut(Row<'_>) -> Result<(), OpError> + 'a;
+
+/// A row with the columns a RowDescription named, if one came ([`Wire::request`]).
+type RowNamed<'a> = dyn FnMut(Row<'_>, Option<&[String]>) -> Result<(), OpError> + 'a;
 
 /// One data row: where each value lies in the message's body (`None` for NULL).
 pub struct Row<'a> {
