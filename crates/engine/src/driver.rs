@@ -349,6 +349,10 @@ pub struct ServerOp {
 /// A row as the `sql` suite reads it: each column's name and its value as text (`None`: NULL).
 pub type SqlRow<'a> = [(&'a str, Option<&'a str>)];
 
+/// What sees each row a statement gives: the index of the statement it came from among those
+/// the request ran (a compound command's several; otherwise 0), and the row.
+pub type EachSqlRow<'a> = dyn FnMut(usize, &SqlRow<'_>) + 'a;
+
 /// The SQL a target speaks, where it matters (DDL, bulk loading).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -435,13 +439,14 @@ pub trait SqlSession: Send {
     /// the text each run sends; its handle.
     fn prepare(&mut self, parts: &[String]) -> Result<usize, OpError>;
     /// Runs prepared statement `stmt` with `params`. `row`, when given, sees each row's
-    /// columns, by name, as text (without it, rows are only counted). Returns the rows a write
-    /// affected, or the rows a query gave.
+    /// columns, by name, as text, with the index of the statement it came from (without it,
+    /// rows are only counted). Returns the rows a write affected, or the rows a query gave
+    /// (the last statement's, in a compound command).
     fn execute(
         &mut self,
         stmt: usize,
         params: &[SqlParam<'_>],
-        row: Option<&mut dyn FnMut(&SqlRow<'_>)>,
+        row: Option<&mut EachSqlRow<'_>>,
     ) -> Result<u64, OpError>;
     /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).
     fn batch(&mut self, sql: &str) -> Result<(), OpError>;

@@ -102,7 +102,7 @@ fn transaction(
             }
             Mop::Read { key, list } => {
                 let mut text: Option<Option<String>> = None;
-                let mut row = |r: &engine::driver::SqlRow<'_>| {
+                let mut row = |_, r: &engine::driver::SqlRow<'_>| {
                     text = Some(r.first().and_then(|c| c.1).map(String::from));
                 };
                 (s.execute(st.read, &[SqlParam::Int(*key as i64)], Some(&mut row)))

@@ -1,12 +1,13 @@
 //! One client running a pgbench script on a SQL session: `\set` evaluated with the client's
 //! own generator, `\if` branches taken, `\sleep` slept, every SQL command made ready once
 //! (prepared, under pgbench's `-M prepared`; one without variables that the server will not
-//! prepare sent as written) and run with the variables' values as text, `\gset` storing a one-row result, the SQL of
-//! a pipeline queued and its replies read at `\endpipeline`. Each SQL command is timed apart.
+//! prepare sent as written) and run with the variables' values as text, `\gset` and `\aset`
+//! storing what a query gave, the SQL of a pipeline queued and its replies read at
+//! `\endpipeline`. Each SQL command is timed apart.
 
 use super::eval::{Env, Value, eval};
 use super::random::Prng;
-use super::script::{Amount, Kind, Script};
+use super::script::{Amount, Assign, Kind, Script};
 use engine::driver::{OpError, SqlParam, SqlSession};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -32,7 +33,8 @@ impl std::fmt::Display for Failure {
 
 /// How a command's SQL reaches the server.
 enum Prepared {
-    /// Sent as written (no variable, no `\gset`, and the server would not prepare it).
+    /// Sent as written (no variable, no `\gset` or `\aset`, and the server would not prepare
+    /// it).
     Text,
     /// Prepared once.
     Once(usize),
@@ -48,8 +50,8 @@ enum Prepared {
 enum Reply<'a> {
     /// Its rows are counted.
     Count,
-    /// Its one row goes into variables (`\gset PREFIX`).
-    Gset(&'a str),
+    /// Into variables (`\gset` or `\aset`), from a command of this many statements.
+    Assign(&'a Assign, usize),
     /// None yet: the statement is queued in a pipeline.
     Queue,
 }
@@ -89,7 +91,7 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
         }
         // Every SQL command is made ready once, as the query mode says. Under `-M prepared`
         // it is prepared, as pgbench and sysbench prepare even `BEGIN` and `COMMIT`: one with
-        // variables, a `\gset` or in a pipeline must be, and one without that the server will
+        // variables, a `\gset` or `\aset` or in a pipeline must be, and one without that the server will
         // not prepare (several statements in one) is sent as written. Under the other modes
         // nothing reaches the server here.
         let prepared = |session: &mut dyn SqlSession, parts| {
@@ -99,11 +101,22 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
             })
         };
         stmts.push(match &c.kind {
+            // A compound command is one query of several statements: sent as written, unless
+            // its values are written in (`-M simple`, which the plan then has).
+            Kind::Sql {
+                statements,
+                vars,
+                assign: None,
+                ..
+            } if *statements > 1 && vars.is_empty() => Prepared::Text,
             Kind::Sql { spliced, .. } if !spliced.is_empty() => Prepared::PerValue(Vec::new()),
             Kind::Sql { parts, .. } if piped => Prepared::Piped(prepared(session, parts)?),
             Kind::Sql {
-                parts, vars, gset, ..
-            } if !vars.is_empty() || gset.is_some() => Prepared::Once(prepared(session, parts)?),
+                parts,
+                vars,
+                assign,
+                ..
+            } if !vars.is_empty() || assign.is_some() => Prepared::Once(prepared(session, parts)?),
             Kind::Sql { parts, .. } => match session.prepare(parts) {
                 Ok(stmt) => Prepared::Once(stmt),
                 // A connection lost or a reply late is no answer: the client ends, as for any
@@ -252,7 +265,12 @@ impl Client {
                     self.sql(stmt, &c.kind, Reply::Queue, c.line, session)?;
                     self.queued.push((i, queued));
                 }
-                Kind::Sql { text, gset, .. } => {
+                Kind::Sql {
+                    text,
+                    assign,
+                    statements,
+                    ..
+                } => {
                     // A statement prepared for a new spliced value is made before its clock
                     // starts: the command's time is its run's, as with the others.
                     let stmt = match &mut stmts[i] {
@@ -266,7 +284,8 @@ impl Client {
                             error,
                         })?,
                         Some(stmt) => {
-                            let reply = gset.as_deref().map_or(Reply::Count, Reply::Gset);
+                            let reply = (assign.as_ref())
+                                .map_or(Reply::Count, |a| Reply::Assign(a, *statements));
                             self.sql(stmt, &c.kind, reply, c.line, session)?
                         }
                     }
@@ -461,39 +480,43 @@ impl Client {
         session: &mut dyn SqlSession,
     ) -> Result<(), Failure> {
         let sql_err = |error| Failure::Sql { line, error };
-        let prefix = match reply {
+        let (to, statements) = match reply {
             Reply::Queue => return session.queue(stmt, params).map_err(sql_err),
             Reply::Count => {
                 let counted = session.execute(stmt, params, None);
                 return counted.map(drop).map_err(sql_err);
             }
-            Reply::Gset(prefix) => prefix,
+            Reply::Assign(to, statements) => (to, statements),
         };
-        let mut rows: Vec<Vec<(String, Option<String>)>> = Vec::new();
-        let mut keep = |cols: &[(&str, Option<&str>)]| {
-            if rows.len() < 2 {
-                rows.push(
-                    cols.iter()
-                        .map(|(n, v)| (n.to_string(), v.map(str::to_string)))
-                        .collect(),
-                );
+        // Per statement whose rows are kept: its last row, and how many it gave.
+        let mut got: Vec<(Vec<(String, Option<String>)>, usize)> = vec![Default::default(); statements];
+        let kept = |result: usize| to.every || result + 1 == statements;
+        let mut keep = |result: usize, cols: &[(&str, Option<&str>)]| {
+            if let Some((last, n)) = got.get_mut(result).filter(|_| kept(result)) {
+                *n += 1;
+                last.clear();
+                last.extend(cols.iter().map(|(n, v)| (n.to_string(), v.map(str::to_string))));
             }
         };
         session
             .execute(stmt, params, Some(&mut keep))
             .map_err(sql_err)?;
-        if rows.len() != 1 {
+        // `\gset`: the last statement's one row, which it must give (pgbench's rule); `\aset`:
+        // each statement's last row, a statement without rows skipped.
+        if let Some((_, n)) = got.last().filter(|(_, n)| !to.every && *n != 1) {
             return Err(Failure::Script {
                 line,
                 message: format!(
                     "\\gset needs exactly one row, the query gave {}",
-                    if rows.is_empty() { "none" } else { "more" }
+                    if *n == 0 { "none".to_string() } else { n.to_string() }
                 ),
             });
         }
-        for (name, value) in rows.pop().unwrap() {
-            let v = value.map_or(Value::Null, Value::Text);
-            self.vars.insert(format!("{prefix}{name}"), v);
+        for (row, _) in got {
+            for (name, value) in row {
+                let v = value.map_or(Value::Null, Value::Text);
+                self.vars.insert(format!("{}{name}", to.prefix), v);
+            }
         }
         Ok(())
     }

@@ -353,6 +353,20 @@ fn defines(raw: &RawPlan, sysbench: bool) -> Result<Vec<(String, String)>, PlanE
 /// The scripts to run, each with its weight.
 type Weighted = Vec<(Script, u64)>;
 
+/// Whether every compound command of `s` can be sent under `mode`: one with variables or a
+/// `\gset` or `\aset` needs `-M simple` (a prepared or unnamed statement holds one
+/// statement); one without is sent as written under any mode. `Err` holds the line.
+fn compound_sent_whole(s: &script::Script, mode: engine::driver::QueryMode) -> Result<(), usize> {
+    let needs_simple = |k: &script::Kind| {
+        matches!(k, script::Kind::Sql { statements, vars, assign, .. }
+            if *statements > 1 && (!vars.is_empty() || assign.is_some()))
+    };
+    match s.commands.iter().find(|c| needs_simple(&c.kind)) {
+        Some(c) if mode != engine::driver::QueryMode::Simple => Err(c.line),
+        _ => Ok(()),
+    }
+}
+
 /// The scripts `--builtin` and `--script` name, read and checked, and whether sysbench's
 /// and pgbench's tables are needed.
 fn scripts(raw: &RawPlan) -> Result<(Weighted, bool, bool), PlanError> {
@@ -380,6 +394,13 @@ fn scripts(raw: &RawPlan) -> Result<(Weighted, bool, bool), PlanError> {
                     f.at.clone(),
                     format!("{path}:{}:{}: {}", e.line, e.column, e.message),
                 )
+            })?;
+            compound_sent_whole(&s, query_mode(raw)?).map_err(|line| {
+                PlanError::new(
+                    f.at.clone(),
+                    format!("{path}:{line}: a compound command (\\;) with variables, \\gset or \\aset is sent as one query with its values written in, which only -M simple does"),
+                )
+                .hint("give -M simple, as pgbench runs such commands only so")
             })?;
             out.push((s, w));
         }

@@ -583,7 +583,7 @@ fn sum(session: &mut dyn SqlSession, column: &str, table: &str) -> Result<String
         .execute(
             stmt,
             &[],
-            Some(&mut |cols: &engine::driver::SqlRow<'_>| {
+            Some(&mut |_, cols: &engine::driver::SqlRow<'_>| {
                 got = cols.first().and_then(|c| c.1.map(str::to_string))
             }),
         )

@@ -6,6 +6,8 @@
 
 use super::expr::{self, Expr};
 
+mod lex;
+
 /// One command of a script, with the line it starts on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Command {
@@ -16,16 +18,19 @@ pub struct Command {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
     /// SQL with its `:variables` cut out: `parts` are the text around them (one more than
-    /// `vars`), so a driver writes `$1` or `?` between; `gset` is `\gset [prefix]`. A variable
-    /// joined to the word before it (`sbtest:t`) is not a parameter but part of a name: its
-    /// value is written into the text, as pgbench's simple mode would, and the statement is
-    /// prepared once per value; `spliced` are those variables' indexes in `vars`.
+    /// `vars`), so a driver writes `$1` or `?` between. A variable joined to the word before
+    /// it (`sbtest:t`) is not a parameter but part of a name: its value is written into the
+    /// text, as pgbench's simple mode would, and the statement is prepared once per value;
+    /// `spliced` are those variables' indexes in `vars`. `statements` is more than one in a
+    /// compound command (statements joined by `\;`, sent as one query); `assign` is its
+    /// `\gset` or `\aset`.
     Sql {
         text: String,
         parts: Vec<String>,
         vars: Vec<String>,
         spliced: Vec<usize>,
-        gset: Option<String>,
+        statements: usize,
+        assign: Option<Assign>,
     },
     Set {
         var: String,
@@ -45,6 +50,15 @@ pub enum Kind {
     StartPipeline,
     SyncPipeline,
     EndPipeline,
+}
+
+/// Where a query's result goes: `\gset PREFIX` (the last statement's one row, which it must
+/// give) or `\aset PREFIX` (`every` statement's last row, where it gives one), each column
+/// into the variable named by the prefix and the column's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assign {
+    pub prefix: String,
+    pub every: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -141,49 +155,21 @@ pub(crate) fn is_variable(name: &str) -> bool {
 /// Reads a script's text. `name` names it in messages.
 pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
     let mut commands = Vec::new();
-    let mut sql = String::new();
-    let mut sql_line = 0;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        let n = i + 1;
-        i += 1;
-        let trimmed = line.trim_start();
-        if let Some(meta) = trimmed.strip_prefix('\\') {
-            // A meta-command ends the SQL before it; `\` at a line's end goes on.
-            flush(&mut sql, sql_line, &mut commands)?;
-            let mut meta = meta.to_string();
-            while meta.ends_with('\\') && i < lines.len() {
-                meta.pop();
-                meta.push(' ');
-                meta.push_str(lines[i]);
-                i += 1;
+    for piece in lex::pieces(text)? {
+        match piece {
+            lex::Piece::Sql {
+                text,
+                line,
+                column,
+                starts,
+            } => commands.push(sql(text, line, column, &starts)?),
+            lex::Piece::Meta { text, line, column } => {
+                if let Some(kind) = meta_command(&text, line, column, &mut commands)? {
+                    commands.push(Command { line, kind });
+                }
             }
-            let column = line.len() - trimmed.len() + 1;
-            let cmd = meta_command(&meta, n, column, &mut commands)?;
-            if let Some(kind) = cmd {
-                commands.push(Command { line: n, kind });
-            }
-            continue;
         }
-        let line = strip_comment(line);
-        if sql.trim().is_empty() {
-            sql.clear();
-            sql_line = n;
-        }
-        // Every `;` outside quotes ends a command.
-        let mut rest = line;
-        while let Some(end) = statement_end(rest) {
-            sql.push_str(&rest[..=end]);
-            flush(&mut sql, sql_line, &mut commands)?;
-            sql_line = n;
-            rest = &rest[end + 1..];
-        }
-        sql.push_str(rest);
-        sql.push('\n');
     }
-    flush(&mut sql, sql_line, &mut commands)?;
     check_nesting(&commands)?;
     check_pipelines(&commands)?;
     if commands.is_empty() {
@@ -200,61 +186,34 @@ pub fn parse(name: &str, text: &str) -> Result<Script, ScriptError> {
     })
 }
 
-/// The line without a `--` comment (outside quotes).
-fn strip_comment(line: &str) -> &str {
-    let mut quote = None;
-    let b = line.as_bytes();
-    for (i, &c) in b.iter().enumerate() {
-        match (quote, c) {
-            (None, b'\'' | b'"') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, b'-') if b.get(i + 1) == Some(&b'-') => return &line[..i],
-            _ => {}
+/// An SQL command beginning at `line`:`column`, its statements beginning at `starts`; each
+/// statement is checked to stay in dyno's schema.
+fn sql(text: String, line: usize, column: usize, starts: &[usize]) -> Result<Command, ScriptError> {
+    for (k, &from) in starts.iter().enumerate() {
+        let to = starts.get(k + 1).map_or(text.len(), |&n| n);
+        if let Err((at, why)) = super::confine::check(&text[from..to]) {
+            // The place in the file: lines into the command, and the column on that line.
+            let before = &text[..from + at];
+            let lines = before.matches('\n').count();
+            let column = match before.rfind('\n') {
+                Some(n) => before.len() - n,
+                None => column + before.len(),
+            };
+            return Err(err(line + lines, column, why));
         }
-    }
-    line
-}
-
-/// Where the first `;` outside quotes is.
-fn statement_end(s: &str) -> Option<usize> {
-    let mut quote = None;
-    for (i, c) in s.bytes().enumerate() {
-        match (quote, c) {
-            (None, b'\'' | b'"') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, b';') => return Some(i),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Ends the SQL command gathered so far (nothing when it is only blanks).
-fn flush(sql: &mut String, line: usize, out: &mut Vec<Command>) -> Result<(), ScriptError> {
-    let text = sql.trim().to_string();
-    sql.clear();
-    if text.is_empty() {
-        return Ok(());
-    }
-    if let Err((at, why)) = super::confine::check(&text) {
-        // The place in the file: lines into the command, and the column on that line.
-        let before = &text[..at];
-        let lines = before.matches('\n').count();
-        let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
-        return Err(err(line + lines, column, why));
     }
     let (parts, vars, spliced) = split_vars(&text);
-    out.push(Command {
+    Ok(Command {
         line,
         kind: Kind::Sql {
             text,
             parts,
             vars,
             spliced,
-            gset: None,
+            statements: starts.len(),
+            assign: None,
         },
-    });
-    Ok(())
+    })
 }
 
 /// The text around each `:name` (a `::cast` is kept as it is), and which names are joined to
@@ -305,7 +264,8 @@ fn err(line: usize, column: usize, message: impl Into<String>) -> ScriptError {
     }
 }
 
-/// One meta-command (the text after its `\`); `None` for `\gset`, which joins the SQL before.
+/// One meta-command (the text after its `\`); `None` for `\gset` and `\aset`, which join the
+/// SQL before.
 fn meta_command(
     meta: &str,
     line: usize,
@@ -347,15 +307,18 @@ fn meta_command(
         "startpipeline" => Kind::StartPipeline,
         "syncpipeline" => Kind::SyncPipeline,
         "endpipeline" => Kind::EndPipeline,
-        "gset" => {
-            let prefix = args.to_string();
+        "gset" | "aset" => {
+            let to = Assign {
+                prefix: args.to_string(),
+                every: word == "aset",
+            };
             match commands.last_mut().map(|c| &mut c.kind) {
-                Some(Kind::Sql { gset, .. }) if gset.is_none() => *gset = Some(prefix),
-                _ => return Err(err(line, column, "\\gset must follow an SQL command")),
+                Some(Kind::Sql { assign, .. }) if assign.is_none() => *assign = Some(to),
+                _ => return Err(err(line, column, format!("\\{word} must follow an SQL command"))),
             }
             return Ok(None);
         }
-        "setshell" | "shell" | "aset" => {
+        "setshell" | "shell" => {
             return Err(err(
                 line,
                 column,
@@ -473,11 +436,19 @@ fn check_pipelines(commands: &[Command]) -> Result<(), ScriptError> {
                 ));
             }
             (Kind::EndPipeline, Some(_)) => open = None,
-            (Kind::Sql { gset: Some(_), .. }, Some(_)) => {
+            (Kind::Sql { assign: Some(a), .. }, Some(_)) => {
+                let word = if a.every { "aset" } else { "gset" };
                 return Err(err(
                     c.line,
                     1,
-                    "\\gset in a pipeline: its result comes only at \\endpipeline; end the pipeline before it",
+                    format!("\\{word} in a pipeline: its result comes only at \\endpipeline; end the pipeline before it"),
+                ));
+            }
+            (Kind::Sql { statements, .. }, Some(_)) if *statements > 1 => {
+                return Err(err(
+                    c.line,
+                    1,
+                    "a compound command (\\;) in a pipeline: it is sent as one query of the simple protocol, which pipelines do not carry",
                 ));
             }
             (Kind::Sql { spliced, vars, .. }, Some(_)) if !spliced.is_empty() => {

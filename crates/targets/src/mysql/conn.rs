@@ -30,8 +30,12 @@ pub struct QueryResult {
     pub rows: Vec<Vec<Option<String>>>,
 }
 
-/// Sees each row of a text result, with the result's columns.
-type EachText<'a> = dyn FnMut(&[proto::Column], Vec<Option<String>>) + 'a;
+/// Sees each row of a text result, with the index of the statement it came from and the
+/// result's columns.
+type EachText<'a> = dyn FnMut(usize, &[proto::Column], Vec<Option<String>>) + 'a;
+
+/// The most statements one text query is read for: a server answering with more is broken.
+const MAX_RESULTS: usize = 1 << 16;
 
 pub struct Conn {
     input: BufReader<Stream>,
@@ -265,7 +269,7 @@ impl Conn {
         let context = sql.split_whitespace().next().unwrap_or("query");
         self.send_text(proto::COM_QUERY, sql, context)?;
         let mut rows = Vec::new();
-        self.text_result(context, Some(&mut |_, row| rows.push(row)))?;
+        self.text_result(context, Some(&mut |_, _, row| rows.push(row)))?;
         Ok(QueryResult { rows })
     }
 
@@ -276,7 +280,7 @@ impl Conn {
         &mut self,
         parts: &[String],
         params: &[engine::driver::SqlParam<'_>],
-        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        row: Option<&mut engine::driver::EachSqlRow<'_>>,
     ) -> Result<u64, OpError> {
         let context = "query";
         self.cmd.clear();
@@ -286,20 +290,41 @@ impl Conn {
         let Some(row) = row else {
             return self.text_result(context, None);
         };
-        let mut named = |columns: &[proto::Column], values: Vec<Option<String>>| {
+        let mut named = |result, columns: &[proto::Column], values: Vec<Option<String>>| {
             let cols: Vec<(&str, Option<&str>)> = (columns.iter().zip(&values))
                 .map(|(c, v)| (c.name.as_str(), v.as_deref()))
                 .collect();
-            row(&cols);
+            row(result, &cols);
         };
         self.text_result(context, Some(&mut named))
     }
 
-    /// The result of the text statement just sent: an OK's affected rows, or a result set's
-    /// rows counted, each handed to `each` (when given) with the columns.
+    /// The result of the text query just sent, of each of its statements in turn while the
+    /// server says more follow: the last one's count — an OK's affected rows, or a result
+    /// set's rows, each handed to `each` (when given) with its statement's index and the
+    /// columns.
     fn text_result(
         &mut self,
         context: &str,
+        mut each: Option<&mut EachText<'_>>,
+    ) -> Result<u64, OpError> {
+        for result in 0..MAX_RESULTS {
+            let count = self.statement_result(context, result, each.as_deref_mut())?;
+            if !proto::more_results(&self.payload) {
+                return Ok(count);
+            }
+        }
+        Err(malformed(
+            context,
+            Malformed(format!("more than {MAX_RESULTS} results to one query")),
+        ))
+    }
+
+    /// One statement's result of a text query (its last packet left in `self.payload`).
+    fn statement_result(
+        &mut self,
+        context: &str,
+        result: usize,
         mut each: Option<&mut EachText<'_>>,
     ) -> Result<u64, OpError> {
         self.read_packet(context)?;
@@ -326,7 +351,7 @@ impl Conn {
             if let Some(each) = each.as_mut() {
                 let values = (proto::text_row(&self.payload, columns.len()))
                     .map_err(|m| malformed(context, m))?;
-                each(&columns, values);
+                each(result, &columns, values);
             }
         }
     }

@@ -18,6 +18,10 @@ const CLIENT_CONNECT_WITH_DB: u32 = 0x8;
 const CLIENT_PROTOCOL_41: u32 = 0x200;
 const CLIENT_TRANSACTIONS: u32 = 0x2000;
 const CLIENT_SECURE_CONNECTION: u32 = 0x8000;
+/// A text query may hold several statements (pgbench's compound commands, `\\;`), each
+/// answered by a result of its own.
+const CLIENT_MULTI_STATEMENTS: u32 = 0x1_0000;
+const CLIENT_MULTI_RESULTS: u32 = 0x2_0000;
 const CLIENT_PLUGIN_AUTH: u32 = 0x8_0000;
 /// MariaDB's extended capability (in the handshake's reserved bytes, when the server clears
 /// `CLIENT_LONG_PASSWORD`, its `CLIENT_MYSQL`): a prepared statement's result set may come
@@ -256,6 +260,8 @@ pub fn handshake_response(
         | CLIENT_PROTOCOL_41
         | CLIENT_TRANSACTIONS
         | CLIENT_SECURE_CONNECTION
+        | CLIENT_MULTI_STATEMENTS
+        | CLIENT_MULTI_RESULTS
         | CLIENT_PLUGIN_AUTH;
     if db.is_some() {
         caps |= CLIENT_CONNECT_WITH_DB;
@@ -368,6 +374,20 @@ pub fn value_text(kind: u8, unsigned: bool, v: &[u8]) -> Option<String> {
 /// True for an EOF packet (not a row that starts with 0xfe: those are longer).
 pub fn is_eof(payload: &[u8]) -> bool {
     payload.first() == Some(&0xfe) && payload.len() < 9
+}
+
+/// `SERVER_MORE_RESULTS_EXISTS`: another statement's result follows this one's.
+const MORE_RESULTS: u16 = 0x8;
+
+/// Whether an OK or EOF packet that ends a statement's result says another follows (a text
+/// query of several statements, `CLIENT_MULTI_STATEMENTS`). A packet too short to say, says no.
+pub fn more_results(payload: &[u8]) -> bool {
+    let mut c = Cur::new(payload.get(1..).unwrap_or_default());
+    let status = match payload.first() {
+        Some(0x00) => c.lenenc().and_then(|_| c.lenenc()).and_then(|_| c.u16()),
+        _ => c.u16().and_then(|_| c.u16()),
+    };
+    status.is_ok_and(|s| s & MORE_RESULTS != 0)
 }
 
 /// A parameter of a prepared statement (or what becomes one: an SQL session's [`SqlParam`]).

@@ -74,7 +74,7 @@ impl SqlSession for MySql {
         &mut self,
         stmt: usize,
         params: &[SqlParam<'_>],
-        mut row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        mut row: Option<&mut engine::driver::EachSqlRow<'_>>,
     ) -> Result<u64, OpError> {
         let stmt = match &self.stmts[stmt] {
             Made::Prepared(s) => s,
@@ -111,7 +111,7 @@ impl SqlSession for MySql {
                 .zip(&texts)
                 .map(|(c, t)| (c.name.as_str(), t.as_deref()))
                 .collect();
-            row(&cols);
+            row(0, &cols);
             Ok(())
         })?;
         Ok(if stmt.columns.is_empty() {

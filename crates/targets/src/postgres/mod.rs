@@ -146,7 +146,7 @@ impl Config {
              current_setting('server_version')",
         )?;
         let mut got: [String; 3] = Default::default();
-        let mut each = |row: &engine::driver::SqlRow<'_>| {
+        let mut each = |_, row: &engine::driver::SqlRow<'_>| {
             for (slot, (_, v)) in got.iter_mut().zip(row) {
                 *slot = v.unwrap_or_default().to_string();
             }

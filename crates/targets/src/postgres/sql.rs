@@ -77,7 +77,7 @@ impl SqlSession for PgSql {
         &mut self,
         stmt: usize,
         params: &[SqlParam<'_>],
-        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        row: Option<&mut engine::driver::EachSqlRow<'_>>,
     ) -> Result<u64, OpError> {
         match &self.stmts[stmt] {
             Stmt::Named(p) => self.w.execute(p, params, row),

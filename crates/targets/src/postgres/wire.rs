@@ -273,7 +273,7 @@ impl Wire {
         let encode = |out: &mut Vec<u8>| encode_execute(out, &stmt.name, params);
         match row {
             None => self.request("execute", encode, None),
-            Some(each) => self.request("execute", encode, Some(&mut |r, _| each(r))),
+            Some(each) => self.request("execute", encode, Some(&mut |r, _, _| each(r))),
         }
     }
 
@@ -283,7 +283,7 @@ impl Wire {
         &mut self,
         stmt: &Prepared,
         params: &[SqlParam<'_>],
-        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        row: Option<&mut engine::driver::EachSqlRow<'_>>,
     ) -> Result<u64, OpError> {
         let encode = |out: &mut Vec<u8>| encode_execute(out, &stmt.name, params);
         self.text_request("execute", encode, &stmt.columns, row)
@@ -295,7 +295,7 @@ impl Wire {
         &mut self,
         sql: &str,
         params: &[SqlParam<'_>],
-        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        row: Option<&mut engine::driver::EachSqlRow<'_>>,
     ) -> Result<u64, OpError> {
         let encode = |out: &mut Vec<u8>| {
             encode_unnamed(out, sql, params);
@@ -310,7 +310,7 @@ impl Wire {
         &mut self,
         parts: &[String],
         params: &[SqlParam<'_>],
-        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        row: Option<&mut engine::driver::EachSqlRow<'_>>,
     ) -> Result<u64, OpError> {
         let encode = |out: &mut Vec<u8>| encode_simple(out, parts, params);
         self.text_request("query", encode, &[], row)
@@ -323,21 +323,22 @@ impl Wire {
         context: &str,
         encode: impl FnOnce(&mut Vec<u8>),
         columns: &[String],
-        row: Option<&mut dyn FnMut(&engine::driver::SqlRow<'_>)>,
+        row: Option<&mut engine::driver::EachSqlRow<'_>>,
     ) -> Result<u64, OpError> {
         let Some(each) = row else {
             return self.request(context, encode, None);
         };
-        let mut text = |r: Row<'_>, named: Option<&[String]>| {
-            row_text(r, named.unwrap_or(columns), &mut *each)
+        let mut text = |r: Row<'_>, named: Option<&[String]>, result| {
+            row_text(r, named.unwrap_or(columns), result, &mut *each)
         };
         self.request(context, encode, Some(&mut text))
     }
 
     /// Sends the request `encode` writes (a pipeline left open is abandoned first) and reads
     /// its reply to ReadyForQuery: `row`, when given, sees each row, with the columns a
-    /// RowDescription in the reply named, if one did. The rows the last command tag counts; a
-    /// row the caller refuses, or the server's error, fails the request.
+    /// RowDescription in the reply named, if one did, and the index of the statement it came
+    /// from (a Query may hold several, each ended by its CommandComplete). The rows the last
+    /// command tag counts; a row the caller refuses, or the server's error, fails the request.
     fn request(
         &mut self,
         context: &str,
@@ -348,7 +349,7 @@ impl Wire {
         self.out.clear();
         encode(&mut self.out);
         self.send(context)?;
-        let (mut rows, mut described) = (0, None::<Vec<String>>);
+        let (mut rows, mut described, mut result) = (0, None::<Vec<String>>, 0);
         let mut at = std::mem::take(&mut self.at);
         let read = self.until_ready(context, |w| {
             match (w.kind, row.as_mut()) {
@@ -363,9 +364,13 @@ impl Wire {
                         body: &w.body,
                         at: &at,
                     };
-                    each(r, described.as_deref())?;
+                    each(r, described.as_deref(), result)?;
                 }
-                (b'C', _) => rows = tag_rows(&w.body),
+                (b'C', _) => {
+                    rows = tag_rows(&w.body);
+                    result += 1;
+                }
+                (b'I', _) => result += 1,
                 (b'E', _) => return Err(server_err(context, &w.body)),
                 _ => {}
             }
@@ -590,8 +595,9 @@ fn write_to(s: &mut Stream, bytes: &[u8], context: &str) -> Result<(), OpError> 
 /// What [`Wire::run`] hands each row to; an error fails the statement.
 pub type EachRow<'a> = dyn FnMut(Row<'_>) -> Result<(), OpError> + 'a;
 
-/// A row with the columns a RowDescription named, if one came ([`Wire::request`]).
-type RowNamed<'a> = dyn FnMut(Row<'_>, Option<&[String]>) -> Result<(), OpError> + 'a;
+/// A row with the columns a RowDescription named, if one came ([`Wire::request`]), and the
+/// index of the statement it came from.
+type RowNamed<'a> = dyn FnMut(Row<'_>, Option<&[String]>, usize) -> Result<(), OpError> + 'a;
 
 /// One data row: where each value lies in the message's body (`None` for NULL).
 pub struct Row<'a> {
@@ -607,11 +613,12 @@ impl<'a> Row<'a> {
     }
 }
 
-/// Hands `row` one data row's values as text, named by `columns`.
+/// Hands `row` one data row's values as text, named by `columns`, of statement `result`.
 fn row_text(
     r: Row<'_>,
     columns: &[String],
-    row: &mut dyn FnMut(&engine::driver::SqlRow<'_>),
+    result: usize,
+    row: &mut engine::driver::EachSqlRow<'_>,
 ) -> Result<(), OpError> {
     let mut cols = Vec::with_capacity(r.at.len());
     for i in 0..r.at.len() {
@@ -627,7 +634,7 @@ fn row_text(
         };
         cols.push((name, value));
     }
-    row(&cols);
+    row(result, &cols);
     Ok(())
 }
 

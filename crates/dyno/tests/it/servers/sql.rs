@@ -31,7 +31,7 @@ pub(super) fn servers() -> Option<(testkit::Postgres, testkit::mariadb::MariaDb)
 pub(super) fn one(s: &mut dyn SqlSession, sql: &str) -> Option<String> {
     let stmt = s.prepare(&[sql.to_string()]).unwrap();
     let mut got = None;
-    let mut keep = |cols: &engine::driver::SqlRow<'_>| got = cols[0].1.map(str::to_string);
+    let mut keep = |_, cols: &engine::driver::SqlRow<'_>| got = cols[0].1.map(str::to_string);
     s.execute(stmt, &[], Some(&mut keep)).unwrap();
     got
 }

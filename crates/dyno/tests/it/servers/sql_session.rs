@@ -224,3 +224,70 @@ fn query_modes_send_statements_as_pgbench_does() {
         "{reason}"
     );
 }
+
+/// pgbench's compound commands and result variables, as its documentation writes them:
+/// `\gset` in place of the `;`, statements joined by `\;` and sent as one query, `\aset`
+/// taking every statement's last row (a statement without rows skipped), `\gset` only the
+/// last statement's. Fails (a division by zero) unless every variable holds what its query
+/// gave; on MariaDB the same script reads as one multi-statement query.
+const COMPOUND: &str = "\
+\\set aid random(1, 100000 * :scale)
+SELECT abalance AS bal, :aid AS aid_back FROM pgbench_accounts WHERE aid = :aid \\gset a_
+SELECT 1 AS one \\; UPDATE pgbench_accounts SET abalance = abalance WHERE aid = :aid \\;
+  SELECT 3 AS three, :aid AS again \\aset c_
+SELECT 5 AS nothing FROM pgbench_branches WHERE bid < 0 \\; SELECT 6 AS six \\aset
+SELECT 7 AS x \\; SELECT 8 AS y \\gset g_
+\\set ok :a_aid_back = :aid AND :a_bal = 0 AND :c_one = 1 AND :c_three = 3 AND :c_again = :aid
+\\if NOT (:ok AND :six = 6 AND :g_y = 8)
+  SELECT 1/0;
+\\endif
+";
+
+/// Compound commands run as pgbench runs them on both databases: with values written in only
+/// under `-M simple` (refused before the run otherwise, with its line), without variables sent
+/// as written under every mode; `\gset` keeps only the last statement's row.
+#[test]
+fn compound_commands_and_their_results_run_as_in_pgbench() {
+    let Some((pg, maria)) = servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("compound.sql"), COMPOUND).unwrap();
+    let fixed = "BEGIN \\; SELECT count(*) AS n FROM pgbench_branches \\; COMMIT;\n";
+    std::fs::write(dir.path().join("fixed.sql"), fixed).unwrap();
+    // `\gset` of a compound sets nothing from its first statement.
+    std::fs::write(dir.path().join("first.sql"), "SELECT 7 AS x \\; SELECT 8 AS y \\gset\nSELECT :x;\n").unwrap();
+    let run = |mode: &str, script: &str, url: &str, out: &str| {
+        let done = crate::common::dyno(dir.path())
+            .args(["run", "--suite", "sql", "-M", mode, "--script", script])
+            .args(["-t", "10", "-c", "2", "-o", out, url])
+            .assert();
+        let rec = crate::common::record(&dir.path().join(out));
+        let c = rec["cases"][0].clone();
+        assert_eq!(done.get_output().status.success(), c["status"] == "ok", "{c}");
+        c
+    };
+    for (url, modes) in [
+        (pg.url(), &["simple", "extended", "prepared"][..]),
+        (maria.url(), &["simple", "prepared"][..]),
+    ] {
+        let c = run("simple", "compound.sql", &url, "compound");
+        assert_eq!(c["status"], "ok", "{url}: {}", c["reason"]);
+        assert_eq!(c["reps"][0]["detail"]["custom"]["figures"]["transactions"], 20);
+        for mode in modes {
+            let c = run(mode, "fixed.sql", &url, &format!("fixed-{mode}"));
+            assert_eq!(c["status"], "ok", "{url} -M {mode}: {}", c["reason"]);
+        }
+        let c = run("simple", "first.sql", &url, "first");
+        assert_eq!(c["status"], "failed");
+        assert!(c["reason"].to_string().contains("undefined variable \\\"x\\\""), "{c}");
+    }
+    // Under -M prepared the values cannot be written in: refused before anything runs.
+    let refused = crate::common::dyno(dir.path())
+        .args(["run", "--suite", "sql", "--script", "compound.sql", "-t", "1", &pg.url()])
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).to_string();
+    assert!(err.contains("compound.sql:3: a compound command"), "{err}");
+    assert!(err.contains("give -M simple"), "{err}");
+}

@@ -1,15 +1,22 @@
 use super::*;
 use proptest::prelude::*;
 
-fn sql_of(c: &Command) -> (&str, &[String], &[String], &Option<String>) {
+fn sql_of(c: &Command) -> (&str, &[String], &[String], Option<&str>) {
     match &c.kind {
         Kind::Sql {
             text,
             parts,
             vars,
-            gset,
+            assign,
             ..
-        } => (text, parts, vars, gset),
+        } => (text, parts, vars, assign.as_ref().map(|a| a.prefix.as_str())),
+        k => panic!("not SQL: {k:?}"),
+    }
+}
+
+fn statements_of(c: &Command) -> usize {
+    match &c.kind {
+        Kind::Sql { statements, .. } => *statements,
         k => panic!("not SQL: {k:?}"),
     }
 }
@@ -76,7 +83,7 @@ UPDATE t SET v = 1; UPDATE t SET v = 2
     assert!(!text.contains("the accounts"), "{text}");
     assert_eq!(vars, ["n"]);
     assert_eq!(parts.len(), 2);
-    assert_eq!(gset.as_deref(), Some("acct_"));
+    assert_eq!(gset, Some("acct_"));
     assert_eq!(
         kinds[4],
         &Kind::Sleep {
@@ -104,6 +111,43 @@ UPDATE t SET v = 1; UPDATE t SET v = 2
 }
 
 #[test]
+fn a_meta_command_ends_the_sql_on_its_line_as_in_pgbench() {
+    // pgbench's own examples: `\gset` in place of the `;`, and compound commands.
+    let text = "UPDATE pgbench_accounts SET abalance = abalance + :delta\n  WHERE aid = :aid RETURNING abalance \\gset\n\
+                SELECT 1 AS one \\; SELECT 2 AS two \\gset p_\n\
+                SELECT 1 AS a \\; UPDATE t SET v = 1 \\; SELECT 3 AS c \\aset\n\
+                SELECT 4 \\sleep 1 ms\n";
+    let s = parse("g.sql", text).unwrap();
+    let kinds: Vec<_> = s.commands.iter().map(|c| (c.line, &c.kind)).collect();
+    assert_eq!(s.commands.len(), 5, "{kinds:#?}");
+    let (sql, _, vars, gset) = sql_of(&s.commands[0]);
+    assert_eq!(sql, "UPDATE pgbench_accounts SET abalance = abalance + :delta\n  WHERE aid = :aid RETURNING abalance");
+    assert_eq!((vars, gset), (&["delta".to_string(), "aid".into()][..], Some("")));
+    assert_eq!(statements_of(&s.commands[0]), 1);
+    let (sql, _, _, gset) = sql_of(&s.commands[1]);
+    assert_eq!((sql, gset), ("SELECT 1 AS one ; SELECT 2 AS two", Some("p_")));
+    assert_eq!((s.commands[1].line, statements_of(&s.commands[1])), (3, 2));
+    assert!(matches!(&s.commands[2].kind, Kind::Sql { assign: Some(a), statements: 3, .. } if a.every && a.prefix.is_empty()));
+    assert_eq!(sql_of(&s.commands[3]).0, "SELECT 4");
+    assert!(matches!(kinds[4], (5, Kind::Sleep { unit_us: 1000, .. })));
+}
+
+#[test]
+fn quotes_and_comments_are_read_through() {
+    let text = "SELECT 'a;b\nc', \"x;\"\"y\", E'it\\'s;', $$ ; $$, $f$ ;$$; $f$ /* ; /* ; */ ; */ FROM t\n\
+                  WHERE v = 1; -- ; \\gset\nSELECT 2;";
+    let s = parse("q.sql", text).unwrap();
+    assert_eq!(s.commands.len(), 2, "{:#?}", s.commands);
+    let (sql, ..) = sql_of(&s.commands[0]);
+    assert!(sql.starts_with("SELECT 'a;b\nc', \"x;\"\"y\", E'it\\'s;', $$ ; $$, $f$ ;$$; $f$ "), "{sql}");
+    assert!(sql.ends_with("FROM t\nWHERE v = 1;") && !sql.contains("/*"), "{sql}");
+    assert_eq!((s.commands[1].line, sql_of(&s.commands[1]).0), (4, "SELECT 2;"));
+    // A parameter `$1` is no dollar quote, nor is a `$` inside a word.
+    let s = parse("d.sql", "SELECT a$1$ FROM t$x$;\nSELECT 2;").unwrap();
+    assert_eq!(s.commands.len(), 2);
+}
+
+#[test]
 fn pipelines_read_as_pgbench_writes_them() {
     let text = "\\startpipeline\nBEGIN;\nUPDATE t SET v = v + 1 WHERE k = :k;\n\\syncpipeline\n\
                 \\if :k > 1\n  SELECT v FROM t WHERE k = :k;\n\\endif\nEND;\n\\endpipeline\n\\sleep 1 ms\n";
@@ -125,6 +169,34 @@ fn mistakes_are_located() {
         ("\\set x 1 +* 2", 1, 11, "syntax error"),
         ("\\frobnicate", 1, 1, "invalid command \\frobnicate"),
         ("\\setshell x echo 1", 1, 1, "not supported by dyno"),
+        ("\\aset", 1, 1, "\\aset must follow an SQL command"),
+        ("SELECT 1 \\gset\n\\aset", 2, 1, "must follow an SQL command"),
+        ("SELECT 1;\n  SELECT 'x\n", 2, 10, "unterminated quoted string"),
+        ("SELECT \"x", 1, 8, "unterminated quoted name"),
+        ("SELECT $a$ x $b$;", 1, 8, "unterminated dollar-quoted string"),
+        ("SELECT 1 /* /* */", 1, 10, "unterminated /* comment"),
+        ("\\; SELECT 1", 1, 1, "empty statement before \\;"),
+        ("SELECT 1 \\; \\; SELECT 2", 1, 13, "empty statement before \\;"),
+        ("SELECT 1 \\;\n;", 1, 10, "empty statement after \\;"),
+        ("SELECT 1 \\; SELECT 2 \\;", 1, 22, "empty statement after \\;"),
+        (
+            "SELECT 1 \\; INSERT INTO public.t VALUES (1);",
+            1,
+            24,
+            "public.t writes outside dyno's own schema",
+        ),
+        (
+            "\\startpipeline\nSELECT 1 \\; SELECT 2;\n\\endpipeline",
+            2,
+            1,
+            "compound command (\\;) in a pipeline",
+        ),
+        (
+            "\\startpipeline\nSELECT 1 \\aset\n\\endpipeline",
+            2,
+            1,
+            "\\aset in a pipeline",
+        ),
         ("\\gset", 1, 1, "must follow an SQL command"),
         (
             "SELECT 1;\n\\gset\n\\gset",
@@ -204,7 +276,7 @@ proptest! {
 
     /// A script is somebody else's text: it reads or fails with a place, never a panic.
     #[test]
-    fn any_text_reads_or_fails_cleanly(text in "[\\\\a-z :;'\"\\-\\n0-9()+*<>=]{0,120}") {
+    fn any_text_reads_or_fails_cleanly(text in "[\\\\a-zE :;'\"\\-\\n0-9()+*<>=$/]{0,120}") {
         if let Err(e) = parse("p.sql", &text) {
             prop_assert!(e.line >= 1 && e.column >= 1);
         }

@@ -1,0 +1,272 @@
+//! A script's text cut as pgbench's lexer cuts it: SQL commands ended by `;`, over as many
+//! lines as they take, with quotes (`'…'`, `E'…'`, `"…"`, `$tag$…$tag$`) and comments (`--`,
+//! nested `/* */`) read through; `\;` joins statements into one compound command (sent as one
+//! query); any other `\` outside quotes begins a meta-command that runs to the line's end (a
+//! `\` there goes on to the next line) and ends the SQL before it, so `SELECT … \gset` on
+//! one line is a query and its `\gset`.
+
+use super::{ScriptError, err};
+
+/// One piece of a script, in order.
+#[derive(Debug, PartialEq)]
+pub(super) enum Piece {
+    /// SQL: its text (a `--` comment left out, a `/* */` one blanked, so columns hold), where
+    /// its first character is, and the byte offset in `text` where each statement of a
+    /// compound command begins (the first's is 0).
+    Sql {
+        text: String,
+        line: usize,
+        column: usize,
+        starts: Vec<usize>,
+    },
+    /// A meta-command: the text after its `\`, continuation lines joined; where the `\` is.
+    Meta {
+        text: String,
+        line: usize,
+        column: usize,
+    },
+}
+
+/// The pieces of `text`; an unterminated quote or comment is an error at its start.
+pub(super) fn pieces(text: &str) -> Result<Vec<Piece>, ScriptError> {
+    let mut l = Lexer {
+        b: text.as_bytes(),
+        text,
+        i: 0,
+        line: 1,
+        line_start: 0,
+        sql: String::new(),
+        at: (0, 0),
+        starts: vec![0],
+        joined_at: (0, 0),
+        out: Vec::new(),
+    };
+    while l.i < l.b.len() {
+        l.step()?;
+    }
+    l.end_sql()?;
+    Ok(l.out)
+}
+
+struct Lexer<'a> {
+    b: &'a [u8],
+    text: &'a str,
+    i: usize,
+    line: usize,
+    /// Where the current line begins.
+    line_start: usize,
+    /// The SQL command being read, and where its first character is.
+    sql: String,
+    at: (usize, usize),
+    starts: Vec<usize>,
+    /// Where the last `\;` is.
+    joined_at: (usize, usize),
+    out: Vec<Piece>,
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+impl Lexer<'_> {
+    fn column(&self, i: usize) -> usize {
+        i - self.line_start + 1
+    }
+
+    /// Appends `text[from..to]` to the SQL (blanks before its first character are dropped),
+    /// counting the lines it crosses.
+    fn take(&mut self, from: usize, to: usize) {
+        for (k, c) in self.text[from..to].char_indices() {
+            let at = from + k;
+            if self.sql.is_empty() && c.is_whitespace() {
+                // Not part of a command yet.
+            } else {
+                if self.sql.is_empty() {
+                    self.at = (self.line, self.column(at));
+                }
+                self.sql.push(c);
+            }
+            if c == '\n' {
+                self.line += 1;
+                self.line_start = at + 1;
+            }
+        }
+    }
+
+    /// Appends a blank for each character of `text[from..to]` (a comment), keeping its lines.
+    fn blank(&mut self, from: usize, to: usize) {
+        for (k, c) in self.text[from..to].char_indices() {
+            if c == '\n' {
+                self.line += 1;
+                self.line_start = from + k + 1;
+                if !self.sql.is_empty() {
+                    self.sql.push('\n');
+                }
+            } else if !self.sql.is_empty() {
+                self.sql.push(' ');
+            }
+        }
+    }
+
+    fn step(&mut self) -> Result<(), ScriptError> {
+        let (b, i) = (self.b, self.i);
+        let next = b.get(i + 1).copied();
+        let end = match b[i] {
+            b'\'' => {
+                // `E'…'` (the E a word of its own) reads a backslash as an escape.
+                let escapes = i > 0
+                    && matches!(b[i - 1], b'e' | b'E')
+                    && (i < 2 || !is_ident(b[i - 2]));
+                self.quoted(i, b"'", escapes, "quoted string")?
+            }
+            b'"' => self.quoted(i, b"\"", false, "quoted name")?,
+            b'$' if (i == 0 || !is_ident(b[i - 1])) && dollar_tag(b, i).is_some() => {
+                let tag = dollar_tag(b, i).unwrap_or_default();
+                let from = i + tag.len();
+                let Some(n) = self.text[from..].find(std::str::from_utf8(tag).unwrap_or("$$"))
+                else {
+                    return Err(self.unterminated(i, "dollar-quoted string"));
+                };
+                from + n + tag.len()
+            }
+            b'-' if next == Some(b'-') => {
+                let to = (b[i..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| i + n);
+                self.i = to;
+                return Ok(());
+            }
+            b'/' if next == Some(b'*') => {
+                let to = self.block_comment(i)?;
+                self.blank(i, to);
+                self.i = to;
+                return Ok(());
+            }
+            b';' => {
+                self.take(i, i + 1);
+                self.i = i + 1;
+                return self.end_sql();
+            }
+            b'\\' if next == Some(b';') => {
+                self.i = i + 2;
+                return self.join(i);
+            }
+            b'\\' => {
+                self.end_sql()?;
+                self.meta(i);
+                return Ok(());
+            }
+            _ => i + self.text[i..].chars().next().map_or(1, char::len_utf8),
+        };
+        self.take(i, end);
+        self.i = end;
+        Ok(())
+    }
+
+    /// Past the quote `q` closing the one at `i` (a doubled quote is inside it; with
+    /// `escapes`, so is one after a backslash).
+    fn quoted(&self, i: usize, q: &[u8], escapes: bool, what: &str) -> Result<usize, ScriptError> {
+        let b = self.b;
+        let mut k = i + 1;
+        while k < b.len() {
+            if escapes && b[k] == b'\\' {
+                k += 2;
+            } else if b[k] == q[0] && b.get(k + 1) == Some(&q[0]) {
+                k += 2;
+            } else if b[k] == q[0] {
+                return Ok(k + 1);
+            } else {
+                k += 1;
+            }
+        }
+        Err(self.unterminated(i, what))
+    }
+
+    /// Past the end of the (nested) comment beginning at `i`.
+    fn block_comment(&self, i: usize) -> Result<usize, ScriptError> {
+        let (b, mut k, mut depth) = (self.b, i + 2, 1);
+        while k < b.len() {
+            match (b[k], b.get(k + 1)) {
+                (b'/', Some(b'*')) => (depth, k) = (depth + 1, k + 2),
+                (b'*', Some(b'/')) if depth == 1 => return Ok(k + 2),
+                (b'*', Some(b'/')) => (depth, k) = (depth - 1, k + 2),
+                _ => k += 1,
+            }
+        }
+        Err(self.unterminated(i, "/* comment"))
+    }
+
+    /// An error at `i`, on the line being read, for what begins there and never ends.
+    fn unterminated(&self, i: usize, what: &str) -> ScriptError {
+        err(self.line, self.column(i), format!("unterminated {what}"))
+    }
+
+    /// `\;` at `i`: the statement before it ends, and the command goes on with the next.
+    fn join(&mut self, i: usize) -> Result<(), ScriptError> {
+        let from = *self.starts.last().expect("a first statement");
+        if self.sql[from..].trim().is_empty() {
+            return Err(err(
+                self.line,
+                self.column(i),
+                "an empty statement before \\; (a compound command joins statements)",
+            ));
+        }
+        self.sql.push(';');
+        self.starts.push(self.sql.len());
+        self.joined_at = (self.line, self.column(i));
+        Ok(())
+    }
+
+    /// Ends the SQL command read so far (nothing when it is only blanks).
+    fn end_sql(&mut self) -> Result<(), ScriptError> {
+        let text = self.sql.trim_end().to_string();
+        self.sql.clear();
+        let starts = std::mem::replace(&mut self.starts, vec![0]);
+        if text.is_empty() {
+            return Ok(());
+        }
+        let last = *starts.last().expect("a first statement");
+        let blank = |c: char| c.is_whitespace() || c == ';';
+        if starts.len() > 1 && text[last..].trim_matches(blank).is_empty() {
+            let (line, column) = self.joined_at;
+            return Err(err(
+                line,
+                column,
+                "an empty statement after \\; (a compound command joins statements)",
+            ));
+        }
+        let (line, column) = self.at;
+        self.out.push(Piece::Sql {
+            text,
+            line,
+            column,
+            starts,
+        });
+        Ok(())
+    }
+
+    /// The meta-command whose `\` is at `i`: to the line's end, and on while a line ends in `\`.
+    fn meta(&mut self, i: usize) {
+        let (line, column) = (self.line, self.column(i));
+        let b = self.b;
+        let line_end = |from: usize| (b[from..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| from + n);
+        let mut to = line_end(i);
+        let mut text = self.text[i + 1..to].trim_end_matches('\r').to_string();
+        while text.ends_with('\\') && to < b.len() {
+            text.pop();
+            text.push(' ');
+            self.line += 1;
+            self.line_start = to + 1;
+            let next = line_end(to + 1);
+            text.push_str(self.text[to + 1..next].trim_end_matches('\r'));
+            to = next;
+        }
+        self.i = to;
+        self.out.push(Piece::Meta { text, line, column });
+    }
+}
+
+/// A dollar quote's tag at `i` (`$$` or `$name$`, the name not beginning with a digit).
+fn dollar_tag(b: &[u8], i: usize) -> Option<&[u8]> {
+    let len = (b[i + 1..].iter()).position(|&c| !is_ident(c))?;
+    let ok = b.get(i + 1 + len) == Some(&b'$') && !b.get(i + 1).is_some_and(u8::is_ascii_digit);
+    ok.then(|| &b[i..i + len + 2])
+}
