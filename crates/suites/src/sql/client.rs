@@ -489,13 +489,16 @@ impl Client {
             Reply::Assign(to, statements) => (to, statements),
         };
         // Per statement whose rows are kept: its last row, and how many it gave.
-        let mut got: Vec<(Vec<(String, Option<String>)>, usize)> = vec![Default::default(); statements];
+        let mut got: Vec<(Row, usize)> = vec![Default::default(); statements];
         let kept = |result: usize| to.every || result + 1 == statements;
         let mut keep = |result: usize, cols: &[(&str, Option<&str>)]| {
             if let Some((last, n)) = got.get_mut(result).filter(|_| kept(result)) {
                 *n += 1;
                 last.clear();
-                last.extend(cols.iter().map(|(n, v)| (n.to_string(), v.map(str::to_string))));
+                last.extend(
+                    cols.iter()
+                        .map(|(n, v)| (n.to_string(), v.map(str::to_string))),
+                );
             }
         };
         session
@@ -508,7 +511,11 @@ impl Client {
                 line,
                 message: format!(
                     "\\gset needs exactly one row, the query gave {}",
-                    if *n == 0 { "none".to_string() } else { n.to_string() }
+                    if *n == 0 {
+                        "none".to_string()
+                    } else {
+                        n.to_string()
+                    }
                 ),
             });
         }
@@ -521,6 +528,9 @@ impl Client {
         Ok(())
     }
 }
+
+/// A row kept for `\gset` or `\aset`: each column's name and value.
+type Row = Vec<(String, Option<String>)>;
 
 /// The most statements prepared for one command's spliced values (each is a statement the
 /// server keeps: MySQL's max_prepared_stmt_count is shared by all sessions).

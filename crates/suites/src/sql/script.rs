@@ -1,8 +1,9 @@
 //! pgbench's script language, read: SQL commands (ended by `;`, over as many lines as they
-//! take, with `:variables` as parameters) and the meta-commands dyno runs — `\set`, `\sleep`,
-//! `\if` / `\elif` / `\else` / `\endif`, `\gset` and `\startpipeline` / `\syncpipeline` /
-//! `\endpipeline` — plus the built-in scripts. Every mistake is
-//! one message naming `FILE:LINE:COLUMN`; nothing is half-read.
+//! take, with `:variables` as parameters; statements joined by `\;` into a compound command),
+//! cut from the text as pgbench's lexer cuts it ([`lex`]), and the meta-commands dyno runs —
+//! `\set`, `\sleep`, `\if` / `\elif` / `\else` / `\endif`, `\gset`, `\aset` and
+//! `\startpipeline` / `\syncpipeline` / `\endpipeline` — plus the built-in scripts. Every
+//! mistake is one message naming `FILE:LINE:COLUMN`; nothing is half-read.
 
 use super::expr::{self, Expr};
 
@@ -314,7 +315,13 @@ fn meta_command(
             };
             match commands.last_mut().map(|c| &mut c.kind) {
                 Some(Kind::Sql { assign, .. }) if assign.is_none() => *assign = Some(to),
-                _ => return Err(err(line, column, format!("\\{word} must follow an SQL command"))),
+                _ => {
+                    return Err(err(
+                        line,
+                        column,
+                        format!("\\{word} must follow an SQL command"),
+                    ));
+                }
             }
             return Ok(None);
         }
@@ -436,12 +443,19 @@ fn check_pipelines(commands: &[Command]) -> Result<(), ScriptError> {
                 ));
             }
             (Kind::EndPipeline, Some(_)) => open = None,
-            (Kind::Sql { assign: Some(a), .. }, Some(_)) => {
+            (
+                Kind::Sql {
+                    assign: Some(a), ..
+                },
+                Some(_),
+            ) => {
                 let word = if a.every { "aset" } else { "gset" };
                 return Err(err(
                     c.line,
                     1,
-                    format!("\\{word} in a pipeline: its result comes only at \\endpipeline; end the pipeline before it"),
+                    format!(
+                        "\\{word} in a pipeline: its result comes only at \\endpipeline; end the pipeline before it"
+                    ),
                 ));
             }
             (Kind::Sql { statements, .. }, Some(_)) if *statements > 1 => {

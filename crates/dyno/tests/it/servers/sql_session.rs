@@ -256,7 +256,11 @@ fn compound_commands_and_their_results_run_as_in_pgbench() {
     let fixed = "BEGIN \\; SELECT count(*) AS n FROM pgbench_branches \\; COMMIT;\n";
     std::fs::write(dir.path().join("fixed.sql"), fixed).unwrap();
     // `\gset` of a compound sets nothing from its first statement.
-    std::fs::write(dir.path().join("first.sql"), "SELECT 7 AS x \\; SELECT 8 AS y \\gset\nSELECT :x;\n").unwrap();
+    std::fs::write(
+        dir.path().join("first.sql"),
+        "SELECT 7 AS x \\; SELECT 8 AS y \\gset\nSELECT :x;\n",
+    )
+    .unwrap();
     let run = |mode: &str, script: &str, url: &str, out: &str| {
         let done = crate::common::dyno(dir.path())
             .args(["run", "--suite", "sql", "-M", mode, "--script", script])
@@ -264,7 +268,11 @@ fn compound_commands_and_their_results_run_as_in_pgbench() {
             .assert();
         let rec = crate::common::record(&dir.path().join(out));
         let c = rec["cases"][0].clone();
-        assert_eq!(done.get_output().status.success(), c["status"] == "ok", "{c}");
+        assert_eq!(
+            done.get_output().status.success(),
+            c["status"] == "ok",
+            "{c}"
+        );
         c
     };
     for (url, modes) in [
@@ -273,18 +281,35 @@ fn compound_commands_and_their_results_run_as_in_pgbench() {
     ] {
         let c = run("simple", "compound.sql", &url, "compound");
         assert_eq!(c["status"], "ok", "{url}: {}", c["reason"]);
-        assert_eq!(c["reps"][0]["detail"]["custom"]["figures"]["transactions"], 20);
+        assert_eq!(
+            c["reps"][0]["detail"]["custom"]["figures"]["transactions"],
+            20
+        );
         for mode in modes {
             let c = run(mode, "fixed.sql", &url, &format!("fixed-{mode}"));
             assert_eq!(c["status"], "ok", "{url} -M {mode}: {}", c["reason"]);
         }
         let c = run("simple", "first.sql", &url, "first");
         assert_eq!(c["status"], "failed");
-        assert!(c["reason"].to_string().contains("undefined variable \\\"x\\\""), "{c}");
+        assert!(
+            c["reason"]
+                .to_string()
+                .contains("undefined variable \\\"x\\\""),
+            "{c}"
+        );
     }
     // Under -M prepared the values cannot be written in: refused before anything runs.
     let refused = crate::common::dyno(dir.path())
-        .args(["run", "--suite", "sql", "--script", "compound.sql", "-t", "1", &pg.url()])
+        .args([
+            "run",
+            "--suite",
+            "sql",
+            "--script",
+            "compound.sql",
+            "-t",
+            "1",
+            &pg.url(),
+        ])
         .assert()
         .failure();
     let err = String::from_utf8_lossy(&refused.get_output().stderr).to_string();

@@ -114,12 +114,11 @@ impl Lexer<'_> {
         let end = match b[i] {
             b'\'' => {
                 // `E'…'` (the E a word of its own) reads a backslash as an escape.
-                let escapes = i > 0
-                    && matches!(b[i - 1], b'e' | b'E')
-                    && (i < 2 || !is_ident(b[i - 2]));
-                self.quoted(i, b"'", escapes, "quoted string")?
+                let escapes =
+                    i > 0 && matches!(b[i - 1], b'e' | b'E') && (i < 2 || !is_ident(b[i - 2]));
+                self.quoted(i, b'\'', escapes, "quoted string")?
             }
-            b'"' => self.quoted(i, b"\"", false, "quoted name")?,
+            b'"' => self.quoted(i, b'"', false, "quoted name")?,
             b'$' if (i == 0 || !is_ident(b[i - 1])) && dollar_tag(b, i).is_some() => {
                 let tag = dollar_tag(b, i).unwrap_or_default();
                 let from = i + tag.len();
@@ -163,15 +162,14 @@ impl Lexer<'_> {
 
     /// Past the quote `q` closing the one at `i` (a doubled quote is inside it; with
     /// `escapes`, so is one after a backslash).
-    fn quoted(&self, i: usize, q: &[u8], escapes: bool, what: &str) -> Result<usize, ScriptError> {
+    fn quoted(&self, i: usize, q: u8, escapes: bool, what: &str) -> Result<usize, ScriptError> {
         let b = self.b;
         let mut k = i + 1;
         while k < b.len() {
-            if escapes && b[k] == b'\\' {
+            let doubled = b[k] == q && b.get(k + 1) == Some(&q);
+            if doubled || (escapes && b[k] == b'\\') {
                 k += 2;
-            } else if b[k] == q[0] && b.get(k + 1) == Some(&q[0]) {
-                k += 2;
-            } else if b[k] == q[0] {
+            } else if b[k] == q {
                 return Ok(k + 1);
             } else {
                 k += 1;
@@ -247,7 +245,9 @@ impl Lexer<'_> {
     fn meta(&mut self, i: usize) {
         let (line, column) = (self.line, self.column(i));
         let b = self.b;
-        let line_end = |from: usize| (b[from..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| from + n);
+        let line_end = |from: usize| {
+            (b[from..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| from + n)
+        };
         let mut to = line_end(i);
         let mut text = self.text[i + 1..to].trim_end_matches('\r').to_string();
         while text.ends_with('\\') && to < b.len() {

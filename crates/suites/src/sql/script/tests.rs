@@ -9,7 +9,12 @@ fn sql_of(c: &Command) -> (&str, &[String], &[String], Option<&str>) {
             vars,
             assign,
             ..
-        } => (text, parts, vars, assign.as_ref().map(|a| a.prefix.as_str())),
+        } => (
+            text,
+            parts,
+            vars,
+            assign.as_ref().map(|a| a.prefix.as_str()),
+        ),
         k => panic!("not SQL: {k:?}"),
     }
 }
@@ -121,13 +126,24 @@ fn a_meta_command_ends_the_sql_on_its_line_as_in_pgbench() {
     let kinds: Vec<_> = s.commands.iter().map(|c| (c.line, &c.kind)).collect();
     assert_eq!(s.commands.len(), 5, "{kinds:#?}");
     let (sql, _, vars, gset) = sql_of(&s.commands[0]);
-    assert_eq!(sql, "UPDATE pgbench_accounts SET abalance = abalance + :delta\n  WHERE aid = :aid RETURNING abalance");
-    assert_eq!((vars, gset), (&["delta".to_string(), "aid".into()][..], Some("")));
+    assert_eq!(
+        sql,
+        "UPDATE pgbench_accounts SET abalance = abalance + :delta\n  WHERE aid = :aid RETURNING abalance"
+    );
+    assert_eq!(
+        (vars, gset),
+        (&["delta".to_string(), "aid".into()][..], Some(""))
+    );
     assert_eq!(statements_of(&s.commands[0]), 1);
     let (sql, _, _, gset) = sql_of(&s.commands[1]);
-    assert_eq!((sql, gset), ("SELECT 1 AS one ; SELECT 2 AS two", Some("p_")));
+    assert_eq!(
+        (sql, gset),
+        ("SELECT 1 AS one ; SELECT 2 AS two", Some("p_"))
+    );
     assert_eq!((s.commands[1].line, statements_of(&s.commands[1])), (3, 2));
-    assert!(matches!(&s.commands[2].kind, Kind::Sql { assign: Some(a), statements: 3, .. } if a.every && a.prefix.is_empty()));
+    assert!(
+        matches!(&s.commands[2].kind, Kind::Sql { assign: Some(a), statements: 3, .. } if a.every && a.prefix.is_empty())
+    );
     assert_eq!(sql_of(&s.commands[3]).0, "SELECT 4");
     assert!(matches!(kinds[4], (5, Kind::Sleep { unit_us: 1000, .. })));
 }
@@ -139,9 +155,18 @@ fn quotes_and_comments_are_read_through() {
     let s = parse("q.sql", text).unwrap();
     assert_eq!(s.commands.len(), 2, "{:#?}", s.commands);
     let (sql, ..) = sql_of(&s.commands[0]);
-    assert!(sql.starts_with("SELECT 'a;b\nc', \"x;\"\"y\", E'it\\'s;', $$ ; $$, $f$ ;$$; $f$ "), "{sql}");
-    assert!(sql.ends_with("FROM t\nWHERE v = 1;") && !sql.contains("/*"), "{sql}");
-    assert_eq!((s.commands[1].line, sql_of(&s.commands[1]).0), (4, "SELECT 2;"));
+    assert!(
+        sql.starts_with("SELECT 'a;b\nc', \"x;\"\"y\", E'it\\'s;', $$ ; $$, $f$ ;$$; $f$ "),
+        "{sql}"
+    );
+    assert!(
+        sql.ends_with("FROM t\nWHERE v = 1;") && !sql.contains("/*"),
+        "{sql}"
+    );
+    assert_eq!(
+        (s.commands[1].line, sql_of(&s.commands[1]).0),
+        (4, "SELECT 2;")
+    );
     // A parameter `$1` is no dollar quote, nor is a `$` inside a word.
     let s = parse("d.sql", "SELECT a$1$ FROM t$x$;\nSELECT 2;").unwrap();
     assert_eq!(s.commands.len(), 2);
@@ -161,29 +186,69 @@ fn pipelines_read_as_pgbench_writes_them() {
     assert_eq!(s.commands.len(), 10);
 }
 
+/// Each text fails to read, at its line and column, with a message that says so.
+fn located(cases: &[(&str, usize, usize, &str)]) {
+    for &(text, line, column, says) in cases {
+        let e = parse("f.sql", text).unwrap_err();
+        assert_eq!((e.line, e.column), (line, column), "{text:?}: {e:?}");
+        assert!(e.message.contains(says), "{text:?}: {e:?}");
+    }
+}
+
+#[test]
+fn quotes_left_open_and_empty_statements_are_located() {
+    located(&[
+        (
+            "SELECT 1;\n  SELECT 'x\n",
+            2,
+            10,
+            "unterminated quoted string",
+        ),
+        ("SELECT \"x", 1, 8, "unterminated quoted name"),
+        (
+            "SELECT $a$ x $b$;",
+            1,
+            8,
+            "unterminated dollar-quoted string",
+        ),
+        ("SELECT 1 /* /* */", 1, 10, "unterminated /* comment"),
+        ("\\; SELECT 1", 1, 1, "empty statement before \\;"),
+        (
+            "SELECT 1 \\; \\; SELECT 2",
+            1,
+            13,
+            "empty statement before \\;",
+        ),
+        ("SELECT 1 \\;\n;", 1, 10, "empty statement after \\;"),
+        (
+            "SELECT 1 \\; SELECT 2 \\;",
+            1,
+            22,
+            "empty statement after \\;",
+        ),
+        (
+            "SELECT 1 \\; INSERT INTO public.t VALUES (1);",
+            1,
+            24,
+            "public.t writes outside dyno's own schema",
+        ),
+    ]);
+}
+
 #[test]
 fn mistakes_are_located() {
-    for (text, line, column, says) in [
+    located(&[
         ("\\set x random(1,", 1, 17, "ends early"),
         ("SELECT 1;\n\\set 9x 1", 2, 6, "needs a variable's name"),
         ("\\set x 1 +* 2", 1, 11, "syntax error"),
         ("\\frobnicate", 1, 1, "invalid command \\frobnicate"),
         ("\\setshell x echo 1", 1, 1, "not supported by dyno"),
         ("\\aset", 1, 1, "\\aset must follow an SQL command"),
-        ("SELECT 1 \\gset\n\\aset", 2, 1, "must follow an SQL command"),
-        ("SELECT 1;\n  SELECT 'x\n", 2, 10, "unterminated quoted string"),
-        ("SELECT \"x", 1, 8, "unterminated quoted name"),
-        ("SELECT $a$ x $b$;", 1, 8, "unterminated dollar-quoted string"),
-        ("SELECT 1 /* /* */", 1, 10, "unterminated /* comment"),
-        ("\\; SELECT 1", 1, 1, "empty statement before \\;"),
-        ("SELECT 1 \\; \\; SELECT 2", 1, 13, "empty statement before \\;"),
-        ("SELECT 1 \\;\n;", 1, 10, "empty statement after \\;"),
-        ("SELECT 1 \\; SELECT 2 \\;", 1, 22, "empty statement after \\;"),
         (
-            "SELECT 1 \\; INSERT INTO public.t VALUES (1);",
+            "SELECT 1 \\gset\n\\aset",
+            2,
             1,
-            24,
-            "public.t writes outside dyno's own schema",
+            "must follow an SQL command",
         ),
         (
             "\\startpipeline\nSELECT 1 \\; SELECT 2;\n\\endpipeline",
@@ -264,11 +329,7 @@ fn mistakes_are_located() {
             5,
             "SET SEARCH_PATH would move",
         ),
-    ] {
-        let e = parse("f.sql", text).unwrap_err();
-        assert_eq!((e.line, e.column), (line, column), "{text:?}: {e:?}");
-        assert!(e.message.contains(says), "{text:?}: {e:?}");
-    }
+    ]);
 }
 
 proptest! {
