@@ -7,7 +7,7 @@
 
 use super::eval::{Env, Value, eval};
 use super::random::Prng;
-use super::script::{Amount, Assign, Kind, Script};
+use super::script::{Amount, Assign, Kind, Script, Word};
 use engine::driver::{OpError, SqlParam, SqlSession};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -247,6 +247,7 @@ impl Client {
                     };
                     sleep(Duration::from_micros(n.max(0) as u64 * unit_us));
                 }
+                Kind::Shell { var, words } => self.shell(var.as_deref(), words, c.line, sleep)?,
                 Kind::StartPipeline => {
                     // A pipeline a failed transaction left open, the session abandons.
                     session.start_pipeline().map_err(|error| Failure::Sql {
@@ -315,6 +316,38 @@ impl Client {
             line: queued.get(k).map_or(line, |(i, _)| commands[*i].line),
             error,
         })
+    }
+
+    /// `\shell` (`var` none) or `\setshell`: the command line run by the shell, the first
+    /// line it printed stored as a whole number in `var`.
+    fn shell(
+        &mut self,
+        var: Option<&str>,
+        words: &[Word],
+        line: usize,
+        sleep: &mut dyn FnMut(Duration),
+    ) -> Result<(), Failure> {
+        let mut command = String::new();
+        for (k, w) in words.iter().enumerate() {
+            if k > 0 {
+                command.push(' ');
+            }
+            match w {
+                Word::Literal(text) => command.push_str(text),
+                Word::Var(name) => command.push_str(&value(&self.vars, name, line)?.to_string()),
+            }
+        }
+        let word = if var.is_some() { "setshell" } else { "shell" };
+        let failed = |why: String| Failure::Script {
+            line,
+            message: format!("\\{word} {command}: {why}"),
+        };
+        let printed = super::shell::run(&command, sleep).map_err(&failed)?;
+        if let Some(var) = var {
+            let n = super::shell::integer(&printed).map_err(failed)?;
+            self.vars.insert(var.to_string(), Value::Int(n));
+        }
+        Ok(())
     }
 
     fn truthy(&mut self, e: &super::expr::Expr, line: usize) -> Result<bool, Failure> {

@@ -23,6 +23,7 @@ pub mod random;
 mod run;
 pub mod script;
 mod session;
+mod shell;
 pub mod sysbench;
 pub(crate) mod table;
 
@@ -54,7 +55,7 @@ pub static SCRIPT: Setting = Setting {
     aliases: &[],
     kind: Kind::Text,
     value_name: "FILE[@WEIGHT],…",
-    help: "SQL: script files in pgbench's language (pgbench's -f): SQL with :variables, \\set, \\sleep, \\if … \\endif, \\gset and \\aset, compound commands (\\;), \\startpipeline … \\endpipeline; each with an optional weight.",
+    help: "SQL: script files in pgbench's language (pgbench's -f): SQL with :variables, \\set, \\sleep, \\if … \\endif, \\gset and \\aset, compound commands (\\;), \\shell and \\setshell, \\startpipeline … \\endpipeline; each with an optional weight.",
     heading: HEADING,
 };
 

@@ -42,6 +42,12 @@ pub enum Kind {
         amount: Amount,
         unit_us: u64,
     },
+    /// `\shell COMMAND [ARG…]` (`var` none) and `\setshell VAR COMMAND [ARG…]`: a command
+    /// line for the shell, its words joined by spaces.
+    Shell {
+        var: Option<String>,
+        words: Vec<Word>,
+    },
     If(Expr),
     Elif(Expr),
     Else,
@@ -60,6 +66,13 @@ pub enum Kind {
 pub struct Assign {
     pub prefix: String,
     pub every: bool,
+}
+
+/// A word of a `\shell` command line: as written (`::name` is `:name`), or a variable's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Word {
+    Literal(String),
+    Var(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -325,15 +338,52 @@ fn meta_command(
             }
             return Ok(None);
         }
-        "setshell" | "shell" => {
-            return Err(err(
-                line,
-                column,
-                format!("\\{word} is not supported by dyno"),
-            ));
-        }
+        "shell" | "setshell" => shell(&word, args, line, args_at)?,
         other => return Err(err(line, column, format!("invalid command \\{other}"))),
     }))
+}
+
+/// `\shell COMMAND [ARG…]` or `\setshell VAR COMMAND [ARG…]`: words split at blanks, as
+/// pgbench splits them; `:name` a variable's value, `::name` the text `:name`.
+fn shell(word: &str, args: &str, line: usize, at: usize) -> Result<Kind, ScriptError> {
+    let mut words = args.split_whitespace();
+    let var = match word {
+        "setshell" => match words.next() {
+            Some(v) if is_variable(v) => Some(v.to_string()),
+            v => {
+                let v = v.unwrap_or_default();
+                return Err(err(
+                    line,
+                    at,
+                    format!("\\setshell needs a variable's name, not {v:?}"),
+                ));
+            }
+        },
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for w in words {
+        out.push(match w.strip_prefix(':') {
+            Some(rest) if rest.starts_with(':') => Word::Literal(rest.to_string()),
+            Some(name) if is_variable(name) => Word::Var(name.to_string()),
+            Some(_) => {
+                return Err(err(
+                    line,
+                    at,
+                    format!(
+                        "\\{word}: {w:?} is not a :variable (write ::{} for the text {w})",
+                        &w[1..]
+                    ),
+                ));
+            }
+            None => Word::Literal(w.to_string()),
+        });
+    }
+    let words = out;
+    if words.is_empty() {
+        return Err(err(line, at, format!("\\{word} needs a command to run")));
+    }
+    Ok(Kind::Shell { var, words })
 }
 
 /// `\sleep N [us|ms|s]` (the unit may be joined to the number).

@@ -316,3 +316,44 @@ fn compound_commands_and_their_results_run_as_in_pgbench() {
     assert!(err.contains("compound.sql:3: a compound command"), "{err}");
     assert!(err.contains("give -M simple"), "{err}");
 }
+
+/// `\setshell` stores what its command printed, `\shell` runs one whose failure fails the
+/// transaction with its line and its words (PostgreSQL: the commands are the client's, not the
+/// server's).
+#[test]
+fn shell_commands_run_as_in_pgbench() {
+    let Some((pg, _maria)) = servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = "\\setshell n expr :client_id + 40\n\\shell test :n -ge 40\n\
+                  \\if :n - :client_id <> 40\n  SELECT 1/0;\n\\endif\nSELECT :n;\n";
+    std::fs::write(dir.path().join("shell.sql"), script).unwrap();
+    std::fs::write(
+        dir.path().join("fails.sql"),
+        "SELECT 1;\n\\shell echo no >&2; exit 3\n",
+    )
+    .unwrap();
+    let run = |script: &str, out: &str| {
+        let _ = crate::common::dyno(dir.path())
+            .args(["run", "--suite", "sql", "--script", script])
+            .args(["-t", "5", "-c", "2", "-o", out, &pg.url()])
+            .assert();
+        crate::common::record(&dir.path().join(out))["cases"][0].clone()
+    };
+    let c = run("shell.sql", "shell");
+    assert_eq!(c["status"], "ok", "{}", c["reason"]);
+    assert_eq!(
+        c["reps"][0]["detail"]["custom"]["figures"]["transactions"],
+        10
+    );
+    let c = run("fails.sql", "fails");
+    assert_eq!(c["status"], "failed");
+    let reason = c["reason"].to_string();
+    assert!(
+        reason.contains(
+            "line 2: \\\\shell echo no >&2; exit 3: the command failed (exit status: 3): no"
+        ),
+        "{reason}"
+    );
+}

@@ -173,6 +173,56 @@ fn quotes_and_comments_are_read_through() {
 }
 
 #[test]
+fn shell_commands_read_as_pgbench_splits_them() {
+    let s = parse(
+        "s.sql",
+        "\\setshell n  expr :x + ::y 5\n\\shell touch done\n",
+    )
+    .unwrap();
+    let lit = |t: &str| Word::Literal(t.into());
+    assert_eq!(
+        s.commands[0].kind,
+        Kind::Shell {
+            var: Some("n".into()),
+            words: vec![
+                lit("expr"),
+                Word::Var("x".into()),
+                lit("+"),
+                lit(":y"),
+                lit("5")
+            ],
+        }
+    );
+    assert_eq!(
+        (s.commands[1].line, &s.commands[1].kind),
+        (
+            2,
+            &Kind::Shell {
+                var: None,
+                words: vec![lit("touch"), lit("done")]
+            }
+        )
+    );
+    located(&[
+        (
+            "\\setshell 9x echo 1",
+            1,
+            11,
+            "\\setshell needs a variable's name",
+        ),
+        (
+            "\\setshell",
+            1,
+            10,
+            "\\setshell needs a variable's name, not \"\"",
+        ),
+        ("\\setshell x", 1, 11, "\\setshell needs a command to run"),
+        ("\\shell  ", 1, 9, "\\shell needs a command to run"),
+        ("\\shell echo :", 1, 8, "\\shell: \":\" is not a :variable"),
+    ]);
+}
+
+#[test]
 fn pipelines_read_as_pgbench_writes_them() {
     let text = "\\startpipeline\nBEGIN;\nUPDATE t SET v = v + 1 WHERE k = :k;\n\\syncpipeline\n\
                 \\if :k > 1\n  SELECT v FROM t WHERE k = :k;\n\\endif\nEND;\n\\endpipeline\n\\sleep 1 ms\n";
@@ -242,7 +292,6 @@ fn mistakes_are_located() {
         ("SELECT 1;\n\\set 9x 1", 2, 6, "needs a variable's name"),
         ("\\set x 1 +* 2", 1, 11, "syntax error"),
         ("\\frobnicate", 1, 1, "invalid command \\frobnicate"),
-        ("\\setshell x echo 1", 1, 1, "not supported by dyno"),
         ("\\aset", 1, 1, "\\aset must follow an SQL command"),
         (
             "SELECT 1 \\gset\n\\aset",
