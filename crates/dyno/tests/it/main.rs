@@ -56,6 +56,7 @@ mod servers {
     mod slurm;
     mod sql;
     mod sql_session;
+    mod sql_tables;
     mod ui;
     mod zodb;
 }

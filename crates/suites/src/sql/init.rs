@@ -1,9 +1,172 @@
 //! pgbench's initialisation (`pgbench -i -s SCALE`), in dyno's own schema or database: its four
-//! tables, as pgbench creates them (fillfactor 100 on PostgreSQL; InnoDB on MySQL), loaded with
-//! `SCALE` branches, 10 tellers and 100,000 accounts per branch, every balance 0 and the history
-//! empty; then the primary keys, and the planner's statistics.
+//! tables, as pgbench creates them (its `-F` fillfactor, `--unlogged-tables` and `--partitions`
+//! of `pgbench_accounts` by range or hash on PostgreSQL; InnoDB on MySQL, which partitions too),
+//! loaded with `SCALE` branches, 10 tellers and 100,000 accounts per branch, every balance 0 and
+//! the history empty; then the primary keys, pgbench's foreign keys if asked
+//! (`--foreign-keys`), and the planner's statistics.
 
-use engine::driver::{Dialect, OpError, SqlSession};
+use engine::driver::{Dialect, ErrorClass, OpError, SqlSession};
+use engine::plan::{Kind, PlanError, RawPlan, Setting};
+
+const HEADING: Option<&str> = Some("SQL suite (pgbench)");
+
+pub static FILLFACTOR: Setting = Setting {
+    key: "fillfactor",
+    short: Some('F'),
+    aliases: &[],
+    kind: Kind::Int,
+    value_name: "",
+    help: "SQL: the fillfactor of pgbench's accounts, tellers and branches, 10 to 100 (pgbench's -F; PostgreSQL only) [default: 100].",
+    heading: HEADING,
+};
+
+pub static PARTITIONS: Setting = Setting {
+    key: "partitions",
+    short: None,
+    aliases: &[],
+    kind: Kind::Int,
+    value_name: "",
+    help: "SQL: pgbench_accounts made of this many partitions (pgbench's --partitions) [default: 0, none].",
+    heading: HEADING,
+};
+
+pub static PARTITION_METHOD: Setting = Setting {
+    key: "partition_method",
+    short: None,
+    aliases: &[],
+    kind: Kind::Text,
+    value_name: "range|hash",
+    help: "SQL: how --partitions splits pgbench_accounts by aid (pgbench's --partition-method): range, equal runs of ids, or hash [default: range].",
+    heading: HEADING,
+};
+
+pub static UNLOGGED_TABLES: Setting = Setting {
+    key: "unlogged_tables",
+    short: None,
+    aliases: &[],
+    kind: Kind::Flag,
+    value_name: "",
+    help: "SQL: pgbench's tables made UNLOGGED, their writes kept out of the write-ahead log (pgbench's --unlogged-tables; PostgreSQL only).",
+    heading: HEADING,
+};
+
+pub static FOREIGN_KEYS: Setting = Setting {
+    key: "foreign_keys",
+    short: None,
+    aliases: &[],
+    kind: Kind::Flag,
+    value_name: "",
+    help: "SQL: pgbench's foreign keys between its tables, added after the load (pgbench's --foreign-keys), so every write checks them.",
+    heading: HEADING,
+};
+
+/// How pgbench's tables are made: `pgbench -i`'s options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    pub fillfactor: u32,
+    /// Partitions of `pgbench_accounts` (0: a table of its own), by hash or else by range.
+    pub partitions: u32,
+    pub hash: bool,
+    pub unlogged: bool,
+    pub foreign_keys: bool,
+}
+
+impl Default for Shape {
+    fn default() -> Shape {
+        Shape {
+            fillfactor: 100,
+            partitions: 0,
+            hash: false,
+            unlogged: false,
+            foreign_keys: false,
+        }
+    }
+}
+
+impl Shape {
+    /// The shape a plan asks for, checked as pgbench checks it; asked for where no pgbench
+    /// tables are made (`made` false: only sysbench's built-ins run), it is refused.
+    pub fn resolve(raw: &RawPlan, made: bool) -> Result<Shape, PlanError> {
+        let s = &raw.settings;
+        let given = (s.int(&FILLFACTOR).map(|v| v.at))
+            .or_else(|| s.int(&PARTITIONS).map(|v| v.at))
+            .or_else(|| s.text(&PARTITION_METHOD).map(|v| v.at))
+            .or_else(|| s.flag(&UNLOGGED_TABLES).map(|v| v.at))
+            .or_else(|| s.flag(&FOREIGN_KEYS).map(|v| v.at));
+        if let Some(at) = given.filter(|_| !made) {
+            return Err(PlanError::new(
+                at,
+                "fillfactor, partitions, partition_method, unlogged_tables and foreign_keys shape pgbench's tables, which none of this run's scripts uses",
+            )
+            .hint("run a pgbench script (-b tpcb-like, select-only… or --script), or leave the setting out"));
+        }
+        let mut shape = Shape::default();
+        if let Some(f) = raw.settings.int(&FILLFACTOR) {
+            if !(10..=100).contains(&f.value) {
+                return Err(PlanError::new(
+                    f.at,
+                    format!("fillfactor must be 10 to 100, got {}", f.value),
+                ));
+            }
+            shape.fillfactor = f.value as u32;
+        }
+        if let Some(p) = raw.settings.int(&PARTITIONS) {
+            if !(0..=MAX_PARTITIONS).contains(&p.value) {
+                return Err(PlanError::new(
+                    p.at,
+                    format!("partitions must be 0 to {MAX_PARTITIONS}, got {}", p.value),
+                ));
+            }
+            shape.partitions = p.value as u32;
+        }
+        if let Some(m) = raw.settings.text(&PARTITION_METHOD) {
+            shape.hash = match m.value.trim().to_ascii_lowercase().as_str() {
+                "range" => false,
+                "hash" => true,
+                _ => {
+                    return Err(PlanError::new(
+                        m.at.clone(),
+                        format!("no partition method {:?}", m.value),
+                    )
+                    .hint("write range or hash"));
+                }
+            };
+            if shape.partitions == 0 {
+                return Err(PlanError::new(
+                    m.at.clone(),
+                    "partition_method needs partitions above 0",
+                )
+                .hint("give --partitions N, as pgbench's --partition-method needs"));
+            }
+        }
+        shape.unlogged = raw.settings.flag(&UNLOGGED_TABLES).is_some_and(|f| f.value);
+        shape.foreign_keys = raw.settings.flag(&FOREIGN_KEYS).is_some_and(|f| f.value);
+        Ok(shape)
+    }
+
+    /// As the run's record keeps it.
+    pub fn record(&self) -> serde_json::Value {
+        serde_json::json!({
+            "fillfactor": self.fillfactor,
+            "partitions": self.partitions,
+            "partition_method": (self.partitions > 0).then_some(if self.hash { "hash" } else { "range" }),
+            "unlogged_tables": self.unlogged,
+            "foreign_keys": self.foreign_keys,
+        })
+    }
+}
+
+/// The most partitions `--partitions` may ask for (each is a table the server keeps).
+const MAX_PARTITIONS: i64 = 10_000;
+
+/// pgbench's foreign keys: the table, its column, and the table it references.
+const FOREIGN: [(&str, &str, &str); 5] = [
+    ("pgbench_tellers", "bid", "pgbench_branches"),
+    ("pgbench_accounts", "bid", "pgbench_branches"),
+    ("pgbench_history", "bid", "pgbench_branches"),
+    ("pgbench_history", "tid", "pgbench_tellers"),
+    ("pgbench_history", "aid", "pgbench_accounts"),
+];
 
 /// Accounts per branch, tellers per branch: pgbench's.
 pub const ACCOUNTS: u64 = 100_000;
@@ -32,22 +195,83 @@ const TABLES: [(&str, &str); 4] = [
     ),
 ];
 
-/// Creates and loads pgbench's tables for `scale` on `session`.
-pub fn init(session: &mut dyn SqlSession, scale: u64) -> Result<(), OpError> {
+/// Creates pgbench's tables in `shape` for `scale`, as pgbench creates them.
+fn create(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(), OpError> {
     let dialect = session.dialect();
-    for (name, columns) in TABLES {
-        let options = match (dialect, name) {
-            (_, "pgbench_history") => "",
-            (Dialect::Postgres, _) => " with (fillfactor=100)",
-            (Dialect::MySql, _) => "",
-        };
-        let engine = if dialect == Dialect::MySql {
-            " ENGINE=InnoDB"
-        } else {
-            ""
-        };
-        session.batch(&format!("create table {name}({columns}){options}{engine}"))?;
+    let refused = |why: &'static str| Err(OpError::new(ErrorClass::Application, why));
+    if dialect == Dialect::MySql && shape.fillfactor != 100 {
+        return refused(
+            "-F (fillfactor) is PostgreSQL's: InnoDB keeps no fillfactor of a table's own",
+        );
     }
+    if dialect == Dialect::MySql && shape.unlogged {
+        return refused("--unlogged-tables is PostgreSQL's: MySQL has no unlogged tables");
+    }
+    let method = if shape.hash { "hash" } else { "range" };
+    // Accounts per partition, by range: pgbench's, the first and last open-ended.
+    let size = (ACCOUNTS * scale).div_ceil(u64::from(shape.partitions.max(1)));
+    let bound = |p: u32| p as u64 * size + 1;
+    for (name, columns) in TABLES {
+        let partitioned = shape.partitions > 0 && name == "pgbench_accounts";
+        let sql = match dialect {
+            Dialect::Postgres => {
+                // As pgbench 17: unlogged only without partitions (then each partition is).
+                let unlogged = if shape.unlogged && shape.partitions == 0 {
+                    " unlogged"
+                } else {
+                    ""
+                };
+                let options = match name {
+                    _ if partitioned => format!(" partition by {method} (aid)"),
+                    "pgbench_history" => String::new(),
+                    _ => format!(" with (fillfactor={})", shape.fillfactor),
+                };
+                format!("create{unlogged} table {name}({columns}){options}")
+            }
+            Dialect::MySql if partitioned && shape.hash => format!(
+                "create table {name}({columns}) ENGINE=InnoDB partition by hash (aid) partitions {}",
+                shape.partitions
+            ),
+            Dialect::MySql if partitioned => {
+                let parts: Vec<String> = (1..=shape.partitions)
+                    .map(|p| match p == shape.partitions {
+                        true => format!("partition p{p} values less than maxvalue"),
+                        false => format!("partition p{p} values less than ({})", bound(p)),
+                    })
+                    .collect();
+                format!(
+                    "create table {name}({columns}) ENGINE=InnoDB partition by range (aid) ({})",
+                    parts.join(", ")
+                )
+            }
+            Dialect::MySql => format!("create table {name}({columns}) ENGINE=InnoDB"),
+        };
+        session.batch(&sql)?;
+    }
+    if dialect == Dialect::MySql {
+        return Ok(());
+    }
+    for p in 1..=shape.partitions {
+        let unlogged = if shape.unlogged { " unlogged" } else { "" };
+        let values = match (shape.hash, p) {
+            (true, _) => format!("with (modulus {}, remainder {})", shape.partitions, p - 1),
+            (false, 1) if shape.partitions == 1 => "from (minvalue) to (maxvalue)".to_string(),
+            (false, 1) => format!("from (minvalue) to ({})", bound(1)),
+            (false, _) if p == shape.partitions => format!("from ({}) to (maxvalue)", bound(p - 1)),
+            (false, _) => format!("from ({}) to ({})", bound(p - 1), bound(p)),
+        };
+        session.batch(&format!(
+            "create{unlogged} table pgbench_accounts_{p} partition of pgbench_accounts for values {values} with (fillfactor={})",
+            shape.fillfactor
+        ))?;
+    }
+    Ok(())
+}
+
+/// Creates and loads pgbench's tables in `shape` for `scale` on `session`.
+pub fn init(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(), OpError> {
+    let dialect = session.dialect();
+    create(session, scale, shape)?;
     let accounts = ACCOUNTS * scale;
     match dialect {
         Dialect::Postgres => {
@@ -84,6 +308,13 @@ pub fn init(session: &mut dyn SqlSession, scale: u64) -> Result<(), OpError> {
         ("pgbench_accounts", "aid"),
     ] {
         session.batch(&format!("alter table {table} add primary key ({key})"))?;
+    }
+    if shape.foreign_keys {
+        for (table, column, referenced) in FOREIGN {
+            session.batch(&format!(
+                "alter table {table} add constraint {table}_{column}_fkey foreign key ({column}) references {referenced} ({column})"
+            ))?;
+        }
     }
     match dialect {
         // As `pgbench -i` does (its step `v`): the rows' hint bits and visibility set before the

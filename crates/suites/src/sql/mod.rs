@@ -178,6 +178,11 @@ static SETTINGS: &[&Setting] = &[
     &MAX_TRIES,
     &CONNECT,
     &QUERY_MODE,
+    &init::FILLFACTOR,
+    &init::PARTITIONS,
+    &init::PARTITION_METHOD,
+    &init::UNLOGGED_TABLES,
+    &init::FOREIGN_KEYS,
     &sysbench::TABLES,
     &sysbench::TABLE_SIZE,
     &sysbench::RANGE_SIZE,
@@ -204,6 +209,8 @@ pub struct SqlSettings {
     /// Whether pgbench's tables are made (for its built-ins and script files).
     pub pgbench: bool,
     pub scale: u64,
+    /// How pgbench's tables are made (`pgbench -i`'s options).
+    pub shape: init::Shape,
     /// sysbench's options, when one of its built-ins runs (its tables are made).
     pub oltp: Option<sysbench::Oltp>,
     /// Transactions per client, or else how long.
@@ -236,6 +243,7 @@ impl Settings for SqlSettings {
             serde_json::json!({
                 "scripts": scripts,
                 "scale": self.pgbench.then_some(self.scale),
+                "tables": self.pgbench.then(|| self.shape.record()),
                 "sysbench": self.oltp.as_ref().map(sysbench::Oltp::record),
                 "transactions_per_client": self.transactions,
                 "duration_ns": self.duration_ns,
@@ -515,6 +523,7 @@ impl Suite for Sql {
             scripts,
             pgbench,
             scale,
+            shape: init::Shape::resolve(raw, pgbench)?,
             oltp,
             transactions,
             duration_ns,

@@ -59,7 +59,7 @@ pub(super) fn run(
 fn made(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
     let mut session = store.connect_sql().map_err(|e| e.to_string())?;
     if s.pgbench {
-        (super::init::init(session.as_mut(), s.scale))
+        (super::init::init(session.as_mut(), s.scale, &s.shape))
             .map_err(|e| format!("making pgbench's tables: {e}"))?;
     }
     if let Some(o) = &s.oltp {

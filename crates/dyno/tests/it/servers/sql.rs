@@ -221,7 +221,7 @@ fn pipeline_failures(s: &mut dyn SqlSession) {
 fn workloads(url: &str) {
     let store = store(url);
     let mut s = store.connect_sql().unwrap();
-    suites::sql::init::init(s.as_mut(), 1).unwrap();
+    suites::sql::init::init(s.as_mut(), 1, &Default::default()).unwrap();
     assert_eq!(
         one(s.as_mut(), "SELECT count(*) FROM pgbench_accounts").as_deref(),
         Some("100000")
