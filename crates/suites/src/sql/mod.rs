@@ -196,6 +196,8 @@ static SETTINGS: &[&Setting] = &[
     &sysbench::DELETE_INSERTS,
     &sysbench::RANGE_SELECTS,
     &sysbench::SKIP_TRX,
+    &sysbench::AUTO_INC,
+    &sysbench::SECONDARY,
     &sysbench::RAND_TYPE,
 ];
 

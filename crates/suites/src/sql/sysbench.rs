@@ -91,6 +91,16 @@ pub static SKIP_TRX: Setting = setting(
     Kind::Text,
     "SQL (sysbench): on or off: on runs every query on its own (autocommit), without BEGIN and COMMIT [default: off].",
 );
+pub static AUTO_INC: Setting = setting(
+    "auto_inc",
+    Kind::Text,
+    "SQL (sysbench): on or off: on makes id an AUTO_INCREMENT (PostgreSQL: SERIAL) column filled by the server as the tables are made; off, a plain integer column given its ids [default: on].",
+);
+pub static SECONDARY: Setting = setting(
+    "secondary",
+    Kind::Text,
+    "SQL (sysbench): on or off: on indexes id with a secondary index in place of the primary key (sysbench's --secondary) [default: off].",
+);
 pub static RAND_TYPE: Setting = Setting {
     value_name: "special|uniform|gaussian|pareto|zipfian",
     ..setting(
@@ -99,24 +109,6 @@ pub static RAND_TYPE: Setting = Setting {
         "SQL (sysbench): how the oltp_* built-ins draw row ids, as sysbench's --rand-type [default: special].",
     )
 };
-
-/// The settings the oltp_* built-ins read.
-pub static SETTINGS: [&Setting; 14] = [
-    &TABLES,
-    &TABLE_SIZE,
-    &RANGE_SIZE,
-    &POINT_SELECTS,
-    &SIMPLE_RANGES,
-    &SUM_RANGES,
-    &ORDER_RANGES,
-    &DISTINCT_RANGES,
-    &INDEX_UPDATES,
-    &NON_INDEX_UPDATES,
-    &DELETE_INSERTS,
-    &RANGE_SELECTS,
-    &SKIP_TRX,
-    &RAND_TYPE,
-];
 
 /// The built-ins, by name.
 pub const NAMES: [&str; 4] = [
@@ -142,6 +134,10 @@ pub struct Oltp {
     pub delete_inserts: u64,
     pub range_selects: bool,
     pub skip_trx: bool,
+    /// Whether id is filled by the server (`AUTO_INCREMENT`, `SERIAL`) as the tables are made.
+    pub auto_inc: bool,
+    /// Whether id has a secondary index in place of the primary key.
+    pub secondary: bool,
     /// The script function that draws an id (`sb_special`…).
     pub rand_type: &'static str,
     /// Whether its text values (c, pad) are written in quotes: under `-M simple` their values
@@ -177,6 +173,8 @@ impl Oltp {
             "delete_inserts": self.delete_inserts,
             "range_selects": self.range_selects,
             "skip_trx": self.skip_trx,
+            "auto_inc": self.auto_inc,
+            "secondary": self.secondary,
             "rand_type": rand_type.map(|(n, _)| *n),
         })
     }
@@ -228,6 +226,8 @@ impl Oltp {
             delete_inserts: count(&DELETE_INSERTS, 1, 0, MANY)?,
             range_selects: switch(&RANGE_SELECTS, true)?,
             skip_trx: switch(&SKIP_TRX, false)?,
+            auto_inc: switch(&AUTO_INC, true)?,
+            secondary: switch(&SECONDARY, false)?,
             rand_type,
             quoted: super::query_mode(raw)? == engine::driver::QueryMode::Simple,
         })
@@ -354,23 +354,40 @@ pub fn init(
 ) -> Result<(), OpError> {
     let dialect = session.dialect();
     for t in 1..=o.tables {
-        let (id, engine) = match dialect {
-            Dialect::MySql => ("INTEGER NOT NULL AUTO_INCREMENT", " ENGINE=InnoDB"),
-            Dialect::Postgres => ("SERIAL", ""),
+        // As sysbench's `create_table`; PostgreSQL, which has no `KEY` in a table's
+        // definition, gets the secondary index as an index of its own.
+        let (id, engine) = match (dialect, o.auto_inc) {
+            (Dialect::MySql, true) => ("INTEGER NOT NULL AUTO_INCREMENT", " ENGINE=InnoDB"),
+            (Dialect::MySql, false) => ("INTEGER NOT NULL", " ENGINE=InnoDB"),
+            (Dialect::Postgres, true) => ("SERIAL", ""),
+            (Dialect::Postgres, false) => ("INTEGER NOT NULL", ""),
+        };
+        let key = match (dialect, o.secondary) {
+            (_, false) => ", PRIMARY KEY (id)",
+            (Dialect::MySql, true) => ", KEY xid (id)",
+            (Dialect::Postgres, true) => "",
         };
         session.batch(&format!(
             "CREATE TABLE sbtest{t}(id {id}, k INTEGER DEFAULT '0' NOT NULL, \
-             c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL, \
-             PRIMARY KEY (id)){engine}"
+             c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL{key}){engine}"
         ))?;
+        if dialect == Dialect::Postgres && o.secondary {
+            session.batch(&format!("CREATE INDEX xid_{t} ON sbtest{t}(id)"))?;
+        }
         let mut first = 1;
         while first <= o.table_size {
             let last = (first + ROWS_PER_INSERT - 1).min(o.table_size);
-            let mut sql = format!("INSERT INTO sbtest{t}(k, c, pad) VALUES");
+            let mut sql = match o.auto_inc {
+                true => format!("INSERT INTO sbtest{t}(k, c, pad) VALUES"),
+                false => format!("INSERT INTO sbtest{t}(id, k, c, pad) VALUES"),
+            };
             for i in first..=last {
                 let (k, c, pad) = row();
                 let sep = if i == first { ' ' } else { ',' };
-                sql.push_str(&format!("{sep}({k}, '{c}', '{pad}')"));
+                match o.auto_inc {
+                    true => sql.push_str(&format!("{sep}({k}, '{c}', '{pad}')")),
+                    false => sql.push_str(&format!("{sep}({i}, {k}, '{c}', '{pad}')")),
+                }
             }
             session.batch(&sql)?;
             first = last + 1;

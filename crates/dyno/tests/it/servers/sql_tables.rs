@@ -144,3 +144,73 @@ fn pgbench_init_options_shape_the_tables_on_both_databases() {
         assert!(reason.contains(says), "{reason}");
     }
 }
+
+/// Fails unless sbtest1's id is a plain integer column with a secondary index and no primary
+/// key (sysbench's `--auto-inc off --secondary on`), on PostgreSQL.
+const PG_SBTEST: &str = "\
+SELECT count(*) AS primaries FROM pg_index WHERE indrelid = 'sbtest1'::regclass AND indisprimary \\gset
+SELECT count(*) AS xid FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'xid_1' \\gset
+SELECT count(*) AS serial FROM information_schema.columns
+  WHERE table_schema = current_schema() AND table_name = 'sbtest1' AND column_name = 'id' AND column_default IS NOT NULL \\gset
+\\if :primaries <> 0 OR :xid <> 1 OR :serial <> 0
+  \\set fail 1 / 0
+\\endif
+";
+/// The same on MariaDB.
+const MARIA_SBTEST: &str = "\
+SELECT sum(INDEX_NAME = 'PRIMARY') AS primaries, sum(INDEX_NAME = 'xid') AS xid FROM information_schema.STATISTICS
+  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'sbtest1' \\gset
+SELECT count(*) AS serial FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+  AND TABLE_NAME = 'sbtest1' AND COLUMN_NAME = 'id' AND EXTRA LIKE '%auto_increment%' \\gset
+\\if :primaries <> 0 OR :xid <> 1 OR :serial <> 0
+  \\set fail 1 / 0
+\\endif
+";
+
+/// sysbench's `--auto-inc off` and `--secondary on` shape its tables on both databases (the
+/// mix still keeps every table at its size: the run checks it), and the check can fail.
+#[test]
+fn sysbench_table_options_shape_its_tables_on_both_databases() {
+    let Some((pg, maria)) = servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pg.sql"), PG_SBTEST).unwrap();
+    std::fs::write(dir.path().join("maria.sql"), MARIA_SBTEST).unwrap();
+    let run = |url: &str, script: &str, flags: &[&str], out: &str| {
+        let _ = crate::common::dyno(dir.path())
+            .args([
+                "run",
+                "--suite",
+                "sql",
+                "-b",
+                "oltp_read_write",
+                "--script",
+                script,
+            ])
+            .args([
+                "--table-size",
+                "1000",
+                "--rand-type",
+                "uniform",
+                "--max-tries",
+                "100",
+            ])
+            .args(flags)
+            .args(["-t", "10", "-c", "2", "-o", out, url])
+            .assert();
+        let c = crate::common::record(&dir.path().join(out))["cases"][0].clone();
+        (
+            c["status"].as_str().unwrap().to_string(),
+            c["reason"].to_string(),
+        )
+    };
+    let options = ["--auto-inc", "off", "--secondary", "on"];
+    for (url, script) in [(pg.url(), "pg.sql"), (maria.url(), "maria.sql")] {
+        let (status, reason) = run(&url, script, &options, &format!("{script}-on"));
+        assert_eq!(status, "ok", "{url}: {reason}");
+        let (status, reason) = run(&url, script, &[], &format!("{script}-off"));
+        assert_eq!(status, "failed", "{url}");
+        assert!(reason.contains("division by zero"), "{reason}");
+    }
+}

@@ -16,6 +16,8 @@ fn defaults() -> Oltp {
         delete_inserts: 1,
         range_selects: true,
         skip_trx: false,
+        auto_inc: true,
+        secondary: false,
         rand_type: "sb_special",
         quoted: false,
     }
