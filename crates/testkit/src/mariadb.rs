@@ -23,9 +23,12 @@ impl MariaDb {
         let (port, running) = on_a_free_port("mariadb", |port| {
             let dir = tempfile::tempdir().expect("a temporary directory");
             let data = dir.path().join("data");
-            // Its output kept for the message should it fail (it did once, 2026-11-29, with
-            // two tests starting a server each; not seen again in 12 runs side by side).
+            // Its temporary tables in a directory of its own: in a shared /tmp two installs at
+            // once fail now and then ("Could not remove temporary table '/tmp/#sql-temptable…'",
+            // 2 of 12 side by side on 2026-11-29; none of 18 with a directory each). Its output
+            // kept for the message, should it fail all the same.
             let out = Command::new(&install)
+                .env("TMPDIR", dir.path())
                 .args(["--no-defaults", "--auth-root-authentication-method=normal"])
                 .args(["--skip-test-db", "--user=root"])
                 .arg(format!("--datadir={}", data.display()))
@@ -43,6 +46,7 @@ impl MariaDb {
                 .arg("--no-defaults")
                 .arg(format!("--datadir={}", data.display()))
                 .arg(format!("--socket={}", socket.display()))
+                .arg(format!("--tmpdir={}", dir.path().display()))
                 .arg(format!("--pid-file={}", dir.path().join("pid").display()))
                 .arg(format!(
                     "--log-error={}",

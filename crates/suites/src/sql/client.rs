@@ -103,12 +103,7 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
         stmts.push(match &c.kind {
             // A compound command is one query of several statements: sent as written, unless
             // its values are written in (`-M simple`, which the plan then has).
-            Kind::Sql {
-                statements,
-                vars,
-                assign: None,
-                ..
-            } if *statements > 1 && vars.is_empty() => Prepared::Text,
+            k if k.is_compound() && !k.exchanges_values() => Prepared::Text,
             Kind::Sql { spliced, .. } if !spliced.is_empty() => Prepared::PerValue(Vec::new()),
             Kind::Sql { parts, .. } if piped => Prepared::Piped(prepared(session, parts)?),
             Kind::Sql {
@@ -334,18 +329,28 @@ impl Client {
             }
             match w {
                 Word::Literal(text) => command.push_str(text),
-                Word::Var(name) => command.push_str(&value(&self.vars, name, line)?.to_string()),
+                // A NULL (from `\gset`) is empty text, as pgbench stores it.
+                Word::Var(name) => match value(&self.vars, name, line)? {
+                    Value::Null => {}
+                    v => command.push_str(&v.to_string()),
+                },
             }
         }
         let word = if var.is_some() { "setshell" } else { "shell" };
-        let failed = |why: String| Failure::Script {
+        let fail = |why: String| Failure::Script {
             line,
             message: format!("\\{word} {command}: {why}"),
         };
-        let printed = super::shell::run(&command, sleep).map_err(&failed)?;
-        if let Some(var) = var {
-            let n = super::shell::integer(&printed).map_err(failed)?;
-            self.vars.insert(var.to_string(), Value::Int(n));
+        let ran = super::shell::run(&command, sleep).map_err(&fail)?;
+        match (var, ran.failed) {
+            // As pgbench: `\setshell` reads what was printed whatever the status (`grep -c`
+            // prints 0 and fails); `\shell` fails with its command.
+            (Some(var), failed) => match super::shell::integer(&ran.first_line) {
+                Ok(n) => drop(self.vars.insert(var.to_string(), Value::Int(n))),
+                Err(why) => return Err(fail(failed.unwrap_or(why))),
+            },
+            (None, Some(why)) => return Err(fail(why)),
+            (None, None) => {}
         }
         Ok(())
     }
@@ -521,41 +526,55 @@ impl Client {
             }
             Reply::Assign(to, statements) => (to, statements),
         };
-        // Per statement whose rows are kept: its last row, and how many it gave.
+        // Per statement: its last row, and how many it gave. A reply may hold more results
+        // than the command has statements (a MySQL `CALL`'s): the last one that came is last.
         let mut got: Vec<(Row, usize)> = vec![Default::default(); statements];
-        let kept = |result: usize| to.every || result + 1 == statements;
         let mut keep = |result: usize, cols: &[(&str, Option<&str>)]| {
-            if let Some((last, n)) = got.get_mut(result).filter(|_| kept(result)) {
-                *n += 1;
-                last.clear();
-                last.extend(
-                    cols.iter()
-                        .map(|(n, v)| (n.to_string(), v.map(str::to_string))),
-                );
+            if result >= got.len() {
+                got.resize(result + 1, Default::default());
             }
+            let (last, n) = &mut got[result];
+            *n += 1;
+            last.clear();
+            last.extend(
+                cols.iter()
+                    .map(|(n, v)| (n.to_string(), v.map(str::to_string))),
+            );
         };
         session
             .execute(stmt, params, Some(&mut keep))
             .map_err(sql_err)?;
         // `\gset`: the last statement's one row, which it must give (pgbench's rule); `\aset`:
         // each statement's last row, a statement without rows skipped.
-        if let Some((_, n)) = got.last().filter(|(_, n)| !to.every && *n != 1) {
-            return Err(Failure::Script {
-                line,
-                message: format!(
-                    "\\gset needs exactly one row, the query gave {}",
-                    if *n == 0 {
-                        "none".to_string()
-                    } else {
-                        n.to_string()
-                    }
-                ),
-            });
+        if !to.every {
+            let (row, n) = got.pop().unwrap_or_default();
+            if n != 1 {
+                let gave = if n == 0 {
+                    "none".to_string()
+                } else {
+                    n.to_string()
+                };
+                return Err(Failure::Script {
+                    line,
+                    message: format!("\\gset needs exactly one row, the query gave {gave}"),
+                });
+            }
+            got = vec![(row, n)];
         }
+        let word = if to.every { "aset" } else { "gset" };
         for (row, _) in got {
             for (name, value) in row {
+                let var = format!("{}{name}", to.prefix);
+                if !super::script::is_variable(&var) {
+                    return Err(Failure::Script {
+                        line,
+                        message: format!(
+                            "\\{word}: the column {name:?} makes no variable's name ({var:?}): name it with AS"
+                        ),
+                    });
+                }
                 let v = value.map_or(Value::Null, Value::Text);
-                self.vars.insert(format!("{}{name}", to.prefix), v);
+                self.vars.insert(var, v);
             }
         }
         Ok(())

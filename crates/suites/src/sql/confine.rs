@@ -6,6 +6,8 @@
 //! qualified name is allowed: nothing outside is changed by it. This is a check of what the
 //! script says, not a sandbox: a function the server already has may still write anywhere.
 
+use super::script::lex::{close, dollar_tag, is_ident};
+
 /// One word of SQL (a name, possibly qualified and quoted, or a keyword), and its byte offset.
 struct Word<'a> {
     text: &'a str,
@@ -23,13 +25,12 @@ fn words(sql: &str, mysql: bool) -> Vec<Word<'_>> {
     while i < b.len() {
         let c = b[i];
         if c == b'\'' {
-            i = close(b, i + 1, b'\'', mysql);
+            i = close(b, i, b'\'', mysql).unwrap_or(b.len());
         } else if (c == b'-' && b.get(i + 1) == Some(&b'-')) || (mysql && c == b'#') {
             i = (b[i..].iter().position(|&x| x == b'\n')).map_or(b.len(), |n| i + n);
         } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
             i = (sql[i + 2..].find("*/")).map_or(b.len(), |n| i + 2 + n + 2);
-        } else if c == b'$' && dollar_tag(b, i).is_some() {
-            let tag = dollar_tag(b, i).unwrap_or_default();
+        } else if let Some(tag) = dollar_tag(b, i).filter(|_| i == 0 || !is_ident(b[i - 1])) {
             let body = i + tag.len();
             i = (sql[body..].find(&sql[i..i + tag.len()]))
                 .map_or(b.len(), |n| body + n + tag.len());
@@ -37,7 +38,7 @@ fn words(sql: &str, mysql: bool) -> Vec<Word<'_>> {
             let start = i;
             while i < b.len() && (is_word(b[i]) || b[i] == b'.') {
                 if matches!(b[i], b'"' | b'`') {
-                    i = close(b, i + 1, b[i], mysql && b[i] == b'"');
+                    i = close(b, i, b[i], mysql && b[i] == b'"').unwrap_or(b.len());
                 } else {
                     i += 1;
                 }
@@ -55,32 +56,6 @@ fn words(sql: &str, mysql: bool) -> Vec<Word<'_>> {
 
 fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'"' | b'`' | b':') || c >= 0x80
-}
-
-/// Past the quote `q` that closes a quoted part starting at `i` (a doubled quote is inside, and
-/// with `backslash` a quote after a backslash).
-fn close(b: &[u8], mut i: usize, q: u8, backslash: bool) -> usize {
-    while i < b.len() {
-        if backslash && b[i] == b'\\' {
-            i += 2;
-            continue;
-        }
-        if b[i] == q {
-            if b.get(i + 1) == Some(&q) {
-                i += 2;
-                continue;
-            }
-            return i + 1;
-        }
-        i += 1;
-    }
-    b.len()
-}
-
-/// A dollar quote's tag at `i` (`$$` or `$name$`), PostgreSQL's.
-fn dollar_tag(b: &[u8], i: usize) -> Option<&[u8]> {
-    let end = (b[i + 1..].iter()).position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))?;
-    (b.get(i + 1 + end) == Some(&b'$')).then(|| &b[i..i + end + 2])
 }
 
 /// Whether a word holds a `.` outside its quotes (a name qualified by a schema or database).

@@ -368,10 +368,7 @@ type Weighted = Vec<(Script, u64)>;
 /// `\gset` or `\aset` needs `-M simple` (a prepared or unnamed statement holds one
 /// statement); one without is sent as written under any mode. `Err` holds the line.
 fn compound_sent_whole(s: &script::Script, mode: engine::driver::QueryMode) -> Result<(), usize> {
-    let needs_simple = |k: &script::Kind| {
-        matches!(k, script::Kind::Sql { statements, vars, assign, .. }
-            if *statements > 1 && (!vars.is_empty() || assign.is_some()))
-    };
+    let needs_simple = |k: &script::Kind| k.is_compound() && k.exchanges_values();
     match s.commands.iter().find(|c| needs_simple(&c.kind)) {
         Some(c) if mode != engine::driver::QueryMode::Simple => Err(c.line),
         _ => Ok(()),

@@ -7,7 +7,7 @@
 
 use super::expr::{self, Expr};
 
-mod lex;
+pub(super) mod lex;
 
 /// One command of a script, with the line it starts on.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +57,19 @@ pub enum Kind {
     StartPipeline,
     SyncPipeline,
     EndPipeline,
+}
+
+impl Kind {
+    /// Whether it is a compound command: statements joined by `\;`, sent as one query.
+    pub fn is_compound(&self) -> bool {
+        matches!(self, Kind::Sql { statements, .. } if *statements > 1)
+    }
+
+    /// Whether SQL takes values from the client (variables) or gives it some (`\gset`,
+    /// `\aset`): a compound command that does can only be sent with its values written in.
+    pub fn exchanges_values(&self) -> bool {
+        matches!(self, Kind::Sql { vars, assign, .. } if !vars.is_empty() || assign.is_some())
+    }
 }
 
 /// Where a query's result goes: `\gset PREFIX` (the last statement's one row, which it must
@@ -322,6 +335,13 @@ fn meta_command(
         "syncpipeline" => Kind::SyncPipeline,
         "endpipeline" => Kind::EndPipeline,
         "gset" | "aset" => {
+            if args.split_whitespace().nth(1).is_some() {
+                return Err(err(
+                    line,
+                    args_at,
+                    format!("\\{word} takes one prefix at most"),
+                ));
+            }
             let to = Assign {
                 prefix: args.to_string(),
                 every: word == "aset",

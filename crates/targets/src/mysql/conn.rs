@@ -34,8 +34,15 @@ pub struct QueryResult {
 /// result's columns.
 type EachText<'a> = dyn FnMut(usize, &[proto::Column], Vec<Option<String>>) + 'a;
 
-/// The most statements one text query is read for: a server answering with more is broken.
+/// The most results one reply is read for: a server answering with more is broken.
 const MAX_RESULTS: usize = 1 << 16;
+
+fn too_many(context: &str) -> OpError {
+    malformed(
+        context,
+        Malformed(format!("more than {MAX_RESULTS} results to one request")),
+    )
+}
 
 pub struct Conn {
     input: BufReader<Stream>,
@@ -314,10 +321,7 @@ impl Conn {
                 return Ok(count);
             }
         }
-        Err(malformed(
-            context,
-            Malformed(format!("more than {MAX_RESULTS} results to one query")),
-        ))
+        Err(too_many(context))
     }
 
     /// One statement's result of a text query (its last packet left in `self.payload`).
@@ -416,7 +420,26 @@ impl Conn {
         result
     }
 
+    /// A prepared statement's reply: its result, and past any after it — a `CALL` answers with
+    /// a result per `SELECT` it ran, then its own (to a client with `CLIENT_MULTI_RESULTS`),
+    /// read past so the next reply is the next command's.
     fn execute_reply(
+        &mut self,
+        stmt: &Stmt,
+        context: &str,
+        row: &mut impl FnMut(&Row<'_>) -> Result<(), OpError>,
+    ) -> Result<u64, OpError> {
+        let count = self.first_result(stmt, context, row)?;
+        for result in 1..MAX_RESULTS {
+            if !proto::more_results(&self.payload) {
+                return Ok(count);
+            }
+            self.statement_result(context, result, None)?;
+        }
+        Err(too_many(context))
+    }
+
+    fn first_result(
         &mut self,
         stmt: &Stmt,
         context: &str,
@@ -434,16 +457,17 @@ impl Conn {
             _ => {}
         }
         let fresh = self.definitions(context)?;
-        // Definitions sent again (the statement's result changed shape) are this result's.
+        // Definitions sent again (the statement's result changed shape, or a `CALL`'s, which
+        // has none when prepared) are this result's.
         let types: Vec<u8>;
-        let types = if fresh.is_empty() {
-            &stmt.types
+        let (types, columns) = if fresh.is_empty() {
+            (&stmt.types, &stmt.columns)
         } else {
             types = fresh.iter().map(|c| c.kind).collect();
-            &types
+            (&types, &fresh)
         };
         let mut at = std::mem::take(&mut self.at);
-        let result = self.rows(types, &mut at, context, row);
+        let result = self.rows((types, columns), &mut at, context, row);
         self.at = at;
         result
     }
@@ -473,7 +497,7 @@ impl Conn {
     /// The rows of a binary result set, up to its EOF.
     fn rows(
         &mut self,
-        types: &[u8],
+        (types, columns): (&[u8], &[proto::Column]),
         at: &mut Vec<Option<std::ops::Range<usize>>>,
         context: &str,
         row: &mut impl FnMut(&Row<'_>) -> Result<(), OpError>,
@@ -490,6 +514,7 @@ impl Conn {
             row(&Row {
                 payload: &self.payload,
                 at,
+                columns,
             })?;
         }
     }

@@ -508,10 +508,11 @@ pub fn binary_row(
     Ok(())
 }
 
-/// One binary row: its payload and where each value lies.
+/// One binary row: its payload, where each value lies, and its result's columns.
 pub struct Row<'a> {
     pub payload: &'a [u8],
     pub at: &'a [Option<std::ops::Range<usize>>],
+    pub columns: &'a [Column],
 }
 
 impl Row<'_> {

@@ -89,7 +89,7 @@ impl SqlSession for MySql {
                 return Ok(());
             };
             texts.clear();
-            for (i, col) in stmt.columns.iter().enumerate() {
+            for (i, col) in r.columns.iter().enumerate() {
                 let text = match r.get(i) {
                     None => None,
                     Some(v) => {
@@ -107,7 +107,7 @@ impl SqlSession for MySql {
                 };
                 texts.push(text);
             }
-            let cols: Vec<(&str, Option<&str>)> = (stmt.columns.iter())
+            let cols: Vec<(&str, Option<&str>)> = (r.columns.iter())
                 .zip(&texts)
                 .map(|(c, t)| (c.name.as_str(), t.as_deref()))
                 .collect();

@@ -238,8 +238,9 @@ SELECT 1 AS one \\; UPDATE pgbench_accounts SET abalance = abalance WHERE aid = 
   SELECT 3 AS three, :aid AS again \\aset c_
 SELECT 5 AS nothing FROM pgbench_branches WHERE bid < 0 \\; SELECT 6 AS six \\aset
 SELECT 7 AS x \\; SELECT 8 AS y \\gset g_
+SELECT v AS last FROM (SELECT 1 AS v UNION ALL SELECT 3 UNION ALL SELECT 2) t ORDER BY v \\aset
 \\set ok :a_aid_back = :aid AND :a_bal = 0 AND :c_one = 1 AND :c_three = 3 AND :c_again = :aid
-\\if NOT (:ok AND :six = 6 AND :g_y = 8)
+\\if NOT (:ok AND :six = 6 AND :g_y = 8 AND :last = 3)
   \\set fail 1 / 0
 \\endif
 ";
@@ -256,48 +257,37 @@ fn compound_commands_and_their_results_run_as_in_pgbench() {
     std::fs::write(dir.path().join("compound.sql"), COMPOUND).unwrap();
     let fixed = "BEGIN \\; SELECT count(*) AS n FROM pgbench_branches \\; COMMIT;\n";
     std::fs::write(dir.path().join("fixed.sql"), fixed).unwrap();
-    // `\gset` of a compound sets nothing from its first statement.
-    std::fs::write(
-        dir.path().join("first.sql"),
-        "SELECT 7 AS x \\; SELECT 8 AS y \\gset\nSELECT :x;\n",
-    )
-    .unwrap();
+    // `\gset` of a compound sets nothing from its first statement, `\aset` nothing from a
+    // statement without rows.
+    let first = "SELECT 7 AS x \\; SELECT 8 AS y \\gset\nSELECT :x;\n";
+    std::fs::write(dir.path().join("first.sql"), first).unwrap();
+    let empty = "SELECT 5 AS nothing FROM pgbench_branches WHERE bid < 0 \\; SELECT 6 AS six \\aset\n\
+                 SELECT :nothing;\n";
+    std::fs::write(dir.path().join("empty.sql"), empty).unwrap();
     let run = |mode: &str, script: &str, url: &str, out: &str| {
-        let done = crate::common::dyno(dir.path())
-            .args(["run", "--suite", "sql", "-M", mode, "--script", script])
-            .args(["-t", "10", "-c", "2", "-o", out, url])
-            .assert();
-        let rec = crate::common::record(&dir.path().join(out));
-        let c = rec["cases"][0].clone();
-        assert_eq!(
-            done.get_output().status.success(),
-            c["status"] == "ok",
-            "{c}"
-        );
-        c
+        let args = ["-M", mode, "--script", script];
+        super::sql_tables::sql_case(dir.path(), url, &args, out).0
     };
-    for (url, modes) in [
-        (pg.url(), &["simple", "extended", "prepared"][..]),
-        (maria.url(), &["simple", "prepared"][..]),
+    for (url, db, modes) in [
+        (pg.url(), "pg", &["simple", "extended", "prepared"][..]),
+        (maria.url(), "maria", &["simple", "prepared"][..]),
     ] {
-        let c = run("simple", "compound.sql", &url, "compound");
+        let c = run("simple", "compound.sql", &url, &format!("compound-{db}"));
         assert_eq!(c["status"], "ok", "{url}: {}", c["reason"]);
         assert_eq!(
             c["reps"][0]["detail"]["custom"]["figures"]["transactions"],
             20
         );
         for mode in modes {
-            let c = run(mode, "fixed.sql", &url, &format!("fixed-{mode}"));
+            let c = run(mode, "fixed.sql", &url, &format!("fixed-{db}-{mode}"));
             assert_eq!(c["status"], "ok", "{url} -M {mode}: {}", c["reason"]);
         }
-        let c = run("simple", "first.sql", &url, "first");
-        assert_eq!(c["status"], "failed");
-        assert!(
-            c["reason"]
-                .to_string()
-                .contains("undefined variable \\\"x\\\""),
-            "{c}"
-        );
+        for (script, var) in [("first.sql", "x"), ("empty.sql", "nothing")] {
+            let c = run("simple", script, &url, &format!("{script}-{db}"));
+            assert_eq!(c["status"], "failed");
+            let undefined = format!("undefined variable \\\"{var}\\\"");
+            assert!(c["reason"].to_string().contains(&undefined), "{c}");
+        }
     }
     // Under -M prepared the values cannot be written in: refused before anything runs.
     let refused = crate::common::dyno(dir.path())
@@ -323,12 +313,14 @@ fn compound_commands_and_their_results_run_as_in_pgbench() {
 /// server's).
 #[test]
 fn shell_commands_run_as_in_pgbench() {
-    let Some((pg, _maria)) = servers() else {
+    let Some(pg) = testkit::Postgres::start() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
+    // `grep -c` prints 0 and fails: `\setshell` reads it, as pgbench does.
     let script = "\\setshell n expr :client_id + 40\n\\shell test :n -ge 40\n\
-                  \\if :n - :client_id <> 40\n  \\set fail 1 / 0\n\\endif\nSELECT :n;\n";
+                  \\setshell z grep -c nothing /dev/null\n\
+                  \\if :n - :client_id <> 40 OR :z <> 0\n  \\set fail 1 / 0\n\\endif\nSELECT :n;\n";
     std::fs::write(dir.path().join("shell.sql"), script).unwrap();
     std::fs::write(
         dir.path().join("fails.sql"),
@@ -336,25 +328,51 @@ fn shell_commands_run_as_in_pgbench() {
     )
     .unwrap();
     let run = |script: &str, out: &str| {
-        let _ = crate::common::dyno(dir.path())
-            .args(["run", "--suite", "sql", "--script", script])
-            .args(["-t", "5", "-c", "2", "-o", out, &pg.url()])
-            .assert();
-        crate::common::record(&dir.path().join(out))["cases"][0].clone()
+        super::sql_tables::sql_case(dir.path(), &pg.url(), &["--script", script], out).0
     };
     let c = run("shell.sql", "shell");
     assert_eq!(c["status"], "ok", "{}", c["reason"]);
     assert_eq!(
         c["reps"][0]["detail"]["custom"]["figures"]["transactions"],
-        10
+        20
     );
     let c = run("fails.sql", "fails");
     assert_eq!(c["status"], "failed");
     let reason = c["reason"].to_string();
     assert!(
-        reason.contains(
-            "line 2: \\\\shell echo no >&2; exit 3: the command failed (exit status: 3): no"
-        ),
+        reason.contains("line 2: \\\\shell echo no >&2; exit 3: it failed (exit status: 3): no"),
         "{reason}"
     );
+}
+
+/// A MySQL `CALL` answers with a result per `SELECT` it runs and one of its own: prepared, it
+/// is read to its end, so the next statement's reply is that statement's; as text (`-M
+/// simple`), each result's rows come with their statement's index.
+#[test]
+fn a_mysql_call_is_read_to_its_end() {
+    let Some((_pg, maria)) = servers() else {
+        return;
+    };
+    let st = store(&maria.url());
+    let mut s = st.connect_sql().unwrap();
+    s.batch("CREATE PROCEDURE twice() BEGIN SELECT 1 AS a; SELECT 2 AS b; END")
+        .unwrap();
+    let call = s.prepare(&["CALL twice()".to_string()]).unwrap();
+    for k in 0..3 {
+        let mut seen = Vec::new();
+        let mut keep = |i, r: &engine::driver::SqlRow<'_>| seen.push((i, r[0].0.to_string()));
+        s.execute(call, &[], Some(&mut keep)).unwrap();
+        assert_eq!(seen, [(0, "a".to_string())]);
+        let after = format!("SELECT {k} AS n");
+        assert_eq!(one(s.as_mut(), &after), Some(k.to_string()), "in step");
+    }
+    s.set_query_mode(engine::driver::QueryMode::Simple).unwrap();
+    let text = s.prepare(&["CALL twice()".to_string()]).unwrap();
+    let mut seen = Vec::new();
+    let mut keep = |i, r: &engine::driver::SqlRow<'_>| seen.push((i, r[0].0.to_string()));
+    s.execute(text, &[], Some(&mut keep)).unwrap();
+    assert_eq!(seen, [(0, "a".to_string()), (1, "b".to_string())]);
+    assert_eq!(one(s.as_mut(), "SELECT 4").as_deref(), Some("4"), "in step");
+    drop(s);
+    st.close().unwrap();
 }

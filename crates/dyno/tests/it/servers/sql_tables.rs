@@ -4,6 +4,27 @@
 //! no counterpart for, refused with the reason.
 
 use super::sql::servers;
+use std::path::Path;
+
+/// `dyno run --suite sql ARGS -t 10 -c 2 -o OUT URL` in `dir`: its one case (the run's exit
+/// status agreeing with it), and the case's status and reason.
+pub(super) fn sql_case(
+    dir: &Path,
+    url: &str,
+    args: &[&str],
+    out: &str,
+) -> (serde_json::Value, String, String) {
+    let done = crate::common::dyno(dir)
+        .args(["run", "--suite", "sql"])
+        .args(args)
+        .args(["-t", "10", "-c", "2", "-o", out, url])
+        .assert();
+    let c = crate::common::record(&dir.join(out))["cases"][0].clone();
+    let status = c["status"].as_str().unwrap().to_string();
+    assert_eq!(done.get_output().status.success(), status == "ok", "{c}");
+    let reason = c["reason"].to_string();
+    (c, status, reason)
+}
 
 /// Fails (a division by zero in a `\set`: MySQL's `SELECT 1/0` is NULL) unless the tables are as `-F 90 --unlogged-tables --partitions 3
 /// --foreign-keys` make them, by range, at scale 1: pgbench's bounds give the partitions
@@ -69,24 +90,9 @@ fn pgbench_init_options_shape_the_tables_on_both_databases() {
     }
     // The case's status, and its reason.
     let run = |url: &str, script: &str, flags: &[&str], out: &str| {
-        let _ = crate::common::dyno(dir.path())
-            .args([
-                "run",
-                "--suite",
-                "sql",
-                "-b",
-                "tpcb-like",
-                "--script",
-                script,
-            ])
-            .args(flags)
-            .args(["-t", "10", "-c", "2", "-o", out, url])
-            .assert();
-        let c = crate::common::record(&dir.path().join(out))["cases"][0].clone();
-        (
-            c["status"].as_str().unwrap().to_string(),
-            c["reason"].to_string(),
-        )
+        let args = [&["-b", "tpcb-like", "--script", script][..], flags].concat();
+        let (_, status, reason) = sql_case(dir.path(), url, &args, out);
+        (status, reason)
     };
     let ok = |got: (String, String), what: &str| assert_eq!(got.0, "ok", "{what}: {}", got.1);
     let range = [
@@ -178,32 +184,22 @@ fn sysbench_table_options_shape_its_tables_on_both_databases() {
     std::fs::write(dir.path().join("pg.sql"), PG_SBTEST).unwrap();
     std::fs::write(dir.path().join("maria.sql"), MARIA_SBTEST).unwrap();
     let run = |url: &str, script: &str, flags: &[&str], out: &str| {
-        let _ = crate::common::dyno(dir.path())
-            .args([
-                "run",
-                "--suite",
-                "sql",
-                "-b",
-                "oltp_read_write",
-                "--script",
-                script,
-            ])
-            .args([
-                "--table-size",
-                "1000",
-                "--rand-type",
-                "uniform",
-                "--max-tries",
-                "100",
-            ])
-            .args(flags)
-            .args(["-t", "10", "-c", "2", "-o", out, url])
-            .assert();
-        let c = crate::common::record(&dir.path().join(out))["cases"][0].clone();
-        (
-            c["status"].as_str().unwrap().to_string(),
-            c["reason"].to_string(),
-        )
+        let sysbench = [
+            "-b",
+            "oltp_read_write",
+            "--table-size",
+            "1000",
+            "--rand-type",
+            "uniform",
+        ];
+        let args = [
+            &sysbench[..],
+            &["--max-tries", "100", "--script", script],
+            flags,
+        ]
+        .concat();
+        let (_, status, reason) = sql_case(dir.path(), url, &args, out);
+        (status, reason)
     };
     let options = ["--auto-inc", "off", "--secondary", "on"];
     for (url, script) in [(pg.url(), "pg.sql"), (maria.url(), "maria.sql")] {

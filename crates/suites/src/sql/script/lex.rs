@@ -1,9 +1,11 @@
-//! A script's text cut as pgbench's lexer cuts it: SQL commands ended by `;`, over as many
-//! lines as they take, with quotes (`'…'`, `E'…'`, `"…"`, `$tag$…$tag$`) and comments (`--`,
-//! nested `/* */`) read through; `\;` joins statements into one compound command (sent as one
-//! query); any other `\` outside quotes begins a meta-command that runs to the line's end (a
-//! `\` there goes on to the next line) and ends the SQL before it, so `SELECT … \gset` on
-//! one line is a query and its `\gset`.
+//! A script's text cut as pgbench's lexer cuts it: SQL commands ended by `;` outside
+//! parentheses, over as many lines as they take, with quotes (`'…'`, `E'…'`, `"…"`,
+//! `$tag$…$tag$`, and MySQL's `` `…` ``) and comments (`--`, nested `/* */`) read through; `\;`
+//! joins statements into one compound command (sent as one query), `\:` is a `:`; any other
+//! `\` outside quotes begins a meta-command that runs to the line's end (a `\` there goes on
+//! to the next line) and ends the SQL before it, so `SELECT … \gset` on one line is a query and
+//! its `\gset`. A script may run on PostgreSQL and MySQL alike: a string whose end the two
+//! read in different places (a `\'` inside, an escape to MySQL only) is refused.
 
 use super::{ScriptError, err};
 
@@ -39,6 +41,7 @@ pub(super) fn pieces(text: &str) -> Result<Vec<Piece>, ScriptError> {
         at: (0, 0),
         starts: vec![0],
         joined_at: (0, 0),
+        depth: 0,
         out: Vec::new(),
     };
     while l.i < l.b.len() {
@@ -61,11 +64,14 @@ struct Lexer<'a> {
     starts: Vec<usize>,
     /// Where the last `\;` is.
     joined_at: (usize, usize),
+    /// Parentheses open in the SQL being read: a `;` inside them ends nothing.
+    depth: usize,
     out: Vec<Piece>,
 }
 
-fn is_ident(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+/// A character an identifier may hold (`$` too, after its first).
+pub(in crate::sql) fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80
 }
 
 impl Lexer<'_> {
@@ -93,10 +99,11 @@ impl Lexer<'_> {
         }
     }
 
-    /// Appends a blank for each character of `text[from..to]` (a comment), keeping its lines.
+    /// Appends a blank for each byte of `text[from..to]` (a comment), keeping its lines (and
+    /// so the columns after it, which count bytes).
     fn blank(&mut self, from: usize, to: usize) {
-        for (k, c) in self.text[from..to].char_indices() {
-            if c == '\n' {
+        for (k, &c) in self.b[from..to].iter().enumerate() {
+            if c == b'\n' {
                 self.line += 1;
                 self.line_start = from + k + 1;
                 if !self.sql.is_empty() {
@@ -111,22 +118,27 @@ impl Lexer<'_> {
     fn step(&mut self) -> Result<(), ScriptError> {
         let (b, i) = (self.b, self.i);
         let next = b.get(i + 1).copied();
+        let tag = dollar_tag(b, i).filter(|_| i == 0 || !is_ident(b[i - 1]));
         let end = match b[i] {
-            b'\'' => {
-                // `E'…'` (the E a word of its own) reads a backslash as an escape.
-                let escapes =
-                    i > 0 && matches!(b[i - 1], b'e' | b'E') && (i < 2 || !is_ident(b[i - 2]));
-                self.quoted(i, b'\'', escapes, "quoted string")?
+            b'\'' => self.string(i)?,
+            b'"' | b'`' => {
+                close(b, i, b[i], false).ok_or_else(|| self.unterminated(i, "quoted name"))?
             }
-            b'"' => self.quoted(i, b'"', false, "quoted name")?,
-            b'$' if (i == 0 || !is_ident(b[i - 1])) && dollar_tag(b, i).is_some() => {
-                let tag = dollar_tag(b, i).unwrap_or_default();
+            b'$' if let Some(tag) = tag => {
                 let from = i + tag.len();
                 let Some(n) = self.text[from..].find(std::str::from_utf8(tag).unwrap_or("$$"))
                 else {
                     return Err(self.unterminated(i, "dollar-quoted string"));
                 };
                 from + n + tag.len()
+            }
+            b'(' => {
+                self.depth += 1;
+                i + 1
+            }
+            b')' => {
+                self.depth = self.depth.saturating_sub(1);
+                i + 1
             }
             b'-' if next == Some(b'-') => {
                 let to = (b[i..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| i + n);
@@ -139,7 +151,7 @@ impl Lexer<'_> {
                 self.i = to;
                 return Ok(());
             }
-            b';' => {
+            b';' if self.depth == 0 => {
                 self.take(i, i + 1);
                 self.i = i + 1;
                 return self.end_sql();
@@ -147,6 +159,14 @@ impl Lexer<'_> {
             b'\\' if next == Some(b';') => {
                 self.i = i + 2;
                 return self.join(i);
+            }
+            b'\\' if next == Some(b':') => {
+                // The `\` a blank, so the columns after it hold.
+                self.take(i, i + 2);
+                let at = self.sql.len() - 2;
+                self.sql.replace_range(at..at + 1, " ");
+                self.i = i + 2;
+                return Ok(());
             }
             b'\\' => {
                 self.end_sql()?;
@@ -160,22 +180,21 @@ impl Lexer<'_> {
         Ok(())
     }
 
-    /// Past the quote `q` closing the one at `i` (a doubled quote is inside it; with
-    /// `escapes`, so is one after a backslash).
-    fn quoted(&self, i: usize, q: u8, escapes: bool, what: &str) -> Result<usize, ScriptError> {
+    /// Past the string beginning at `i`. `E'…'` (the E a word of its own) reads a backslash
+    /// as an escape; a plain one ends where PostgreSQL ends it, which must be where MySQL, for
+    /// which a backslash escapes, ends it too.
+    fn string(&self, i: usize) -> Result<usize, ScriptError> {
         let b = self.b;
-        let mut k = i + 1;
-        while k < b.len() {
-            let doubled = b[k] == q && b.get(k + 1) == Some(&q);
-            if doubled || (escapes && b[k] == b'\\') {
-                k += 2;
-            } else if b[k] == q {
-                return Ok(k + 1);
-            } else {
-                k += 1;
-            }
+        let e = i > 0 && matches!(b[i - 1], b'e' | b'E') && (i < 2 || !is_ident(b[i - 2]));
+        let end = close(b, i, b'\'', e).ok_or_else(|| self.unterminated(i, "quoted string"))?;
+        if !e && close(b, i, b'\'', true) != Some(end) {
+            return Err(err(
+                self.line,
+                self.column(i),
+                "PostgreSQL and MySQL end this string in different places (a backslash escapes a quote for MySQL only): write a quote inside a string as ''",
+            ));
         }
-        Err(self.unterminated(i, what))
+        Ok(end)
     }
 
     /// Past the end of the (nested) comment beginning at `i`.
@@ -207,7 +226,8 @@ impl Lexer<'_> {
                 "an empty statement before \\; (a compound command joins statements)",
             ));
         }
-        self.sql.push(';');
+        // The `\` a blank, so the columns after it hold.
+        self.sql.push_str(" ;");
         self.starts.push(self.sql.len());
         self.joined_at = (self.line, self.column(i));
         Ok(())
@@ -217,6 +237,7 @@ impl Lexer<'_> {
     fn end_sql(&mut self) -> Result<(), ScriptError> {
         let text = self.sql.trim_end().to_string();
         self.sql.clear();
+        self.depth = 0;
         let starts = std::mem::replace(&mut self.starts, vec![0]);
         if text.is_empty() {
             return Ok(());
@@ -264,9 +285,31 @@ impl Lexer<'_> {
     }
 }
 
-/// A dollar quote's tag at `i` (`$$` or `$name$`, the name not beginning with a digit).
-fn dollar_tag(b: &[u8], i: usize) -> Option<&[u8]> {
-    let len = (b[i + 1..].iter()).position(|&c| !is_ident(c))?;
+/// A dollar quote's tag at `i` (`$$` or `$name$`, the name not beginning with a digit), as
+/// PostgreSQL reads one; `None` where `i` holds no `$` or no tag.
+pub(in crate::sql) fn dollar_tag(b: &[u8], i: usize) -> Option<&[u8]> {
+    if b.get(i) != Some(&b'$') {
+        return None;
+    }
+    let tag_char = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_' || *c >= 0x80;
+    let len = (b[i + 1..].iter()).position(|c| !tag_char(c))?;
     let ok = b.get(i + 1 + len) == Some(&b'$') && !b.get(i + 1).is_some_and(u8::is_ascii_digit);
     ok.then(|| &b[i..i + len + 2])
+}
+
+/// Past the quote `q` that closes the one at `i` (a doubled quote is inside it; with
+/// `backslash`, so is any character after a backslash); `None` when none does.
+pub(in crate::sql) fn close(b: &[u8], i: usize, q: u8, backslash: bool) -> Option<usize> {
+    let mut k = i + 1;
+    while k < b.len() {
+        let doubled = b[k] == q && b.get(k + 1) == Some(&q);
+        if doubled || (backslash && b[k] == b'\\') {
+            k += 2;
+        } else if b[k] == q {
+            return Some(k + 1);
+        } else {
+            k += 1;
+        }
+    }
+    None
 }

@@ -138,7 +138,7 @@ fn a_meta_command_ends_the_sql_on_its_line_as_in_pgbench() {
     let (sql, _, _, gset) = sql_of(&s.commands[1]);
     assert_eq!(
         (sql, gset),
-        ("SELECT 1 AS one ; SELECT 2 AS two", Some("p_"))
+        ("SELECT 1 AS one  ; SELECT 2 AS two", Some("p_"))
     );
     assert_eq!((s.commands[1].line, statements_of(&s.commands[1])), (3, 2));
     assert!(
@@ -167,8 +167,16 @@ fn quotes_and_comments_are_read_through() {
         (s.commands[1].line, sql_of(&s.commands[1]).0),
         (4, "SELECT 2;")
     );
+    // A `;` in parentheses ends nothing (a rule's actions); `\:` is a colon; a string with a
+    // backslash both servers end in one place reads.
+    let text = "CREATE RULE r AS ON INSERT TO t DO ALSO (INSERT INTO u VALUES (1); DELETE FROM v);\n\
+                SELECT 'C:\\x', 'a\\\\' \\: x;\nSELECT 3;";
+    let s = parse("r.sql", text).unwrap();
+    assert_eq!(s.commands.len(), 3, "{:#?}", s.commands);
+    assert!(sql_of(&s.commands[0]).0.ends_with("DELETE FROM v);"));
+    assert_eq!(sql_of(&s.commands[1]).0, "SELECT 'C:\\x', 'a\\\\'  : x;");
     // A parameter `$1` is no dollar quote, nor is a `$` inside a word.
-    let s = parse("d.sql", "SELECT a$1$ FROM t$x$;\nSELECT 2;").unwrap();
+    let s = parse("d.sql", "SELECT a$1$, a$$b FROM t$x$;\nSELECT 2;").unwrap();
     assert_eq!(s.commands.len(), 2);
 }
 
@@ -255,6 +263,19 @@ fn quotes_left_open_and_empty_statements_are_located() {
             "unterminated quoted string",
         ),
         ("SELECT \"x", 1, 8, "unterminated quoted name"),
+        ("SELECT `x", 1, 8, "unterminated quoted name"),
+        (
+            "SELECT 1;\nSELECT 'it\\'s';",
+            2,
+            8,
+            "end this string in different places",
+        ),
+        (
+            "INSERT /* é */ INTO public.t VALUES (1);",
+            1,
+            22,
+            "public.t writes outside",
+        ),
         (
             "SELECT $a$ x $b$;",
             1,
@@ -279,7 +300,7 @@ fn quotes_left_open_and_empty_statements_are_located() {
         (
             "SELECT 1 \\; INSERT INTO public.t VALUES (1);",
             1,
-            24,
+            25,
             "public.t writes outside dyno's own schema",
         ),
     ]);
@@ -386,7 +407,7 @@ proptest! {
 
     /// A script is somebody else's text: it reads or fails with a place, never a panic.
     #[test]
-    fn any_text_reads_or_fails_cleanly(text in "[\\\\a-zE :;'\"\\-\\n0-9()+*<>=$/]{0,120}") {
+    fn any_text_reads_or_fails_cleanly(text in "[\\\\a-zEé` :;'\"\\-\\n0-9()+*<>=$/]{0,120}") {
         if let Err(e) = parse("p.sql", &text) {
             prop_assert!(e.line >= 1 && e.column >= 1);
         }

@@ -108,6 +108,7 @@ fn a_binary_row_gives_each_column_and_its_nulls() {
     let r = Row {
         payload: &row,
         at: &at,
+        columns: &[],
     };
     assert_eq!((r.u64(0), r.get(1)), (Some(9), None));
     let row = [0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, b'x', b'y', b'z'];
@@ -115,6 +116,7 @@ fn a_binary_row_gives_each_column_and_its_nulls() {
     let r = Row {
         payload: &row,
         at: &at,
+        columns: &[],
     };
     assert_eq!((r.u64(0), r.get(1)), (Some(1), Some(&b"xyz"[..])));
     // A NULL length (0xfb) where a value should be: malformed, not a panic.
