@@ -6,7 +6,8 @@
 # Per round and workload (tpcb-like, select-only): transactions per second, the generator's
 # CPU per transaction (user + system of the whole process, GNU time: pgbench's connection setup
 # and dyno's table making, report and plots included), and the mean latency (pgbench reports no
-# percentile; dyno's p50 beside). Then the ratios dyno / pgbench per round and their median.
+# percentile; dyno's p50 beside). Then the ratios dyno / pgbench per round, their median, and
+# the median's 95% interval (a bootstrap over the rounds: how far the median moves with them).
 # The scale is the clients' count unless given, as pgbench's documentation advises: below it
 # every transaction of tpcb-like queues for the few branch rows, and the rate measures the queue.
 # At scale 1 a client holds the one branch row's lock across two of its own reactions (34 µs
@@ -87,10 +88,14 @@ for round in $(seq 1 "$rounds"); do
 done
 
 python3 - "$results" <<'PY'
-import statistics, sys
+import random, statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 print()
-print("dyno / pgbench, per round (median):")
+print("dyno / pgbench, per round (median; 95% interval of the median, bootstrap over the rounds):")
+draw = random.Random(1)
+def interval(v):
+    meds = sorted(statistics.median(draw.choices(v, k=len(v))) for _ in range(10000))
+    return meds[249], meds[9749]
 for script in ("tpcb-like", "select-only"):
     by = {}
     for r in rows:
@@ -98,5 +103,6 @@ for script in ("tpcb-like", "select-only"):
             by.setdefault(r[0], {})[r[2]] = [float(x) for x in r[3:]]
     for i, what in ((0, "rate"), (1, "CPU per transaction"), (2, "mean latency")):
         v = [d["dyno"][i] / d["pgbench"][i] for d in by.values()]
-        print(f"  {script:12} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x)")
+        lo, hi = interval(v)
+        print(f"  {script:12} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x; {lo:.2f}-{hi:.2f})")
 PY
