@@ -198,6 +198,7 @@ static SETTINGS: &[&Setting] = &[
     &sysbench::SKIP_TRX,
     &sysbench::AUTO_INC,
     &sysbench::SECONDARY,
+    &sysbench::CREATE_SECONDARY,
     &sysbench::RAND_TYPE,
 ];
 

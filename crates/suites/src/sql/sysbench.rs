@@ -96,6 +96,11 @@ pub static AUTO_INC: Setting = setting(
     Kind::Text,
     "SQL (sysbench): on or off: on makes id an AUTO_INCREMENT (PostgreSQL: SERIAL) column filled by the server as the tables are made; off, a plain integer column given its ids [default: on].",
 );
+pub static CREATE_SECONDARY: Setting = setting(
+    "create_secondary",
+    Kind::Text,
+    "SQL (sysbench): on or off: whether each table gets its secondary index k_N on k [default: on].",
+);
 pub static SECONDARY: Setting = setting(
     "secondary",
     Kind::Text,
@@ -138,6 +143,8 @@ pub struct Oltp {
     pub auto_inc: bool,
     /// Whether id has a secondary index in place of the primary key.
     pub secondary: bool,
+    /// Whether k has its index.
+    pub create_secondary: bool,
     /// The script function that draws an id (`sb_special`…).
     pub rand_type: &'static str,
     /// Whether its text values (c, pad) are written in quotes: under `-M simple` their values
@@ -175,6 +182,7 @@ impl Oltp {
             "skip_trx": self.skip_trx,
             "auto_inc": self.auto_inc,
             "secondary": self.secondary,
+            "create_secondary": self.create_secondary,
             "rand_type": rand_type.map(|(n, _)| *n),
         })
     }
@@ -228,6 +236,7 @@ impl Oltp {
             skip_trx: switch(&SKIP_TRX, false)?,
             auto_inc: switch(&AUTO_INC, true)?,
             secondary: switch(&SECONDARY, false)?,
+            create_secondary: switch(&CREATE_SECONDARY, true)?,
             rand_type,
             quoted: super::query_mode(raw)? == engine::driver::QueryMode::Simple,
         })
@@ -392,7 +401,9 @@ pub fn init(
             session.batch(&sql)?;
             first = last + 1;
         }
-        session.batch(&format!("CREATE INDEX k_{t} ON sbtest{t}(k)"))?;
+        if o.create_secondary {
+            session.batch(&format!("CREATE INDEX k_{t} ON sbtest{t}(k)"))?;
+        }
     }
     // Its own tables only: an `ANALYZE` without names would reach every table of the
     // database the user may analyze, dyno's or not.

@@ -152,28 +152,31 @@ fn pgbench_init_options_shape_the_tables_on_both_databases() {
 }
 
 /// Fails unless sbtest1's id is a plain integer column with a secondary index and no primary
-/// key (sysbench's `--auto-inc off --secondary on`), on PostgreSQL.
+/// key, and k has no index (sysbench's `--auto-inc off --secondary on --create-secondary
+/// off`), on PostgreSQL.
 const PG_SBTEST: &str = "\
 SELECT count(*) AS primaries FROM pg_index WHERE indrelid = 'sbtest1'::regclass AND indisprimary \\gset
-SELECT count(*) AS xid FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'xid_1' \\gset
+SELECT count(*) AS xid, coalesce(sum((indexname = 'k_1')::int), 0) AS k FROM pg_indexes
+  WHERE schemaname = current_schema() AND indexname IN ('xid_1', 'k_1') \\gset
 SELECT count(*) AS serial FROM information_schema.columns
   WHERE table_schema = current_schema() AND table_name = 'sbtest1' AND column_name = 'id' AND column_default IS NOT NULL \\gset
-\\if :primaries <> 0 OR :xid <> 1 OR :serial <> 0
+\\if :primaries <> 0 OR :xid - :k <> 1 OR :k <> 0 OR :serial <> 0
   \\set fail 1 / 0
 \\endif
 ";
 /// The same on MariaDB.
 const MARIA_SBTEST: &str = "\
-SELECT sum(INDEX_NAME = 'PRIMARY') AS primaries, sum(INDEX_NAME = 'xid') AS xid FROM information_schema.STATISTICS
+SELECT coalesce(sum(INDEX_NAME = 'PRIMARY'), 0) AS primaries, coalesce(sum(INDEX_NAME = 'xid'), 0) AS xid,
+  coalesce(sum(INDEX_NAME = 'k_1'), 0) AS k FROM information_schema.STATISTICS
   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'sbtest1' \\gset
 SELECT count(*) AS serial FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
   AND TABLE_NAME = 'sbtest1' AND COLUMN_NAME = 'id' AND EXTRA LIKE '%auto_increment%' \\gset
-\\if :primaries <> 0 OR :xid <> 1 OR :serial <> 0
+\\if :primaries <> 0 OR :xid <> 1 OR :k <> 0 OR :serial <> 0
   \\set fail 1 / 0
 \\endif
 ";
 
-/// sysbench's `--auto-inc off` and `--secondary on` shape its tables on both databases (the
+/// sysbench's `--auto-inc off`, `--secondary on` and `--create-secondary off` shape its tables on both databases (the
 /// mix still keeps every table at its size: the run checks it), and the check can fail.
 #[test]
 fn sysbench_table_options_shape_its_tables_on_both_databases() {
@@ -201,7 +204,14 @@ fn sysbench_table_options_shape_its_tables_on_both_databases() {
         let (_, status, reason) = sql_case(dir.path(), url, &args, out);
         (status, reason)
     };
-    let options = ["--auto-inc", "off", "--secondary", "on"];
+    let options = [
+        "--auto-inc",
+        "off",
+        "--secondary",
+        "on",
+        "--create-secondary",
+        "off",
+    ];
     for (url, script) in [(pg.url(), "pg.sql"), (maria.url(), "maria.sql")] {
         let (status, reason) = run(&url, script, &options, &format!("{script}-on"));
         assert_eq!(status, "ok", "{url}: {reason}");

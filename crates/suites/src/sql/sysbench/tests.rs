@@ -18,6 +18,7 @@ fn defaults() -> Oltp {
         skip_trx: false,
         auto_inc: true,
         secondary: false,
+        create_secondary: true,
         rand_type: "sb_special",
         quoted: false,
     }
