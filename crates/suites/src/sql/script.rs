@@ -229,6 +229,7 @@ fn sql(text: String, line: usize, column: usize, starts: &[usize]) -> Result<Com
             return Err(err(line + lines, column, why));
         }
     }
+    let text = commit_for_end(text, starts);
     let (parts, vars, spliced) = split_vars(&text);
     Ok(Command {
         line,
@@ -241,6 +242,25 @@ fn sql(text: String, line: usize, column: usize, starts: &[usize]) -> Result<Com
             assign: None,
         },
     })
+}
+
+/// A compound command's `END` (PostgreSQL's word for `COMMIT`) written as `COMMIT`: the same
+/// to PostgreSQL, and a statement MySQL has. (An `END` of its own, the MySQL session sends as
+/// `COMMIT` itself; in a compound command it cannot see the statements.)
+fn commit_for_end(text: String, starts: &[usize]) -> String {
+    if starts.len() < 2 {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for (k, &from) in starts.iter().enumerate() {
+        let piece = &text[from..starts.get(k + 1).map_or(text.len(), |&n| n)];
+        let word = piece.trim().trim_end_matches(';').trim();
+        match word.eq_ignore_ascii_case("end") {
+            true => out.push_str(&piece.replacen(word, "COMMIT", 1)),
+            false => out.push_str(piece),
+        }
+    }
+    out
 }
 
 /// The text around each `:name` (a `::cast` is kept as it is), and which names are joined to

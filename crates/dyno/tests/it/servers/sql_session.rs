@@ -255,7 +255,8 @@ fn compound_commands_and_their_results_run_as_in_pgbench() {
     };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("compound.sql"), COMPOUND).unwrap();
-    let fixed = "BEGIN \\; SELECT count(*) AS n FROM pgbench_branches \\; COMMIT;\n";
+    // (Its END, PostgreSQL's, reaches MySQL as COMMIT.)
+    let fixed = "BEGIN \\; SELECT count(*) AS n FROM pgbench_branches \\; END;\n";
     std::fs::write(dir.path().join("fixed.sql"), fixed).unwrap();
     // `\gset` of a compound sets nothing from its first statement, `\aset` nothing from a
     // statement without rows.

@@ -149,6 +149,17 @@ fn a_meta_command_ends_the_sql_on_its_line_as_in_pgbench() {
 }
 
 #[test]
+fn a_compound_commands_end_is_sent_as_commit() {
+    let s = parse("c.sql", "BEGIN \\; UPDATE t SET v = 1 \\; end;\nEND;\n").unwrap();
+    assert_eq!(
+        sql_of(&s.commands[0]).0,
+        "BEGIN  ; UPDATE t SET v = 1  ; COMMIT;"
+    );
+    // One of its own stays as written (the MySQL session sends it as COMMIT).
+    assert_eq!(sql_of(&s.commands[1]).0, "END;");
+}
+
+#[test]
 fn quotes_and_comments_are_read_through() {
     let text = "SELECT 'a;b\nc', \"x;\"\"y\", E'it\\'s;', $$ ; $$, $f$ ;$$; $f$ /* ; /* ; */ ; */ FROM t\n\
                   WHERE v = 1; -- ; \\gset\nSELECT 2;";
