@@ -208,9 +208,23 @@ fn create(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(),
         return refused("--unlogged-tables is PostgreSQL's: MySQL has no unlogged tables");
     }
     let method = if shape.hash { "hash" } else { "range" };
-    // Accounts per partition, by range: pgbench's, the first and last open-ended.
+    // Partition p's ids by range, as pgbench bounds them: from, to (not included), runs of
+    // equal size, the first and last open-ended. Both servers write them so.
     let size = (ACCOUNTS * scale).div_ceil(u64::from(shape.partitions.max(1)));
-    let bound = |p: u32| p as u64 * size + 1;
+    let bound = |p: u32| (p as u64 * size + 1).to_string();
+    let range = |p: u32| {
+        let from = if p == 1 {
+            "minvalue".into()
+        } else {
+            bound(p - 1)
+        };
+        let to = if p == shape.partitions {
+            "maxvalue".into()
+        } else {
+            bound(p)
+        };
+        (from, to)
+    };
     for (name, columns) in TABLES {
         let partitioned = shape.partitions > 0 && name == "pgbench_accounts";
         let sql = match dialect {
@@ -234,10 +248,7 @@ fn create(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(),
             ),
             Dialect::MySql if partitioned => {
                 let parts: Vec<String> = (1..=shape.partitions)
-                    .map(|p| match p == shape.partitions {
-                        true => format!("partition p{p} values less than maxvalue"),
-                        false => format!("partition p{p} values less than ({})", bound(p)),
-                    })
+                    .map(|p| format!("partition p{p} values less than ({})", range(p).1))
                     .collect();
                 format!(
                     "create table {name}({columns}) ENGINE=InnoDB partition by range (aid) ({})",
@@ -253,12 +264,9 @@ fn create(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(),
     }
     for p in 1..=shape.partitions {
         let unlogged = if shape.unlogged { " unlogged" } else { "" };
-        let values = match (shape.hash, p) {
+        let values = match (shape.hash, range(p)) {
             (true, _) => format!("with (modulus {}, remainder {})", shape.partitions, p - 1),
-            (false, 1) if shape.partitions == 1 => "from (minvalue) to (maxvalue)".to_string(),
-            (false, 1) => format!("from (minvalue) to ({})", bound(1)),
-            (false, _) if p == shape.partitions => format!("from ({}) to (maxvalue)", bound(p - 1)),
-            (false, _) => format!("from ({}) to ({})", bound(p - 1), bound(p)),
+            (false, (from, to)) => format!("from ({from}) to ({to})"),
         };
         session.batch(&format!(
             "create{unlogged} table pgbench_accounts_{p} partition of pgbench_accounts for values {values} with (fillfactor={})",
