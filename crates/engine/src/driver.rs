@@ -450,6 +450,19 @@ pub trait SqlSession: Send {
     ) -> Result<u64, OpError>;
     /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).
     fn batch(&mut self, sql: &str) -> Result<(), OpError>;
+    /// Runs `sql`, a `COPY … FROM STDIN` in the text format, with the rows `fill` writes (each
+    /// call appends some whole lines and says whether more follow); the rows copied. PostgreSQL's
+    /// alone: elsewhere an error.
+    fn copy_in(
+        &mut self,
+        _sql: &str,
+        _fill: &mut dyn FnMut(&mut Vec<u8>) -> bool,
+    ) -> Result<u64, OpError> {
+        Err(OpError::new(
+            ErrorClass::Application,
+            "COPY … FROM STDIN is PostgreSQL's",
+        ))
+    }
     /// Whether it pipelines (pgbench's `\startpipeline`): sends statements without waiting
     /// for the replies before them; why not, if not.
     fn pipelines(&self) -> Result<(), &'static str> {

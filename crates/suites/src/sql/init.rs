@@ -7,6 +7,7 @@
 
 use engine::driver::{Dialect, ErrorClass, OpError, SqlSession};
 use engine::plan::{Kind, PlanError, RawPlan, Setting};
+use std::io::Write;
 
 const HEADING: Option<&str> = Some("SQL suite (pgbench)");
 
@@ -278,19 +279,18 @@ fn create(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(),
 
 /// Creates and loads pgbench's tables in `shape` for `scale` on `session`.
 pub fn init(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(), OpError> {
-    let dialect = session.dialect();
     create(session, scale, shape)?;
     let accounts = ACCOUNTS * scale;
-    match dialect {
+    match session.dialect() {
         Dialect::Postgres => {
-            session.batch(&format!(
-                "insert into pgbench_branches(bid, bbalance) select bid, 0 from generate_series(1, {scale}) bid; \
-                 insert into pgbench_tellers(tid, bid, tbalance) select tid, (tid - 1) / {TELLERS} + 1, 0 \
-                   from generate_series(1, {}) tid; \
-                 insert into pgbench_accounts(aid, bid, abalance, filler) select aid, (aid - 1) / {ACCOUNTS} + 1, 0, '' \
-                   from generate_series(1, {accounts}) aid",
-                TELLERS * scale
-            ))?;
+            load(session, scale, shape)?;
+            // As `pgbench -i` does (its step `v`, before the keys): the rows' hint bits and
+            // visibility set before the run, not by its first transactions; only dyno's tables
+            // (an unqualified `analyze` would go through every table of the database).
+            session.batch(
+                "vacuum analyze pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history",
+            )?;
+            keys(session, shape)
         }
         Dialect::MySql => {
             insert_rows(session, "pgbench_branches(bid, bbalance)", scale, |b| {
@@ -308,8 +308,17 @@ pub fn init(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(
                 accounts,
                 |a| format!("({a}, {}, 0, '')", (a - 1) / ACCOUNTS + 1),
             )?;
+            // InnoDB rebuilds a table when its primary key is added: the statistics after.
+            keys(session, shape)?;
+            session.batch(
+                "analyze table pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history",
+            )
         }
     }
+}
+
+/// pgbench's primary keys, and its foreign keys if asked.
+fn keys(session: &mut dyn SqlSession, shape: &Shape) -> Result<(), OpError> {
     for (table, key) in [
         ("pgbench_branches", "bid"),
         ("pgbench_tellers", "tid"),
@@ -324,17 +333,77 @@ pub fn init(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(
             ))?;
         }
     }
-    match dialect {
-        // As `pgbench -i` does (its step `v`): the rows' hint bits and visibility set before the
-        // run, not by its first transactions; only dyno's tables (an unqualified `analyze`
-        // would go through every table of the database).
-        Dialect::Postgres => session.batch(
-            "vacuum analyze pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history",
-        ),
-        Dialect::MySql => session.batch(
-            "analyze table pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history",
-        ),
+    Ok(())
+}
+
+/// Loads pgbench's rows on PostgreSQL as `pgbench -i` does by default (its step `g`): in one
+/// transaction that first empties the tables, each table `COPY`'d from the client, `FREEZE`
+/// where the table is an ordinary one (not partitioned). Its rows are then frozen and its pages
+/// written as they filled (COPY's ring of buffers), where an `INSERT … SELECT` from
+/// `generate_series` (pgbench's step `G`) leaves the rows unfrozen and the whole table dirty in
+/// the server's buffers: pgbench's own `select-only` ran at 0.987× the rate after `G` (ten
+/// alternating rounds of 8 s at scale 8, 2026-11-29; `docs/src/measurements/sql.md`).
+fn load(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(), OpError> {
+    session.batch("begin")?;
+    let loaded = (|| {
+        session.batch(
+            "truncate table pgbench_accounts, pgbench_branches, pgbench_history, pgbench_tellers",
+        )?;
+        let freeze = " with (freeze on)";
+        copy_rows(session, "pgbench_branches", freeze, scale, |out, b| {
+            writeln!(out, "{b}\t0\t\\N")
+        })?;
+        copy_rows(
+            session,
+            "pgbench_tellers",
+            freeze,
+            TELLERS * scale,
+            |out, t| writeln!(out, "{t}\t{}\t0\t\\N", (t - 1) / TELLERS + 1),
+        )?;
+        let freeze = if shape.partitions == 0 { freeze } else { "" };
+        copy_rows(
+            session,
+            "pgbench_accounts",
+            freeze,
+            ACCOUNTS * scale,
+            |out, a| writeln!(out, "{a}\t{}\t0\t", (a - 1) / ACCOUNTS + 1),
+        )?;
+        session.batch("commit")
+    })();
+    if loaded.is_err() {
+        let _ = session.batch("rollback");
     }
+    loaded
+}
+
+/// Bytes of rows per CopyData message.
+const COPY_CHUNK: usize = 64 * 1024;
+
+/// Copies rows 1..=`count` of `table`, each written by `row` (a line of COPY's text format).
+fn copy_rows(
+    session: &mut dyn SqlSession,
+    table: &str,
+    options: &str,
+    count: u64,
+    row: impl Fn(&mut Vec<u8>, u64) -> std::io::Result<()>,
+) -> Result<(), OpError> {
+    let mut next = 1;
+    let copied = session.copy_in(&format!("copy {table} from stdin{options}"), &mut |out| {
+        let start = out.len();
+        while next <= count && out.len() - start < COPY_CHUNK {
+            // Writing into a Vec cannot fail.
+            let _ = row(out, next);
+            next += 1;
+        }
+        next <= count
+    })?;
+    if copied != count {
+        return Err(OpError::new(
+            ErrorClass::Application,
+            format!("copying {table}: the server took {copied} rows of {count}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Inserts rows 1..=`count` of `table`, each written by `row`, in statements of

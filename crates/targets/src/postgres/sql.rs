@@ -90,6 +90,14 @@ impl SqlSession for PgSql {
         self.w.batch(sql)
     }
 
+    fn copy_in(
+        &mut self,
+        sql: &str,
+        fill: &mut dyn FnMut(&mut Vec<u8>) -> bool,
+    ) -> Result<u64, OpError> {
+        self.w.copy_in(sql, fill)
+    }
+
     fn pipelines(&self) -> Result<(), &'static str> {
         match self.mode {
             QueryMode::Simple => Err(SIMPLE_NO_PIPELINES),

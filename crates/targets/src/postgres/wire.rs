@@ -646,5 +646,6 @@ impl Drop for Wire {
     }
 }
 
+mod copy;
 #[cfg(test)]
 mod tests;

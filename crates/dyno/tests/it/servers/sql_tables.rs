@@ -151,6 +151,56 @@ fn pgbench_init_options_shape_the_tables_on_both_databases() {
     }
 }
 
+/// A script that fails unless every page of pgbench's branches, tellers and `accounts` (the
+/// accounts' table, or one of its partitions) is all frozen in the visibility map, and every
+/// account is there: as `pgbench -i` leaves them on PostgreSQL 14 and later, loaded by
+/// `COPY … FREEZE` in the transaction that emptied them (`pg_visibility`, made by the test).
+fn frozen(accounts: &str) -> String {
+    let pages = |table: &str| {
+        format!(
+            "(SELECT all_frozen FROM public.pg_visibility_map_summary('{table}'))
+  - (SELECT relpages FROM pg_class WHERE oid = '{table}'::regclass)"
+        )
+    };
+    format!(
+        "SELECT {} + {} AS few_tellers_branches, {} AS few_accounts, (SELECT count(*) FROM pgbench_accounts) AS n \\gset
+\\if :few_tellers_branches <> 0 OR :few_accounts <> 0 OR :n <> 200000
+  \\set fail 1 / 0
+\\endif
+",
+        pages("pgbench_tellers"),
+        pages("pgbench_branches"),
+        pages(accounts)
+    )
+}
+
+/// dyno loads pgbench's tables on PostgreSQL as `pgbench -i` does by default, frozen; a
+/// partition of pgbench_accounts, which pgbench copies without `FREEZE` (PostgreSQL refuses it
+/// on a partitioned table), is not, and the check says so.
+#[test]
+fn pgbench_tables_are_loaded_frozen_as_pgbench_loads_them() {
+    let Some((pg, _maria)) = servers() else {
+        return;
+    };
+    let st = super::sql::store(&pg.url());
+    let mut s = st.connect_sql().unwrap();
+    s.batch("create extension if not exists pg_visibility schema public")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("whole.sql"), frozen("pgbench_accounts")).unwrap();
+    std::fs::write(dir.path().join("part.sql"), frozen("pgbench_accounts_1")).unwrap();
+    let run = |script: &str, flags: &[&str], out: &str| {
+        let args = [&["--script", script, "--scale", "2"][..], flags].concat();
+        let (_, status, reason) = sql_case(dir.path(), &pg.url(), &args, out);
+        (status, reason)
+    };
+    let (status, reason) = run("whole.sql", &[], "whole");
+    assert_eq!(status, "ok", "{reason}");
+    let (status, reason) = run("part.sql", &["--partitions", "2"], "partitioned");
+    assert_eq!(status, "failed");
+    assert!(reason.contains("division by zero"), "{reason}");
+}
+
 /// Fails unless sbtest1's id is a plain integer column with a secondary index and no primary
 /// key, and k has no index (sysbench's `--auto-inc off --secondary on --create-secondary
 /// off`), on PostgreSQL.
@@ -219,4 +269,46 @@ fn sysbench_table_options_shape_its_tables_on_both_databases() {
         assert_eq!(status, "failed", "{url}");
         assert!(reason.contains("division by zero"), "{reason}");
     }
+}
+
+/// `COPY … FROM STDIN` on PostgreSQL: rows sent in as many messages as they fill, counted by the
+/// server; a bad row refused with the server's word for it and nothing loaded; a statement that
+/// is no copy refused; the session usable after each.
+#[test]
+fn copy_in_loads_rows_and_refuses_a_bad_one_whole() {
+    let Some((pg, _maria)) = servers() else {
+        return;
+    };
+    let st = super::sql::store(&pg.url());
+    let mut s = st.connect_sql().unwrap();
+    s.batch("create table copied (a int, b text)").unwrap();
+    let mut next = 0;
+    let rows = s.copy_in("copy copied from stdin", &mut |out| {
+        for _ in 0..700 {
+            out.extend_from_slice(format!("{next}\tx\n").as_bytes());
+            next += 1;
+        }
+        next < 7_000
+    });
+    assert_eq!(rows.unwrap(), 7_000);
+    let count = |s: &mut dyn engine::driver::SqlSession| {
+        super::sql::one(s, "select count(*) from copied").unwrap()
+    };
+    assert_eq!(count(s.as_mut()), "7000");
+    let mut sent = false;
+    let bad = s.copy_in("copy copied from stdin", &mut |out| {
+        out.extend_from_slice(b"1\ty\nnot a number\tz\n");
+        sent = !sent;
+        sent
+    });
+    let e = bad.unwrap_err().to_string();
+    assert!(e.contains("invalid input syntax for type integer"), "{e}");
+    assert_eq!(count(s.as_mut()), "7000");
+    let e = s
+        .copy_in("select 1", &mut |_| false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`select 1` is no COPY … FROM STDIN"), "{e}");
+    assert_eq!(count(s.as_mut()), "7000");
+    s.batch("drop table copied").unwrap();
 }
