@@ -384,28 +384,34 @@ fn gone_peer(s: &mut Stream) -> bool {
 }
 
 /// Each read waits with a deadline that its reply beats: the scheduler forgets such timers
-/// once they outnumber its fibers, so 4 clients' 3,000 round trips each never have more than a
-/// few dozen timers held (before, one for every wait of the last 30 s).
+/// once they outnumber its fibers, so 4 clients' 5,000 round trips each never have more than a
+/// few dozen timers held (before, one for every wait of the last 30 s) — while the live one is
+/// kept: a read with no reply ends at its 300 ms deadline while the others' timers are being
+/// forgotten (were it forgotten too, the silent peer's end after 3 s would end the read).
 #[test]
 fn the_deadlines_of_waits_that_ended_are_forgotten() {
-    let (clients, rounds) = (4, 3_000);
+    let (clients, rounds) = (4, 5_000);
     for generators in backends(1) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server = std::thread::spawn(move || {
             let mut handles = Vec::new();
-            for _ in 0..clients {
+            for i in 0..=clients {
                 let (mut s, _) = listener.accept().unwrap();
+                let silent = i == clients;
+                // Bounded: the silent peer gives up after 3 s.
+                s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
                 handles.push(std::thread::spawn(move || {
                     let mut b = [0u8; 1];
-                    while s.read_exact(&mut b).is_ok() && s.write_all(&b).is_ok() {}
+                    // The silent peer reads and never answers, until its client has gone.
+                    while s.read_exact(&mut b).is_ok() && (silent || s.write_all(&b).is_ok()) {}
                 }));
             }
             for h in handles {
                 h.join().unwrap();
             }
         });
-        let jobs = (0..clients)
+        let mut jobs: Vec<Job<'_, usize>> = (0..clients)
             .map(|_| -> Job<'_, usize> {
                 Box::new(|| {
                     let mut s = Stream::connect(&addr, Duration::from_secs(5)).unwrap();
@@ -420,10 +426,23 @@ fn the_deadlines_of_waits_that_ended_are_forgotten() {
                 })
             })
             .collect();
+        jobs.push(Box::new(|| {
+            // Connected after the echoing clients, which run first on the one thread (the
+            // server takes the last connection as the silent one).
+            let mut s = Stream::connect(&addr, Duration::from_secs(5)).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(300)));
+            let t = Instant::now();
+            let e = s.read_exact(&mut [0u8; 1]).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+            let waited = t.elapsed();
+            assert!(waited < Duration::from_secs(2), "{waited:?}");
+            0
+        }));
+        let fibers = clients + 1;
         for most in join_all(generators, jobs) {
             let most = most.unwrap();
             assert!(
-                most <= 2 * clients + 65,
+                most <= 2 * fibers + 65,
                 "{generators:?}: {most} timers held"
             );
         }

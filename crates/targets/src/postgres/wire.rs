@@ -569,22 +569,27 @@ impl Wire {
 
     fn read_message_once(&mut self, context: &str) -> Result<(), OpError> {
         loop {
-            let mut header = [0u8; 5];
-            (self.input.read_exact(&mut header)).map_err(|e| read_err(context, &e))?;
-            let len = i32::from_be_bytes([header[1], header[2], header[3], header[4]]);
-            if !(4..=MAX_MESSAGE as i32).contains(&len) {
-                return Err(malformed(
-                    context,
-                    Malformed("a message of impossible length"),
-                ));
-            }
-            self.kind = header[0];
-            self.body.resize(len as usize - 4, 0);
-            (self.input.read_exact(&mut self.body)).map_err(|e| read_err(context, &e))?;
+            self.read_frame(context)?;
             if !matches!(self.kind, b'N' | b'S' | b'A') {
                 return Ok(());
             }
         }
+    }
+
+    /// Reads one message of any type: its type into `self.kind`, its body into `self.body`.
+    fn read_frame(&mut self, context: &str) -> Result<(), OpError> {
+        let mut header = [0u8; 5];
+        (self.input.read_exact(&mut header)).map_err(|e| read_err(context, &e))?;
+        let len = i32::from_be_bytes([header[1], header[2], header[3], header[4]]);
+        if !(4..=MAX_MESSAGE as i32).contains(&len) {
+            return Err(malformed(
+                context,
+                Malformed("a message of impossible length"),
+            ));
+        }
+        self.kind = header[0];
+        self.body.resize(len as usize - 4, 0);
+        (self.input.read_exact(&mut self.body)).map_err(|e| read_err(context, &e))
     }
 }
 

@@ -151,20 +151,22 @@ fn pgbench_init_options_shape_the_tables_on_both_databases() {
     }
 }
 
-/// A script that fails unless every page of pgbench's branches, tellers and `accounts` (the
-/// accounts' table, or one of its partitions) is all frozen in the visibility map, and every
-/// account is there: as `pgbench -i` leaves them on PostgreSQL 14 and later, loaded by
-/// `COPY … FREEZE` in the transaction that emptied them (`pg_visibility`, made by the test).
-fn frozen(accounts: &str) -> String {
+/// A script that fails unless every page of pgbench's branches and tellers is all frozen in the
+/// visibility map, every account is there, and `accounts` (the accounts' table, or one of its
+/// partitions) is all frozen or, with `frozen` false, is not: as `pgbench -i` leaves them on
+/// PostgreSQL 14 and later, loaded by `COPY … FREEZE` in the transaction that emptied them,
+/// partitions without it (`pg_visibility`, made by the test).
+fn frozen(accounts: &str, frozen: bool) -> String {
     let pages = |table: &str| {
         format!(
             "(SELECT all_frozen FROM public.pg_visibility_map_summary('{table}'))
   - (SELECT relpages FROM pg_class WHERE oid = '{table}'::regclass)"
         )
     };
+    let accounts_wrong = if frozen { "<> 0" } else { "= 0" };
     format!(
         "SELECT {} + {} AS few_tellers_branches, {} AS few_accounts, (SELECT count(*) FROM pgbench_accounts) AS n \\gset
-\\if :few_tellers_branches <> 0 OR :few_accounts <> 0 OR :n <> 200000
+\\if :few_tellers_branches <> 0 OR :few_accounts {accounts_wrong} OR :n <> 200000
   \\set fail 1 / 0
 \\endif
 ",
@@ -176,7 +178,7 @@ fn frozen(accounts: &str) -> String {
 
 /// dyno loads pgbench's tables on PostgreSQL as `pgbench -i` does by default, frozen; a
 /// partition of pgbench_accounts, which pgbench copies without `FREEZE` (PostgreSQL refuses it
-/// on a partitioned table), is not, and the check says so.
+/// on a partitioned table), is not, and the check that it is fails.
 #[test]
 fn pgbench_tables_are_loaded_frozen_as_pgbench_loads_them() {
     let Some((pg, _maria)) = servers() else {
@@ -187,8 +189,13 @@ fn pgbench_tables_are_loaded_frozen_as_pgbench_loads_them() {
     s.batch("create extension if not exists pg_visibility schema public")
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("whole.sql"), frozen("pgbench_accounts")).unwrap();
-    std::fs::write(dir.path().join("part.sql"), frozen("pgbench_accounts_1")).unwrap();
+    for (name, accounts, is_frozen) in [
+        ("whole.sql", "pgbench_accounts", true),
+        ("part.sql", "pgbench_accounts_1", false),
+        ("part-frozen.sql", "pgbench_accounts_1", true),
+    ] {
+        std::fs::write(dir.path().join(name), frozen(accounts, is_frozen)).unwrap();
+    }
     let run = |script: &str, flags: &[&str], out: &str| {
         let args = [&["--script", script, "--scale", "2"][..], flags].concat();
         let (_, status, reason) = sql_case(dir.path(), &pg.url(), &args, out);
@@ -197,6 +204,8 @@ fn pgbench_tables_are_loaded_frozen_as_pgbench_loads_them() {
     let (status, reason) = run("whole.sql", &[], "whole");
     assert_eq!(status, "ok", "{reason}");
     let (status, reason) = run("part.sql", &["--partitions", "2"], "partitioned");
+    assert_eq!(status, "ok", "{reason}");
+    let (status, reason) = run("part-frozen.sql", &["--partitions", "2"], "part-frozen");
     assert_eq!(status, "failed");
     assert!(reason.contains("division by zero"), "{reason}");
 }
@@ -303,6 +312,23 @@ fn copy_in_loads_rows_and_refuses_a_bad_one_whole() {
     });
     let e = bad.unwrap_err().to_string();
     assert!(e.contains("invalid input syntax for type integer"), "{e}");
+    assert_eq!(count(s.as_mut()), "7000");
+    // A bad row first, then up to 20,000 chunks of good ones: the copy stops soon after the
+    // server's refusal arrives rather than making and sending them all.
+    let mut chunks = 0;
+    let bad = s.copy_in("copy copied from stdin", &mut |out| {
+        if chunks == 0 {
+            out.extend_from_slice(b"not a number\tz\n");
+        }
+        for i in 0..700 {
+            out.extend_from_slice(format!("{i}\tx\n").as_bytes());
+        }
+        chunks += 1;
+        chunks < 20_000
+    });
+    let e = bad.unwrap_err().to_string();
+    assert!(e.contains("invalid input syntax for type integer"), "{e}");
+    assert!(chunks < 2_000, "{chunks} chunks made after the refusal");
     assert_eq!(count(s.as_mut()), "7000");
     let e = s
         .copy_in("select 1", &mut |_| false)
