@@ -371,9 +371,15 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
     let c = crate::common::case(&rec, "postgres", "select-only");
     let rep = &c["reps"][0];
     let n = rep["ops"].as_u64().unwrap();
+    // Those already later than the limit when due are skipped (as pgbench skips them): how
+    // many depends on how late this machine wakes the generator, so the schedule's count is
+    // the run ones and the skipped together.
+    let skipped = rep["detail"]["custom"]["figures"]["skipped"]
+        .as_u64()
+        .unwrap();
     assert!(
-        (450..=750).contains(&n),
-        "{n} transactions at 300/s for 2 s"
+        n > 0 && (450..=750).contains(&(n + skipped)),
+        "{n} transactions run and {skipped} skipped at 300/s for 2 s"
     );
     assert!(
         rep["by_op"]["schedule lag"]["count"].as_u64() == Some(n),
