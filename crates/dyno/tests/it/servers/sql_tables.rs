@@ -181,7 +181,7 @@ fn frozen(accounts: &str, frozen: bool) -> String {
 /// on a partitioned table), is not, and the check that it is fails.
 #[test]
 fn pgbench_tables_are_loaded_frozen_as_pgbench_loads_them() {
-    let Some((pg, _maria)) = servers() else {
+    let Some(pg) = testkit::Postgres::start() else {
         return;
     };
     let st = super::sql::store(&pg.url());
@@ -285,7 +285,7 @@ fn sysbench_table_options_shape_its_tables_on_both_databases() {
 /// is no copy refused; the session usable after each.
 #[test]
 fn copy_in_loads_rows_and_refuses_a_bad_one_whole() {
-    let Some((pg, _maria)) = servers() else {
+    let Some(pg) = testkit::Postgres::start() else {
         return;
     };
     let st = super::sql::store(&pg.url());
