@@ -141,8 +141,17 @@ fn kill_master(target: &str, clients: u32, failover_ns: u64) -> serde_json::Valu
             .filter_map(|p| p["why"].as_str())
             .any(|w| w.contains("lost"));
         assert!(named, "{v}");
-    } else {
-        assert_eq!(v["verdict"], "valid", "{v}");
+    } else if v["verdict"] != "valid" {
+        // The read-back reads each key's last write, and a loss the set test wrote over is no
+        // longer there to find; the history keeps it. A primary back empty before the failover
+        // (its 5 s outlasted by Sentinel on a loaded machine) hands its emptiness to the replicas:
+        // once in CI (2026-11-29) reads 26.3 s in found nothing on each of the 50 keys, later
+        // writes set them all again, and the read-back found none lost. Such a run's proofs
+        // are each a read of nothing after an acknowledged write.
+        let emptied = (v["proofs"].as_array().unwrap().iter())
+            .filter_map(|p| p["why"].as_str())
+            .all(|w| w.contains(" found nothing ") && w.ends_with("a write lost"));
+        assert!(emptied, "{lost}\n{v}");
     }
     // The seed's table, at this level.
     assert!(

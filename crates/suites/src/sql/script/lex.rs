@@ -1,6 +1,9 @@
 //! A script's text cut as pgbench's lexer cuts it: SQL commands ended by `;` outside
 //! parentheses, over as many lines as they take, with quotes (`'…'`, `E'…'`, `"…"`,
-//! `$tag$…$tag$`, and MySQL's `` `…` ``) and comments (`--`, nested `/* */`) read through; `\;`
+//! `$tag$…$tag$`, and MySQL's `` `…` ``) and comments (`--`, nested `/* */`) read through, and
+//! the body of a `CREATE [OR REPLACE] FUNCTION|PROCEDURE` read to its `END` (`BEGIN ATOMIC … END`
+//! on PostgreSQL, `BEGIN … END` on MySQL: a `;` inside ends nothing, as psql and pgbench read
+//! it, by the same rule of thumb: each `BEGIN`, and a `CASE` inside one, is closed by an `END`); `\;`
 //! joins statements into one compound command (sent as one query), `\:` is a `:`; any other
 //! `\` outside quotes begins a meta-command that runs to the line's end (a `\` there goes on
 //! to the next line) and ends the SQL before it, so `SELECT … \gset` on one line is a query and
@@ -42,6 +45,7 @@ pub(super) fn pieces(text: &str) -> Result<Vec<Piece>, ScriptError> {
         starts: vec![0],
         joined_at: (0, 0),
         depth: 0,
+        routine: Routine::default(),
         out: Vec::new(),
     };
     while l.i < l.b.len() {
@@ -66,7 +70,57 @@ struct Lexer<'a> {
     joined_at: (usize, usize),
     /// Parentheses open in the SQL being read: a `;` inside them ends nothing.
     depth: usize,
+    routine: Routine,
     out: Vec<Piece>,
+}
+
+/// The words of the SQL being read, as far as they tell whether it makes a function or a
+/// procedure, and the blocks of its body open at the moment: `BEGIN`, and a `CASE` inside one,
+/// each closed by an `END`; MySQL's `END IF`, `END LOOP`, `END WHILE` and `END REPEAT` close
+/// what is not counted, and `END CASE` the `CASE` that was.
+#[derive(Default)]
+struct Routine {
+    /// Words read so far, of which the first four: `create`, `or`, `replace`, `function`
+    /// or `procedure` by their first letter, any other word as a blank.
+    words: usize,
+    first: [u8; 4],
+    blocks: usize,
+    /// The last word was an `END` that closed a block.
+    after_end: bool,
+}
+
+impl Routine {
+    fn word(&mut self, w: &str, parens: usize) {
+        let is = |k: &str| w.eq_ignore_ascii_case(k);
+        let known = ["create", "or", "replace", "function", "procedure"];
+        if self.words < self.first.len() {
+            self.first[self.words] =
+                (known.iter().find(|k| is(k))).map_or(b' ', |k| k.as_bytes()[0]);
+        }
+        self.words += 1;
+        let routine = matches!(
+            &self.first,
+            [b'c', b'f' | b'p', ..] | [b'c', b'o', b'r', b'f' | b'p']
+        );
+        if !routine || parens > 0 {
+            return;
+        }
+        if std::mem::take(&mut self.after_end) {
+            if ["if", "loop", "while", "repeat"].iter().any(|k| is(k)) {
+                self.blocks += 1;
+                return;
+            }
+            if is("case") {
+                return;
+            }
+        }
+        if is("begin") || (self.blocks > 0 && is("case")) {
+            self.blocks += 1;
+        } else if is("end") && self.blocks > 0 {
+            self.blocks -= 1;
+            self.after_end = true;
+        }
+    }
 }
 
 /// A character an identifier may hold (`$` too, after its first).
@@ -151,7 +205,14 @@ impl Lexer<'_> {
                 self.i = to;
                 return Ok(());
             }
-            b';' if self.depth == 0 => {
+            c if (c.is_ascii_alphabetic() || c == b'_' || c >= 0x80)
+                && (i == 0 || !is_ident(b[i - 1])) =>
+            {
+                let end = (b[i..].iter().position(|&c| !is_ident(c))).map_or(b.len(), |n| i + n);
+                self.routine.word(&self.text[i..end], self.depth);
+                end
+            }
+            b';' if self.depth == 0 && self.routine.blocks == 0 => {
                 self.take(i, i + 1);
                 self.i = i + 1;
                 return self.end_sql();
@@ -238,6 +299,7 @@ impl Lexer<'_> {
         let text = self.sql.trim_end().to_string();
         self.sql.clear();
         self.depth = 0;
+        self.routine = Routine::default();
         let starts = std::mem::replace(&mut self.starts, vec![0]);
         if text.is_empty() {
             return Ok(());

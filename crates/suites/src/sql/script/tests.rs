@@ -192,6 +192,47 @@ fn quotes_and_comments_are_read_through() {
 }
 
 #[test]
+fn a_routine_body_is_read_to_its_end_as_psql_reads_it() {
+    let commands = |text: &str| -> Vec<String> {
+        let s = parse("f.sql", text).unwrap();
+        (s.commands.iter())
+            .map(|c| sql_of(c).0.to_string())
+            .collect()
+    };
+    // PostgreSQL's SQL-standard body: its `;`s end nothing until the END closing BEGIN ATOMIC,
+    // a CASE inside closed by its own END.
+    let f = "CREATE OR REPLACE FUNCTION f(a int) RETURNS int LANGUAGE sql\n\
+             BEGIN ATOMIC\n  SELECT CASE WHEN a > 0 THEN a END;\n  SELECT a + 1;\nEND;";
+    assert_eq!(commands(&format!("{f}\nSELECT f(1);")), [f, "SELECT f(1);"]);
+    let p = "create procedure p() language sql begin atomic insert into t values (1); end;";
+    assert_eq!(commands(&format!("{p} call p();")), [p, "call p();"]);
+    // MySQL's compound statement: END IF closes what BEGIN did not open, END CASE its CASE.
+    let m = "CREATE PROCEDURE m(x INT) BEGIN\n  IF x > 0 THEN SELECT 1; END IF;\n  \
+             CASE x WHEN 1 THEN SELECT 2; END CASE;\n  WHILE x > 0 DO SET x = x - 1; END WHILE;\nEND;";
+    assert_eq!(commands(&format!("{m}\nCALL m(1);")), [m, "CALL m(1);"]);
+    // Elsewhere BEGIN and END are words like any other: a transaction, a CASE, a name.
+    assert_eq!(
+        commands(
+            "BEGIN;\nSELECT CASE WHEN true THEN 1 END;\nCREATE TABLE begin_end (x int);\nEND;"
+        ),
+        [
+            "BEGIN;",
+            "SELECT CASE WHEN true THEN 1 END;",
+            "CREATE TABLE begin_end (x int);",
+            "END;"
+        ]
+    );
+    // A BEGIN in a function's parentheses or its quoted body counts for nothing.
+    let q = "CREATE FUNCTION g(\"begin\" int) RETURNS int AS $$ BEGIN RETURN 1; END; $$ LANGUAGE plpgsql;";
+    assert_eq!(commands(&format!("{q}\nSELECT 1;")), [q, "SELECT 1;"]);
+    // A body left open is one command to the script's end, as psql sends it.
+    assert_eq!(
+        commands("CREATE FUNCTION h() RETURNS int BEGIN ATOMIC SELECT 1;\nSELECT 2;").len(),
+        1
+    );
+}
+
+#[test]
 fn shell_commands_read_as_pgbench_splits_them() {
     let s = parse(
         "s.sql",
