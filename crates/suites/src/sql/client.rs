@@ -43,6 +43,19 @@ enum Prepared {
     PerValue(Vec<(String, usize)>),
     /// Prepared once, and queued in its pipeline (its reply read at `\endpipeline`).
     Piped(usize),
+    /// Prepared at its first run: when the session began the server did not know a table,
+    /// function, column, type or schema it names, which the script may make before it.
+    Later,
+}
+
+/// Whether the server refused to prepare a statement for naming something it does not know
+/// (PostgreSQL's SQLSTATEs 42P01, 42883, 42703, 42704 and 3F000; MySQL's errors 1146, 1305
+/// and 1054), as the drivers write them (`ERROR 42P01: …`, `ERROR 1146 (42S02): …`).
+fn names_the_unknown(message: &str) -> bool {
+    let pg = ["42P01", "42883", "42703", "42704", "3F000"];
+    let my = ["1146", "1305", "1054"];
+    (pg.iter()).any(|c| message.contains(&format!("ERROR {c}:")))
+        || (my.iter()).any(|c| message.contains(&format!("ERROR {c} (")))
 }
 
 /// What becomes of a statement's reply.
@@ -91,7 +104,8 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
         }
         // Every SQL command is made ready once, as the query mode says. Under `-M prepared`
         // it is prepared, as pgbench and sysbench prepare even `BEGIN` and `COMMIT`: one with
-        // variables, a `\gset` or `\aset` or in a pipeline must be, and one without that the server will
+        // variables, a `\gset` or `\aset` or in a pipeline must be (at its first run if it
+        // names what the server does not know yet), and one without that the server will
         // not prepare (several statements in one) is sent as written. Under the other modes
         // nothing reaches the server here.
         let prepared = |session: &mut dyn SqlSession, parts| {
@@ -111,7 +125,14 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
                 vars,
                 assign,
                 ..
-            } if !vars.is_empty() || assign.is_some() => Prepared::Once(prepared(session, parts)?),
+            } if !vars.is_empty() || assign.is_some() => match prepared(session, parts) {
+                Ok(stmt) => Prepared::Once(stmt),
+                // As pgbench prepares each command just before its first run.
+                Err(Failure::Sql { error, .. }) if names_the_unknown(&error.message) => {
+                    Prepared::Later
+                }
+                Err(f) => return Err(f),
+            },
             Kind::Sql { parts, .. } => match session.prepare(parts) {
                 Ok(stmt) => Prepared::Once(stmt),
                 // A connection lost or a reply late is no answer: the client ends, as for any
@@ -372,6 +393,15 @@ impl Client {
             Prepared::Once(s) | Prepared::Piped(s) => return Ok(*s),
             Prepared::PerValue(known) => known,
             Prepared::Text => unreachable!("SQL sent as written has no statement"),
+            Prepared::Later => {
+                let Kind::Sql { parts, .. } = sql else {
+                    unreachable!("only SQL is prepared");
+                };
+                let error = |error| Failure::Sql { line, error };
+                let stmt = session.prepare(parts).map_err(error)?;
+                *p = Prepared::Once(stmt);
+                return Ok(stmt);
+            }
         };
         let Kind::Sql {
             parts,

@@ -377,3 +377,62 @@ fn a_mysql_call_is_read_to_its_end() {
     drop(s);
     st.close().unwrap();
 }
+
+/// A script that makes a function and then calls it with a variable: the function's body is
+/// one command to its END (PostgreSQL's `BEGIN ATOMIC`, MariaDB's compound statement, each
+/// with a `;` and a CASE inside), and under `-M prepared` the call, which the server could not
+/// prepare when the session began, is prepared at its first run, as pgbench prepares each
+/// command just before it first sends it. A statement naming what is never made still fails,
+/// named by its line.
+#[test]
+fn a_script_makes_a_function_and_calls_it_prepared() {
+    let Some((pg, maria)) = servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let check = "SELECT dyno_next(:client_id) AS n \\gset\n\
+                 \\if :n <> :client_id + 1\n  \\set fail 1 / 0\n\\endif\n";
+    let pg_fn = "CREATE OR REPLACE FUNCTION dyno_next(a int) RETURNS int LANGUAGE sql\n\
+                 BEGIN ATOMIC\n  SELECT CASE WHEN a >= 0 THEN a + 1 END;\nEND;\n";
+    let maria_fn = "CREATE OR REPLACE FUNCTION dyno_next(a INT) RETURNS INT DETERMINISTIC\n\
+                    BEGIN\n  IF a < 0 THEN RETURN 0; END IF;\n  \
+                    CASE WHEN a >= 0 THEN RETURN a + 1; ELSE RETURN 0; END CASE;\nEND;\n";
+    std::fs::write(dir.path().join("pg.sql"), format!("{pg_fn}{check}")).unwrap();
+    std::fs::write(dir.path().join("maria.sql"), format!("{maria_fn}{check}")).unwrap();
+    std::fs::write(
+        dir.path().join("never.sql"),
+        "SELECT 1;\nSELECT dyno_never(:client_id);\n",
+    )
+    .unwrap();
+    // One client: two replacing one function at once collide on PostgreSQL's catalog row.
+    let run = |url: &str, script: &str, out: &str| {
+        let done = crate::common::dyno(dir.path())
+            .args([
+                "run", "--suite", "sql", "-M", "prepared", "--script", script,
+            ])
+            .args(["-t", "5", "-c", "1", "-o", out, url])
+            .assert();
+        let c = crate::common::record(&dir.path().join(out))["cases"][0].clone();
+        assert_eq!(
+            done.get_output().status.success(),
+            c["status"] == "ok",
+            "{c}"
+        );
+        c
+    };
+    for (url, script) in [(pg.url(), "pg.sql"), (maria.url(), "maria.sql")] {
+        let c = run(&url, script, &format!("run-{script}"));
+        assert_eq!(c["status"], "ok", "{url}: {}", c["reason"]);
+        let figures = &c["reps"][0]["detail"]["custom"]["figures"];
+        assert_eq!(figures["transactions"], 5, "{figures}");
+        // Each transaction fails at the call, the error kept with its line.
+        let c = run(&url, "never.sql", &format!("never-{script}"));
+        assert_eq!(c["status"], "failed");
+        assert!(c["reason"].to_string().contains("5 failed"), "{c}");
+        let errors = c["error_examples"]["application"].to_string();
+        assert!(
+            errors.contains("line 2: ") && errors.contains("dyno_never"),
+            "{c}"
+        );
+    }
+}
