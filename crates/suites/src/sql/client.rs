@@ -48,14 +48,36 @@ enum Prepared {
     Later,
 }
 
-/// Whether the server refused to prepare a statement for naming something it does not know
-/// (PostgreSQL's SQLSTATEs 42P01, 42883, 42703, 42704 and 3F000; MySQL's errors 1146, 1305
-/// and 1054), as the drivers write them (`ERROR 42P01: …`, `ERROR 1146 (42S02): …`).
-fn names_the_unknown(message: &str) -> bool {
-    let pg = ["42P01", "42883", "42703", "42704", "3F000"];
-    let my = ["1146", "1305", "1054"];
-    (pg.iter()).any(|c| message.contains(&format!("ERROR {c}:")))
-        || (my.iter()).any(|c| message.contains(&format!("ERROR {c} (")))
+/// A server's error code as the drivers write it into their messages: PostgreSQL's SQLSTATE
+/// (`postgres: …: ERROR 42P01: …`), or MySQL's error number and SQLSTATE (`mysql: …: ERROR 1146
+/// (42S02): …`). MySQL's number is needed beside its SQLSTATE: 42000 alone is both a syntax error
+/// and an unknown function, and 40001 is its deadlock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ServerCode<'a> {
+    Postgres(&'a str),
+    Mysql(u16, &'a str),
+}
+
+impl<'a> ServerCode<'a> {
+    /// The code in a driver's message; None for an error the server did not send.
+    pub fn of(message: &'a str) -> Option<ServerCode<'a>> {
+        let (_, rest) = message.split_once("ERROR ")?;
+        let (code, _) = rest.split_once(':')?;
+        match code.split_once(" (") {
+            Some((n, state)) => Some(ServerCode::Mysql(n.parse().ok()?, state.strip_suffix(')')?)),
+            None => Some(ServerCode::Postgres(code)),
+        }
+    }
+
+    /// Whether the server refused a statement for naming a table, function, column, type or
+    /// schema it does not know (PostgreSQL's 42P01, 42883, 42703, 42704, 3F000; MySQL's 1146,
+    /// 1305, 1054).
+    fn names_the_unknown(self) -> bool {
+        match self {
+            ServerCode::Postgres(s) => ["42P01", "42883", "42703", "42704", "3F000"].contains(&s),
+            ServerCode::Mysql(n, _) => [1146, 1305, 1054].contains(&n),
+        }
+    }
 }
 
 /// What becomes of a statement's reply.
@@ -128,7 +150,10 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
             } if !vars.is_empty() || assign.is_some() => match prepared(session, parts) {
                 Ok(stmt) => Prepared::Once(stmt),
                 // As pgbench prepares each command just before its first run.
-                Err(Failure::Sql { error, .. }) if names_the_unknown(&error.message) => {
+                Err(Failure::Sql { error, .. })
+                    if ServerCode::of(&error.message)
+                        .is_some_and(ServerCode::names_the_unknown) =>
+                {
                     Prepared::Later
                 }
                 Err(f) => return Err(f),
@@ -645,3 +670,6 @@ fn param(s: &Slot) -> SqlParam<'_> {
         (false, None) => SqlParam::Text(&s.text),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,7 +3,7 @@
 //! at the end the TPC-B invariant checked where the scripts keep it.
 
 use super::SqlSettings;
-use super::client::{self, Client, Failure};
+use super::client::{self, Client, Failure, ServerCode};
 use super::random::Prng;
 use super::script::{Kind, Script, Source};
 use super::session::{close, reconnect, set_up};
@@ -508,21 +508,19 @@ impl Conflict {
     }
 }
 
-/// Which of them an error is, by its SQLSTATE or number as the drivers write it (`ERROR 40001:
-/// …` from PostgreSQL, `ERROR 1213 (40001): …` from MySQL; 40P01 is PostgreSQL's deadlock).
+/// Which of them an error is, by the server's code: a deadlock (PostgreSQL's 40P01, MySQL's
+/// 1213), a serialization failure (40001), or, for sysbench's scripts, another error sysbench
+/// retries (a duplicate key, 23505; MySQL's lock wait timeout, 1205, and changed record, 1020).
 fn conflict(message: &str, sysbench: bool) -> Option<Conflict> {
-    if message.contains("ERROR 40P01") || message.contains("ERROR 1213 (") {
-        Some(Conflict::Deadlock)
-    } else if message.contains("ERROR 40001") || message.contains("(40001)") {
-        Some(Conflict::Serialization)
-    } else if sysbench
-        && ["ERROR 23505", "ERROR 1205 (", "ERROR 1020 ("]
-            .iter()
-            .any(|e| message.contains(e))
-    {
-        Some(Conflict::Other)
-    } else {
-        None
+    match ServerCode::of(message)? {
+        ServerCode::Postgres("40P01") | ServerCode::Mysql(1213, _) => Some(Conflict::Deadlock),
+        ServerCode::Postgres("40001") | ServerCode::Mysql(_, "40001") => {
+            Some(Conflict::Serialization)
+        }
+        ServerCode::Postgres("23505") | ServerCode::Mysql(1205 | 1020, _) if sysbench => {
+            Some(Conflict::Other)
+        }
+        _ => None,
     }
 }
 
@@ -591,3 +589,6 @@ fn sum(session: &mut dyn SqlSession, column: &str, table: &str) -> Result<String
     // The sum of no rows is NULL: 0, as the history's is before any write.
     Ok(got.unwrap_or_else(|| "0".into()))
 }
+
+#[cfg(test)]
+mod tests;
