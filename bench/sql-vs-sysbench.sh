@@ -5,8 +5,8 @@
 # in turn within each round (sysbench first in odd rounds, dyno first in even ones). Servers on core 1, both
 # generators on core 0. Per round, database and workload: transactions per second, the
 # generator's CPU per transaction (user + system of the whole process, GNU time; dyno's making
-# of its tables included, sysbench's `prepare` not), and the median latency (sysbench asked for
-# its 50th percentile with --percentile=50; dyno's p50). Then the ratios dyno / sysbench per
+# of its tables included, sysbench's `prepare` not), and the median latency (dyno's p50;
+# sysbench's from its --histogram, below). Then the ratios dyno / sysbench per
 # round and their median. Each tool works on its own tables (sysbench's in `public` or database
 # sbtest, dyno's in its own schema or database), made afresh before each run (`sysbench cleanup`
 # and `prepare` before sysbench's, not in its CPU; dyno makes its own in each run, in its CPU)
@@ -29,7 +29,15 @@
 # transaction's actual start) is shown beside. At a tenth of the server's capacity nothing
 # queues and the two figures measure the same round trip; at half, sysbench's late timer thread
 # sends bunched transactions that wait at the server (a packet capture, 2026-11-28:
-# docs/src/measurements/sql.md).
+# docs/src/measurements/sql.md). Last, the pair once more with one client each, in a closed
+# loop: neither tool's clients wait for one another at the server, nor for a timer thread, so
+# both time the same lone round trip from its start (the client's wake-up at each reply in it).
+# sysbench prints its percentile in milliseconds with two decimals: a point select's median of
+# 60-90 µs comes out as 0.07, 0.08 or 0.09, steps of 11-14%. Its histogram (--histogram) prints
+# the same buckets with three: 1,024 of them, each 1.8% wider than the one before, from 1 µs to
+# 100 s. The script reads sysbench's p50 from there by sysbench's own rule (the first bucket
+# whose running count reaches half the transactions, rounded) and checks that it rounds to the
+# two-decimal figure sysbench printed.
 # Traffic stays on 127.0.0.1.
 # Usage: bench/sql-vs-sysbench.sh [ROUNDS] [SECONDS] [CLIENTS] [RAND_TYPE]
 set -euo pipefail
@@ -64,7 +72,7 @@ dyno_url[mariadb]="mysql://dyno:secret@127.0.0.1:$myport"
 echo "$($dyno --version); $(sysbench --version)"
 echo "servers on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, --rand-type $rand"
 
-sysbench_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS -" (no service time)
+sysbench_run() { # DB WORKLOAD ROUND [RATE|0] [CLIENTS] -> "TPS CPU_PER_TX_US P50_MS -" (no service time)
   local cpu
   # Fresh tables for each run, as dyno makes its own in each (outside the timed part of both).
   # shellcheck disable=SC2086
@@ -72,8 +80,8 @@ sysbench_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS -" (no 
   # shellcheck disable=SC2086
   sysbench ${sb_args[$1]} oltp_read_write prepare >/dev/null
   # shellcheck disable=SC2086
-  cpu=$(timed "$work/sysbench.out" taskset -c 0 sysbench ${sb_args[$1]} --threads="$clients" \
-    --time="$secs" --percentile=50 --rand-type="$rand" --rate="${4:-0}" "$2" run)
+  cpu=$(timed "$work/sysbench.out" taskset -c 0 sysbench ${sb_args[$1]} --threads="${5:-$clients}" \
+    --time="$secs" --percentile=50 --histogram=on --rand-type="$rand" --rate="${4:-0}" "$2" run)
   # And gone after it, as dyno drops its own: left behind, its dead rows were purged (MariaDB)
   # or vacuumed (PostgreSQL) on the server's core while dyno ran next.
   # shellcheck disable=SC2086
@@ -82,15 +90,25 @@ sysbench_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS -" (no 
 import re, sys
 t = open(sys.argv[1]).read()
 tx, tps = re.search(r"transactions:\s+(\d+)\s+\(([\d.]+) per sec", t).groups()
-p50 = float(re.search(r"50th percentile:\s+([\d.]+)", t).group(1))
-print(tps, float(sys.argv[2]) * 1e6 / int(tx), p50, "-")
+printed = re.search(r"50th percentile:\s+([\d.]+)", t).group(1)
+# sysbench's rule (sb_histogram_snapshot_get_pct) over its printed buckets: the first whose
+# running count reaches floor(n * 50 / 100 + 0.5), n the histogram's whole count.
+buckets = [(float(v), int(c)) for v, c in re.findall(r"^\s*([\d.]+) \|\**\s+(\d+)$", t, re.M)]
+n = sum(c for _, c in buckets)
+need, seen = int(n * 0.5 + 0.5), 0
+for value, count in buckets:
+    seen += count
+    if seen >= need:
+        break
+assert abs(value - float(printed)) <= 0.0051, f"histogram's p50 {value} against the printed {printed}"
+print(tps, float(sys.argv[2]) * 1e6 / int(tx), value, "-")
 PY
 }
 
-dyno_run() { # DB WORKLOAD ROUND [RATE] -> "TPS CPU_PER_TX_US P50_MS SERVICE_P50_MS"
-  local cpu out="$work/dyno-$1-$2-$3-${4:-0}" rate=()
-  [ -n "${4:-}" ] && rate=(--rate "$4")
-  cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$2" -c "$clients" -d "${secs}s" \
+dyno_run() { # DB WORKLOAD ROUND [RATE|0] [CLIENTS] -> "TPS CPU_PER_TX_US P50_MS SERVICE_P50_MS"
+  local cpu out="$work/dyno-$1-$2-$3-${4:-0}-${5:-$clients}" rate=()
+  [ "${4:-0}" != 0 ] && rate=(--rate "$4")
+  cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$2" -c "${5:-$clients}" -d "${secs}s" \
     --rand-type "$rand" --max-tries 100 --quiet "${rate[@]}" -o "$out" "${dyno_url[$1]}")
   python3 - "$out/run.json" "$cpu" <<'PY'
 import json, sys
@@ -126,6 +144,11 @@ for round in $(seq 1 "$rounds"); do
           echo "$round $db $workload $tool@$part $tps $cpu $p50 $svc" >>"$results"
         done
       done
+      for tool in $order; do
+        read -r tps cpu p50 svc <<<"$("${tool}_run" "$db" "$workload" "$round" 0 1)"
+        printf "%-6s %-9s %-18s %-9s %10.0f %12.1f %9.3f %11s  one client\n" "$round" "$db" "$workload" "$tool" "$tps" "$cpu" "$p50" "$svc"
+        echo "$round $db $workload $tool@1c $tps $cpu $p50 $svc" >>"$results"
+      done
     done
   done
 done
@@ -148,7 +171,9 @@ for db in ("postgres", "mariadb"):
                                    ((2, 2), "p50 at 1/10 the rate", "dyno@10", "sysbench@10"),
                                    ((3, 2), "  service time p50", "dyno@10", "sysbench@10"),
                                    ((2, 2), "p50 at 1/2 the rate", "dyno@2", "sysbench@2"),
-                                   ((3, 2), "  service time p50", "dyno@2", "sysbench@2")):
+                                   ((3, 2), "  service time p50", "dyno@2", "sysbench@2"),
+                                   ((0, 0), "rate, one client", "dyno@1c", "sysbench@1c"),
+                                   ((2, 2), "p50, one client", "dyno@1c", "sysbench@1c")):
             v = [d[a][i] / d[b][j] for d in by.values()]
             print(f"  {db:9} {w:18} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x)")
 PY
