@@ -76,10 +76,11 @@ fn invariant_holds(s: &mut dyn SqlSession, tpcb: bool) {
 }
 
 const CUSTOM: &str = "\
+# MySQL's comment, read through on both databases: the hot accounts' share; 'quotes' are fine
 \\set aid random_zipfian(1, 100000 * :scale, 1.2)
 SELECT abalance, bid FROM pgbench_accounts WHERE aid = :aid;
 \\gset acct_
-SELECT count(*) AS branches FROM pgbench_branches;
+SELECT count(*) AS branches FROM pgbench_branches; # every branch; one at scale 1
 \\gset
 \\if :acct_bid = 1 AND :branches >= 1
   UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;

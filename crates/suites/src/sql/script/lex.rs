@@ -1,6 +1,7 @@
 //! A script's text cut as pgbench's lexer cuts it: SQL commands ended by `;` outside
 //! parentheses, over as many lines as they take, with quotes (`'…'`, `E'…'`, `"…"`,
-//! `$tag$…$tag$`, and MySQL's `` `…` ``) and comments (`--`, nested `/* */`) read through, and
+//! `$tag$…$tag$`, and MySQL's `` `…` ``) and comments (`--`, nested `/* */`, and MySQL's `#`
+//! where a statement would begin) read through, and
 //! the body of a `CREATE [OR REPLACE] FUNCTION|PROCEDURE` read to its `END` (`BEGIN ATOMIC … END`
 //! on PostgreSQL, `BEGIN … END` on MySQL: a `;` inside ends nothing, as psql and pgbench read
 //! it, by the same rule of thumb: each `BEGIN`, and a `CASE` inside one, is closed by an `END`); `\;`
@@ -194,9 +195,14 @@ impl Lexer<'_> {
                 self.depth = self.depth.saturating_sub(1);
                 i + 1
             }
+            // `--` to the line's end; and MySQL's `#`, where a statement would begin (inside
+            // one, PostgreSQL reads `#` as an operator, exclusive or).
             b'-' if next == Some(b'-') => {
-                let to = (b[i..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| i + n);
-                self.i = to;
+                self.i = (b[i..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| i + n);
+                return Ok(());
+            }
+            b'#' if self.sql.is_empty() => {
+                self.i = (b[i..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| i + n);
                 return Ok(());
             }
             b'/' if next == Some(b'*') => {
