@@ -195,13 +195,9 @@ impl Lexer<'_> {
                 self.depth = self.depth.saturating_sub(1);
                 i + 1
             }
-            // `--` to the line's end; and MySQL's `#`, where a statement would begin (inside
-            // one, PostgreSQL reads `#` as an operator, exclusive or).
-            b'-' if next == Some(b'-') => {
-                self.i = (b[i..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| i + n);
-                return Ok(());
-            }
-            b'#' if self.sql.is_empty() => {
+            // A comment to the line's end: `--`, and MySQL's `#` where a statement would begin
+            // (inside one, PostgreSQL reads `#` as an operator, exclusive or).
+            c if (c == b'-' && next == Some(b'-')) || (c == b'#' && self.sql.is_empty()) => {
                 self.i = (b[i..].iter().position(|&c| c == b'\n')).map_or(b.len(), |n| i + n);
                 return Ok(());
             }
