@@ -80,6 +80,11 @@ impl<'a> ServerCode<'a> {
     }
 }
 
+/// `parts` prepared on the server, a refusal failing the command at `line`.
+fn prepare(session: &mut dyn SqlSession, parts: &[String], line: usize) -> Result<usize, Failure> {
+    (session.prepare(parts)).map_err(|error| Failure::Sql { line, error })
+}
+
 /// What becomes of a statement's reply.
 #[derive(Clone, Copy)]
 enum Reply<'a> {
@@ -130,24 +135,18 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
         // names what the server does not know yet), and one without that the server will
         // not prepare (several statements in one) is sent as written. Under the other modes
         // nothing reaches the server here.
-        let prepared = |session: &mut dyn SqlSession, parts| {
-            (session.prepare(parts)).map_err(|error| Failure::Sql {
-                line: c.line,
-                error,
-            })
-        };
         stmts.push(match &c.kind {
             // A compound command is one query of several statements: sent as written, unless
             // its values are written in (`-M simple`, which the plan then has).
             k if k.is_compound() && !k.exchanges_values() => Prepared::Text,
             Kind::Sql { spliced, .. } if !spliced.is_empty() => Prepared::PerValue(Vec::new()),
-            Kind::Sql { parts, .. } if piped => Prepared::Piped(prepared(session, parts)?),
+            Kind::Sql { parts, .. } if piped => Prepared::Piped(prepare(session, parts, c.line)?),
             Kind::Sql {
                 parts,
                 vars,
                 assign,
                 ..
-            } if !vars.is_empty() || assign.is_some() => match prepared(session, parts) {
+            } if !vars.is_empty() || assign.is_some() => match prepare(session, parts, c.line) {
                 Ok(stmt) => Prepared::Once(stmt),
                 // As pgbench prepares each command just before its first run.
                 Err(Failure::Sql { error, .. })
@@ -422,8 +421,7 @@ impl Client {
                 let Kind::Sql { parts, .. } = sql else {
                     unreachable!("only SQL is prepared");
                 };
-                let error = |error| Failure::Sql { line, error };
-                let stmt = session.prepare(parts).map_err(error)?;
+                let stmt = prepare(session, parts, line)?;
                 *p = Prepared::Once(stmt);
                 return Ok(stmt);
             }
@@ -478,7 +476,7 @@ impl Client {
                 joined.push(part.clone());
             }
         }
-        let s = (session.prepare(&joined)).map_err(|error| Failure::Sql { line, error })?;
+        let s = prepare(session, &joined, line)?;
         known.push((key.clone(), s));
         Ok(s)
     }
