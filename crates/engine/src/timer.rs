@@ -140,6 +140,9 @@ pub struct Lateness {
 /// The quantile's step, and the most a wait is shortened by (a machine whose waits end later
 /// than that should sleep less, not poll more).
 const LATENESS_STEP_NS: u64 = 5_000;
+
+/// Waits at least this long are neither shortened nor learnt from.
+const LEARN_BELOW: std::time::Duration = std::time::Duration::from_secs(1);
 const LATENESS_MOST_NS: u64 = 200_000;
 
 impl Lateness {
@@ -148,6 +151,11 @@ impl Lateness {
     pub fn wait(&mut self, timeout: Option<std::time::Duration>) -> Option<std::time::Duration> {
         self.expect = None;
         let left = timeout?;
+        if left >= LEARN_BELOW {
+            // A far deadline (the bound on a read) is not what ends the wait: nothing to learn
+            // from, nor worth reading the clock for.
+            return Some(left);
+        }
         let ahead = std::time::Duration::from_nanos(self.ahead_ns);
         if left <= ahead {
             return Some(std::time::Duration::ZERO);
@@ -237,7 +245,8 @@ mod tests {
     #[test]
     fn a_wait_an_event_ended_early_teaches_nothing() {
         let mut l = Lateness::default();
-        l.wait(Some(Duration::from_secs(10)));
+        l.wait(Some(Duration::from_millis(500)));
+        assert!(l.expect.is_some());
         l.woke();
         assert_eq!(l.ahead_ns, 0);
         assert!(l.expect.is_none());
@@ -251,5 +260,13 @@ mod tests {
         std::thread::sleep(Duration::from_millis(1));
         l.woke();
         assert_eq!(l.ahead_ns, LATENESS_STEP_NS / 5);
+        // A far wait is neither shortened nor watched: an event, not its deadline, ends it.
+        let far = Duration::from_secs(30);
+        assert_eq!(l.wait(Some(far)), Some(far));
+        assert!(l.expect.is_none());
+        assert_eq!(
+            l.wait(Some(Duration::from_millis(10))),
+            Some(Duration::from_millis(10) - Duration::from_nanos(l.ahead_ns))
+        );
     }
 }

@@ -232,7 +232,7 @@ impl Stream {
             // SAFETY: `buf` outlives the receive: this fiber waits below for its completion,
             // whatever happens, before it returns.
             with_ring(|r, _| unsafe { r.push(&sqe) }.map(|()| r.recvs += 1)).unwrap_or(Ok(()))?;
-            let deadline = self.read_timeout.map(|d| Instant::now() + d);
+            let deadline = self.read_timeout.map(super::deadline_in);
             let mut wake = suspend(Why::Ring { deadline });
             let mut cancelled = false;
             let res = loop {
@@ -303,7 +303,7 @@ impl Stream {
 
 /// Waits until `o`'s sends have ended (or failed), or the timeout passes.
 fn wait_sent(o: &Outbox, timeout: Option<Duration>) -> io::Result<()> {
-    let deadline = timeout.map(|d| Instant::now() + d);
+    let deadline = timeout.map(super::deadline_in);
     while o.sending.get() && o.failed.get().is_none() {
         o.waiter.set(current_fiber_key());
         let wake = suspend(Why::Ring { deadline });

@@ -124,7 +124,6 @@ impl Waiter {
     /// Waits until the fd is readable (`read`) or writable, or the timeout passes: on a fiber
     /// the thread runs the others meanwhile.
     pub fn wait(&self, read: bool, timeout: Option<Duration>) -> io::Result<()> {
-        let deadline = timeout.map(|d| Instant::now() + d);
         if in_fiber() {
             let reg = self.registration()?;
             let ready = SCHED.with(|s| {
@@ -141,12 +140,13 @@ impl Waiter {
             if ready {
                 return Ok(());
             }
+            let deadline = timeout.map(deadline_in);
             match suspend(Why::Io { reg, deadline }) {
                 Wake::Ready => Ok(()),
                 Wake::TimedOut => Err(timed_out()),
             }
         } else {
-            poll_fd(self.fd, read, deadline)
+            poll_fd(self.fd, read, timeout.map(|d| Instant::now() + d))
         }
     }
 

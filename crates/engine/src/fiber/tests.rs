@@ -202,6 +202,90 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
     hold.join().unwrap();
 }
 
+/// A far deadline (at least [`clock::FAR`]) is taken from the scheduler's coarse clock and its
+/// wait stops short to look again: the read still times out on time, whether its thread is
+/// quiet or another fiber wakes it every few milliseconds.
+#[test]
+fn a_far_read_deadline_times_out_on_time_on_a_quiet_thread_and_a_busy_one() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hold = std::thread::spawn(move || {
+        let held: Vec<_> = (0..2).map(|_| listener.accept().unwrap()).collect();
+        std::thread::sleep(Duration::from_secs(3));
+        drop(held);
+    });
+    let limit = clock::FAR + Duration::from_millis(200);
+    let read = move || {
+        let mut s = Stream::connect(&addr, Duration::from_secs(1)).unwrap();
+        s.set_read_timeout(Some(limit));
+        let t = Instant::now();
+        let e = s.read(&mut [0u8; 16]).unwrap_err();
+        Some((e.kind(), t.elapsed()))
+    };
+    let busy = move || {
+        let end = Instant::now() + limit + Duration::from_millis(300);
+        while Instant::now() < end {
+            sleep(Duration::from_millis(3));
+        }
+        None
+    };
+    let generators = Generators {
+        threads: 1,
+        ring: false,
+    };
+    let quiet = join_all(generators, vec![Box::new(read) as Job<'_, _>]);
+    let busy = join_all(
+        generators,
+        vec![Box::new(read) as Job<'_, _>, Box::new(busy)],
+    );
+    for r in quiet.into_iter().chain(busy).filter_map(|r| r.unwrap()) {
+        let (kind, took) = r;
+        assert_eq!(kind, io::ErrorKind::TimedOut);
+        // The coarse clock may be behind by what the fiber ran since it was resumed: a far
+        // deadline may come that much early, never late.
+        let early = Duration::from_millis(100);
+        assert!(
+            took + early >= limit && took < limit + Duration::from_millis(500),
+            "{took:?}"
+        );
+    }
+    hold.join().unwrap();
+}
+
+/// A loop that never waits (a server that never stops sending) still meets its [`Bound`]: the
+/// coarse clock does not move, the clock itself is looked at every [`Bound::EVERY`] calls.
+#[test]
+fn a_bound_ends_a_loop_that_never_waits() {
+    let spin = || {
+        let t = Instant::now();
+        let mut bound = Bound::new(clock::FAR + Duration::from_millis(10));
+        let mut calls = 0u64;
+        while !bound.passed() && t.elapsed() < Duration::from_secs(10) {
+            calls += 1;
+        }
+        (t.elapsed(), calls)
+    };
+    let outside = spin();
+    let on_fiber = join_all(
+        Generators {
+            threads: 1,
+            ring: false,
+        },
+        vec![Box::new(spin) as Job<'_, _>],
+    );
+    for (took, calls) in [outside, on_fiber.into_iter().next().unwrap().unwrap()] {
+        assert!(calls > 0);
+        let least = clock::FAR + Duration::from_millis(10);
+        // The coarse clock may be behind by what the fiber ran since it was resumed: a far
+        // deadline may come that much early, never late.
+        let early = Duration::from_millis(100);
+        assert!(
+            took + early >= least && took < least + Duration::from_millis(500),
+            "{took:?}"
+        );
+    }
+}
+
 /// A peer's last bytes and its end, arriving while the fiber waits and seen by the poller as
 /// one event: the read after the bytes finds the end at once. (It once waited for a second
 /// event that never came, and timed out: a PostgreSQL refusing a session says why and closes.)

@@ -512,7 +512,7 @@ impl Wire {
         context: &str,
         mut each: impl FnMut(&Wire) -> Result<(), OpError>,
     ) -> Result<(), OpError> {
-        let deadline = std::time::Instant::now() + TIMEOUT;
+        let mut bound = engine::fiber::Bound::new(TIMEOUT);
         let mut failed = None;
         loop {
             self.read_message(context)?;
@@ -523,7 +523,7 @@ impl Wire {
             if failed.is_none() {
                 failed = each(self).err();
             }
-            if std::time::Instant::now() > deadline {
+            if bound.passed() {
                 self.broken = true;
                 self.cancel_statement();
                 return Err(OpError::new(
