@@ -9,6 +9,8 @@
 #   - the IPIs delivered to the generator's core (/proc/interrupts: function-call and
 #     rescheduling interrupts), each one a wake-up of a sleeping generator paid by the sender;
 #   - the generator's own CPU (user + system, /proc/PID/stat) per transaction;
+#   - the server core's softirq time per transaction (/proc/stat): on loopback the receive
+#     path of every reply the server sends, the generator's wake-up included, runs there;
 # and, with perf, the share of the server core's samples spent waking the generator
 # (`sock_def_readable` under the server's send). The rate is the tool's own, over its run.
 # Traffic stays on 127.0.0.1.
@@ -26,10 +28,12 @@ echo "server on core 1, generators on core 0; $rounds rounds, -c $clients, scale
 
 ipis() { awk '/^ *(CAL|RES):/ { n += $2 } END { print n }' /proc/interrupts; } # to core 0
 cpu_of() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }                       # a process's ticks
+softirq1() { awk '/^cpu1 / { print $8 }' /proc/stat; }                         # core 1's softirq ticks
 
-# One tool's run: TOOL (pgbench | epoll | uring) -> "TPS IPIS_PER_TX CPU_PER_TX_US WAKE_SHARE"
+# One tool's run: TOOL (pgbench | epoll | uring) ->
+#   "TPS IPIS_PER_TX CPU_PER_TX_US SOFTIRQ_PER_TX_US WAKE_SHARE"
 run_one() {
-  local out="$work/$1" pid i0 i1 b0 b1 t0 t1 tps share=-
+  local out="$work/$1" pid i0 i1 b0 b1 q0 q1 t0 t1 tps share=-
   rm -rf "$out" "$out.perf"
   if [ "$1" = pgbench ]; then
     "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -i -s "$scale" -q postgres >/dev/null 2>&1
@@ -43,13 +47,13 @@ run_one() {
   fi
   pid=$!
   sleep 5
-  i0=$(ipis) b0=$(cpu_of "$pid") t0=$(date +%s%N)
+  i0=$(ipis) b0=$(cpu_of "$pid") q0=$(softirq1) t0=$(date +%s%N)
   if [ -n "$perf" ]; then
     "$perf" record -q -C 1 -e cpu-clock -F 2000 -g -o "$out.perf" -- sleep 5 >/dev/null 2>&1 || sleep 5
   else
     sleep 5
   fi
-  i1=$(ipis) b1=$(cpu_of "$pid") t1=$(date +%s%N)
+  i1=$(ipis) b1=$(cpu_of "$pid") q1=$(softirq1) t1=$(date +%s%N)
   wait "$pid"
   if [ "$1" = pgbench ]; then
     tps=$(grep -oP 'tps = \K[\d.]+' "$out.txt")
@@ -68,23 +72,25 @@ print(f'{100 * hit / max(1, sum(1 for b in blocks if b.strip())):.1f}')")
   fi
   python3 -c "
 import sys
-tps, di, db = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+tps, di, db, dq = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[7])
 tick = 1e6 / float(sys.argv[4])  # µs per clock tick
 n = tps * int(sys.argv[6]) / 1e9  # the window's transactions (perf may end it early)
-print(f'{tps:.0f} {di / n:.3f} {db * tick / n:.2f} {sys.argv[5]}')" "$tps" $((i1 - i0)) $((b1 - b0)) "$(getconf CLK_TCK)" "$share" $((t1 - t0))
+print(f'{tps:.0f} {di / n:.3f} {db * tick / n:.2f} {dq * tick / n:.2f} {sys.argv[5]}')" \
+    "$tps" $((i1 - i0)) $((b1 - b0)) "$(getconf CLK_TCK)" "$share" $((t1 - t0)) $((q1 - q0))
 }
 
 results=$work/results
 : >"$results"
-printf "%-6s %-8s %9s %14s %16s %18s\n" round tool tps "IPIs/tx" "CPU µs/tx" "server: waking %"
+printf "%-6s %-8s %9s %9s %10s %14s %17s\n" round tool tps "IPIs/tx" "CPU µs/tx" \
+  "server softirq" "server: waking %"
 tools=(pgbench epoll uring)
 for round in $(seq 1 "$rounds"); do
   order=("${tools[@]}")
   [ $((round % 2)) -eq 0 ] && order=(uring epoll pgbench)
   for tool in "${order[@]}"; do
-    read -r tps ipi cpu share <<<"$(run_one "$tool")"
-    printf "%-6s %-8s %9s %14s %16s %18s\n" "$round" "$tool" "$tps" "$ipi" "$cpu" "$share"
-    echo "$tool $tps $ipi $cpu $share" >>"$results"
+    read -r tps ipi cpu soft share <<<"$(run_one "$tool")"
+    printf "%-6s %-8s %9s %9s %10s %14s %17s\n" "$round" "$tool" "$tps" "$ipi" "$cpu" "$soft" "$share"
+    echo "$tool $tps $ipi $cpu $soft $share" >>"$results"
   done
 done
 
@@ -95,5 +101,6 @@ print("\nmedians:")
 for tool in ("pgbench", "epoll", "uring"):
     r = [x for x in rows if x[0] == tool]
     med = lambda i: statistics.median(float(x[i]) for x in r if x[i] != "-") if any(x[i] != "-" for x in r) else float("nan")
-    print(f"  {tool:8} {med(1):9.0f} tps  {med(2):.3f} IPIs/tx  {med(3):.2f} µs/tx of CPU  {med(4):.1f}% of the server's core waking it")
+    print(f"  {tool:8} {med(1):9.0f} tps  {med(2):.3f} IPIs/tx  {med(3):.2f} µs/tx of CPU  "
+          f"{med(4):.2f} µs/tx of the server core's softirq  {med(5):.1f}% of its samples waking it")
 PY
