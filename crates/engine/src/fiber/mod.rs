@@ -544,7 +544,9 @@ impl<'a, T: Send + 'a> Scheduler<T> {
         });
     }
 
-    /// Readies the fibers whose deadline has passed (a socket wait's ends timed out).
+    /// Readies the fibers whose deadline has passed (a socket wait's ends timed out). It reads
+    /// the clock for the coarse one ([`clock::look`]): every wait, on each backend, is followed
+    /// by a call of this, so the coarse clock lags by no more than what fibers ran since.
     fn timers_due(&mut self, regs: &mut [Reg]) {
         let now = clock::look();
         while let Some(std::cmp::Reverse((t, seq, f))) = self.timers.peek().copied() {
