@@ -2,9 +2,9 @@
 //! matter: the 30 s bound on every read, the end of a timed run.
 //!
 //! Reading the monotonic clock costs 25-50 ns on a virtual machine (kvm-clock's pvclock
-//! protocol, in the vDSO), and a round trip through a driver read it about fourteen times, for
-//! the two readings its latency needs: a third of the generator's user time (sql select-only
-//! on PostgreSQL, 8 clients, perf, 2026-11-29). The scheduler reads the clock once each time it
+//! protocol, in the vDSO), and a round trip through a driver read it about fourteen times where
+//! its latencies need four (a statement's and its transaction's start and end): a third of the
+//! generator's user time (sql select-only on PostgreSQL, 8 clients, perf, 2026-11-29). The scheduler reads the clock once each time it
 //! wakes and before it resumes a fiber after another has run; a fiber takes its far deadlines
 //! from that reading, which is behind by at most the time the running fiber has run since it
 //! was resumed: such a deadline may come that much early (microseconds, against a second or
