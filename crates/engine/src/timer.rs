@@ -140,10 +140,12 @@ pub struct Lateness {
 /// The quantile's step, and the most a wait is shortened by (a machine whose waits end later
 /// than that should sleep less, not poll more).
 const LATENESS_STEP_NS: u64 = 5_000;
-
-/// Waits at least this long are neither shortened nor learnt from.
-const LEARN_BELOW: std::time::Duration = std::time::Duration::from_secs(1);
 const LATENESS_MOST_NS: u64 = 200_000;
+
+/// A deadline at least this far needs no precision: the fibers' coarse clock serves for it
+/// ([`crate::fiber::deadline_in`]), and [`Lateness`] neither shortens nor learns from a wait
+/// this long.
+pub const FAR: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Lateness {
     /// How long to wait for a deadline `timeout` away: less what the waits learnt they overrun;
@@ -151,7 +153,7 @@ impl Lateness {
     pub fn wait(&mut self, timeout: Option<std::time::Duration>) -> Option<std::time::Duration> {
         self.expect = None;
         let left = timeout?;
-        if left >= LEARN_BELOW {
+        if left >= FAR {
             // A far deadline (the bound on a read) is not what ends the wait: nothing to learn
             // from, nor worth reading the clock for.
             return Some(left);

@@ -4,19 +4,17 @@
 //! Reading the monotonic clock costs 25-50 ns on a virtual machine (kvm-clock's pvclock
 //! protocol, in the vDSO), and a round trip through a driver read it about fourteen times where
 //! its latencies need four (a statement's and its transaction's start and end): a third of the
-//! generator's user time (sql select-only on PostgreSQL, 8 clients, perf, 2026-11-29). The scheduler reads the clock once each time it
-//! wakes and before it resumes a fiber after another has run; a fiber takes its far deadlines
-//! from that reading, which is behind by at most the time the running fiber has run since it
-//! was resumed: such a deadline may come that much early (microseconds, against a second or
-//! more), never late. Latencies are never timed on it.
+//! generator's user time (sql select-only on PostgreSQL, 8 clients, perf, 2026-11-29). The
+//! scheduler reads the clock once each time it wakes and before it resumes a fiber after
+//! another has run; a fiber takes its far deadlines from that reading, which is behind by at
+//! most the time the running fiber has run since it was resumed: such a deadline may come that
+//! much early (microseconds, against a second or more), never late. The scheduler times its
+//! own waits, and a fiber its latencies, on the clock itself.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-/// A deadline at least this far is taken from the coarse clock, and a wait for one stops
-/// [`FAR`]/2 short, to look at the clock again then: what the coarse reading lags cannot make
-/// it late.
-pub const FAR: Duration = Duration::from_secs(1);
+pub use crate::timer::FAR;
 
 thread_local! {
     /// The scheduler's last reading of the clock; `None` outside a scheduler.
@@ -50,19 +48,13 @@ pub(super) fn look() -> Instant {
 /// Before the scheduler resumes a fiber: the clock read again, unless none has run since.
 pub(super) fn before_resume() {
     if !FRESH.with(|f| f.replace(false)) {
-        look();
-        FRESH.with(|f| f.set(false));
+        NOW.with(|n| n.set(Some(Instant::now())));
     }
 }
 
 /// The scheduler of this thread has ended: [`coarse_now`] reads the clock again.
 pub(super) fn forget() {
     NOW.with(|n| n.set(None));
-}
-
-/// How long to wait for a deadline `left` away, by the coarse clock: a far one stops short.
-pub(super) fn wait_for(left: Duration) -> Duration {
-    if left >= FAR { left - FAR / 2 } else { left }
 }
 
 /// A bound on a loop that may go on without waiting (a long reply read from a buffer, a server

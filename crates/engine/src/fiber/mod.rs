@@ -38,7 +38,7 @@ mod clock;
 mod ring;
 mod stream;
 pub use barrier::Barrier;
-pub use clock::{Bound, coarse_now, deadline_in};
+pub use clock::{Bound, FAR, coarse_now, deadline_in};
 pub use stream::*;
 
 /// Each fiber's stack, reserved (not touched) up front: pages are committed as the client's
@@ -492,14 +492,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
     fn timeout(&self) -> Option<Duration> {
         match self.timers.peek() {
             _ if !self.ready.is_empty() => Some(Duration::ZERO),
-            Some(std::cmp::Reverse((t, _, _))) => {
-                let left = t.saturating_duration_since(clock::coarse_now());
-                Some(if left >= clock::FAR {
-                    clock::wait_for(left)
-                } else {
-                    t.saturating_duration_since(Instant::now())
-                })
-            }
+            Some(std::cmp::Reverse((t, _, _))) => Some(t.saturating_duration_since(Instant::now())),
             None => None,
         }
     }
