@@ -450,6 +450,9 @@ pub trait SqlSession: Send {
     ) -> Result<u64, OpError>;
     /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).
     fn batch(&mut self, sql: &str) -> Result<(), OpError>;
+    /// Whether the server said, at the end of the last statement, that a transaction is open
+    /// on this session (one a `BEGIN` started, not yet ended).
+    fn in_transaction(&self) -> bool;
     /// Runs `sql`, a `COPY … FROM STDIN` in the text format, with the rows `fill` writes (each
     /// call appends some whole lines and says whether more follow); the rows copied. PostgreSQL's
     /// alone: elsewhere an error.

@@ -229,11 +229,13 @@ impl Client {
         }
     }
 
-    fn eval(&mut self, e: &super::expr::Expr, line: usize) -> Result<Value, Failure> {
+    fn eval(&mut self, e: &super::expr::Expr, at: (&str, usize)) -> Result<Value, Failure> {
+        let line = at.1;
         let mut env = Env {
             vars: &self.vars,
             prng: &mut self.prng,
             default_seed: self.default_seed,
+            at,
         };
         eval(e, &mut env).map_err(|message| Failure::Script { line, message })
     }
@@ -258,7 +260,7 @@ impl Client {
             let arrived = std::mem::replace(&mut jumped, false);
             match &c.kind {
                 Kind::Set { var, expr } => {
-                    let v = self.eval(expr, c.line)?;
+                    let v = self.eval(expr, (&ready.script.name, c.line))?;
                     // A variable set before keeps its name's allocation.
                     match self.vars.get_mut(var) {
                         Some(slot) => *slot = v,
@@ -268,25 +270,13 @@ impl Client {
                 // A branch that ran reaches the next one's marker: on past the `\endif`.
                 Kind::Elif(_) | Kind::Else if !arrived => pc = ready.endif[i],
                 Kind::If(e) | Kind::Elif(e) => {
-                    if !self.truthy(e, c.line)? {
+                    if !self.truthy(e, (&ready.script.name, c.line))? {
                         pc = ready.next_branch[i];
                         jumped = true;
                     }
                 }
                 Kind::Else | Kind::Endif => {}
-                Kind::Sleep { amount, unit_us } => {
-                    let n = match amount {
-                        Amount::Literal(n) => *n,
-                        Amount::Var(v) => {
-                            let value = self.eval(&super::expr::Expr::Var(v.clone()), c.line)?;
-                            (value.int()).map_err(|message| Failure::Script {
-                                line: c.line,
-                                message,
-                            })?
-                        }
-                    };
-                    sleep(Duration::from_micros(n.max(0) as u64 * unit_us));
-                }
+                Kind::Sleep { amount, unit_us } => sleep(self.sleep_for(amount, *unit_us, c.line)?),
                 Kind::Shell { var, words } => self.shell(var.as_deref(), words, c.line, sleep)?,
                 Kind::StartPipeline => {
                     // A pipeline a failed transaction left open, the session abandons.
@@ -334,7 +324,24 @@ impl Client {
                 }
             }
         }
-        Ok(())
+        ended(session, commands.last().map_or(1, |c| c.line))
+    }
+
+    /// `\sleep`'s time: its number, or its variable's (read as pgbench reads it, C's `atoi`
+    /// of its text), in its unit.
+    fn sleep_for(&self, amount: &Amount, unit_us: u64, line: usize) -> Result<Duration, Failure> {
+        let n = match amount {
+            Amount::Literal(n) => *n,
+            Amount::Var(v) => {
+                (value(&self.vars, v, line)?.atoi()).map_err(|message| Failure::Script {
+                    line,
+                    message: format!("\\sleep :{v}: {message}"),
+                })?
+            }
+        };
+        Ok(Duration::from_micros(
+            (n.max(0) as u64).saturating_mul(unit_us),
+        ))
     }
 
     /// `\endpipeline`: every reply read, each pipelined command timed from when it was
@@ -400,8 +407,9 @@ impl Client {
         Ok(())
     }
 
-    fn truthy(&mut self, e: &super::expr::Expr, line: usize) -> Result<bool, Failure> {
-        (self.eval(e, line)?.truthy()).map_err(|message| Failure::Script { line, message })
+    fn truthy(&mut self, e: &super::expr::Expr, at: (&str, usize)) -> Result<bool, Failure> {
+        let line = at.1;
+        (self.eval(e, at)?.truthy()).map_err(|message| Failure::Script { line, message })
     }
 
     /// The statement that runs `sql` now: prepared once, or for the values of its spliced
@@ -640,6 +648,22 @@ type Row = Vec<(String, Option<String>)>;
 /// The most statements prepared for one command's spliced values (each is a statement the
 /// server keeps: MySQL's max_prepared_stmt_count is shared by all sessions).
 const MAX_SPLICED: usize = 1024;
+
+/// The script's end, in `session` at `line`: a transaction left open is the script's mistake,
+/// as pgbench (15 and later) stops such a client (what the next transaction did would run
+/// inside this one); it is rolled back.
+fn ended(session: &mut dyn SqlSession, line: usize) -> Result<(), Failure> {
+    if !session.in_transaction() {
+        return Ok(());
+    }
+    let _ = session.batch("ROLLBACK");
+    Err(Failure::Script {
+        line,
+        message: "the script ended with its transaction still open (a BEGIN without its END or \
+                  COMMIT): the client stops, as pgbench's does"
+            .into(),
+    })
+}
 
 /// A variable's value, or the script's mistake.
 fn value<'v>(

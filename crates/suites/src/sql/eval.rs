@@ -67,11 +67,14 @@ fn g15(d: f64) -> String {
     }
 }
 
-/// What an expression may read: the variables, the client's generator and the default seed.
+/// What an expression may read: the variables, the client's generator and the default seed
+/// (when the variables have no `default_seed`); and where it is, for `debug()`: its script and
+/// line.
 pub struct Env<'a> {
     pub vars: &'a HashMap<String, Value>,
     pub prng: &'a mut Prng,
     pub default_seed: i64,
+    pub at: (&'a str, usize),
 }
 
 type R<T> = Result<T, String>;
@@ -109,6 +112,27 @@ impl Value {
             Value::Text(t) => from_text(&t),
             v => Ok(v),
         }
+    }
+    /// As pgbench reads a `\sleep` variable: C's `atoi` of its text (the leading whole number:
+    /// `1.5` and `2ms` are 1 and 2), refused when that is 0 and the text does not begin with a
+    /// digit (`true`, `x`).
+    pub fn atoi(&self) -> R<i64> {
+        let text = self.to_string();
+        let rest = text.trim_start();
+        let (negative, digits) = match rest.as_bytes().first() {
+            Some(b'-') => (true, &rest[1..]),
+            Some(b'+') => (false, &rest[1..]),
+            _ => (false, rest),
+        };
+        let n = (digits.bytes())
+            .take_while(u8::is_ascii_digit)
+            .fold(0i64, |n, d| {
+                n.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+            });
+        if n == 0 && !text.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("invalid sleep time {text:?}"));
+        }
+        Ok(if negative { -n } else { n })
     }
     /// As an integer: a double rounded half to even, text read; a boolean or NULL refused.
     pub fn int(&self) -> R<i64> {
@@ -200,13 +224,37 @@ pub fn eval(e: &Expr, env: &mut Env<'_>) -> R<Value> {
             eval(otherwise, env)
         }
         Expr::Call(f, args) => {
-            let args = args.iter().map(|a| eval(a, env)).collect::<R<Vec<_>>>()?;
+            let mut args = args.iter().map(|a| eval(a, env)).collect::<R<Vec<_>>>()?;
+            // As pgbench writes a missing seed: `:default_seed`, read when the call runs (a
+            // script may set it).
+            let seeded = match f {
+                Func::Hash | Func::HashMurmur2 | Func::HashFnv1a => 2,
+                Func::Permute => 3,
+                _ => 0,
+            };
+            if args.len() + 1 == seeded {
+                let seed = env.vars.get("default_seed").cloned();
+                args.push(seed.map_or(Ok(Value::Int(env.default_seed)), Value::settle)?);
+            }
             if *f != Func::Debug && args.contains(&Value::Null) {
                 return Ok(Value::Null);
             }
             call(*f, &args, env)
         }
     }
+}
+
+/// `debug()`'s line on stderr, as pgbench writes it but for where: the script's name and line
+/// rather than its number and command's.
+fn debug((script, line): (&str, usize), v: &Value) {
+    let shown = match v {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => format!("boolean {b}"),
+        Value::Int(i) => format!("int {i}"),
+        Value::Double(d) => format!("double {}", g15(*d)),
+        Value::Text(t) => format!("string {t}"),
+    };
+    eprintln!("debug(script={script},line={line}): {shown}");
 }
 
 fn logical(v: Value) -> R<Value> {
@@ -271,14 +319,17 @@ fn modulo(a: i64, b: i64) -> R<Value> {
 }
 
 fn call(f: Func, a: &[Value], env: &mut Env<'_>) -> R<Value> {
-    let seed = |i: usize| a.get(i).map_or(Ok(env.default_seed), Value::int);
+    let seed = |i: usize| a[i].int();
     let refused = |m: &str| m.to_string();
     Ok(match f {
         Func::Abs => match &a[0] {
             Value::Double(d) => Value::Double(d.abs()),
             v => Value::Int(v.int()?.wrapping_abs()),
         },
-        Func::Debug => a[0].clone(),
+        Func::Debug => {
+            debug(env.at, &a[0]);
+            a[0].clone()
+        }
         Func::Double => Value::Double(a[0].double()?),
         Func::Exp => Value::Double(a[0].double()?.exp()),
         Func::Ln => Value::Double(a[0].double()?.ln()),

@@ -103,6 +103,9 @@ const FUNCS: [(&str, Func, usize, usize); 27] = [
     ("sqrt", Func::Sqrt, 1, 1),
 ];
 
+/// The most arguments a function takes, as pgbench's `MAX_FARGS`.
+const MAX_ARGS: usize = 16;
+
 /// A mistake in an expression: where (a 0-based byte offset) and what.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParseError {
@@ -351,7 +354,7 @@ impl Parser {
         Ok(l)
     }
     fn bit(&mut self) -> Result<Expr, ParseError> {
-        let mut l = self.tilde()?;
+        let mut l = self.add()?;
         loop {
             let op = if self.sym("|") {
                 Op::BitOr
@@ -366,15 +369,8 @@ impl Parser {
             } else {
                 return Ok(l);
             };
-            l = bin(op, l, self.tilde()?);
+            l = bin(op, l, self.add()?);
         }
-    }
-    /// `~x`, at the bit operators' level: `~1 + 2` is `~(1 + 2)`.
-    fn tilde(&mut self) -> Result<Expr, ParseError> {
-        if self.sym("~") {
-            return Ok(bin(Op::BitXor, self.tilde()?, Expr::Int(-1)));
-        }
-        self.add()
     }
     fn add(&mut self) -> Result<Expr, ParseError> {
         let mut l = self.mul()?;
@@ -439,6 +435,11 @@ impl Parser {
                 self.expect_sym(")")?;
                 Ok(e)
             }
+            // `~x` and `NOT x` wherever an operand may be, as in pgbench's grammar, each
+            // taking what binds tighter than itself: `~1 + 2` is `~(1 + 2)`, `1 + ~2 | 3` is
+            // `(1 + ~2) | 3`, and `1 = NOT b AND c` is `(1 = (NOT b)) AND c`.
+            Tok::Sym("~") => Ok(bin(Op::BitXor, self.add()?, Expr::Int(-1))),
+            Tok::Word(w) if w == "not" => Ok(Expr::Not(Box::new(self.not()?))),
             Tok::Word(w) => self.word_expr(&w, at),
             Tok::Sym(s) => Err(ParseError {
                 at,
@@ -474,6 +475,15 @@ impl Parser {
                     );
                 }
             }
+        }
+        if args.len() > MAX_ARGS {
+            return Err(ParseError {
+                at,
+                message: format!(
+                    "too many function arguments, maximum is {MAX_ARGS} ({name} has {})",
+                    args.len()
+                ),
+            });
         }
         if args.len() < min || args.len() > max {
             return Err(ParseError {

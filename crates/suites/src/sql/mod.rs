@@ -125,7 +125,7 @@ pub static MAX_TRIES: Setting = Setting {
     aliases: &[],
     kind: Kind::Int,
     value_name: "",
-    help: "SQL: how many times a transaction runs when it fails for a serialization failure or a deadlock (pgbench's --max-tries) — in sysbench's built-ins also a unique violation or a lock wait timeout, as sysbench restarts them — drawing the same values each time [default: 1: no retry].",
+    help: "SQL: how many times a transaction runs when it fails for a serialization failure or a deadlock (pgbench's --max-tries), drawing the same values each time — in sysbench's built-ins also for a unique violation or a lock wait timeout, drawing afresh, as sysbench restarts them [default: 1, no retry; in sysbench's built-ins, as in sysbench, until the transaction succeeds or the run ends].",
     heading: HEADING,
 };
 
@@ -223,8 +223,9 @@ pub struct SqlSettings {
     pub rate: Option<f64>,
     /// Slower than this is late; in an open loop, this late when due is skipped.
     pub latency_limit_ns: Option<u64>,
-    /// Tries per transaction on a serialization failure or a deadlock.
-    pub max_tries: u32,
+    /// Tries per transaction on a serialization failure or a deadlock; unset, the scripts'
+    /// own default (run.rs's `tries`).
+    pub max_tries: Option<u32>,
     /// `--define`'s variables, in its order.
     pub defines: Vec<(String, String)>,
     /// A new connection for each transaction (`-C`).
@@ -511,8 +512,7 @@ impl Suite for Sql {
                 return Err(PlanError::new(t.at, "max_tries must be 1 to 1000000")
                     .hint("1 runs each transaction once; more retry its conflicts"));
             }
-            Some(t) => t.value as u32,
-            None => 1,
+            t => t.map(|t| t.value as u32),
         };
         let defines = defines(raw, oltp.is_some())?;
         let test: &'static str = match scripts.as_slice() {

@@ -87,8 +87,9 @@ pub(super) struct ClientRun {
     /// Transactions slower than the latency limit, and (open loop) skipped for being too late.
     late: u64,
     skipped: u64,
-    /// Tries a transaction may take (pgbench's --max-tries), and what the retries did.
-    max_tries: u32,
+    /// Tries a transaction may take (pgbench's --max-tries; unset: see [`tries`]), and what the
+    /// retries did.
+    max_tries: Option<u32>,
     retries: u64,
     retried: u64,
     /// Transactions that failed for each [`Conflict`].
@@ -331,6 +332,7 @@ fn client_run(
             connected,
             limit,
             sysbench: s.scripts[k].0.source == Source::Sysbench,
+            ends: s.transactions.is_none().then_some(deadline),
         };
         if let Err(stop) = transaction(&mut client, &mut ready[k], open, &mut out, (k, timing)) {
             out.broken = Some(stop);
@@ -383,8 +385,8 @@ impl Drop for Arrival<'_> {
 }
 
 /// When a transaction was meant to start (an open loop's schedule), when its connection was
-/// made (`-C`), how slow is late, and whether its script is one of sysbench's (which retries
-/// more kinds of conflict).
+/// made (`-C`), how slow is late, whether its script is one of sysbench's (which retries more
+/// kinds of conflict, and draws afresh), and when the run ends (with `--duration`).
 #[derive(Clone, Copy)]
 struct Timing {
     intended: Option<Instant>,
@@ -393,6 +395,18 @@ struct Timing {
     connected: Option<Instant>,
     limit: Option<Duration>,
     sysbench: bool,
+    ends: Option<Instant>,
+}
+
+/// Tries a transaction takes at most when `--max-tries` is not given: pgbench's default, one;
+/// in sysbench's built-ins, as many as it takes, as sysbench restarts a transaction until it
+/// succeeds — here until it does, the run ends, or a million tries.
+fn tries(max_tries: Option<u32>, sysbench: bool) -> u32 {
+    match (max_tries, sysbench) {
+        (Some(n), _) => n,
+        (None, false) => 1,
+        (None, true) => 1_000_000,
+    }
 }
 
 /// The script a transaction runs: by weight, as pgbench draws it.
@@ -425,10 +439,12 @@ fn transaction(
         out.lag
             .record(now.duration_since(started).as_nanos() as u64, Ok(0));
     }
-    // pgbench's --max-tries: a serialization failure or a deadlock (or another conflict, in
-    // sysbench's built-ins) runs the transaction again,
+    // pgbench's --max-tries: a serialization failure or a deadlock runs the transaction again,
     // the client's generator as it was at the transaction's start, so it draws the same values.
+    // sysbench's built-ins retry more conflicts, and draw afresh, as sysbench runs its event
+    // again.
     let at_start = client.prng.clone();
+    let most = tries(out.max_tries, timing.sysbench);
     let mut tries = 0;
     let result = loop {
         tries += 1;
@@ -443,12 +459,15 @@ fn transaction(
             Err(Failure::Sql { error, .. }) => conflict(&error.message, timing.sysbench),
             _ => None,
         };
-        let Some(_) = retry.filter(|_| tries < out.max_tries) else {
+        let again = tries < most && timing.ends.is_none_or(|end| Instant::now() < end);
+        let Some(_) = retry.filter(|_| again) else {
             break result;
         };
         let _ = session.batch("ROLLBACK");
         out.retries += 1;
-        client.prng = at_start.clone();
+        if !timing.sysbench {
+            client.prng = at_start.clone();
+        }
     };
     if tries > 1 {
         out.retried += 1;

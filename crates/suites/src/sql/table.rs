@@ -81,6 +81,7 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let mut notes = Vec::new();
     for c in &r.cases {
         let label = format!("{}\n{}", c.target, c.durability);
+        notes.extend(case_notes(c));
         let Some(s) = &c.summary else {
             let word = report::grid::status_word(c).unwrap_or("-").to_string();
             body.push(vec![
@@ -104,7 +105,6 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             three(l.p50, l.p99, l.p999),
             units::latency(l.max),
         ]);
-        notes.extend(case_notes(c));
     }
     doc.blank()?;
     doc.heading(

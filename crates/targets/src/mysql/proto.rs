@@ -379,15 +379,30 @@ pub fn is_eof(payload: &[u8]) -> bool {
 /// `SERVER_MORE_RESULTS_EXISTS`: another statement's result follows this one's.
 const MORE_RESULTS: u16 = 0x8;
 
+/// `SERVER_STATUS_IN_TRANS`: a transaction is open.
+const IN_TRANS: u16 = 0x1;
+
+/// The server's status flags in an OK or EOF packet that ends a statement's result; None in
+/// another packet, or one too short to say.
+fn status(payload: &[u8]) -> Option<u16> {
+    let mut c = Cur::new(payload.get(1..).unwrap_or_default());
+    match payload.first() {
+        Some(0x00) => c.lenenc().and_then(|_| c.lenenc()).and_then(|_| c.u16()),
+        Some(0xfe) if is_eof(payload) => c.u16().and_then(|_| c.u16()),
+        _ => return None,
+    }
+    .ok()
+}
+
 /// Whether an OK or EOF packet that ends a statement's result says another follows (a text
 /// query of several statements, `CLIENT_MULTI_STATEMENTS`). A packet too short to say, says no.
 pub fn more_results(payload: &[u8]) -> bool {
-    let mut c = Cur::new(payload.get(1..).unwrap_or_default());
-    let status = match payload.first() {
-        Some(0x00) => c.lenenc().and_then(|_| c.lenenc()).and_then(|_| c.u16()),
-        _ => c.u16().and_then(|_| c.u16()),
-    };
-    status.is_ok_and(|s| s & MORE_RESULTS != 0)
+    status(payload).is_some_and(|s| s & MORE_RESULTS != 0)
+}
+
+/// Whether an OK or EOF packet that ends a statement's result says a transaction is open.
+pub fn in_transaction(payload: &[u8]) -> bool {
+    status(payload).is_some_and(|s| s & IN_TRANS != 0)
 }
 
 /// A parameter of a prepared statement (or what becomes one: an SQL session's [`SqlParam`]).

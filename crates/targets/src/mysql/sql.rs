@@ -124,4 +124,8 @@ impl SqlSession for MySql {
     fn batch(&mut self, sql: &str) -> Result<(), OpError> {
         self.c.query(dialect(sql)).map(drop)
     }
+
+    fn in_transaction(&self) -> bool {
+        self.c.in_transaction()
+    }
 }

@@ -90,6 +90,10 @@ impl SqlSession for PgSql {
         self.w.batch(sql)
     }
 
+    fn in_transaction(&self) -> bool {
+        !self.w.idle()
+    }
+
     fn copy_in(
         &mut self,
         sql: &str,

@@ -247,6 +247,12 @@ fn workloads(url: &str) {
     let (e, _) = fails(s.as_mut(), "\n\nSELECT * FROM no_such_table;\n");
     assert!(e.starts_with("line 3: "), "{e}");
     assert!(e.contains("no_such_table"), "{e}");
+    // One that ends inside its transaction stops its client, as pgbench's: rolled back.
+    let (e, timed) = fails(s.as_mut(), &format!("BEGIN;\n{}\n", history(19)));
+    assert!(e.starts_with("line 2: the script ended with its transaction still open"));
+    assert_eq!((timed, s.in_transaction()), (vec![0, 1], false), "{e}");
+    let left = "SELECT count(*) FROM pgbench_history WHERE delta = 1000019";
+    assert_eq!(one(s.as_mut(), left).as_deref(), Some("0"), "{url}");
     if url.starts_with("postgres") {
         pipeline_failures(s.as_mut());
     }

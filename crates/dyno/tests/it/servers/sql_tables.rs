@@ -7,7 +7,8 @@ use super::sql::servers;
 use std::path::Path;
 
 /// `dyno run --suite sql ARGS -t 10 -c 2 -o OUT URL` in `dir`: its one case (the run's exit
-/// status agreeing with it), and the case's status and reason.
+/// status agreeing with it, and the table it printed saying why it failed, if it did), and the
+/// case's status and reason.
 pub(super) fn sql_case(
     dir: &Path,
     url: &str,
@@ -22,6 +23,10 @@ pub(super) fn sql_case(
     let c = crate::common::record(&dir.join(out))["cases"][0].clone();
     let status = c["status"].as_str().unwrap().to_string();
     assert_eq!(done.get_output().status.success(), status == "ok", "{c}");
+    if let Some(why) = c["reason"].as_str() {
+        let table = String::from_utf8_lossy(&done.get_output().stdout);
+        assert!(table.contains(why), "the table says why: {why}\n{table}");
+    }
     let reason = c["reason"].to_string();
     (c, status, reason)
 }
@@ -337,4 +342,43 @@ fn copy_in_loads_rows_and_refuses_a_bad_one_whole() {
     assert!(e.contains("`select 1` is no COPY … FROM STDIN"), "{e}");
     assert_eq!(count(s.as_mut()), "7000");
     s.batch("drop table copied").unwrap();
+}
+
+/// sysbench's built-ins retry their conflicts as sysbench does when `--max-tries` is not
+/// given: until the transaction succeeds (each try drawing afresh). Four clients deleting and
+/// inserting among three ids conflict often: every transaction still succeeds, some retried.
+#[test]
+fn sysbench_built_ins_retry_their_conflicts_until_they_pass() {
+    let Some((pg, maria)) = servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (url, target) in [(pg.url(), "postgres"), (maria.url(), "mysql")] {
+        crate::common::dyno(dir.path())
+            .args(["run", "--suite", "sql", "-b", "oltp_write_only"])
+            .args([
+                "--table-size",
+                "3",
+                "-c",
+                "4",
+                "-t",
+                "30",
+                "-o",
+                target,
+                &url,
+            ])
+            .assert()
+            .success();
+        let rec = crate::common::record(&dir.path().join(target));
+        assert!(rec["plan"]["custom"]["sql"]["max_tries"].is_null());
+        let c = crate::common::case(&rec, target, "oltp_write_only");
+        assert_eq!(c["status"], "ok", "{target}: {}", c["reason"]);
+        let figures = &c["reps"][0]["detail"]["custom"]["figures"];
+        assert_eq!(figures["transactions"], 120, "{target}: {figures}");
+        assert_eq!(figures["failed"], 0, "{target}: {figures}");
+        assert!(
+            figures["retried"].as_u64().unwrap() > 0,
+            "{target}: {figures}"
+        );
+    }
 }

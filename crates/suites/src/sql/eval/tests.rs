@@ -9,6 +9,7 @@ fn run(text: &str, vars: &HashMap<String, Value>) -> R<Value> {
         vars,
         prng: &mut prng,
         default_seed: 4306334408478191133,
+        at: ("test", 1),
     };
     eval(&e, &mut env)
 }
@@ -137,5 +138,79 @@ proptest! {
                 (got, want) => prop_assert!(false, "{}: {:?} against {:?}", text, got, want),
             }
         }
+    }
+}
+
+/// `~` and `NOT` wherever an operand may be, binding as pgbench's grammar binds them; and
+/// pgbench's limit of 16 arguments.
+#[test]
+fn tilde_and_not_may_begin_any_operand() {
+    let int = |t: &str, want: i64| assert_eq!(value(t), Value::Int(want), "{t}");
+    int("1 + ~2", -2);
+    int("1 + ~2 * 3 + 4", -10);
+    int("1 + ~2 | 4", -2);
+    int("2 * ~1 + 1", -6);
+    int("-~1", 2);
+    int("~~5", 5);
+    assert_eq!(value("true AND NOT false"), Value::Bool(true));
+    // Parsed as pgbench parses it, and refused as it refuses it when run.
+    let e = run("1 = NOT true", &HashMap::new()).unwrap_err();
+    assert_eq!(e, "cannot coerce boolean to int");
+    let args: Vec<String> = (1..=17).map(|i| i.to_string()).collect();
+    let e = run(&format!("least({})", args.join(", ")), &HashMap::new()).unwrap_err();
+    assert!(
+        e.contains("too many function arguments, maximum is 16"),
+        "{e}"
+    );
+    assert_eq!(
+        value(&format!("least({})", args[..16].join(", "))),
+        Value::Int(1)
+    );
+}
+
+/// A seed left out of `hash()` and `permute()` is `:default_seed` as it is when the call runs
+/// (a script may set it), as pgbench writes the call; without the variable, the client's.
+#[test]
+fn a_missing_seed_is_the_default_seed_variable() {
+    let with = |seed: Value| HashMap::from([("default_seed".to_string(), seed)]);
+    for vars in [with(Value::Int(42)), with(Value::Text("42".into()))] {
+        for (short, long) in [
+            ("hash(5)", "hash(5, 42)"),
+            ("hash_fnv1a(5)", "hash_fnv1a(5, 42)"),
+            ("permute(3, 10)", "permute(3, 10, 42)"),
+        ] {
+            assert_eq!(run(short, &vars), run(long, &vars), "{short}");
+        }
+    }
+    assert_ne!(value("hash(5)"), value("hash(5, 42)"));
+    assert_eq!(value("hash(5)"), value("hash(5, 4306334408478191133)"));
+    assert_eq!(run("hash(5)", &with(Value::Null)), Ok(Value::Null));
+    assert_eq!(
+        value("debug(7)"),
+        Value::Int(7),
+        "debug() gives its argument"
+    );
+}
+
+/// `\sleep :var` reads the variable's text as pgbench does (C's `atoi`), and refuses what
+/// pgbench refuses: 0 from a text that does not begin with a digit.
+#[test]
+fn a_sleep_variable_is_read_as_pgbench_reads_it() {
+    let ok = |v: Value, want: i64| assert_eq!(v.atoi(), Ok(want), "{v:?}");
+    ok(Value::Int(3), 3);
+    ok(Value::Int(-3), -3);
+    ok(Value::Double(1.5), 1);
+    ok(Value::Double(2.7), 2);
+    ok(Value::Text("5ms".into()), 5);
+    ok(Value::Text(" 7".into()), 7);
+    ok(Value::Text("0".into()), 0);
+    for bad in [
+        Value::Bool(true),
+        Value::Null,
+        Value::Text("x".into()),
+        Value::Text(" 0".into()),
+    ] {
+        let e = bad.atoi().unwrap_err();
+        assert!(e.starts_with("invalid sleep time"), "{bad:?}: {e}");
     }
 }
