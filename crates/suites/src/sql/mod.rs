@@ -163,7 +163,8 @@ pub(crate) fn query_mode(raw: &RawPlan) -> Result<engine::driver::QueryMode, Pla
     })
 }
 
-static SETTINGS: &[&Setting] = &[
+/// The suite's own settings; sysbench's follow them ([`sysbench::SETTINGS`]).
+static OWN: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
     &shared::IO,
@@ -183,24 +184,10 @@ static SETTINGS: &[&Setting] = &[
     &init::PARTITION_METHOD,
     &init::UNLOGGED_TABLES,
     &init::FOREIGN_KEYS,
-    &sysbench::TABLES,
-    &sysbench::TABLE_SIZE,
-    &sysbench::RANGE_SIZE,
-    &sysbench::POINT_SELECTS,
-    &sysbench::SIMPLE_RANGES,
-    &sysbench::SUM_RANGES,
-    &sysbench::ORDER_RANGES,
-    &sysbench::DISTINCT_RANGES,
-    &sysbench::INDEX_UPDATES,
-    &sysbench::NON_INDEX_UPDATES,
-    &sysbench::DELETE_INSERTS,
-    &sysbench::RANGE_SELECTS,
-    &sysbench::SKIP_TRX,
-    &sysbench::AUTO_INC,
-    &sysbench::SECONDARY,
-    &sysbench::CREATE_SECONDARY,
-    &sysbench::RAND_TYPE,
 ];
+
+static SETTINGS: std::sync::LazyLock<Vec<&Setting>> =
+    std::sync::LazyLock::new(|| [OWN, sysbench::SETTINGS].concat());
 
 /// The most scale a run may ask for (10^8 accounts).
 const MAX_SCALE: i64 = 1000;
@@ -432,7 +419,7 @@ impl Suite for Sql {
     }
 
     fn settings(&self) -> &'static [&'static Setting] {
-        SETTINGS
+        &SETTINGS
     }
 
     fn targets_hint(&self) -> &'static str {
@@ -464,6 +451,7 @@ impl Suite for Sql {
         let oltp = if oltp {
             Some(sysbench::Oltp::resolve(raw)?)
         } else {
+            sysbench::unused(raw)?;
             None
         };
         let scale = match raw.settings.int(&SCALE) {

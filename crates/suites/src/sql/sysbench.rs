@@ -7,7 +7,7 @@
 //! (in `random`), its `#`-templates `random_digits`.
 
 use super::random::Prng;
-use super::random::sysbench::{digits, draw};
+use super::random::sysbench::{Params, digits, draw};
 use super::script::{self, Script};
 use engine::driver::{Dialect, OpError, SqlSession};
 use engine::plan::{Kind, PlanError, RawPlan, Setting};
@@ -115,6 +115,72 @@ pub static RAND_TYPE: Setting = Setting {
     )
 };
 
+pub static RAND_SPEC_ITER: Setting = setting(
+    "rand_spec_iter",
+    Kind::Int,
+    "SQL (sysbench): the iterations of the special and gaussian distributions' bell, as sysbench's --rand-spec-iter [default: 12].",
+);
+pub static RAND_SPEC_PCT: Setting = setting(
+    "rand_spec_pct",
+    Kind::Number,
+    "SQL (sysbench): the percent of the ids the special distribution favours, as sysbench's --rand-spec-pct [default: 1].",
+);
+pub static RAND_SPEC_RES: Setting = setting(
+    "rand_spec_res",
+    Kind::Number,
+    "SQL (sysbench): the percent of the special distribution's draws on those ids, as sysbench's --rand-spec-res [default: 75].",
+);
+pub static RAND_PARETO_H: Setting = setting(
+    "rand_pareto_h",
+    Kind::Number,
+    "SQL (sysbench): the pareto distribution's h, between 0 and 1, as sysbench's --rand-pareto-h [default: 0.2].",
+);
+pub static RAND_ZIPFIAN_EXP: Setting = setting(
+    "rand_zipfian_exp",
+    Kind::Number,
+    "SQL (sysbench): the zipfian distribution's exponent, as sysbench's --rand-zipfian-exp (of its releases after 1.0.20) [default: 0.8].",
+);
+
+/// sysbench's settings, in the order `--help` shows them.
+pub static SETTINGS: &[&Setting] = &[
+    &TABLES,
+    &TABLE_SIZE,
+    &RANGE_SIZE,
+    &POINT_SELECTS,
+    &SIMPLE_RANGES,
+    &SUM_RANGES,
+    &ORDER_RANGES,
+    &DISTINCT_RANGES,
+    &INDEX_UPDATES,
+    &NON_INDEX_UPDATES,
+    &DELETE_INSERTS,
+    &RANGE_SELECTS,
+    &SKIP_TRX,
+    &AUTO_INC,
+    &SECONDARY,
+    &CREATE_SECONDARY,
+    &RAND_TYPE,
+    &RAND_SPEC_ITER,
+    &RAND_SPEC_PCT,
+    &RAND_SPEC_RES,
+    &RAND_PARETO_H,
+    &RAND_ZIPFIAN_EXP,
+];
+
+/// Refuses sysbench's settings where none of the run's scripts is one of sysbench's built-ins,
+/// at the first one's place: they would shape nothing.
+pub fn unused(raw: &RawPlan) -> Result<(), PlanError> {
+    let mut given = (raw.settings.entries()).filter(|(k, _)| SETTINGS.iter().any(|s| s.key == *k));
+    match given.next() {
+        None => Ok(()),
+        Some((key, v)) => Err(PlanError::new(
+            v.at.clone(),
+            format!("{key} is sysbench's: it shapes sysbench's tables or mix, which none of this run's scripts uses"),
+        )
+        .hint("run one of sysbench's built-ins (-b oltp_read_write, oltp_point_select…), or leave the setting out")),
+    }
+}
+
 /// The built-ins, by name.
 pub const NAMES: [&str; 4] = [
     "oltp_point_select",
@@ -145,12 +211,51 @@ pub struct Oltp {
     pub secondary: bool,
     /// Whether k has its index.
     pub create_secondary: bool,
-    /// The script function that draws an id (`sb_special`…).
+    /// The script function that draws an id (`sb_special`…), and its parameters.
     pub rand_type: &'static str,
+    pub rand: Params,
     /// Whether its text values (c, pad) are written in quotes: under `-M simple` their values
     /// go into the statement's text as they are (sysbench quotes them so without prepared
     /// statements too).
     pub quoted: bool,
+}
+
+/// `--rand-spec-iter`, `--rand-spec-pct`, `--rand-spec-res`, `--rand-pareto-h` and
+/// `--rand-zipfian-exp` as a plan gives them, sysbench's defaults for the rest. Each value given
+/// is tried on a draw of the distribution it is for, and refused at its place, in that
+/// distribution's words, where a draw would refuse it.
+fn params(raw: &RawPlan) -> Result<Params, PlanError> {
+    let mut p = Params::default();
+    let tried = |p: &Params, function: &str, key: &str, at: &engine::plan::Origin| {
+        draw(function, &mut super::random::Prng::new(1), (1, 10), p)
+            .map(drop)
+            .map_err(|why| PlanError::new(at.clone(), format!("{key}: {why}")))
+    };
+    if let Some(v) = raw.settings.int(&RAND_SPEC_ITER) {
+        p.spec_iter = v.value;
+        tried(&p, "sb_special", RAND_SPEC_ITER.key, &v.at)?;
+    }
+    type Field = fn(&mut Params) -> &mut f64;
+    let fields: [(&Setting, Field, &str); 4] = [
+        (&RAND_SPEC_PCT, |p| &mut p.spec_pct, "sb_special"),
+        (&RAND_SPEC_RES, |p| &mut p.spec_res, "sb_special"),
+        (&RAND_PARETO_H, |p| &mut p.pareto_h, "sb_pareto"),
+        (&RAND_ZIPFIAN_EXP, |p| &mut p.zipfian_exp, "sb_zipfian"),
+    ];
+    for (s, field, function) in fields {
+        let Some(v) = raw.settings.text(s) else {
+            continue;
+        };
+        let x = v.value.trim().parse::<f64>().ok().filter(|x| x.is_finite());
+        *field(&mut p) = x.ok_or_else(|| {
+            PlanError::new(
+                v.at.clone(),
+                format!("{}: {:?} is not a number", s.key, v.value),
+            )
+        })?;
+        tried(&p, function, s.key, &v.at)?;
+    }
+    Ok(p)
 }
 
 /// The distributions of `--rand-type`, and the function each is.
@@ -184,6 +289,11 @@ impl Oltp {
             "secondary": self.secondary,
             "create_secondary": self.create_secondary,
             "rand_type": rand_type.map(|(n, _)| *n),
+            "rand_spec_iter": self.rand.spec_iter,
+            "rand_spec_pct": self.rand.spec_pct,
+            "rand_spec_res": self.rand.spec_res,
+            "rand_pareto_h": self.rand.pareto_h,
+            "rand_zipfian_exp": self.rand.zipfian_exp,
         })
     }
 
@@ -219,6 +329,7 @@ impl Oltp {
                         .hint("write special, uniform, gaussian, pareto or zipfian")
                 })?,
         };
+        let rand = params(raw)?;
         const MANY: i64 = 1_000_000;
         Ok(Oltp {
             tables: count(&TABLES, 1, 1, 1000)?,
@@ -238,6 +349,7 @@ impl Oltp {
             secondary: switch(&SECONDARY, false)?,
             create_secondary: switch(&CREATE_SECONDARY, true)?,
             rand_type,
+            rand,
             quoted: super::query_mode(raw)? == engine::driver::QueryMode::Simple,
         })
     }
@@ -256,9 +368,9 @@ impl Oltp {
         if trx {
             text.push_str("BEGIN;\n");
         }
-        let id = format!("\\set id {}(1, :table_size)\n", self.rand_type);
+        let id = format!("\\set id {}\n", self.rand.call(self.rand_type));
         let range = "\\set end :id + :range_size - 1\n";
-        let k = format!("\\set k {}(1, :table_size)\n", self.rand_type);
+        let k = format!("\\set k {}\n", self.rand.call(self.rand_type));
         let (c, pad) = (
             "\\set c random_digits(10, 11)\n",
             "\\set pad random_digits(5, 11)\n",
@@ -347,7 +459,7 @@ pub fn label(text: &str) -> Option<&'static str> {
 pub fn row(p: &mut Prng, o: &Oltp) -> (i64, String, String) {
     let c = digits(p, 10, 11).expect("a valid template");
     let pad = digits(p, 5, 11).expect("a valid template");
-    let k = draw(o.rand_type, p, 1, o.table_size as i64).expect("a valid distribution");
+    let k = draw(o.rand_type, p, (1, o.table_size as i64), &o.rand).expect("a valid distribution");
     (k, c, pad)
 }
 

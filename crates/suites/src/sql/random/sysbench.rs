@@ -130,15 +130,62 @@ pub fn zipfian(p: &mut Prng, lb: i64, ub: i64, e: f64) -> Result<i64, Refused> {
     }
 }
 
-/// A draw of the distribution named by its function (`sb_special`…), at sysbench's defaults.
-pub fn draw(function: &str, p: &mut Prng, lb: i64, ub: i64) -> Result<i64, Refused> {
+/// A draw of the distribution named by its function (`sb_special`…), with parameters `o`.
+pub fn draw(
+    function: &str,
+    p: &mut Prng,
+    (lb, ub): (i64, i64),
+    o: &Params,
+) -> Result<i64, Refused> {
     match function {
         "sb_uniform" => uniform(p, lb, ub),
-        "sb_gaussian" => gaussian(p, lb, ub, SPEC_ITER),
-        "sb_special" => special(p, lb, ub, SPEC_ITER, SPEC_PCT, SPEC_RES),
-        "sb_pareto" => pareto(p, lb, ub, PARETO_H),
-        "sb_zipfian" => zipfian(p, lb, ub, ZIPFIAN_EXP),
+        "sb_gaussian" => gaussian(p, lb, ub, o.spec_iter),
+        "sb_special" => special(p, lb, ub, o.spec_iter, o.spec_pct, o.spec_res),
+        "sb_pareto" => pareto(p, lb, ub, o.pareto_h),
+        "sb_zipfian" => zipfian(p, lb, ub, o.zipfian_exp),
         _ => Err("no such sysbench distribution"),
+    }
+}
+
+/// sysbench's `--rand-spec-iter` (also the gaussian's iterations), `--rand-spec-pct`,
+/// `--rand-spec-res`, `--rand-pareto-h` and `--rand-zipfian-exp`: its distributions' parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    pub spec_iter: i64,
+    pub spec_pct: f64,
+    pub spec_res: f64,
+    pub pareto_h: f64,
+    pub zipfian_exp: f64,
+}
+
+impl Default for Params {
+    /// sysbench's defaults.
+    fn default() -> Params {
+        Params {
+            spec_iter: SPEC_ITER,
+            spec_pct: SPEC_PCT,
+            spec_res: SPEC_RES,
+            pareto_h: PARETO_H,
+            zipfian_exp: ZIPFIAN_EXP,
+        }
+    }
+}
+
+impl Params {
+    /// A script's call of `function` (`sb_special`…) drawing from 1 to `:table_size` with
+    /// these parameters.
+    pub fn call(&self, function: &str) -> String {
+        let args = match function {
+            "sb_special" => format!(
+                ", {}, {:?}, {:?}",
+                self.spec_iter, self.spec_pct, self.spec_res
+            ),
+            "sb_gaussian" => format!(", {}", self.spec_iter),
+            "sb_pareto" => format!(", {:?}", self.pareto_h),
+            "sb_zipfian" => format!(", {:?}", self.zipfian_exp),
+            _ => String::new(),
+        };
+        format!("{function}(1, :table_size{args})")
     }
 }
 

@@ -20,6 +20,7 @@ fn defaults() -> Oltp {
         secondary: false,
         create_secondary: true,
         rand_type: "sb_special",
+        rand: Params::default(),
         quoted: false,
     }
 }
@@ -144,4 +145,38 @@ fn under_simple_the_text_values_are_quoted_and_keep_their_names() {
         label("UPDATE sbtest:t SET c=':c' WHERE id=:id;"),
         Some("non_index_updates")
     );
+}
+
+/// The ids are drawn with `--rand-*`'s parameters, written into the draw's call.
+#[test]
+fn the_draws_take_the_rand_parameters() {
+    let draws = |o: &Oltp| -> Vec<String> {
+        let s = o.script("oltp_point_select").unwrap();
+        (s.commands.iter())
+            .filter_map(|c| match &c.kind {
+                Cmd::Set { var, expr } if var == "id" => Some(format!("{expr:?}")),
+                _ => None,
+            })
+            .collect()
+    };
+    let parsed = |text: &str| format!("{:?}", crate::sql::expr::parse(text).unwrap());
+    let mut o = defaults();
+    assert_eq!(
+        draws(&o),
+        [parsed("sb_special(1, :table_size, 12, 1.0, 75.0)")]
+    );
+    o.rand = Params {
+        spec_pct: 10.0,
+        spec_res: 50.0,
+        ..Params::default()
+    };
+    assert_eq!(
+        draws(&o),
+        [parsed("sb_special(1, :table_size, 12, 10.0, 50.0)")]
+    );
+    o.rand_type = "sb_pareto";
+    o.rand.pareto_h = 0.3;
+    assert_eq!(draws(&o), [parsed("sb_pareto(1, :table_size, 0.3)")]);
+    o.rand_type = "sb_uniform";
+    assert_eq!(draws(&o), [parsed("sb_uniform(1, :table_size)")]);
 }

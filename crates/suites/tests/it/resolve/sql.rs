@@ -85,3 +85,62 @@ fn the_tables_shape_is_pgbenchs() {
         assert!(e.starts_with(says), "{settings}: {e}");
     }
 }
+
+/// sysbench's `--rand-*` parameters: its defaults in the record, the values given kept, and one
+/// its distribution would refuse refused at its place, in the distribution's words.
+#[test]
+fn the_rand_parameters_are_sysbenchs() {
+    let oltp = |settings: &str| plan(&format!("builtin = \"oltp_read_only\"\n{settings}"));
+    let rand = |settings: &str| {
+        let s = &resolve(&oltp(settings)).unwrap().record().custom["sql"]["sysbench"];
+        [
+            "rand_spec_iter",
+            "rand_spec_pct",
+            "rand_spec_res",
+            "rand_pareto_h",
+            "rand_zipfian_exp",
+        ]
+        .map(|k| s[k].as_f64().unwrap())
+    };
+    assert_eq!(rand(""), [12.0, 1.0, 75.0, 0.2, 0.8]);
+    let given = "rand_spec_iter = 6\nrand_spec_pct = 10\nrand_spec_res = 50.5\n\
+                 rand_pareto_h = \"0.3\"\nrand_zipfian_exp = 1.2";
+    assert_eq!(rand(given), [6.0, 10.0, 50.5, 0.3, 1.2]);
+    for (bad, says) in [
+        (
+            "rand_spec_iter = 0",
+            "plan.toml:4:18: rand_spec_iter: the number of iterations must be 1 to 1000",
+        ),
+        (
+            "rand_spec_res = 100",
+            "plan.toml:4:17: rand_spec_res: the special percentages must be 0 to 100 (res below 100)",
+        ),
+        (
+            "rand_pareto_h = 1.5",
+            "plan.toml:4:17: rand_pareto_h: the pareto parameter must be between 0 and 1",
+        ),
+        (
+            "rand_spec_pct = \"x\"",
+            "plan.toml:4:17: rand_spec_pct: \"x\" is not a number",
+        ),
+    ] {
+        assert_eq!(err(&oltp(bad)), says, "{bad}");
+    }
+}
+
+/// sysbench's settings where only pgbench's scripts run would shape nothing: refused at their
+/// place.
+#[test]
+fn sysbenchs_settings_are_refused_without_its_scripts() {
+    for (setting, at) in [("tables = 3", "3:10"), ("rand_spec_pct = 5", "3:17")] {
+        assert_eq!(
+            err(&plan(setting)),
+            format!(
+                "plan.toml:{at}: {} is sysbench's: it shapes sysbench's tables or mix, which none \
+                 of this run's scripts uses\n  hint: run one of sysbench's built-ins (-b \
+                 oltp_read_write, oltp_point_select…), or leave the setting out",
+                setting.split(' ').next().unwrap()
+            )
+        );
+    }
+}

@@ -144,7 +144,7 @@ fn bad_bounds_and_parameters_are_refused() {
     assert!(special(&mut p, 1, 10, 12, 1.0, 100.0).is_err());
     assert!(pareto(&mut p, 1, 10, 1.0).is_err());
     assert!(zipfian(&mut p, 1, 10, -1.0).is_err());
-    assert!(draw("sb_nosuch", &mut p, 1, 2).is_err());
+    assert!(draw("sb_nosuch", &mut p, (1, 2), &Params::default()).is_err());
     // A one-value range is that value.
     for f in [
         "sb_uniform",
@@ -153,6 +153,6 @@ fn bad_bounds_and_parameters_are_refused() {
         "sb_pareto",
         "sb_zipfian",
     ] {
-        assert_eq!(draw(f, &mut p, 7, 7), Ok(7), "{f}");
+        assert_eq!(draw(f, &mut p, (7, 7), &Params::default()), Ok(7), "{f}");
     }
 }
