@@ -475,9 +475,6 @@ fn transaction(
     let end = Instant::now();
     let took = end.duration_since(started).as_nanos() as u64;
     let served = end.duration_since(now).as_nanos() as u64;
-    if timing.limit.is_some_and(|l| took > l.as_nanos() as u64) {
-        out.late += 1;
-    }
     let outcome = match result {
         Ok(()) => Ok(0),
         Err(Failure::Sql { line, error }) => {
@@ -493,13 +490,26 @@ fn transaction(
         }
         Err(f @ Failure::Script { .. }) => return Err(f.to_string()),
     };
-    out.transactions.record(took, outcome.clone());
-    if let Some(r) = out.scripts.get_mut(k) {
-        r.record(took, outcome.clone());
-    }
-    // Every transaction's time, as the lag's: its failure is counted once, in the rows above.
-    if timing.intended.is_some() {
-        out.service.record(served, Ok(0));
+    // As pgbench's figures: a failed transaction is counted, by class, but its time (to the
+    // failure) is no transaction's latency, nor late.
+    let mut rows = [Some(&mut out.transactions), out.scripts.get_mut(k)];
+    match outcome {
+        Ok(_) => {
+            for r in rows.iter_mut().flatten() {
+                r.record(took, Ok(0));
+            }
+            if timing.limit.is_some_and(|l| took > l.as_nanos() as u64) {
+                out.late += 1;
+            }
+            if timing.intended.is_some() {
+                out.service.record(served, Ok(0));
+            }
+        }
+        Err(e) => {
+            for r in rows.iter_mut().flatten() {
+                r.fail(e.clone());
+            }
+        }
     }
     Ok(())
 }
