@@ -13,9 +13,12 @@ use engine::plan::PlanTarget;
 use engine::recorder::Recorder;
 use engine::suite::{After, Plan, Point, RepCtx, Repeat, TargetError, TestOutcome, settings};
 use results::{Detail, Rep, Status};
+use schedule::Schedule;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+mod schedule;
 
 pub(super) fn run(
     plan: &Plan,
@@ -261,7 +264,7 @@ fn client_run(
     store: &dyn Store,
     (ctx, gate): (&RepCtx, &Barrier),
     s: &SqlSettings,
-    (id, clients, rate): (usize, usize, Option<f64>),
+    (id, clients, schedule): (usize, usize, Option<&Schedule>),
 ) -> ClientRun {
     let mut out = ClientRun::new(s);
     // Every client is connected and prepared before any starts, as pgbench's and sysbench's
@@ -285,11 +288,7 @@ fn client_run(
     let start = Instant::now();
     out.began = Some(start);
     let deadline = start + Duration::from_nanos(s.duration_ns);
-    // An open loop: this client's share of the rate, in Poisson arrivals (pgbench's -R).
-    let mut throttle = Prng::new(s.seed.wrapping_mul(31).wrapping_add(id as u64 + 7));
-    let mean_gap_ns = rate.map(|r| 1e9 * clients as f64 / r);
     let limit = s.latency_limit_ns.map(Duration::from_nanos);
-    let mut due = start;
     let mut done = 0u64;
     loop {
         let over = match s.transactions {
@@ -302,8 +301,8 @@ fn client_run(
         }
         done += 1;
         let mut intended = None;
-        if let Some(gap) = mean_gap_ns {
-            due += Duration::from_nanos((-(1.0 - throttle.double()).ln() * gap) as u64);
+        if let Some(schedule) = schedule {
+            let due = schedule.take(start);
             if s.transactions.is_none() && due >= deadline {
                 return out;
             }
@@ -354,9 +353,12 @@ fn run_clients(
     let threads = super::super::generator_threads(store, ctx.generators, clients);
     let gate = Barrier::new(clients);
     let gate = &gate;
+    // An open loop: the run's arrivals, taken by whichever client is free.
+    let schedule = rate.map(|r| Schedule::new(r, s.seed.wrapping_mul(31).wrapping_add(7)));
+    let schedule = schedule.as_ref();
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, ClientRun> {
-            Box::new(move || client_run(store, (ctx, gate), s, (id, clients, rate)))
+            Box::new(move || client_run(store, (ctx, gate), s, (id, clients, schedule)))
         })
         .collect();
     std::thread::scope(|scope| {

@@ -436,3 +436,32 @@ fn a_script_makes_a_function_and_calls_it_prepared() {
         );
     }
 }
+
+/// `--rate`: one schedule for all the clients, as pgbench's `-R` (with `-j 1`), so a slow client
+/// leaves the arrivals to a free one. Client 0 sleeps 100 ms a transaction at 40 arrivals a
+/// second: on a schedule of its own (20 a second) it would fall further behind each second,
+/// a second late by the end; on the shared one, client 1 takes what client 0 cannot.
+#[test]
+fn an_open_loop_has_one_schedule_for_its_clients() {
+    let Some(pg) = testkit::Postgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let slow = "\\if :client_id = 0\n\\sleep 100 ms\n\\endif\nSELECT 1;\n";
+    std::fs::write(dir.path().join("slow.sql"), slow).unwrap();
+    let args = [
+        "--script", "slow.sql", "--rate", "40", "-d", "2s", "-c", "2",
+    ];
+    crate::common::dyno(dir.path())
+        .args(["run", "--suite", "sql"])
+        .args(args)
+        .args(["-o", "open", &pg.url()])
+        .assert()
+        .success();
+    let rec = crate::common::record(&dir.path().join("open"));
+    let rep = &crate::common::case(&rec, "postgres", "slow.sql")["reps"][0];
+    let lag = &rep["by_op"]["schedule lag"]["latency_ns"];
+    let ops = rep["ops"].as_u64().unwrap();
+    assert!((50..=110).contains(&ops), "about 80 arrivals in 2 s: {ops}");
+    assert!(lag["p90"].as_u64().unwrap() < 200_000_000, "{lag}");
+}
