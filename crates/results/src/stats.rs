@@ -57,6 +57,7 @@ pub fn latency_summary(h: &Histogram) -> Option<LatencySummary> {
         p9999: h.value_at_quantile(0.9999),
         max: h.max(),
         mean: h.mean(),
+        stdev: Some(h.stdev()),
         count: h.len(),
     })
 }

@@ -24,6 +24,16 @@ pub(crate) fn figure(c: &Case, key: &str) -> u64 {
         .sum()
 }
 
+/// The mean and the standard deviation (pgbench's "latency average" and "latency stddev"); the
+/// mean alone from a record made before the deviation was kept.
+fn mean_sd(l: &results::LatencySummary) -> String {
+    let mean = units::latency(l.mean.round() as u64);
+    match l.stdev {
+        Some(sd) => format!("{mean} ± {}", units::latency(sd.round() as u64)),
+        None => mean,
+    }
+}
+
 pub(crate) fn three(p50: u64, p99: u64, p999: u64) -> String {
     format!(
         "{} / {} / {}",
@@ -58,10 +68,20 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             units::count(rate.round() as u64)
         );
     }
+    // How statements were sent, and the tries a transaction had, when given: what pgbench's
+    // report heads its figures with.
+    let mut sent = vec![format!(
+        "-M {}",
+        sql.and_then(|s| s["query_mode"].as_str()).unwrap_or("?")
+    )];
+    if let Some(t) = sql.and_then(|s| s["max_tries"].as_u64()) {
+        sent.push(format!("--max-tries {t}"));
+    }
     doc.title(&format!(
-        "dyno sql · {} · {} clients · {how} · {} repetition(s)",
+        "dyno sql · {} · {} clients · {} · {how} · {} repetition(s)",
         data.join(" · "),
         r.plan.concurrency,
+        sent.join(" · "),
         r.plan.reps
     ))?;
     let header = vec![
@@ -71,6 +91,7 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             "transactions",
             "failed",
             "transactions/s",
+            "mean ± sd",
             "p50 / p99 / p99.9",
             "max",
         ]
@@ -84,15 +105,9 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         notes.extend(case_notes(c));
         let Some(s) = &c.summary else {
             let word = report::grid::status_word(c).unwrap_or("-").to_string();
-            body.push(vec![
-                label,
-                c.test.clone(),
-                word.clone(),
-                word.clone(),
-                word.clone(),
-                word.clone(),
-                word,
-            ]);
+            let mut row = vec![label, c.test.clone()];
+            row.extend(std::iter::repeat_n(word, 6));
+            body.push(row);
             continue;
         };
         let l = s.latency_ns;
@@ -102,6 +117,7 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             units::count(figure(c, "transactions")),
             units::count(figure(c, "failed")),
             units::count(s.ops_per_s.best.round() as u64),
+            mean_sd(&l),
             three(l.p50, l.p99, l.p999),
             units::latency(l.max),
         ]);

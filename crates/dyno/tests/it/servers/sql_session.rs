@@ -452,14 +452,23 @@ fn an_open_loop_has_one_schedule_for_its_clients() {
     let args = [
         "--script", "slow.sql", "--rate", "40", "-d", "2s", "-c", "2",
     ];
-    crate::common::dyno(dir.path())
+    let out = crate::common::dyno(dir.path())
         .args(["run", "--suite", "sql"])
         .args(args)
         .args(["-o", "open", &pg.url()])
         .assert()
         .success();
+    // The table heads its figures as pgbench's report does: the query mode, the mean and the
+    // standard deviation (which the slow client makes wide).
+    let table = String::from_utf8_lossy(&out.get_output().stdout);
+    assert!(
+        table.contains("· -M prepared ·") && table.contains("mean ± sd"),
+        "{table}"
+    );
     let rec = crate::common::record(&dir.path().join("open"));
     let rep = &crate::common::case(&rec, "postgres", "slow.sql")["reps"][0];
+    let sd = rep["latency_ns"]["stdev"].as_f64().unwrap();
+    assert!(sd > 10e6, "{}", rep["latency_ns"]);
     let lag = &rep["by_op"]["schedule lag"]["latency_ns"];
     let ops = rep["ops"].as_u64().unwrap();
     assert!((50..=110).contains(&ops), "about 80 arrivals in 2 s: {ops}");
