@@ -211,7 +211,8 @@ pub mod shared {
         kind: Kind::Int,
         value_name: "",
         help: "Concurrent clients (zodbshootout's -c); connections for the load suite \
-               [default: 2; 10 for load and namespace].",
+               [default: 2 for shootout and magma; 10 for load and namespace; 1 for kv, ycsb \
+               and sql, as YCSB's and pgbench's; 4 for append].",
         heading: None,
     };
     pub static SIZE: Setting = Setting {

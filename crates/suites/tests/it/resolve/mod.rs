@@ -669,3 +669,34 @@ mod fuzz {
 mod append;
 mod links;
 mod sql;
+
+/// `-c`'s help says each suite's own default, as the suite has it.
+#[test]
+fn the_clients_help_says_each_suites_default() {
+    let help = engine::plan::setting::shared::CLIENTS.help;
+    let list = help
+        .split("[default: ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches("].");
+    let mut said = BTreeMap::new();
+    for group in list.split("; ") {
+        let (n, names) = group.split_once(" for ").unwrap();
+        let names = names.split(", as ").next().unwrap();
+        for name in names
+            .split([',', ' '])
+            .filter(|w| !w.is_empty() && *w != "and")
+        {
+            said.insert(name.to_string(), n.parse::<u32>().unwrap());
+        }
+    }
+    for s in suites::suites(&suites::BUILT_IN) {
+        assert_eq!(
+            said.get(s.name()),
+            Some(&s.clients().default),
+            "{}: {help}",
+            s.name()
+        );
+    }
+    assert_eq!(said.len(), suites::BUILT_IN.len(), "{said:?}");
+}
