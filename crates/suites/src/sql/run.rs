@@ -271,7 +271,8 @@ fn client_run(
     // threads meet at a barrier: the clock runs with all of them at work, none still logging
     // in (and making the server fork a backend) while others run.
     let arrival = Arrival(gate);
-    let set_up = set_up(store, s, (id, clients), &mut out);
+    let seed = rep_seed(s.seed, ctx.rep);
+    let set_up = set_up(store, s, (id, clients, seed), &mut out);
     drop(arrival);
     let Some((session, mut ready, mut client)) = set_up else {
         return out;
@@ -283,7 +284,7 @@ fn client_run(
     }
     // Under -C: how long closing the last transaction's connection took.
     let mut closing = Duration::ZERO;
-    let mut choose = Prng::new(s.seed.wrapping_add(id as u64 + 1));
+    let mut choose = Prng::new(seed.wrapping_add(id as u64 + 1));
     let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
     let start = Instant::now();
     out.began = Some(start);
@@ -354,7 +355,8 @@ fn run_clients(
     let gate = Barrier::new(clients);
     let gate = &gate;
     // An open loop: the run's arrivals, taken by whichever client is free.
-    let schedule = rate.map(|r| Schedule::new(r, s.seed.wrapping_mul(31).wrapping_add(7)));
+    let seed = rep_seed(s.seed, ctx.rep).wrapping_mul(31).wrapping_add(7);
+    let schedule = rate.map(|r| Schedule::new(r, seed));
     let schedule = schedule.as_ref();
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, ClientRun> {
@@ -370,6 +372,13 @@ fn run_clients(
     .into_iter()
     .filter_map(Result::ok)
     .collect()
+}
+
+/// Repetition `rep`'s seed: the plan's for the first (the warm-up, when there is one), so that
+/// it draws what pgbench draws with that seed, and one more for each after it, so that a
+/// repetition does not read again the very rows the one before it read (and found cached).
+fn rep_seed(seed: u64, rep: u32) -> u64 {
+    seed.wrapping_add(u64::from(rep))
 }
 
 /// How long the clients wait for each other at the start, at most: every one connected and

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 pub(super) fn set_up<'a>(
     store: &dyn Store,
     s: &'a SqlSettings,
-    (id, clients): (usize, usize),
+    (id, clients, seed): (usize, usize, u64),
     out: &mut ClientRun,
 ) -> Option<(Box<dyn SqlSession>, Vec<client::Ready<'a>>, Client)> {
     let mut session = match store.connect_sql() {
@@ -26,7 +26,7 @@ pub(super) fn set_up<'a>(
             return None;
         }
     };
-    let mut client = new_client(s, (id, clients));
+    let mut client = new_client(s, (id, clients, seed));
     match prepared(session.as_mut(), s, &mut client) {
         Ok(ready) => Some((session, ready, client)),
         Err(no) => {
@@ -142,15 +142,16 @@ fn prepare_sysbench(
     Ok(())
 }
 
-/// Client `id` of `clients`: its generator seeded as pgbench seeds it (a base generator from the
-/// seed gives each client's in turn, then the default seed), its variables set.
-fn new_client(s: &SqlSettings, (id, clients): (usize, usize)) -> Client {
-    let mut base = Prng::new(s.seed);
+/// Client `id` of `clients`: its generator seeded from `seed` as pgbench seeds it (a base
+/// generator from the seed gives each client's in turn, then the default seed), its variables
+/// set.
+fn new_client(s: &SqlSettings, (id, clients, seed): (usize, usize, u64)) -> Client {
+    let mut base = Prng::new(seed);
     let draws: Vec<u64> = (0..=clients).map(|_| base.next_u64()).collect();
     let mut vars = HashMap::from([
         ("scale".to_string(), Value::Int(s.scale as i64)),
         ("client_id".to_string(), Value::Int(id as i64)),
-        ("random_seed".to_string(), Value::Int(s.seed as i64)),
+        ("random_seed".to_string(), Value::Int(seed as i64)),
     ]);
     if let Some(o) = &s.oltp {
         for (name, v) in [

@@ -474,3 +474,47 @@ fn an_open_loop_has_one_schedule_for_its_clients() {
     assert!((50..=110).contains(&ops), "about 80 arrivals in 2 s: {ops}");
     assert!(lag["p90"].as_u64().unwrap() < 200_000_000, "{lag}");
 }
+
+/// `--seed` is pgbench's `--random-seed` for the first repetition, and each repetition after it
+/// draws from the next seed, so that it does not read again the rows the one before it read:
+/// two runs with one seed draw the same values, and their repetitions draw different ones.
+#[test]
+fn each_repetition_draws_afresh_and_runs_repeat_each_other() {
+    let Some(pg) = testkit::Postgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen");
+    let script = format!(
+        "\\set v random(1, 1000000000)\n\\shell echo :random_seed :v >> {}\nSELECT :v;\n",
+        seen.display()
+    );
+    std::fs::write(dir.path().join("seen.sql"), script).unwrap();
+    let run = |out: &str| {
+        let _ = std::fs::remove_file(&seen);
+        crate::common::dyno(dir.path())
+            .args(["run", "--suite", "sql", "--script", "seen.sql", "-t", "5"])
+            .args([
+                "--reps",
+                "2",
+                "--no-warmup",
+                "--seed",
+                "9",
+                "-o",
+                out,
+                &pg.url(),
+            ])
+            .assert()
+            .success();
+        std::fs::read_to_string(&seen).unwrap()
+    };
+    let first = run("a");
+    let lines: Vec<(&str, &str)> = first.lines().map(|l| l.split_once(' ').unwrap()).collect();
+    assert_eq!(lines.len(), 10, "{first}");
+    let (rep0, rep1) = lines.split_at(5);
+    assert!(rep0.iter().all(|(seed, _)| *seed == "9"), "{first}");
+    assert!(rep1.iter().all(|(seed, _)| *seed == "10"), "{first}");
+    let values = |rep: &[(&str, &str)]| rep.iter().map(|(_, v)| v.to_string()).collect::<Vec<_>>();
+    assert_ne!(values(rep0), values(rep1), "{first}");
+    assert_eq!(run("b"), first, "the same seed, the same draws");
+}
