@@ -196,6 +196,18 @@ const TABLES: [(&str, &str); 4] = [
     ),
 ];
 
+/// The scale from which pgbench's account ids are `bigint` (pgbench's `SCALE_32BIT_THRESHOLD`):
+/// 100,000 accounts a scale pass 2^31 near 21,475.
+const BIGINT_FROM: u64 = 20_000;
+
+/// A table's `columns` at `scale`: `aid` a `bigint` from [`BIGINT_FROM`] on, as pgbench makes it.
+fn wide(columns: &str, scale: u64) -> String {
+    if scale < BIGINT_FROM {
+        return columns.to_string();
+    }
+    columns.replacen("aid int", "aid bigint", 1)
+}
+
 /// Creates pgbench's tables in `shape` for `scale`, as pgbench creates them.
 fn create(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(), OpError> {
     let dialect = session.dialect();
@@ -227,6 +239,7 @@ fn create(session: &mut dyn SqlSession, scale: u64, shape: &Shape) -> Result<(),
         (from, to)
     };
     for (name, columns) in TABLES {
+        let columns = &wide(columns, scale);
         let partitioned = shape.partitions > 0 && name == "pgbench_accounts";
         let sql = match dialect {
             Dialect::Postgres => {
@@ -422,4 +435,24 @@ fn insert_rows(
         first = last + 1;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// From pgbench's threshold on, the account ids (in the accounts and the history) are
+    /// bigint, the rest as below it.
+    #[test]
+    fn account_ids_are_bigint_from_pgbenchs_threshold() {
+        let at = |scale| TABLES.map(|(name, c)| (name, wide(c, scale)));
+        for (name, c) in at(BIGINT_FROM - 1) {
+            assert!(!c.contains("bigint"), "{name}: {c}");
+        }
+        for (name, c) in at(BIGINT_FROM) {
+            let has_aid = name == "pgbench_accounts" || name == "pgbench_history";
+            assert_eq!(c.contains("aid bigint"), has_aid, "{name}: {c}");
+            assert!(!c.contains("aid int"), "{name}: {c}");
+        }
+    }
 }
