@@ -125,7 +125,7 @@ pub static MAX_TRIES: Setting = Setting {
     aliases: &[],
     kind: Kind::Int,
     value_name: "",
-    help: "SQL: how many times a transaction runs when it fails for a serialization failure or a deadlock (pgbench's --max-tries), drawing the same values each time — in sysbench's built-ins also for a unique violation or a lock wait timeout, drawing afresh, as sysbench restarts them [default: 1, no retry; in sysbench's built-ins, as in sysbench, until the transaction succeeds or the run ends].",
+    help: "SQL: how many times a transaction runs when it fails for a serialization failure or a deadlock (pgbench's --max-tries; 0: until it succeeds, the run ends or it is later than --latency-limit), drawing the same values each time — in sysbench's built-ins also for a unique violation or a lock wait timeout, drawing afresh, as sysbench restarts them [default: 1, no retry; in sysbench's built-ins, as in sysbench, until the transaction succeeds or the run ends].",
     heading: HEADING,
 };
 
@@ -497,9 +497,15 @@ impl Suite for Sql {
             )?),
         };
         let max_tries = match raw.settings.int(&MAX_TRIES) {
-            Some(t) if !(1..=1_000_000).contains(&t.value) => {
-                return Err(PlanError::new(t.at, "max_tries must be 1 to 1000000")
-                    .hint("1 runs each transaction once; more retry its conflicts"));
+            Some(t) if !(0..=1_000_000).contains(&t.value) => {
+                return Err(PlanError::new(t.at, "max_tries must be 0 to 1000000").hint(
+                    "1 runs each transaction once; more retry its conflicts; 0 until it passes",
+                ));
+            }
+            // As pgbench refuses it: with neither, nothing would end the retrying.
+            Some(t) if t.value == 0 && transactions.is_some() && latency_limit_ns.is_none() => {
+                return Err(PlanError::new(t.at, "max_tries 0 (no limit) needs a duration or a latency limit to end the retrying")
+                    .hint("give --duration in place of -t, or --latency-limit"));
             }
             t => t.map(|t| t.value as u32),
         };

@@ -38,6 +38,13 @@ pub(super) fn run(
             ctx.report(TestOutcome::not_run(s.test, Status::Failed, why.clone()));
             return After::Fail(why.clone());
         }
+        if ctx.rep > 0
+            && s.pgbench
+            && let Err(why) = vacuum(store_ref)
+        {
+            ctx.report(TestOutcome::not_run(s.test, Status::Failed, why.clone()));
+            return After::Fail(why);
+        }
         let mut o = measure(store_ref, ctx, s, point);
         if ctx.rep == last
             && ctx.measured
@@ -72,6 +79,20 @@ fn made(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
             .map_err(|e| format!("making sysbench's tables: {e}"))?;
     }
     Ok(())
+}
+
+/// Before each repetition after the first, pgbench's own step before a run (unless `-n`):
+/// `VACUUM` of the branches and the tellers, which tpcb-like updates over and over, so that
+/// each repetition starts as a pgbench run does, not on the dead rows of the one before.
+/// (pgbench also empties the history, which dyno keeps for the TPC-B invariant checked at the
+/// end.) PostgreSQL's: InnoDB purges its own.
+fn vacuum(store: &dyn Store) -> Result<(), String> {
+    let mut session = store.connect_sql().map_err(|e| e.to_string())?;
+    if session.dialect() != engine::driver::Dialect::Postgres {
+        return Ok(());
+    }
+    (session.batch("vacuum pgbench_branches, pgbench_tellers"))
+        .map_err(|e| format!("vacuuming pgbench's branches and tellers: {e}"))
 }
 
 /// What one client did in a repetition.
@@ -409,11 +430,14 @@ struct Timing {
     ends: Option<Instant>,
 }
 
-/// Tries a transaction takes at most when `--max-tries` is not given: pgbench's default, one;
-/// in sysbench's built-ins, as many as it takes, as sysbench restarts a transaction until it
-/// succeeds — here until it does, the run ends, or a million tries.
+/// Tries a transaction takes at most: `--max-tries`'s; when not given, pgbench's default, one,
+/// and in sysbench's built-ins as many as it takes, as sysbench restarts a transaction until it
+/// succeeds. "As many as it takes" (and pgbench's `--max-tries 0`) is until it does, the run
+/// ends, it is later than the latency limit, or a million tries.
 fn tries(max_tries: Option<u32>, sysbench: bool) -> u32 {
     match (max_tries, sysbench) {
+        // pgbench's 0: no limit but the run's end and the latency limit.
+        (Some(0), _) => 1_000_000,
         (Some(n), _) => n,
         (None, false) => 1,
         (None, true) => 1_000_000,
@@ -470,7 +494,14 @@ fn transaction(
             Err(Failure::Sql { error, .. }) => conflict(&error.message, timing.sysbench),
             _ => None,
         };
-        let again = tries < most && timing.ends.is_none_or(|end| Instant::now() < end);
+        // As pgbench: no more tries once the run is over, or the transaction is later than
+        // the latency limit.
+        let now = Instant::now();
+        let again = tries < most
+            && timing.ends.is_none_or(|end| now < end)
+            && timing
+                .limit
+                .is_none_or(|l| now.duration_since(started) <= l);
         let Some(_) = retry.filter(|_| again) else {
             break result;
         };

@@ -518,3 +518,40 @@ fn each_repetition_draws_afresh_and_runs_repeat_each_other() {
     assert_ne!(values(rep0), values(rep1), "{first}");
     assert_eq!(run("b"), first, "the same seed, the same draws");
 }
+
+/// Each repetition after the first starts as a pgbench run does: pgbench's branches and tellers
+/// vacuumed (once by the tables' making, then once before each later repetition), as a script
+/// reading the server's count of them sees.
+#[test]
+fn each_later_repetition_starts_on_vacuumed_tables() {
+    let Some(pg) = testkit::Postgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("vacuums");
+    let script = format!(
+        "SELECT (SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'pgbench_branches')\n  \
+         + (SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'pgbench_tellers') AS n \\gset\n\
+         \\shell echo :n >> {}\n",
+        seen.display()
+    );
+    std::fs::write(dir.path().join("vacuums.sql"), script).unwrap();
+    crate::common::dyno(dir.path())
+        .args([
+            "run",
+            "--suite",
+            "sql",
+            "--script",
+            "vacuums.sql",
+            "-t",
+            "1",
+        ])
+        .args(["--reps", "3", "--no-warmup", "-o", "out", &pg.url()])
+        .assert()
+        .success();
+    let counts = std::fs::read_to_string(&seen).unwrap();
+    assert_eq!(
+        counts, "2\n4\n6\n",
+        "both tables, once per repetition after the first"
+    );
+}

@@ -144,3 +144,24 @@ fn sysbenchs_settings_are_refused_without_its_scripts() {
         );
     }
 }
+
+/// `--max-tries 0` is pgbench's "no limit": allowed where a duration or a latency limit ends
+/// the retrying, refused (as pgbench refuses it) where only a count of transactions is given.
+#[test]
+fn unlimited_tries_need_something_to_end_them() {
+    let tries = |settings: &str| {
+        let p = resolve(&plan(settings)).unwrap();
+        p.record().custom["sql"]["max_tries"].clone()
+    };
+    assert_eq!(tries("max_tries = 0"), 0);
+    assert_eq!(
+        tries("max_tries = 0\ntransactions = 5\nlatency_limit = \"50ms\""),
+        0
+    );
+    assert_eq!(
+        err(&plan("max_tries = 0\ntransactions = 5")),
+        "plan.toml:3:13: max_tries 0 (no limit) needs a duration or a latency limit to end the \
+         retrying\n  hint: give --duration in place of -t, or --latency-limit"
+    );
+    assert!(err(&plan("max_tries = -1")).contains("max_tries must be 0 to 1000000"));
+}
