@@ -99,7 +99,7 @@ enum Reply<'a> {
 /// A script made ready for one session: its prepared statements, and where each branch of an
 /// `\if` goes.
 pub struct Ready<'a> {
-    script: &'a Script,
+    pub(crate) script: &'a Script,
     /// Per command: how its SQL is sent.
     stmts: Vec<Prepared>,
     /// Per `\if`, `\elif` and `\else`: the next branch's command (or the `\endif`).

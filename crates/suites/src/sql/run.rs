@@ -520,8 +520,13 @@ fn transaction(
     let outcome = match result {
         Ok(()) => Ok(0),
         Err(Failure::Sql { line, error }) => {
-            // The transaction is over: roll back what it left open.
+            // The transaction is over: roll back what it left open. The command it failed at
+            // counts the failure (pgbench's -r "failures"), untimed.
             let _ = session.batch("ROLLBACK");
+            let at = ready.script.commands.iter().position(|c| c.line == line);
+            if let Some(r) = at.and_then(|i| out.commands[k].get_mut(i)) {
+                r.fail(error.clone());
+            }
             if let Some(c) = conflict(&error.message, timing.sysbench) {
                 out.conflicts[c as usize] += 1;
             }

@@ -101,7 +101,7 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     let mut body = Vec::new();
     let mut notes = Vec::new();
     for c in &r.cases {
-        let label = format!("{}\n{}", c.target, c.durability);
+        let label = format!("{} · {}", c.target, c.durability);
         notes.extend(case_notes(c));
         let Some(s) = &c.summary else {
             let word = report::grid::status_word(c).unwrap_or("-").to_string();
@@ -112,7 +112,7 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
         };
         let l = s.latency_ns;
         body.push(vec![
-            label.replace('\n', " · "),
+            label,
             c.test.clone(),
             units::count(figure(c, "transactions")),
             units::count(figure(c, "failed")),
@@ -152,16 +152,20 @@ fn statements(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
             let mut row = vec![(*name).clone()];
             for c in &r.cases {
                 let op = c.reps.iter().rev().find_map(|rep| rep.by_op.get(*name));
-                row.push(match op.and_then(|o| o.latency_ns) {
+                let mut cell = match op.and_then(|o| o.latency_ns) {
                     Some(l) => three(l.p50, l.p99, l.p999),
                     None => "-".into(),
-                });
+                };
+                if let Some(n) = op.map(|o| o.errors).filter(|&n| n > 0) {
+                    cell = format!("{cell} · {} failed", units::count(n));
+                }
+                row.push(cell);
             }
             row
         })
         .collect();
     doc.blank()?;
-    doc.heading("latency per command: p50 / p99 / p99.9 (SCRIPT:LINE and its first words, or sysbench's name for it)")?;
+    doc.heading("latency per command: p50 / p99 / p99.9, and the transactions that failed at it (SCRIPT:LINE and its first words, or sysbench's name for it)")?;
     doc.table(&[header], &body)
 }
 

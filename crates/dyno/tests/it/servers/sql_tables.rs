@@ -386,4 +386,9 @@ fn sysbench_built_ins_retry_their_conflicts_until_they_pass() {
         .unwrap();
     assert!(failed > 0, "{rep}");
     assert_eq!(rep["latency_ns"]["count"].as_u64(), Some(120 - failed));
+    // Each failure counted at the command it came at, once.
+    let at: u64 = (rep["by_op"].as_object().unwrap().values())
+        .map(|o| o["errors"].as_u64().unwrap())
+        .sum();
+    assert_eq!(at, failed, "{}", rep["by_op"]);
 }
