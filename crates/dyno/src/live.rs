@@ -113,8 +113,9 @@ impl Display {
         if let Some(last) = p.live.and_then(|l| l.last) {
             let _ = write!(
                 msg,
-                ": {} resp/s, p99 {}",
+                ": {} {}/s, p99 {}",
                 report::units::rate(last.responses_per_s()),
+                p.live.map_or("resp", |l| l.unit.0),
                 report::units::latency(last.p99_ns)
             );
         }
@@ -136,16 +137,18 @@ impl Display {
             .map(|n| format!("/{:.0}s", n as f64 / 1e9))
             .unwrap_or_default();
         eprintln!(
-            "dyno: [{:>6.0}s{of}] {} {}: {} resp/s, p50 {}, p99 {}, max {}, errors {}; total {} responses, {} errors",
+            "dyno: [{:>6.0}s{of}] {} {}: {} {}/s, p50 {}, p99 {}, max {}, errors {}; total {} {}, {} errors",
             last.end_ns as f64 / 1e9,
             p.target,
             p.test,
             report::units::rate(last.responses_per_s()),
+            l.unit.0,
             report::units::latency(last.p50_ns),
             report::units::latency(last.p99_ns),
             report::units::latency(last.max_ns),
             last.errors,
             report::units::count(l.total.responses),
+            l.unit.1,
             report::units::count(l.total.error_count()),
         );
     }

@@ -122,6 +122,9 @@ pub struct Live {
     /// The last [`RECENT`] intervals as they ended, never thinned: what a follower of the
     /// run (the live view, a push) reads between two progress reports.
     pub recent: std::collections::VecDeque<results::IntervalRecord>,
+    /// What a response is called where it is told, short and long: ("resp", "responses") for a
+    /// load, ("tx", "transactions") for the sql suite's.
+    pub unit: (&'static str, &'static str),
 }
 
 /// Raw intervals kept for followers: more than end between two progress reports at the
@@ -130,6 +133,11 @@ pub const RECENT: usize = 64;
 
 impl Live {
     pub fn new(planned_ns: Option<u64>) -> Live {
+        Live::counting(planned_ns, ("resp", "responses"))
+    }
+
+    /// A live figure of responses called `unit` (short, long).
+    pub fn counting(planned_ns: Option<u64>, unit: (&'static str, &'static str)) -> Live {
         Live {
             elapsed_ns: 0,
             planned_ns,
@@ -141,15 +149,17 @@ impl Live {
             ),
             started: None,
             recent: std::collections::VecDeque::with_capacity(RECENT),
+            unit,
         }
     }
 
     /// Back to nothing measured, for the next repetition.
     pub fn reset(&mut self) {
-        *self = Live::new(self.planned_ns);
+        *self = Live::counting(self.planned_ns, self.unit);
     }
 
-    fn add(&mut self, iv: &Interval) {
+    /// Adds a finished interval, the next after the last.
+    pub fn add(&mut self, iv: &Interval) {
         self.total.add(iv);
         (self.total.open, self.total.in_flight) = (iv.open, iv.in_flight);
         self.elapsed_ns = iv.end_ns;

@@ -5,19 +5,24 @@
 use super::SqlSettings;
 use super::client::{self, Client, Failure, ServerCode};
 use super::random::Prng;
-use super::script::{Kind, Script, Source};
+use super::script::{Kind, Source};
 use super::session::{close, reconnect, set_up};
 use engine::driver::{SqlSession, Store};
 use engine::fiber::Barrier;
 use engine::plan::PlanTarget;
 use engine::recorder::Recorder;
 use engine::suite::{After, Plan, Point, RepCtx, Repeat, TargetError, TestOutcome, settings};
+use feed::Feed;
+use invariant::invariant;
 use results::{Detail, Rep, Status};
 use schedule::Schedule;
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod feed;
+mod invariant;
 mod schedule;
 
 pub(super) fn run(
@@ -33,7 +38,13 @@ pub(super) fn run(
     let made = made(&*store, s);
     let store_ref: &dyn Store = &*store;
     let last = plan.reps + u32::from(plan.warmup) - 1;
-    run.repeat(None, None, &mut |ctx| {
+    // The figures as they come (pgbench's -P 1), transactions by the second.
+    let planned = s.transactions.is_none().then_some(s.duration_ns);
+    let live = Mutex::new(engine::load::Live::counting(
+        planned,
+        ("tx", "transactions"),
+    ));
+    run.repeat(Some(&live), None, &mut |ctx| {
         if let Err(why) = &made {
             ctx.report(TestOutcome::not_run(s.test, Status::Failed, why.clone()));
             return After::Fail(why.clone());
@@ -285,7 +296,7 @@ fn client_run(
     store: &dyn Store,
     (ctx, gate): (&RepCtx, &Barrier),
     s: &SqlSettings,
-    (id, clients, schedule): (usize, usize, Option<&Schedule>),
+    (id, clients, schedule, feed): (usize, usize, Option<&Schedule>, Option<&Feed>),
 ) -> ClientRun {
     let mut out = ClientRun::new(s);
     // Every client is connected and prepared before any starts, as pgbench's and sysbench's
@@ -309,6 +320,9 @@ fn client_run(
     let total: u64 = s.scripts.iter().map(|(_, w)| w).sum();
     let start = Instant::now();
     out.began = Some(start);
+    if let Some(f) = feed {
+        f.began(start);
+    }
     let deadline = start + Duration::from_nanos(s.duration_ns);
     let limit = s.latency_limit_ns.map(Duration::from_nanos);
     let mut done = 0u64;
@@ -354,6 +368,7 @@ fn client_run(
             limit,
             sysbench: s.scripts[k].0.source == Source::Sysbench,
             ends: s.transactions.is_none().then_some(deadline),
+            feed: feed.map(|f| (f, id)),
         };
         if let Err(stop) = transaction(&mut client, &mut ready[k], open, &mut out, (k, timing)) {
             out.broken = Some(stop);
@@ -379,16 +394,24 @@ fn run_clients(
     let seed = rep_seed(s.seed, ctx.rep).wrapping_mul(31).wrapping_add(7);
     let schedule = rate.map(|r| Schedule::new(r, seed));
     let schedule = schedule.as_ref();
+    let feed = ctx.live.map(|_| Feed::new(clients));
+    let feed = feed.as_ref();
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, ClientRun> {
-            Box::new(move || client_run(store, (ctx, gate), s, (id, clients, schedule)))
+            let shared = (id, clients, schedule, feed);
+            Box::new(move || client_run(store, (ctx, gate), s, shared))
         })
         .collect();
     std::thread::scope(|scope| {
         // A client that never arrives (its generator thread failed) does not hold the others
         // for ever; nor does the gate outlast an interruption.
         scope.spawn(|| gate.open_unless_released(GATE_LIMIT, ctx.interrupt));
-        engine::fiber::join_all(threads, jobs)
+        if let (Some(feed), Some(live)) = (feed, ctx.live) {
+            scope.spawn(move || feed.collect(live));
+        }
+        let runs = engine::fiber::join_all(threads, jobs);
+        feed.inspect(|f| f.end());
+        runs
     })
     .into_iter()
     .filter_map(Result::ok)
@@ -420,7 +443,7 @@ impl Drop for Arrival<'_> {
 /// made (`-C`), how slow is late, whether its script is one of sysbench's (which retries more
 /// kinds of conflict, and draws afresh), and when the run ends (with `--duration`).
 #[derive(Clone, Copy)]
-struct Timing {
+struct Timing<'a> {
     intended: Option<Instant>,
     /// Under `-C`, the transaction starts once connected: preparing its statements on the new
     /// connection is part of it, as in pgbench (which prepares them as they are first sent).
@@ -428,6 +451,8 @@ struct Timing {
     limit: Option<Duration>,
     sysbench: bool,
     ends: Option<Instant>,
+    /// Where the live figures go, and this client's place there.
+    feed: Option<(&'a Feed, usize)>,
 }
 
 /// Tries a transaction takes at most: `--max-tries`'s; when not given, pgbench's default, one,
@@ -465,7 +490,7 @@ fn transaction(
     ready: &mut client::Ready<'_>,
     session: &mut dyn SqlSession,
     out: &mut ClientRun,
-    (k, timing): (usize, Timing),
+    (k, timing): (usize, Timing<'_>),
 ) -> Result<(), String> {
     let now = timing.connected.unwrap_or_else(Instant::now);
     // In an open loop, latency runs from the intended start: a late start is the server's.
@@ -537,8 +562,18 @@ fn transaction(
         }
         Err(f @ Failure::Script { .. }) => return Err(f.to_string()),
     };
-    // As pgbench's figures: a failed transaction is counted, by class, but its time (to the
-    // failure) is no transaction's latency, nor late.
+    tally(out, (k, timing), (took, served), outcome);
+    Ok(())
+}
+
+/// A transaction's figures: as pgbench's, a failed one is counted, by class, but its time (to
+/// the failure) is no transaction's latency, nor late.
+fn tally(
+    out: &mut ClientRun,
+    (k, timing): (usize, Timing<'_>),
+    (took, served): (u64, u64),
+    outcome: Result<u64, engine::driver::OpError>,
+) {
     let mut rows = [Some(&mut out.transactions), out.scripts.get_mut(k)];
     match outcome {
         Ok(_) => {
@@ -551,14 +586,19 @@ fn transaction(
             if timing.intended.is_some() {
                 out.service.record(served, Ok(0));
             }
+            if let Some((feed, id)) = timing.feed {
+                feed.record(id, Ok((took, timing.intended.map(|_| served))));
+            }
         }
         Err(e) => {
+            if let Some((feed, id)) = timing.feed {
+                feed.record(id, Err(e.class));
+            }
             for r in rows.iter_mut().flatten() {
                 r.fail(e.clone());
             }
         }
     }
-    Ok(())
 }
 
 /// The failures a transaction is retried for (with `--max-tries`): pgbench's, and for sysbench's
@@ -599,72 +639,6 @@ fn conflict(message: &str, sysbench: bool) -> Option<Conflict> {
         }
         _ => None,
     }
-}
-
-/// The invariants the scripts keep: TPC-B's (every delta added to an account is in the
-/// history, and with tpcb-like to its teller and its branch), and sysbench's (a delete and an
-/// insert of one id in one transaction keep every table's rows).
-fn invariant(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
-    let mut session = store.connect_sql().map_err(|e| e.to_string())?;
-    if let Some(o) = s.oltp.as_ref().filter(|o| !o.skip_trx) {
-        for t in 1..=o.tables {
-            let rows = sum(&mut *session, "count(*)", &format!("sbtest{t}"))?;
-            if rows != o.table_size.to_string() {
-                return Err(format!(
-                    "sbtest{t} has {rows} rows, not {}: a delete and its insert did not stay together",
-                    o.table_size
-                ));
-            }
-        }
-    }
-    // Only pgbench's built-ins that write, alone or with reads only, keep a known invariant.
-    let is = |sc: &Script, name: &str| sc.source == Source::Pgbench && sc.name == name;
-    let reads = |sc: &Script| is(sc, "select-only") || sc.source == Source::Sysbench;
-    let keeps = |name: &str| {
-        s.scripts.iter().any(|(sc, _)| is(sc, name))
-            && s.scripts.iter().all(|(sc, _)| is(sc, name) || reads(sc))
-    };
-    let tables: &[&str] = if keeps("tpcb-like") {
-        &["pgbench_accounts", "pgbench_tellers", "pgbench_branches"]
-    } else if keeps("simple-update") {
-        &["pgbench_accounts"]
-    } else {
-        return Ok(());
-    };
-    let deltas = sum(&mut *session, "sum(delta)", "pgbench_history")?;
-    for table in tables {
-        let column = match *table {
-            "pgbench_accounts" => "sum(abalance)",
-            "pgbench_tellers" => "sum(tbalance)",
-            _ => "sum(bbalance)",
-        };
-        let got = sum(&mut *session, column, table)?;
-        if got != deltas {
-            return Err(format!(
-                "the TPC-B invariant does not hold: {column} of {table} is {got}, the history's deltas sum to {deltas}"
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn sum(session: &mut dyn SqlSession, column: &str, table: &str) -> Result<String, String> {
-    // Both servers write a sum of integers as an integer (PostgreSQL's bigint, MySQL's DECIMAL
-    // with no fraction): the texts compare.
-    let stmt =
-        (session.prepare(&[format!("SELECT {column} FROM {table}")])).map_err(|e| e.to_string())?;
-    let mut got = None;
-    session
-        .execute(
-            stmt,
-            &[],
-            Some(&mut |_, cols: &engine::driver::SqlRow<'_>| {
-                got = cols.first().and_then(|c| c.1.map(str::to_string))
-            }),
-        )
-        .map_err(|e| e.to_string())?;
-    // The sum of no rows is NULL: 0, as the history's is before any write.
-    Ok(got.unwrap_or_else(|| "0".into()))
 }
 
 #[cfg(test)]

@@ -455,7 +455,7 @@ fn an_open_loop_has_one_schedule_for_its_clients() {
     let out = crate::common::dyno(dir.path())
         .args(["run", "--suite", "sql"])
         .args(args)
-        .args(["-o", "open", &pg.url()])
+        .args(["--progress", "lines", "-o", "open", &pg.url()])
         .assert()
         .success();
     // The table heads its figures as pgbench's report does: the query mode, the mean and the
@@ -464,6 +464,15 @@ fn an_open_loop_has_one_schedule_for_its_clients() {
     assert!(
         table.contains("· -M prepared ·") && table.contains("mean ± sd"),
         "{table}"
+    );
+    // The figures as they came, each second (pgbench's -P 1).
+    let said = String::from_utf8_lossy(&out.get_output().stderr);
+    let lines: Vec<&str> = (said.lines())
+        .filter(|l| l.starts_with("dyno: [") && l.contains("] postgres slow.sql: "))
+        .collect();
+    assert!(
+        lines.len() >= 2 && lines[0].contains(" tx/s, p50 "),
+        "{said}"
     );
     let rec = crate::common::record(&dir.path().join("open"));
     let rep = &crate::common::case(&rec, "postgres", "slow.sql")["reps"][0];
@@ -553,5 +562,39 @@ fn each_later_repetition_starts_on_vacuumed_tables() {
     assert_eq!(
         counts, "2\n4\n6\n",
         "both tables, once per repetition after the first"
+    );
+}
+
+/// The sql suite's running figures hold its thresholds while it runs (`--abort-on-fail`): a
+/// 30 s run whose p99 cannot be under 1 µs stops a moment after `abort_after` (2 s), status 4.
+#[test]
+fn a_broken_threshold_stops_an_sql_run_while_it_runs() {
+    let Some(pg) = testkit::Postgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    crate::common::dyno(dir.path())
+        .args(["run", "--suite", "sql", "-b", "select-only", "-d", "30s"])
+        .args([
+            "--threshold",
+            "p99 < 1us",
+            "--abort-on-fail",
+            "-o",
+            "ab",
+            &pg.url(),
+        ])
+        .assert()
+        .code(4);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let rec = crate::common::record(&dir.path().join("ab"));
+    assert_eq!(
+        rec["aborted"]["threshold"], "p99 < 1us",
+        "{}",
+        rec["aborted"]
     );
 }
