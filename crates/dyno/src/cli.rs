@@ -404,7 +404,7 @@ pub struct RunArgs {
     /// history is written to the results directory (`dyno check DIR` reads it again).
     #[arg(long, value_name = "MODEL", help_heading = "Gates")]
     pub check: Option<String>,
-    /// Check the thresholds on a load case's running intervals too (from 2 s into each
+    /// Check the thresholds on a load or sql case's running intervals too (from 2 s into each
     /// repetition; abort_after in the plan) and stop the run at the first broken (status 4).
     #[arg(long, help_heading = "Gates")]
     pub abort_on_fail: bool,

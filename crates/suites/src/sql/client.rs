@@ -12,6 +12,9 @@ use engine::driver::{OpError, SqlParam, SqlSession};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+mod code;
+pub use code::ServerCode;
+
 /// A failure of a transaction: the script's line, and what went wrong (a server's error keeps
 /// its class).
 #[derive(Debug)]
@@ -46,38 +49,6 @@ enum Prepared {
     /// Prepared at its first run: when the session began the server did not know a table,
     /// function, column, type or schema it names, which the script may make before it.
     Later,
-}
-
-/// A server's error code as the drivers write it into their messages: PostgreSQL's SQLSTATE
-/// (`postgres: …: ERROR 42P01: …`), or MySQL's error number and SQLSTATE (`mysql: …: ERROR 1146
-/// (42S02): …`). MySQL's number is needed beside its SQLSTATE: 42000 alone is both a syntax error
-/// and an unknown function, and 40001 is its deadlock.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ServerCode<'a> {
-    Postgres(&'a str),
-    Mysql(u16, &'a str),
-}
-
-impl<'a> ServerCode<'a> {
-    /// The code in a driver's message; None for an error the server did not send.
-    pub fn of(message: &'a str) -> Option<ServerCode<'a>> {
-        let (_, rest) = message.split_once("ERROR ")?;
-        let (code, _) = rest.split_once(':')?;
-        match code.split_once(" (") {
-            Some((n, state)) => Some(ServerCode::Mysql(n.parse().ok()?, state.strip_suffix(')')?)),
-            None => Some(ServerCode::Postgres(code)),
-        }
-    }
-
-    /// Whether the server refused a statement for naming a table, function, column, type or
-    /// schema it does not know (PostgreSQL's 42P01, 42883, 42703, 42704, 3F000; MySQL's 1146,
-    /// 1305, 1054).
-    fn names_the_unknown(self) -> bool {
-        match self {
-            ServerCode::Postgres(s) => ["42P01", "42883", "42703", "42704", "3F000"].contains(&s),
-            ServerCode::Mysql(n, _) => [1146, 1305, 1054].contains(&n),
-        }
-    }
 }
 
 /// `parts` prepared on the server, a refusal failing the command at `line`.
@@ -215,6 +186,9 @@ pub struct Client {
     key: String,
     /// In a pipeline: each SQL command queued (its index) and when (reused).
     queued: Vec<(usize, Instant)>,
+    /// The command running, or the last one run: where the script's failure came, if it did
+    /// (a pipelined one's, when its reply failed).
+    pub(crate) at: usize,
 }
 
 impl Client {
@@ -226,6 +200,7 @@ impl Client {
             texts: Vec::new(),
             key: String::new(),
             queued: Vec::new(),
+            at: 0,
         }
     }
 
@@ -256,6 +231,7 @@ impl Client {
             let i = pc;
             let c = &commands[i];
             pc += 1;
+            self.at = i;
             // Whether this command was reached by leaving a branch whose condition was false.
             let arrived = std::mem::replace(&mut jumped, false);
             match &c.kind {
@@ -359,9 +335,13 @@ impl Client {
                 timed(*i, at.elapsed());
             }
         });
-        done.map_err(|(k, error)| Failure::Sql {
-            line: queued.get(k).map_or(line, |(i, _)| commands[*i].line),
-            error,
+        done.map_err(|(k, error)| {
+            let failed = self.queued.get(k).map(|(i, _)| *i);
+            self.at = failed.unwrap_or(self.at);
+            Failure::Sql {
+                line: failed.map_or(line, |i| commands[i].line),
+                error,
+            }
         })
     }
 

@@ -369,6 +369,7 @@ fn client_run(
             sysbench: s.scripts[k].0.source == Source::Sysbench,
             ends: s.transactions.is_none().then_some(deadline),
             feed: feed.map(|f| (f, id)),
+            interrupt: ctx.interrupt,
         };
         if let Err(stop) = transaction(&mut client, &mut ready[k], open, &mut out, (k, timing)) {
             out.broken = Some(stop);
@@ -453,6 +454,8 @@ struct Timing<'a> {
     ends: Option<Instant>,
     /// Where the live figures go, and this client's place there.
     feed: Option<(&'a Feed, usize)>,
+    /// Set by Ctrl-C (or a broken threshold): no more tries.
+    interrupt: &'a AtomicBool,
 }
 
 /// Tries a transaction takes at most: `--max-tries`'s; when not given, pgbench's default, one,
@@ -495,10 +498,6 @@ fn transaction(
     let now = timing.connected.unwrap_or_else(Instant::now);
     // In an open loop, latency runs from the intended start: a late start is the server's.
     let started = timing.intended.unwrap_or(now);
-    if timing.intended.is_some() {
-        out.lag
-            .record(now.duration_since(started).as_nanos() as u64, Ok(0));
-    }
     // pgbench's --max-tries: a serialization failure or a deadlock runs the transaction again,
     // the client's generator as it was at the transaction's start, so it draws the same values.
     // sysbench's built-ins retry more conflicts, and draw afresh, as sysbench runs its event
@@ -520,9 +519,10 @@ fn transaction(
             _ => None,
         };
         // As pgbench: no more tries once the run is over, or the transaction is later than
-        // the latency limit.
+        // the latency limit; nor once interrupted.
         let now = Instant::now();
         let again = tries < most
+            && !timing.interrupt.load(Ordering::Relaxed)
             && timing.ends.is_none_or(|end| now < end)
             && timing
                 .limit
@@ -548,8 +548,7 @@ fn transaction(
             // The transaction is over: roll back what it left open. The command it failed at
             // counts the failure (pgbench's -r "failures"), untimed.
             let _ = session.batch("ROLLBACK");
-            let at = ready.script.commands.iter().position(|c| c.line == line);
-            if let Some(r) = at.and_then(|i| out.commands[k].get_mut(i)) {
+            if let Some(r) = out.commands[k].get_mut(client.at) {
                 r.fail(error.clone());
             }
             if let Some(c) = conflict(&error.message, timing.sysbench) {
@@ -583,7 +582,10 @@ fn tally(
             if timing.limit.is_some_and(|l| took > l.as_nanos() as u64) {
                 out.late += 1;
             }
+            // In an open loop, how late it started (its latency less its service time), and
+            // its service time, as pgbench's lag: of the transactions that succeeded.
             if timing.intended.is_some() {
+                out.lag.record(took.saturating_sub(served), Ok(0));
                 out.service.record(served, Ok(0));
             }
             if let Some((feed, id)) = timing.feed {

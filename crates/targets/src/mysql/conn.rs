@@ -271,13 +271,13 @@ impl Conn {
         self.send_cmd(context)
     }
 
-    /// Runs a text statement (`BEGIN`, DDL, a `SELECT` of settings).
     /// Whether the server said, at the end of the last statement's result, that a
     /// transaction is open.
     pub fn in_transaction(&self) -> bool {
         proto::in_transaction(&self.payload)
     }
 
+    /// Runs a text statement (`BEGIN`, DDL, a `SELECT` of settings).
     pub fn query(&mut self, sql: &str) -> Result<QueryResult, OpError> {
         let context = sql.split_whitespace().next().unwrap_or("query");
         self.send_text(proto::COM_QUERY, sql, context)?;

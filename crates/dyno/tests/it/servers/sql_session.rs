@@ -546,16 +546,9 @@ fn each_later_repetition_starts_on_vacuumed_tables() {
     );
     std::fs::write(dir.path().join("vacuums.sql"), script).unwrap();
     crate::common::dyno(dir.path())
-        .args([
-            "run",
-            "--suite",
-            "sql",
-            "--script",
-            "vacuums.sql",
-            "-t",
-            "1",
-        ])
-        .args(["--reps", "3", "--no-warmup", "-o", "out", &pg.url()])
+        .args(["run", "--suite", "sql", "--script", "vacuums.sql"])
+        .args(["-t", "1", "--reps", "3", "--no-warmup"])
+        .args(["-o", "out", &pg.url()])
         .assert()
         .success();
     let counts = std::fs::read_to_string(&seen).unwrap();

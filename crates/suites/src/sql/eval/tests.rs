@@ -148,12 +148,14 @@ fn tilde_and_not_may_begin_any_operand() {
     let int = |t: &str, want: i64| assert_eq!(value(t), Value::Int(want), "{t}");
     int("1 + ~2", -2);
     int("1 + ~2 * 3 + 4", -10);
-    int("1 + ~2 | 4", -2);
+    // (1 + ~2) | 3, not 1 + (~2 | 3), which is 0.
+    int("1 + ~2 | 3", -1);
     int("2 * ~1 + 1", -6);
     int("-~1", 2);
     int("~~5", 5);
     assert_eq!(value("true AND NOT false"), Value::Bool(true));
-    // Parsed as pgbench parses it, and refused as it refuses it when run.
+    // Accepted where pgbench's grammar accepts it, and refused as pgbench refuses it when run
+    // (a comparison takes numbers: no grouping of these makes one that runs).
     let e = run("1 = NOT true", &HashMap::new()).unwrap_err();
     assert_eq!(e, "cannot coerce boolean to int");
     let args: Vec<String> = (1..=17).map(|i| i.to_string()).collect();

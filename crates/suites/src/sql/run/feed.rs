@@ -16,7 +16,8 @@ const EVERY: Duration = Duration::from_secs(1);
 const LOOK: Duration = Duration::from_millis(50);
 
 pub(super) struct Feed {
-    /// Each client's interval so far (a lock its client alone takes but once a second).
+    /// Each client's interval so far, under a lock its client takes at each transaction and
+    /// the collector once a second, for a swap.
     clients: Vec<Mutex<Interval>>,
     /// When the clients started together: the intervals count from here.
     began: OnceLock<Instant>,
@@ -27,9 +28,7 @@ pub(super) struct Feed {
 impl Feed {
     pub(super) fn new(clients: usize) -> Feed {
         Feed {
-            clients: (0..clients)
-                .map(|_| Mutex::new(Interval::empty()))
-                .collect(),
+            clients: (0..clients).map(|_| Mutex::new(fresh())).collect(),
             began: OnceLock::new(),
             ended: AtomicBool::new(false),
         }
@@ -41,16 +40,17 @@ impl Feed {
     }
 
     /// Client `id`'s transaction: its latency (and in an open loop its service time), or the
-    /// class of its failure.
+    /// class of its failure. The rate told is of the transactions that succeeded, as
+    /// pgbench's `-P` and the table's; the failures are counted apart.
     pub(super) fn record(&self, id: usize, outcome: Result<(u64, Option<u64>), ErrorClass>) {
         let Some(iv) = self.clients.get(id) else {
             return;
         };
         let mut iv = iv.lock().unwrap_or_else(PoisonError::into_inner);
         iv.requests += 1;
-        iv.responses += 1;
         match outcome {
             Ok((took_ns, served_ns)) => {
+                iv.responses += 1;
                 iv.ok += 1;
                 results::histogram::record(&mut iv.latency, took_ns);
                 if let Some(ns) = served_ns {
@@ -67,7 +67,9 @@ impl Feed {
     }
 
     /// Until the clients end: once an interval, every client's part of it summed into `live`;
-    /// at their end, the part interval left.
+    /// at their end, the part interval left. An interval ends when its parts are taken (a
+    /// moment after its second, if the collector woke late) and the next begins there, so no
+    /// transaction lands in another's.
     pub(super) fn collect(&self, live: &Mutex<Live>) {
         let began = loop {
             if let Some(at) = self.began.get() {
@@ -81,6 +83,7 @@ impl Feed {
         if let Ok(mut l) = live.lock() {
             l.started = Some(began);
         }
+        let mut start_ns = 0;
         for k in 1u32.. {
             let edge = began + EVERY * k;
             let mut ended = self.ended.load(Ordering::Acquire);
@@ -88,16 +91,21 @@ impl Feed {
                 std::thread::sleep(edge.saturating_duration_since(Instant::now()).min(LOOK));
                 ended = self.ended.load(Ordering::Acquire);
             }
-            let end = Instant::now().min(edge);
             let mut sum = Interval::empty();
             for c in &self.clients {
-                let mut iv = c.lock().unwrap_or_else(PoisonError::into_inner);
-                sum.add(&std::mem::replace(&mut *iv, Interval::empty()));
+                let next = fresh();
+                // The lock held for the swap alone, not the sum.
+                let part = {
+                    let mut held = c.lock().unwrap_or_else(PoisonError::into_inner);
+                    std::mem::replace(&mut *held, next)
+                };
+                sum.add(&part);
             }
-            sum.start_ns = (EVERY * (k - 1)).as_nanos() as u64;
-            sum.end_ns = end.saturating_duration_since(began).as_nanos() as u64;
+            sum.start_ns = start_ns;
+            sum.end_ns = began.elapsed().as_nanos() as u64;
+            start_ns = sum.end_ns;
             sum.open = self.clients.len() as u64;
-            if (sum.end_ns > sum.start_ns || sum.responses > 0)
+            if (sum.end_ns > sum.start_ns || sum.requests > 0)
                 && let Ok(mut l) = live.lock()
             {
                 l.add(&sum);
@@ -109,12 +117,22 @@ impl Feed {
     }
 }
 
+/// A client's interval with nothing in it: its histograms start small and grow to what they
+/// are given (a client's second holds few of the range's values; at `-c 1000`, intervals of
+/// the whole range would hold half a gigabyte).
+fn fresh() -> Interval {
+    let mut iv = Interval::empty();
+    iv.latency = results::histogram::new_growing_histogram();
+    iv.service = results::histogram::new_growing_histogram();
+    iv
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// The clients' transactions reach the live figures summed, by the interval they ended in,
-    /// failures by class; what is left at the end, in a part interval.
+    /// failures by class and out of the rate; what is left at the end, in a part interval.
     #[test]
     fn transactions_reach_the_live_figures_each_second() {
         let feed = Feed::new(2);
@@ -125,24 +143,31 @@ mod tests {
             feed.record(0, Ok((1_000, None)));
             feed.record(1, Ok((3_000, Some(2_000))));
             feed.record(1, Err(ErrorClass::Timeout));
-            std::thread::sleep(Duration::from_millis(1_100));
+            std::thread::sleep(Duration::from_millis(1_600));
             feed.record(0, Ok((5_000, None)));
             feed.end();
         });
         let l = live.into_inner().unwrap();
         let ivs = l.intervals.to_vec();
         assert_eq!(ivs.len(), 2, "{ivs:?}");
-        assert_eq!((ivs[0].start_ns, ivs[0].end_ns), (0, 1_000_000_000));
-        assert_eq!((ivs[0].responses, ivs[0].ok, ivs[0].errors), (3, 2, 1));
-        assert_eq!((ivs[1].start_ns, ivs[1].responses), (1_000_000_000, 1));
-        assert!(ivs[1].end_ns > 1_000_000_000 && ivs[1].end_ns < 2_000_000_000);
-        assert_eq!((l.total.responses, l.total.ok), (4, 3));
-        // (To the histogram's precision.)
+        // The first ends when it was taken, at its second or a moment after; the next begins
+        // there.
+        let first_end = ivs[0].end_ns;
         assert!(
-            (5_000..5_010).contains(&l.total.latency.max()),
-            "{}",
-            l.total.latency.max()
+            (1_000_000_000..1_600_000_000).contains(&first_end),
+            "{ivs:?}"
         );
+        let first = (ivs[0].start_ns, ivs[0].responses, ivs[0].ok, ivs[0].errors);
+        assert_eq!(first, (0, 2, 2, 1));
+        assert_eq!((ivs[1].start_ns, ivs[1].responses), (first_end, 1));
+        assert!(
+            ivs[1].end_ns > first_end && ivs[1].end_ns < 2_000_000_000,
+            "{ivs:?}"
+        );
+        assert_eq!((l.total.responses, l.total.error_count()), (3, 1));
+        // (To the histogram's precision.)
+        let max = l.total.latency.max();
+        assert!((5_000..5_010).contains(&max), "{max}");
         assert!(l.started.is_some());
     }
 }
