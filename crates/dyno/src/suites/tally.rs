@@ -35,7 +35,7 @@ struct Figures {
 
 fn figures(r: &Rep) -> Option<Figures> {
     match &r.detail {
-        Detail::Custom { suite, figures } if suite == "tally" => {
+        Detail::Custom { suite, figures, .. } if suite == "tally" => {
             serde_json::from_value(figures.clone()).ok()
         }
         _ => None,
@@ -187,13 +187,13 @@ fn outcome(
             errors: all.error_count(),
             latency_ns: results::stats::latency_summary(&all.latency),
             by_op,
-            detail: Detail::Custom {
-                suite: "tally".into(),
-                figures: serde_json::to_value(Figures {
+            detail: Detail::custom(
+                "tally",
+                serde_json::to_value(Figures {
                     verified_reads: verified,
                 })
                 .expect("plain figures serialize"),
-            },
+            ),
         }),
         recorder: all,
         server: Vec::new(),

@@ -532,14 +532,30 @@ pub enum Detail {
     /// The kv suite's repetition: failures split by whether their outcome is known, the time
     /// series, and the lost-writes check.
     Kv(Box<KvRep>),
-    /// A suite this schema does not describe: its name and figures as it wrote them.
+    /// A suite this schema does not describe: its name and figures as it wrote them, and its
+    /// time series if it keeps one (the sql suite's, by the second).
     Custom {
         suite: String,
         figures: serde_json::Value,
+        /// The intervals, from `started_ns` on the run's clock (none: no series kept).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        intervals: Vec<IntervalRecord>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_ns: Option<u64>,
     },
 }
 
 impl Detail {
+    /// A suite's own figures, without a time series.
+    pub fn custom(suite: impl Into<String>, figures: serde_json::Value) -> Detail {
+        Detail::Custom {
+            suite: suite.into(),
+            figures,
+            intervals: Vec::new(),
+            started_ns: None,
+        }
+    }
+
     /// The load figures, for a load repetition.
     pub fn load(&self) -> Option<&LoadRep> {
         match self {
@@ -570,6 +586,11 @@ impl Detail {
         match self {
             Detail::Load(l) => Some((&l.intervals, l.started_ns?)),
             Detail::Kv(k) => Some((&k.intervals, k.started_ns)),
+            Detail::Custom {
+                intervals,
+                started_ns: Some(at),
+                ..
+            } if !intervals.is_empty() => Some((intervals, *at)),
             _ => None,
         }
     }

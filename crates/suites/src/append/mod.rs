@@ -357,14 +357,14 @@ fn measure(
         errors: aborted + unknown,
         latency_ns: results::stats::latency_summary(&all.latency),
         by_op,
-        detail: Detail::Custom {
-            suite: "append".into(),
-            figures: serde_json::json!({
+        detail: Detail::custom(
+            "append",
+            serde_json::json!({
                 "committed": committed,
                 "aborted": aborted,
                 "unknown": unknown,
             }),
-        },
+        ),
     };
     (TestOutcome::ran(TEST, status, rep, all), txns)
 }

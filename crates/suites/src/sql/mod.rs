@@ -497,8 +497,9 @@ impl Suite for Sql {
             )?),
         };
         let max_tries = match raw.settings.int(&MAX_TRIES) {
-            Some(t) if !(0..=1_000_000).contains(&t.value) => {
-                return Err(PlanError::new(t.at, "max_tries must be 0 to 1000000").hint(
+            Some(t) if !(0..=i64::from(run::MOST_TRIES)).contains(&t.value) => {
+                let what = format!("max_tries must be 0 to {}", run::MOST_TRIES);
+                return Err(PlanError::new(t.at, what).hint(
                     "1 runs each transaction once; more retry its conflicts; 0 until it passes",
                 ));
             }

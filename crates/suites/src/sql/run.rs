@@ -237,10 +237,7 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         errors,
         latency_ns: results::stats::latency_summary(&all.latency),
         by_op,
-        detail: Detail::Custom {
-            suite: "sql".into(),
-            figures,
-        },
+        detail: with_series(Detail::custom("sql", figures), ctx),
     };
     let status = match (broken, ok) {
         (Some(why), _) => (Status::Failed, Some(format!("the script failed: {why}"))),
@@ -256,6 +253,27 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
         _ => (Status::Ok, None),
     };
     TestOutcome::ran(s.test, status, rep, all)
+}
+
+/// `detail` with the repetition's time series: the live figures' intervals (a second each,
+/// as pgbench's `-P 1`), from when the clients started together.
+fn with_series(mut detail: Detail, ctx: &RepCtx) -> Detail {
+    let Some(live) = ctx.live.and_then(|l| l.lock().ok()) else {
+        return detail;
+    };
+    if let (
+        Detail::Custom {
+            intervals,
+            started_ns,
+            ..
+        },
+        Some(at),
+    ) = (&mut detail, live.started)
+    {
+        *intervals = live.intervals.to_vec();
+        *started_ns = Some(ctx.clock.ns_at(at));
+    }
+    detail
 }
 
 /// The record's rows by operation: each script's transactions (when there are several), and
@@ -458,17 +476,21 @@ struct Timing<'a> {
     interrupt: &'a AtomicBool,
 }
 
+/// The most tries `--max-tries` takes, and what "as many as it takes" stands for (a bound, so
+/// a transaction that can never pass still ends).
+pub(super) const MOST_TRIES: u32 = 1_000_000;
+
 /// Tries a transaction takes at most: `--max-tries`'s; when not given, pgbench's default, one,
 /// and in sysbench's built-ins as many as it takes, as sysbench restarts a transaction until it
 /// succeeds. "As many as it takes" (and pgbench's `--max-tries 0`) is until it does, the run
-/// ends, it is later than the latency limit, or a million tries.
+/// ends, it is later than the latency limit, or [`MOST_TRIES`] tries.
 fn tries(max_tries: Option<u32>, sysbench: bool) -> u32 {
     match (max_tries, sysbench) {
         // pgbench's 0: no limit but the run's end and the latency limit.
-        (Some(0), _) => 1_000_000,
+        (Some(0), _) => MOST_TRIES,
         (Some(n), _) => n,
         (None, false) => 1,
-        (None, true) => 1_000_000,
+        (None, true) => MOST_TRIES,
     }
 }
 

@@ -440,10 +440,7 @@ pub(super) fn outcome(
         errors,
         latency_ns: results::stats::latency_summary(&all.latency),
         by_op,
-        detail: Detail::Custom {
-            suite: "ycsb".into(),
-            figures,
-        },
+        detail: Detail::custom("ycsb", figures),
     };
     let status = match (&corrupt, ops - errors) {
         (Some(c), _) => (Status::Failed, Some(format!("a read came back wrong: {c}"))),

@@ -17,7 +17,7 @@ pub(super) fn detail(parts: &[&Rep]) -> Merged {
         _ => return refuse("a ycsb case whose repetitions are not all ycsb's"),
     };
     let figures = merge_ycsb(&figures);
-    Ok((Detail::Custom { suite, figures }, None))
+    Ok((Detail::custom(suite, figures), None))
 }
 
 /// The ycsb suite's figures of the shards' parts of one test as one: key draws summed, each

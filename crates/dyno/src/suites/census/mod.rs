@@ -217,10 +217,10 @@ fn count(
         errors: all.error_count(),
         latency_ns: results::stats::latency_summary(&all.latency),
         by_op,
-        detail: Detail::Custom {
-            suite: "census".into(),
-            figures: serde_json::to_value(&figures).expect("plain figures serialize"),
-        },
+        detail: Detail::custom(
+            "census",
+            serde_json::to_value(&figures).expect("plain figures serialize"),
+        ),
     };
     let status = match figures.missing + all.error_count() {
         0 => (Status::Ok, None),

@@ -15,7 +15,7 @@ pub(super) fn figures_of(r: &Rep) -> Figures {
 /// A repetition's census figures.
 fn figures(r: &Rep) -> Option<Figures> {
     match &r.detail {
-        Detail::Custom { suite, figures } if suite == "census" => {
+        Detail::Custom { suite, figures, .. } if suite == "census" => {
             serde_json::from_value(figures.clone()).ok()
         }
         _ => None,
@@ -34,8 +34,7 @@ pub(super) fn merge(parts: &[&Rep]) -> Merged {
         all.missing += f.missing;
     }
     let figures = serde_json::to_value(&all).expect("plain figures serialize");
-    let suite = "census".into();
-    Ok((Detail::Custom { suite, figures }, None))
+    Ok((Detail::custom("census", figures), None))
 }
 
 impl results::Named for Census {

@@ -405,6 +405,19 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
         figures["late"], n,
         "every transaction run is later than 1 µs"
     );
+    // The time series, a second each from the clients' start, holds every transaction once;
+    // the report draws it.
+    let series = rep["detail"]["custom"]["intervals"].as_array().unwrap();
+    assert!((2..=4).contains(&series.len()), "{series:?}");
+    let (mut at, mut done) = (0, 0);
+    for iv in series {
+        assert_eq!(iv["start_ns"].as_u64(), Some(at), "{series:?}");
+        at = iv["end_ns"].as_u64().unwrap();
+        done += iv["responses"].as_u64().unwrap() + iv["errors"].as_u64().unwrap();
+    }
+    assert_eq!(done, n, "{series:?}");
+    assert!(rep["detail"]["custom"]["started_ns"].as_u64().is_some());
+    assert!(dir.path().join("open/plots/series-rate.svg").exists());
 
     // Concurrent updates of one row at REPEATABLE READ fail with serialization failures: counted
     // as such, once; retried with --max-tries until they pass.

@@ -23,6 +23,8 @@ pub(super) struct Feed {
     began: OnceLock<Instant>,
     /// Every client has ended: the collector tells what is left, and stops.
     ended: AtomicBool,
+    /// When they had: the last interval ends here, not when the collector saw it.
+    ended_at: OnceLock<Instant>,
 }
 
 impl Feed {
@@ -31,6 +33,7 @@ impl Feed {
             clients: (0..clients).map(|_| Mutex::new(fresh())).collect(),
             began: OnceLock::new(),
             ended: AtomicBool::new(false),
+            ended_at: OnceLock::new(),
         }
     }
 
@@ -63,13 +66,16 @@ impl Feed {
 
     /// Every client has ended.
     pub(super) fn end(&self) {
+        let _ = self.ended_at.set(Instant::now());
         self.ended.store(true, Ordering::Release);
     }
 
     /// Until the clients end: once an interval, every client's part of it summed into `live`;
     /// at their end, the part interval left. An interval ends when its parts are taken (a
     /// moment after its second, if the collector woke late) and the next begins there, so no
-    /// transaction lands in another's.
+    /// transaction lands in another's. The interval the planned duration ends in waits up to
+    /// half an interval more for the clients' last transactions (those begun before the end),
+    /// so they are not an interval of their own, a few in a few milliseconds.
     pub(super) fn collect(&self, live: &Mutex<Live>) {
         let began = loop {
             if let Some(at) = self.began.get() {
@@ -80,12 +86,20 @@ impl Feed {
             }
             std::thread::sleep(Duration::from_millis(10));
         };
-        if let Ok(mut l) = live.lock() {
-            l.started = Some(began);
-        }
+        let planned = match live.lock() {
+            Ok(mut l) => {
+                l.started = Some(began);
+                l.planned_ns
+            }
+            Err(_) => None,
+        };
+        let last = planned.map(|ns| began + Duration::from_nanos(ns));
         let mut start_ns = 0;
         for k in 1u32.. {
-            let edge = began + EVERY * k;
+            let mut edge = began + EVERY * k;
+            if last.is_some_and(|l| l <= edge) {
+                edge += EVERY / 2;
+            }
             let mut ended = self.ended.load(Ordering::Acquire);
             while !ended && Instant::now() < edge {
                 std::thread::sleep(edge.saturating_duration_since(Instant::now()).min(LOOK));
@@ -102,7 +116,11 @@ impl Feed {
                 sum.add(&part);
             }
             sum.start_ns = start_ns;
-            sum.end_ns = began.elapsed().as_nanos() as u64;
+            let end = match self.ended_at.get() {
+                Some(at) if ended => *at,
+                _ => Instant::now(),
+            };
+            sum.end_ns = (end.saturating_duration_since(began).as_nanos() as u64).max(start_ns);
             start_ns = sum.end_ns;
             sum.open = self.clients.len() as u64;
             if (sum.end_ns > sum.start_ns || sum.requests > 0)
@@ -169,5 +187,29 @@ mod tests {
         let max = l.total.latency.max();
         assert!((5_000..5_010).contains(&max), "{max}");
         assert!(l.started.is_some());
+    }
+
+    /// What ends just after the planned duration (the transactions begun before it) is part of
+    /// the last interval, which ends when the clients did, not when the collector looked.
+    #[test]
+    fn the_last_transactions_end_the_last_interval() {
+        let feed = Feed::new(1);
+        let live = Mutex::new(Live::counting(Some(1_000_000_000), ("tx", "transactions")));
+        let mut ended = None;
+        std::thread::scope(|s| {
+            s.spawn(|| feed.collect(&live));
+            let began = Instant::now();
+            feed.began(began);
+            feed.record(0, Ok((1_000, None)));
+            std::thread::sleep(Duration::from_millis(1_050));
+            feed.record(0, Ok((2_000, None)));
+            feed.end();
+            ended = Some(began.elapsed().as_nanos() as u64);
+        });
+        let ivs = live.into_inner().unwrap().intervals.to_vec();
+        assert_eq!(ivs.len(), 1, "{ivs:?}");
+        assert_eq!((ivs[0].start_ns, ivs[0].responses), (0, 2));
+        let end = ivs[0].end_ns;
+        assert!(end >= 1_050_000_000 && end <= ended.unwrap(), "{ivs:?}");
     }
 }
