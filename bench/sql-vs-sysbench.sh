@@ -15,7 +15,7 @@
 # while dyno ran next (2026-11-28). Without that, sysbench's table aged over the rounds (its
 # updates, deletes and inserts) and PostgreSQL took up to twice as long over its range selects as
 # over dyno's fresh table (a packet capture, 2026-11-28). sysbench restarts a transaction that hits a
-# deadlock; dyno is given --max-tries 100 to do the same. Why uniform: sysbench's default,
+# deadlock, and so do dyno's sysbench built-ins (their default --max-tries). Why uniform: sysbench's default,
 # special, puts three quarters of the ids on 76 rows, and under 8 clients oltp_read_write then
 # deadlocks about ten times a second on PostgreSQL, each found only after its deadlock_timeout
 # (1 s) — the rate becomes a draw of how many deadlocks a run had, for either tool (81 and 93 in
@@ -109,7 +109,7 @@ dyno_run() { # DB WORKLOAD ROUND [RATE|0] [CLIENTS] -> "TPS CPU_PER_TX_US P50_MS
   local cpu out="$work/dyno-$1-$2-$3-${4:-0}-${5:-$clients}" rate=()
   [ "${4:-0}" != 0 ] && rate=(--rate "$4")
   cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$2" -c "${5:-$clients}" -d "${secs}s" \
-    --rand-type "$rand" --max-tries 100 --quiet "${rate[@]}" -o "$out" "${dyno_url[$1]}")
+    --rand-type "$rand" --quiet "${rate[@]}" -o "$out" "${dyno_url[$1]}")
   python3 - "$out/run.json" "$cpu" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["cases"][0]
