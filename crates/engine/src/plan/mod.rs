@@ -375,6 +375,23 @@ pub const MAX_GENERATOR_THREADS: usize = 256;
 /// The client object caches hold every object of every client: bounded to keep dyno's memory sane.
 pub const MAX_CACHE_BYTES: u64 = 4 << 30;
 
+/// The time series' interval ([`setting::shared::INTERVAL`]), in ns: 1 s unless the plan
+/// says, 10 ms to 1 h.
+pub fn interval_ns(v: Option<&Sp<String>>) -> Result<u64, PlanError> {
+    let Some(v) = v else {
+        return Ok(1_000_000_000);
+    };
+    let d = crate::units::parse_duration(&v.value)
+        .map_err(|e| PlanError::new(v.at.clone(), format!("interval: {e}")))?;
+    match d.as_nanos() {
+        ns if (10_000_000..=3_600_000_000_000).contains(&ns) => Ok(ns as u64),
+        _ => Err(
+            PlanError::new(v.at.clone(), "interval must be between 10ms and 1h")
+                .hint("the time series keeps one histogram per interval"),
+        ),
+    }
+}
+
 /// A duration setting (`test_time = "1s"`): more than 0 and at most `max_s` seconds.
 pub fn parse_duration_setting(
     v: &Sp<String>,

@@ -226,13 +226,23 @@ pub mod shared {
     };
     pub static THREADS: Setting = Setting {
         key: "threads",
-        short: None,
+        short: Some('j'),
         aliases: &[],
         kind: Kind::Int,
         value_name: "",
         help: "Generator threads: the load's event loops, or the threads that carry a store \
                suite's clients (many per thread on network drivers) [default: the cores dyno may \
                use, at most one per connection or client].",
+        heading: None,
+    };
+    pub static INTERVAL: Setting = Setting {
+        key: "interval",
+        short: None,
+        aliases: &[],
+        kind: Kind::Text,
+        value_name: "",
+        help: "The time series' interval, 10ms to 1h: a load's, and the sql suite's (pgbench's \
+               -P and --aggregate-interval) [default: 1s].",
         heading: None,
     };
     pub static IO: Setting = Setting {

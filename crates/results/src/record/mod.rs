@@ -533,7 +533,7 @@ pub enum Detail {
     /// series, and the lost-writes check.
     Kv(Box<KvRep>),
     /// A suite this schema does not describe: its name and figures as it wrote them, and its
-    /// time series if it keeps one (the sql suite's, by the second).
+    /// time series if it keeps one (the sql suite's).
     Custom {
         suite: String,
         figures: serde_json::Value,

@@ -22,10 +22,6 @@ pub const DEFAULT_DURATION_NS: u64 = 2_000_000_000;
 pub const QUICK_DURATION_NS: u64 = 2_000_000_000;
 /// A request unanswered after 10 s is a timeout (the seed's client waited 10 s).
 pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
-/// One interval of the time series per second.
-pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000_000;
-pub const MIN_INTERVAL_NS: u64 = 10_000_000;
-pub const MAX_INTERVAL_NS: u64 = 3_600_000_000_000;
 /// An event loop per thread; more threads than this only contend.
 pub const MAX_THREADS: usize = 256;
 /// Above 10 M requests/s the arrival clock itself could not keep time.
@@ -289,14 +285,7 @@ impl Raw<'_> {
         let ramp = positive_duration(&self.settings.text(&set::RAMP), "ramp")?;
         let timeout = positive_duration(&self.settings.text(&set::TIMEOUT), "timeout")?
             .map_or(DEFAULT_TIMEOUT_NS, |d| d.0);
-        let interval = match positive_duration(&self.settings.text(&set::INTERVAL), "interval")? {
-            None => DEFAULT_INTERVAL_NS,
-            Some((ns, at)) if !(MIN_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&ns) => {
-                return Err(PlanError::new(at, "interval must be between 10ms and 1h")
-                    .hint("the time series keeps one histogram per interval"));
-            }
-            Some((ns, _)) => ns,
-        };
+        let interval = engine::plan::interval_ns(self.settings.text(&shared::INTERVAL).as_ref())?;
         let requests = match &self.settings.int(&set::REQUESTS) {
             None => None,
             Some(r) if r.value < 1 => {

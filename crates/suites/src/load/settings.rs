@@ -40,12 +40,16 @@ pub static REQUESTS: Setting = load(
     "",
     "Load, closed loop: requests per connection instead of a duration (gobench's model).",
 );
-pub static RATE: Setting = load(
-    "rate",
-    Kind::Number,
-    "",
-    "Load: an open loop at this many requests/s (`5000`), or ramping (`1000..20000`).",
-);
+/// `-R`, as wrk2's and pgbench's.
+pub static RATE: Setting = Setting {
+    short: Some('R'),
+    ..load(
+        "rate",
+        Kind::Number,
+        "",
+        "Load: an open loop at this many requests/s (`5000`), or ramping (`1000..20000`).",
+    )
+};
 pub static RAMP: Setting = load(
     "ramp",
     Kind::Text,
@@ -76,12 +80,6 @@ pub static TIMEOUT: Setting = load(
     Kind::Text,
     "",
     "Load: a request unanswered this long is a timeout [default: 10s].",
-);
-pub static INTERVAL: Setting = load(
-    "interval",
-    Kind::Text,
-    "",
-    "Load: length of the time-series intervals [default: 1s].",
 );
 pub static HLOG: Setting = load(
     "hlog",
@@ -128,7 +126,7 @@ pub static SETTINGS: &[&Setting] = &[
     &MAX_CONNECTIONS,
     &shared::THREADS,
     &TIMEOUT,
-    &INTERVAL,
+    &shared::INTERVAL,
     &HLOG,
     &BURST,
     &COALESCE,

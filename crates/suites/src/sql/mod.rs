@@ -101,7 +101,7 @@ pub static DURATION: Setting = Setting {
 
 pub static RATE: Setting = Setting {
     key: "rate",
-    short: None,
+    short: Some('R'),
     aliases: &[],
     kind: Kind::Number,
     value_name: "",
@@ -111,11 +111,11 @@ pub static RATE: Setting = Setting {
 
 pub static LATENCY_LIMIT: Setting = Setting {
     key: "latency_limit",
-    short: None,
+    short: Some('L'),
     aliases: &[],
     kind: Kind::Text,
     value_name: "DURATION",
-    help: "SQL: transactions slower than this are counted late (pgbench's --latency-limit); in an open loop, one already this late when due is skipped, not run.",
+    help: "SQL: transactions slower than this are counted late (pgbench's -L); in an open loop, one already this late when due is skipped, not run.",
     heading: HEADING,
 };
 
@@ -176,6 +176,7 @@ static OWN: &[&Setting] = &[
     &DURATION,
     &RATE,
     &LATENCY_LIMIT,
+    &shared::INTERVAL,
     &MAX_TRIES,
     &CONNECT,
     &QUERY_MODE,
@@ -211,6 +212,8 @@ pub struct SqlSettings {
     pub rate: Option<f64>,
     /// Slower than this is late; in an open loop, this late when due is skipped.
     pub latency_limit_ns: Option<u64>,
+    /// The time series' interval (pgbench's `-P`).
+    pub interval_ns: u64,
     /// Tries per transaction on a serialization failure or a deadlock; unset, the scripts'
     /// own default (run.rs's `tries`).
     pub max_tries: Option<u32>,
@@ -241,6 +244,7 @@ impl Settings for SqlSettings {
                 "duration_ns": self.duration_ns,
                 "rate_per_s": self.rate,
                 "latency_limit_ns": self.latency_limit_ns,
+                "interval_ns": self.interval_ns,
                 "max_tries": self.max_tries,
                 "connect": self.connect,
                 "query_mode": self.query_mode.name(),
@@ -525,6 +529,7 @@ impl Suite for Sql {
             duration_ns,
             rate,
             latency_limit_ns,
+            interval_ns: engine::plan::interval_ns(raw.settings.text(&shared::INTERVAL).as_ref())?,
             max_tries,
             defines,
             connect: raw.settings.flag(&CONNECT).is_some_and(|c| c.value),

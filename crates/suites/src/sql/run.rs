@@ -255,8 +255,8 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
     TestOutcome::ran(s.test, status, rep, all)
 }
 
-/// `detail` with the repetition's time series: the live figures' intervals (a second each,
-/// as pgbench's `-P 1`), from when the clients started together.
+/// `detail` with the repetition's time series: the live figures' intervals (`--interval`, as
+/// pgbench's `-P`), from when the clients started together.
 fn with_series(mut detail: Detail, ctx: &RepCtx) -> Detail {
     let Some(live) = ctx.live.and_then(|l| l.lock().ok()) else {
         return detail;
@@ -413,7 +413,7 @@ fn run_clients(
     let seed = rep_seed(s.seed, ctx.rep).wrapping_mul(31).wrapping_add(7);
     let schedule = rate.map(|r| Schedule::new(r, seed));
     let schedule = schedule.as_ref();
-    let feed = ctx.live.map(|_| Feed::new(clients));
+    let feed = (ctx.live).map(|_| Feed::new(clients, Duration::from_nanos(s.interval_ns)));
     let feed = feed.as_ref();
     let jobs = (0..clients)
         .map(|id| -> engine::fiber::Job<'_, ClientRun> {

@@ -29,7 +29,7 @@ pub static ZIPF: Setting = Setting {
 
 pub static RATE: Setting = Setting {
     key: "rate",
-    short: None,
+    short: Some('R'),
     aliases: &[],
     kind: Kind::Number,
     value_name: "",

@@ -364,10 +364,12 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
             "2s",
         ])
         .args([
-            "--rate",
+            "-R",
             "300",
-            "--latency-limit",
+            "-L",
             "1us",
+            "--interval",
+            "500ms",
             "-o",
             "open",
             &pg.url(),
@@ -405,10 +407,10 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
         figures["late"], n,
         "every transaction run is later than 1 µs"
     );
-    // The time series, a second each from the clients' start, holds every transaction once;
-    // the report draws it.
+    // The time series, an --interval each from the clients' start, holds every transaction
+    // once; the report draws it.
     let series = rep["detail"]["custom"]["intervals"].as_array().unwrap();
-    assert!((2..=4).contains(&series.len()), "{series:?}");
+    assert!((4..=5).contains(&series.len()), "{series:?}");
     let (mut at, mut done) = (0, 0);
     for iv in series {
         assert_eq!(iv["start_ns"].as_u64(), Some(at), "{series:?}");
@@ -645,6 +647,10 @@ fn the_sql_suite_runs_sysbenchs_oltp_workloads_on_both_databases() {
         (
             &["-b", "oltp_read_only", "--tables", "0"],
             "tables must be 1 to 1000",
+        ),
+        (
+            &["-b", "select-only", "--interval", "5ms"],
+            "interval must be between 10ms and 1h",
         ),
     ] {
         let out = crate::common::dyno(dir.path())

@@ -1,16 +1,13 @@
-//! The sql suite's figures as they come, pgbench's `-P 1`: each client adds its transactions to
-//! an interval of its own, and a collector takes them all once a second and hands their sum to
-//! the runner's [`Live`] — the progress lines, the live view, a push, an early stop on a broken
-//! threshold. (The record keeps the whole repetition's figures, as before.)
+//! The sql suite's figures as they come, pgbench's `-P`: each client adds its transactions to
+//! an interval of its own, and a collector takes them all once an interval (a second unless
+//! `--interval` says) and hands their sum to the runner's [`Live`] — the progress lines, the live
+//! view, a push, an early stop on a broken threshold, and the record's time series.
 
 use engine::driver::ErrorClass;
 use engine::load::{Interval, Live};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
-
-/// Each interval's length.
-const EVERY: Duration = Duration::from_secs(1);
 
 /// How often the collector looks whether the clients have ended, at most.
 const LOOK: Duration = Duration::from_millis(50);
@@ -19,6 +16,8 @@ pub(super) struct Feed {
     /// Each client's interval so far, under a lock its client takes at each transaction and
     /// the collector once a second, for a swap.
     clients: Vec<Mutex<Interval>>,
+    /// Each interval's length.
+    every: Duration,
     /// When the clients started together: the intervals count from here.
     began: OnceLock<Instant>,
     /// Every client has ended: the collector tells what is left, and stops.
@@ -28,8 +27,9 @@ pub(super) struct Feed {
 }
 
 impl Feed {
-    pub(super) fn new(clients: usize) -> Feed {
+    pub(super) fn new(clients: usize, every: Duration) -> Feed {
         Feed {
+            every,
             clients: (0..clients).map(|_| Mutex::new(fresh())).collect(),
             began: OnceLock::new(),
             ended: AtomicBool::new(false),
@@ -96,9 +96,9 @@ impl Feed {
         let last = planned.map(|ns| began + Duration::from_nanos(ns));
         let mut start_ns = 0;
         for k in 1u32.. {
-            let mut edge = began + EVERY * k;
+            let mut edge = began + self.every * k;
             if last.is_some_and(|l| l <= edge) {
-                edge += EVERY / 2;
+                edge += self.every / 2;
             }
             let mut ended = self.ended.load(Ordering::Acquire);
             while !ended && Instant::now() < edge {
@@ -153,7 +153,7 @@ mod tests {
     /// failures by class and out of the rate; what is left at the end, in a part interval.
     #[test]
     fn transactions_reach_the_live_figures_each_second() {
-        let feed = Feed::new(2);
+        let feed = Feed::new(2, Duration::from_secs(1));
         let live = Mutex::new(Live::counting(None, ("tx", "transactions")));
         std::thread::scope(|s| {
             s.spawn(|| feed.collect(&live));
@@ -193,7 +193,7 @@ mod tests {
     /// the last interval, which ends when the clients did, not when the collector looked.
     #[test]
     fn the_last_transactions_end_the_last_interval() {
-        let feed = Feed::new(1);
+        let feed = Feed::new(1, Duration::from_secs(1));
         let live = Mutex::new(Live::counting(Some(1_000_000_000), ("tx", "transactions")));
         let mut ended = None;
         std::thread::scope(|s| {
