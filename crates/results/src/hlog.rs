@@ -83,6 +83,50 @@ impl Writer {
 /// `Interval_Max` is written in milliseconds.
 const MAX_DIVISOR: f64 = 1e6;
 
+/// How often a streamed log is made durable (a crash loses at most this much of it).
+const SYNC_EVERY: Duration = Duration::from_secs(10);
+
+/// A log streamed as a repetition runs: each interval appended as it ends, made durable every
+/// [`SYNC_EVERY`]. The first failure to write is kept for [`Streamed::finish`], and nothing
+/// more is written after it, so the run goes on and then says its log is incomplete.
+pub struct Streamed {
+    writer: Writer,
+    failed: Option<std::io::Error>,
+    synced: std::time::Instant,
+}
+
+impl Streamed {
+    /// Creates (replaces) `path`, its intervals counted from `start`.
+    pub fn create(path: &Path, start: SystemTime, comment: &str) -> std::io::Result<Streamed> {
+        Ok(Streamed {
+            writer: Writer::create(path, start, comment)?,
+            failed: None,
+            synced: std::time::Instant::now(),
+        })
+    }
+
+    /// Appends one interval (ns from the log's start), unless an earlier one failed.
+    pub fn append(&mut self, start_ns: u64, end_ns: u64, h: &Histogram) {
+        if self.failed.is_some() {
+            return;
+        }
+        if let Err(e) = self.writer.append(start_ns, end_ns, h) {
+            self.failed = Some(e);
+        } else if self.synced.elapsed() >= SYNC_EVERY {
+            let _ = self.writer.sync();
+            self.synced = std::time::Instant::now();
+        }
+    }
+
+    /// The log made durable, or why it is incomplete.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        match self.failed.take() {
+            Some(e) => Err(std::io::Error::other(format!("writing the .hlog: {e}"))),
+            None => self.writer.sync(),
+        }
+    }
+}
+
 /// Where the `.hlog` of `target`'s repetition `rep` (counted from the warm-up, if any) goes
 /// when `asked` was given: `asked` itself when the run has one target and one repetition
 /// (`single`) and no sweep, else `STEM.TARGET.REP.EXT` beside it (`TARGET-PARAMVALUE` at a

@@ -73,6 +73,21 @@ pub fn is_rate(cell: &str) -> bool {
 }
 
 /// The case of `target` and `test` in a record.
+/// The latencies an interval log holds, each interval read with HdrHistogram's own parser.
+pub fn hlog_count(path: &Path) -> u64 {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let bytes = std::fs::read(path).unwrap();
+    let mut total = 0;
+    for e in IntervalLogIterator::new(&bytes) {
+        if let LogEntry::Interval(h) = e.unwrap() {
+            total += results::histogram::decode(h.encoded_histogram())
+                .unwrap()
+                .len();
+        }
+    }
+    total
+}
+
 pub fn case<'a>(record: &'a Value, target: &str, test: &str) -> &'a Value {
     record["cases"]
         .as_array()

@@ -232,15 +232,7 @@ mod servers {
         assert!(c["summary"]["service_ns"].is_object());
 
         // The interval log reads back with HdrHistogram's own parser, and holds every response.
-        let bytes = std::fs::read(dir.path().join("lat.hlog")).unwrap();
-        let mut total = 0;
-        for e in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&bytes) {
-            if let hdrhistogram::serialization::interval_log::LogEntry::Interval(h) = e.unwrap() {
-                total += results::histogram::decode(h.encoded_histogram())
-                    .unwrap()
-                    .len();
-            }
-        }
+        let total = crate::common::hlog_count(&dir.path().join("lat.hlog"));
         assert_eq!(total, l["responses"].as_u64().unwrap());
     }
 

@@ -245,6 +245,17 @@ pub mod shared {
                -P and --aggregate-interval) [default: 1s].",
         heading: None,
     };
+    pub static HLOG: Setting = Setting {
+        key: "hlog",
+        short: None,
+        aliases: &[],
+        kind: Kind::Text,
+        value_name: "FILE",
+        help: "Where the HdrHistogram interval log (.hlog) goes, an --interval's latencies a \
+               line: a load's responses, the sql suite's transactions [default: latency.hlog \
+               in the run's folder].",
+        heading: None,
+    };
     pub static IO: Setting = Setting {
         key: "io",
         short: None,

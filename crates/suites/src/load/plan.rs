@@ -338,7 +338,7 @@ impl Raw<'_> {
         let (arrival, max_connections) = self.open_loop(open || rate_sweep, connections)?;
         let threads = self.load_threads(open, connections)?;
         let max_lag = self.max_lag(open || rate_sweep)?;
-        let hlog = (self.settings.text(&set::HLOG)).map(|h| PathBuf::from(&h.value));
+        let hlog = (self.settings.text(&shared::HLOG)).map(|h| PathBuf::from(&h.value));
         let stop_duration = duration.map(|d| d.0);
         let model = if open {
             LoadModel::Open {

@@ -138,22 +138,13 @@ pub fn run_rep(
     live: &std::sync::Mutex<load::Live>,
 ) -> std::io::Result<LoadRun> {
     let started = SystemTime::now();
-    let mut writer = match hlog {
-        Some((path, comment)) => Some(results::hlog::Writer::create(path, started, comment)?),
+    let mut log = match hlog {
+        Some((path, comment)) => Some(results::hlog::Streamed::create(path, started, comment)?),
         None => None,
     };
-    let mut failed: Option<std::io::Error> = None;
-    let mut last_sync = std::time::Instant::now();
     let mut observe = |iv: &load::Interval| {
-        if let Some(w) = writer.as_mut()
-            && failed.is_none()
-        {
-            if let Err(e) = w.append(iv.start_ns, iv.end_ns, &iv.latency) {
-                failed = Some(e);
-            } else if last_sync.elapsed() >= HLOG_SYNC {
-                let _ = w.sync();
-                last_sync = std::time::Instant::now();
-            }
+        if let Some(l) = log.as_mut() {
+            l.append(iv.start_ns, iv.end_ns, &iv.latency);
         }
     };
     let result = load::run(
@@ -162,22 +153,13 @@ pub fn run_rep(
         live,
         &mut observe,
     )?;
-    if let Some(e) = failed {
-        return Err(std::io::Error::other(format!("writing the .hlog: {e}")));
+    if let Some(l) = log {
+        l.finish()?;
     }
-    let hlog = match (writer, hlog) {
-        (Some(mut w), Some((path, _))) => {
-            w.sync()?;
-            Some(path.to_path_buf())
-        }
-        _ => None,
-    };
+    let hlog = hlog.map(|(path, _)| path.to_path_buf());
     let rep = rep_of(&result, p);
     Ok(LoadRun { rep, result, hlog })
 }
-
-/// How often a streamed `.hlog` is made durable (a crash loses at most this much of it).
-const HLOG_SYNC: Duration = Duration::from_secs(10);
 
 /// The record's figures of one load result.
 pub fn rep_of(r: &LoadResult, p: &LoadParams) -> Rep {

@@ -81,12 +81,6 @@ pub static TIMEOUT: Setting = load(
     "",
     "Load: a request unanswered this long is a timeout [default: 10s].",
 );
-pub static HLOG: Setting = load(
-    "hlog",
-    Kind::Text,
-    "",
-    "Load: write an HdrHistogram interval log (.hlog) here.",
-);
 pub static BURST: Setting = load(
     "burst",
     Kind::Text,
@@ -127,7 +121,7 @@ pub static SETTINGS: &[&Setting] = &[
     &shared::THREADS,
     &TIMEOUT,
     &shared::INTERVAL,
-    &HLOG,
+    &shared::HLOG,
     &BURST,
     &COALESCE,
     &MAX_LAG,

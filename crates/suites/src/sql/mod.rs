@@ -177,6 +177,7 @@ static OWN: &[&Setting] = &[
     &RATE,
     &LATENCY_LIMIT,
     &shared::INTERVAL,
+    &shared::HLOG,
     &MAX_TRIES,
     &CONNECT,
     &QUERY_MODE,
@@ -214,6 +215,8 @@ pub struct SqlSettings {
     pub latency_limit_ns: Option<u64>,
     /// The time series' interval (pgbench's `-P`).
     pub interval_ns: u64,
+    /// Where the intervals' HdrHistogram log goes (`--hlog`; a long run's by default).
+    pub hlog: Option<std::path::PathBuf>,
     /// Tries per transaction on a serialization failure or a deadlock; unset, the scripts'
     /// own default (run.rs's `tries`).
     pub max_tries: Option<u32>,
@@ -245,6 +248,7 @@ impl Settings for SqlSettings {
                 "rate_per_s": self.rate,
                 "latency_limit_ns": self.latency_limit_ns,
                 "interval_ns": self.interval_ns,
+                "hlog": self.hlog.as_ref().map(|p| p.display().to_string()),
                 "max_tries": self.max_tries,
                 "connect": self.connect,
                 "query_mode": self.query_mode.name(),
@@ -255,6 +259,12 @@ impl Settings for SqlSettings {
     }
     fn rep_duration_ns(&self) -> Option<u64> {
         self.transactions.is_none().then_some(self.duration_ns)
+    }
+
+    fn stream_into(&mut self, dir: &std::path::Path) {
+        if self.hlog.is_none() {
+            self.hlog = Some(dir.join("latency.hlog"));
+        }
     }
 }
 
@@ -530,6 +540,7 @@ impl Suite for Sql {
             rate,
             latency_limit_ns,
             interval_ns: engine::plan::interval_ns(raw.settings.text(&shared::INTERVAL).as_ref())?,
+            hlog: (raw.settings.text(&shared::HLOG)).map(|h| h.value.into()),
             max_tries,
             defines,
             connect: raw.settings.flag(&CONNECT).is_some_and(|c| c.value),

@@ -17,6 +17,7 @@ use invariant::invariant;
 use results::{Detail, Rep, Status};
 use schedule::Schedule;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -38,7 +39,15 @@ pub(super) fn run(
     let made = made(&*store, s);
     let store_ref: &dyn Store = &*store;
     let last = plan.reps + u32::from(plan.warmup) - 1;
-    // The figures as they come (pgbench's -P 1), transactions by the second.
+    let single = plan.targets.len() == 1 && last == 0;
+    let comment = format!(
+        "dyno {} sql {} on {} ({})",
+        env!("CARGO_PKG_VERSION"),
+        s.test,
+        target.name,
+        results::redact_url(&target.url)
+    );
+    // The figures as they come (pgbench's -P), transactions by the interval.
     let planned = s.transactions.is_none().then_some(s.duration_ns);
     let live = Mutex::new(engine::load::Live::counting(
         planned,
@@ -56,7 +65,11 @@ pub(super) fn run(
             ctx.report(TestOutcome::not_run(s.test, Status::Failed, why.clone()));
             return After::Fail(why);
         }
-        let mut o = measure(store_ref, ctx, s, point);
+        let hlog = (s.hlog.as_ref()).map(|h| {
+            results::hlog::path_for(h, &target.name, point.sweep.as_ref(), ctx.rep, single)
+        });
+        let hlog = hlog.as_deref().map(|h| (h, comment.as_str()));
+        let mut o = measure(store_ref, ctx, s, (point, hlog));
         if ctx.rep == last
             && ctx.measured
             && o.status == Status::Ok
@@ -163,13 +176,19 @@ impl ClientRun {
     }
 }
 
-/// Every client's part of one repetition.
-fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> TestOutcome {
+/// Every client's part of one repetition; its intervals also to `hlog` (a path and the log's
+/// comment) when given.
+fn measure(
+    store: &dyn Store,
+    ctx: &RepCtx,
+    s: &SqlSettings,
+    (point, hlog): (&Point, Option<(&Path, &str)>),
+) -> TestOutcome {
     let clients = point.clients.max(1) as usize;
     // A rate sweep's point (a capacity search's step) sets the open loop's rate.
     let rate = point.swept("rate").map(|r| r as f64).or(s.rate);
     let start = Instant::now();
-    let runs = run_clients(store, ctx, s, (clients, rate));
+    let (runs, logged) = run_clients(store, ctx, s, (clients, rate), hlog);
     // From the clients' start, all connected and prepared, to the last one's end: the
     // rate leaves out connecting, as pgbench's "tps … without initial connection time" does.
     let began = runs.iter().filter_map(|r| r.began).min().unwrap_or(start);
@@ -250,7 +269,10 @@ fn measure(store: &dyn Store, ctx: &RepCtx, s: &SqlSettings, point: &Point) -> T
             Status::Interrupted,
             Some("interrupted during the test".into()),
         ),
-        _ => (Status::Ok, None),
+        _ => match logged {
+            Ok(()) => (Status::Ok, None),
+            Err(e) => (Status::Failed, Some(e.to_string())),
+        },
     };
     TestOutcome::ran(s.test, status, rep, all)
 }
@@ -399,13 +421,15 @@ fn client_run(
     }
 }
 
-/// The clients of one repetition, many per generator thread, started together; what each did.
+/// The clients of one repetition, many per generator thread, started together: what each did,
+/// and whether the intervals' `.hlog`, if asked for, was written whole.
 fn run_clients(
     store: &dyn Store,
     ctx: &RepCtx,
     s: &SqlSettings,
     (clients, rate): (usize, Option<f64>),
-) -> Vec<ClientRun> {
+    hlog: Option<(&Path, &str)>,
+) -> (Vec<ClientRun>, std::io::Result<()>) {
     let threads = super::super::generator_threads(store, ctx.generators, clients);
     let gate = Barrier::new(clients);
     let gate = &gate;
@@ -425,16 +449,17 @@ fn run_clients(
         // A client that never arrives (its generator thread failed) does not hold the others
         // for ever; nor does the gate outlast an interruption.
         scope.spawn(|| gate.open_unless_released(GATE_LIMIT, ctx.interrupt));
-        if let (Some(feed), Some(live)) = (feed, ctx.live) {
-            scope.spawn(move || feed.collect(live));
-        }
+        let collector =
+            (feed.zip(ctx.live)).map(|(f, live)| scope.spawn(move || f.collect(live, hlog)));
         let runs = engine::fiber::join_all(threads, jobs);
         feed.inspect(|f| f.end());
-        runs
+        let logged = match collector.map(|c| c.join()) {
+            Some(Ok(logged)) => logged,
+            Some(Err(_)) => Err(std::io::Error::other("the figures' collector failed")),
+            None => Ok(()),
+        };
+        (runs.into_iter().filter_map(Result::ok).collect(), logged)
     })
-    .into_iter()
-    .filter_map(Result::ok)
-    .collect()
 }
 
 /// Repetition `rep`'s seed: the plan's for the first (the warm-up, when there is one), so that

@@ -370,6 +370,8 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
             "1us",
             "--interval",
             "500ms",
+            "--hlog",
+            "open.hlog",
             "-o",
             "open",
             &pg.url(),
@@ -419,6 +421,9 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
     }
     assert_eq!(done, n, "{series:?}");
     assert!(rep["detail"]["custom"]["started_ns"].as_u64().is_some());
+    // The interval log holds every transaction that succeeded, with HdrHistogram's own parser.
+    let logged = crate::common::hlog_count(&dir.path().join("open.hlog"));
+    assert_eq!(logged, n - rep["errors"].as_u64().unwrap());
     assert!(dir.path().join("open/plots/series-rate.svg").exists());
 
     // Concurrent updates of one row at REPEATABLE READ fail with serialization failures: counted

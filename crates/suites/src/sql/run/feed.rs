@@ -5,9 +5,11 @@
 
 use engine::driver::ErrorClass;
 use engine::load::{Interval, Live};
+use results::hlog::Streamed;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// How often the collector looks whether the clients have ended, at most.
 const LOOK: Duration = Duration::from_millis(50);
@@ -75,17 +77,29 @@ impl Feed {
     /// moment after its second, if the collector woke late) and the next begins there, so no
     /// transaction lands in another's. The interval the planned duration ends in waits up to
     /// half an interval more for the clients' last transactions (those begun before the end),
-    /// so they are not an interval of their own, a few in a few milliseconds.
-    pub(super) fn collect(&self, live: &Mutex<Live>) {
+    /// so they are not an interval of their own, a few in a few milliseconds. With `hlog` (a
+    /// path and a comment), each interval's latencies are appended there as it ends: an error
+    /// says the log is incomplete (the figures went on).
+    pub(super) fn collect(
+        &self,
+        live: &Mutex<Live>,
+        hlog: Option<(&Path, &str)>,
+    ) -> std::io::Result<()> {
         let began = loop {
             if let Some(at) = self.began.get() {
                 break *at;
             }
             if self.ended.load(Ordering::Acquire) {
-                return;
+                return Ok(());
             }
             std::thread::sleep(Duration::from_millis(10));
         };
+        let start = SystemTime::now() - began.elapsed();
+        let mut log = hlog.map(|(path, comment)| {
+            Streamed::create(path, start, comment).map_err(|e| {
+                std::io::Error::other(format!("creating the .hlog {}: {e}", path.display()))
+            })
+        });
         let planned = match live.lock() {
             Ok(mut l) => {
                 l.started = Some(began);
@@ -123,15 +137,19 @@ impl Feed {
             sum.end_ns = (end.saturating_duration_since(began).as_nanos() as u64).max(start_ns);
             start_ns = sum.end_ns;
             sum.open = self.clients.len() as u64;
-            if (sum.end_ns > sum.start_ns || sum.requests > 0)
-                && let Ok(mut l) = live.lock()
-            {
-                l.add(&sum);
+            if sum.end_ns > sum.start_ns || sum.requests > 0 {
+                if let Some(Ok(l)) = log.as_mut() {
+                    l.append(sum.start_ns, sum.end_ns, &sum.latency);
+                }
+                if let Ok(mut l) = live.lock() {
+                    l.add(&sum);
+                }
             }
             if ended {
-                return;
+                break;
             }
         }
+        log.map_or(Ok(()), |l| l?.finish())
     }
 }
 
@@ -156,7 +174,7 @@ mod tests {
         let feed = Feed::new(2, Duration::from_secs(1));
         let live = Mutex::new(Live::counting(None, ("tx", "transactions")));
         std::thread::scope(|s| {
-            s.spawn(|| feed.collect(&live));
+            s.spawn(|| feed.collect(&live, None));
             feed.began(Instant::now());
             feed.record(0, Ok((1_000, None)));
             feed.record(1, Ok((3_000, Some(2_000))));
@@ -197,7 +215,7 @@ mod tests {
         let live = Mutex::new(Live::counting(Some(1_000_000_000), ("tx", "transactions")));
         let mut ended = None;
         std::thread::scope(|s| {
-            s.spawn(|| feed.collect(&live));
+            s.spawn(|| feed.collect(&live, None));
             let began = Instant::now();
             feed.began(began);
             feed.record(0, Ok((1_000, None)));
