@@ -86,6 +86,17 @@ const MAX_DIVISOR: f64 = 1e6;
 /// How often a streamed log is made durable (a crash loses at most this much of it).
 const SYNC_EVERY: Duration = Duration::from_secs(10);
 
+/// Whether a run's one `.hlog` is the path asked for itself ([`path_for`]'s `single`): one
+/// target, one repetition (the warm-up counted).
+pub fn single(targets: usize, reps: u32, warmup: bool) -> bool {
+    targets == 1 && reps + u32::from(warmup) == 1
+}
+
+/// Where a long run streams its log unless told: `latency.hlog` in its results folder.
+pub fn stream_into(hlog: &mut Option<std::path::PathBuf>, dir: &Path) {
+    hlog.get_or_insert_with(|| dir.join("latency.hlog"));
+}
+
 /// A log streamed as a repetition runs: each interval appended as it ends, made durable every
 /// [`SYNC_EVERY`]. The first failure to write is kept for [`Streamed::finish`], and nothing
 /// more is written after it, so the run goes on and then says its log is incomplete.
@@ -96,10 +107,13 @@ pub struct Streamed {
 }
 
 impl Streamed {
-    /// Creates (replaces) `path`, its intervals counted from `start`.
+    /// Creates (replaces) `path`, its intervals counted from `start`; the error names it.
     pub fn create(path: &Path, start: SystemTime, comment: &str) -> std::io::Result<Streamed> {
+        let writer = Writer::create(path, start, comment).map_err(|e| {
+            std::io::Error::other(format!("creating the .hlog {}: {e}", path.display()))
+        })?;
         Ok(Streamed {
-            writer: Writer::create(path, start, comment)?,
+            writer,
             failed: None,
             synced: std::time::Instant::now(),
         })
@@ -130,7 +144,8 @@ impl Streamed {
 /// Where the `.hlog` of `target`'s repetition `rep` (counted from the warm-up, if any) goes
 /// when `asked` was given: `asked` itself when the run has one target and one repetition
 /// (`single`) and no sweep, else `STEM.TARGET.REP.EXT` beside it (`TARGET-PARAMVALUE` at a
-/// sweep's point: one log per point). The load suite writes there and `dyno merge` reads there.
+/// sweep's point: one log per point). The load and sql suites write there and `dyno merge` reads
+/// there (a load's).
 pub fn path_for(
     asked: &Path,
     target: &str,

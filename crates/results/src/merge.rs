@@ -334,8 +334,11 @@ fn merge_case(
 /// one.
 fn hlog_file(record: &RunRecord, case: &Case, rep: u32) -> Option<String> {
     let asked = record.plan.load.as_ref()?.hlog.as_ref()?;
-    let single =
-        record.plan.targets.len() == 1 && record.plan.reps + u32::from(record.plan.warmup) == 1;
+    let single = crate::hlog::single(
+        record.plan.targets.len(),
+        record.plan.reps,
+        record.plan.warmup,
+    );
     let rep = rep + u32::from(record.plan.warmup);
     let path = crate::hlog::path_for(
         Path::new(asked),

@@ -72,7 +72,6 @@ pub fn is_rate(cell: &str) -> bool {
             .all(|g| g.len() == 3 && g.chars().all(|c| c.is_ascii_digit()))
 }
 
-/// The case of `target` and `test` in a record.
 /// The latencies an interval log holds, each interval read with HdrHistogram's own parser.
 pub fn hlog_count(path: &Path) -> u64 {
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
@@ -88,6 +87,7 @@ pub fn hlog_count(path: &Path) -> u64 {
     total
 }
 
+/// The case of `target` and `test` in a record.
 pub fn case<'a>(record: &'a Value, target: &str, test: &str) -> &'a Value {
     record["cases"]
         .as_array()

@@ -251,9 +251,10 @@ pub mod shared {
         aliases: &[],
         kind: Kind::Text,
         value_name: "FILE",
-        help: "Where the HdrHistogram interval log (.hlog) goes, an --interval's latencies a \
-               line: a load's responses, the sql suite's transactions [default: latency.hlog \
-               in the run's folder].",
+        help: "Write an HdrHistogram interval log (.hlog) here, an --interval's latencies a \
+               line: a load's responses, the sql suite's transactions that succeeded [default: \
+               none, but a run whose repetitions last a minute or more, or a shard's, writes \
+               latency.hlog in its folder].",
         heading: None,
     };
     pub static IO: Setting = Setting {

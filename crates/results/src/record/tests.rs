@@ -48,3 +48,26 @@ fn a_case_is_found_by_target_test_and_sweep_point() {
         "every case of a run has its own identity"
     );
 }
+
+/// A suite's own figures read from a record written before they could carry a time series,
+/// and with one: only the second has a series, and each writes back as it was read.
+#[test]
+fn custom_figures_keep_a_series_only_when_they_have_one() {
+    let old = r#"{"custom":{"suite":"sql","figures":{"transactions":3}}}"#;
+    let d: Detail = serde_json::from_str(old).unwrap();
+    assert_eq!(d.series(), None);
+    assert_eq!(serde_json::to_string(&d).unwrap(), old);
+    let iv = IntervalRecord {
+        end_ns: 1_000_000_000,
+        responses: 3,
+        ..IntervalRecord::default()
+    };
+    let new = Detail::Custom {
+        suite: "sql".into(),
+        figures: serde_json::json!({"transactions": 3}),
+        intervals: vec![iv],
+        started_ns: Some(7),
+    };
+    let back: Detail = serde_json::from_str(&serde_json::to_string(&new).unwrap()).unwrap();
+    assert_eq!(back.series(), Some((&[iv][..], 7)));
+}

@@ -41,9 +41,7 @@ impl Settings for LoadParams {
     }
 
     fn stream_into(&mut self, dir: &Path) {
-        if self.hlog.is_none() {
-            self.hlog = Some(dir.join("latency.hlog"));
-        }
+        results::hlog::stream_into(&mut self.hlog, dir);
     }
 }
 
@@ -235,7 +233,7 @@ impl Suite for Load {
             },
             Default::default(),
         );
-        let single = plan.targets.len() == 1 && plan.reps + u32::from(plan.warmup) == 1;
+        let single = results::hlog::single(plan.targets.len(), plan.reps, plan.warmup);
         let comment = format!(
             "dyno {} load of {} ({}){}",
             env!("CARGO_PKG_VERSION"),

@@ -262,9 +262,7 @@ impl Settings for SqlSettings {
     }
 
     fn stream_into(&mut self, dir: &std::path::Path) {
-        if self.hlog.is_none() {
-            self.hlog = Some(dir.join("latency.hlog"));
-        }
+        results::hlog::stream_into(&mut self.hlog, dir);
     }
 }
 

@@ -7,12 +7,12 @@ use super::client::{self, Client, Failure, ServerCode};
 use super::random::Prng;
 use super::script::{Kind, Source};
 use super::session::{close, reconnect, set_up};
-use engine::driver::{SqlSession, Store};
+use engine::driver::{ErrorClass, SqlSession, Store};
 use engine::fiber::Barrier;
 use engine::plan::PlanTarget;
 use engine::recorder::Recorder;
 use engine::suite::{After, Plan, Point, RepCtx, Repeat, TargetError, TestOutcome, settings};
-use feed::Feed;
+use feed::{Ending, Feed, tell_failures, with_series};
 use invariant::invariant;
 use results::{Detail, Rep, Status};
 use schedule::Schedule;
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 mod feed;
 mod invariant;
@@ -39,7 +39,7 @@ pub(super) fn run(
     let made = made(&*store, s);
     let store_ref: &dyn Store = &*store;
     let last = plan.reps + u32::from(plan.warmup) - 1;
-    let single = plan.targets.len() == 1 && last == 0;
+    let single = results::hlog::single(plan.targets.len(), plan.reps, plan.warmup);
     let comment = format!(
         "dyno {} sql {} on {} ({})",
         env!("CARGO_PKG_VERSION"),
@@ -69,6 +69,14 @@ pub(super) fn run(
             results::hlog::path_for(h, &target.name, point.sweep.as_ref(), ctx.rep, single)
         });
         let hlog = hlog.as_deref().map(|h| (h, comment.as_str()));
+        // A log that cannot be written stops the run before it runs, as a load's does (the
+        // collector makes it again, from the clients' start).
+        if let Some((path, comment)) = hlog
+            && let Err(e) = results::hlog::Streamed::create(path, SystemTime::now(), comment)
+        {
+            ctx.report(TestOutcome::not_run(s.test, Status::Failed, e.to_string()));
+            return After::Fail(e.to_string());
+        }
         let mut o = measure(store_ref, ctx, s, (point, hlog));
         if ctx.rep == last
             && ctx.measured
@@ -188,11 +196,11 @@ fn measure(
     // A rate sweep's point (a capacity search's step) sets the open loop's rate.
     let rate = point.swept("rate").map(|r| r as f64).or(s.rate);
     let start = Instant::now();
-    let (runs, logged) = run_clients(store, ctx, s, (clients, rate), hlog);
+    let (runs, ended, logged) = run_clients(store, ctx, s, (clients, rate), hlog);
     // From the clients' start, all connected and prepared, to the last one's end: the
     // rate leaves out connecting, as pgbench's "tps … without initial connection time" does.
     let began = runs.iter().filter_map(|r| r.began).min().unwrap_or(start);
-    let wall_ns = (began.elapsed().as_nanos() as u64).max(1);
+    let wall_ns = (ended.saturating_duration_since(began).as_nanos() as u64).max(1);
     let mut all = Recorder::new();
     let mut scripts: Vec<Recorder> = s.scripts.iter().map(|_| Recorder::new()).collect();
     let mut commands: Vec<Vec<Recorder>> = (s.scripts.iter())
@@ -277,27 +285,6 @@ fn measure(
     TestOutcome::ran(s.test, status, rep, all)
 }
 
-/// `detail` with the repetition's time series: the live figures' intervals (`--interval`, as
-/// pgbench's `-P`), from when the clients started together.
-fn with_series(mut detail: Detail, ctx: &RepCtx) -> Detail {
-    let Some(live) = ctx.live.and_then(|l| l.lock().ok()) else {
-        return detail;
-    };
-    if let (
-        Detail::Custom {
-            intervals,
-            started_ns,
-            ..
-        },
-        Some(at),
-    ) = (&mut detail, live.started)
-    {
-        *intervals = live.intervals.to_vec();
-        *started_ns = Some(ctx.clock.ns_at(at));
-    }
-    detail
-}
-
 /// The record's rows by operation: each script's transactions (when there are several), and
 /// each SQL command of each script, named by its script, line and first words (a command
 /// written several times in a script is one row, named by its first line).
@@ -347,6 +334,8 @@ fn client_run(
     let set_up = set_up(store, s, (id, clients, seed), &mut out);
     drop(arrival);
     let Some((session, mut ready, mut client)) = set_up else {
+        // Refused before the start: told in the first interval.
+        tell_failures((feed, id), [0; ErrorClass::COUNT], &out);
         return out;
     };
     let mut session = Some(session);
@@ -394,8 +383,10 @@ fn client_run(
         let mut connected = None;
         if s.connect {
             let places = (&mut session, &mut ready[..]);
+            let before = out.transactions.errors;
             connected = reconnect(store, (s, k), places, (&mut out, closing));
             if connected.is_none() {
+                tell_failures((feed, id), before, &out);
                 return out;
             }
         }
@@ -422,14 +413,15 @@ fn client_run(
 }
 
 /// The clients of one repetition, many per generator thread, started together: what each did,
-/// and whether the intervals' `.hlog`, if asked for, was written whole.
+/// when the last ended (not when the figures' collector, later, had told the last interval and
+/// made its log durable), and whether the intervals' `.hlog`, if asked for, was written whole.
 fn run_clients(
     store: &dyn Store,
     ctx: &RepCtx,
     s: &SqlSettings,
     (clients, rate): (usize, Option<f64>),
     hlog: Option<(&Path, &str)>,
-) -> (Vec<ClientRun>, std::io::Result<()>) {
+) -> (Vec<ClientRun>, Instant, std::io::Result<()>) {
     let threads = super::super::generator_threads(store, ctx.generators, clients);
     let gate = Barrier::new(clients);
     let gate = &gate;
@@ -451,14 +443,21 @@ fn run_clients(
         scope.spawn(|| gate.open_unless_released(GATE_LIMIT, ctx.interrupt));
         let collector =
             (feed.zip(ctx.live)).map(|(f, live)| scope.spawn(move || f.collect(live, hlog)));
+        // Told however the clients end, a panic included: the collector waits for it.
+        let ending = Ending(feed);
         let runs = engine::fiber::join_all(threads, jobs);
-        feed.inspect(|f| f.end());
+        drop(ending);
+        let ended = Instant::now();
         let logged = match collector.map(|c| c.join()) {
             Some(Ok(logged)) => logged,
             Some(Err(_)) => Err(std::io::Error::other("the figures' collector failed")),
             None => Ok(()),
         };
-        (runs.into_iter().filter_map(Result::ok).collect(), logged)
+        (
+            runs.into_iter().filter_map(Result::ok).collect(),
+            ended,
+            logged,
+        )
     })
 }
 

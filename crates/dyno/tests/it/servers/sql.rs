@@ -715,5 +715,11 @@ fn clients_the_server_refuses_do_not_hold_back_the_others() {
         );
         let refused = c["error_examples"].to_string();
         assert!(refused.contains(says), "{target}: {refused}");
+        // The refusals are in the time series too, as its first interval's failures.
+        let series = c["reps"][0]["detail"]["custom"]["intervals"]
+            .as_array()
+            .unwrap();
+        let failed: u64 = series.iter().map(|i| i["errors"].as_u64().unwrap()).sum();
+        assert_eq!(failed, 2, "{target}: {series:?}");
     }
 }
