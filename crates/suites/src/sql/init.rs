@@ -61,6 +61,86 @@ pub static FOREIGN_KEYS: Setting = Setting {
     heading: HEADING,
 };
 
+pub static VACUUM: Setting = Setting {
+    key: "vacuum",
+    short: None,
+    aliases: &[],
+    kind: Kind::Flag,
+    value_name: "",
+    help: "SQL: vacuum pgbench's branches and tellers before each repetition after the first, as pgbench vacuums them before a run; --no-vacuum leaves each repetition the tables as the last left them (pgbench's -n; PostgreSQL only) [default: on].",
+    heading: HEADING,
+};
+
+pub static VACUUM_ALL: Setting = Setting {
+    key: "vacuum_all",
+    short: None,
+    aliases: &[],
+    kind: Kind::Flag,
+    value_name: "",
+    help: "SQL: vacuum pgbench's accounts and history too (pgbench's -v; PostgreSQL only).",
+    heading: HEADING,
+};
+
+/// What is vacuumed before each repetition after the first (the first runs on tables just
+/// made, vacuumed and analysed), as pgbench vacuums before each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vacuum {
+    /// `--no-vacuum` (pgbench's `-n`).
+    Off,
+    /// pgbench's default: the small tables every tpcb-like transaction updates.
+    BranchesTellers,
+    /// `--vacuum-all` (pgbench's `-v`): the four tables.
+    All,
+}
+
+impl Vacuum {
+    /// What a plan asks for; refused where no pgbench tables are made, or both off and all.
+    pub fn resolve(raw: &RawPlan, made: bool) -> Result<Vacuum, PlanError> {
+        let (on, all) = (raw.settings.flag(&VACUUM), raw.settings.flag(&VACUUM_ALL));
+        if let Some(at) = (on.as_ref().or(all.as_ref()))
+            .map(|v| v.at.clone())
+            .filter(|_| !made)
+        {
+            return Err(PlanError::new(
+                at,
+                "vacuum and vacuum_all act on pgbench's tables, which none of this run's scripts uses",
+            )
+            .hint("run a pgbench script (-b tpcb-like, select-only… or --script), or leave the setting out"));
+        }
+        let all = all.filter(|a| a.value);
+        match (on.map(|o| o.value), all) {
+            (Some(false), Some(a)) => Err(PlanError::new(
+                a.at,
+                "vacuum_all asks for a vacuum that --no-vacuum turns off",
+            )
+            .hint("give one of --no-vacuum (pgbench's -n) and --vacuum-all (its -v)")),
+            (Some(false), None) => Ok(Vacuum::Off),
+            (_, Some(_)) => Ok(Vacuum::All),
+            (_, None) => Ok(Vacuum::BranchesTellers),
+        }
+    }
+
+    /// The statement, on PostgreSQL (MySQL has no vacuum).
+    pub fn statement(self) -> Option<&'static str> {
+        match self {
+            Vacuum::Off => None,
+            Vacuum::BranchesTellers => Some("vacuum pgbench_branches, pgbench_tellers"),
+            Vacuum::All => {
+                Some("vacuum pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history")
+            }
+        }
+    }
+
+    /// As the run's record keeps it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Vacuum::Off => "off",
+            Vacuum::BranchesTellers => "branches and tellers",
+            Vacuum::All => "all",
+        }
+    }
+}
+
 /// How pgbench's tables are made: `pgbench -i`'s options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {

@@ -186,6 +186,8 @@ static OWN: &[&Setting] = &[
     &init::PARTITION_METHOD,
     &init::UNLOGGED_TABLES,
     &init::FOREIGN_KEYS,
+    &init::VACUUM,
+    &init::VACUUM_ALL,
 ];
 
 static SETTINGS: std::sync::LazyLock<Vec<&Setting>> =
@@ -204,6 +206,8 @@ pub struct SqlSettings {
     pub scale: u64,
     /// How pgbench's tables are made (`pgbench -i`'s options).
     pub shape: init::Shape,
+    /// What is vacuumed before each repetition after the first (pgbench's `-n`, `-v`).
+    pub vacuum: init::Vacuum,
     /// sysbench's options, when one of its built-ins runs (its tables are made).
     pub oltp: Option<sysbench::Oltp>,
     /// Transactions per client, or else how long.
@@ -242,6 +246,7 @@ impl Settings for SqlSettings {
                 "scripts": scripts,
                 "scale": self.pgbench.then_some(self.scale),
                 "tables": self.pgbench.then(|| self.shape.record()),
+                "vacuum": self.pgbench.then(|| self.vacuum.name()),
                 "sysbench": self.oltp.as_ref().map(sysbench::Oltp::record),
                 "transactions_per_client": self.transactions,
                 "duration_ns": self.duration_ns,
@@ -532,6 +537,7 @@ impl Suite for Sql {
             pgbench,
             scale,
             shape: init::Shape::resolve(raw, pgbench)?,
+            vacuum: init::Vacuum::resolve(raw, pgbench)?,
             oltp,
             transactions,
             duration_ns,

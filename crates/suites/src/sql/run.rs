@@ -60,7 +60,7 @@ pub(super) fn run(
         }
         if ctx.rep > 0
             && s.pgbench
-            && let Err(why) = vacuum(store_ref)
+            && let Err(why) = vacuum(store_ref, s.vacuum)
         {
             ctx.report(TestOutcome::not_run(s.test, Status::Failed, why.clone()));
             return After::Fail(why);
@@ -113,18 +113,21 @@ fn made(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
     Ok(())
 }
 
-/// Before each repetition after the first, pgbench's own step before a run (unless `-n`):
-/// `VACUUM` of the branches and the tellers, which tpcb-like updates over and over, so that
-/// each repetition starts as a pgbench run does, not on the dead rows of the one before.
-/// (pgbench also empties the history, which dyno keeps for the TPC-B invariant checked at the
-/// end.) PostgreSQL's: InnoDB purges its own.
-fn vacuum(store: &dyn Store) -> Result<(), String> {
+/// Before each repetition after the first, pgbench's own step before a run: `VACUUM` of the
+/// branches and the tellers, which tpcb-like updates over and over, so that each repetition
+/// starts as a pgbench run does, not on the dead rows of the one before; of every table with
+/// `--vacuum-all` (`-v`), of none with `--no-vacuum` (`-n`). (pgbench also empties the history,
+/// which dyno keeps for the TPC-B invariant checked at the end.) PostgreSQL's: InnoDB purges
+/// its own.
+fn vacuum(store: &dyn Store, what: super::init::Vacuum) -> Result<(), String> {
+    let Some(statement) = what.statement() else {
+        return Ok(());
+    };
     let mut session = store.connect_sql().map_err(|e| e.to_string())?;
     if session.dialect() != engine::driver::Dialect::Postgres {
         return Ok(());
     }
-    (session.batch("vacuum pgbench_branches, pgbench_tellers"))
-        .map_err(|e| format!("vacuuming pgbench's branches and tellers: {e}"))
+    (session.batch(statement)).map_err(|e| format!("vacuuming pgbench's {}: {e}", what.name()))
 }
 
 /// What one client did in a repetition.

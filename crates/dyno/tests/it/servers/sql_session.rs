@@ -529,8 +529,9 @@ fn each_repetition_draws_afresh_and_runs_repeat_each_other() {
 }
 
 /// Each repetition after the first starts as a pgbench run does: pgbench's branches and tellers
-/// vacuumed (once by the tables' making, then once before each later repetition), as a script
-/// reading the server's count of them sees.
+/// vacuumed (once by the tables' making, then once before each later repetition), the accounts
+/// too with `--vacuum-all` (pgbench's -v), none with `--no-vacuum` (its -n), as a script reading
+/// the server's counts of them sees.
 #[test]
 fn each_later_repetition_starts_on_vacuumed_tables() {
     let Some(pg) = testkit::Postgres::start() else {
@@ -538,24 +539,55 @@ fn each_later_repetition_starts_on_vacuumed_tables() {
     };
     let dir = tempfile::tempdir().unwrap();
     let seen = dir.path().join("vacuums");
+    let count = |table: &str| {
+        format!("(SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = '{table}')")
+    };
     let script = format!(
-        "SELECT (SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'pgbench_branches')\n  \
-         + (SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'pgbench_tellers') AS n \\gset\n\
-         \\shell echo :n >> {}\n",
+        "SELECT {} + {} AS n, {} AS a \\gset\n\\shell echo :n :a >> {}\n",
+        count("pgbench_branches"),
+        count("pgbench_tellers"),
+        count("pgbench_accounts"),
         seen.display()
     );
     std::fs::write(dir.path().join("vacuums.sql"), script).unwrap();
-    crate::common::dyno(dir.path())
-        .args(["run", "--suite", "sql", "--script", "vacuums.sql"])
-        .args(["-t", "1", "--reps", "3", "--no-warmup"])
-        .args(["-o", "out", &pg.url()])
-        .assert()
-        .success();
-    let counts = std::fs::read_to_string(&seen).unwrap();
-    assert_eq!(
-        counts, "2\n4\n6\n",
-        "both tables, once per repetition after the first"
-    );
+    // Branches and tellers, then every table (pgbench's -v), then none (its -n); the tables are
+    // vacuumed once as they are made.
+    for (out, flags, counts) in [
+        ("default", &[][..], "2 1\n4 1\n6 1\n"),
+        ("all", &["--vacuum-all"][..], "2 1\n4 2\n6 3\n"),
+        ("none", &["--no-vacuum"][..], "2 1\n2 1\n2 1\n"),
+    ] {
+        let _ = std::fs::remove_file(&seen);
+        crate::common::dyno(dir.path())
+            .args(["run", "--suite", "sql", "--script", "vacuums.sql"])
+            .args(["-t", "1", "--reps", "3", "--no-warmup"])
+            .args(flags)
+            .args(["-o", out, &pg.url()])
+            .assert()
+            .success();
+        let seen = std::fs::read_to_string(&seen).unwrap();
+        assert_eq!(seen, counts, "{flags:?}");
+    }
+    // Both at once contradict each other; without pgbench's tables there is nothing to vacuum.
+    for (args, says) in [
+        (
+            &["--script", "vacuums.sql", "--no-vacuum", "--vacuum-all"][..],
+            "vacuum_all asks for a vacuum that --no-vacuum turns off",
+        ),
+        (
+            &["-b", "oltp_point_select", "--no-vacuum"][..],
+            "vacuum and vacuum_all act on pgbench's tables",
+        ),
+    ] {
+        let out = crate::common::dyno(dir.path())
+            .args(["run", "--suite", "sql"])
+            .args(args)
+            .arg(pg.url())
+            .assert()
+            .failure();
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }
 
 /// The sql suite's running figures hold its thresholds while it runs (`--abort-on-fail`): a
