@@ -139,6 +139,13 @@ pub(super) fn merge_cmd(dirs: &[PathBuf], out: Option<&Path>, format: &str) -> R
     }
     results::store::write_atomic(&dir.join(results::store::RECORD_FILE), &record)?;
     keep_run(dir, &record, false);
+    // Said before the report, as the plots and the HTML are: a reader piping the report
+    // (`| head`) sees the lines on stderr in one order, not raced against the pipe's reader.
+    eprintln!(
+        "dyno: {} shards merged into {}",
+        record.plan.merged.len(),
+        dir.join(results::store::RECORD_FILE).display()
+    );
     let mut text = Vec::new();
     report::render(
         format,
@@ -148,10 +155,5 @@ pub(super) fn merge_cmd(dirs: &[PathBuf], out: Option<&Path>, format: &str) -> R
     )
     .context("rendering the report")?;
     print_out(&text)?;
-    eprintln!(
-        "dyno: {} shards merged into {}",
-        record.plan.merged.len(),
-        dir.join(results::store::RECORD_FILE).display()
-    );
     Ok(exit_code(&record))
 }
