@@ -658,13 +658,9 @@ fn the_sql_suite_runs_sysbenchs_oltp_workloads_on_both_databases() {
             "interval must be between 10ms and 1h",
         ),
     ] {
-        let out = crate::common::dyno(dir.path())
-            .args(["run", "--suite", "sql"])
-            .args(args)
-            .arg(pg.url())
-            .assert()
-            .failure();
-        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        let url = pg.url();
+        let err =
+            crate::common::refused_run(dir.path(), &[&["--suite", "sql"], args, &[&url]].concat());
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }

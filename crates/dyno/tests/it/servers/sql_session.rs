@@ -579,13 +579,9 @@ fn each_later_repetition_starts_on_vacuumed_tables() {
             "vacuum and vacuum_all act on pgbench's tables",
         ),
     ] {
-        let out = crate::common::dyno(dir.path())
-            .args(["run", "--suite", "sql"])
-            .args(args)
-            .arg(pg.url())
-            .assert()
-            .failure();
-        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        let url = pg.url();
+        let err =
+            crate::common::refused_run(dir.path(), &[&["--suite", "sql"], args, &[&url]].concat());
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
