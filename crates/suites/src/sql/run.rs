@@ -127,7 +127,7 @@ fn vacuum(store: &dyn Store, what: super::init::Vacuum) -> Result<(), String> {
     if session.dialect() != engine::driver::Dialect::Postgres {
         return Ok(());
     }
-    (session.batch(statement)).map_err(|e| format!("vacuuming pgbench's {}: {e}", what.name()))
+    (session.batch(statement)).map_err(|e| format!("{statement}: {e}"))
 }
 
 /// What one client did in a repetition.
