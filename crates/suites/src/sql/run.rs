@@ -3,7 +3,7 @@
 //! at the end the TPC-B invariant checked where the scripts keep it.
 
 use super::SqlSettings;
-use super::client::{self, Client, Failure, ServerCode};
+use super::client::{self, Client, Failure};
 use super::random::Prng;
 use super::script::{Kind, Source};
 use super::session::{close, reconnect, set_up};
@@ -15,6 +15,8 @@ use engine::suite::{After, Plan, Point, RepCtx, Repeat, TargetError, TestOutcome
 use feed::{Ending, Feed, tell_failures, with_series};
 use invariant::invariant;
 use results::{Detail, Rep, Status};
+pub(super) use retry::MOST_TRIES;
+use retry::{Conflict, conflict, tries};
 use schedule::Schedule;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,6 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 mod feed;
 mod invariant;
+mod retry;
 mod schedule;
 
 pub(super) fn run(
@@ -503,24 +506,6 @@ struct Timing<'a> {
     interrupt: &'a AtomicBool,
 }
 
-/// The most tries `--max-tries` takes, and what "as many as it takes" stands for (a bound, so
-/// a transaction that can never pass still ends).
-pub(super) const MOST_TRIES: u32 = 1_000_000;
-
-/// Tries a transaction takes at most: `--max-tries`'s; when not given, pgbench's default, one,
-/// and in sysbench's built-ins as many as it takes, as sysbench restarts a transaction until it
-/// succeeds. "As many as it takes" (and pgbench's `--max-tries 0`) is until it does, the run
-/// ends, it is later than the latency limit, or [`MOST_TRIES`] tries.
-fn tries(max_tries: Option<u32>, sysbench: bool) -> u32 {
-    match (max_tries, sysbench) {
-        // pgbench's 0: no limit but the run's end and the latency limit.
-        (Some(0), _) => MOST_TRIES,
-        (Some(n), _) => n,
-        (None, false) => 1,
-        (None, true) => MOST_TRIES,
-    }
-}
-
 /// The script a transaction runs: by weight, as pgbench draws it.
 fn pick(p: &mut Prng, s: &SqlSettings, total: u64) -> usize {
     if s.scripts.len() == 1 {
@@ -651,46 +636,3 @@ fn tally(
         }
     }
 }
-
-/// The failures a transaction is retried for (with `--max-tries`): pgbench's, and for sysbench's
-/// built-ins the others sysbench restarts a transaction on.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Conflict {
-    Serialization,
-    Deadlock,
-    /// A unique violation (PostgreSQL's 23505), a lock wait timeout (MySQL's 1205) or a record
-    /// changed since it was read (1020): sysbench's, only in its built-ins.
-    Other,
-}
-
-impl Conflict {
-    const ALL: [Conflict; 3] = [Conflict::Serialization, Conflict::Deadlock, Conflict::Other];
-
-    /// Its count's name in the record.
-    fn figure(self) -> &'static str {
-        match self {
-            Conflict::Serialization => "failed_serialization",
-            Conflict::Deadlock => "failed_deadlock",
-            Conflict::Other => "failed_other_conflict",
-        }
-    }
-}
-
-/// Which of them an error is, by the server's code: a deadlock (PostgreSQL's 40P01, MySQL's
-/// 1213), a serialization failure (40001), or, for sysbench's scripts, another error sysbench
-/// retries (a duplicate key, 23505; MySQL's lock wait timeout, 1205, and changed record, 1020).
-fn conflict(message: &str, sysbench: bool) -> Option<Conflict> {
-    match ServerCode::of(message)? {
-        ServerCode::Postgres("40P01") | ServerCode::Mysql(1213, _) => Some(Conflict::Deadlock),
-        ServerCode::Postgres("40001") | ServerCode::Mysql(_, "40001") => {
-            Some(Conflict::Serialization)
-        }
-        ServerCode::Postgres("23505") | ServerCode::Mysql(1205 | 1020, _) if sysbench => {
-            Some(Conflict::Other)
-        }
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests;
