@@ -453,6 +453,11 @@ pub trait SqlSession: Send {
     /// Whether the server said, at the end of the last statement, that a transaction is open
     /// on this session (one a `BEGIN` started, not yet ended).
     fn in_transaction(&self) -> bool;
+    /// Whether a statement may still be sent: not once the connection failed (the server gone,
+    /// or a reply lost, late or malformed, which leaves the session out of step with it).
+    fn usable(&self) -> bool {
+        true
+    }
     /// Runs `sql`, a `COPY … FROM STDIN` in the text format, with the rows `fill` writes (each
     /// call appends some whole lines and says whether more follow); the rows copied. PostgreSQL's
     /// alone: elsewhere an error.

@@ -55,6 +55,7 @@ mod servers {
     mod sentinel;
     mod slurm;
     mod sql;
+    mod sql_ends;
     mod sql_session;
     mod sql_tables;
     mod ui;

@@ -188,6 +188,17 @@ pub fn yield_now() {
     }
 }
 
+/// For a loop that may go round without waiting (a script with no statement, a connection
+/// that fails at once): yields when the fiber has not waited since the last call, so that the
+/// thread's other fibers run, and [`coarse_now`] moves on; `mark` is the loop's own (start it
+/// at 0). A round that waited costs a comparison.
+pub fn take_turn(mark: &mut u64) {
+    if SUSPENDS.with(Cell::get) == *mark {
+        yield_now();
+    }
+    *mark = SUSPENDS.with(Cell::get);
+}
+
 /// Waits until `deadline`: a fiber yields (the thread runs others), a thread sleeps.
 pub fn sleep_until(deadline: Instant) {
     if in_fiber() {
@@ -244,11 +255,14 @@ thread_local! {
     static CURRENT: Cell<*const Yielder<Wake, Why>> = const { Cell::new(std::ptr::null()) };
     /// This thread's scheduler state, while it runs one.
     static SCHED: RefCell<Option<Shared>> = const { RefCell::new(None) };
+    /// How many times a fiber of this thread has waited (see [`take_turn`]).
+    static SUSPENDS: Cell<u64> = const { Cell::new(0) };
 }
 
 fn suspend(why: Why) -> Wake {
     let y = CURRENT.with(|c| c.get());
     assert!(!y.is_null(), "suspend outside a fiber");
+    SUSPENDS.with(|n| n.set(n.get().wrapping_add(1)));
     // SAFETY: the pointer is the running fiber's yielder (set by the scheduler before it resumed
     // this fiber, or by the fiber's own first frame); it lives on that fiber's stack until the
     // fiber returns, and only this thread reads it.

@@ -288,6 +288,38 @@ fn a_bound_ends_a_loop_that_never_waits() {
     }
 }
 
+/// Loops that never wait, two fibers on one thread, each ending by the coarse clock: taking
+/// turns, both run, and both see the clock move (without, the first held the thread, the
+/// second never ran, and the coarse clock stood still: a loop on it never ended).
+#[test]
+fn loops_that_never_wait_take_turns_and_see_the_clock_move() {
+    let spin = |stop: Instant| {
+        let (mut mark, mut rounds) = (0, 0u64);
+        // The bound on the rounds only keeps a broken scheduler from hanging the test.
+        while coarse_now() < stop && rounds < 1 << 32 {
+            take_turn(&mut mark);
+            rounds += 1;
+        }
+        (rounds, Instant::now())
+    };
+    for generators in backends(1) {
+        let stop = Instant::now() + clock::FAR;
+        let jobs = vec![
+            Box::new(move || spin(stop)) as Job<'_, _>,
+            Box::new(move || spin(stop)),
+        ];
+        for r in join_all(generators, jobs) {
+            let (rounds, end) = r.unwrap();
+            assert!(rounds > 1, "a fiber never ran: {rounds} rounds");
+            let late = end.saturating_duration_since(stop);
+            assert!(
+                end >= stop && late < Duration::from_secs(1),
+                "{late:?} late"
+            );
+        }
+    }
+}
+
 /// A peer's last bytes and its end, arriving while the fiber waits and seen by the poller as
 /// one event: the read after the bytes finds the end at once. (It once waited for a second
 /// event that never came, and timed out: a PostgreSQL refusing a session says why and closes.)

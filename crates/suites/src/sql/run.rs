@@ -142,6 +142,9 @@ pub(super) struct ClientRun {
     commands: Vec<Vec<Recorder>>,
     /// A script's own mistake (an undefined variable…): the run is wrong, not the server.
     pub(super) broken: Option<String>,
+    /// The connection's failure (refused, or lost) that ended this client before the run's
+    /// end, as pgbench's client aborts.
+    pub(super) lost: Option<String>,
     /// An open loop: how late each transaction started, after its intended start; and each
     /// transaction timed from its actual start (service time, uncorrected).
     lag: Recorder,
@@ -176,6 +179,7 @@ impl ClientRun {
                 .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
                 .collect(),
             broken: None,
+            lost: None,
             lag: Recorder::new(),
             service: Recorder::new(),
             late: 0,
@@ -212,7 +216,6 @@ fn measure(
     let mut commands: Vec<Vec<Recorder>> = (s.scripts.iter())
         .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
         .collect();
-    let mut broken = None;
     let (mut lag, mut service, mut connections) =
         (Recorder::new(), Recorder::new(), Recorder::new());
     let (mut late, mut skipped) = (0, 0);
@@ -237,7 +240,6 @@ fn measure(
                 x.merge(y);
             }
         }
-        broken = broken.or(r.broken.clone());
     }
     let mut by_op = by_op(s, &scripts, &commands);
     if rate.is_some() {
@@ -257,6 +259,7 @@ fn measure(
         "skipped": skipped,
         "retries": retries,
         "retried": retried,
+        "clients_lost": runs.iter().filter(|r| r.lost.is_some()).count(),
     });
     for (c, n) in Conflict::ALL.iter().zip(conflicts) {
         figures[c.figure()] = n.into();
@@ -272,14 +275,38 @@ fn measure(
         by_op,
         detail: with_series(Detail::custom("sql", figures), ctx),
     };
-    let status = match (broken, ok) {
-        (Some(why), _) => (Status::Failed, Some(format!("the script failed: {why}"))),
-        (None, 0) if all.ops > 0 => (
+    let status = verdict(&runs, (ok, errors), ctx.interrupt, logged);
+    TestOutcome::ran(s.test, status, rep, all)
+}
+
+/// The case's status, and why when not ok: the script's own failure first, then clients ended
+/// by their connection (pgbench's "Run was aborted; the above results are incomplete").
+fn verdict(
+    runs: &[ClientRun],
+    (ok, failed): (u64, u64),
+    interrupt: &AtomicBool,
+    logged: std::io::Result<()>,
+) -> (Status, Option<String>) {
+    if let Some(why) = runs.iter().find_map(|r| r.broken.as_ref()) {
+        return (Status::Failed, Some(format!("the script failed: {why}")));
+    }
+    let lost: Vec<&String> = runs.iter().filter_map(|r| r.lost.as_ref()).collect();
+    if let Some(first) = lost.first() {
+        let why = format!(
+            "{} of {} clients ended before the run did, their connection refused or lost (the \
+             first: {first}); {ok} transactions succeeded: the figures cover less than was asked",
+            lost.len(),
+            runs.len()
+        );
+        return (Status::Failed, Some(why));
+    }
+    match ok {
+        0 if failed > 0 => (
             Status::Failed,
-            Some(format!("no transaction succeeded ({errors} failed)")),
+            Some(format!("no transaction succeeded ({failed} failed)")),
         ),
-        (None, 0) => (Status::Failed, Some("no transaction ran".into())),
-        _ if ctx.interrupt.load(Ordering::Relaxed) => (
+        0 => (Status::Failed, Some("no transaction ran".into())),
+        _ if interrupt.load(Ordering::Relaxed) => (
             Status::Interrupted,
             Some("interrupted during the test".into()),
         ),
@@ -287,8 +314,7 @@ fn measure(
             Ok(()) => (Status::Ok, None),
             Err(e) => (Status::Failed, Some(e.to_string())),
         },
-    };
-    TestOutcome::ran(s.test, status, rep, all)
+    }
 }
 
 /// The record's rows by operation: each script's transactions (when there are several), and
@@ -360,8 +386,11 @@ fn client_run(
     }
     let deadline = start + Duration::from_nanos(s.duration_ns);
     let limit = s.latency_limit_ns.map(Duration::from_nanos);
-    let mut done = 0u64;
+    let (mut done, mut turn) = (0u64, 0);
     loop {
+        // A transaction that did not wait (a script without SQL) lets the thread's other
+        // clients run, and the coarse clock move, before the next.
+        engine::fiber::take_turn(&mut turn);
         let over = match s.transactions {
             Some(n) => done >= n,
             // The coarse clock: behind by no more than this client's last turn.
@@ -408,8 +437,13 @@ fn client_run(
             feed: feed.map(|f| (f, id)),
             interrupt: ctx.interrupt,
         };
-        if let Err(stop) = transaction(&mut client, &mut ready[k], open, &mut out, (k, timing)) {
-            out.broken = Some(stop);
+        match transaction(&mut client, &mut ready[k], open, &mut out, (k, timing)) {
+            Err(stop) => out.broken = Some(stop),
+            // Every later statement would fail at once: the client ends.
+            Ok(Err(e)) if !open.usable() => out.lost = Some(e.message.into_owned()),
+            Ok(_) => {}
+        }
+        if out.broken.is_some() || out.lost.is_some() {
             return out;
         }
         if s.connect {
@@ -521,14 +555,15 @@ fn pick(p: &mut Prng, s: &SqlSettings, total: u64) -> usize {
     s.scripts.len() - 1
 }
 
-/// One transaction, recorded; `Err` when the script itself is wrong (the client stops).
+/// One transaction, recorded, and how it ended; `Err` when the script itself is wrong (the
+/// client stops).
 fn transaction(
     client: &mut Client,
     ready: &mut client::Ready<'_>,
     session: &mut dyn SqlSession,
     out: &mut ClientRun,
     (k, timing): (usize, Timing<'_>),
-) -> Result<(), String> {
+) -> Result<Result<(), engine::driver::OpError>, String> {
     let now = timing.connected.unwrap_or_else(Instant::now);
     // In an open loop, latency runs from the intended start: a late start is the server's.
     let started = timing.intended.unwrap_or(now);
@@ -595,8 +630,9 @@ fn transaction(
         }
         Err(f @ Failure::Script { .. }) => return Err(f.to_string()),
     };
+    let ended = outcome.as_ref().map(drop).map_err(Clone::clone);
     tally(out, (k, timing), (took, served), outcome);
-    Ok(())
+    Ok(ended)
 }
 
 /// A transaction's figures: as pgbench's, a failed one is counted, by class, but its time (to

@@ -22,7 +22,7 @@ pub(super) fn set_up<'a>(
     let mut session = match store.connect_sql() {
         Ok(x) => x,
         Err(e) => {
-            out.transactions.fail(e);
+            Unprepared::Failed(e).said_in(out);
             return None;
         }
     };
@@ -45,10 +45,13 @@ enum Unprepared {
 }
 
 impl Unprepared {
-    /// Counted in `out`: a failed transaction, or the script's failure.
+    /// Counted in `out`: a failed transaction that ends the client, or the script's failure.
     fn said_in(self, out: &mut ClientRun) {
         match self {
-            Unprepared::Failed(e) => out.transactions.fail(e),
+            Unprepared::Failed(e) => {
+                out.lost = Some(e.message.to_string());
+                out.transactions.fail(e);
+            }
             Unprepared::Broken(why) => out.broken = Some(why),
         }
     }
@@ -98,7 +101,7 @@ pub(super) fn reconnect<'a>(
     let mut new = match opened {
         Ok(new) => new,
         Err(e) => {
-            out.transactions.fail(e);
+            Unprepared::Failed(e).said_in(out);
             return None;
         }
     };

@@ -60,6 +60,10 @@ pub struct Conn {
     pub version: String,
     /// How to stop on the server a statement whose reply did not come in time.
     killer: Option<Killer>,
+    /// A request was sent and its reply not read to its end: a reply lost, late or malformed
+    /// leaves the connection out of step with the server (what it reads next would answer the
+    /// earlier request), so it sends nothing more.
+    in_flight: bool,
 }
 
 /// Who this connection logged in as, where, and the server's ID of it: `KILL QUERY` from a
@@ -129,6 +133,7 @@ impl Conn {
             cache_metadata: false,
             version: String::new(),
             killer: None,
+            in_flight: false,
         };
         c.read_packet("handshake")?;
         if c.payload.first() == Some(&0xff) {
@@ -184,8 +189,9 @@ impl Conn {
         ))
     }
 
-    /// The server's error in the last packet read.
-    fn error(&self, context: &str) -> OpError {
+    /// The server's error in the last packet read, which ends its reply.
+    fn error(&mut self, context: &str) -> OpError {
+        self.in_flight = false;
         match proto::parse_err(&self.payload) {
             Ok(e) => server_err(context, &e),
             Err(m) => malformed(context, m),
@@ -256,6 +262,15 @@ impl Conn {
     /// Sends the command in `self.cmd` (its first byte the command's), starting a new
     /// sequence.
     fn send_cmd(&mut self, context: &str) -> Result<(), OpError> {
+        if self.in_flight {
+            return Err(OpError::new(
+                ErrorClass::Reset,
+                format!(
+                    "mysql: {context}: the connection failed before (a reply lost, late or malformed); this session sends nothing more"
+                ),
+            ));
+        }
+        self.in_flight = true;
         self.seq = 0;
         let cmd = std::mem::take(&mut self.cmd);
         let sent = self.write_packet(&cmd, context);
@@ -269,6 +284,11 @@ impl Conn {
         self.cmd.push(command);
         self.cmd.extend_from_slice(text.as_bytes());
         self.send_cmd(context)
+    }
+
+    /// Whether requests may still be sent: every reply so far was read to its end.
+    pub fn usable(&self) -> bool {
+        !self.in_flight
     }
 
     /// Whether the server said, at the end of the last statement's result, that a
@@ -324,6 +344,7 @@ impl Conn {
         for result in 0..MAX_RESULTS {
             let count = self.statement_result(context, result, each.as_deref_mut())?;
             if !proto::more_results(&self.payload) {
+                self.in_flight = false;
                 return Ok(count);
             }
         }
@@ -396,6 +417,7 @@ impl Conn {
             proto::parse_prepare_ok(&self.payload).map_err(|m| malformed("prepare", m))?;
         self.skip_definitions(usize::from(params), "prepare")?;
         let columns = self.skip_definitions(usize::from(columns), "prepare")?;
+        self.in_flight = false;
         Ok(Stmt {
             id,
             params,
@@ -435,29 +457,31 @@ impl Conn {
         context: &str,
         row: &mut impl FnMut(&Row<'_>) -> Result<(), OpError>,
     ) -> Result<u64, OpError> {
-        let count = self.first_result(stmt, context, row)?;
+        let (count, refused) = self.first_result(stmt, context, row)?;
         for result in 1..MAX_RESULTS {
             if !proto::more_results(&self.payload) {
-                return Ok(count);
+                self.in_flight = false;
+                return refused.map_or(Ok(count), Err);
             }
             self.statement_result(context, result, None)?;
         }
         Err(too_many(context))
     }
 
+    /// The first result of a prepared statement's reply: its count, and the first refusal of
+    /// `row`, whose result was still read to its end.
     fn first_result(
         &mut self,
         stmt: &Stmt,
         context: &str,
         row: &mut impl FnMut(&Row<'_>) -> Result<(), OpError>,
-    ) -> Result<u64, OpError> {
+    ) -> Result<(u64, Option<OpError>), OpError> {
         self.read_packet(context)?;
         match self.payload.first() {
             Some(0x00) => {
                 let mut c = Cur::new(&self.payload[1..]);
-                return Ok((c.lenenc())
-                    .map_err(|m| malformed(context, m))?
-                    .unwrap_or(0));
+                let affected = c.lenenc().map_err(|m| malformed(context, m))?;
+                return Ok((affected.unwrap_or(0), None));
             }
             Some(0xff) => return Err(self.error(context)),
             _ => {}
@@ -500,28 +524,35 @@ impl Conn {
         Ok(Vec::new())
     }
 
-    /// The rows of a binary result set, up to its EOF.
+    /// The rows of a binary result set, up to its EOF, each to `row` until it refuses one
+    /// (that refusal returned beside the count, 0: the rest read past, so that the next reply
+    /// read is the next request's).
     fn rows(
         &mut self,
         (types, columns): (&[u8], &[proto::Column]),
         at: &mut Vec<Option<std::ops::Range<usize>>>,
         context: &str,
         row: &mut impl FnMut(&Row<'_>) -> Result<(), OpError>,
-    ) -> Result<u64, OpError> {
+    ) -> Result<(u64, Option<OpError>), OpError> {
+        let mut refused = None;
         loop {
             self.read_packet(context)?;
             if proto::is_eof(&self.payload) {
-                return Ok(0);
+                return Ok((0, refused));
             }
             if self.payload.first() == Some(&0xff) {
                 return Err(self.error(context));
             }
+            if refused.is_some() {
+                continue;
+            }
             proto::binary_row(&self.payload, types, at).map_err(|m| malformed(context, m))?;
-            row(&Row {
+            let r = Row {
                 payload: &self.payload,
                 at,
                 columns,
-            })?;
+            };
+            refused = row(&r).err();
         }
     }
 
@@ -595,5 +626,10 @@ mod tests {
         assert_eq!(kill, b"\x03KILL QUERY 4");
         // Once: the connection's killer is spent.
         assert!(c.killer.is_none());
+        // A late reply would answer the next request: the connection sends nothing more.
+        assert!(!c.usable());
+        let e = c.query("SELECT 1").unwrap_err();
+        assert_eq!(e.class, ErrorClass::Reset, "{e}");
+        assert!(e.message.contains("failed before"), "{e}");
     }
 }

@@ -128,4 +128,8 @@ impl SqlSession for MySql {
     fn in_transaction(&self) -> bool {
         self.c.in_transaction()
     }
+
+    fn usable(&self) -> bool {
+        self.c.usable()
+    }
 }

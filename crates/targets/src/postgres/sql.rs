@@ -94,6 +94,10 @@ impl SqlSession for PgSql {
         !self.w.idle()
     }
 
+    fn usable(&self) -> bool {
+        self.w.usable()
+    }
+
     fn copy_in(
         &mut self,
         sql: &str,

@@ -539,6 +539,11 @@ impl Wire {
         self.idle
     }
 
+    /// Whether requests may still be sent (see [`Wire::send`]).
+    pub fn usable(&self) -> bool {
+        !self.broken
+    }
+
     /// Sends what `self.out` holds — nothing once the connection has failed: a reply lost, late or malformed leaves
     /// the session out of step with the server (what it reads next would answer an earlier
     /// request), so every later request fails at once, as the connection's.

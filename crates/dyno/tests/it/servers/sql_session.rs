@@ -348,9 +348,10 @@ fn shell_commands_run_as_in_pgbench() {
 
 /// A MySQL `CALL` answers with a result per `SELECT` it runs and one of its own: prepared, it
 /// is read to its end, so the next statement's reply is that statement's; as text (`-M
-/// simple`), each result's rows come with their statement's index.
+/// simple`), each result's rows come with their statement's index. So is a result with a row
+/// dyno cannot read (a date): the statement fails, the session goes on in step.
 #[test]
-fn a_mysql_call_is_read_to_its_end() {
+fn a_mysql_reply_is_read_to_its_end() {
     let Some((_pg, maria)) = servers() else {
         return;
     };
@@ -374,6 +375,15 @@ fn a_mysql_call_is_read_to_its_end() {
     s.execute(text, &[], Some(&mut keep)).unwrap();
     assert_eq!(seen, [(0, "a".to_string()), (1, "b".to_string())]);
     assert_eq!(one(s.as_mut(), "SELECT 4").as_deref(), Some("4"), "in step");
+    s.set_query_mode(engine::driver::QueryMode::Prepared)
+        .unwrap();
+    let dates = ["SELECT CURRENT_DATE AS d UNION ALL SELECT CURRENT_DATE + INTERVAL 1 DAY"];
+    let dates = s.prepare(&[dates[0].to_string()]).unwrap();
+    let mut none = |_, _: &engine::driver::SqlRow<'_>| {};
+    let e = s.execute(dates, &[], Some(&mut none)).unwrap_err();
+    assert!(e.message.contains("no date or time columns"), "{e}");
+    assert!(s.usable());
+    assert_eq!(one(s.as_mut(), "SELECT 5").as_deref(), Some("5"), "in step");
     drop(s);
     st.close().unwrap();
 }
