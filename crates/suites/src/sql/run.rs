@@ -293,8 +293,9 @@ fn verdict(
     let lost: Vec<&String> = runs.iter().filter_map(|r| r.lost.as_ref()).collect();
     if let Some(first) = lost.first() {
         let why = format!(
-            "{} of {} clients ended before the run did, their connection refused or lost (the \
-             first: {first}); {ok} transactions succeeded: the figures cover less than was asked",
+            "{} of {} clients ended before the run did, their connection failed (the first: \
+             {first}); the figures, of the {ok} transactions that succeeded, cover less than was \
+             asked",
             lost.len(),
             runs.len()
         );

@@ -91,9 +91,7 @@ fn a_server_that_goes_away_ends_the_clients_and_fails_the_case() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(3), "{target}: {stdout}");
         assert!(
-            stdout.contains(
-                "4 of 4 clients ended before the run did, their connection refused or lost"
-            ),
+            stdout.contains("4 of 4 clients ended before the run did, their connection failed"),
             "{target}: {stdout}"
         );
         let rec = crate::common::record(&dir.path().join(dir_name));
@@ -183,7 +181,7 @@ fn clients_the_server_refuses_do_not_hold_back_the_others() {
         .assert()
         .code(3)
         .stdout(predicates::str::contains(
-            "2 of 4 clients ended before the run did, their connection refused or lost",
+            "2 of 4 clients ended before the run did, their connection failed",
         ));
     let rec = crate::common::record(&dir.path().join("few"));
     for (target, says) in [
