@@ -64,6 +64,10 @@ pub struct Conn {
     /// leaves the connection out of step with the server (what it reads next would answer the
     /// earlier request), so it sends nothing more.
     in_flight: bool,
+    /// How long a reply may take, all told (each read waits that long at most, too), and the
+    /// bound of the one being read: a server that trickles a reply for ever is cut off.
+    timeout: Duration,
+    reply: engine::fiber::Bound,
 }
 
 /// Who this connection logged in as, where, and the server's ID of it: `KILL QUERY` from a
@@ -134,6 +138,8 @@ impl Conn {
             version: String::new(),
             killer: None,
             in_flight: false,
+            timeout,
+            reply: engine::fiber::Bound::new(timeout),
         };
         c.read_packet("handshake")?;
         if c.payload.first() == Some(&0xff) {
@@ -220,6 +226,15 @@ impl Conn {
     }
 
     fn read_packet_once(&mut self, context: &str) -> Result<(), OpError> {
+        if self.reply.passed() {
+            return Err(OpError::new(
+                ErrorClass::Timeout,
+                format!(
+                    "mysql: {context}: no end to the reply within {} s",
+                    self.timeout.as_secs_f64()
+                ),
+            ));
+        }
         self.payload.clear();
         loop {
             let mut header = [0u8; 4];
@@ -271,6 +286,7 @@ impl Conn {
             ));
         }
         self.in_flight = true;
+        self.reply = engine::fiber::Bound::new(self.timeout);
         self.seq = 0;
         let cmd = std::mem::take(&mut self.cmd);
         let sent = self.write_packet(&cmd, context);
@@ -599,6 +615,49 @@ mod tests {
         packet(&mut s);
         s.write_all(&[7, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0]).unwrap();
         s
+    }
+
+    /// A server that trickles a result for ever (a row each 10 ms, each read in time): the
+    /// reply's bound cuts it off, and the connection sends nothing more.
+    #[test]
+    fn a_reply_that_never_ends_is_cut_off_at_its_bound() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut s = logged_in(&l);
+            packet(&mut s);
+            let mut send = |seq: usize, p: &[u8]| {
+                let mut b = vec![p.len() as u8, 0, 0, seq as u8];
+                b.extend_from_slice(p);
+                s.write_all(&b).is_ok()
+            };
+            // One column, `a`, a VAR_STRING; the EOF after the definitions; then rows.
+            let column = [
+                3, b'd', b'e', b'f', 0, 0, 0, 1, b'a', 0, 0x0c, 0x21, 0, 1, 0, 0, 0, 0xfd, 0, 0, 0,
+                0, 0,
+            ];
+            send(1, &[1, 1]);
+            send(2, &column);
+            send(3, &[0xfe, 0, 0, 2, 0]);
+            for seq in 4..504 {
+                if !send(seq, &[1, b'x']) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let mut c =
+            Conn::open_within(addr, ("dyno", "", None), Duration::from_millis(300)).unwrap();
+        // No statement to kill on this server.
+        c.killer = None;
+        let at = std::time::Instant::now();
+        let e = c.query("SELECT a FROM t").unwrap_err();
+        assert_eq!(e.class, ErrorClass::Timeout, "{e}");
+        assert!(e.message.contains("no end to the reply"), "{e}");
+        assert!(at.elapsed() < Duration::from_secs(3), "{:?}", at.elapsed());
+        assert!(!c.usable());
+        drop(c);
+        server.join().unwrap();
     }
 
     #[test]

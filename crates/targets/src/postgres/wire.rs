@@ -74,6 +74,8 @@ pub struct Wire {
     segments: Vec<usize>,
     /// Whether the connection failed (see [`Wire::send`]).
     broken: bool,
+    /// How long a reply may take, all told ([`TIMEOUT`]; shorter in tests).
+    timeout: Duration,
 }
 
 /// How long the cancel request's own connection may take: it is sent after a reply already
@@ -119,6 +121,7 @@ impl Wire {
             cancel: None,
             segments: Vec::new(),
             broken: false,
+            timeout,
         };
         let mut params = vec![
             ("user", login.user),
@@ -512,7 +515,7 @@ impl Wire {
         context: &str,
         mut each: impl FnMut(&Wire) -> Result<(), OpError>,
     ) -> Result<(), OpError> {
-        let mut bound = engine::fiber::Bound::new(TIMEOUT);
+        let mut bound = engine::fiber::Bound::new(self.timeout);
         let mut failed = None;
         loop {
             self.read_message(context)?;
@@ -528,7 +531,10 @@ impl Wire {
                 self.cancel_statement();
                 return Err(OpError::new(
                     ErrorClass::Timeout,
-                    format!("postgres: {context}: no end to the reply within 30 s"),
+                    format!(
+                        "postgres: {context}: no end to the reply within {} s",
+                        self.timeout.as_secs_f64()
+                    ),
                 ));
             }
         }
@@ -573,10 +579,26 @@ impl Wire {
     }
 
     fn read_message_once(&mut self, context: &str) -> Result<(), OpError> {
+        // Made at the first message passed over: a server that sends nothing else is bounded
+        // as a reply is.
+        let mut bound: Option<engine::fiber::Bound> = None;
         loop {
             self.read_frame(context)?;
             if !matches!(self.kind, b'N' | b'S' | b'A') {
                 return Ok(());
+            }
+            let timeout = self.timeout;
+            if bound
+                .get_or_insert_with(|| engine::fiber::Bound::new(timeout))
+                .passed()
+            {
+                return Err(OpError::new(
+                    ErrorClass::Timeout,
+                    format!(
+                        "postgres: {context}: nothing but notices and notifications for {} s",
+                        timeout.as_secs_f64()
+                    ),
+                ));
             }
         }
     }

@@ -1,4 +1,56 @@
 use super::*;
+use std::time::Instant;
+
+/// A server that logs a client in (no cancel key) and answers its first request with what
+/// `answer` writes; what it then reads (the cancel request, if one comes).
+fn server(
+    answer: impl FnOnce(&mut std::net::TcpStream) + Send + 'static,
+) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        let mut s = testkit::accept_within(&l, Duration::from_secs(10));
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut startup = [0u8; 512];
+        let _ = s.read(&mut startup).unwrap();
+        // AuthenticationOk, ReadyForQuery; then the statement.
+        s.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 0, b'Z', 0, 0, 0, 5, b'I'])
+            .unwrap();
+        let _ = s.read(&mut startup).unwrap();
+        answer(&mut s);
+    });
+    (addr, t)
+}
+
+const LOGIN: Login<'static> = Login {
+    user: "dyno",
+    password: None,
+    database: None,
+};
+
+/// A server that answers with notices and nothing else, for ever: the reply's bound ends it,
+/// and the session sends nothing more.
+#[test]
+fn a_reply_of_notices_alone_ends_at_its_bound() {
+    let (addr, t) = server(|s| {
+        // An empty NoticeResponse every 10 ms, for 5 s at most, while the client reads.
+        for _ in 0..500 {
+            if s.write_all(&[b'N', 0, 0, 0, 5, 0]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let mut w = Wire::open_within(addr, &LOGIN, Duration::from_millis(300)).unwrap();
+    let at = Instant::now();
+    let e = w.batch("select 1").unwrap_err();
+    assert_eq!(e.class, ErrorClass::Timeout, "{e}");
+    assert!(e.message.contains("nothing but notices"), "{e}");
+    assert!(at.elapsed() < Duration::from_secs(3), "{:?}", at.elapsed());
+    assert!(!w.usable());
+    drop(w);
+    t.join().unwrap();
+}
 
 #[test]
 fn a_reply_that_does_not_come_in_time_cancels_its_statement() {
