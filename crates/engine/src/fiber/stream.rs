@@ -1,6 +1,7 @@
 //! The sockets drivers wait on: a fiber's wait yields to its scheduler, a thread's polls; with deadlines.
 
 use super::*;
+use std::os::fd::{FromRawFd, IntoRawFd};
 
 /// A TCP connection a driver reads and writes as a blocking stream; on a fiber, waiting yields.
 ///
@@ -22,10 +23,26 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Connects (blocking the thread for at most `timeout`: a loopback connect answers at once).
+    /// Connects within `timeout`: on a fiber the handshake's wait yields, so the thread's other
+    /// clients go on meanwhile (a server whose listen queue is full drops the handshake, and
+    /// the wait is the whole timeout); on a thread it blocks.
     pub fn connect(addr: &SocketAddr, timeout: Duration) -> io::Result<Stream> {
-        let sock = TcpStream::connect_timeout(addr, timeout)?;
-        Stream::from_std(sock)
+        if !in_fiber() {
+            return Stream::from_std(TcpStream::connect_timeout(addr, timeout)?);
+        }
+        let sock = mio::net::TcpStream::connect(*addr)?;
+        // SAFETY: the descriptor is the one mio just made, handed over whole.
+        let sock = unsafe { TcpStream::from_raw_fd(sock.into_raw_fd()) };
+        let s = Stream::from_std(sock)?;
+        // Registered first, then marked not writable: the poller says when the handshake ends
+        // (at once, if it already has).
+        s.waiter.registration()?;
+        s.not_ready(false);
+        s.wait(false, Some(timeout))?;
+        match s.sock.take_error()? {
+            Some(e) => Err(e),
+            None => Ok(s),
+        }
     }
 
     /// Wraps a connected socket (made non-blocking).

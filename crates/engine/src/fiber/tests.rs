@@ -1,6 +1,7 @@
 use super::*;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The backends a test runs its fibers on: epoll, and io_uring where this kernel allows it.
@@ -318,6 +319,50 @@ fn loops_that_never_wait_take_turns_and_see_the_clock_move() {
             );
         }
     }
+}
+
+/// A connect the server does not answer (its listen queue full, so it drops the handshake)
+/// waits on its fiber: the thread's other fiber runs meanwhile, and the connect times out on
+/// time, on each backend.
+#[test]
+fn a_connect_that_is_not_answered_lets_the_other_fibers_run() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // SAFETY: the listener's own socket, listening again with a queue of one.
+    assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+    // Fill the queue: these complete, and are never accepted.
+    let held: Vec<TcpStream> = (0..4)
+        .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok())
+        .collect();
+    assert!(!held.is_empty());
+    let limit = Duration::from_millis(600);
+    for generators in backends(1) {
+        let ticks = std::sync::atomic::AtomicU32::new(0);
+        let connect = || {
+            let t = Instant::now();
+            let r = Stream::connect(&addr, limit);
+            (
+                r.err().map(|e| e.kind()),
+                t.elapsed(),
+                ticks.load(Ordering::Relaxed),
+            )
+        };
+        let tick = || {
+            for _ in 0..10 {
+                sleep(Duration::from_millis(10));
+                ticks.fetch_add(1, Ordering::Relaxed);
+            }
+            (None, Duration::ZERO, 0u32)
+        };
+        let jobs = vec![Box::new(connect) as Job<'_, _>, Box::new(tick)];
+        let r = join_all(generators, jobs);
+        let (kind, took, ticked) = r.into_iter().next().unwrap().unwrap();
+        assert_eq!(kind, Some(io::ErrorKind::TimedOut), "{took:?}");
+        assert!(took >= limit && took < limit * 3, "{took:?}");
+        // The other fiber ran all its ticks while the connect waited.
+        assert_eq!(ticked, 10);
+    }
+    drop(held);
 }
 
 /// A peer's last bytes and its end, arriving while the fiber waits and seen by the poller as

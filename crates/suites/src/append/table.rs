@@ -69,6 +69,6 @@ pub(super) fn render(r: &RunRecord, doc: &mut Doc) -> io::Result<()> {
     doc.blank()?;
     doc.heading("transactions (latency from the first statement's start to the commit's answer)")?;
     doc.table(&[header], &body)?;
-    notes.push("committed/s counts the transactions that committed; an aborted one (a serialization failure, a deadlock, a guard that failed) did not happen; an unknown one's commit got no answer".into());
+    notes.push("committed/s counts the transactions that committed; an aborted one (a serialization failure, a deadlock, a guard that failed, a connection that failed before the commit was sent) did not happen; an unknown one's commit got no answer".into());
     doc.footer(&notes, r.interrupted)
 }

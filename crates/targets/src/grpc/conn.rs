@@ -47,8 +47,10 @@ pub struct Conn {
     max_frame: usize,
     /// Bytes received on the connection since dyno last gave them back.
     unacked: u32,
-    /// The server said GOAWAY: no new call on this connection.
+    /// The server said GOAWAY, or an answer never ended: no new call on this connection.
     gone: bool,
+    /// How long a call's answer may take, all told (each read waits that long at most, too).
+    timeout: Duration,
 }
 
 /// What a call's answer said so far: its `:status`, `grpc-status`, and whether it ended.
@@ -127,10 +129,11 @@ impl Conn {
             max_frame: frame::DEFAULT_MAX_FRAME,
             unacked: 0,
             gone: false,
+            timeout,
         })
     }
 
-    /// Whether calls may still go on it (the server has not said GOAWAY).
+    /// Whether calls may still go on it (the server has not said GOAWAY, every answer ended).
     pub fn usable(&self) -> bool {
         !self.gone
     }
@@ -149,7 +152,7 @@ impl Conn {
             let _ = self.flush();
             return Err(OpError::new(
                 ErrorClass::Reset,
-                "gRPC: the server closed the connection (GOAWAY)",
+                "gRPC: no new call on this connection: the server closed it (GOAWAY), or an answer never ended",
             ));
         }
         let id = self.next_id;
@@ -167,6 +170,8 @@ impl Conn {
         let mut answer = Answer::default();
         let mut stream_window = self.stream_window;
         let mut sent = 0;
+        // Frames that keep coming (pings, settings, other streams' data) but never the end.
+        let mut bound = engine::fiber::Bound::new(self.timeout);
         loop {
             // As much of the message as the windows allow, then what the server says.
             while sent < self.body.len() {
@@ -184,6 +189,16 @@ impl Conn {
             self.flush()?;
             if answer.ended {
                 break;
+            }
+            if bound.passed() {
+                self.gone = true;
+                return Err(OpError::new(
+                    ErrorClass::Timeout,
+                    format!(
+                        "gRPC: no end to the answer within {} s",
+                        self.timeout.as_secs_f64()
+                    ),
+                ));
             }
             self.read_frame(id, &mut answer, &mut stream_window, reply)?;
         }

@@ -201,6 +201,11 @@ fn config_get(c: &mut Conn, names: &[&str]) -> BTreeMap<String, String> {
     let Ok(Reply::Array(n)) = c.reply(&mut buf) else {
         return out;
     };
+    // A name and a value for each name asked, at most: a longer answer is not CONFIG's (the
+    // connection is dropped after, so what is left unread does not matter).
+    if n > 2 * names.len() as i64 {
+        return out;
+    }
     let mut key = String::new();
     for i in 0..n.max(0) {
         if !matches!(c.reply(&mut buf), Ok(Reply::Bulk(true))) {

@@ -93,8 +93,17 @@ impl Store for RedisStore {
         let pattern = format!("{}*", self.prefix);
         let mut cursor = b"0".to_vec();
         let mut buf = Vec::new();
-        // Bounded: a SCAN pass over a keyspace ends, and dyno made a finite number of keys.
+        // Bounded: a SCAN pass over a keyspace ends, and dyno made a finite number of keys; and
+        // in time, for a server that answers each request just in time, for ever.
+        let mut bound = engine::fiber::Bound::new(CLOSE_WITHIN);
         for _ in 0..1_000_000 {
+            if bound.passed() {
+                return Err(DriverError::new(format!(
+                    "removing {}*: not done within {} s",
+                    self.prefix,
+                    CLOSE_WITHIN.as_secs()
+                )));
+            }
             c.command(&[
                 b"SCAN",
                 &cursor,
@@ -111,8 +120,10 @@ impl Store for RedisStore {
                 return Err(DriverError::new("SCAN gave an unexpected reply"));
             };
             cursor = buf.clone();
-            let Reply::Array(n) = c.reply(&mut buf).map_err(fail)? else {
-                return Err(DriverError::new("SCAN gave an unexpected reply"));
+            // COUNT is a hint, which a server may pass; not by this much.
+            let n = match c.reply(&mut buf).map_err(fail)? {
+                Reply::Array(n) if (0..=SCAN_MOST).contains(&n) => n,
+                _ => return Err(DriverError::new("SCAN gave an unexpected reply")),
             };
             let mut keys: Vec<Vec<u8>> = Vec::new();
             for _ in 0..n.max(0) {
@@ -253,6 +264,12 @@ impl RedisSession {
 /// with 64 KiB, 33 MiB with 16 KiB (31 MiB on epoll).
 pub(super) const HOLD_BYTES: usize = 16 << 10;
 
+/// How long removing dyno's keys at the end may take, all told.
+const CLOSE_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The most keys one SCAN reply (asked for COUNT 1000) may hold.
+const SCAN_MOST: i64 = 100_000;
+
 /// A write of a transaction whose commands were lost with its connection: none of them was
 /// applied (a MULTI without its EXEC is dropped with the connection).
 pub(super) fn cut() -> OpError {
@@ -338,7 +355,13 @@ impl Session for RedisSession {
             limit.as_bytes(),
         ])?;
         let n = match self.conn.reply(&mut self.scratch)? {
-            Reply::Array(n) => n as usize,
+            Reply::Array(n) if (0..=count as i64).contains(&n) => n as usize,
+            Reply::Array(n) => {
+                return Err(OpError::new(
+                    ErrorClass::Protocol,
+                    format!("redis: {n} entries in the reply to ZRANGEBYLEX … LIMIT 0 {count}"),
+                ));
+            }
             Reply::Error(e) => {
                 return Err(OpError::new(ErrorClass::Application, format!("redis: {e}")));
             }

@@ -81,7 +81,15 @@ pub struct H2 {
     resume: Vec<u32>,
     /// gRPC: the `grpc-message` of the header block last decoded (reused).
     grpc_message: Vec<u8>,
+    /// Frames in a row that answered no request (pings, settings, priorities, unknown types):
+    /// past [`MOST_IDLE_FRAMES`], the server is flooding the connection.
+    idle: u32,
 }
+
+/// The most frames in a row that answer no request: a server that keeps the connection busy
+/// with nothing else would hold its reader for ever (a ping answered each 10 s takes a day to
+/// come to this).
+const MOST_IDLE_FRAMES: u32 = 10_000;
 
 /// A stream the server reset with `code`: `refused` for REFUSED_STREAM (the server's word that
 /// it did not process it), else `reset`, with the error's name.
@@ -140,6 +148,7 @@ impl H2 {
             goaway: false,
             resume: Vec::new(),
             grpc_message: Vec::new(),
+            idle: 0,
         }
     }
 
@@ -268,6 +277,17 @@ impl H2 {
                 out,
                 frame::PROTOCOL_ERROR,
                 "a header block interrupted",
+            ));
+        }
+        match h.kind {
+            frame::DATA | frame::HEADERS | frame::CONTINUATION | frame::RST_STREAM => self.idle = 0,
+            _ => self.idle += 1,
+        }
+        if self.idle > MOST_IDLE_FRAMES {
+            return Err(connection_error(
+                out,
+                frame::ENHANCE_YOUR_CALM,
+                "more than 10,000 frames in a row that answer no request",
             ));
         }
         match h.kind {

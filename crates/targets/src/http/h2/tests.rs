@@ -174,6 +174,40 @@ fn responses_end_their_requests_by_stream_and_are_judged_by_status() {
     assert!(out.ends_with(&pong));
 }
 
+/// A server that sends pings and nothing else: answered, up to a bound, then the connection
+/// ends with ENHANCE_YOUR_CALM; a response between them starts the count again.
+#[test]
+fn a_flood_of_frames_that_answer_nothing_ends_the_connection() {
+    let mut h = H2::new(request(b""));
+    let mut out = Vec::new();
+    h.start(&mut out);
+    h.open(7, 0, &mut out);
+    let ping = frames(&[(frame::PING, 0, 0, b"12345678")]);
+    let response = frames(&[(
+        frame::HEADERS,
+        frame::END_HEADERS | frame::END_STREAM,
+        1,
+        &[0x88],
+    )]);
+    for _ in 0..MOST_IDLE_FRAMES {
+        out.clear();
+        feed(&mut h, &ping, &mut out).unwrap();
+    }
+    assert_eq!(
+        feed(&mut h, &response, &mut out).unwrap(),
+        vec![(7, Ok(()))]
+    );
+    for _ in 0..MOST_IDLE_FRAMES {
+        out.clear();
+        feed(&mut h, &ping, &mut out).unwrap();
+    }
+    let e = feed(&mut h, &ping, &mut out).unwrap_err();
+    assert_eq!(e.class, ErrorClass::Protocol, "{e}");
+    assert!(e.message.contains("ENHANCE_YOUR_CALM"), "{e}");
+    let goaway = frames(&[(frame::GOAWAY, 0, 0, &[0, 0, 0, 0, 0, 0, 0, 0xb])]);
+    assert!(out.ends_with(&goaway), "{out:?}");
+}
+
 #[cfg(feature = "grpc")]
 #[test]
 fn grpc_calls_are_judged_by_their_trailers() {
