@@ -5,13 +5,34 @@
 use super::sql::servers;
 use std::time::{Duration, Instant};
 
-/// How many sessions the server holds now, by `count` (a query through the server's own client).
+/// Waits until `count` (the server's sessions, by a query of its own) reaches `want`: 60 s at most.
 fn wait_for_sessions(count: impl Fn() -> u64, want: u64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while count() < want {
         assert!(Instant::now() < deadline, "the clients never came");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Runs `run` beside `server`, stops the server once the run's 4 clients are in (`sessions`
+/// counts 5 with the count's own), and returns the run's output, which must end within 30 s of
+/// the stop.
+fn stopped_under_a_run<S>(
+    server: S,
+    sessions: impl Fn(&S) -> u64,
+    run: impl FnOnce() -> std::process::Output + Send,
+) -> std::process::Output {
+    std::thread::scope(|scope| {
+        let running = scope.spawn(run);
+        wait_for_sessions(|| sessions(&server), 5);
+        std::thread::sleep(Duration::from_millis(500));
+        let gone = Instant::now();
+        drop(server);
+        let out = running.join().unwrap();
+        let took = gone.elapsed();
+        assert!(took < Duration::from_secs(30), "{took:?}");
+        out
+    })
 }
 
 /// A server that goes away under a run: each client's next statement fails, the client ends
@@ -61,32 +82,8 @@ fn a_server_that_goes_away_ends_the_clients_and_fails_the_case() {
             .output()
             .unwrap()
     };
-    let (pg_out, maria_out) = std::thread::scope(|scope| {
-        let pg_run = scope.spawn(|| run(&pg_url, "pg"));
-        // Its 4 clients and the count's own session.
-        wait_for_sessions(&pg_sessions, 5);
-        std::thread::sleep(Duration::from_millis(500));
-        let gone = Instant::now();
-        drop(pg);
-        let pg_out = pg_run.join().unwrap();
-        assert!(
-            gone.elapsed() < Duration::from_secs(30),
-            "{:?}",
-            gone.elapsed()
-        );
-        let maria_run = scope.spawn(|| run(&maria_url, "maria"));
-        wait_for_sessions(|| maria_sessions(&maria), 5);
-        std::thread::sleep(Duration::from_millis(500));
-        let gone = Instant::now();
-        drop(maria);
-        let maria_out = maria_run.join().unwrap();
-        assert!(
-            gone.elapsed() < Duration::from_secs(30),
-            "{:?}",
-            gone.elapsed()
-        );
-        (pg_out, maria_out)
-    });
+    let pg_out = stopped_under_a_run(pg, |_| pg_sessions(), || run(&pg_url, "pg"));
+    let maria_out = stopped_under_a_run(maria, maria_sessions, || run(&maria_url, "maria"));
     for (out, dir_name, target) in [(pg_out, "pg", "postgres"), (maria_out, "maria", "mysql")] {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(3), "{target}: {stdout}");
