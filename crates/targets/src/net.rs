@@ -241,6 +241,32 @@ pub fn send_now(fd: std::os::fd::RawFd, bytes: &[u8]) {
     };
 }
 
+/// A session whose last reply was lost, late or malformed is out of step with its server (what
+/// it would read next answers an earlier request): `driver`'s refusal of every later request.
+pub fn out_of_step(driver: &str, context: &str) -> engine::driver::OpError {
+    engine::driver::OpError::new(
+        engine::driver::ErrorClass::Reset,
+        format!(
+            "{driver}: {context}: the connection failed before (a reply lost, late or malformed); this session sends nothing more"
+        ),
+    )
+}
+
+/// A reply that went on past `timeout` (each read in time, the whole never ending).
+pub fn no_end(
+    driver: &str,
+    context: &str,
+    timeout: std::time::Duration,
+) -> engine::driver::OpError {
+    engine::driver::OpError::new(
+        engine::driver::ErrorClass::Timeout,
+        format!(
+            "{driver}: {context}: no end to the reply within {} s",
+            timeout.as_secs_f64()
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

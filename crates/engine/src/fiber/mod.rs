@@ -438,9 +438,14 @@ impl<'a, T: Send + 'a> Scheduler<T> {
         }
     }
 
-    /// Resumes every ready fiber until it returns or waits again.
+    /// Resumes each fiber ready now until it returns or waits again. One made ready meanwhile
+    /// (a yield) runs after the poller has looked: a fiber that only yields must not keep those
+    /// waiting on a socket, a timer or the waker from being woken.
     fn resume_ready(&mut self) {
-        while let Some(f) = self.ready.pop_front() {
+        for _ in 0..self.ready.len() {
+            let Some(f) = self.ready.pop_front() else {
+                break;
+            };
             let Some(slot) = self.slots[f].as_mut() else {
                 continue;
             };

@@ -38,7 +38,13 @@ impl Stream {
         // (at once, if it already has).
         s.waiter.registration()?;
         s.not_ready(false);
-        s.wait(false, Some(timeout))?;
+        let waited = s.wait(false, Some(timeout));
+        // On a ring the socket's reads and writes go through the ring: its events need not
+        // wake the poller.
+        if super::ring::on_ring() {
+            s.waiter.forget();
+        }
+        waited?;
         match s.sock.take_error()? {
             Some(e) => Err(e),
             None => Ok(s),
@@ -165,6 +171,21 @@ impl Waiter {
         } else {
             poll_fd(self.fd, read, timeout.map(|d| Instant::now() + d))
         }
+    }
+
+    /// No longer registered with the current scheduler (a later wait registers it again).
+    pub(super) fn forget(&self) {
+        let Some((id, _)) = self.reg.get() else {
+            return;
+        };
+        SCHED.with(|s| {
+            if let Some(s) = s.borrow_mut().as_mut()
+                && s.id == id
+            {
+                let _ = s.poll.registry().deregister(&mut SourceFd(&self.fd));
+                self.reg.set(None);
+            }
+        });
     }
 
     /// This stream's slot in the current scheduler, registering it there first if need be.

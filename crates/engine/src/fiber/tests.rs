@@ -321,6 +321,34 @@ fn loops_that_never_wait_take_turns_and_see_the_clock_move() {
     }
 }
 
+/// A fiber that only takes turns does not keep the others from being woken: one that sleeps
+/// wakes, and ends the spin (it once slept until the spinner ended by itself).
+#[test]
+fn a_fiber_that_only_takes_turns_lets_a_sleeper_wake() {
+    for generators in backends(1) {
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let spin = || {
+            let (t, mut mark) = (Instant::now(), 0);
+            while !done.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(5) {
+                take_turn(&mut mark);
+            }
+            t.elapsed()
+        };
+        let sleeper = || {
+            sleep(Duration::from_millis(10));
+            done.store(true, Ordering::Relaxed);
+            Duration::ZERO
+        };
+        let jobs = vec![Box::new(spin) as Job<'_, _>, Box::new(sleeper)];
+        let spun = join_all(generators, jobs)
+            .into_iter()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert!(spun < Duration::from_secs(1), "{spun:?}");
+    }
+}
+
 /// A connect the server does not answer (its listen queue full, so it drops the handshake)
 /// waits on its fiber: the thread's other fiber runs meanwhile, and the connect times out on
 /// time, on each backend.

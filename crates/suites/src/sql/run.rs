@@ -166,6 +166,29 @@ pub(super) struct ClientRun {
 }
 
 impl ClientRun {
+    /// After a transaction that ended so (`Err`: the script's own failure), on a session still
+    /// `usable` or not: whether the client ends here, and why, kept.
+    fn ends_at(
+        &mut self,
+        ended: Result<Result<(), engine::driver::OpError>, String>,
+        usable: bool,
+    ) -> bool {
+        match ended {
+            Err(stop) => self.broken = Some(stop),
+            // Every later statement would fail at once.
+            Ok(Err(e)) if !usable => {
+                let mut why = e.message.into_owned();
+                if !e.class.is_connection() {
+                    // The server's error, then the rollback's failure.
+                    why.push_str(", and the connection failed after it");
+                }
+                self.lost = Some(why);
+            }
+            Ok(_) => {}
+        }
+        self.broken.is_some() || self.lost.is_some()
+    }
+
     /// Nothing done yet: a recorder per script (when there are several) and per command.
     fn new(s: &SqlSettings) -> ClientRun {
         ClientRun {
@@ -438,13 +461,8 @@ fn client_run(
             feed: feed.map(|f| (f, id)),
             interrupt: ctx.interrupt,
         };
-        match transaction(&mut client, &mut ready[k], open, &mut out, (k, timing)) {
-            Err(stop) => out.broken = Some(stop),
-            // Every later statement would fail at once: the client ends.
-            Ok(Err(e)) if !open.usable() => out.lost = Some(e.message.into_owned()),
-            Ok(_) => {}
-        }
-        if out.broken.is_some() || out.lost.is_some() {
+        let ended = transaction(&mut client, &mut ready[k], open, &mut out, (k, timing));
+        if out.ends_at(ended, open.usable()) {
             return out;
         }
         if s.connect {

@@ -192,13 +192,7 @@ impl Conn {
             }
             if bound.passed() {
                 self.gone = true;
-                return Err(OpError::new(
-                    ErrorClass::Timeout,
-                    format!(
-                        "gRPC: no end to the answer within {} s",
-                        self.timeout.as_secs_f64()
-                    ),
-                ));
+                return Err(crate::net::no_end("gRPC", "call", self.timeout));
             }
             self.read_frame(id, &mut answer, &mut stream_window, reply)?;
         }

@@ -87,6 +87,15 @@ pub(super) fn outcome(status: u16) -> Result<(), OpError> {
 }
 
 impl HttpReader {
+    /// Whether the response so far (heads, interim ones included, and body) is within
+    /// `max_response`.
+    fn within_limit(&self) -> Result<(), OpError> {
+        if self.seen > self.max_response {
+            return Err(protocol("response larger than max_response"));
+        }
+        Ok(())
+    }
+
     pub fn new(head_request: bool, max_response: u64) -> HttpReader {
         HttpReader {
             head: Vec::with_capacity(1024),
@@ -411,9 +420,7 @@ impl ResponseReader for HttpReader {
                     if (100..200).contains(&self.status) && self.status != 101 {
                         // An interim response: the real one follows. Their heads count
                         // toward the limit, so a server that sends nothing else is stopped.
-                        if self.seen > self.max_response {
-                            return Err(protocol("response larger than max_response"));
-                        }
+                        self.within_limit()?;
                         continue;
                     }
                     if self.status == 101 {
@@ -448,9 +455,7 @@ impl ResponseReader for HttpReader {
                     let (used, ended) = self.chunked(c, &data[i..])?;
                     i += used;
                     self.seen += used as u64;
-                    if self.seen > self.max_response {
-                        return Err(protocol("response larger than max_response"));
-                    }
+                    self.within_limit()?;
                     if ended {
                         return Ok(self.done(i, self.keep_alive));
                     }
@@ -465,9 +470,7 @@ impl ResponseReader for HttpReader {
                 State::UntilClose => {
                     self.seen += (data.len() - i) as u64;
                     self.body_bytes(&data[i..]);
-                    if self.seen > self.max_response {
-                        return Err(protocol("response larger than max_response"));
-                    }
+                    self.within_limit()?;
                     if eof {
                         self.state = State::Head;
                         return Ok(self.done(data.len(), false));

@@ -91,6 +91,10 @@ fn malformed(context: &str, m: Malformed) -> OpError {
     OpError::new(ErrorClass::Protocol, format!("mysql: {context}: {}", m.0))
 }
 
+/// The errors a server sends as it closes the connection: ER_SERVER_SHUTDOWN, MariaDB's
+/// ER_CONNECTION_KILLED, MySQL's ER_CLIENT_INTERACTION_TIMEOUT.
+const ENDING: [u16; 3] = [1053, 1927, 4031];
+
 /// An error the server sent, by class: what a client can do about it differs.
 pub fn server_err(context: &str, e: &ServerError) -> OpError {
     let class = match e.code {
@@ -197,9 +201,16 @@ impl Conn {
 
     /// The server's error in the last packet read, which ends its reply.
     fn error(&mut self, context: &str) -> OpError {
-        self.in_flight = false;
         match proto::parse_err(&self.payload) {
-            Ok(e) => server_err(context, &e),
+            // The server ending the connection says why in an error packet: nothing more will
+            // be answered on it.
+            Ok(e) if ENDING.contains(&e.code) => {
+                OpError::new(ErrorClass::Reset, format!("mysql: {context}: {e}"))
+            }
+            Ok(e) => {
+                self.in_flight = false;
+                server_err(context, &e)
+            }
             Err(m) => malformed(context, m),
         }
     }
@@ -227,13 +238,7 @@ impl Conn {
 
     fn read_packet_once(&mut self, context: &str) -> Result<(), OpError> {
         if self.reply.passed() {
-            return Err(OpError::new(
-                ErrorClass::Timeout,
-                format!(
-                    "mysql: {context}: no end to the reply within {} s",
-                    self.timeout.as_secs_f64()
-                ),
-            ));
+            return Err(crate::net::no_end("mysql", context, self.timeout));
         }
         self.payload.clear();
         loop {
@@ -278,12 +283,7 @@ impl Conn {
     /// sequence.
     fn send_cmd(&mut self, context: &str) -> Result<(), OpError> {
         if self.in_flight {
-            return Err(OpError::new(
-                ErrorClass::Reset,
-                format!(
-                    "mysql: {context}: the connection failed before (a reply lost, late or malformed); this session sends nothing more"
-                ),
-            ));
+            return Err(crate::net::out_of_step("mysql", context));
         }
         self.in_flight = true;
         self.reply = engine::fiber::Bound::new(self.timeout);

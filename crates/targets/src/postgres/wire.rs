@@ -529,13 +529,7 @@ impl Wire {
             if bound.passed() {
                 self.broken = true;
                 self.cancel_statement();
-                return Err(OpError::new(
-                    ErrorClass::Timeout,
-                    format!(
-                        "postgres: {context}: no end to the reply within {} s",
-                        self.timeout.as_secs_f64()
-                    ),
-                ));
+                return Err(crate::net::no_end("postgres", context, self.timeout));
             }
         }
     }
@@ -555,12 +549,7 @@ impl Wire {
     /// request), so every later request fails at once, as the connection's.
     fn send(&mut self, context: &str) -> Result<(), OpError> {
         if self.broken {
-            return Err(OpError::new(
-                ErrorClass::Reset,
-                format!(
-                    "postgres: {context}: the connection failed before (a reply lost, late or malformed); this session sends nothing more"
-                ),
-            ));
+            return Err(crate::net::out_of_step("postgres", context));
         }
         let sent = write_to(self.input.get_mut(), &self.out, context);
         self.broken = sent.is_err();

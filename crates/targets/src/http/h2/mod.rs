@@ -81,8 +81,9 @@ pub struct H2 {
     resume: Vec<u32>,
     /// gRPC: the `grpc-message` of the header block last decoded (reused).
     grpc_message: Vec<u8>,
-    /// Frames in a row that answered no request (pings, settings, priorities, unknown types):
-    /// past [`MOST_IDLE_FRAMES`], the server is flooding the connection.
+    /// Frames in a row that answered no request (pings, settings, priorities, unknown types,
+    /// window updates that let no body go on): past [`MOST_IDLE_FRAMES`], the server is
+    /// flooding the connection.
     idle: u32,
 }
 
@@ -345,7 +346,15 @@ impl H2 {
                 Ok(())
             }
             frame::GOAWAY => self.goaway(p, out, done),
-            frame::WINDOW_UPDATE => self.window_update(h, p, out, done),
+            frame::WINDOW_UPDATE => {
+                let before = out.len();
+                let r = self.window_update(h, p, out, done);
+                if out.len() > before {
+                    // It let a body that waited go on: not idle.
+                    self.idle = 0;
+                }
+                r
+            }
             frame::PUSH_PROMISE => Err(connection_error(
                 out,
                 frame::PROTOCOL_ERROR,

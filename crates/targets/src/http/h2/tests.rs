@@ -350,6 +350,27 @@ fn a_body_waits_for_the_servers_window() {
     assert_eq!(sent_data(&out), 70_000 - 65_535);
 }
 
+/// A body the server lets through a byte at a time, each byte by two window updates (the
+/// connection's, then the stream's): updates that let it go on are no flood, past the bound.
+#[test]
+fn window_updates_that_let_a_body_go_on_are_not_a_flood() {
+    let steps = MOST_IDLE_FRAMES as usize + 10;
+    let body = vec![7u8; 65_535 + steps];
+    let mut h = H2::new(request(&body));
+    let mut out = Vec::new();
+    h.start(&mut out);
+    h.open(0, 0, &mut out);
+    let byte = frames(&[
+        (frame::WINDOW_UPDATE, 0, 0, &[0, 0, 0, 1]),
+        (frame::WINDOW_UPDATE, 0, 1, &[0, 0, 0, 1]),
+    ]);
+    for i in 0..steps {
+        out.clear();
+        feed(&mut h, &byte, &mut out).unwrap_or_else(|e| panic!("at {i}: {e}"));
+        assert_eq!(out[3], frame::DATA, "at {i}");
+    }
+}
+
 #[test]
 fn broken_frames_end_the_connection_with_a_named_error() {
     let cases: [(&[u8], &str); 5] = [
