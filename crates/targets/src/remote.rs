@@ -80,11 +80,7 @@ fn io_err(context: &'static str) -> impl Fn(std::io::Error) -> OpError {
 
 impl Config {
     fn connect(&self, addr: SocketAddr, namespace: &str) -> Result<Conn, OpError> {
-        let mut s = Stream::connect(&addr, TIMEOUT).map_err(io_err("connect"))?;
-        s.set_nodelay(true).map_err(io_err("connect"))?;
-        s.set_read_timeout(Some(TIMEOUT));
-        // A server that stops reading must not hold a large request's write for ever.
-        s.set_write_timeout(Some(TIMEOUT));
+        let s = Stream::open(&addr, TIMEOUT, TIMEOUT).map_err(io_err("connect"))?;
         let mut c = Conn {
             input: BufReader::with_capacity(64 << 10, s),
             frame: Vec::with_capacity(512),

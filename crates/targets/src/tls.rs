@@ -144,26 +144,14 @@ impl Alpn {
         let timeout = std::time::Duration::from_secs(5);
         let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout)
             .map_err(|e| format!("connecting to {addr}: {e}"))?;
-        let _ = sock.set_read_timeout(Some(timeout));
-        let _ = sock.set_write_timeout(Some(timeout));
-        let mut conn = ClientConnection::new(self.both.config.clone(), self.both.name.clone())
+        let conn = ClientConnection::new(self.both.config.clone(), self.both.name.clone())
             .map_err(|e| format!("tls: {e}"))?;
-        // A handshake takes a few rounds; a server that keeps it going gets 64.
-        for _ in 0..64 {
-            if !conn.is_handshaking() {
-                break;
-            }
-            conn.complete_io(&mut sock)
-                .map_err(|e| format!("tls: {e}"))?;
-        }
-        if conn.is_handshaking() {
-            return Err(format!(
-                "tls: {addr} kept the handshake going past 64 rounds"
-            ));
-        }
-        let h2 = conn.alpn_protocol() == Some(b"h2");
-        conn.send_close_notify();
-        let _ = conn.complete_io(&mut sock);
+        let mut tls = Tls(conn);
+        engine::load::handshake_blocking(&mut tls, &mut sock, timeout)
+            .map_err(|e| format!("tls: the handshake with {addr}: {e}"))?;
+        let h2 = tls.alpn() == Some(b"h2");
+        tls.0.send_close_notify();
+        let _ = tls.write_tls(&mut sock);
         Ok(h2)
     }
 }
@@ -263,5 +251,32 @@ impl Channel for Tls {
     }
     fn alpn(&self) -> Option<&[u8]> {
         self.0.alpn_protocol()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A server that hangs up in the handshake: the probe says so, and no answer is kept.
+    #[test]
+    fn a_probe_cut_off_in_the_handshake_says_so_and_asks_again_later() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut hello = [0u8; 5];
+            s.read_exact(&mut hello).unwrap();
+            assert_eq!(hello[0], 22, "a TLS handshake record first");
+        });
+        let alpn = Alpn::new("localhost", &Trust::Insecure).unwrap();
+        let err = alpn.h2(addr).unwrap_err();
+        server.join().unwrap();
+        assert!(
+            err.starts_with(&format!("tls: the handshake with {addr}: ")),
+            "{err}"
+        );
+        assert_eq!(alpn.found(), None);
     }
 }

@@ -51,6 +51,17 @@ impl Stream {
         }
     }
 
+    /// A connection for a request-reply driver: made within `connect`, without Nagle's delay,
+    /// and each of its reads and writes bounded by `each` (a server that stops reading or
+    /// answering must not hold a client for ever).
+    pub fn open(addr: &SocketAddr, connect: Duration, each: Duration) -> io::Result<Stream> {
+        let mut s = Stream::connect(addr, connect)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(each));
+        s.set_write_timeout(Some(each));
+        Ok(s)
+    }
+
     /// Wraps a connected socket (made non-blocking).
     pub fn from_std(sock: TcpStream) -> io::Result<Stream> {
         sock.set_nonblocking(true)?;

@@ -1,7 +1,6 @@
 use super::*;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The backends a test runs its fibers on: epoll, and io_uring where this kernel allows it.

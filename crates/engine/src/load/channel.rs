@@ -64,7 +64,7 @@ pub(super) fn recv_tls(
 }
 
 /// Completes a channel's handshake on a blocking socket, within `timeout`.
-pub(super) fn handshake_blocking(
+pub fn handshake_blocking(
     tls: &mut dyn Channel,
     s: &mut std::net::TcpStream,
     timeout: Duration,

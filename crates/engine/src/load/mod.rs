@@ -30,6 +30,7 @@ use crate::timer;
 mod worker;
 
 pub use backend::{Io, IoUsed};
+pub use channel::handshake_blocking;
 pub use coalesce::{Coalesce, Waits};
 pub use interval::{Interval, Live, MAX_RECORD_INTERVALS};
 pub use mix::{Mix, Scenario};

@@ -119,7 +119,7 @@ struct SqlLists {
     session: Box<dyn SqlSession>,
     stmts: Stmts,
     begin: Vec<String>,
-    /// A failure broke the connection, or left a transaction open: a new session is needed.
+    /// The connection failed, or a rollback did: a new session is needed.
     broken: bool,
 }
 
@@ -140,9 +140,9 @@ impl SqlLists {
 impl ListSession for SqlLists {
     fn transaction(&mut self, mops: &mut [Mop]) -> Result<(), (OpError, bool)> {
         let r = transaction(self.session.as_mut(), (&self.stmts, &self.begin), mops);
-        if let Err((e, _)) = &r {
-            self.broken = e.class.is_connection();
-        }
+        // Only a failed connection needs a new session; a lock wait that timed out (MySQL's
+        // 1205) leaves the connection sound, its transaction to roll back.
+        self.broken = !self.session.usable();
         r
     }
     fn recover(&mut self) {

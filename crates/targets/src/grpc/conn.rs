@@ -73,12 +73,7 @@ fn io_err(context: &'static str) -> impl Fn(std::io::Error) -> OpError {
 pub fn connect(endpoint: &str, timeout: Duration) -> Result<Stream, OpError> {
     let addr = crate::net::resolve(endpoint, None)
         .map_err(|e| OpError::new(ErrorClass::Refused, e.message))?;
-    let mut s =
-        Stream::connect(&addr, timeout.min(Duration::from_secs(2))).map_err(io_err("connect"))?;
-    s.set_nodelay(true).map_err(io_err("connect"))?;
-    s.set_read_timeout(Some(timeout));
-    s.set_write_timeout(Some(timeout));
-    Ok(s)
+    Stream::open(&addr, timeout.min(Duration::from_secs(2)), timeout).map_err(io_err("connect"))
 }
 
 impl Conn {

@@ -127,10 +127,7 @@ impl Conn {
         timeout: Duration,
     ) -> Result<Conn, OpError> {
         let io = |e: std::io::Error| OpError::io("mysql: connect", &e);
-        let mut s = Stream::connect(&addr, timeout).map_err(io)?;
-        s.set_nodelay(true).map_err(io)?;
-        s.set_read_timeout(Some(timeout));
-        s.set_write_timeout(Some(timeout));
+        let s = Stream::open(&addr, timeout, timeout).map_err(io)?;
         let mut c = Conn {
             input: BufReader::with_capacity(16 * 1024, s),
             payload: Vec::with_capacity(1024),

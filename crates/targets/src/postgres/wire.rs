@@ -105,11 +105,8 @@ impl Wire {
         timeout: Duration,
     ) -> Result<Wire, OpError> {
         let io = |e: std::io::Error| OpError::io("postgres: connect", &e);
-        let mut s = Stream::connect(&addr, TIMEOUT).map_err(io)?;
-        s.set_nodelay(true).map_err(io)?;
+        let s = Stream::open(&addr, TIMEOUT, timeout).map_err(io)?;
         keepalive(s.as_raw_fd());
-        s.set_read_timeout(Some(timeout));
-        s.set_write_timeout(Some(timeout));
         let mut w = Wire {
             input: BufReader::with_capacity(16 * 1024, s),
             kind: 0,
@@ -581,13 +578,8 @@ impl Wire {
                 .get_or_insert_with(|| engine::fiber::Bound::new(timeout))
                 .passed()
             {
-                return Err(OpError::new(
-                    ErrorClass::Timeout,
-                    format!(
-                        "postgres: {context}: nothing but notices and notifications for {} s",
-                        timeout.as_secs_f64()
-                    ),
-                ));
+                let context = format!("{context} (nothing but notices and notifications)");
+                return Err(crate::net::no_end("postgres", &context, timeout));
             }
         }
     }

@@ -97,11 +97,7 @@ pub(super) fn read_reply(
 
 impl Conn {
     pub(super) fn open(addr: SocketAddr, password: Option<&str>) -> Result<Conn, OpError> {
-        let mut s = Stream::connect(&addr, TIMEOUT).map_err(io_err("connect"))?;
-        s.set_nodelay(true).map_err(io_err("connect"))?;
-        s.set_read_timeout(Some(TIMEOUT));
-        // A server that stops reading must not hold a large request's write for ever.
-        s.set_write_timeout(Some(TIMEOUT));
+        let s = Stream::open(&addr, TIMEOUT, TIMEOUT).map_err(io_err("connect"))?;
         let mut c = Conn {
             input: BufReader::with_capacity(READ_BUFFER, s),
             frame: Vec::with_capacity(512),
