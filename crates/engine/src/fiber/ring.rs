@@ -232,7 +232,7 @@ impl Stream {
             // SAFETY: `buf` outlives the receive: this fiber waits below for its completion,
             // whatever happens, before it returns.
             with_ring(|r, _| unsafe { r.push(&sqe) }.map(|()| r.recvs += 1)).unwrap_or(Ok(()))?;
-            let deadline = self.read_timeout.map(super::deadline_in);
+            let deadline = self.read_deadline()?;
             let mut wake = suspend(Why::Ring { deadline });
             let mut cancelled = false;
             let res = loop {
@@ -247,7 +247,7 @@ impl Stream {
             };
             match res {
                 n if n >= 0 => return Ok(n as usize),
-                e if e == -libc::ECANCELED && cancelled => return Err(timed_out()),
+                e if e == -libc::ECANCELED && cancelled => return Err(self.timed_out_reading()),
                 e if e == -libc::EINTR || e == -libc::EAGAIN => {}
                 e => return Err(io::Error::from_raw_os_error(-e)),
             }

@@ -20,6 +20,10 @@ pub struct Stream {
     pub(super) drained: Cell<bool>,
     /// Its bytes on their way out through a ring, once it has written on one.
     pub(super) outbox: Option<Box<super::ring::Outbox>>,
+    /// How long after its last write a reply may take as a whole (see [`Stream::open`]).
+    reply_within: Option<Duration>,
+    /// When the reply to the last write must have come by: no read waits past it.
+    reply_by: Option<Instant>,
 }
 
 impl Stream {
@@ -52,13 +56,15 @@ impl Stream {
     }
 
     /// A connection for a request-reply driver: made within `connect`, without Nagle's delay,
-    /// and each of its reads and writes bounded by `each` (a server that stops reading or
-    /// answering must not hold a client for ever).
+    /// each of its reads and writes bounded by `each`, and what is read after a write by `each`
+    /// from that write as a whole: a server that stops reading or answering, or that answers a
+    /// byte at a time for ever, must not hold a client for ever.
     pub fn open(addr: &SocketAddr, connect: Duration, each: Duration) -> io::Result<Stream> {
         let mut s = Stream::connect(addr, connect)?;
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(each));
         s.set_write_timeout(Some(each));
+        s.reply_within = Some(each);
         Ok(s)
     }
 
@@ -72,7 +78,33 @@ impl Stream {
             write_timeout: None,
             drained: Cell::new(false),
             outbox: None,
+            reply_within: None,
+            reply_by: None,
         })
+    }
+
+    /// When a read may wait until: its timeout's end, and no later than the reply's bound (an
+    /// error once that has passed).
+    pub(super) fn read_deadline(&self) -> io::Result<Option<Instant>> {
+        let each = self.read_timeout.map(deadline_in);
+        match (self.reply_by, self.reply_within) {
+            (Some(by), Some(within)) if by <= clock::coarse_now() => Err(no_end(within)),
+            (Some(by), _) => Ok(Some(each.map_or(by, |e| e.min(by)))),
+            (None, _) => Ok(each),
+        }
+    }
+
+    /// A read's wait that timed out at the reply's bound says so.
+    pub(super) fn timed_out_reading(&self) -> io::Error {
+        match (self.reply_by, self.reply_within) {
+            (Some(by), Some(within)) if by <= Instant::now() => no_end(within),
+            _ => timed_out(),
+        }
+    }
+
+    /// A write: the reply to it is bounded from now.
+    pub(super) fn wrote(&mut self) {
+        self.reply_by = self.reply_within.map(deadline_in);
     }
 
     pub fn set_read_timeout(&mut self, d: Option<Duration>) {
@@ -112,6 +144,8 @@ impl Stream {
             write_timeout: self.write_timeout,
             drained: Cell::new(false),
             outbox: None,
+            reply_within: self.reply_within,
+            reply_by: None,
         })
     }
 
@@ -123,6 +157,16 @@ impl Stream {
         self.not_ready(read);
         self.drained.set(false);
         self.wait(read, timeout)
+    }
+
+    /// Waits until the socket is readable, within the read's deadline.
+    fn wait_readable(&self) -> io::Result<()> {
+        let deadline = self.read_deadline()?;
+        let waited = self.waiter.wait_until(true, deadline);
+        waited.map_err(|e| match e.kind() {
+            io::ErrorKind::TimedOut => self.timed_out_reading(),
+            _ => e,
+        })
     }
 
     /// Waits until the socket is readable (`read`) or writable, or the timeout passes.
@@ -158,6 +202,11 @@ impl Waiter {
     /// Waits until the fd is readable (`read`) or writable, or the timeout passes: on a fiber
     /// the thread runs the others meanwhile.
     pub fn wait(&self, read: bool, timeout: Option<Duration>) -> io::Result<()> {
+        self.wait_until(read, timeout.map(deadline_in))
+    }
+
+    /// Waits until the fd is readable (`read`) or writable, or `deadline` passes.
+    pub fn wait_until(&self, read: bool, deadline: Option<Instant>) -> io::Result<()> {
         if in_fiber() {
             let reg = self.registration()?;
             let ready = SCHED.with(|s| {
@@ -174,13 +223,12 @@ impl Waiter {
             if ready {
                 return Ok(());
             }
-            let deadline = timeout.map(deadline_in);
             match suspend(Why::Io { reg, deadline }) {
                 Wake::Ready => Ok(()),
                 Wake::TimedOut => Err(timed_out()),
             }
         } else {
-            poll_fd(self.fd, read, timeout.map(|d| Instant::now() + d))
+            poll_fd(self.fd, read, deadline)
         }
     }
 
@@ -259,7 +307,7 @@ impl Read for Stream {
             o.failure()?;
         }
         if self.drained.get() {
-            self.wait(true, self.read_timeout)?;
+            self.wait_readable()?;
             self.drained.set(false);
         }
         loop {
@@ -275,7 +323,7 @@ impl Read for Stream {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.not_ready(true);
-                    self.wait(true, self.read_timeout)?;
+                    self.wait_readable()?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -286,6 +334,7 @@ impl Read for Stream {
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.wrote();
         if super::ring::on_ring() {
             return self.ring_write(buf);
         }
@@ -348,6 +397,15 @@ pub(super) fn poll_fd(fd: RawFd, read: bool, deadline: Option<Instant>) -> io::R
             }
         }
     }
+}
+
+/// A reply that went on past `within` from the request (each read in time, the whole never
+/// ending).
+fn no_end(within: Duration) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("no end to the reply within {} s", within.as_secs_f64()),
+    )
 }
 
 pub(super) fn timed_out() -> io::Error {

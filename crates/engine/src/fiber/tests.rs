@@ -639,3 +639,54 @@ fn the_deadlines_of_waits_that_ended_are_forgotten() {
         server.join().unwrap();
     }
 }
+
+/// A server that answers a byte at a time, each in time, and never ends: a stream opened for a
+/// request-reply driver ends the reply at its bound from the request, on a thread and on each
+/// backend, having read what came meanwhile.
+#[test]
+fn a_reply_that_trickles_for_ever_ends_at_its_bound() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let tries = 1 + backends(1).len();
+    let server = std::thread::spawn(move || {
+        for _ in 0..tries {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut ask = [0u8; 3];
+            s.read_exact(&mut ask).unwrap();
+            // Bounded: 200 bytes at most, 4 s; the client's hanging up ends it sooner.
+            for _ in 0..200 {
+                if s.write_all(b"x").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    });
+    let bound = Duration::from_millis(300);
+    let read = move || {
+        let mut s = Stream::open(&addr, Duration::from_secs(1), bound).unwrap();
+        s.write_all(b"ask").unwrap();
+        let t = Instant::now();
+        let mut got = 0;
+        let e = loop {
+            match s.read(&mut [0u8; 16]) {
+                Ok(0) => break io::Error::other("the end of the stream"),
+                Ok(n) => got += n,
+                Err(e) => break e,
+            }
+        };
+        (e.kind(), e.to_string(), t.elapsed(), got)
+    };
+    let mut ran = vec![read()];
+    for generators in backends(1) {
+        let r = join_all(generators, vec![Box::new(read) as Job<'_, _>]);
+        ran.push(r.into_iter().next().unwrap().unwrap());
+    }
+    for (kind, message, took, got) in ran {
+        assert_eq!(kind, io::ErrorKind::TimedOut, "{message}");
+        assert_eq!(message, "no end to the reply within 0.3 s");
+        assert!(took >= bound && took < bound * 3, "{took:?}");
+        assert!(got >= 5, "{got} bytes read before the bound");
+    }
+    server.join().unwrap();
+}

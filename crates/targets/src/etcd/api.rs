@@ -34,7 +34,7 @@ pub(super) struct Member {
 
 enum Wire {
     Grpc(Box<crate::grpc::Conn>),
-    Gateway(Conn),
+    Gateway(Box<Conn>),
 }
 
 impl Member {
@@ -45,7 +45,7 @@ impl Member {
                 timeout,
                 &grpc::PATHS,
             )?)),
-            Api::Gateway => Wire::Gateway(Conn::open(endpoint, timeout)?),
+            Api::Gateway => Wire::Gateway(Box::new(Conn::open(endpoint, timeout)?)),
         };
         Ok(Member {
             conn,
