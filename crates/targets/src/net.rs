@@ -241,6 +241,42 @@ pub fn send_now(fd: std::os::fd::RawFd, bytes: &[u8]) {
     };
 }
 
+/// A connection's step with its server: once a reply failed on the connection (lost, late,
+/// malformed, cut off), what it would read next answers an earlier request, so it sends
+/// nothing more (the session that holds it fails every later request at once, as PostgreSQL's
+/// and MySQL's do, rather than reading one reply for another).
+#[derive(Debug, Default)]
+pub struct Step {
+    lost: bool,
+}
+
+impl Step {
+    /// Before a request: refused once out of step.
+    pub fn send(&self, driver: &str, context: &str) -> Result<(), engine::driver::OpError> {
+        match self.lost {
+            true => Err(out_of_step(driver, context)),
+            false => Ok(()),
+        }
+    }
+
+    /// A request's or a reply's outcome, as it is; the step lost if it failed on the
+    /// connection (a request cut off in its write leaves the server reading the next as its rest).
+    pub fn watch<T>(
+        &mut self,
+        r: Result<T, engine::driver::OpError>,
+    ) -> Result<T, engine::driver::OpError> {
+        if let Err(e) = &r {
+            self.lost |= e.class.is_connection();
+        }
+        r
+    }
+
+    /// Whether requests may still be sent.
+    pub fn kept(&self) -> bool {
+        !self.lost
+    }
+}
+
 /// A session whose last reply was lost, late or malformed is out of step with its server (what
 /// it would read next answers an earlier request): `driver`'s refusal of every later request.
 pub fn out_of_step(driver: &str, context: &str) -> engine::driver::OpError {

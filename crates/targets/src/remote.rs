@@ -85,6 +85,7 @@ impl Config {
             input: BufReader::with_capacity(64 << 10, s),
             frame: Vec::with_capacity(512),
             body: Vec::with_capacity(512),
+            step: crate::net::Step::default(),
         };
         if let Some(t) = &self.token {
             c.call(kind::HELLO, &[t.as_bytes()], kind::OK)?;
@@ -253,15 +254,23 @@ struct Conn {
     frame: Vec<u8>,
     /// The last response's body.
     body: Vec<u8>,
+    step: crate::net::Step,
 }
 
 impl Conn {
     fn send(&mut self, k: u8, parts: &[&[u8]]) -> Result<(), OpError> {
         self.frame.clear();
         host::store::write_frame(&mut self.frame, k, parts).expect("writing to a Vec");
-        (self.input.get_mut())
+        self.write_frame()
+    }
+
+    /// Writes the frame, unless the connection is out of step.
+    fn write_frame(&mut self) -> Result<(), OpError> {
+        self.step.send("dyno", "send")?;
+        let sent = (self.input.get_mut())
             .write_all(&self.frame)
-            .map_err(io_err("send"))
+            .map_err(io_err("send"));
+        self.step.watch(sent)
     }
 
     /// Sends a request whose body is keys (u64 BE each), built straight into the frame.
@@ -272,9 +281,7 @@ impl Conn {
         self.frame.push(k);
         self.frame
             .extend(keys.iter().flat_map(|key| key.to_be_bytes()));
-        (self.input.get_mut())
-            .write_all(&self.frame)
-            .map_err(io_err("send"))
+        self.write_frame()
     }
 
     /// Reads a response into `into` and checks it is `want`.
@@ -284,12 +291,13 @@ impl Conn {
         into: Option<&mut Vec<u8>>,
         missing: &'static str,
     ) -> Result<(), OpError> {
-        response(
+        let r = response(
             &mut self.input,
             into.unwrap_or(&mut self.body),
             want,
             missing,
-        )
+        );
+        self.step.watch(r)
     }
 
     fn call(&mut self, k: u8, parts: &[&[u8]], want: u8) -> Result<(), OpError> {

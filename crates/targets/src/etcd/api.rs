@@ -75,11 +75,12 @@ impl Member {
             .map_err(maybe_applied)
     }
 
-    /// Whether operations may still go on it: not after the member's GOAWAY.
+    /// Whether operations may still go on it: not after the member's GOAWAY, nor once a reply
+    /// failed on the connection.
     pub(super) fn usable(&self) -> bool {
         match &self.conn {
             Wire::Grpc(c) => c.usable(),
-            Wire::Gateway(_) => true,
+            Wire::Gateway(c) => c.usable(),
         }
     }
 

@@ -19,6 +19,7 @@ pub(super) struct Conn {
     pub(super) host: String,
     pub(super) request: Vec<u8>,
     pub(super) line: Vec<u8>,
+    step: crate::net::Step,
 }
 
 /// What the gateway answered: its status and body.
@@ -35,7 +36,13 @@ impl Conn {
             host: endpoint.to_string(),
             request: Vec::with_capacity(512),
             line: Vec::with_capacity(128),
+            step: crate::net::Step::default(),
         })
+    }
+
+    /// Whether requests may still be sent: not once a reply failed on the connection.
+    pub(super) fn usable(&self) -> bool {
+        self.step.kept()
     }
 
     /// Sends `method path` with `body` (JSON) and reads the answer's body into `into`.
@@ -55,10 +62,13 @@ impl Conn {
         )
         .expect("writing to a Vec");
         self.request.extend_from_slice(body);
-        (self.input.get_mut())
+        self.step.send("etcd", "send")?;
+        let sent = (self.input.get_mut())
             .write_all(&self.request)
-            .map_err(io_err("send"))?;
-        let status = read_response(&mut self.input, &mut self.line, into)?;
+            .map_err(io_err("send"));
+        self.step.watch(sent)?;
+        let status = read_response(&mut self.input, &mut self.line, into);
+        let status = self.step.watch(status)?;
         Ok(Answer { status, body: into })
     }
 }

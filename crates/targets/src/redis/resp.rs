@@ -20,6 +20,7 @@ pub(super) struct Conn {
     pub(super) input: BufReader<Stream>,
     pub(super) frame: Vec<u8>,
     pub(super) line: Vec<u8>,
+    step: crate::net::Step,
 }
 
 pub(super) fn io_err(context: &'static str) -> impl Fn(std::io::Error) -> OpError {
@@ -102,6 +103,7 @@ impl Conn {
             input: BufReader::with_capacity(READ_BUFFER, s),
             frame: Vec::with_capacity(512),
             line: Vec::with_capacity(64),
+            step: crate::net::Step::default(),
         };
         if let Some(p) = password {
             c.command(&[b"AUTH", p.as_bytes()])?;
@@ -130,16 +132,21 @@ impl Conn {
 
     /// Sends the commands the frame holds, in one write.
     pub(super) fn send(&mut self) -> Result<(), OpError> {
+        if let Err(e) = self.step.send("redis", "send") {
+            self.frame.clear();
+            return Err(e);
+        }
         let sent = (self.input.get_mut())
             .write_all(&self.frame)
             .map_err(io_err("send"));
         self.frame.clear();
-        sent
+        self.step.watch(sent)
     }
 
     /// Reads one reply; a bulk string's bytes go into `bulk`.
     pub(super) fn reply(&mut self, bulk: &mut Vec<u8>) -> Result<Reply, OpError> {
-        read_reply(&mut self.input, &mut self.line, bulk)
+        let r = read_reply(&mut self.input, &mut self.line, bulk);
+        self.step.watch(r)
     }
 
     pub(super) fn expect_ok(&mut self, scratch: &mut Vec<u8>) -> Result<(), OpError> {

@@ -130,3 +130,44 @@ fn a_transaction_cut_with_its_connection_fails_to_its_commit() {
     session.begin(TxMode::Read).unwrap();
     session.commit().unwrap();
 }
+
+/// A reply the driver cannot read leaves the connection out of step (its next read would be
+/// the rest of this one): every later request fails at once, and none is sent.
+#[test]
+fn a_malformed_reply_leaves_the_connection_sending_nothing_more() {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "no command came");
+        s.write_all(b"?not RESP\r\n").unwrap();
+        // Whatever else arrives until the client hangs up (bounded by its read timeout).
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut more = 0;
+        while let Ok(n @ 1..) = s.read(&mut buf) {
+            more += n;
+        }
+        more
+    });
+    let mut session = RedisSession::new(Conn::open(addr, None).unwrap(), "t:", None);
+    let mut out = Vec::new();
+    let first = session.get(1, &mut out).unwrap_err();
+    assert_eq!(first.class, ErrorClass::Protocol, "{first}");
+    for e in [
+        session.get(2, &mut out).unwrap_err(),
+        session.put(3, b"v").unwrap_err(),
+    ] {
+        assert_eq!(e.class, ErrorClass::Reset, "{e}");
+        assert!(e.message.contains("sends nothing more"), "{e}");
+    }
+    drop(session);
+    assert_eq!(
+        server.join().unwrap(),
+        0,
+        "bytes sent after the malformed reply"
+    );
+}
