@@ -271,6 +271,12 @@ impl Step {
         r
     }
 
+    /// A reply read whole but not of the shape asked for (its parts, or what follows it, may
+    /// still be unread): out of step too.
+    pub fn lose(&mut self) {
+        self.lost = true;
+    }
+
     /// Whether requests may still be sent.
     pub fn kept(&self) -> bool {
         !self.lost
@@ -296,10 +302,7 @@ pub fn no_end(
 ) -> engine::driver::OpError {
     engine::driver::OpError::new(
         engine::driver::ErrorClass::Timeout,
-        format!(
-            "{driver}: {context}: no end to the reply within {} s",
-            timeout.as_secs_f64()
-        ),
+        format!("{driver}: {context}: {}", engine::fiber::no_end(timeout)),
     )
 }
 

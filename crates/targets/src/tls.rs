@@ -259,9 +259,10 @@ mod tests {
     use super::*;
     use std::net::TcpListener;
 
-    /// A server that hangs up in the handshake: the probe says so, and no answer is kept.
+    /// A server that hangs up in the handshake: the probe says so, and keeps no answer (the
+    /// next call asks again).
     #[test]
-    fn a_probe_cut_off_in_the_handshake_says_so_and_asks_again_later() {
+    fn a_probe_cut_off_in_the_handshake_says_so_and_keeps_no_answer() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server = std::thread::spawn(move || {

@@ -225,6 +225,17 @@ impl Stream {
         let me = current_fiber_key();
         let ud = (me as u64) << 2 | RECV;
         loop {
+            // Past the reply's bound: what has come, without a receive that would wait.
+            if self.reply_overdue() {
+                return match (&self.sock).read(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        Err(self.timed_out_reading())
+                    }
+                    r => r,
+                };
+            }
+            // Before the receive is queued: an error here leaves nothing in the kernel.
+            let deadline = self.read_deadline()?;
             let len = buf.len().min(u32::MAX as usize) as u32;
             let sqe = opcode::Recv::new(Fd(self.sock.as_raw_fd()), buf.as_mut_ptr(), len)
                 .build()
@@ -232,7 +243,6 @@ impl Stream {
             // SAFETY: `buf` outlives the receive: this fiber waits below for its completion,
             // whatever happens, before it returns.
             with_ring(|r, _| unsafe { r.push(&sqe) }.map(|()| r.recvs += 1)).unwrap_or(Ok(()))?;
-            let deadline = self.read_deadline()?;
             let mut wake = suspend(Why::Ring { deadline });
             let mut cancelled = false;
             let res = loop {

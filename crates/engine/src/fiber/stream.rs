@@ -83,6 +83,11 @@ impl Stream {
         })
     }
 
+    /// Whether the reply's bound has passed: a read then takes what has come, and may not wait.
+    pub(super) fn reply_overdue(&self) -> bool {
+        self.reply_by.is_some_and(|by| by <= clock::coarse_now())
+    }
+
     /// When a read may wait until: its timeout's end, and no later than the reply's bound (an
     /// error once that has passed).
     pub(super) fn read_deadline(&self) -> io::Result<Option<Instant>> {
@@ -134,7 +139,8 @@ impl Stream {
     }
 
     /// A second handle on the same socket (its own readiness state), for a reader and a
-    /// writer kept apart. Both must be used by the same fiber.
+    /// writer kept apart. Both must be used by the same fiber. The bound on a reply is each
+    /// handle's own, from its own writes: a handle that only reads is bounded per read alone.
     pub fn try_clone(&self) -> io::Result<Stream> {
         let sock = self.sock.try_clone()?;
         Ok(Stream {
@@ -306,10 +312,12 @@ impl Read for Stream {
         if let Some(o) = &self.outbox {
             o.failure()?;
         }
-        if self.drained.get() {
+        // Past the reply's bound the read takes what has come without waiting for the poller
+        // (what came in time is read), and fails only when nothing has.
+        if self.drained.get() && !self.reply_overdue() {
             self.wait_readable()?;
-            self.drained.set(false);
         }
+        self.drained.set(false);
         loop {
             match (&self.sock).read(buf) {
                 Ok(n) => {
@@ -401,7 +409,7 @@ pub(super) fn poll_fd(fd: RawFd, read: bool, deadline: Option<Instant>) -> io::R
 
 /// A reply that went on past `within` from the request (each read in time, the whole never
 /// ending).
-fn no_end(within: Duration) -> io::Error {
+pub fn no_end(within: Duration) -> io::Error {
     io::Error::new(
         io::ErrorKind::TimedOut,
         format!("no end to the reply within {} s", within.as_secs_f64()),

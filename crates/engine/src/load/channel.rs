@@ -63,7 +63,8 @@ pub(super) fn recv_tls(
     }
 }
 
-/// Completes a channel's handshake on a blocking socket, within `timeout`.
+/// Completes a channel's handshake on a blocking socket: each read and write within `timeout`,
+/// and at most 64 rounds of them.
 pub fn handshake_blocking(
     tls: &mut dyn Channel,
     s: &mut std::net::TcpStream,

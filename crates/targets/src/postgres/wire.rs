@@ -423,7 +423,8 @@ impl Wire {
     }
 
     /// Ends the pipeline: sends what is queued with a last Sync, then reads every segment's
-    /// replies, each within [`TIMEOUT`]. `done(k)` is called as the `k`-th statement queued
+    /// replies, each message within the socket's timeout and all of them within the stream's
+    /// bound on a reply, counted from that last write. `done(k)` is called as the `k`-th statement queued
     /// (from 0) completes. A statement the server fails skips the rest of its segment; the
     /// first failure is the result — the index of the statement it came at
     /// ([`NO_STATEMENT`] for the sending, or a segment's commit) and why — once every reply

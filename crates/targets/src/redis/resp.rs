@@ -149,6 +149,13 @@ impl Conn {
         self.step.watch(r)
     }
 
+    /// `e`, a reply of the wrong shape, leaves the connection out of step: its elements, or
+    /// the replies after it, are not what the next read expects.
+    pub(super) fn off_step(&mut self, e: OpError) -> OpError {
+        self.step.lose();
+        e
+    }
+
     pub(super) fn expect_ok(&mut self, scratch: &mut Vec<u8>) -> Result<(), OpError> {
         match self.reply(scratch)? {
             Reply::Status => Ok(()),

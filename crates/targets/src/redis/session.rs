@@ -210,7 +210,7 @@ impl RedisSession {
         match self.conn.reply(&mut self.scratch)? {
             r if ok(&r) => Ok(()),
             Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
-            _ => Err(protocol("an unexpected reply")),
+            _ => Err(self.conn.off_step(protocol("an unexpected reply"))),
         }
     }
 
@@ -239,7 +239,11 @@ impl RedisSession {
                 Reply::Error(e) => {
                     self.refused.get_or_insert(e);
                 }
-                _ => return Err(protocol("an unexpected reply inside MULTI")),
+                _ => {
+                    return Err(self
+                        .conn
+                        .off_step(protocol("an unexpected reply inside MULTI")));
+                }
             }
         }
         Ok(())
@@ -357,15 +361,19 @@ impl Session for RedisSession {
         let n = match self.conn.reply(&mut self.scratch)? {
             Reply::Array(n) if (0..=count as i64).contains(&n) => n as usize,
             Reply::Array(n) => {
-                return Err(OpError::new(
+                return Err(self.conn.off_step(OpError::new(
                     ErrorClass::Protocol,
                     format!("redis: {n} entries in the reply to ZRANGEBYLEX … LIMIT 0 {count}"),
-                ));
+                )));
             }
             Reply::Error(e) => {
                 return Err(OpError::new(ErrorClass::Application, format!("redis: {e}")));
             }
-            _ => return Err(protocol("an unexpected reply to ZRANGEBYLEX")),
+            _ => {
+                return Err(self
+                    .conn
+                    .off_step(protocol("an unexpected reply to ZRANGEBYLEX")));
+            }
         };
         let mut keys = Vec::with_capacity(n);
         for _ in 0..n {
@@ -374,14 +382,16 @@ impl Session for RedisSession {
                     let hex = self.scratch.get(self.prefix_len..).unwrap_or_default();
                     let key = std::str::from_utf8(hex)
                         .ok()
-                        .and_then(|h| u64::from_str_radix(h, 16).ok())
-                        .ok_or_else(|| protocol("an index entry that is not one of dyno's keys"))?;
+                        .and_then(|h| u64::from_str_radix(h, 16).ok());
+                    let Some(key) = key else {
+                        let e = protocol("an index entry that is not one of dyno's keys");
+                        return Err(self.conn.off_step(e));
+                    };
                     keys.push(key);
                 }
                 _ => {
-                    return Err(protocol(
-                        "an unexpected element in the reply to ZRANGEBYLEX",
-                    ));
+                    let e = protocol("an unexpected element in the reply to ZRANGEBYLEX");
+                    return Err(self.conn.off_step(e));
                 }
             }
         }
@@ -408,7 +418,7 @@ impl Session for RedisSession {
             Reply::Bulk(true) => Ok(()),
             Reply::Bulk(false) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),
             Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
-            _ => Err(protocol("an unexpected reply to GET")),
+            _ => Err(self.conn.off_step(protocol("an unexpected reply to GET"))),
         }
     }
     fn get_many(
@@ -433,7 +443,7 @@ impl Session for RedisSession {
             Reply::Error(e) => {
                 return Err(OpError::new(ErrorClass::Application, format!("redis: {e}")));
             }
-            _ => return Err(protocol("an unexpected reply to MGET")),
+            _ => return Err(self.conn.off_step(protocol("an unexpected reply to MGET"))),
         }
         out.clear();
         ends.clear();
@@ -446,7 +456,11 @@ impl Session for RedisSession {
                     ends.push(out.len());
                 }
                 Reply::Bulk(false) => missing = true,
-                _ => return Err(protocol("an unexpected element in the reply to MGET")),
+                _ => {
+                    return Err(self
+                        .conn
+                        .off_step(protocol("an unexpected element in the reply to MGET")));
+                }
             }
         }
         if missing {
@@ -478,7 +492,7 @@ impl Session for RedisSession {
             Reply::Int(1) => Ok(()),
             Reply::Int(0) => Err(OpError::new(ErrorClass::NotFound, "redis: no such key")),
             Reply::Error(e) => Err(OpError::new(ErrorClass::Application, format!("redis: {e}"))),
-            _ => Err(protocol("an unexpected reply to DEL")),
+            _ => Err(self.conn.off_step(protocol("an unexpected reply to DEL"))),
         }
     }
     fn commit(&mut self) -> Result<(), OpError> {
@@ -518,7 +532,9 @@ impl Session for RedisSession {
                     None => Ok(()),
                 }
             }
-            Reply::Array(_) => Err(protocol("EXEC answered a different number of replies")),
+            Reply::Array(_) => Err(self
+                .conn
+                .off_step(protocol("EXEC answered a different number of replies"))),
             Reply::Error(e) => Err(OpError::new(
                 ErrorClass::Application,
                 match refused {
@@ -526,7 +542,7 @@ impl Session for RedisSession {
                     None => format!("redis: EXEC: {e}"),
                 },
             )),
-            _ => Err(protocol("an unexpected reply to EXEC")),
+            _ => Err(self.conn.off_step(protocol("an unexpected reply to EXEC"))),
         }
     }
     fn storage_reads(&self) -> u64 {

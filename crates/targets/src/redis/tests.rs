@@ -131,10 +131,28 @@ fn a_transaction_cut_with_its_connection_fails_to_its_commit() {
     session.commit().unwrap();
 }
 
-/// A reply the driver cannot read leaves the connection out of step (its next read would be
-/// the rest of this one): every later request fails at once, and none is sent.
+/// A reply the driver cannot read, or one of another shape than asked for (its elements unread),
+/// leaves the connection out of step (its next read would be the rest of this one): every later
+/// request fails at once, and none is sent.
 #[test]
-fn a_malformed_reply_leaves_the_connection_sending_nothing_more() {
+fn a_malformed_or_misshapen_reply_leaves_the_connection_sending_nothing_more() {
+    for (reply, class) in [
+        (&b"?not RESP\r\n"[..], ErrorClass::Protocol),
+        (&b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"[..], ErrorClass::Protocol),
+    ] {
+        let (first, later, more) = after_reply(reply);
+        assert_eq!(first.class, class, "{first}");
+        for e in later {
+            assert_eq!(e.class, ErrorClass::Reset, "{e}");
+            assert!(e.message.contains("sends nothing more"), "{e}");
+        }
+        assert_eq!(more, 0, "bytes sent after the reply");
+    }
+}
+
+/// A GET answered by `reply`: its error, the errors of a GET and a SET after it, and the bytes
+/// the server received after the first command.
+fn after_reply(reply: &'static [u8]) -> (OpError, Vec<OpError>, usize) {
     use std::io::{Read as _, Write as _};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -143,7 +161,7 @@ fn a_malformed_reply_leaves_the_connection_sending_nothing_more() {
         let mut buf = [0u8; 4096];
         let n = s.read(&mut buf).unwrap();
         assert!(n > 0, "no command came");
-        s.write_all(b"?not RESP\r\n").unwrap();
+        s.write_all(reply).unwrap();
         // Whatever else arrives until the client hangs up (bounded by its read timeout).
         s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
             .unwrap();
@@ -156,18 +174,10 @@ fn a_malformed_reply_leaves_the_connection_sending_nothing_more() {
     let mut session = RedisSession::new(Conn::open(addr, None).unwrap(), "t:", None);
     let mut out = Vec::new();
     let first = session.get(1, &mut out).unwrap_err();
-    assert_eq!(first.class, ErrorClass::Protocol, "{first}");
-    for e in [
+    let later = vec![
         session.get(2, &mut out).unwrap_err(),
         session.put(3, b"v").unwrap_err(),
-    ] {
-        assert_eq!(e.class, ErrorClass::Reset, "{e}");
-        assert!(e.message.contains("sends nothing more"), "{e}");
-    }
+    ];
     drop(session);
-    assert_eq!(
-        server.join().unwrap(),
-        0,
-        "bytes sent after the malformed reply"
-    );
+    (first, later, server.join().unwrap())
 }
