@@ -28,6 +28,16 @@ impl SilentPeers {
     }
 }
 
+/// `read` run on a thread, then on a fiber of each backend: what each run returned.
+fn on_a_thread_and_each_backend<T: Send>(read: impl Fn() -> T + Send + Copy) -> Vec<T> {
+    let mut ran = vec![read()];
+    for generators in backends(1) {
+        let r = join_all(generators, vec![Box::new(read) as Job<'_, _>]);
+        ran.push(r.into_iter().next().unwrap().unwrap());
+    }
+    ran
+}
+
 #[test]
 fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
     let (addr, peers) = silent_peers(1 + backends(1).len(), Duration::from_secs(10));
@@ -38,12 +48,7 @@ fn a_read_past_its_deadline_times_out_on_a_fiber_and_on_a_thread() {
         let e = s.read(&mut [0u8; 16]).unwrap_err();
         (e.kind(), t.elapsed())
     };
-    let mut took = vec![read()];
-    for generators in backends(1) {
-        let r = join_all(generators, vec![Box::new(read) as Job<'_, _>]);
-        took.push(r.into_iter().next().unwrap().unwrap());
-    }
-    for (kind, took) in took {
+    for (kind, took) in on_a_thread_and_each_backend(read) {
         assert_eq!(kind, io::ErrorKind::TimedOut);
         assert!(
             took >= Duration::from_millis(50) && took < Duration::from_millis(450),
@@ -139,26 +144,34 @@ fn a_connect_that_is_not_answered_lets_the_other_fibers_run() {
     drop(held);
 }
 
+/// A server for `n` connections, one after another: each request of 3 bytes read, then `answer`
+/// writes on the connection.
+fn answering(n: usize, answer: fn(&mut TcpStream)) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        for _ in 0..n {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut ask = [0u8; 3];
+            s.read_exact(&mut ask).unwrap();
+            answer(&mut s);
+        }
+    });
+    (addr, server)
+}
+
 /// A server that answers a byte at a time, each in time, and never ends: a stream opened for a
 /// request-reply driver ends the reply at its bound from the request, on a thread and on each
 /// backend, having read what came meanwhile.
 #[test]
 fn a_reply_that_trickles_for_ever_ends_at_its_bound() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let tries = 1 + backends(1).len();
-    let server = std::thread::spawn(move || {
-        for _ in 0..tries {
-            let (mut s, _) = listener.accept().unwrap();
-            let mut ask = [0u8; 3];
-            s.read_exact(&mut ask).unwrap();
-            // Bounded: 200 bytes at most, 4 s; the client's hanging up ends it sooner.
-            for _ in 0..200 {
-                if s.write_all(b"x").is_err() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+    let (addr, server) = answering(1 + backends(1).len(), |s| {
+        // Bounded: 200 bytes at most, 4 s; the client's hanging up ends it sooner.
+        for _ in 0..200 {
+            if s.write_all(b"x").is_err() {
+                break;
             }
+            std::thread::sleep(Duration::from_millis(20));
         }
     });
     let bound = Duration::from_millis(300);
@@ -176,12 +189,7 @@ fn a_reply_that_trickles_for_ever_ends_at_its_bound() {
         };
         (e.kind(), e.to_string(), t.elapsed(), got)
     };
-    let mut ran = vec![read()];
-    for generators in backends(1) {
-        let r = join_all(generators, vec![Box::new(read) as Job<'_, _>]);
-        ran.push(r.into_iter().next().unwrap().unwrap());
-    }
-    for (kind, message, took, got) in ran {
+    for (kind, message, took, got) in on_a_thread_and_each_backend(read) {
         assert_eq!(kind, io::ErrorKind::TimedOut, "{message}");
         assert_eq!(message, "no end to the reply within 0.3 s");
         assert!(took >= bound && took < bound * 3, "{took:?}");
@@ -194,21 +202,13 @@ fn a_reply_that_trickles_for_ever_ends_at_its_bound() {
 /// late), and only a read that would wait fails: on a thread and on each backend.
 #[test]
 fn a_reply_that_came_in_time_is_read_after_its_bound() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let tries = 1 + backends(1).len();
-    let server = std::thread::spawn(move || {
-        for _ in 0..tries {
-            let (mut s, _) = listener.accept().unwrap();
-            let mut ask = [0u8; 3];
-            s.read_exact(&mut ask).unwrap();
-            s.write_all(&[1; 40]).unwrap();
-            std::thread::sleep(Duration::from_millis(20));
-            s.write_all(&[2; 10]).unwrap();
-            // Held open until the client hangs up (bounded by the read timeout).
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let _ = s.read(&mut ask);
-        }
+    let (addr, server) = answering(1 + backends(1).len(), |s| {
+        s.write_all(&[1; 40]).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        s.write_all(&[2; 10]).unwrap();
+        // Held open until the client hangs up (bounded by the read timeout).
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = s.read(&mut [0u8; 1]);
     });
     let bound = Duration::from_millis(100);
     let read = move || {
@@ -221,12 +221,7 @@ fn a_reply_that_came_in_time_is_read_after_its_bound() {
         let next = s.read(&mut buf).map_err(|e| e.to_string());
         (first, late.map_err(|e| e.to_string()), next)
     };
-    let mut ran = vec![read()];
-    for generators in backends(1) {
-        let r = join_all(generators, vec![Box::new(read) as Job<'_, _>]);
-        ran.push(r.into_iter().next().unwrap().unwrap());
-    }
-    for (first, late, next) in ran {
+    for (first, late, next) in on_a_thread_and_each_backend(read) {
         assert_eq!(first, 40);
         assert_eq!(late, Ok(vec![2; 10]));
         assert_eq!(next, Err("no end to the reply within 0.1 s".to_string()));
