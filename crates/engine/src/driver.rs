@@ -450,6 +450,10 @@ pub trait SqlSession: Send {
     ) -> Result<u64, OpError>;
     /// Runs SQL as written, with no parameters and no rows read (DDL, `BEGIN`, `END`).
     fn batch(&mut self, sql: &str) -> Result<(), OpError>;
+    /// How long a statement's reply may take from now on, as a whole and each read of it (the
+    /// driver's own bound until then, 30 s): [`SETUP_TIMEOUT`] for the statements that make a
+    /// suite's tables.
+    fn set_timeout(&mut self, d: std::time::Duration);
     /// Whether the server said, at the end of the last statement, that a transaction is open
     /// on this session (one a `BEGIN` started, not yet ended).
     fn in_transaction(&self) -> bool;
@@ -498,6 +502,12 @@ pub trait SqlSession: Send {
 
 /// The index [`SqlSession::end_pipeline`] gives a failure that is no statement's.
 pub const NO_STATEMENT: usize = usize::MAX;
+
+/// How long a statement that makes, vacuums, checks or drops a suite's tables may take
+/// ([`SqlSession::set_timeout`]): minutes at a large scale, where the run's statements take
+/// milliseconds (a primary key on pgbench's accounts at scale 500, 50 million rows, took 15 s on
+/// a 2-core machine, 2026-11-30; pgbench waits without end). Ctrl-C twice quits sooner.
+pub const SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Why a session without [`SqlSession::pipelines`] cannot run one.
 pub const NO_PIPELINES: &str = "pipelines need PostgreSQL's extended protocol; on this target each statement is answered before the next is sent";

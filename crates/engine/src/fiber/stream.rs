@@ -62,10 +62,16 @@ impl Stream {
     pub fn open(addr: &SocketAddr, connect: Duration, each: Duration) -> io::Result<Stream> {
         let mut s = Stream::connect(addr, connect)?;
         s.set_nodelay(true)?;
-        s.set_read_timeout(Some(each));
-        s.set_write_timeout(Some(each));
-        s.reply_within = Some(each);
+        s.set_timeouts(each);
         Ok(s)
+    }
+
+    /// Each read and write bounded by `each` from now on, and each reply as a whole from its
+    /// request's last write.
+    pub fn set_timeouts(&mut self, each: Duration) {
+        self.set_read_timeout(Some(each));
+        self.set_write_timeout(Some(each));
+        self.reply_within = Some(each);
     }
 
     /// Wraps a connected socket (made non-blocking).

@@ -103,6 +103,7 @@ pub(super) fn run(
 /// store's own schema.
 fn made(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
     let mut session = store.connect_sql().map_err(|e| e.to_string())?;
+    session.set_timeout(engine::driver::SETUP_TIMEOUT);
     if s.pgbench {
         (super::init::init(session.as_mut(), s.scale, &s.shape))
             .map_err(|e| format!("making pgbench's tables: {e}"))?;
@@ -130,6 +131,7 @@ fn vacuum(store: &dyn Store, what: super::init::Vacuum) -> Result<(), String> {
     if session.dialect() != engine::driver::Dialect::Postgres {
         return Ok(());
     }
+    session.set_timeout(engine::driver::SETUP_TIMEOUT);
     (session.batch(statement)).map_err(|e| format!("{statement}: {e}"))
 }
 

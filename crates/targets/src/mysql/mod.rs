@@ -240,6 +240,7 @@ impl Store for MyStore {
         }
         let fail = |e: OpError| DriverError::new(format!("dropping database {}: {e}", self.db));
         let mut c = self.config.connect().map_err(fail)?;
+        c.set_timeout(engine::driver::SETUP_TIMEOUT);
         c.query(&format!("DROP DATABASE {}", self.db))
             .map_err(fail)?;
         c.quit();

@@ -125,6 +125,10 @@ impl SqlSession for MySql {
         self.c.query(dialect(sql)).map(drop)
     }
 
+    fn set_timeout(&mut self, d: std::time::Duration) {
+        self.c.set_timeout(d);
+    }
+
     fn in_transaction(&self) -> bool {
         self.c.in_transaction()
     }

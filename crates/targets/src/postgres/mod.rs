@@ -258,6 +258,7 @@ impl Store for PgStore {
         }
         let fail = |e: OpError| DriverError::new(format!("dropping schema {}: {e}", self.schema));
         let mut w = self.config.connect().map_err(fail)?;
+        w.set_timeout(engine::driver::SETUP_TIMEOUT);
         w.batch(&format!("DROP SCHEMA {} CASCADE", self.schema))
             .map_err(fail)
     }

@@ -90,6 +90,10 @@ impl SqlSession for PgSql {
         self.w.batch(sql)
     }
 
+    fn set_timeout(&mut self, d: std::time::Duration) {
+        self.w.set_timeout(d);
+    }
+
     fn in_transaction(&self) -> bool {
         !self.w.idle()
     }

@@ -532,6 +532,12 @@ impl Wire {
         }
     }
 
+    /// How long a reply may take from now on, as a whole and each read of it.
+    pub fn set_timeout(&mut self, d: Duration) {
+        self.timeout = d;
+        self.input.get_mut().set_timeouts(d);
+    }
+
     /// Whether the session is in no transaction, as the server last said.
     pub fn idle(&self) -> bool {
         self.idle

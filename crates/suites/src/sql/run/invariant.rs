@@ -9,6 +9,7 @@ use engine::driver::{SqlSession, Store};
 /// insert of one id in one transaction keep every table's rows).
 pub(super) fn invariant(store: &dyn Store, s: &SqlSettings) -> Result<(), String> {
     let mut session = store.connect_sql().map_err(|e| e.to_string())?;
+    session.set_timeout(engine::driver::SETUP_TIMEOUT);
     if let Some(o) = s.oltp.as_ref().filter(|o| !o.skip_trx) {
         for t in 1..=o.tables {
             let rows = sum(&mut *session, "count(*)", &format!("sbtest{t}"))?;

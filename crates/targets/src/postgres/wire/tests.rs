@@ -94,3 +94,30 @@ fn a_reply_that_does_not_come_in_time_cancels_its_statement() {
     assert_eq!(&got[..8], [0, 0, 0, 16, 4, 210, 22, 46]);
     assert_eq!(&got[8..], b"\0\0\x30\x39SeCr");
 }
+
+/// A statement given a longer timeout (making a large scale's tables) waits for a reply that
+/// comes after the driver's own bound, and does not time out; without it, it does.
+#[test]
+fn a_longer_timeout_waits_for_a_slow_reply() {
+    for longer in [true, false] {
+        let (addr, t) = server(|s| {
+            std::thread::sleep(Duration::from_millis(800));
+            // CommandComplete "SELECT 0", ReadyForQuery (idle); a client gone is no matter.
+            let mut reply = vec![b'C', 0, 0, 0, 13];
+            reply.extend_from_slice(b"SELECT 0\0");
+            reply.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'I']);
+            let _ = s.write_all(&reply);
+        });
+        let mut w = Wire::open_within(addr, &LOGIN, Duration::from_millis(300)).unwrap();
+        if longer {
+            w.set_timeout(Duration::from_secs(5));
+        }
+        let r = w.batch("select 1");
+        match longer {
+            true => assert!(r.is_ok(), "{r:?}"),
+            false => assert_eq!(r.unwrap_err().class, ErrorClass::Timeout),
+        }
+        drop(w);
+        t.join().unwrap();
+    }
+}
