@@ -97,18 +97,20 @@ impl Stream {
     /// When a read may wait until: its timeout's end, and no later than the reply's bound (an
     /// error once that has passed).
     pub(super) fn read_deadline(&self) -> io::Result<Option<Instant>> {
-        let each = self.read_timeout.map(deadline_in);
-        match (self.reply_by, self.reply_within) {
-            (Some(by), Some(within)) if by <= clock::coarse_now() => Err(no_end(within)),
-            (Some(by), _) => Ok(Some(each.map_or(by, |e| e.min(by)))),
-            (None, _) => Ok(each),
+        if self.reply_overdue() {
+            return Err(self.timed_out_reading());
         }
+        let each = self.read_timeout.map(deadline_in);
+        Ok(match self.reply_by {
+            Some(by) => Some(each.map_or(by, |e| e.min(by))),
+            None => each,
+        })
     }
 
-    /// A read's wait that timed out at the reply's bound says so.
+    /// A read's wait that timed out: at the reply's bound, it says so.
     pub(super) fn timed_out_reading(&self) -> io::Error {
-        match (self.reply_by, self.reply_within) {
-            (Some(by), Some(within)) if by <= Instant::now() => no_end(within),
+        match self.reply_within {
+            Some(within) if self.reply_by.is_some_and(|by| by <= Instant::now()) => no_end(within),
             _ => timed_out(),
         }
     }

@@ -72,8 +72,8 @@ pub struct Wire {
     /// A pipeline's statements queued, per segment (a segment ends with a Sync); empty outside
     /// a pipeline.
     segments: Vec<usize>,
-    /// Whether the connection failed (see [`Wire::send`]).
-    broken: bool,
+    /// Whether the connection is still in step with the server (see [`Wire::send`]).
+    step: crate::net::Step,
     /// How long a reply may take, all told ([`TIMEOUT`]; shorter in tests).
     timeout: Duration,
 }
@@ -117,7 +117,7 @@ impl Wire {
             idle: true,
             cancel: None,
             segments: Vec::new(),
-            broken: false,
+            step: crate::net::Step::default(),
             timeout,
         };
         let mut params = vec![
@@ -424,9 +424,9 @@ impl Wire {
 
     /// Ends the pipeline: sends what is queued with a last Sync, then reads every segment's
     /// replies, each message within the socket's timeout and all of them within the stream's
-    /// bound on a reply, counted from that last write. `done(k)` is called as the `k`-th statement queued
-    /// (from 0) completes. A statement the server fails skips the rest of its segment; the
-    /// first failure is the result — the index of the statement it came at
+    /// bound on a reply, counted from that last write. `done(k)` is called as the `k`-th
+    /// statement queued (from 0) completes. A statement the server fails skips the rest of its
+    /// segment; the first failure is the result — the index of the statement it came at
     /// ([`NO_STATEMENT`] for the sending, or a segment's commit) and why — once every reply
     /// has been read, so the session stays in step. A connection that fails ends the reading
     /// (and the session: [`Wire::send`]).
@@ -471,9 +471,9 @@ impl Wire {
     /// (or, should the connection fail, refused: [`Wire::send`]).
     fn abandon_pipeline(&mut self) {
         // A failed connection has nothing more to give.
-        let sent = match self.broken {
-            true => 0,
-            false => self.segments.len().saturating_sub(1),
+        let sent = match self.step.kept() {
+            false => 0,
+            true => self.segments.len().saturating_sub(1),
         };
         self.segments.clear();
         self.out.clear();
@@ -525,7 +525,7 @@ impl Wire {
                 failed = each(self).err();
             }
             if bound.passed() {
-                self.broken = true;
+                self.step.lose();
                 self.cancel_statement();
                 return Err(crate::net::no_end("postgres", context, self.timeout));
             }
@@ -545,26 +545,23 @@ impl Wire {
 
     /// Whether requests may still be sent (see [`Wire::send`]).
     pub fn usable(&self) -> bool {
-        !self.broken
+        self.step.kept()
     }
 
     /// Sends what `self.out` holds — nothing once the connection has failed: a reply lost, late or malformed leaves
     /// the session out of step with the server (what it reads next would answer an earlier
     /// request), so every later request fails at once, as the connection's.
     fn send(&mut self, context: &str) -> Result<(), OpError> {
-        if self.broken {
-            return Err(crate::net::out_of_step("postgres", context));
-        }
+        self.step.send("postgres", context)?;
         let sent = write_to(self.input.get_mut(), &self.out, context);
-        self.broken = sent.is_err();
-        sent
+        self.step.watch(sent)
     }
 
     /// Reads one message: its type into `self.kind`, its body into `self.body`. Notices,
     /// parameter changes and notifications, which may come at any time, are passed over.
     fn read_message(&mut self, context: &str) -> Result<(), OpError> {
         self.read_message_once(context).inspect_err(|e| {
-            self.broken = true;
+            self.step.lose();
             if e.class == ErrorClass::Timeout {
                 self.cancel_statement();
             }

@@ -75,8 +75,7 @@ impl Wire {
     fn refused_while_copying(&mut self) -> Result<Option<OpError>, OpError> {
         let fd = self.input.get_ref().as_raw_fd();
         while !self.input.buffer().is_empty() || arrived(fd) {
-            self.read_frame("copy")
-                .inspect_err(|_| self.broken = true)?;
+            self.read_frame("copy").inspect_err(|_| self.step.lose())?;
             if self.kind == b'E' {
                 return Ok(Some(server_err("copy", &self.body)));
             }
