@@ -20,8 +20,11 @@
 # autovacuum cleaning them on the server's core while dyno ran (2026-11-28).
 # With CONNECT=1 both tools open a new connection for each transaction (-C); pgbench's rate
 # then counts its reconnections as dyno's does. MODE (prepared unless given) is both tools' -M.
+# With NAP=DURATION a third generator takes its turn in each round: dyno with --nap DURATION
+# (its generator thread sleeps that long, when no reply is in, before it waits for one), its
+# ratios to pgbench's printed apart.
 # Traffic stays on 127.0.0.1.
-# Usage: [CONNECT=1] [MODE=simple|extended|prepared] bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS] [SCALE]
+# Usage: [CONNECT=1] [MODE=simple|extended|prepared] [NAP=50us] bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS] [SCALE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -35,7 +38,7 @@ flags=(-M "$mode")
 [ -x /usr/bin/time ] || install time
 pgbench_beside_postgres
 echo "$($dyno --version); pgbench $("$pgbin/pgbench" --version | awk '{print $3}')"
-echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, scale $scale, -M $mode${CONNECT:+, -C}"
+echo "server on core 1, generators on core 0; $rounds rounds of ${secs}s, -c $clients, scale $scale, -M $mode${CONNECT:+, -C}${NAP:+; dyno-nap: --nap $NAP}"
 
 pgbench_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS"
   local cpu
@@ -56,10 +59,10 @@ print(tps, float(sys.argv[2]) * 1e6 / tx, mean, "-")
 PY
 }
 
-dyno_run() { # SCRIPT ROUND -> "TPS CPU_PER_TX_US MEAN_MS P50_MS"
-  local cpu out="$work/dyno-$1-$2"
+dyno_run() { # SCRIPT ROUND [DYNO FLAGS…] -> "TPS CPU_PER_TX_US MEAN_MS P50_MS"
+  local cpu out="$work/dyno-$1-$2${3:+-nap}"
   cpu=$(timed /dev/null taskset -c 0 "$dyno" run --suite sql -b "$1" "${flags[@]}" --scale "$scale" -c "$clients" -d "${secs}s" \
-    --quiet -o "$out" "$pg")
+    "${@:3}" --quiet -o "$out" "$pg")
   python3 - "$out/run.json" "$cpu" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["cases"][0]
@@ -76,10 +79,13 @@ results=$work/results
 printf "%-6s %-12s %-8s %10s %12s %10s %9s\n" round script tool tps "CPU/tx µs" "mean ms" "p50 ms"
 for round in $(seq 1 "$rounds"); do
   for script in tpcb-like select-only; do
-    order="pgbench dyno"
-    [ $((round % 2)) -eq 0 ] && order="dyno pgbench"
+    order="pgbench dyno${NAP:+ dyno-nap}"
+    [ $((round % 2)) -eq 0 ] && order="${NAP:+dyno-nap }dyno pgbench"
     for tool in $order; do
-      got=$("${tool}_run" "$script" "$round")
+      case $tool in
+        dyno-nap) got=$(dyno_run "$script" "$round" --nap "$NAP") ;;
+        *) got=$("${tool}_run" "$script" "$round") ;;
+      esac
       read -r tps cpu mean p50 <<<"$got"
       printf "%-6s %-12s %-8s %10.0f %12.1f %10.3f %9s\n" "$round" "$script" "$tool" "$tps" "$cpu" "$mean" "$p50"
       echo "$round $script $tool $tps $cpu $mean" >>"$results"
@@ -101,8 +107,9 @@ for script in ("tpcb-like", "select-only"):
     for r in rows:
         if r[1] == script:
             by.setdefault(r[0], {})[r[2]] = [float(x) for x in r[3:]]
-    for i, what in ((0, "rate"), (1, "CPU per transaction"), (2, "mean latency")):
-        v = [d["dyno"][i] / d["pgbench"][i] for d in by.values()]
-        lo, hi = interval(v)
-        print(f"  {script:12} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x; {lo:.2f}-{hi:.2f})")
+    for tool in [t for t in ("dyno", "dyno-nap") if all(t in d for d in by.values())]:
+        for i, what in ((0, "rate"), (1, "CPU per transaction"), (2, "mean latency")):
+            v = [d[tool][i] / d["pgbench"][i] for d in by.values()]
+            lo, hi = interval(v)
+            print(f"  {script:12} {tool:8} {what:20} {', '.join(f'{x:.2f}' for x in v)} ({statistics.median(v):.2f}x; {lo:.2f}-{hi:.2f})")
 PY

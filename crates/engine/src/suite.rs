@@ -114,6 +114,8 @@ pub struct Plan {
     pub io: crate::ring::Io,
     /// The backend a store suite's clients run on (from `io`), and why.
     pub clients_io: crate::ring::IoUsed,
+    /// How long a generator thread on epoll naps before it waits ([`crate::fiber::Generators::nap`]).
+    pub nap: std::time::Duration,
     pub size: usize,
     pub reps: u32,
     pub warmup: bool,
@@ -157,6 +159,7 @@ impl Plan {
         crate::fiber::Generators {
             threads: self.threads,
             ring: self.clients_io.backend == "io_uring",
+            nap: self.nap,
         }
     }
 
@@ -180,6 +183,7 @@ impl Plan {
                 results::IoRecord {
                     backend: self.clients_io.backend.to_string(),
                     reason: self.clients_io.reason.clone(),
+                    nap_ns: (!self.nap.is_zero()).then_some(self.nap.as_nanos() as u64),
                 }
             }),
             size_bytes: self.size as u64,

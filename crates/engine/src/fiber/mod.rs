@@ -68,6 +68,46 @@ fn epoll_timeout(timeout: Option<Duration>) -> Option<Duration> {
     timeout.map(|left| Duration::from_millis(left.as_millis() as u64))
 }
 
+/// Takes the events that are ready, waiting up to `timeout` (epoll's: whole milliseconds) for
+/// one, for a scheduler whose next deadline is `wait` away. With a `nap`
+/// ([`Generators::nap`]) and nothing ready, the thread first sleeps the nap on its own timer,
+/// epoll without a waiter, unless a deadline comes sooner: what arrives meanwhile wakes no one,
+/// and is taken when the nap ends. (A deadline waited for on epoll's milliseconds alone, 50 ms
+/// or more away, may then end up to the nap late.)
+fn wait_events(
+    events: &mut Events,
+    timeout: Option<Duration>,
+    nap: Duration,
+    wait: Option<Duration>,
+) -> io::Result<()> {
+    let poll = |events: &mut Events, timeout| {
+        SCHED.with(|s| {
+            let mut s = s.borrow_mut();
+            let s = s.as_mut().expect("scheduler state");
+            s.poll.poll(events, timeout)
+        })
+    };
+    if nap.is_zero() || wait.is_some_and(|w| w <= nap) {
+        return poll(events, timeout);
+    }
+    poll(events, Some(Duration::ZERO))?;
+    if !events.is_empty() {
+        return Ok(());
+    }
+    std::thread::sleep(nap);
+    poll(events, timeout)
+}
+
+/// This thread's sleeps end when asked: its timer slack (50 µs by default, by which Linux may
+/// defer a sleeping thread's wake-up to share a timer interrupt) set to a nanosecond, so a
+/// nap of 20 µs lasts 20 µs and not up to 70. A generator thread's own, for the run.
+fn exact_sleeps() {
+    // SAFETY: PR_SET_TIMERSLACK takes a number and changes only the calling thread's slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
 /// Whether `timeout` is waited for on an exact timer.
 fn close(timeout: Option<Duration>) -> bool {
     timeout.is_some_and(|t| !t.is_zero() && t < EXACT_BELOW)
@@ -104,6 +144,12 @@ pub fn default_threads() -> usize {
 pub struct Generators {
     pub threads: usize,
     pub ring: bool,
+    /// How long a thread on epoll sleeps, when none of its fibers is ready and no reply is
+    /// in, before it waits on epoll (`--nap`; zero: it waits at once). A thread asleep in
+    /// `epoll_wait` is woken by the reply's arrival: on loopback that wake-up runs on the
+    /// server's core, and on a VM whose idle vCPU halts it costs an interrupt through the
+    /// hypervisor. Replies that arrive during a nap are taken when it ends, up to the nap late.
+    pub nap: Duration,
 }
 
 /// `threads` threads on epoll.
@@ -112,6 +158,7 @@ impl From<usize> for Generators {
         Generators {
             threads,
             ring: false,
+            nap: Duration::ZERO,
         }
     }
 }
@@ -127,7 +174,7 @@ pub fn join_all<'a, T: Send + 'a>(
     if n == 0 {
         return Vec::new();
     }
-    let Generators { threads, ring } = generators.into();
+    let Generators { threads, ring, nap } = generators.into();
     let threads = threads.clamp(1, n);
     let mut shares: Vec<Vec<(usize, Job<'a, T>)>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, job) in jobs.into_iter().enumerate() {
@@ -141,7 +188,7 @@ pub fn join_all<'a, T: Send + 'a>(
             .map(|(t, share)| {
                 std::thread::Builder::new()
                     .name(format!("dyno-gen-{t}"))
-                    .spawn_scoped(s, move || Scheduler::run(share, ring))
+                    .spawn_scoped(s, move || Scheduler::run(share, ring, nap))
                     .expect("spawning a generator thread")
             })
             .collect();
@@ -327,12 +374,18 @@ struct Scheduler<T> {
     lateness: crate::timer::Lateness,
     /// Fibers not yet returned.
     live: usize,
+    /// Fibers waiting on a socket (epoll's): only then may the thread nap before it waits.
+    on_sockets: usize,
 }
 
 impl<'a, T: Send + 'a> Scheduler<T> {
     /// Runs `jobs` as fibers on this thread until every one has returned: the results, each
     /// with its job's index. On a ring (`ring`) the fibers' streams read and write through it.
-    fn run(jobs: Vec<(usize, Job<'a, T>)>, ring: bool) -> Vec<(usize, std::thread::Result<T>)> {
+    fn run(
+        jobs: Vec<(usize, Job<'a, T>)>,
+        ring: bool,
+        nap: Duration,
+    ) -> Vec<(usize, std::thread::Result<T>)> {
         let poll = Poll::new().expect("creating an epoll instance");
         let waker = Arc::new(Waker::new(poll.registry(), WAKER).expect("creating a waker"));
         let mut alarm =
@@ -350,6 +403,9 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             })
         });
         let mut sched = Scheduler::spawn(jobs);
+        if !nap.is_zero() {
+            exact_sleeps();
+        }
         // Dropped before `sched` should this thread unwind: the ring (what the kernel holds of
         // the fibers' buffers, cancelled and ended) goes before the fibers' stacks.
         let _ring_first = RingFirst;
@@ -362,9 +418,9 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             if sched.live == 0 {
                 break;
             }
-            let timeout = sched.lateness.wait(sched.timeout());
-            let timeout = match timeout {
-                Some(t) if close(timeout) => {
+            let wait = sched.lateness.wait(sched.timeout());
+            let timeout = match wait {
+                Some(t) if close(wait) => {
                     // The deadline it stands for, in nanoseconds from the start (never 0):
                     // the same deadline again re-arms nothing.
                     let due = sched.timers.peek().map_or(Instant::now() + t, |d| d.0.0);
@@ -372,18 +428,18 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                     // epoll's own timeout stays, a millisecond past the deadline, should the
                     // timer's event ever be missed.
                     match alarm.arm(at, t.as_nanos() as u64) {
-                        Ok(()) => epoll_timeout(timeout).map(|ms| ms + Duration::from_millis(1)),
-                        Err(_) => epoll_timeout(timeout),
+                        Ok(()) => epoll_timeout(wait).map(|ms| ms + Duration::from_millis(1)),
+                        Err(_) => epoll_timeout(wait),
                     }
                 }
-                _ => epoll_timeout(timeout),
+                _ => epoll_timeout(wait),
             };
-            let polled = SCHED.with(|s| {
-                let mut s = s.borrow_mut();
-                let s = s.as_mut().expect("scheduler state");
-                s.poll.poll(&mut events, timeout)
-            });
-            match polled {
+            let nap = if sched.on_sockets > 0 {
+                nap
+            } else {
+                Duration::ZERO
+            };
+            match wait_events(&mut events, timeout, nap, wait) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => panic!("epoll_wait failed: {e}"),
@@ -435,6 +491,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             parked: Vec::new(),
             timers: BinaryHeap::new(),
             lateness: crate::timer::Lateness::default(),
+            on_sockets: 0,
         }
     }
 
@@ -471,6 +528,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                         Why::Park => self.parked.push(f),
                         Why::Io { reg, deadline } => {
                             slot.waiting_on = Some(reg);
+                            self.on_sockets += 1;
                             if let Some(t) = deadline {
                                 self.timers.push(std::cmp::Reverse((t, slot.wait_seq, f)));
                             }
@@ -548,6 +606,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                     reg.waiter = None;
                     if let Some(slot) = self.slots[f].as_mut() {
                         slot.waiting_on = None;
+                        self.on_sockets -= 1;
                         self.ready.push_back(f);
                     }
                 }
@@ -574,6 +633,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             }
             if let Some(reg) = slot.waiting_on.take() {
                 // Still waiting on its socket: the deadline passed.
+                self.on_sockets -= 1;
                 if let Some(r) = regs.get_mut(reg) {
                     r.waiter = None;
                 }

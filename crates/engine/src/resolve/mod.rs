@@ -8,6 +8,7 @@ use crate::suggest::did_you_mean;
 use crate::suite::{Common, Plan, Suite};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 mod check;
 pub use check::DEFAULT_BUDGET;
@@ -87,7 +88,7 @@ impl RawPlan {
         self.only_settings_of(suite, suites)?;
 
         let shared = self.shared(suite)?;
-        let clients_io = self.clients_io(shared.io)?;
+        let clients_io = self.clients_io(shared.io, shared.nap)?;
         let sweeps = self.resolve_sweeps(suite)?;
         let settings = suite.resolve(&self, &shared.common(self.quick, &sweeps))?;
         let (watch_pids, watch_names) = self.watched()?;
@@ -117,6 +118,7 @@ impl RawPlan {
             threads: shared.threads,
             io: shared.io,
             clients_io,
+            nap: shared.nap,
             size: shared.size,
             reps: shared.reps,
             warmup: self.warmup.map_or(suite.default_warmup(), |w| w.value),
@@ -129,13 +131,30 @@ impl RawPlan {
     }
 
     /// The backend the clients' generator threads run on: `--io uring` that cannot run is an
-    /// error here, before anything starts.
-    fn clients_io(&self, io: crate::ring::Io) -> Result<crate::ring::IoUsed, PlanError> {
-        crate::ring::choose_for_clients(io).map_err(|why| {
+    /// error here, before anything starts, as is a nap on the ring (it naps on epoll only).
+    fn clients_io(
+        &self,
+        io: crate::ring::Io,
+        nap: Duration,
+    ) -> Result<crate::ring::IoUsed, PlanError> {
+        let used = crate::ring::choose_for_clients(io).map_err(|why| {
             let at =
                 (self.settings.text(&shared::IO)).map_or(Origin::Flag("--io"), |s| s.at.clone());
             PlanError::new(at, why)
-        })
+        })?;
+        if let Some(n) = self.settings.text(&shared::NAP)
+            && !nap.is_zero()
+            && used.backend == "io_uring"
+        {
+            return Err(PlanError::new(
+                n.at.clone(),
+                "nap is how a generator thread waits on epoll, and its clients run on io_uring",
+            )
+            .hint(
+                "leave out --io uring (these suites' clients run on epoll by default), or the nap",
+            ));
+        }
+        Ok(used)
     }
 
     /// The settings every suite has, checked against their bounds (`-c`'s are the suite's).
@@ -210,11 +229,16 @@ impl RawPlan {
                     .hint("write auto, uring or epoll")
             })?,
         };
+        let nap = match self.settings.text(&shared::NAP) {
+            None => Duration::ZERO,
+            Some(n) => nap(&n)?,
+        };
         Ok(Shared {
             objects,
             clients,
             threads,
             io,
+            nap,
             size,
             reps,
             seed,
@@ -378,6 +402,7 @@ struct Shared {
     clients: u32,
     threads: usize,
     io: crate::ring::Io,
+    nap: Duration,
     size: usize,
     reps: u32,
     seed: u64,
@@ -396,6 +421,21 @@ impl Shared {
             io: self.io,
         }
     }
+}
+
+/// `--nap`'s value: 0 (no nap) up to a millisecond.
+fn nap(n: &Sp<String>) -> Result<Duration, PlanError> {
+    let d = crate::units::parse_duration(&n.value)
+        .map_err(|e| PlanError::new(n.at.clone(), format!("nap: {e}")))?;
+    if d > Duration::from_millis(1) {
+        return Err(
+            PlanError::new(n.at.clone(), "nap must be at most 1ms").hint(
+                "a reply that comes during a nap is taken up to the nap late; 10us to 50us \
+                   spares the wake-ups at a server's pace",
+            ),
+        );
+    }
+    Ok(d)
 }
 
 /// Refuses a target that cannot run `suite`. A store that lacks a store suite's family, beside

@@ -9,6 +9,11 @@ pub struct IoRecord {
     /// `io_uring` or `epoll`.
     pub backend: String,
     pub reason: String,
+    /// How long a generator thread slept, when none of its clients was ready and no reply was
+    /// in, before it waited on epoll (`--nap`): replies arriving meanwhile were taken at its
+    /// end, up to this late. Absent when it did not nap (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nap_ns: Option<u64>,
 }
 
 /// The resolved plan a run followed.

@@ -119,6 +119,7 @@ static SETTINGS: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
     &shared::IO,
+    &shared::NAP,
     &crate::sql::TRANSACTIONS,
     &crate::sql::DURATION,
     &ISOLATION,

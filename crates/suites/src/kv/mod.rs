@@ -222,6 +222,7 @@ static SETTINGS: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
     &shared::IO,
+    &shared::NAP,
     &DURATION,
 ];
 

@@ -122,10 +122,21 @@ impl Suite for Load {
     }
 
     fn refuse(&self, setting: &str, _: &dyn Suite, at: &Origin) -> Option<PlanError> {
-        (setting == "topology").then(|| {
-            PlanError::new(at.clone(), "topologies apply to the shootout suite")
-                .hint("a load target's address is its topology")
-        })
+        match setting {
+            "topology" => Some(
+                PlanError::new(at.clone(), "topologies apply to the shootout suite")
+                    .hint("a load target's address is its topology"),
+            ),
+            "nap" => Some(
+                PlanError::new(
+                    at.clone(),
+                    "nap is how the store suites' clients wait; the load suite's event loops \
+                     wait their own way",
+                )
+                .hint("leave out --nap"),
+            ),
+            _ => None,
+        }
     }
 
     fn targets_hint(&self) -> &'static str {

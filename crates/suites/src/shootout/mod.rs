@@ -39,6 +39,7 @@ static SETTINGS: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
     &shared::IO,
+    &shared::NAP,
     &shared::TOPOLOGY,
 ];
 

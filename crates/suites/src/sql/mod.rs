@@ -168,6 +168,7 @@ static OWN: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
     &shared::IO,
+    &shared::NAP,
     &BUILTIN,
     &SCRIPT,
     &DEFINE,

@@ -44,6 +44,7 @@ pub static SETTINGS: &[&Setting] = &[
     &shared::CLIENTS,
     &shared::THREADS,
     &shared::IO,
+    &shared::NAP,
     &OPERATIONS,
     &ZIPF,
     &RATE,

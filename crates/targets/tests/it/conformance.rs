@@ -21,13 +21,21 @@ fn config(url: &str) -> Box<dyn TargetConfig> {
 }
 
 /// The generator backends a network driver's contract runs on, as a client on a fiber: epoll,
-/// and io_uring where this kernel allows it.
+/// epoll with a nap before each wait, and io_uring where this kernel allows it.
 fn backends() -> Vec<engine::fiber::Generators> {
-    let mut out = vec![engine::fiber::Generators::from(1)];
+    let epoll = engine::fiber::Generators::from(1);
+    let mut out = vec![
+        epoll,
+        engine::fiber::Generators {
+            nap: std::time::Duration::from_micros(20),
+            ..epoll
+        },
+    ];
     match engine::ring::uring_allowed() {
         Ok(()) => out.push(engine::fiber::Generators {
             threads: 1,
             ring: true,
+            nap: std::time::Duration::ZERO,
         }),
         Err(why) => eprintln!("io_uring not tested: {why}"),
     }

@@ -4,14 +4,23 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod deadlines;
+mod nap;
 
-/// The backends a test runs its fibers on: epoll, and io_uring where this kernel allows it.
+/// The backends a test runs its fibers on: epoll, epoll with a nap before each wait, and
+/// io_uring where this kernel allows it.
 fn backends(threads: usize) -> Vec<Generators> {
-    let mut out = vec![Generators::from(threads)];
+    let mut out = vec![
+        Generators::from(threads),
+        Generators {
+            nap: Duration::from_micros(20),
+            ..Generators::from(threads)
+        },
+    ];
     match crate::ring::uring_allowed() {
         Ok(()) => out.push(Generators {
             threads,
             ring: true,
+            nap: Duration::ZERO,
         }),
         Err(why) => eprintln!("io_uring not tested: {why}"),
     }
@@ -386,6 +395,7 @@ fn a_ring_stream_sends_everything_before_its_scheduler_returns() {
     let on_ring = Generators {
         threads: 1,
         ring: true,
+        nap: Duration::ZERO,
     };
     let bytes: Vec<u8> = (0..big).map(|i| (i % 251) as u8).collect();
     let job = || {

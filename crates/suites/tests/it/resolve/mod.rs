@@ -668,6 +668,7 @@ mod fuzz {
 
 mod append;
 mod links;
+mod nap;
 mod sql;
 
 /// `-c`'s help says each suite's own default, as the suite has it.

@@ -1,0 +1,84 @@
+//! A nap before the scheduler waits: replies that come during it are taken when it ends, and a
+//! deadline sooner than the nap is not napped past.
+
+use super::*;
+
+/// A peer that answers each line with `pong\n`, `after` after it came.
+fn slow_echo(after: Duration) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut w = s.try_clone().unwrap();
+        for line in BufReader::new(s).lines() {
+            if line.is_err() {
+                break;
+            }
+            std::thread::sleep(after);
+            if w.write_all(b"pong\n").is_err() {
+                break;
+            }
+        }
+    });
+    addr
+}
+
+/// The time from each request's send to its reply, on a fiber of `generators`.
+fn round_trips(generators: Generators, addr: std::net::SocketAddr, n: usize) -> Vec<Duration> {
+    let job = move || {
+        let mut s = Stream::connect(&addr, Duration::from_secs(1)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5)));
+        (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                s.write_all(b"ping\n").unwrap();
+                let mut got = [0u8; 5];
+                s.read_exact(&mut got).unwrap();
+                assert_eq!(&got, b"pong\n");
+                t.elapsed()
+            })
+            .collect::<Vec<_>>()
+    };
+    let r = join_all(generators, vec![Box::new(job) as Job<'_, _>]);
+    r.into_iter().next().unwrap().unwrap()
+}
+
+#[test]
+fn a_reply_that_comes_during_a_nap_is_taken_when_it_ends() {
+    let nap = Duration::from_millis(30);
+    let napping = Generators {
+        nap,
+        ..Generators::from(1)
+    };
+    // The reply comes 2 ms after the request, into the nap (nothing was in when it began).
+    for took in round_trips(napping, slow_echo(Duration::from_millis(2)), 5) {
+        assert!(
+            took >= nap,
+            "a reply taken {took:?} after its request, inside a {nap:?} nap"
+        );
+    }
+    // Without the nap the same replies are taken as they come.
+    let plain = round_trips(Generators::from(1), slow_echo(Duration::from_millis(2)), 5);
+    assert!(plain.iter().any(|t| *t < nap), "{plain:?}");
+}
+
+#[test]
+fn a_deadline_sooner_than_the_nap_is_kept() {
+    let napping = Generators {
+        nap: Duration::from_millis(500),
+        ..Generators::from(1)
+    };
+    let job = || {
+        let t = Instant::now();
+        sleep(Duration::from_millis(2));
+        t.elapsed()
+    };
+    let r = join_all(napping, vec![Box::new(job) as Job<'_, _>]);
+    let took = r.into_iter().next().unwrap().unwrap();
+    assert!(took >= Duration::from_millis(2), "{took:?}");
+    assert!(
+        took < Duration::from_millis(400),
+        "a 2 ms sleep napped past: {took:?}"
+    );
+}
