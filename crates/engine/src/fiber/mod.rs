@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 mod barrier;
 mod clock;
+mod nap;
 mod ring;
 mod stream;
 pub use barrier::Barrier;
@@ -66,46 +67,6 @@ const EXACT_BELOW: Duration = Duration::from_millis(50);
 /// unit, so it never wakes late by a rounding, nor polls when a millisecond or more is left).
 fn epoll_timeout(timeout: Option<Duration>) -> Option<Duration> {
     timeout.map(|left| Duration::from_millis(left.as_millis() as u64))
-}
-
-/// Takes the events that are ready, waiting up to `timeout` (epoll's: whole milliseconds) for
-/// one, for a scheduler whose next deadline is `wait` away. With a `nap`
-/// ([`Generators::nap`]) and nothing ready, the thread first sleeps the nap on its own timer,
-/// epoll without a waiter, unless a deadline comes sooner: what arrives meanwhile wakes no one,
-/// and is taken when the nap ends. (A deadline waited for on epoll's milliseconds alone, 50 ms
-/// or more away, may then end up to the nap late.)
-fn wait_events(
-    events: &mut Events,
-    timeout: Option<Duration>,
-    nap: Duration,
-    wait: Option<Duration>,
-) -> io::Result<()> {
-    let poll = |events: &mut Events, timeout| {
-        SCHED.with(|s| {
-            let mut s = s.borrow_mut();
-            let s = s.as_mut().expect("scheduler state");
-            s.poll.poll(events, timeout)
-        })
-    };
-    if nap.is_zero() || wait.is_some_and(|w| w <= nap) {
-        return poll(events, timeout);
-    }
-    poll(events, Some(Duration::ZERO))?;
-    if !events.is_empty() {
-        return Ok(());
-    }
-    std::thread::sleep(nap);
-    poll(events, timeout)
-}
-
-/// This thread's sleeps end when asked: its timer slack (50 µs by default, by which Linux may
-/// defer a sleeping thread's wake-up to share a timer interrupt) set to a nanosecond, so a
-/// nap of 20 µs lasts 20 µs and not up to 70. A generator thread's own, for the run.
-fn exact_sleeps() {
-    // SAFETY: PR_SET_TIMERSLACK takes a number and changes only the calling thread's slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
 }
 
 /// Whether `timeout` is waited for on an exact timer.
@@ -403,9 +364,7 @@ impl<'a, T: Send + 'a> Scheduler<T> {
             })
         });
         let mut sched = Scheduler::spawn(jobs);
-        if !nap.is_zero() {
-            exact_sleeps();
-        }
+        let mut napper = nap::Napper::new(nap);
         // Dropped before `sched` should this thread unwind: the ring (what the kernel holds of
         // the fibers' buffers, cancelled and ended) goes before the fibers' stacks.
         let _ring_first = RingFirst;
@@ -434,12 +393,13 @@ impl<'a, T: Send + 'a> Scheduler<T> {
                 }
                 _ => epoll_timeout(wait),
             };
-            let nap = if sched.on_sockets > 0 {
-                nap
-            } else {
-                Duration::ZERO
-            };
-            match wait_events(&mut events, timeout, nap, wait) {
+            let polled = napper.wait(&mut events, timeout, wait, sched.on_sockets > 0, |e, t| {
+                SCHED.with(|s| {
+                    let mut s = s.borrow_mut();
+                    s.as_mut().expect("scheduler state").poll.poll(e, t)
+                })
+            });
+            match polled {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => panic!("epoll_wait failed: {e}"),

@@ -82,3 +82,43 @@ fn a_deadline_sooner_than_the_nap_is_kept() {
         "a 2 ms sleep napped past: {took:?}"
     );
 }
+
+/// Naps stop while the events come later than the nap, and start again once they come within
+/// it.
+#[test]
+fn naps_are_taken_while_events_come_within_them() {
+    let mut poll = mio::Poll::new().unwrap();
+    let waker = mio::Waker::new(poll.registry(), mio::Token(7)).unwrap();
+    let mut events = Events::with_capacity(8);
+    let mut napper = super::super::nap::Napper::new(Duration::from_micros(200));
+    let mut poll_with = |e: &mut Events, t| poll.poll(e, t);
+    // Nothing comes: each nap finds nothing, and the wait after it ends at its 2 ms timeout.
+    let mut naps = 0;
+    while napper.napping() && naps < 100 {
+        let t = Instant::now();
+        let ms = Some(Duration::from_millis(2));
+        napper
+            .wait(&mut events, ms, None, true, &mut poll_with)
+            .unwrap();
+        assert!(t.elapsed() >= Duration::from_millis(2), "{:?}", t.elapsed());
+        naps += 1;
+    }
+    assert!(
+        (2..20).contains(&naps),
+        "{naps} naps before it stopped napping"
+    );
+    // An event ready at each wait: each ends at once, and naps are worth taking again.
+    let mut waits = 0;
+    while !napper.napping() && waits < 100 {
+        waker.wake().unwrap();
+        napper
+            .wait(&mut events, None, None, true, &mut poll_with)
+            .unwrap();
+        assert!(!events.is_empty());
+        waits += 1;
+    }
+    assert!(
+        (1..20).contains(&waits),
+        "{waits} waits before it napped again"
+    );
+}
