@@ -16,7 +16,8 @@
 # (`sock_def_readable` under the server's send). The rate is the tool's own, over its run.
 # Traffic stays on 127.0.0.1.
 # TOOLS (default "pgbench epoll uring") picks the generators: pgbench, dyno on epoll or on
-# uring, or `old`, the dyno at OLD_DYNO on epoll (a build to set beside this one). PERF=0 leaves
+# uring, `nap`, dyno on epoll with --nap ${NAP:-50us}, or `old`, the dyno at OLD_DYNO on epoll
+# (a build to set beside this one). PERF=0 leaves
 # perf out: its sampling of the server's core costs the server some of its rate.
 # Usage: [TOOLS=...] [OLD_DYNO=path] [PERF=0] bench/sql-wakeups.sh [ROUNDS] [CLIENTS] [SCALE]
 set -euo pipefail
@@ -28,9 +29,9 @@ scale=${3:-$clients}
 read -r -a tools <<<"${TOOLS:-pgbench epoll uring}"
 for t in "${tools[@]}"; do
   case $t in
-    pgbench | epoll | uring) ;;
+    pgbench | epoll | uring | nap) ;;
     old) [ -x "${OLD_DYNO:-}" ] || { echo "TOOLS has old: set OLD_DYNO to a dyno binary" >&2; exit 2; } ;;
-    *) echo "TOOLS: unknown generator $t (pgbench, epoll, uring, old)" >&2; exit 2 ;;
+    *) echo "TOOLS: unknown generator $t (pgbench, epoll, uring, nap, old)" >&2; exit 2 ;;
   esac
 done
 pgbench_beside_postgres
@@ -53,11 +54,13 @@ run_one() {
     taskset -c 0 "$pgbin/pgbench" -h 127.0.0.1 -p "$pgport" -U dyno -S -M prepared \
       -c "$clients" -j 1 -T 12 -n postgres >"$out.txt" 2>&1 &
   else
+    nap=()
     [ "$1" = old ] && bin=$OLD_DYNO io=epoll
+    [ "$1" = nap ] && io=epoll nap=(--nap "${NAP:-50us}")
     # dyno makes its tables first (about a second at scale 8), then runs 12 s; --no-warmup so
     # the window falls in the measured part as pgbench's does.
     taskset -c 0 "$bin" run --suite sql -b select-only --scale "$scale" -c "$clients" -d 12s \
-      --reps 1 --no-warmup --io "$io" --quiet -o "$out" "$pg" >"$out.txt" 2>&1 &
+      --reps 1 --no-warmup --io "$io" "${nap[@]}" --quiet -o "$out" "$pg" >"$out.txt" 2>&1 &
   fi
   pid=$!
   sleep 5
