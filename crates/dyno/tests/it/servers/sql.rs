@@ -296,7 +296,8 @@ fn defines_reach_every_client(dir: &std::path::Path, url: &str) {
 }
 
 /// `dyno run --suite sql` as a user runs it: both databases as columns, the built-ins mixed by
-/// weight and a script file, every transaction and command in the record.
+/// weight and a script file, every transaction and command in the record; the generator
+/// napping before its waits (`--nap`) changes none of that.
 #[test]
 fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
     let Some((pg, maria)) = servers() else {
@@ -314,6 +315,8 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
             "40",
             "-c",
             "3",
+            "--nap",
+            "40us",
         ])
         .args(["-o", "mix", &pg.url(), &maria.url()])
         .assert()
@@ -325,6 +328,7 @@ fn the_sql_suite_runs_pgbench_scripts_on_both_databases() {
     );
     let rec = crate::common::record(&dir.path().join("mix"));
     crate::common::assert_schema_valid(&rec);
+    assert_eq!(rec["plan"]["io"]["nap_ns"], 40_000, "{}", rec["plan"]);
     for target in ["postgres", "mysql"] {
         let c = crate::common::case(&rec, target, "mix");
         assert_eq!(c["status"], "ok", "{target}: {}", c["reason"]);

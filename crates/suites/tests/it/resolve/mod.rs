@@ -336,7 +336,7 @@ fn unknown_keys_are_named_with_a_suggestion() {
         err("[suite]\nobjets = 3\n"),
         "plan.toml:2:1: unknown key `objets` in [suite]; did you mean \"objects\"? known keys: \
          name, reps, warmup, seed, sweep, samples, levels, level_every, objects, size, concurrency, \
-         threads, io, topology, thousands, test_time, duration, requests, rate, ramp, stages, arrival, \
+         threads, io, nap, topology, thousands, test_time, duration, requests, rate, ramp, stages, arrival, \
          max_connections, timeout, interval, hlog, burst, coalesce, max_lag, depth, width, \
          operations, zipf, builtin, script, define, scale, transactions, latency_limit, max_tries, connect, query_mode, fillfactor, partitions, partition_method, unlogged_tables, foreign_keys, vacuum, vacuum_all, tables, table_size, range_size, point_selects, simple_ranges, sum_ranges, order_ranges, distinct_ranges, index_updates, non_index_updates, delete_inserts, range_selects, skip_trx, auto_inc, secondary, create_secondary, rand_type, rand_spec_iter, rand_spec_pct, rand_spec_res, rand_pareto_h, rand_zipfian_exp, isolation, writes_per_key"
     );
