@@ -105,11 +105,13 @@ pub fn default_threads() -> usize {
 pub struct Generators {
     pub threads: usize,
     pub ring: bool,
-    /// How long a thread on epoll sleeps, when none of its fibers is ready and no reply is
-    /// in, before it waits on epoll (`--nap`; zero: it waits at once). A thread asleep in
-    /// `epoll_wait` is woken by the reply's arrival: on loopback that wake-up runs on the
-    /// server's core, and on a VM whose idle vCPU halts it costs an interrupt through the
-    /// hypervisor. Replies that arrive during a nap are taken when it ends, up to the nap late.
+    /// How long a thread on epoll sleeps, when none of its fibers is ready, one waits on a
+    /// socket and nothing is in, before it waits on epoll (`--nap`; zero: it waits at once):
+    /// never past a deadline, and only while the events of its idle turns come within the nap
+    /// ([`nap::Napper`]). A thread asleep in `epoll_wait` is woken by the reply's arrival: on
+    /// loopback that wake-up runs on the server's core, and on a VM whose idle vCPU halts it
+    /// costs an interrupt through the hypervisor. Replies that arrive during a nap are taken
+    /// when it ends, up to the nap late.
     pub nap: Duration,
 }
 

@@ -21,10 +21,10 @@ pub(super) struct Napper {
 }
 
 impl Napper {
+    /// A napper for a thread whose timer slack is already a microsecond (the scheduler's exact
+    /// timer, [`crate::timer::Timer::new`], sets it), so a nap of 20 µs lasts 20 µs and not up
+    /// to 70.
     pub(super) fn new(nap: Duration) -> Napper {
-        if !nap.is_zero() {
-            exact_sleeps();
-        }
         Napper { nap, paid: 256 }
     }
 
@@ -37,8 +37,9 @@ impl Napper {
     /// for one through `poll`, for a scheduler whose next deadline is `wait` away and whose
     /// fibers wait `on_sockets` or not. Napping, with nothing ready, the thread first sleeps
     /// the nap on its own timer, epoll without a waiter, unless a deadline comes sooner: what
-    /// arrives meanwhile wakes no one, and is taken when the nap ends. (A deadline waited for on
-    /// epoll's milliseconds alone, 50 ms or more away, may then end up to the nap late.)
+    /// arrives meanwhile wakes no one, and is taken when the nap ends. A close deadline's exact
+    /// timer was armed before the nap; a far one's wait on epoll's milliseconds is then shorter
+    /// by the nap (so it may end up to a millisecond early, never late).
     pub(super) fn wait(
         &mut self,
         events: &mut Events,
@@ -61,13 +62,17 @@ impl Napper {
         if !events.is_empty() {
             return Ok(());
         }
-        std::thread::sleep(self.nap);
+        crate::timer::sleep_ns(self.nap.as_nanos() as u64);
         poll(events, Some(Duration::ZERO))?;
         let caught = !events.is_empty();
         self.learn(caught);
         if caught {
             return Ok(());
         }
+        let timeout = match wait {
+            Some(w) if !super::close(wait) => super::epoll_timeout(Some(w - self.nap)),
+            _ => timeout,
+        };
         poll(events, timeout)
     }
 
@@ -76,15 +81,5 @@ impl Napper {
         if within {
             self.paid += 256 >> LEARN_SHIFT;
         }
-    }
-}
-
-/// This thread's sleeps end when asked: its timer slack (50 µs by default, by which Linux may
-/// defer a sleeping thread's wake-up to share a timer interrupt) set to a nanosecond, so a
-/// nap of 20 µs lasts 20 µs and not up to 70. A generator thread's own, for the run.
-fn exact_sleeps() {
-    // SAFETY: PR_SET_TIMERSLACK takes a number and changes only the calling thread's slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
 }

@@ -277,11 +277,11 @@ pub mod shared {
         kind: Kind::Text,
         value_name: "DURATION",
         help: "How long a generator thread on epoll sleeps, when none of its clients is ready \
-               and no reply is in, before it waits for one, up to 1ms (e.g. 30us). Replies that \
-               come meanwhile wake no one and are taken when the nap ends, up to that late: \
-               fewer wake-ups of the generator, which on loopback the server's core pays for \
-               (on a VM an interrupt through the hypervisor each) [default: 0, it waits at \
-               once].",
+               and no reply is in, before it waits for one, up to 1ms (e.g. 50us): never past a \
+               deadline, and only while replies come within the nap. Replies that come \
+               meanwhile wake no one and are taken when the nap ends, up to that late: fewer \
+               wake-ups of the generator, which on loopback the server's core pays for (on a VM \
+               an interrupt through the hypervisor each) [default: 0, it waits at once].",
         heading: None,
     };
     pub static TOPOLOGY: Setting = Setting {

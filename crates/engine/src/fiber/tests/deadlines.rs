@@ -4,7 +4,7 @@ use super::*;
 
 /// A peer that accepts `n` connections and sends nothing on them; [`SilentPeers::close`] (or
 /// `at_most` passing) closes them.
-fn silent_peers(n: usize, at_most: Duration) -> (std::net::SocketAddr, SilentPeers) {
+pub(super) fn silent_peers(n: usize, at_most: Duration) -> (std::net::SocketAddr, SilentPeers) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (done, over) = std::sync::mpsc::channel::<()>();
@@ -16,13 +16,13 @@ fn silent_peers(n: usize, at_most: Duration) -> (std::net::SocketAddr, SilentPee
     (addr, SilentPeers { done, thread })
 }
 
-struct SilentPeers {
+pub(super) struct SilentPeers {
     done: std::sync::mpsc::Sender<()>,
     thread: std::thread::JoinHandle<()>,
 }
 
 impl SilentPeers {
-    fn close(self) {
+    pub(super) fn close(self) {
         drop(self.done);
         self.thread.join().unwrap();
     }
