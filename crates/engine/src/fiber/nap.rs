@@ -14,10 +14,6 @@ const NAP_FROM: u32 = 128;
 /// Each idle turn's weight in that share: an eighth.
 const LEARN_SHIFT: u32 = 3;
 
-/// An `epoll_wait` that returned sooner than this found its events there: waking a thread that
-/// slept takes longer (4 µs and more on the VM of the measurements, a few on bare metal).
-const AWAKE_WITHIN: Duration = Duration::from_micros(3);
-
 pub(super) struct Napper {
     nap: Duration,
     /// Of recent idle turns, the share (×256) whose first event came within the nap.
@@ -67,16 +63,17 @@ impl Napper {
             return Ok(());
         }
         crate::timer::sleep_ns(self.nap.as_nanos() as u64);
+        poll(events, Some(Duration::ZERO))?;
+        let caught = !events.is_empty();
+        self.learn(caught);
+        if caught {
+            return Ok(());
+        }
         let timeout = match wait {
             Some(w) if !super::close(wait) => super::epoll_timeout(Some(w - self.nap)),
             _ => timeout,
         };
-        // One call takes what came during the nap or, if nothing did, waits; one that returned
-        // sooner than a sleeping thread is woken took what the nap caught.
-        let t = Instant::now();
-        poll(events, timeout)?;
-        self.learn(!events.is_empty() && t.elapsed() < AWAKE_WITHIN);
-        Ok(())
+        poll(events, timeout)
     }
 
     fn learn(&mut self, within: bool) {
