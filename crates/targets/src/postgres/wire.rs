@@ -471,9 +471,10 @@ impl Wire {
     /// (or, should the connection fail, refused: [`Wire::send`]).
     fn abandon_pipeline(&mut self) {
         // A failed connection has nothing more to give.
-        let sent = match self.step.kept() {
-            false => 0,
-            true => self.segments.len().saturating_sub(1),
+        let sent = if self.step.kept() {
+            self.segments.len().saturating_sub(1)
+        } else {
+            0
         };
         self.segments.clear();
         self.out.clear();

@@ -23,13 +23,20 @@ fn logged_in(l: &TcpListener) -> TcpStream {
     s
 }
 
+/// A server on a free loopback port: `run` given its listener on a thread of its own.
+fn server<T: Send + 'static>(
+    run: impl FnOnce(TcpListener) -> T + Send + 'static,
+) -> (std::net::SocketAddr, std::thread::JoinHandle<T>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    (addr, std::thread::spawn(move || run(l)))
+}
+
 /// A server that trickles a result for ever (a row each 10 ms, each read in time): the
 /// reply's bound cuts it off, and the connection sends nothing more.
 #[test]
 fn a_reply_that_never_ends_is_cut_off_at_its_bound() {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let server = std::thread::spawn(move || {
+    let (addr, server) = server(|l| {
         let mut s = logged_in(&l);
         packet(&mut s);
         let mut send = |seq: usize, p: &[u8]| {
@@ -67,9 +74,7 @@ fn a_reply_that_never_ends_is_cut_off_at_its_bound() {
 
 #[test]
 fn a_reply_that_does_not_come_in_time_kills_its_statement() {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let server = std::thread::spawn(move || {
+    let (addr, server) = server(|l| {
         let mut s = logged_in(&l);
         let asked = packet(&mut s);
         // Unanswered; then the killer comes on a connection of its own.
@@ -101,9 +106,7 @@ fn a_reply_that_does_not_come_in_time_kills_its_statement() {
 #[test]
 fn a_longer_timeout_waits_for_a_slow_answer() {
     for longer in [true, false] {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let server = std::thread::spawn(move || {
+        let (addr, server) = server(|l| {
             let mut s = logged_in(&l);
             packet(&mut s);
             std::thread::sleep(Duration::from_millis(800));
