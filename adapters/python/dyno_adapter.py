@@ -13,7 +13,8 @@ An adapter class sets `name`, `durability` and `versions`, and implements:
 - the session role (one process per client): `begin(mode)` ("read" or "write"), `put(key,
   value)`, `get(key)` -> bytes (raise `NotFound` when absent), `delete(key)`, `commit()`, and
   optionally `get_many(keys)` -> [bytes], `scan(start, count)` -> [(key, bytes)] in key order,
-  `drop_client_cache()`, `close_session()`.
+  `drop_client_cache()`, `close_session()`. With `get_many` the kit also serves `get_heads`
+  (each value's length and first bytes only, for a reader that checks values it need not hold).
 
 An adapter whose sessions keep a client object cache of their own (ZODB's pickle cache) says what
 it is in `self.client_cache` (a short text) and implements `drop_client_cache()`: the shootout then
@@ -109,7 +110,9 @@ class Adapter:
 
 
 def _optional_ops(cls):
-    return [op for op in ("get_many", "scan") if callable(getattr(cls, op, None))]
+    ops = [op for op in ("get_many", "scan") if callable(getattr(cls, op, None))]
+    # get_heads is get_many with only each value's first bytes sent back: the kit's, from get_many.
+    return ops + ["get_heads"] * ("get_many" in ops)
 
 
 def _key(text):
@@ -200,12 +203,20 @@ def _handle(cls, state, msg):
         elif kind == "get_many" and "get_many" in _optional_ops(cls):
             values = adapter.get_many([_key(k) for k in msg["keys"]])
             reply.update(type="get_many_ok", values=[base64.b64encode(v).decode("ascii") for v in values])
+        elif kind == "get_heads" and "get_heads" in _optional_ops(cls):
+            head = int(msg["head"])
+            values = adapter.get_many([_key(k) for k in msg["keys"]])
+            reply.update(
+                type="get_heads_ok",
+                lengths=[len(v) for v in values],
+                heads=[base64.b64encode(v[:head]).decode("ascii") for v in values],
+            )
         elif kind == "scan" and "scan" in _optional_ops(cls):
             items = adapter.scan(_key(msg["start"]), int(msg["count"]))
             reply.update(type="scan_ok", items=[[str(k), base64.b64encode(v).decode("ascii")] for k, v in items])
         else:
             raise NotSupported("no operation %r" % kind)
-        if kind in ("get", "get_many", "scan"):
+        if kind in ("get", "get_many", "get_heads", "scan"):
             reply["storage_reads"] = adapter.storage_reads - before
     except AdapterError as e:
         reply = {"in_reply_to": mid, "type": "error", "code": e.code, "text": e.text}
@@ -217,8 +228,8 @@ def _handle(cls, state, msg):
 
 # The binary framing (docs/src/reference/adapter-protocol.md): u32 length (little-endian, of what follows),
 # u8 kind, u32 msg_id, body.
-JSON, BEGIN, PUT, GET, DELETE, COMMIT, GET_MANY = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
-OK, VALUE, VALUES, ERROR = 0x81, 0x83, 0x86, 0xFF
+JSON, BEGIN, PUT, GET, DELETE, COMMIT, GET_MANY, GET_HEADS = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07
+OK, VALUE, VALUES, HEADS, ERROR = 0x81, 0x83, 0x86, 0x87, 0xFF
 _HEAD = struct.Struct("<IBI")
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
@@ -262,6 +273,8 @@ def _run_binary(state, stdin, stdout):
                 out = _frame(OK, mid)
             elif kind == GET_MANY and "get_many" in _optional_ops(type(adapter)):
                 out = _frame(VALUES, mid, _get_many(adapter, frame))
+            elif kind == GET_HEADS and "get_heads" in _optional_ops(type(adapter)):
+                out = _frame(HEADS, mid, _get_heads(adapter, frame))
             elif kind == JSON:
                 msg = json.loads(frame[5:])
                 reply = _handle(type(adapter), state, msg)
@@ -279,20 +292,38 @@ def _run_binary(state, stdin, stdout):
             return
 
 
-def _get_many(adapter, frame):
-    """A GET_MANY frame's keys read: the VALUES body (storage reads, count, each value)."""
-    (count,) = _U32.unpack_from(frame, 5)
-    if len(frame) != 9 + 8 * count:
-        raise AdapterError("a get_many frame of %d bytes for %d keys" % (len(frame), count), 12)
+def _read_keys(adapter, frame, at, what):
+    """The keys of a batched read's frame (a u32 count at `at`, then the keys), read with
+    get_many: its values and the storage reads they took."""
+    (count,) = _U32.unpack_from(frame, at)
+    if len(frame) != at + 4 + 8 * count:
+        raise AdapterError("a %s frame of %d bytes for %d keys" % (what, len(frame), count), 12)
     before = adapter.storage_reads
-    values = adapter.get_many(list(struct.unpack_from("<%dQ" % count, frame, 9)))
+    values = adapter.get_many(list(struct.unpack_from("<%dQ" % count, frame, at + 4)))
     if len(values) != count:
         raise AdapterError("get_many gave %d values for %d keys" % (len(values), count), 13)
+    return values, adapter.storage_reads - before
+
+
+def _get_many(adapter, frame):
+    """A GET_MANY frame's keys read: the VALUES body (storage reads, count, each value)."""
+    values, reads = _read_keys(adapter, frame, 5, "get_many")
     pack = _U32.pack
-    parts = [pack(adapter.storage_reads - before), pack(count)]
+    parts = [pack(reads), pack(len(values))]
     for v in values:
         parts += (pack(len(v)), v)
     return b"".join(parts)
+
+
+def _get_heads(adapter, frame):
+    """A GET_HEADS frame (u32 head, then as GET_MANY's) read: the HEADS body (storage reads,
+    count, each value's length, then each value's first `head` bytes end to end)."""
+    if len(frame) < 13:
+        raise AdapterError("a get_heads frame of %d bytes" % len(frame), 12)
+    (head,) = _U32.unpack_from(frame, 5)
+    values, reads = _read_keys(adapter, frame, 9, "get_heads")
+    lengths = struct.pack("<%dI" % len(values), *map(len, values))
+    return b"".join([_U32.pack(reads), _U32.pack(len(values)), lengths] + [v[:head] for v in values])
 
 
 def _write(stdout, reply):

@@ -158,6 +158,10 @@ fn sessions(kit: &mut Kit, store: &dyn Store, limit: Option<u64>) {
         "get_many (or one get per key) returns each value in the keys' order",
         get_many(&mut *a),
     );
+    kit.check(
+        "get_heads (or get_many, cut) returns each value's length and first bytes",
+        get_heads(&mut *a),
+    );
     if store.client_cache().is_some() {
         kit.check(
             "client cache: a read again is served by it; after drop_client_cache, none is",
@@ -234,6 +238,18 @@ fn get_many(a: &mut dyn Session) -> Result<String, String> {
     match out == want && ends == [300, 600] {
         true => Ok(String::new()),
         false => Err("other values, or in another order".into()),
+    }
+}
+
+fn get_heads(a: &mut dyn Session) -> Result<String, String> {
+    let mut heads = engine::graph::Heads::default();
+    a.get_heads(&[KEYS[3], KEYS[1]], 20, &mut heads)
+        .map_err(|e| e.to_string())?;
+    let got: Vec<(&[u8], usize)> = heads.iter().collect();
+    let (v3, v1) = (value(KEYS[3], 2, 300), value(KEYS[1], 2, 300));
+    match got == [(&v3[..20], 300), (&v1[..20], 300)] {
+        true => Ok(String::new()),
+        false => Err("other lengths or first bytes, or in another order".into()),
     }
 }
 

@@ -556,6 +556,18 @@ pub trait Session: Send {
     ) -> Result<(), OpError> {
         get_each(self, keys, out, ends)
     }
+    /// [`Session::get_many`] for a reader that checks values without keeping them: each value's
+    /// first `head` bytes and its whole length ([`crate::graph::Heads`]). An adapter whose
+    /// process holds the values (ZODB's objects) sends back only those; the default reads each
+    /// value whole and cuts it.
+    fn get_heads(
+        &mut self,
+        keys: &[u64],
+        head: usize,
+        out: &mut crate::graph::Heads,
+    ) -> Result<(), OpError> {
+        get_heads_whole(self, keys, head, out)
+    }
     /// Up to `count` objects from the first key at or above `start`, in key order (YCSB's
     /// scan): `out` cleared, then `(key, value)` pairs. Only where [`Store::scans`] says so.
     fn scan(
@@ -621,6 +633,19 @@ pub fn get_each<S: Session + ?Sized>(
         out.extend_from_slice(&one);
         ends.push(out.len());
     }
+    Ok(())
+}
+
+/// [`Session::get_heads`] as a `get_many` of the whole values, cut: the default, and the
+/// fallback of a driver whose target may or may not read heads alone.
+pub fn get_heads_whole<S: Session + ?Sized>(
+    s: &mut S,
+    keys: &[u64],
+    head: usize,
+    out: &mut crate::graph::Heads,
+) -> Result<(), OpError> {
+    s.get_many(keys, &mut out.bytes, &mut out.ends)?;
+    out.cut(head);
     Ok(())
 }
 

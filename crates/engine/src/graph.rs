@@ -6,7 +6,7 @@
 //! Every object read back is decoded and checked against the id it was read under, so a store
 //! that answers the wrong object, or a truncated one, fails the read as `corrupt`.
 
-use crate::driver::{ErrorClass, OpError};
+use crate::error::{ErrorClass, OpError};
 
 /// Bytes before the references.
 pub const HEADER: usize = 24;
@@ -108,9 +108,59 @@ pub fn split<'a>(out: &'a [u8], ends: &'a [usize]) -> impl Iterator<Item = &'a [
     })
 }
 
+/// A batched read of each value's first bytes and whole length only
+/// ([`Session::get_heads`](crate::driver::Session::get_heads)): what a reader needs of values
+/// it checks and need not hold (the shootout checks a 16-byte header and the length), without
+/// the values' bytes carried back from the target.
+#[derive(Debug, Default, Clone)]
+pub struct Heads {
+    /// The heads, end to end: each value's first bytes (all of a shorter one).
+    pub bytes: Vec<u8>,
+    /// Where each head ends in `bytes`.
+    pub ends: Vec<usize>,
+    /// Each value's whole length.
+    pub lens: Vec<usize>,
+}
+
+impl Heads {
+    /// Each value's head and whole length, in the keys' order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], usize)> + '_ {
+        split(&self.bytes, &self.ends).zip(self.lens.iter().copied())
+    }
+
+    /// Cuts the whole values a `get_many` left in `bytes` and `ends` to their first `head`
+    /// bytes, their lengths kept in `lens`.
+    pub fn cut(&mut self, head: usize) {
+        self.lens.clear();
+        let (mut start, mut at) = (0, 0);
+        for end in self.ends.iter_mut() {
+            let keep = (*end - start).min(head);
+            self.bytes.copy_within(start..start + keep, at);
+            self.lens.push(*end - start);
+            start = *end;
+            at += keep;
+            *end = at;
+        }
+        self.bytes.truncate(at);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heads_cut_from_whole_values_keep_each_length() {
+        let mut h = Heads {
+            bytes: b"abcdefXYZ".to_vec(),
+            ends: vec![6, 6, 9],
+            lens: vec![99],
+        };
+        h.cut(4);
+        let got: Vec<(&[u8], usize)> = h.iter().collect();
+        assert_eq!(got, [(&b"abcd"[..], 6), (&b""[..], 0), (&b"XYZ"[..], 3)]);
+        assert_eq!(h.bytes, b"abcdXYZ");
+    }
 
     #[test]
     fn objects_round_trip_and_are_checked() {

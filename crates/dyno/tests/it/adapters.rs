@@ -38,7 +38,7 @@ fn the_reference_adapter_passes_the_kit_and_runs_the_shootout() {
     for (framing, says) in [("json", "json framing"), ("binary", "binary framing")] {
         let (code, out) = check(dir.path(), &format!("{url}?framing={framing}"));
         assert_eq!(code, 0, "{out}");
-        assert!(out.contains("12 checks passed"), "{out}");
+        assert!(out.contains("13 checks passed"), "{out}");
         assert!(!out.contains("client cache"), "{out}");
         assert!(out.contains(says), "{out}");
         assert!(!out.contains("FAIL"), "{out}");
@@ -49,7 +49,7 @@ fn the_reference_adapter_passes_the_kit_and_runs_the_shootout() {
     let (code, out) = check(dir.path(), &format!("{old}?framing=binary"));
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("12 checks passed") && out.contains("get_many"),
+        out.contains("13 checks passed") && out.contains("get_many"),
         "{out}"
     );
     dyno(dir.path())

@@ -1,6 +1,7 @@
 //! The `shootout` suite: zodbshootout's six tests on key-value stores (see [`run`]), drawn as
 //! tests × targets with the rates as grouped bars.
 
+mod object;
 pub mod run;
 
 pub use run::{Params, Test, key};

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 mod adapter;
 pub use adapter::*;
+mod heads;
 mod session;
 use session::*;
 
@@ -103,6 +104,8 @@ pub mod bin {
     pub const COMMIT: u8 = 0x05;
     /// `u32` count, then that many `u64` keys.
     pub const GET_MANY: u8 = 0x06;
+    /// `u32` head (bytes), `u32` count, then that many `u64` keys.
+    pub const GET_HEADS: u8 = 0x07;
     /// Reply: done, no body.
     pub const OK: u8 = 0x81;
     /// Reply: `u32` storage reads, then the value.
@@ -110,6 +113,9 @@ pub mod bin {
     /// Reply (get_many): `u32` storage reads, `u32` count, then each value as `u32` length and
     /// bytes, in the keys' order.
     pub const VALUES: u8 = 0x86;
+    /// Reply (get_heads): `u32` storage reads, `u32` count, each value's whole length as a
+    /// `u32`, then each value's first `head` bytes (all of a shorter one) end to end.
+    pub const HEADS: u8 = 0x87;
     /// Reply: `u32` code, then the text (UTF-8).
     pub const ERROR: u8 = 0xFF;
 

@@ -56,6 +56,7 @@ impl Store for ExecStore {
             a: adapter,
             get_many: hello.ops.iter().any(|o| o == "get_many"),
             binary_get_many: true,
+            get_heads: hello.ops.iter().any(|o| o == "get_heads"),
             scan: hello.ops.iter().any(|o| o == "scan"),
             counts: hello.counts_storage_reads,
             reads: 0,
@@ -110,6 +111,8 @@ pub(super) struct ExecSession {
     pub(super) get_many: bool,
     /// `get_many` in a binary frame (until the adapter says it has no such frame).
     pub(super) binary_get_many: bool,
+    /// The adapter reads each value's length and first bytes only (`get_heads`).
+    pub(super) get_heads: bool,
     pub(super) scan: bool,
     pub(super) counts: bool,
     pub(super) reads: u64,
@@ -124,10 +127,7 @@ impl ExecSession {
         out: &mut Vec<u8>,
         ends: &mut Vec<usize>,
     ) -> Result<(), OpError> {
-        let mut body = Vec::with_capacity(4 + 8 * keys.len());
-        body.extend_from_slice(&(keys.len() as u32).to_le_bytes());
-        keys.iter()
-            .for_each(|k| body.extend_from_slice(&k.to_le_bytes()));
+        let body = super::heads::keys_body(&[], keys);
         let kind = self.a.call_bin(bin::GET_MANY, &[&body])?;
         let parsed = (kind == bin::VALUES)
             .then(|| values(&self.a.body, keys.len(), out, ends))
@@ -138,12 +138,18 @@ impl ExecSession {
                 keys.len()
             )));
         };
+        self.add_reads(reads, keys.len());
+        Ok(())
+    }
+
+    /// Counts the storage reads a binary read reply reports (or `keys` when the adapter does
+    /// not say).
+    pub(super) fn add_reads(&mut self, reads: u32, keys: usize) {
         self.reads += if self.counts {
             u64::from(reads)
         } else {
-            keys.len() as u64
+            keys as u64
         };
-        Ok(())
     }
 
     /// Counts the storage reads a read reply reports (or `keys` when the adapter does not say).
@@ -207,9 +213,9 @@ impl Session for ExecSession {
                     .protocol_error(format!("a reply of kind {k:#x} where VALUE (0x83) was due")));
             }
             let reads = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
-            self.reads += if self.counts { u64::from(reads) } else { 1 };
             out.clear();
             out.extend_from_slice(&b[4..]);
+            self.add_reads(reads, 1);
             return Ok(());
         }
         let r = self
@@ -274,6 +280,18 @@ impl Session for ExecSession {
             ends.push(out.len());
         }
         Ok(())
+    }
+    fn get_heads(
+        &mut self,
+        keys: &[u64],
+        head: usize,
+        out: &mut engine::graph::Heads,
+    ) -> Result<(), OpError> {
+        match (self.get_heads, self.a.binary) {
+            (false, _) => engine::driver::get_heads_whole(self, keys, head, out),
+            (true, true) => self.get_heads_binary(keys, head, out),
+            (true, false) => self.get_heads_json(keys, head, out),
+        }
     }
     fn scan(
         &mut self,

@@ -90,6 +90,15 @@ fn contract(url: &str) {
     );
     let e = s.get_many(&[1, 99, 2], &mut out, &mut ends).unwrap_err();
     assert_eq!(e.class, ErrorClass::NotFound, "{url}: {e}");
+    // Its heads: each value's whole length and first bytes, in key order.
+    let mut heads = engine::graph::Heads::default();
+    s.get_heads(&[1 << 40, 2], 16, &mut heads).unwrap();
+    let got: Vec<(&[u8], usize)> = heads.iter().collect();
+    assert_eq!(
+        got,
+        [(&[0u8; 16][..], 300), (&b"overwritten"[..], 11)],
+        "{url}"
+    );
     s.get(2, &mut buf).unwrap();
     assert_eq!(buf, b"overwritten", "{url}: in step after a failed batch");
     s.commit().unwrap();
@@ -281,7 +290,11 @@ fn dyno_host() {
         7 * runs,
         "three before the batches, one after, one of the short-lived key, two after the drop"
     );
-    assert_eq!(count("mget"), 2 * runs, "each batched read is one request");
+    assert_eq!(
+        count("mget"),
+        3 * runs,
+        "each batched read is one request (the heads' too)"
+    );
     assert_eq!(count("drop"), runs, "the namespace was dropped");
     let puts = stats.iter().find(|s| s.op == "put").unwrap();
     assert_eq!(

@@ -72,7 +72,7 @@ fn the_kit_passes_on_each_zodb_storage() {
             .unwrap();
         let out = String::from_utf8_lossy(&o.stdout);
         assert_eq!(o.status.code(), Some(0), "{storage}: {out}");
-        assert!(out.contains("14 checks passed"), "{storage}: {out}");
+        assert!(out.contains("15 checks passed"), "{storage}: {out}");
         // The pickle cache is the adapter's client cache, and the kit saw it serve and empty.
         assert!(
             out.contains("client cache: ZODB pickle cache")
@@ -140,7 +140,7 @@ fn the_shootout_on_the_zodb_storages_verifies_their_cache_states() {
                 .unwrap_or_default()
                 .to_string();
             assert!(
-                note.contains("read in one batch (get_many)"),
+                note.contains("read in one batch (get_heads"),
                 "{t} {test}: {note}"
             );
         }
@@ -226,7 +226,9 @@ fn profile_draws_the_zeo_server_the_sessions_and_dyno_per_test() {
     assert_schema_valid(&rec);
     // What must have been sampled: the server writes in add and update and serves warm's
     // reads (hot's come from the sessions' ZEO caches); the sessions work in every test that
-    // reads or writes through them; dyno's own share is largest where it starts the sessions.
+    // reads or writes through them; dyno's own, where it sends every object (a read test's
+    // batches bring back only each object's length and header: too little work to be sure of
+    // a sample).
     let expect = [
         ("zeo", "py-spy", "ZEOServer", &["add", "update", "warm"][..]),
         (
@@ -245,7 +247,7 @@ fn profile_draws_the_zeo_server_the_sessions_and_dyno_per_test() {
         ),
         // A Rust path: perf walks dyno's stacks by frame pointers, which a default build omits,
         // so its graphs are shallow, but every frame it names is dyno's code.
-        ("dyno", "perf", "::", &["add", "warm"][..]),
+        ("dyno", "perf", "::", &["add", "update"][..]),
     ];
     for (process, tool, function, tests) in expect {
         for test in tests {
