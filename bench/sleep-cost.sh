@@ -8,7 +8,7 @@
 #   - napped: it sleeps NAP_US (50 unless given) on a timer, then reads the answer that came
 #     meanwhile and woke no one (what a nap that catches its reply does);
 # and, alone, a timed sleep of NAP_US with no partner (timer). Per round trip (or sleep): the
-# thread's run time as the scheduler counts it (/proc/self/schedstat, what GNU time and the
+# thread's run time as the scheduler counts it (/proc/thread-self/schedstat, what GNU time and the
 # benches' CPU per transaction add up) and the wall time. napped minus woken is what a nap costs
 # the generator beyond the wake-up it spares the server; on the 2-core VM of the measurements a
 # timer's sleep costs more than a sleep ended by an interrupt, which is why a nap that catches one
@@ -32,6 +32,7 @@ cat >"$work/probe.c" <<'C'
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +76,8 @@ int main(int argc, char **argv) {
     partner = fork();
     if (partner == 0) {
       pin(1);
+      close(ask[1]);
+      close(answer[0]);
       char x;
       for (int i = 0; i < n; i++) {
         if (read(ask[0], &x, 1) != 1) return 0;
@@ -86,6 +89,8 @@ int main(int argc, char **argv) {
     }
   }
   pin(0);
+  close(ask[0]);
+  close(answer[1]);
   fcntl(answer[0], F_SETFL, O_NONBLOCK);
   int ep = epoll_create1(0);
   struct epoll_event e = {.events = EPOLLIN};
@@ -97,12 +102,18 @@ int main(int argc, char **argv) {
     if (partner < 0) { nap(nap_us); continue; }
     if (write(ask[1], &x, 1) != 1) { perror("write"); return 1; }
     if (strcmp(mode, "napped") == 0) nap(nap_us);
-    while (read(answer[0], &x, 1) != 1) {
+    ssize_t got;
+    while ((got = read(answer[0], &x, 1)) != 1) {
+      if (got == 0) { fprintf(stderr, "probe: the partner went away\n"); return 1; }
       late += strcmp(mode, "napped") == 0;
       epoll_wait(ep, &e, 1, -1);
     }
   }
   printf("%.2f %.1f %ld\n", (run_us() - r0) / n, (now_us() - w0) / n, late);
+  if (partner > 0) {
+    close(ask[1]); /* the partner, should it still wait, reads the end and exits */
+    waitpid(partner, NULL, 0);
+  }
   return 0;
 }
 C

@@ -111,8 +111,10 @@ class Adapter:
 
 def _optional_ops(cls):
     ops = [op for op in ("get_many", "scan") if callable(getattr(cls, op, None))]
-    # get_heads is get_many with only each value's first bytes sent back: the kit's, from get_many.
-    return ops + ["get_heads"] * ("get_many" in ops)
+    if "get_many" in ops:
+        # get_many with only each value's length and first bytes sent back: the kit's own.
+        ops.append("get_heads")
+    return ops
 
 
 def _key(text):

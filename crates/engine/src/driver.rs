@@ -326,6 +326,11 @@ pub trait Store: Send + Sync {
     fn client_cache(&self) -> Option<String> {
         None
     }
+    /// Whether its sessions' [`Session::get_heads`] brings back the heads alone (an adapter
+    /// that has `get_heads`), rather than whole values that dyno cuts.
+    fn reads_heads(&self) -> bool {
+        false
+    }
     /// Whether many of its sessions can share a generator thread: true when a session waits
     /// only on sockets through [`crate::fiber::Stream`] (and sleeps through the clock), so a
     /// waiting client yields its thread to the others. False (the default) for a client that
@@ -644,6 +649,7 @@ pub fn get_heads_whole<S: Session + ?Sized>(
     head: usize,
     out: &mut crate::graph::Heads,
 ) -> Result<(), OpError> {
+    out.lens.clear();
     s.get_many(keys, &mut out.bytes, &mut out.ends)?;
     out.cut(head);
     Ok(())

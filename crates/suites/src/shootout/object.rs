@@ -39,11 +39,11 @@ impl ObjectCache {
 #[inline]
 pub(super) fn stamp(value: &mut [u8], key: u64, version: u64) {
     value[..8].copy_from_slice(&key.to_le_bytes());
-    value[8..16].copy_from_slice(&version.to_le_bytes());
+    value[8..HEADER].copy_from_slice(&version.to_le_bytes());
 }
 
 /// The bytes of an object's header (key, version) that a read checks, and a batched read asks
-/// for alone where the target can send them alone ([`Session::get_heads`]).
+/// for alone where the target can send them alone (`Session::get_heads`).
 pub(super) const HEADER: usize = 16;
 
 /// Checks an object read back: its length (`len`) and its header (the start of `obj`).
@@ -66,10 +66,19 @@ pub(super) fn verify(
 
 #[cold]
 fn corrupt(obj: &[u8], len: usize, key: u64, version: u64, size: usize) -> OpError {
-    if len != size || obj.len() < HEADER {
+    if len != size {
         return OpError::new(
             ErrorClass::Corrupt,
             format!("object {key:#x}: read {len} bytes, wrote {size}"),
+        );
+    }
+    if obj.len() < HEADER {
+        return OpError::new(
+            ErrorClass::Corrupt,
+            format!(
+                "object {key:#x}: a header of {} bytes came back, not {HEADER}",
+                obj.len()
+            ),
         );
     }
     let got_key = u64::from_le_bytes(obj[..8].try_into().expect("8 bytes"));
@@ -108,7 +117,12 @@ mod tests {
         assert!(verify(&v[..HEADER], 32, 42, 2, 32).is_ok());
         assert!(verify(&v[..HEADER], 33, 42, 2, 32).is_err());
         // A head cut short never panics: it fails as corrupt.
-        assert!(verify(&v[..HEADER - 1], 32, 42, 2, 32).is_err());
+        assert!(
+            verify(&v[..HEADER - 1], 32, 42, 2, 32)
+                .unwrap_err()
+                .message
+                .contains("a header of 15 bytes")
+        );
     }
 
     #[test]

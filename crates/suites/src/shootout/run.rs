@@ -465,10 +465,17 @@ impl<'a> Shootout<'a> {
         }
 
         if !test.writes() && self.target_cache.is_some() {
-            let batched = "each client's objects read in one batch (get_heads: each object's length and header, what dyno checks, not its bytes) of up to 1,000 and timed around it, as zodbshootout times them: latencies are the batch's time per object";
+            let batched = format!(
+                "each client's objects read in one batch of up to 1,000 ({}) and timed around it, as zodbshootout times them: latencies are the batch's time per object",
+                if self.store.reads_heads() {
+                    "get_heads: each object's length and header, what dyno checks, not its bytes"
+                } else {
+                    "get_many: the adapter has no get_heads, so each object's bytes come back whole"
+                }
+            );
             cache_note = Some(match cache_note {
                 Some(n) => format!("{n}; {batched}"),
-                None => batched.to_string(),
+                None => batched,
             });
         }
         let barrier = Barrier::new(self.clients.len());

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 mod adapter;
 pub use adapter::*;
-mod heads;
+mod batch;
 mod session;
 use session::*;
 
@@ -113,8 +113,9 @@ pub mod bin {
     /// Reply (get_many): `u32` storage reads, `u32` count, then each value as `u32` length and
     /// bytes, in the keys' order.
     pub const VALUES: u8 = 0x86;
-    /// Reply (get_heads): `u32` storage reads, `u32` count, each value's whole length as a
-    /// `u32`, then each value's first `head` bytes (all of a shorter one) end to end.
+    /// Reply (get_heads): `u32` storage reads, `u32` count, then the count's lengths (each
+    /// value's whole length, a `u32` each), then the heads end to end (each value's first `head`
+    /// bytes, all of a shorter one).
     pub const HEADS: u8 = 0x87;
     /// Reply: `u32` code, then the text (UTF-8).
     pub const ERROR: u8 = 0xFF;

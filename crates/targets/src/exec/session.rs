@@ -32,6 +32,9 @@ impl Store for ExecStore {
     fn client_cache(&self) -> Option<String> {
         self.hello.client_cache.clone()
     }
+    fn reads_heads(&self) -> bool {
+        self.hello.ops.iter().any(|o| o == "get_heads")
+    }
     fn cold_unreachable(&self) -> Option<String> {
         self.hello.no_drop_caches.clone()
     }
@@ -120,48 +123,16 @@ pub(super) struct ExecSession {
 }
 
 impl ExecSession {
-    /// `get_many` in one binary frame: the keys as `u64`s, the values as bytes.
-    fn get_many_binary(
-        &mut self,
-        keys: &[u64],
-        out: &mut Vec<u8>,
-        ends: &mut Vec<usize>,
-    ) -> Result<(), OpError> {
-        let body = super::heads::keys_body(&[], keys);
-        let kind = self.a.call_bin(bin::GET_MANY, &[&body])?;
-        let parsed = (kind == bin::VALUES)
-            .then(|| values(&self.a.body, keys.len(), out, ends))
-            .flatten();
-        let Some(reads) = parsed else {
-            return Err(self.a.protocol_error(format!(
-                "a reply of kind {kind:#x} where VALUES (0x86) with {} values was due",
-                keys.len()
-            )));
-        };
-        self.add_reads(reads, keys.len());
-        Ok(())
+    /// Counts the storage reads a read's reply reports (or one per key, `keys`, when the
+    /// adapter does not count them).
+    pub(super) fn add_reads(&mut self, reads: u64, keys: usize) {
+        self.reads += if self.counts { reads } else { keys as u64 };
     }
 
-    /// Counts the storage reads a binary read reply reports (or `keys` when the adapter does
-    /// not say).
-    pub(super) fn add_reads(&mut self, reads: u32, keys: usize) {
-        self.reads += if self.counts {
-            u64::from(reads)
-        } else {
-            keys as u64
-        };
-    }
-
-    /// Counts the storage reads a read reply reports (or `keys` when the adapter does not say).
-    pub(super) fn count(&mut self, reply: &Value, keys: u64) {
-        self.reads += if self.counts {
-            reply
-                .get("storage_reads")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-        } else {
-            keys
-        };
+    /// Counts the storage reads a JSON read reply reports (or one per key).
+    pub(super) fn count(&mut self, reply: &Value, keys: usize) {
+        let reads = reply.get("storage_reads").and_then(Value::as_u64);
+        self.add_reads(reads.unwrap_or(0), keys);
     }
 }
 
@@ -215,7 +186,7 @@ impl Session for ExecSession {
             let reads = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
             out.clear();
             out.extend_from_slice(&b[4..]);
-            self.add_reads(reads, 1);
+            self.add_reads(u64::from(reads), 1);
             return Ok(());
         }
         let r = self
@@ -245,41 +216,7 @@ impl Session for ExecSession {
         if !self.get_many {
             return engine::driver::get_each(self, keys, out, ends);
         }
-        if self.a.binary && self.binary_get_many {
-            match self.get_many_binary(keys, out, ends) {
-                // An adapter of the binary framing from before its get_many frame: JSON then.
-                Err(e) if e.message.contains("no binary kind") => self.binary_get_many = false,
-                done => return done,
-            }
-        }
-        let keys_text: Vec<String> = keys.iter().map(u64::to_string).collect();
-        let r = self.a.call(
-            json!({"type": "get_many", "keys": keys_text}),
-            "get_many_ok",
-        )?;
-        self.count(&r, keys.len() as u64);
-        let values = r
-            .get("values")
-            .and_then(Value::as_array)
-            .filter(|v| v.len() == keys.len())
-            .ok_or_else(|| {
-                self.a
-                    .protocol_error("get_many_ok has no \"values\" array of one value per key")
-            })?;
-        out.clear();
-        ends.clear();
-        for v in values {
-            let text = v.as_str().ok_or_else(|| {
-                self.a
-                    .protocol_error("a value of get_many_ok is not a base64 string")
-            })?;
-            decode_into(text, out).map_err(|_| {
-                self.a
-                    .protocol_error("a value of get_many_ok is not base64")
-            })?;
-            ends.push(out.len());
-        }
-        Ok(())
+        self.read_values(keys, out, ends)
     }
     fn get_heads(
         &mut self,
@@ -287,11 +224,10 @@ impl Session for ExecSession {
         head: usize,
         out: &mut engine::graph::Heads,
     ) -> Result<(), OpError> {
-        match (self.get_heads, self.a.binary) {
-            (false, _) => engine::driver::get_heads_whole(self, keys, head, out),
-            (true, true) => self.get_heads_binary(keys, head, out),
-            (true, false) => self.get_heads_json(keys, head, out),
+        if !self.get_heads {
+            return engine::driver::get_heads_whole(self, keys, head, out);
         }
+        self.read_heads(keys, head, out)
     }
     fn scan(
         &mut self,
@@ -358,70 +294,4 @@ impl Drop for ExecSession {
 pub(super) fn decode_into(text: &str, out: &mut Vec<u8>) -> Result<(), base64::DecodeError> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.decode_vec(text, out)
-}
-
-/// A VALUES frame's body: its storage reads, and its `n` values end to end in `out` (`ends`
-/// where each ends); `None` when it is not that.
-fn values(body: &[u8], n: usize, out: &mut Vec<u8>, ends: &mut Vec<usize>) -> Option<u32> {
-    let u32_at = |at: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(body.get(at..at + 4)?.try_into().ok()?))
-    };
-    let (reads, count) = (u32_at(0)?, u32_at(4)?);
-    if count as usize != n {
-        return None;
-    }
-    out.clear();
-    ends.clear();
-    let mut at = 8;
-    for _ in 0..n {
-        let len = u32_at(at)? as usize;
-        out.extend_from_slice(body.get(at + 4..(at + 4).checked_add(len)?)?);
-        ends.push(out.len());
-        at += 4 + len;
-    }
-    (at == body.len()).then_some(reads)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::values;
-    use proptest::prelude::*;
-
-    fn body(reads: u32, vals: &[&[u8]]) -> Vec<u8> {
-        let mut b = reads.to_le_bytes().to_vec();
-        b.extend_from_slice(&(vals.len() as u32).to_le_bytes());
-        for v in vals {
-            b.extend_from_slice(&(v.len() as u32).to_le_bytes());
-            b.extend_from_slice(v);
-        }
-        b
-    }
-
-    #[test]
-    fn a_values_frame_gives_each_value_in_order() {
-        let (mut out, mut ends) = (Vec::new(), Vec::new());
-        let b = body(2, &[b"ab", b"", b"xyz"]);
-        assert_eq!(values(&b, 3, &mut out, &mut ends), Some(2));
-        assert_eq!(
-            (out.as_slice(), ends.as_slice()),
-            (&b"abxyz"[..], &[2, 2, 5][..])
-        );
-        // Another count than the keys', a value cut short, bytes left over: not a reply.
-        assert_eq!(values(&b, 2, &mut out, &mut ends), None);
-        assert_eq!(values(&b[..b.len() - 1], 3, &mut out, &mut ends), None);
-        let mut long = b.clone();
-        long.push(0);
-        assert_eq!(values(&long, 3, &mut out, &mut ends), None);
-    }
-
-    proptest! {
-        /// Whatever an adapter sends, reading it answers without a panic.
-        #[test]
-        fn any_bytes_read_or_refuse_cleanly(b in proptest::collection::vec(any::<u8>(), 0..64), n in 0usize..4) {
-            let (mut out, mut ends) = (Vec::new(), Vec::new());
-            if values(&b, n, &mut out, &mut ends).is_some() {
-                prop_assert_eq!(ends.len(), n);
-            }
-        }
-    }
 }

@@ -140,7 +140,7 @@ fn the_shootout_on_the_zodb_storages_verifies_their_cache_states() {
                 .unwrap_or_default()
                 .to_string();
             assert!(
-                note.contains("read in one batch (get_heads"),
+                note.contains("(get_heads: each object's length and header"),
                 "{t} {test}: {note}"
             );
         }
