@@ -466,30 +466,31 @@ class Zodb(d.Adapter):
     def get_many(self, keys):
         # get's work in one loop (zodbshootout's steamin reads a cached object in ~0.04 µs: a
         # method call per key would cost more than the read). A ghost has no _p_changed.
-        shards, out, ghosts = self.shard_list, [], 0
-        if keys and keys == list(range(keys[0], keys[0] + len(keys))):
-            # Consecutive keys of one BTree (a shootout client's batch): its range, read as
-            # zodbshootout's loop reads its mapping's values, without a lookup per key. All
-            # there when the range holds as many objects as keys; else key by key, below.
-            first, last = keys[0], keys[-1]
-            one = shard_of(first) == shard_of(last)
-            objs = shards[shard_of(first)].values(first, last) if one else ()
-            if len(objs) == len(keys):
-                for obj in objs:
-                    if obj._p_changed is None:
-                        ghosts += 1
-                    out.append(obj.data)
-                self.storage_reads += ghosts
-                return out
-        for key in keys:
-            obj = shards[(key >> 24) & (SHARDS - 1)].get(key)
-            if obj is None:
-                raise d.NotFound("no key %d" % key)
+        objs = self.range_of(keys)
+        if objs is None:
+            shards = self.shard_list
+            objs = [shards[(key >> 24) & (SHARDS - 1)].get(key) for key in keys]
+            if None in objs:
+                raise d.NotFound("no key %d" % keys[objs.index(None)])
+        out, ghosts = [], 0
+        for obj in objs:
             if obj._p_changed is None:
                 ghosts += 1
             out.append(obj.data)
         self.storage_reads += ghosts
         return out
+
+    def range_of(self, keys):
+        """The objects of consecutive keys in one BTree (a shootout client's batch), as that
+        BTree's range, read as zodbshootout's loop reads its mapping's values, without a lookup
+        per key; None for other keys, or when one is missing (the range is short)."""
+        if not keys or keys != list(range(keys[0], keys[0] + len(keys))):
+            return None
+        first, last = keys[0], keys[-1]
+        if shard_of(first) != shard_of(last):
+            return None
+        objs = self.shard_list[shard_of(first)].values(first, last)
+        return objs if len(objs) == len(keys) else None
 
     def delete(self, key):
         try:
