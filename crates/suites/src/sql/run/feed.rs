@@ -34,7 +34,9 @@ impl Feed {
     pub(super) fn new(clients: usize, every: Duration) -> Feed {
         Feed {
             every,
-            clients: (0..clients).map(|_| Mutex::new(fresh())).collect(),
+            clients: (0..clients)
+                .map(|_| Mutex::new(Interval::empty()))
+                .collect(),
             began: OnceLock::new(),
             ended: AtomicBool::new(false),
             ended_at: OnceLock::new(),
@@ -163,7 +165,7 @@ impl Feed {
     fn take(&self) -> Interval {
         let mut sum = Interval::empty();
         for c in &self.clients {
-            let next = fresh();
+            let next = Interval::empty();
             // The lock held for the swap alone, not the sum.
             let part = {
                 let mut held = c.lock().unwrap_or_else(PoisonError::into_inner);
@@ -223,16 +225,6 @@ impl Drop for Ending<'_> {
             f.end();
         }
     }
-}
-
-/// A client's interval with nothing in it: its histograms start small and grow to what they
-/// are given (a client's second holds few of the range's values; at `-c 1000`, intervals of
-/// the whole range would hold half a gigabyte).
-fn fresh() -> Interval {
-    let mut iv = Interval::empty();
-    iv.latency = results::histogram::new_growing_histogram();
-    iv.service = results::histogram::new_growing_histogram();
-    iv
 }
 
 #[cfg(test)]
