@@ -5,11 +5,10 @@
 //! storing what a query gave, the SQL of a pipeline queued and its replies read at
 //! `\endpipeline`. Each SQL command is timed apart.
 
-use super::eval::{Env, Value, eval};
+use super::eval::{Env, Value, Vars, eval};
 use super::random::Prng;
 use super::script::{Amount, Assign, Kind, Script, Word};
 use engine::driver::{OpError, SqlParam, SqlSession};
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 mod code;
@@ -176,7 +175,7 @@ pub fn ready<'a>(script: &'a Script, session: &mut dyn SqlSession) -> Result<Rea
 
 /// A client's state between transactions: its variables and its generator.
 pub struct Client {
-    pub vars: HashMap<String, Value>,
+    pub vars: Vars,
     pub prng: Prng,
     pub default_seed: i64,
     /// The parameters of the statement being run (their text reused, so a value costs no
@@ -192,7 +191,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(vars: HashMap<String, Value>, prng: Prng, default_seed: i64) -> Client {
+    pub fn new(vars: Vars, prng: Prng, default_seed: i64) -> Client {
         Client {
             vars,
             prng,
@@ -646,11 +645,7 @@ fn ended(session: &mut dyn SqlSession, line: usize) -> Result<(), Failure> {
 }
 
 /// A variable's value, or the script's mistake.
-fn value<'v>(
-    vars: &'v HashMap<String, Value>,
-    var: &str,
-    line: usize,
-) -> Result<&'v Value, Failure> {
+fn value<'v>(vars: &'v Vars, var: &str, line: usize) -> Result<&'v Value, Failure> {
     vars.get(var).ok_or_else(|| Failure::Script {
         line,
         message: format!("undefined variable \"{var}\""),

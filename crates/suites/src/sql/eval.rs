@@ -4,7 +4,6 @@
 
 use super::expr::{Expr, Func, Op};
 use super::random::{self, Prng};
-use std::collections::HashMap;
 
 /// A value of a variable or an expression.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,11 +66,15 @@ fn g15(d: f64) -> String {
     }
 }
 
+/// A client's variables by name. FxHash, not std's SipHash: the names are the script's own
+/// and short, and a transaction looks them up a dozen times or more.
+pub type Vars = rustc_hash::FxHashMap<String, Value>;
+
 /// What an expression may read: the variables, the client's generator and the default seed
 /// (when the variables have no `default_seed`); and where it is, for `debug()`: its script and
 /// line.
 pub struct Env<'a> {
-    pub vars: &'a HashMap<String, Value>,
+    pub vars: &'a Vars,
     pub prng: &'a mut Prng,
     pub default_seed: i64,
     pub at: (&'a str, usize),

@@ -3,12 +3,11 @@
 
 use super::SqlSettings;
 use super::client::{self, Client, Failure};
-use super::eval::Value;
+use super::eval::{Value, Vars};
 use super::random::Prng;
 use super::run::ClientRun;
 use super::script::Source;
 use engine::driver::{SqlSession, Store};
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// A client's session, its scripts' statements prepared, and its generator; `None` when that
@@ -151,7 +150,7 @@ fn prepare_sysbench(
 fn new_client(s: &SqlSettings, (id, clients, seed): (usize, usize, u64)) -> Client {
     let mut base = Prng::new(seed);
     let draws: Vec<u64> = (0..=clients).map(|_| base.next_u64()).collect();
-    let mut vars = HashMap::from([
+    let mut vars = Vars::from_iter([
         ("scale".to_string(), Value::Int(s.scale as i64)),
         ("client_id".to_string(), Value::Int(id as i64)),
         ("random_seed".to_string(), Value::Int(seed as i64)),

@@ -30,7 +30,7 @@ use engine::driver::{ErrorClass, NO_STATEMENT, OpError, SqlParam};
 use engine::fiber::Stream;
 use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::frontend;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
@@ -591,19 +591,38 @@ impl Wire {
 
     /// Reads one message of any type: its type into `self.kind`, its body into `self.body`.
     fn read_frame(&mut self, context: &str) -> Result<(), OpError> {
+        // Most often the whole message is in the buffer: copied from there, not read in two
+        // steps into a body zeroed first.
+        let buf = (self.input.fill_buf()).map_err(|e| read_err(context, &e))?;
+        if let Some(header) = buf.get(..5) {
+            let len = frame_len(header, context)?;
+            if let Some(body) = buf.get(5..len + 1) {
+                self.kind = header[0];
+                self.body.clear();
+                self.body.extend_from_slice(body);
+                self.input.consume(len + 1);
+                return Ok(());
+            }
+        }
         let mut header = [0u8; 5];
         (self.input.read_exact(&mut header)).map_err(|e| read_err(context, &e))?;
-        let len = i32::from_be_bytes([header[1], header[2], header[3], header[4]]);
-        if !(4..=MAX_MESSAGE as i32).contains(&len) {
-            return Err(malformed(
-                context,
-                Malformed("a message of impossible length"),
-            ));
-        }
+        let len = frame_len(&header, context)?;
         self.kind = header[0];
-        self.body.resize(len as usize - 4, 0);
+        self.body.resize(len - 4, 0);
         (self.input.read_exact(&mut self.body)).map_err(|e| read_err(context, &e))
     }
+}
+
+/// A message's length (its own four bytes included) from its five-byte header.
+fn frame_len(header: &[u8], context: &str) -> Result<usize, OpError> {
+    let len = i32::from_be_bytes([header[1], header[2], header[3], header[4]]);
+    if !(4..=MAX_MESSAGE as i32).contains(&len) {
+        return Err(malformed(
+            context,
+            Malformed("a message of impossible length"),
+        ));
+    }
+    Ok(len as usize)
 }
 
 fn write_to(s: &mut Stream, bytes: &[u8], context: &str) -> Result<(), OpError> {

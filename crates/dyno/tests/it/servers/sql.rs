@@ -4,9 +4,9 @@
 
 use engine::driver::{SqlSession, Store};
 use engine::resolve::Drivers;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use suites::sql::client::{self, Client};
-use suites::sql::eval::Value;
+use suites::sql::eval::{Value, Vars};
 use suites::sql::random::Prng;
 use suites::sql::script;
 
@@ -40,7 +40,7 @@ pub(super) fn one(s: &mut dyn SqlSession, sql: &str) -> Option<String> {
 fn run(s: &mut dyn SqlSession, text: &script::Script, n: usize, seed: u64) -> usize {
     let mut ready = client::ready(text, s).unwrap();
     let mut base = Prng::new(seed);
-    let vars = HashMap::from([
+    let vars = Vars::from_iter([
         ("scale".to_string(), Value::Int(1)),
         ("client_id".to_string(), Value::Int(0)),
     ]);
@@ -156,7 +156,7 @@ fn pipelined_tpcb(s: &mut dyn SqlSession, url: &str) {
 fn fails(s: &mut dyn SqlSession, text: &str) -> (String, Vec<usize>) {
     let text = script::parse("f.sql", text).unwrap();
     let mut ready = client::ready(&text, s).unwrap();
-    let mut c = Client::new(HashMap::new(), Prng::new(1), 0);
+    let mut c = Client::new(Vars::default(), Prng::new(1), 0);
     let mut timed = Vec::new();
     let e = (c.run(&mut ready, s, &mut |i, _| timed.push(i), &mut |_| {})).unwrap_err();
     (e.to_string(), timed)

@@ -2,7 +2,7 @@ use super::*;
 use crate::sql::expr::parse;
 use proptest::prelude::*;
 
-fn run(text: &str, vars: &HashMap<String, Value>) -> R<Value> {
+fn run(text: &str, vars: &Vars) -> R<Value> {
     let e = parse(text).map_err(|e| format!("at {}: {}", e.at, e.message))?;
     let mut prng = Prng::new(1);
     let mut env = Env {
@@ -15,7 +15,7 @@ fn run(text: &str, vars: &HashMap<String, Value>) -> R<Value> {
 }
 
 fn value(text: &str) -> Value {
-    run(text, &HashMap::new()).unwrap_or_else(|e| panic!("{text}: {e}"))
+    run(text, &Vars::default()).unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
 /// pgbench 15.18's answers (`\set x debug(…)`, 2026-11-26) to expressions that exercise its
@@ -63,7 +63,7 @@ fn expressions_evaluate_as_pgbench_evaluates_them() {
 
 #[test]
 fn mistakes_are_errors_with_their_place_or_pgbenchs_words() {
-    let vars = HashMap::from([
+    let vars = Vars::from_iter([
         ("n".to_string(), Value::Text("12".into())),
         ("t".to_string(), Value::Text("yes".into())),
         ("x".to_string(), Value::Text("abc".into())),
@@ -125,14 +125,14 @@ proptest! {
     /// parses evaluates or fails with a message; nothing panics.
     #[test]
     fn any_text_parses_and_evaluates_without_a_panic(text in "[-+*/%<>=!~&|#() ,.:a-z0-9eE]{0,40}") {
-        let _ = run(&text, &HashMap::new());
+        let _ = run(&text, &Vars::default());
     }
 
     #[test]
     fn integer_arithmetic_is_exact_or_refused(a in any::<i64>(), b in any::<i64>()) {
         for (op, want) in [("+", a.checked_add(b)), ("-", a.checked_sub(b)), ("*", a.checked_mul(b))] {
             let text = format!("({a}) {op} ({b})");
-            match (run(&text, &HashMap::new()), want) {
+            match (run(&text, &Vars::default()), want) {
                 (Ok(Value::Int(v)), Some(w)) => prop_assert_eq!(v, w),
                 (Err(e), None) => prop_assert!(e.contains("out of range"), "{}", e),
                 (got, want) => prop_assert!(false, "{}: {:?} against {:?}", text, got, want),
@@ -156,10 +156,10 @@ fn tilde_and_not_may_begin_any_operand() {
     assert_eq!(value("true AND NOT false"), Value::Bool(true));
     // Accepted where pgbench's grammar accepts it, and refused as pgbench refuses it when run
     // (a comparison takes numbers: no grouping of these makes one that runs).
-    let e = run("1 = NOT true", &HashMap::new()).unwrap_err();
+    let e = run("1 = NOT true", &Vars::default()).unwrap_err();
     assert_eq!(e, "cannot coerce boolean to int");
     let args: Vec<String> = (1..=17).map(|i| i.to_string()).collect();
-    let e = run(&format!("least({})", args.join(", ")), &HashMap::new()).unwrap_err();
+    let e = run(&format!("least({})", args.join(", ")), &Vars::default()).unwrap_err();
     assert!(
         e.contains("too many function arguments, maximum is 16"),
         "{e}"
@@ -174,7 +174,7 @@ fn tilde_and_not_may_begin_any_operand() {
 /// (a script may set it), as pgbench writes the call; without the variable, the client's.
 #[test]
 fn a_missing_seed_is_the_default_seed_variable() {
-    let with = |seed: Value| HashMap::from([("default_seed".to_string(), seed)]);
+    let with = |seed: Value| Vars::from_iter([("default_seed".to_string(), seed)]);
     for vars in [with(Value::Int(42)), with(Value::Text("42".into()))] {
         for (short, long) in [
             ("hash(5)", "hash(5, 42)"),

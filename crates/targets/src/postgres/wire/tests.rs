@@ -121,3 +121,70 @@ fn a_longer_timeout_waits_for_a_slow_reply() {
         t.join().unwrap();
     }
 }
+
+/// A message is read whole however it comes: in the buffer with others, larger than the
+/// buffer, or a byte at a time.
+#[test]
+fn messages_are_read_whole_however_they_arrive() {
+    fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![kind];
+        m.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+    fn data_row(value: &[u8]) -> Vec<u8> {
+        let mut body = vec![0, 1];
+        body.extend_from_slice(&(value.len() as u32).to_be_bytes());
+        body.extend_from_slice(value);
+        message(b'D', &body)
+    }
+    let big: Vec<u8> = (0..40_000).map(|i| b'a' + (i % 26) as u8).collect();
+    let small = b"twelve bytes".to_vec();
+    let (big_sent, small_sent) = (big.clone(), small.clone());
+    let (addr, t) = server(move |s| {
+        s.set_nodelay(true).unwrap();
+        // RowDescription of one text column "v"; then a row larger than the 16 KiB buffer.
+        let mut first = message(
+            b'T',
+            b"\0\x01v\0\0\0\0\0\0\0\0\0\0\x19\xff\xff\xff\xff\xff\xff\0\0",
+        );
+        first.extend(data_row(&big_sent));
+        s.write_all(&first).unwrap();
+        // A row a byte at a time, then the end of the reply in one write.
+        for b in data_row(&small_sent) {
+            s.write_all(&[b]).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let mut end = message(b'C', b"SELECT 2\0");
+        end.extend(message(b'Z', b"I"));
+        s.write_all(&end).unwrap();
+        let mut rest = [0u8; 64];
+        let _ = s.read(&mut rest);
+    });
+    let mut w = Wire::open_within(addr, &LOGIN, Duration::from_secs(5)).unwrap();
+    let mut got: Vec<(String, Option<String>)> = Vec::new();
+    let rows = w
+        .simple(
+            &["select v".to_string()],
+            &[],
+            Some(&mut |_, row: &engine::driver::SqlRow<'_>| {
+                for (name, value) in row {
+                    got.push((name.to_string(), value.map(str::to_string)));
+                }
+            }),
+        )
+        .unwrap();
+    assert_eq!(rows, 2);
+    let want = [
+        String::from_utf8(big).unwrap(),
+        String::from_utf8(small).unwrap(),
+    ];
+    assert_eq!(got.len(), 2);
+    for ((name, value), want) in got.iter().zip(&want) {
+        assert_eq!(name, "v");
+        assert_eq!(value.as_deref(), Some(want.as_str()));
+    }
+    assert!(w.usable());
+    drop(w);
+    t.join().unwrap();
+}
