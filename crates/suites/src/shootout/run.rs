@@ -14,7 +14,9 @@
 //! The client object cache plays the part of ZODB's pickle cache: one preallocated slot per object.
 //! A target with a client object cache of its own ([`Store::client_cache`]: ZODB's pickle cache in
 //! an adapter) plays it instead: every read goes through the session, `hot` empties the target's
-//! cache ([`Session::drop_client_cache`]), and steamin's reads must be served by it.
+//! cache ([`Session::drop_client_cache`]), and steamin's reads must be served by it. There hot
+//! and steamin are timed as zodbshootout times them, the reads alone: the transaction's begin
+//! and commit around them are the test's commit time, not in its rate.
 //! Every object read from storage is checked against what was written (its key and version in a
 //! 16-byte header, and its length), so a fast wrong answer is never counted as a read.
 //! A test's rate is all clients' objects over the wall time of the slowest client.
@@ -264,8 +266,16 @@ impl Client {
         let t_committing = clock.now_ns();
         let committed = session.commit();
         let t1 = clock.now_ns();
-        self.elapsed_ns = t1 - t0;
         self.commit_ns = (t_begun - t0) + (t1 - t_committing);
+        // Through the target's own cache, hot and steamin are timed as zodbshootout times
+        // them: its loop of reads alone, after a sync, with no transaction's begin or commit
+        // (RelStorage's poll of its database at each: 0.5 ms, where a batch of 1,000 objects
+        // from the pickle cache takes 0.2). Those stay in the commit time.
+        self.elapsed_ns = if self.target_cache && matches!(test, Test::Hot | Test::Steamin) {
+            t_committing - t_begun
+        } else {
+            t1 - t0
+        };
         self.storage_reads = session.storage_reads() - reads_before;
         if let Err(e) = committed {
             self.fatal = Some(format!("client {}: commit failed: {e}", self.index));
