@@ -58,9 +58,8 @@ pub(super) fn transaction(
         if out.took.len() >= FLUSH_AT {
             out.flush();
         }
-        let retry = match &result {
-            Err(Failure::Sql { error, .. }) => conflict(&error.message, timing.sysbench),
-            _ => None,
+        let Err(Failure::Sql { error, .. }) = &result else {
+            break result;
         };
         // As pgbench: no more tries once the run is over, or the transaction is later than
         // the latency limit; nor once interrupted.
@@ -71,9 +70,9 @@ pub(super) fn transaction(
             && timing
                 .limit
                 .is_none_or(|l| now.duration_since(started) <= l);
-        let Some(_) = retry.filter(|_| again) else {
+        if conflict(&error.message, timing.sysbench).is_none() || !again {
             break result;
-        };
+        }
         let _ = session.batch("ROLLBACK");
         out.retries += 1;
         if !timing.sysbench {
