@@ -24,7 +24,7 @@
 # (its generator thread sleeps that long, when no reply is in, before it waits for one), its
 # ratios to pgbench's printed apart.
 # Traffic stays on 127.0.0.1.
-# Usage: [CONNECT=1] [MODE=simple|extended|prepared] [NAP=50us] bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS] [SCALE]
+# Usage: [CONNECT=1] [MODE=simple|extended|prepared] [NAP=65us] bench/sql-vs-pgbench.sh [ROUNDS] [SECONDS] [CLIENTS] [SCALE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh

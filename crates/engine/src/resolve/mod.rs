@@ -430,7 +430,7 @@ fn nap(n: &Sp<String>) -> Result<Duration, PlanError> {
     if d > Duration::from_millis(1) {
         return Err(
             PlanError::new(n.at.clone(), "nap must be at most 1ms").hint(
-                "a reply that comes during a nap is taken up to the nap late; 10us to 50us \
+                "a reply that comes during a nap is taken up to the nap late; 20us to 80us \
                    spares the wake-ups at a server's pace",
             ),
         );

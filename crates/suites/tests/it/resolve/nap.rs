@@ -30,7 +30,7 @@ fn a_nap_too_long_unreadable_on_the_ring_or_for_the_load_suite_is_refused() {
     assert_eq!(
         err(&plan("kv", "nap = \"2ms\"", "mem:")),
         "plan.toml:3:7: nap must be at most 1ms\n  hint: a reply that comes during a nap is taken \
-         up to the nap late; 10us to 50us spares the wake-ups at a server's pace"
+         up to the nap late; 20us to 80us spares the wake-ups at a server's pace"
     );
     assert_eq!(
         err(&plan("kv", "nap = \"soon\"", "mem:")),
