@@ -68,6 +68,13 @@ impl Test {
     fn writes(self) -> bool {
         matches!(self, Test::Add | Test::Update)
     }
+
+    /// Whether zodbshootout times this test's loop of reads alone, with no transaction's begin
+    /// or commit around it (its `bench_hot_read`, `bench_steamin_read`): as dyno does through
+    /// a target's own cache.
+    fn reads_alone(self) -> bool {
+        matches!(self, Test::Hot | Test::Steamin)
+    }
 }
 
 /// The key of object `i` of `client` in repetition `rep`: 24 bits each for rep and client slot,
@@ -272,7 +279,7 @@ impl Client {
         // them: its loop of reads alone, after a sync, with no transaction's begin or commit
         // (RelStorage's poll of its database at each: 0.5 ms, where a batch of 1,000 objects
         // from the pickle cache takes 0.2). Those stay in the commit time.
-        self.elapsed_ns = if self.target_cache && matches!(test, Test::Hot | Test::Steamin) {
+        self.elapsed_ns = if self.target_cache && test.reads_alone() {
             t_committing - t_begun
         } else {
             t1 - t0
@@ -484,11 +491,12 @@ impl<'a> Shootout<'a> {
                     "get_many: the adapter has no get_heads, so each object's bytes come back whole"
                 }
             );
-            let batched = match test {
-                Test::Hot | Test::Steamin => format!(
+            let batched = if test.reads_alone() {
+                format!(
                     "{batched}; the rate is the reads' alone, as zodbshootout's loop: the transaction's begin and commit are the commit time"
-                ),
-                _ => batched,
+                )
+            } else {
+                batched
             };
             cache_note = Some(match cache_note {
                 Some(n) => format!("{n}; {batched}"),

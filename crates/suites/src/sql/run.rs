@@ -141,12 +141,9 @@ pub(super) struct ClientRun {
     pub(super) transactions: Recorder,
     /// Per script (none when there is one), its transactions.
     scripts: Vec<Recorder>,
-    /// Per script, per command: its SQL's times.
+    /// Per script, per command: its SQL's times, held [`HELD`] at a time
+    /// ([`Recorder::deferred`]).
     commands: Vec<Vec<Recorder>>,
-    /// Command times (script, command, ns) not yet in `commands`, put there together
-    /// ([`ClientRun::flush`]): recorded one by one between round trips, each was a cache miss
-    /// of its own, 0.3 µs (2026-11-30).
-    took: Vec<(u32, u32, u64)>,
     /// A script's own mistake (an undefined variable…): the run is wrong, not the server.
     pub(super) broken: Option<String>,
     /// The connection's failure (refused, or lost) that ended this client before the run's
@@ -172,17 +169,10 @@ pub(super) struct ClientRun {
     pub(super) connections: Recorder,
 }
 
-/// Command times a client holds before it records them ([`ClientRun::took`]).
-const FLUSH_AT: usize = 512;
+/// A command's times a client holds before it puts them into their histogram together.
+const HELD: usize = 512;
 
 impl ClientRun {
-    /// Records the command times held.
-    fn flush(&mut self) {
-        for (k, i, ns) in self.took.drain(..) {
-            self.commands[k as usize][i as usize].record(ns, Ok(0));
-        }
-    }
-
     /// After a transaction that ended so (`Err`: the script's own failure), on a session still
     /// `usable` or not: whether the client ends here, and why, kept.
     fn ends_at(
@@ -216,9 +206,13 @@ impl ClientRun {
                 .map(|_| Recorder::new())
                 .collect(),
             commands: (s.scripts.iter())
-                .map(|(sc, _)| sc.commands.iter().map(|_| Recorder::new()).collect())
+                .map(|(sc, _)| {
+                    sc.commands
+                        .iter()
+                        .map(|_| Recorder::deferred(HELD))
+                        .collect()
+                })
                 .collect(),
-            took: Vec::with_capacity(FLUSH_AT + 64),
             broken: None,
             lost: None,
             lag: Recorder::new(),
@@ -394,18 +388,6 @@ fn by_op(
 /// One client's transactions, once every client has passed `gate`: until the duration ends,
 /// or its count of them is done.
 fn client_run(
-    store: &dyn Store,
-    (ctx, gate): (&RepCtx, &Barrier),
-    s: &SqlSettings,
-    (id, clients, schedule, feed): (usize, usize, Option<&Schedule>, Option<&Feed>),
-) -> ClientRun {
-    let mut out = transactions(store, (ctx, gate), s, (id, clients, schedule, feed));
-    out.flush();
-    out
-}
-
-/// [`client_run`]'s transactions, their command times partly held.
-fn transactions(
     store: &dyn Store,
     (ctx, gate): (&RepCtx, &Barrier),
     s: &SqlSettings,

@@ -2,9 +2,9 @@
 //! its figures.
 
 use super::super::client::{self, Client, Failure};
+use super::ClientRun;
 use super::feed::Feed;
 use super::retry::{conflict, tries};
-use super::{ClientRun, FLUSH_AT};
 use engine::driver::SqlSession;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -48,16 +48,13 @@ pub(super) fn transaction(
     let mut tries = 0;
     let result = loop {
         tries += 1;
-        let took = &mut out.took;
+        let commands = &mut out.commands[k];
         let result = client.run(
             ready,
             session,
-            &mut |i, t| took.push((k as u32, i as u32, t.as_nanos() as u64)),
+            &mut |i, took| commands[i].record(took.as_nanos() as u64, Ok(0)),
             &mut engine::fiber::sleep,
         );
-        if out.took.len() >= FLUSH_AT {
-            out.flush();
-        }
         let Err(Failure::Sql { error, .. }) = &result else {
             break result;
         };
